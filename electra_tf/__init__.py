@@ -1,0 +1,9 @@
+"""electra_tf: ELECTRA (google-research/electra) on TensorFlow 2 / Keras 3."""
+
+from electra_tf.bert_config import BertConfig
+from electra_tf.hparams import load_hparams
+from electra_tf.pretraining_config import PretrainingConfig
+from electra_tf.pretraining_config import get_bert_config
+from electra_tf.pretraining_config import get_generator_config
+
+__version__ = "0.1.0"

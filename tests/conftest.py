@@ -1,0 +1,40 @@
+"""Shared test set-up: quiet TensorFlow, two logical CPU devices, fixture paths."""
+
+import os
+import pathlib
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+
+import pytest  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+# Two logical CPU devices so that MirroredStrategy tests have two replicas.
+# This must happen before TensorFlow initialises its devices.
+_cpus = tf.config.list_physical_devices("CPU")
+try:
+  tf.config.set_logical_device_configuration(
+      _cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)
+except RuntimeError:
+  pass  # already initialised (e.g. by a plugin); tests needing 2 devices skip
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+SHARED_FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "original"
+
+
+@pytest.fixture(scope="session")
+def original_fixtures():
+  """Path of `../shared/fixtures/original`; skips the test when it is absent."""
+  if not SHARED_FIXTURES.is_dir():
+    pytest.skip(f"shared fixtures of the original code not found at {SHARED_FIXTURES}")
+  return SHARED_FIXTURES
+
+
+@pytest.fixture(autouse=True)
+def _reset_keras_state():
+  """Each test starts in float32 with a fresh Keras name scope."""
+  import keras
+  keras.mixed_precision.set_global_policy("float32")
+  keras.utils.clear_session()
+  yield
+  keras.mixed_precision.set_global_policy("float32")

@@ -1,0 +1,1 @@
+"""Corpus → TFRecord builders (text files, OpenWebText, TFDS) and the vocab learner."""
