@@ -63,7 +63,7 @@ def test_cjk_vs_kana_hangul():
   # Hangul syllables into conjoining jamo (Lo, kept).
   assert basic.tokenize("北京ひらがな한국") == [
       "北", "京", "ひらかな" + unicodedata.normalize("NFD", "한국")]
-  assert len(basic.tokenize("한국")[0]) == 5
+  assert len(basic.tokenize("한국")[0]) == 6  # 한 = ㅎㅏㄴ, 국 = ㄱㅜㄱ
 
 
 def test_wordpiece_greedy_and_unk(vocab_file):
