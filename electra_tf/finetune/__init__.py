@@ -1,0 +1,1 @@
+"""Fine-tuning: tasks, featurisation, heads, scorers and the run loop (spec §12)."""
