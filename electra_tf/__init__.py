@@ -7,3 +7,6 @@ from electra_tf.pretraining_config import get_bert_config
 from electra_tf.pretraining_config import get_generator_config
 
 __version__ = "0.1.0"
+
+from electra_tf.models.electra_pretrainer import ElectraPretrainer  # noqa: E402
+from electra_tf.official_checkpoint import load_official_checkpoint  # noqa: E402

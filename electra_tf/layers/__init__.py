@@ -1,0 +1,8 @@
+"""Keras layers of the ELECTRA model (spec §5, §7)."""
+
+from electra_tf.layers.electra_cloze_head import ElectraClozeHead
+from electra_tf.layers.electra_discriminator_head import ElectraDiscriminatorHead
+from electra_tf.layers.electra_embeddings import ElectraEmbeddings
+from electra_tf.layers.electra_encoder import ElectraEncoder
+from electra_tf.layers.electra_masked_lm_head import ElectraMaskedLMHead
+from electra_tf.layers.electra_transformer_layer import ElectraTransformerLayer

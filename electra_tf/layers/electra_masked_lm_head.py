@@ -1,0 +1,82 @@
+"""The generator's MLM head (`generator_predictions`, spec §7.2)."""
+
+import keras
+from keras import ops
+
+from electra_tf.layers import layer_utils
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class ElectraMaskedLMHead(keras.layers.Layer):
+  """`get_token_logits`: dense → activation → LayerNorm → `h · Wᵀ + output_bias`.
+
+  `W` is the word-embedding table passed at call time (tied output); the
+  head owns only `dense` (`[in, E]`, truncated normal), `LayerNorm` and
+  `output_bias` (`[V]`, zeros). Logits are float32 under mixed precision.
+
+  Args:
+    vocab_size: V, length of `output_bias`.
+    embedding_size: E, the width of the tied word table (Hg when the
+      generator's embeddings are untied).
+    hidden_act: activation after the dense layer.
+    initializer_range: stddev of the dense kernel's truncated-normal init.
+    **kwargs: standard `keras.layers.Layer` arguments.
+
+  Call args:
+    hidden_states: `[..., in]` (e.g. the generator outputs gathered at the
+      masked positions, `[B, N, Hg]`).
+    embedding_table: `[V, E]` word-embedding table (variable or tensor).
+
+  Example:
+  >>> head = ElectraMaskedLMHead(vocab_size=100, embedding_size=8)
+  >>> table = np.random.normal(size=(100, 8)).astype("float32")
+  >>> head(np.ones((2, 3, 16), "float32"), table).shape
+  TensorShape([2, 3, 100])
+  """
+
+  def __init__(self, vocab_size, embedding_size, hidden_act="gelu",
+               initializer_range=0.02, **kwargs):
+    super().__init__(**kwargs)
+    # The tied table must reach `call` unconverted (float32), so inputs are
+    # cast explicitly below instead of by Keras' autocasting.
+    self._convert_input_args = False
+    self.vocab_size = int(vocab_size)
+    self.embedding_size = int(embedding_size)
+    self.hidden_act = hidden_act
+    self.initializer_range = float(initializer_range)
+    self.dense = keras.layers.Dense(
+        self.embedding_size, activation=layer_utils.get_activation(hidden_act),
+        kernel_initializer=layer_utils.truncated_normal(self.initializer_range),
+        bias_initializer="zeros", dtype=self.dtype_policy, name="dense")
+    self.layer_norm = layer_utils.make_layer_norm("LayerNorm")
+
+  def build(self, hidden_states_shape, embedding_table_shape=None):
+    self.dense.build((None, hidden_states_shape[-1]))
+    self.layer_norm.build((None, self.embedding_size))
+    self.output_bias = self.add_weight(
+        name="output_bias", shape=(self.vocab_size,), initializer="zeros")
+    self.built = True
+
+  def transform(self, hidden_states):
+    """dense + activation + LayerNorm; float32 `[..., E]`."""
+    x = self.dense(ops.cast(hidden_states, self.compute_dtype))
+    return ops.cast(self.layer_norm(x), "float32")
+
+  def call(self, hidden_states, embedding_table):
+    x = self.transform(hidden_states)
+    table = ops.cast(embedding_table, "float32")
+    logits = ops.matmul(x, ops.transpose(table))
+    return logits + ops.cast(self.output_bias, "float32")
+
+  def compute_output_shape(self, hidden_states_shape, embedding_table_shape=None):
+    return tuple(hidden_states_shape[:-1]) + (self.vocab_size,)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update({
+        "vocab_size": self.vocab_size,
+        "embedding_size": self.embedding_size,
+        "hidden_act": self.hidden_act,
+        "initializer_range": self.initializer_range,
+    })
+    return config
