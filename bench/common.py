@@ -1,0 +1,60 @@
+"""What every benchmark module shares: a `main` that runs it in its own
+process, adds that process's peak memory, and writes the figures as JSON."""
+
+import argparse
+import json
+import os
+import platform
+import resource
+import sys
+import time
+
+
+def machine_description():
+  """One line naming the CPU, core count and memory of this machine."""
+  cpu = platform.processor() or platform.machine()
+  try:
+    with open("/proc/cpuinfo") as f:
+      for line in f:
+        if line.startswith("model name"):
+          cpu = line.split(":", 1)[1].strip()
+          break
+  except OSError:
+    pass
+  try:
+    with open("/proc/meminfo") as f:
+      mem_kb = int(f.readline().split()[1])
+    mem = f"{mem_kb / 2**20:.0f} GiB"
+  except (OSError, ValueError, IndexError):
+    mem = "? GiB"
+  return f"{cpu}, {os.cpu_count()} cores, {mem}, Python {platform.python_version()}"
+
+
+def peak_rss_mb():
+  """Peak resident memory of this process in MiB (Linux reports KiB)."""
+  return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def main(run, description):
+  """Runs `run(quick: bool) -> list[dict]` and writes rows with peak memory.
+
+  Each row is one measured configuration; `name` says what it is.
+  """
+  parser = argparse.ArgumentParser(description=description)
+  parser.add_argument("--json", help="write the rows here")
+  parser.add_argument("--quick", action="store_true", help="a short smoke run")
+  args = parser.parse_args()
+  start = time.time()
+  rows = run(quick=args.quick)
+  for row in rows:
+    row.setdefault("peak_rss_mb", round(peak_rss_mb(), 1))
+  result = {"benchmark": description, "seconds": round(time.time() - start, 1),
+            "machine": machine_description(), "rows": rows}
+  text = json.dumps(result, indent=2)
+  if args.json:
+    tmp = args.json + ".tmp"
+    with open(tmp, "w") as f:
+      f.write(text)
+    os.replace(tmp, args.json)
+  print(text)
+  sys.stdout.flush()
