@@ -1,0 +1,67 @@
+"""The fine-tuning task interface and feature specs (spec §12.3)."""
+
+import abc
+import collections
+
+import numpy as np
+import tensorflow as tf
+
+FeatureSpec = collections.namedtuple("FeatureSpec", ["name", "shape", "is_int_feature"])
+
+
+def shared_feature_specs(config):
+  """Features every record has: ids, mask, segments and the task id."""
+  s = config.max_seq_length
+  return [FeatureSpec("input_ids", [s], True), FeatureSpec("input_mask", [s], True),
+          FeatureSpec("segment_ids", [s], True), FeatureSpec("task_id", [], True)]
+
+
+def pad_to(values, length, value=0):
+  return list(values) + [value] * (length - len(values))
+
+
+class Task(abc.ABC):
+  """One fine-tuning task: reads its examples, featurises them, names its
+  features, builds its head and its scorer.
+
+  Args:
+    config: a `FinetuningConfig`.
+    name: the task name as in `task_names`.
+    tokenizer: a `FullTokenizer` shared by all tasks.
+  """
+
+  def __init__(self, config, name, tokenizer):
+    self.config = config
+    self.name = name
+    self.tokenizer = tokenizer
+    if name not in config.task_names:
+      raise ValueError(f"task {name!r} is not in hparam task_names {config.task_names}")
+    self.task_id = config.task_names.index(name)
+
+  def get_test_splits(self):
+    return ["test"]
+
+  @abc.abstractmethod
+  def get_examples(self, split):
+    """The examples of a split ("train", "dev", "test", ...)."""
+
+  @abc.abstractmethod
+  def featurize(self, example, is_training, log=False):
+    """One example → a list of feature dicts (several for QA windows)."""
+
+  @abc.abstractmethod
+  def get_feature_specs(self):
+    """This task's `FeatureSpec`s (names prefixed with the task name)."""
+
+  @abc.abstractmethod
+  def create_head(self):
+    """The Keras head layer (variables under `task_specific/<name>/`)."""
+
+  @abc.abstractmethod
+  def get_scorer(self, split="dev"):
+    """A fresh scorer for a split."""
+
+  def log_features(self, features):
+    lines = [f"  {k}: {v if np.ndim(v) == 0 else ' '.join(str(x) for x in v)}"
+             for k, v in features.items() if k != "for_eval"]
+    tf.get_logger().info("Example features for %s:\n%s", self.name, "\n".join(lines))
