@@ -202,9 +202,107 @@ class ElectraPretrainer(keras.Model):
     return outputs
 
   # ---------------------------------------------------------------------------
-  # Training: `train_step` / `test_step` (and any `compile` override) are added
-  # by `electra_tf/pretraining_step.py`; they are deliberately not defined here.
+  # Training: `compile` / `train_step` / `test_step`. This block is owned by
+  # the pre-training step (`electra_tf/pretraining_step.py` does the work).
   # ---------------------------------------------------------------------------
+
+  def compile(self, optimizer=None, pretraining_config=None, seed=None, jit_compile=False,
+              **kwargs):
+    """Prepares `fit` / `evaluate` with the original's pre-training step.
+
+    Args:
+      optimizer: a Keras optimizer; None builds the original's
+        (`AdamWeightDecay` + warmup/decay schedule) from `pretraining_config`
+        (or from the original's defaults when that is None too). Under a
+        `mixed_float16` policy Keras wraps it in a `LossScaleOptimizer`.
+      pretraining_config: optional `PretrainingConfig` for the default
+        optimizer and the seed.
+      seed: seeds masking and sampling; None takes `pretraining_config.seed`,
+        else a random one. The draws of a step depend only on (seed, step,
+        example's row in the global batch).
+      jit_compile: compile the step with XLA.
+      **kwargs: passed to `keras.Model.compile` (e.g. `steps_per_execution`).
+    """
+    import numpy as np  # pylint: disable=g-import-not-at-top
+    from electra_tf import pretraining_metrics  # pylint: disable=g-import-not-at-top
+    from electra_tf import pretraining_step  # pylint: disable=g-import-not-at-top
+    if not self.built:
+      self.build()
+    if optimizer is None:
+      if pretraining_config is not None:
+        optimizer = pretraining_step.make_optimizer_from_config(pretraining_config, self)
+      else:
+        optimizer = pretraining_step.make_optimizer(self)
+    if seed is None and pretraining_config is not None:
+      seed = pretraining_config.seed
+    if seed is None:
+      seed = int(np.random.randint(0, 2**31 - 1))
+    self.step_seed = int(seed)
+    # Metrics live outside Keras' attribute tracking (the model is built):
+    # `metrics` below exposes them so Keras resets them per epoch.
+    train_metrics = {name: keras.metrics.Mean(name=name)
+                     for name in ("loss", "generator_loss", "disc_loss")}
+    if self.discriminator is None:
+      del train_metrics["disc_loss"]
+    eval_metrics = pretraining_metrics.make_pretraining_metrics(
+        self.discriminator is not None, self.disc_weight)
+    eval_metrics["loss"] = keras.metrics.Mean(name="loss")
+    object.__setattr__(self, "_electra_train_metrics", train_metrics)
+    object.__setattr__(self, "_electra_eval_metrics", eval_metrics)
+    super().compile(optimizer=optimizer, jit_compile=jit_compile, **kwargs)
+
+  @property
+  def metrics(self):
+    metrics = list(getattr(self, "_electra_train_metrics", {}).values())
+    metrics += list(getattr(self, "_electra_eval_metrics", {}).values())
+    return metrics + [m for m in super().metrics if m not in metrics]
+
+  @staticmethod
+  def _step_features(data):
+    if isinstance(data, (tuple, list)):
+      data = data[0]
+    if not isinstance(data, dict):
+      raise ValueError("ElectraPretrainer.fit/evaluate expects batches that are dicts with "
+                       f"input_ids, input_mask, segment_ids; got {type(data).__name__}")
+    return data
+
+  def train_step(self, data):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    from electra_tf import pretraining_step  # pylint: disable=g-import-not-at-top
+    features = self._step_features(data)
+    variables = self.trainable_variables
+    with tf.GradientTape() as tape:
+      outputs = pretraining_step.forward(self, features, training=True, seed=self.step_seed,
+                                         step=self.optimizer.iterations)
+      # LossScaleOptimizer (mixed_float16) multiplies by its dynamic scale and
+      # unscales the gradients in `apply`; otherwise this is the identity.
+      scaled_loss = self.optimizer.scale_loss(outputs["loss"])
+    grads = tape.gradient(scaled_loss, variables)
+    self.optimizer.apply(grads, variables)
+    return self._update_train_metrics(outputs)
+
+  def _update_train_metrics(self, outputs):
+    m = self._electra_train_metrics
+    m["loss"].update_state(outputs["total_loss"])
+    m["generator_loss"].update_state(outputs["gen_loss"])
+    if "disc_loss" in m:
+      m["disc_loss"].update_state(outputs["disc_loss"])
+    return {name: metric.result() for name, metric in m.items()}
+
+  def test_step(self, data):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    from electra_tf import pretraining_metrics  # pylint: disable=g-import-not-at-top
+    from electra_tf import pretraining_step  # pylint: disable=g-import-not-at-top
+    features = self._step_features(data)
+    metrics = self._electra_eval_metrics
+    # Evaluation draws its masks from a stream apart from training's: the
+    # count of evaluated batches (reset with the metrics) keys it.
+    step = -1 - tf.cast(metrics["loss"].count, tf.int32)
+    outputs = pretraining_step.forward(self, features, training=False, seed=self.step_seed,
+                                       step=step)
+    metrics["loss"].update_state(outputs["total_loss"])
+    pretraining_metrics.update_pretraining_metrics(metrics, outputs)
+    return {name: metric.result() for name, metric in metrics.items()}
 
   def get_config(self):
     config = super().get_config()
