@@ -36,10 +36,10 @@ class ElectraMaskedLMHead(keras.layers.Layer):
 
   def __init__(self, vocab_size, embedding_size, hidden_act="gelu",
                initializer_range=0.02, **kwargs):
-    super().__init__(**kwargs)
-    # The tied table must reach `call` unconverted (float32), so inputs are
-    # cast explicitly below instead of by Keras' autocasting.
-    self._convert_input_args = False
+    # The tied table must reach `call` in float32, so inputs are not
+    # autocast; `transform` casts the hidden states to the compute dtype.
+    kwargs.pop("autocast", None)
+    super().__init__(autocast=False, **kwargs)
     self.vocab_size = int(vocab_size)
     self.embedding_size = int(embedding_size)
     self.hidden_act = hidden_act
