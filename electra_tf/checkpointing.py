@@ -152,7 +152,12 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
     save_checkpoints_steps: save every this many global steps; 0/None saves
       only at the start and the end.
     num_train_steps: the global step at which training stops; None: never.
-    handle_sigterm: install the SIGTERM handler (main thread only).
+    handle_sigterm: install the SIGTERM handler (main thread only). Leave
+      it off with several workers: a signal reaching one worker only would
+      make it save alone; there the periodic checkpoints are the backup.
+    save_initial: write the starting checkpoint of a fresh model dir (the
+      original's step-0 checkpoint). Off with several workers, where whether
+      the dir is fresh could be seen differently by racing workers.
 
   Example:
   >>> callback = PretrainingCheckpoint(manager, 1000, num_train_steps=10000)
@@ -160,12 +165,13 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
   """
 
   def __init__(self, manager, save_checkpoints_steps, num_train_steps=None,
-               handle_sigterm=True):
+               handle_sigterm=True, save_initial=True):
     super().__init__()
     self.manager = manager
     self.save_checkpoints_steps = save_checkpoints_steps or None
     self.num_train_steps = num_train_steps
     self.handle_sigterm = handle_sigterm
+    self.save_initial = save_initial
     self.restored = False
     self.preempted = False
     self._last_saved_step = None
@@ -185,7 +191,7 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
   def on_train_begin(self, logs=None):
     had_checkpoint = self.manager.latest_checkpoint is not None
     step = self.restore()
-    if had_checkpoint:
+    if had_checkpoint or not self.save_initial:
       self._last_saved_step = step
     else:
       self._save(step)

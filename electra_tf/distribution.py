@@ -153,3 +153,18 @@ def is_chief(strategy=None, tf_config=None):
     # Without an explicit chief, worker 0 is the chief.
     return "chief" not in cluster and task_id == 0
   return False
+
+
+def num_workers(strategy=None, tf_config=None):
+  """Number of worker processes in the cluster (1 without `TF_CONFIG`)."""
+  resolver = getattr(strategy, "cluster_resolver", None) if strategy is not None else None
+  if resolver is not None and getattr(resolver, "task_type", None) is not None:
+    cluster = resolver.cluster_spec().as_dict()
+  else:
+    if tf_config is None:
+      tf_config = os.environ.get("TF_CONFIG")
+    if not tf_config:
+      return 1
+    spec = json.loads(tf_config) if isinstance(tf_config, str) else tf_config
+    cluster = spec.get("cluster", {})
+  return max(1, sum(len(cluster.get(kind, [])) for kind in ("chief", "worker")))

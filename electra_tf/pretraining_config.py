@@ -115,6 +115,7 @@ class PretrainingConfig(HParams):
     self.init_checkpoint = None
     self.seed = None  # seeds masking/sampling/dropout and the input order
     self.log_every_steps = 1  # ETA line frequency (the original logs every step)
+    self.save_summary_steps = 100  # TensorBoard scalars every N steps (Estimator's default)
 
     self._data_dir = data_dir
     self.update(kwargs)

@@ -1,0 +1,411 @@
+"""Pre-trains or evaluates an ELECTRA model: `python -m electra_tf.run_pretraining`.
+
+The original's command line and semantics (spec §1.3, §10):
+
+  python -m electra_tf.run_pretraining --data-dir DIR --model-name NAME \\
+      --hparams '{"model_size": "small", "num_train_steps": 1000000}'
+
+- data: `<data-dir>/pretrain_tfrecords/pretrain_data.tfrecord*` (hparam
+  `pretrain_tfrecords`, comma-separated globs); the model and its
+  checkpoints: `<data-dir>/models/<model-name>`;
+- exactly one of `do_train` / `do_eval`;
+- training resumes from the newest checkpoint in the model dir and stops at
+  the absolute step `num_train_steps` (nothing to do if already there);
+- `debug` deletes the model dir before training, as the original does.
+
+Training goes through `ElectraPretrainer.fit` with this module's callbacks,
+the same path a user's own Keras script takes (see the README). Evaluation
+writes `<model_dir>/results/unsup_results.txt` (`name = value` lines), a JSON
+twin and the `.pkl` the original's config names.
+"""
+
+import argparse
+import json
+import os
+import pickle
+import sys
+import tempfile
+
+import keras
+import tensorflow as tf
+from tensorflow.core.framework import summary_pb2
+
+from electra_tf import checkpointing
+from electra_tf import distribution
+from electra_tf import eta_logger
+from electra_tf.hparams import load_hparams
+from electra_tf.pretraining_config import PretrainingConfig
+
+
+# ----------------------------------------------------------------------------
+# Input checks (all before any model is built)
+# ----------------------------------------------------------------------------
+
+def resolve_file_patterns(config):
+  """The `pretrain_tfrecords` globs as a list. A relative pattern that
+  matches nothing from the working directory (the original's rule) is tried
+  under `data_dir`, so `pretrain_tfrecords/...` works from anywhere."""
+  patterns = []
+  for pattern in str(config.pretrain_tfrecords).split(","):
+    pattern = pattern.strip()
+    if not pattern:
+      continue
+    if (not os.path.isabs(pattern) and "://" not in pattern and not tf.io.gfile.glob(pattern)
+        and config.data_dir):
+      pattern = os.path.join(config.data_dir, pattern)
+    patterns.append(pattern)
+  return patterns
+
+
+def find_pretraining_files(config):
+  """The TFRecord files of hparam `pretrain_tfrecords`; a clear error if none."""
+  patterns = resolve_file_patterns(config)
+  files = sorted({f for p in patterns for f in tf.io.gfile.glob(p)})
+  if not files:
+    raise ValueError(
+        f"No pre-training TFRecords found for hparam pretrain_tfrecords="
+        f"{config.pretrain_tfrecords!r} (searched {patterns}); build them with "
+        "`python -m electra_tf.build_pretraining_dataset` or set pretrain_tfrecords")
+  return files
+
+
+def _check_records(files, max_seq_length, vocab_size, max_records=64):
+  """Reads a few records: `input_ids` must have `max_seq_length` ids below
+  `vocab_size`. (Used when the data module has no validator.)"""
+  seen = 0
+  for path in files:
+    for raw in tf.data.TFRecordDataset(path).take(max_records - seen):
+      example = tf.train.Example.FromString(raw.numpy())
+      feature = example.features.feature
+      if "input_ids" not in feature:
+        raise ValueError(f"{path}: record has no 'input_ids' feature; not a pre-training TFRecord")
+      ids = list(feature["input_ids"].int64_list.value)
+      if len(ids) != max_seq_length:
+        raise ValueError(
+            f"{path}: records have {len(ids)} input_ids but hparam max_seq_length="
+            f"{max_seq_length}; rebuild the data or set max_seq_length={len(ids)}")
+      if ids and max(ids) >= vocab_size:
+        raise ValueError(
+            f"{path}: token id {max(ids)} is not below hparam vocab_size={vocab_size}; "
+            "set vocab_size to the vocab file's size or rebuild the data")
+      seen += 1
+      if seen >= max_records:
+        return
+
+
+def validate_config(config):
+  """Every check that can fail before training starts; returns the data files."""
+  if config.do_train == config.do_eval:
+    raise ValueError("Exactly one of `do_train` or `do_eval` must be True.")
+  for name in ("num_train_steps", "train_batch_size", "eval_batch_size", "max_seq_length",
+               "steps_per_execution"):
+    if int(getattr(config, name)) <= 0:
+      raise ValueError(f"hparam {name}={getattr(config, name)}; expected a positive integer")
+  if config.do_eval and int(config.num_eval_steps) <= 0:
+    raise ValueError(f"hparam num_eval_steps={config.num_eval_steps}; expected > 0")
+  if config.save_checkpoints_steps is not None and config.save_checkpoints_steps < 0:
+    raise ValueError(f"hparam save_checkpoints_steps={config.save_checkpoints_steps}; "
+                     "expected >= 0")
+  if config.init_checkpoint:
+    from electra_tf import official_checkpoint  # pylint: disable=g-import-not-at-top
+    try:
+      official_checkpoint.resolve_checkpoint_path(config.init_checkpoint)
+    except (ValueError, OSError) as e:
+      raise ValueError(f"hparam init_checkpoint={config.init_checkpoint!r}: {e}") from e
+  files = find_pretraining_files(config)
+  try:
+    from electra_tf import pretrain_data  # pylint: disable=g-import-not-at-top
+    validate = getattr(pretrain_data, "validate_pretraining_files", None)
+  except ImportError:
+    validate = None
+  if validate is not None:
+    validate(resolve_file_patterns(config), config.max_seq_length, vocab_size=config.vocab_size)
+  else:
+    _check_records(files, config.max_seq_length, config.vocab_size)
+  return files
+
+
+# ----------------------------------------------------------------------------
+# Pieces a user's own script uses too
+# ----------------------------------------------------------------------------
+
+def make_dataset(config, is_training):
+  """The global-batch input pipeline; `fit` splits each batch over replicas."""
+  batch_size = config.train_batch_size if is_training else config.eval_batch_size
+  try:
+    from electra_tf import pretrain_data  # pylint: disable=g-import-not-at-top
+    get_dataset = pretrain_data.get_dataset
+  except ImportError:
+    get_dataset = _plain_dataset
+  dataset = get_dataset(resolve_file_patterns(config), config.max_seq_length, batch_size,
+                        is_training=is_training, seed=config.seed)
+  options = tf.data.Options()
+  # Multi-worker: each worker takes every n-th batch (the shards are uneven).
+  options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+  return dataset.with_options(options)
+
+
+def _plain_dataset(file_patterns, max_seq_length, batch_size, is_training, seed=None):
+  """A plain reader of the pre-training records (only used when
+  `electra_tf.pretrain_data` is not installed)."""
+  files = sorted({f for p in file_patterns for f in tf.io.gfile.glob(p)})
+  dataset = tf.data.TFRecordDataset(files)
+  features = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64)
+              for name in ("input_ids", "input_mask", "segment_ids")}
+  if is_training:
+    dataset = dataset.repeat().shuffle(100, seed=seed)
+  dataset = dataset.map(
+      lambda record: {k: tf.cast(v, tf.int32)
+                      for k, v in tf.io.parse_single_example(record, features).items()})
+  return dataset.batch(batch_size, drop_remainder=True)
+
+
+def build_pretrainer(config, strategy):
+  """Builds and compiles the pretrainer under `strategy`. With
+  `init_checkpoint` (and no checkpoint in the model dir yet) the weights and
+  the global step come from that name-based TF1 checkpoint; the optimizer
+  slots start fresh."""
+  from electra_tf.models.electra_pretrainer import ElectraPretrainer  # pylint: disable=g-import-not-at-top
+  init_step = None
+  with strategy.scope():
+    if config.init_checkpoint and tf.train.latest_checkpoint(config.model_dir) is None:
+      from electra_tf import official_checkpoint  # pylint: disable=g-import-not-at-top
+      model = official_checkpoint.load_official_checkpoint(config.init_checkpoint, config)
+      info = getattr(model, "official_checkpoint_info", None) or {}
+      init_step = info.get("global_step")
+      print(f"Initialized from {config.init_checkpoint} (global_step={init_step})", flush=True)
+    else:
+      model = ElectraPretrainer.from_pretraining_config(config)
+      model.build()
+    model.compile(pretraining_config=config, jit_compile=config.jit_compile,
+                  steps_per_execution=config.steps_per_execution)
+    checkpointing.build_optimizer(model)
+    if init_step:
+      model.optimizer.iterations.assign(int(init_step))
+  return model
+
+
+def _write_scalar(name, value, step):
+  """A TensorBoard scalar through the core summary op: the same event as
+  `tf.summary.scalar`, without needing the `tensorboard` package installed."""
+  tf.summary.write(name, tf.constant(value, tf.float32), step=step,
+                   metadata=_SCALAR_METADATA)
+
+
+_SCALAR_METADATA = summary_pb2.SummaryMetadata(
+    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")
+).SerializeToString()
+
+
+class TrainingSummaries(keras.callbacks.Callback):
+  """TensorBoard scalars at the global step: the batch logs (losses) and the
+  learning rate every `every_n_steps`; `write_eval` for evaluation metrics.
+
+  Args:
+    log_dir: event file directory (the model dir, like the Estimator's).
+    every_n_steps: write period in global steps.
+    enabled: False on non-chief workers.
+  """
+
+  def __init__(self, log_dir, every_n_steps=100, enabled=True):
+    super().__init__()
+    self.log_dir = log_dir
+    self.every_n_steps = max(1, int(every_n_steps or 1))
+    self.enabled = enabled
+    self._writer = None
+    self._last_step = None
+
+  def _get_writer(self):
+    if self._writer is None:
+      self._writer = tf.summary.create_file_writer(self.log_dir)
+    return self._writer
+
+  def _learning_rate(self):
+    lr = self.model.optimizer.learning_rate
+    return float(lr.numpy() if hasattr(lr, "numpy") else lr)
+
+  def on_train_batch_end(self, batch, logs=None):
+    step = checkpointing.global_step(self.model)
+    if self._last_step is not None and step // self.every_n_steps <= (
+        self._last_step // self.every_n_steps):
+      return
+    self._last_step = step
+    self.write(step, logs)
+
+  def on_train_begin(self, logs=None):
+    self._last_step = checkpointing.global_step(self.model)
+
+  def on_train_end(self, logs=None):
+    if self._writer is not None:
+      self._writer.flush()
+
+  def write(self, step, logs, learning_rate=True):
+    if not self.enabled:
+      return
+    with self._get_writer().as_default(step=step):
+      for name, value in (logs or {}).items():
+        try:
+          value = float(value)
+        except (TypeError, ValueError):
+          continue
+        _write_scalar(name, value, step)
+      if learning_rate:
+        _write_scalar("learning_rate", self._learning_rate(), step)
+    self._writer.flush()
+
+
+def write_eval_results(results, config):
+  """Writes `results` to `results_txt` (one `name = value` line each,
+  sorted), a `.json` twin, and `results_pkl`; atomically."""
+  results = {k: (int(v) if k == "global_step" else float(v)) for k, v in results.items()}
+  txt = "".join(f"{name} = {value}\n" for name, value in sorted(results.items()))
+  json_path = os.path.splitext(config.results_txt)[0] + ".json"
+  _atomic_write(config.results_txt, txt.encode("utf-8"))
+  _atomic_write(json_path, (json.dumps(results, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+  if config.results_pkl:
+    _atomic_write(config.results_pkl, pickle.dumps(results))
+  return config.results_txt, json_path
+
+
+def _atomic_write(path, data):
+  directory = os.path.dirname(path) or "."
+  tf.io.gfile.makedirs(directory)
+  if "://" in path:  # remote file systems: gfile's own write is all we have
+    with tf.io.gfile.GFile(path, "wb") as f:
+      f.write(data)
+    return
+  fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=directory)
+  try:
+    with os.fdopen(fd, "wb") as f:
+      f.write(data)
+      f.flush()
+      os.fsync(f.fileno())
+    os.replace(tmp, path)
+  except BaseException:
+    if os.path.exists(tmp):
+      os.remove(tmp)
+    raise
+
+
+# ----------------------------------------------------------------------------
+# The loop
+# ----------------------------------------------------------------------------
+
+def _heading(text):
+  print("=" * 80 + "\n" + text + "\n" + "=" * 80, flush=True)
+
+
+def train(config, strategy=None):
+  """Trains to the absolute step `num_train_steps`, resuming from the model
+  dir's newest checkpoint. Returns the final global step."""
+  strategy = strategy or distribution.setup_distribution(config)
+  chief = distribution.is_chief(strategy)
+  model = build_pretrainer(config, strategy)
+  with strategy.scope():
+    manager = checkpointing.TrainingCheckpointManager(
+        model, config.model_dir, keep_checkpoint_max=config.keep_checkpoint_max, chief=chief)
+    single_worker = distribution.num_workers(strategy) == 1
+    checkpoint_callback = checkpointing.PretrainingCheckpoint(
+        manager, config.save_checkpoints_steps, num_train_steps=config.num_train_steps,
+        handle_sigterm=single_worker, save_initial=single_worker)
+    step = checkpoint_callback.restore()
+  if manager.latest_checkpoint is not None:
+    print(f"Restored {manager.latest_checkpoint} (global step {step})", flush=True)
+  if step >= config.num_train_steps:
+    print(f"Global step {step} >= num_train_steps={config.num_train_steps}: nothing to train.",
+          flush=True)
+    return step
+  callbacks = [
+      checkpoint_callback,
+      eta_logger.ETALogger(config.num_train_steps, is_training=True,
+                           log_every=config.log_every_steps),
+      TrainingSummaries(config.model_dir, config.save_summary_steps, enabled=chief),
+  ]
+  model.fit(make_dataset(config, is_training=True), epochs=1,
+            steps_per_epoch=config.num_train_steps - step, verbose=0, shuffle=False,
+            callbacks=callbacks)
+  return checkpointing.global_step(model)
+
+
+def evaluate(config, strategy=None):
+  """Evaluates the newest checkpoint on `num_eval_steps` batches, prints the
+  metrics as the original does and writes the results files."""
+  strategy = strategy or distribution.setup_distribution(config)
+  if tf.train.latest_checkpoint(config.model_dir) is None:
+    raise ValueError(f"do_eval: no checkpoint found in model dir {config.model_dir!r}; "
+                     "train first (do_train) or check --data-dir/--model-name")
+  model = build_pretrainer(config, strategy)
+  with strategy.scope():
+    manager = checkpointing.TrainingCheckpointManager(
+        model, config.model_dir, keep_checkpoint_max=config.keep_checkpoint_max,
+        chief=distribution.is_chief(strategy))
+    step = manager.restore_latest()
+  print(f"Evaluating {manager.latest_checkpoint}", flush=True)
+  results = model.evaluate(
+      make_dataset(config, is_training=False), steps=config.num_eval_steps, verbose=0,
+      return_dict=True,
+      callbacks=[eta_logger.ETALogger(config.num_eval_steps, is_training=False)])
+  results = {k: float(v) for k, v in results.items()}
+  results["global_step"] = step
+  _heading("Eval results")
+  for name in sorted(results):
+    print(f"  {name} = {results[name]}", flush=True)
+  if distribution.is_chief(strategy):
+    TrainingSummaries(os.path.join(config.model_dir, "eval")).write(
+        step, {k: v for k, v in results.items() if k != "global_step"}, learning_rate=False)
+    paths = write_eval_results(results, config)
+    print("Wrote " + ", ".join(paths), flush=True)
+  return results
+
+
+def train_or_eval(config, files=None):
+  """The original's `train_or_eval`: validation (unless `files` says it was
+  done), debug wipe, config log, then training or evaluation."""
+  if files is None:
+    files = validate_config(config)
+  if config.debug and config.do_train:
+    print(f"WARNING: debug=True deletes the model dir {config.model_dir} before training "
+          "(as the original does).", flush=True)
+    if tf.io.gfile.exists(config.model_dir):
+      tf.io.gfile.rmtree(config.model_dir)
+  tf.io.gfile.makedirs(config.model_dir)
+  _heading("Config")
+  print(repr(config), flush=True)
+  print(f"{len(files)} pre-training file(s)", flush=True)
+  if config.seed is not None:
+    keras.utils.set_random_seed(int(config.seed))
+  strategy = distribution.setup_distribution(config)
+  if config.do_train:
+    _heading("Training")
+    return train(config, strategy)
+  _heading("Evaluation")
+  return evaluate(config, strategy)
+
+
+def make_config(data_dir, model_name, hparams):
+  """`PretrainingConfig` from the three flags (hparams: JSON string, dict or
+  `.json` path)."""
+  return PretrainingConfig(model_name, data_dir, **load_hparams(hparams))
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--data-dir", required=True,
+                      help="Location of data files (model weights, etc).")
+  parser.add_argument("--model-name", required=True, help="The name of the model being trained.")
+  parser.add_argument("--hparams", default="{}",
+                      help="JSON dict of model hyperparameters, or a path ending in .json.")
+  args = parser.parse_args(argv)
+  try:
+    config = make_config(args.data_dir, args.model_name, args.hparams)
+    files = validate_config(config)
+  except ValueError as e:
+    # Bad input: one clear line, no traceback, nothing trained.
+    print(f"run_pretraining: error: {e}", file=sys.stderr, flush=True)
+    return 2
+  train_or_eval(config, files)
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
