@@ -1,0 +1,179 @@
+"""Writes pre-training examples round-robin over a job's shards (spec §4.4).
+
+Differences from the original, all on the side of safety: shards are written
+under a temporary name (`.incomplete-<name>`) and renamed when the job
+finishes, so an interrupted run never leaves files that look complete; text is
+tokenized in large batches with the in-graph `ElectraTokenizer`; records are
+serialised by hand (same parsed content as the original's protos); bytes that
+are not UTF-8 are ignored and counted.
+
+Example:
+
+```python
+writer = ExampleWriter(job_id=0, vocab_file="vocab.txt", output_dir="out",
+                       max_seq_length=128, num_jobs=1)
+writer.write_file("corpus/a.txt")
+writer.finish()
+```
+"""
+
+import logging
+import os
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from electra_tf.electra_tokenizer import ElectraTokenizer
+from tfrecords_tools.example_builder import ExampleBuilder
+from tfrecords_tools.example_builder import serialize_examples
+
+SHARD_PREFIX = "pretrain_data.tfrecord"
+INCOMPLETE_PREFIX = ".incomplete-"
+# Lines tokenized per call of the in-graph tokenizer.
+TOKENIZE_BATCH_LINES = 8192
+
+
+def shard_name(index, num_out_files):
+  """`pretrain_data.tfrecord-<i>-of-<n>`, no zero padding (as the original)."""
+  return f"{SHARD_PREFIX}-{index}-of-{num_out_files}"
+
+
+def job_shard_indices(job_id, num_jobs, num_out_files):
+  """The shards job `job_id` owns: those with `i % num_jobs == job_id`."""
+  return [i for i in range(num_out_files) if i % num_jobs == job_id]
+
+
+def decode_utf8(data):
+  """Returns (text, number of bytes dropped because they are not UTF-8)."""
+  try:
+    return data.decode("utf-8"), 0
+  except UnicodeDecodeError:
+    text = data.decode("utf-8", "ignore")
+    return text, len(data) - len(text.encode("utf-8"))
+
+
+class ExampleWriter:
+  """Tokenizes text, packs it with `ExampleBuilder` and writes the shards.
+
+  Args:
+    job_id: this job's index.
+    vocab_file: WordPiece vocab.
+    output_dir: where the shards go (must exist).
+    max_seq_length: tokens per example.
+    num_jobs: total number of jobs.
+    blanks_separate_docs: whether an empty line ends a document (else empty
+      lines are skipped).
+    do_lower_case, strip_accents: tokenizer options.
+    num_out_files: total number of shards over all jobs.
+    tokenizer: an already built `ElectraTokenizer` (optional).
+  """
+
+  def __init__(self, job_id, vocab_file, output_dir, max_seq_length, num_jobs=1,
+               blanks_separate_docs=True, do_lower_case=True, strip_accents=True,
+               num_out_files=1000, tokenizer=None):
+    self._blanks_separate_docs = blanks_separate_docs
+    self._max_seq_length = max_seq_length
+    self._tokenizer = tokenizer or ElectraTokenizer(
+        vocab_file=vocab_file, do_lower_case=do_lower_case,
+        strip_accents=strip_accents)
+    self._tokenize = tf.function(
+        self._tokenizer.call,
+        input_signature=[tf.TensorSpec([None], tf.string)])
+    self._builder = ExampleBuilder(
+        None, max_seq_length, cls_id=self._tokenizer.cls_id,
+        sep_id=self._tokenizer.sep_id)
+    indices = job_shard_indices(job_id, num_jobs, num_out_files)
+    if not indices:
+      raise ValueError(
+          f"job {job_id} of {num_jobs} owns none of the {num_out_files} output "
+          f"files: use at most --num-out-files={num_out_files} processes")
+    self._final_paths = [os.path.join(output_dir, shard_name(i, num_out_files))
+                         for i in indices]
+    self._temp_paths = [os.path.join(output_dir, INCOMPLETE_PREFIX + shard_name(i, num_out_files))
+                        for i in indices]
+    self._writers = [tf.io.TFRecordWriter(p) for p in self._temp_paths]
+    self.n_written = 0
+    self.bytes_read = 0
+    self.bad_bytes = 0
+    self.lines_read = 0
+
+  def write_file(self, input_file):
+    """Adds every line of a text file; the end of the file ends a document."""
+    with tf.io.gfile.GFile(input_file, "rb") as f:
+      data = f.read()
+    text, bad = decode_utf8(data)
+    self.bytes_read += len(data)
+    if bad:
+      self.bad_bytes += bad
+      logging.warning("%s: ignored %d bytes that are not UTF-8", input_file, bad)
+    self.write_document_text(text)
+
+  def write_document_text(self, text):
+    """Adds `text` as the content of one file (ends with a document end)."""
+    # The original iterates a GFile, which splits on "\n" only.
+    lines = text.split("\n")
+    if self._blanks_separate_docs:
+      stripped = [line.strip() for line in lines]
+    else:
+      stripped = [s for s in (line.strip() for line in lines) if s]
+    stripped.append("")  # the end of a file always ends a document
+    for start in range(0, len(stripped), TOKENIZE_BATCH_LINES):
+      self._add_lines(stripped[start:start + TOKENIZE_BATCH_LINES])
+
+  def _add_lines(self, lines):
+    self.lines_read += len(lines)
+    ids = self._tokenize(tf.constant([line.encode("utf-8") for line in lines]))
+    flat = ids.flat_values.numpy()
+    splits = ids.row_splits.numpy().tolist()
+    builder = self._builder
+    examples = []
+    for i, line in enumerate(lines):
+      example = builder.add_ids(flat[splits[i]:splits[i + 1]], is_blank=not line)
+      if example is not None:
+        examples.append(example)
+    if examples:
+      self._write([np.stack(column) for column in zip(*examples)])
+
+  def _write(self, columns):
+    for record in serialize_examples(*columns):
+      self._writers[self.n_written % len(self._writers)].write(record)
+      self.n_written += 1
+
+  def finish(self):
+    """Closes the shards and gives them their final names."""
+    for writer in self._writers:
+      writer.close()
+    for temp, final in zip(self._temp_paths, self._final_paths):
+      tf.io.gfile.rename(temp, final, overwrite=True)
+
+  def abort(self):
+    """Closes and deletes the temporary shards (after an error)."""
+    for writer in self._writers:
+      try:
+        writer.close()
+      except Exception:  # pylint: disable=broad-except
+        pass
+    for temp in self._temp_paths:
+      if tf.io.gfile.exists(temp):
+        tf.io.gfile.remove(temp)
+
+
+class ProgressLog:
+  """The original's per-job progress line with elapsed time and ETA."""
+
+  def __init__(self, job_id, total, unit="files"):
+    self.job_id = job_id
+    self.total = total
+    self.unit = unit
+    self.start = time.time()
+
+  def log(self, message):
+    print(f"Job {self.job_id}: {message}", flush=True)
+
+  def update(self, done, n_written):
+    elapsed = time.time() - self.start
+    eta = elapsed / done * (self.total - done) if done else 0
+    self.log(f"processed {done}/{self.total} {self.unit} "
+             f"({100.0 * done / max(self.total, 1):.1f}%), ELAPSED: {int(elapsed)}s, "
+             f"ETA: {int(eta)}s, {n_written} examples written")
