@@ -4,6 +4,7 @@ import math
 
 import keras
 from keras import ops
+import tensorflow as tf
 
 from electra_tf.layers import layer_utils
 
@@ -105,7 +106,7 @@ class ElectraTransformerLayer(keras.layers.Layer):
     q = self._split_heads(self.query(x), batch, seq)
     k = self._split_heads(self.key(x), batch, seq)
     v = self._split_heads(self.value(x), batch, seq)
-    scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))
+    scores = tf.matmul(q, k, transpose_b=True)  # no explicit transpose of K
     scores = ops.cast(scores, "float32") * (1.0 / math.sqrt(float(self.head_size)))
     if attention_mask_adder is not None:
       scores = scores + ops.cast(attention_mask_adder, "float32")
