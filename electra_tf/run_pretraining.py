@@ -214,6 +214,7 @@ class TrainingSummaries(keras.callbacks.Callback):
     self.enabled = enabled
     self._writer = None
     self._last_step = None
+    self._pending = None
 
   def _get_writer(self):
     if self._writer is None:
@@ -226,16 +227,23 @@ class TrainingSummaries(keras.callbacks.Callback):
 
   def on_train_batch_end(self, batch, logs=None):
     step = checkpointing.global_step(self.model)
+    self._pending = (step, logs)
     if self._last_step is not None and step // self.every_n_steps <= (
         self._last_step // self.every_n_steps):
       return
     self._last_step = step
+    self._pending = None
     self.write(step, logs)
 
   def on_train_begin(self, logs=None):
     self._last_step = checkpointing.global_step(self.model)
+    self._pending = None
 
   def on_train_end(self, logs=None):
+    # The last step is always written, like the final checkpoint.
+    if self._pending is not None:
+      self.write(*self._pending)
+      self._pending = None
     if self._writer is not None:
       self._writer.flush()
 
@@ -321,10 +329,16 @@ def train(config, strategy=None):
                            log_every=config.log_every_steps),
       TrainingSummaries(config.model_dir, config.save_summary_steps, enabled=chief),
   ]
-  model.fit(make_dataset(config, is_training=True), epochs=1,
-            steps_per_epoch=config.num_train_steps - step, verbose=0, shuffle=False,
-            callbacks=callbacks)
-  return checkpointing.global_step(model)
+  dataset = make_dataset(config, is_training=True)
+  # One `fit` normally; more only when steps did not count (mixed_float16
+  # skips the update, and the step, of a batch with non-finite gradients).
+  while step < config.num_train_steps:
+    model.fit(dataset, epochs=1, steps_per_epoch=config.num_train_steps - step, verbose=0,
+              shuffle=False, callbacks=callbacks)
+    step = checkpointing.global_step(model)
+    if checkpoint_callback.preempted:
+      break
+  return step
 
 
 def evaluate(config, strategy=None):
