@@ -8,7 +8,6 @@ electra_tf pre-training checkpoint."""
 import os
 
 from absl import logging
-import numpy as np
 import tensorflow as tf
 
 from electra_tf import checkpoint_names
@@ -92,12 +91,19 @@ def load_pretrained(model, path):
                  len(info["loaded"]), prefix, info["missing"])
     return info["loaded"]
   encoder = model.encoder
-  before = {v.path: np.array(v) for v in encoder.weights}
+  encoder_entries = [n for n, _ in tf.train.list_variables(prefix)
+                     if n.startswith(("model/embeddings/", "model/discriminator/embeddings/",
+                                      "model/discriminator/encoder/"))
+                     and n.endswith("/.ATTRIBUTES/VARIABLE_VALUE")]
+  n_encoder = len(encoder.weights)
+  if len(set(e.replace("model/discriminator/embeddings/", "model/embeddings/")
+             for e in encoder_entries)) < n_encoder:
+    raise ValueError(
+        f"checkpoint {prefix!r} has neither the original's variable names nor all "
+        f"{n_encoder} variables of an electra_tf discriminator (found "
+        f"{len(encoder_entries)} under model/embeddings and model/discriminator/encoder); "
+        "convert it to the original's names first")
   status = tf.train.Checkpoint(model=_EncoderHolder(encoder)).restore(prefix)
   status.expect_partial()
-  changed = [v.path for v in encoder.weights if not np.array_equal(before[v.path], np.array(v))]
-  if not changed:
-    raise ValueError(f"checkpoint {prefix!r} has neither the original's variable names nor an "
-                     "electra_tf pre-training model whose discriminator could be restored")
   encoder_names = checkpoint_names.discriminator_name_map(encoder, include_head=False)
   return sorted(encoder_names)
