@@ -213,6 +213,12 @@ class ElectraTokenizer(keras.layers.Layer):
         token_out_type=tf.int32, unknown_token="[UNK]",
         no_pretokenization=True)
 
+    self._ascii_wordpiece = tf_text.FastWordpieceTokenizer(
+        vocab=wordpiece_vocab, suffix_indicator="##",
+        max_bytes_per_word=self.max_input_chars_per_word,
+        token_out_type=tf.int32, unknown_token="[UNK]",
+        no_pretokenization=False)
+
     tables = _build_tables(self.do_lower_case,
                            self.do_lower_case and self.strip_accents)
     self._tables = {k: tf.constant(v) for k, v in tables.items()}
@@ -275,16 +281,41 @@ class ElectraTokenizer(keras.layers.Layer):
 
     return tf.cond(tf.size(sigma_pos) > 0, fix, lambda: flat)
 
+  def _tokenize_ascii(self, strings):
+    """Ids of printable-ASCII strings (tab and CR allowed), on a fast path.
+
+    For such text the `BasicTokenizer` is: ASCII lower-casing, then a split on
+    whitespace and ASCII punctuation, which is exactly FastWordpieceTokenizer's
+    own pre-tokenization; its byte limit equals the character limit.
+    """
+    if self.do_lower_case:
+      strings = tf.strings.lower(strings)
+    return self._ascii_wordpiece.tokenize(strings)
+
+  def _tokenize_other(self, strings):
+    """Ids of any strings, through the per-code-point tables."""
+    words = self.normalize_words(strings)
+    n_chars = tf.strings.length(words.flat_values, unit="UTF8_CHAR")
+    words = words.with_flat_values(tf.where(
+        n_chars > self.max_input_chars_per_word, "[UNK]", words.flat_values))
+    return self._wordpiece.tokenize(words).merge_dims(1, 2)
+
   def call(self, inputs):
     inputs = tf.convert_to_tensor(inputs, tf.string)
     scalar = inputs.shape.rank == 0
     if scalar:
       inputs = tf.expand_dims(inputs, 0)
-    words = self.normalize_words(inputs)
-    n_chars = tf.strings.length(words.flat_values, unit="UTF8_CHAR")
-    words = words.with_flat_values(tf.where(
-        n_chars > self.max_input_chars_per_word, "[UNK]", words.flat_values))
-    ids = self._wordpiece.tokenize(words).merge_dims(1, 2)
+    # Most text is ASCII: it takes the fast path, the rest the tables.
+    is_ascii = tf.strings.regex_full_match(inputs, "[\\t\\r\\x20-\\x7e]*")
+    index = tf.range(tf.size(inputs))
+    ascii_index = tf.boolean_mask(index, is_ascii)
+    other_index = tf.boolean_mask(index, ~is_ascii)
+    ascii_ids = self._tokenize_ascii(tf.gather(inputs, ascii_index))
+    other_ids = self._tokenize_other(tf.gather(inputs, other_index))
+    both = tf.concat([ascii_ids.with_row_splits_dtype(tf.int64),
+                      other_ids.with_row_splits_dtype(tf.int64)], axis=0)
+    order = tf.math.invert_permutation(tf.concat([ascii_index, other_index], 0))
+    ids = tf.gather(both, order)
     return ids[0] if scalar else ids
 
   def pack(self, segment_a, segment_b=None, max_seq_length=128):
