@@ -2,6 +2,7 @@
 
 import keras
 from keras import ops
+import keras_hub
 
 from electra_tf.layers import layer_utils
 
@@ -14,7 +15,8 @@ class ElectraEmbeddings(keras.layers.Layer):
   position_embeddings[0:S]`, then LayerNorm (ε=1e-12, float32) and dropout.
   By default the generator and the discriminator share one instance of this
   layer, LayerNorm included; the generator's MLM output is tied to
-  `word_embeddings`.
+  `word_embeddings`. The position table is keras-hub's `PositionEmbedding`
+  (rows 0..S-1, the original's math); `position_embeddings` is its variable.
 
   Args:
     vocab_size: rows V of the word table.
@@ -42,6 +44,10 @@ class ElectraEmbeddings(keras.layers.Layer):
     self.type_vocab_size = int(type_vocab_size)
     self.initializer_range = float(initializer_range)
     self.dropout_rate = float(dropout_rate)
+    self.position_embedding = keras_hub.layers.PositionEmbedding(
+        sequence_length=self.max_position_embeddings,
+        initializer=layer_utils.truncated_normal(self.initializer_range),
+        dtype=self.dtype_policy, name="position_embedding")
     self.layer_norm = layer_utils.make_layer_norm(name="LayerNorm")
     self.dropout = keras.layers.Dropout(self.dropout_rate, name="dropout")
 
@@ -53,9 +59,7 @@ class ElectraEmbeddings(keras.layers.Layer):
     self.token_type_embeddings = self.add_weight(
         name="token_type_embeddings", shape=(self.type_vocab_size, self.embedding_size),
         initializer=init)
-    self.position_embeddings = self.add_weight(
-        name="position_embeddings",
-        shape=(self.max_position_embeddings, self.embedding_size), initializer=init)
+    self.position_embedding.build((None, None, self.embedding_size))
     self.layer_norm.build((None, None, self.embedding_size))
     self.built = True
 
@@ -68,10 +72,14 @@ class ElectraEmbeddings(keras.layers.Layer):
     dtype = self.compute_dtype
     x = ops.take(ops.cast(self.word_embeddings, dtype), input_ids, axis=0)
     x = x + ops.take(ops.cast(self.token_type_embeddings, dtype), segment_ids, axis=0)
-    positions = ops.cast(self.position_embeddings[:seq_length], dtype)
-    x = x + positions[None, :, :]
+    x = x + ops.cast(self.position_embedding(x), dtype)
     x = self.layer_norm(x)
     return self.dropout(x, training=training)
+
+  @property
+  def position_embeddings(self):
+    """The `[P, E]` position table (`<scope>/embeddings/position_embeddings`)."""
+    return self.position_embedding.position_embeddings
 
   def compute_output_shape(self, input_ids_shape, segment_ids_shape=None):
     return tuple(input_ids_shape) + (self.embedding_size,)
