@@ -1,0 +1,912 @@
+r"""Converts checkpoints between the original's name-based TF1 format (spec §8)
+and electra_tf, in both directions.
+
+Official → Keras (`--direction to-keras`): a checkpoint written by the
+original `run_pretraining.py` or released by Google (with or without
+`adam_m`/`adam_v` slots) becomes
+- an electra_tf training checkpoint (`--output` is a directory): the
+  pretrainer and its `AdamWeightDecay` optimizer, slots and step restored
+  from `<var>/adam_m`, `<var>/adam_v` and `global_step`, so `run_pretraining`
+  continues from it; or
+- a `.keras` model (`--output` ends in `.keras`) of the pretrainer, of the
+  discriminator alone (fine-tuning, serving) or of the generator alone (MLM).
+
+Keras → official (`--direction to-official`): an electra_tf training
+checkpoint (or a `.keras` pretrainer/discriminator written here) becomes a
+name-based TF1 checkpoint `<output>/model.ckpt-<step>` with exactly the
+original's names, shapes and dtypes: both towers and heads, `global_step`
+(int64) and, with `--with-optimizer-slots`, `<var>/adam_m`, `<var>/adam_v`.
+
+Names come from `electra_tf.checkpoint_names`, the one map used by both
+directions and by the loader. Sizes are read from the checkpoint's shapes
+(`infer_config_from_checkpoint`); `--hparams` adds what shapes cannot tell
+(attention heads) and is checked against the shapes. Nothing is skipped
+silently: every checkpoint entry that is not converted is listed.
+
+Example:
+  python -m electra_tf.convert_checkpoint --input models/tiny \
+      --output /tmp/tiny_disc.keras --part discriminator \
+      --hparams models/tiny_hparams.json
+"""
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import tempfile
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from electra_tf import checkpoint_names
+from electra_tf import official_checkpoint
+from electra_tf import pretraining_config as pretraining_config_lib
+from electra_tf.hparams import load_hparams
+
+DIRECTIONS = ("to-keras", "to-official")
+PARTS = ("pretrainer", "discriminator", "generator")
+CHECKPOINT_NAME = "model.ckpt"
+KERAS_SUFFIX = ".keras"
+# Written next to a converted training checkpoint: the hparams its model was
+# built with, read back by `to-official` when no --hparams is given (and
+# usable as run_pretraining's --hparams).
+HPARAMS_FILE = "converted_hparams.json"
+
+# Layouts a name-based checkpoint can have (spec §8.2–8.4).
+LAYOUT_DEFAULT = "default"  # small untied generator, shared embeddings
+LAYOUT_UNTIED_EMBEDDINGS = "untied_generator_embeddings"
+LAYOUT_TIED = "tied"  # untied_generator=False
+LAYOUT_MLM = "mlm"  # electra_objective=False
+LAYOUT_UNIFORM = "uniform"
+LAYOUT_TWO_TOWER = "two_tower"  # Electric (or two_tower_generator)
+LAYOUT_ENCODER = "encoder"  # encoder only, possibly with task_specific heads
+
+_KNOWN_SCOPES = (
+    checkpoint_names.DISCRIMINATOR_SCOPE, checkpoint_names.GENERATOR_SCOPE,
+    checkpoint_names.GENERATOR_LTR_SCOPE, checkpoint_names.GENERATOR_RTL_SCOPE,
+    checkpoint_names.GENERATOR_HEAD_SCOPE, checkpoint_names.CLOZE_HEAD_SCOPE,
+    checkpoint_names.DISCRIMINATOR_HEAD_SCOPE, checkpoint_names.TASK_SCOPE)
+
+# Conversions read no data: the config's data paths point at a directory that
+# does not exist, so special token ids fall back to the BERT-uncased layout
+# unless the hparams name a `vocab_file`.
+_NO_DATA_DIR = os.path.join(tempfile.gettempdir(), "electra_tf_convert_no_data_dir")
+
+# The debug model's shrunk discriminator (spec §7.1): its 4 heads cannot be
+# derived from H=144 by the size rule (which gives 2).
+_DEBUG_SHAPE = {"hidden_size": 144, "num_hidden_layers": 3, "intermediate_size": 576}
+_DEBUG_HEADS = 4
+
+
+# -----------------------------------------------------------------------------
+# Reading name-based checkpoints
+# -----------------------------------------------------------------------------
+
+
+def _shape_str(shape):
+  return "[" + ", ".join(str(int(d)) for d in shape) + "]"
+
+
+# What the checkpoint reader raises on a damaged file (IndexError: "Read less
+# bytes than requested" for a truncated data file).
+_READ_ERRORS = (tf.errors.OpError, ValueError, IndexError, RuntimeError)
+
+
+def _open_reader(prefix):
+  try:
+    return tf.train.load_checkpoint(prefix)
+  except _READ_ERRORS as e:
+    raise ValueError(
+        f"checkpoint {prefix!r} cannot be opened (truncated or corrupt index/data "
+        f"file?): {getattr(e, 'message', e)}") from e
+
+
+def read_name_based_checkpoint(path):
+  """Reads every entry of a name-based checkpoint.
+
+  Args:
+    path: checkpoint prefix or directory with a `checkpoint` file.
+
+  Returns:
+    `(prefix, tensors)`: `tensors` maps each name to its numpy value.
+
+  Raises:
+    ValueError: unreadable (e.g. truncated) file, naming the entry that failed.
+  """
+  prefix = official_checkpoint.resolve_checkpoint_path(path)
+  reader = _open_reader(prefix)
+  tensors = {}
+  for name in sorted(reader.get_variable_to_shape_map()):
+    try:
+      tensors[name] = reader.get_tensor(name)
+    except _READ_ERRORS as e:
+      raise ValueError(
+          f"checkpoint {prefix!r}: entry {name!r} cannot be read (truncated or corrupt data "
+          f"file?): {getattr(e, 'message', e)}") from e
+  return prefix, tensors
+
+
+def _is_object_based(prefix):
+  """True for an electra_tf (object-based `tf.train.Checkpoint`) checkpoint."""
+  reader = _open_reader(prefix)
+  return reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH")
+
+
+# -----------------------------------------------------------------------------
+# Inferring the configuration from shapes
+# -----------------------------------------------------------------------------
+
+
+def _encoder_dims(shapes, scope):
+  """`(hidden, layers, ffn)` of the encoder under `scope`, checking the
+  layer indices run 0…L-1 without gaps."""
+  indices = set()
+  prefix = f"{scope}/encoder/layer_"
+  for name in shapes:
+    if name.startswith(prefix):
+      index = name[len(prefix):].split("/", 1)[0]
+      if not index.isdigit():
+        raise ValueError(f"unexpected checkpoint entry {name!r} (layer index {index!r})")
+      indices.add(int(index))
+  if not indices:
+    raise ValueError(f"the checkpoint has no {scope}/encoder/layer_0/* entries")
+  num_layers = max(indices) + 1
+  gaps = sorted(set(range(num_layers)) - indices)
+  if gaps:
+    raise ValueError(
+        f"the checkpoint's {scope} encoder is incomplete: layers {gaps} are missing "
+        f"(found layers up to layer_{num_layers - 1})")
+  layer0 = f"{scope}/encoder/layer_0"
+  query = shapes.get(f"{layer0}/attention/self/query/kernel")
+  ffn = shapes.get(f"{layer0}/intermediate/dense/kernel")
+  if query is None or ffn is None:
+    raise ValueError(f"the checkpoint lacks {layer0}/attention/self/query/kernel or "
+                     f"{layer0}/intermediate/dense/kernel")
+  return int(query[1]), num_layers, int(ffn[1])
+
+
+def detect_layout(shapes):
+  """The layout (one of the `LAYOUT_*` constants) of a name-based checkpoint
+  from its model entries' names (spec §8.2–8.4)."""
+  scopes = {name.split("/", 1)[0] for name in shapes}
+  unknown = sorted(scopes - set(_KNOWN_SCOPES))
+  if "electra/embeddings/word_embeddings" not in shapes or unknown:
+    sample = ", ".join(sorted(shapes)[:5]) or "(no entries)"
+    why = (f"unknown top-level scopes {unknown}" if unknown
+           else "no electra/embeddings/word_embeddings")
+    raise ValueError(
+        f"not an ELECTRA checkpoint ({why}); expected the original's names "
+        f"(electra/…, generator/…, generator_predictions/…, discriminator_predictions/…). "
+        f"First entries: {sample}")
+  has = lambda scope: scope in scopes
+  if has(checkpoint_names.GENERATOR_LTR_SCOPE) or has(checkpoint_names.GENERATOR_RTL_SCOPE):
+    return LAYOUT_TWO_TOWER
+  if has(checkpoint_names.GENERATOR_SCOPE):
+    if "generator/embeddings/word_embeddings" in shapes:
+      return LAYOUT_UNTIED_EMBEDDINGS
+    return LAYOUT_DEFAULT
+  if has(checkpoint_names.GENERATOR_HEAD_SCOPE):
+    return LAYOUT_TIED if has(checkpoint_names.DISCRIMINATOR_HEAD_SCOPE) else LAYOUT_MLM
+  if has(checkpoint_names.DISCRIMINATOR_HEAD_SCOPE):
+    return LAYOUT_UNIFORM
+  return LAYOUT_ENCODER
+
+
+def infer_hparams_from_shapes(shapes):
+  """Pre-training hparams implied by a name-based checkpoint's model entries.
+
+  Reads V, E, P, T from `electra/embeddings/*`, H, L, I from the
+  `electra` encoder, Hg, Lg from the generator tower, and the layout flags
+  from which scopes exist. Attention heads cannot be read from shapes; they
+  are left to the size rule unless the shapes are the debug model's.
+
+  Args:
+    shapes: `{name: shape}`; optimizer slots and `global_step` are ignored.
+
+  Returns:
+    `(hparams, layout, notes)`: a dict for `PretrainingConfig`, the
+    `LAYOUT_*` value and human-readable notes on what was assumed.
+  """
+  shapes = {n: tuple(int(d) for d in s) for n, s in shapes.items()
+            if not checkpoint_names.is_non_model_entry(n)}
+  layout = detect_layout(shapes)
+  notes = []
+  vocab_size, embedding_size = shapes["electra/embeddings/word_embeddings"]
+  hidden, layers, ffn = _encoder_dims(shapes, checkpoint_names.DISCRIMINATOR_SCOPE)
+  overrides = {"hidden_size": hidden, "num_hidden_layers": layers, "intermediate_size": ffn}
+  positions = shapes.get("electra/embeddings/position_embeddings", (512,))[0]
+  types = shapes.get("electra/embeddings/token_type_embeddings", (2,))[0]
+  if positions != 512:
+    overrides["max_position_embeddings"] = positions
+  if types != 2:
+    overrides["type_vocab_size"] = types
+  if all(overrides.get(k) == v for k, v in _DEBUG_SHAPE.items()):
+    overrides["num_attention_heads"] = _DEBUG_HEADS
+    notes.append(f"shapes are the debug model's (H=144, L=3): {_DEBUG_HEADS} attention heads")
+  hparams = {"vocab_size": vocab_size, "embedding_size": embedding_size,
+             "model_hparam_overrides": overrides}
+  for size, (h, l) in pretraining_config_lib.MODEL_SIZES.items():
+    if (h, l) == (hidden, layers):
+      hparams["model_size"] = size
+
+  if layout in (LAYOUT_DEFAULT, LAYOUT_UNTIED_EMBEDDINGS, LAYOUT_TWO_TOWER):
+    if layout == LAYOUT_TWO_TOWER:
+      scope = checkpoint_names.GENERATOR_LTR_SCOPE
+      hparams.update(electra_objective=False, electric_objective=True)
+      notes.append("two-tower generator: assuming the Electric objective "
+                   "(electra_objective=False, electric_objective=True); weights are the same "
+                   "for two_tower_generator with the ELECTRA objective")
+    else:
+      scope = checkpoint_names.GENERATOR_SCOPE
+    hparams["untied_generator_embeddings"] = f"{scope}/embeddings/word_embeddings" in shapes
+    gen_hidden, gen_layers, gen_ffn = _encoder_dims(shapes, scope)
+    if gen_ffn != 4 * gen_hidden:
+      raise ValueError(
+          f"the checkpoint's generator has FFN size {gen_ffn} but hidden size {gen_hidden}; "
+          f"get_generator_config always uses 4 * hidden = {4 * gen_hidden}")
+    if gen_hidden != hidden:
+      hparams["generator_hidden_size"] = gen_hidden / hidden
+    else:
+      hparams["generator_hidden_size"] = 1.0
+    hparams["generator_layers"] = gen_layers / layers if gen_layers != layers else 1.0
+  elif layout == LAYOUT_TIED:
+    hparams["untied_generator"] = False
+  elif layout == LAYOUT_MLM:
+    hparams["electra_objective"] = False
+  elif layout == LAYOUT_UNIFORM:
+    hparams["uniform_generator"] = True
+  else:
+    tasks = sorted({n.split("/")[1] for n in shapes
+                    if n.startswith(checkpoint_names.TASK_SCOPE + "/")})
+    notes.append("encoder-only checkpoint" + (f" with fine-tuning heads {tasks}" if tasks else ""))
+  return hparams, layout, notes
+
+
+def merge_hparams(inferred, user):
+  """The user's hparams over the inferred ones.
+
+  A user `model_size` (or `debug`) decides the discriminator's H, L, FFN
+  (the inferred size overrides are dropped, so a wrong preset shows up as a
+  shape mismatch); user `model_hparam_overrides` win key by key."""
+  user = dict(user or {})
+  merged = {k: v for k, v in inferred.items() if k != "model_hparam_overrides"}
+  overrides = dict(inferred.get("model_hparam_overrides", {}))
+  if "model_size" in user or user.get("debug"):
+    for key in ("hidden_size", "num_hidden_layers", "intermediate_size", "num_attention_heads"):
+      overrides.pop(key, None)
+  overrides.update(user.pop("model_hparam_overrides", None) or {})
+  merged.update(user)
+  merged["model_hparam_overrides"] = overrides
+  return merged
+
+
+def _layout_needs_pretrainer(layout):
+  return layout != LAYOUT_ENCODER
+
+
+def infer_config_from_checkpoint(path, hparams=None):
+  """A `PretrainingConfig` that fits a name-based checkpoint.
+
+  Args:
+    path: checkpoint prefix or directory (or a `{name: shape}` dict).
+    hparams: optional user hparams (dict, JSON string or `.json` path);
+      they win over inferred values and are then checked against the shapes.
+
+  Returns:
+    `(config, layout, notes)`.
+
+  Raises:
+    ValueError: not an ELECTRA checkpoint, or the config (given or
+      inferred) does not give the checkpoint's names and shapes — the message
+      lists each tensor with the config's and the checkpoint's shape.
+  """
+  config, _, layout, notes = _infer(path, hparams)
+  return config, layout, notes
+
+
+def _infer(path, hparams, source=None):
+  """`infer_config_from_checkpoint` that also returns the merged hparams."""
+  if isinstance(path, dict):
+    shapes, source = path, repr(source) if source else "(given shapes)"
+  else:
+    prefix = official_checkpoint.resolve_checkpoint_path(path)
+    shapes, source = _open_reader(prefix).get_variable_to_shape_map(), repr(prefix)
+  user = load_hparams(hparams) if hparams is not None else {}
+  inferred, layout, notes = infer_hparams_from_shapes(shapes)
+  merged = merge_hparams(inferred, user)
+  try:
+    config = pretraining_config_lib.PretrainingConfig("converted", _NO_DATA_DIR, **merged)
+  except ValueError as e:
+    raise ValueError(f"hparams for {source} are invalid: {e}") from e
+  if "num_attention_heads" not in merged["model_hparam_overrides"] and not config.debug:
+    heads = pretraining_config_lib.get_bert_config(config).num_attention_heads
+    notes.append(f"attention heads are not stored in checkpoints: using {heads} from the size "
+                 "rule max(1, H // 64); pass model_hparam_overrides.num_attention_heads in "
+                 "--hparams if the model had others")
+  expected = _expected_shapes(config, layout)
+  _check_shapes(expected, shapes, source, user, layout)
+  return config, merged, layout, notes
+
+
+def _build_pretrainer(config):
+  from electra_tf.models.electra_pretrainer import ElectraPretrainer  # avoid import cycle
+  pretrainer = ElectraPretrainer.from_pretraining_config(config)
+  pretrainer.build()
+  return pretrainer
+
+
+def _build_encoder(config, include_head=False):
+  from electra_tf.models.electra_discriminator import ElectraDiscriminator
+  bert_config = pretraining_config_lib.get_pretraining_bert_config(config)
+  encoder = ElectraDiscriminator(bert_config.to_dict(), embedding_size=config.embedding_size,
+                                 include_head=include_head, name="discriminator")
+  encoder.build()
+  return encoder
+
+
+def _expected_shapes(config, layout):
+  if _layout_needs_pretrainer(layout):
+    model = _build_pretrainer(config)
+    return checkpoint_names.official_shapes(checkpoint_names.official_name_map(model))
+  encoder = _build_encoder(config)
+  return checkpoint_names.official_shapes(
+      checkpoint_names.discriminator_name_map(encoder, include_head=False))
+
+
+def _check_shapes(expected, shapes, source, user, layout):
+  found = {n: tuple(int(d) for d in s) for n, s in shapes.items()
+           if not checkpoint_names.is_non_model_entry(n)}
+  if layout == LAYOUT_ENCODER:
+    # Fine-tuning heads are reported as not converted, not as errors.
+    found = {n: s for n, s in found.items()
+             if not n.startswith(checkpoint_names.TASK_SCOPE + "/")}
+  mismatched = [f"  {n}: config gives {_shape_str(expected[n])}, checkpoint has "
+                f"{_shape_str(found[n])}"
+                for n in sorted(expected) if n in found and expected[n] != found[n]]
+  missing = [f"  {n} {_shape_str(expected[n])}" for n in sorted(expected) if n not in found]
+  extra = [f"  {n} {_shape_str(found[n])}" for n in sorted(found) if n not in expected]
+  if not (mismatched or missing or extra):
+    return
+  problems = []
+  if mismatched:
+    problems.append("shape mismatches:\n" + "\n".join(mismatched))
+  if missing:
+    problems.append("in the config's model but not in the checkpoint:\n" + "\n".join(missing))
+  if extra:
+    problems.append("in the checkpoint but not in the config's model:\n" + "\n".join(extra))
+  given = json.dumps(user, sort_keys=True) if user else "none (all inferred from shapes)"
+  raise ValueError(
+      f"checkpoint {source} does not match the configuration (layout {layout}; "
+      f"--hparams: {given}):\n" + "\n".join(problems)
+      + "\nFix --hparams, or check that the checkpoint is complete.")
+
+
+# -----------------------------------------------------------------------------
+# Standalone parts (discriminator / generator) and their official names
+# -----------------------------------------------------------------------------
+
+
+def _generator_part_name_map(generator, scopes, shared_embeddings):
+  """Official names of a standalone `ElectraGenerator` built by
+  `_standalone_generator`: the same composition as `official_name_map`."""
+  names = {}
+  towers = [(generator.embeddings, generator.encoder)]
+  if generator.is_two_tower:
+    towers.append((generator.rtl_embeddings, generator.rtl_encoder))
+  for scope, (embeddings, encoder) in zip(scopes, towers):
+    emb_scope = checkpoint_names.DISCRIMINATOR_SCOPE if shared_embeddings else scope
+    names.update(checkpoint_names.embeddings_names(embeddings, emb_scope))
+    names.update(checkpoint_names.encoder_names(encoder, scope))
+  head_scope = (checkpoint_names.CLOZE_HEAD_SCOPE if generator.is_two_tower
+                else checkpoint_names.GENERATOR_HEAD_SCOPE)
+  names.update(checkpoint_names.masked_lm_head_names(generator.head, head_scope))
+  return names
+
+
+def _standalone_generator(pretrainer):
+  """A fresh `ElectraGenerator` with the pretrainer's generator layout and
+  its own copy of any shared embeddings; returns `(generator, name_map)`."""
+  from electra_tf.layers.electra_embeddings import ElectraEmbeddings
+  from electra_tf.models.electra_generator import ElectraGenerator
+  source = pretrainer.generator
+  if source is None:
+    raise ValueError("this checkpoint has no generator (uniform_generator: tokens are sampled "
+                     "uniformly, there are no generator weights); use --part discriminator")
+  scopes = checkpoint_names.generator_scopes(pretrainer)
+  shared = source.embeddings is pretrainer.embeddings
+  c = source.bert_config
+  embeddings = None
+  if shared:
+    e = pretrainer.embeddings
+    embeddings = ElectraEmbeddings(
+        vocab_size=e.vocab_size, embedding_size=e.embedding_size,
+        max_position_embeddings=e.max_position_embeddings, type_vocab_size=e.type_vocab_size,
+        initializer_range=c["initializer_range"], dropout_rate=c["hidden_dropout_prob"],
+        name="embeddings")
+  generator = ElectraGenerator(c, embedding_size=None if shared else source.embedding_size,
+                               embeddings=embeddings, two_tower=source.is_two_tower,
+                               name="generator")
+  generator.build()
+  return generator, _generator_part_name_map(generator, scopes, shared)
+
+
+def _input_specs(with_positions):
+  inputs = {k: keras.Input(shape=(None,), dtype="int32", name=k)
+            for k in ("input_ids", "input_mask", "segment_ids")}
+  if with_positions:
+    inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32",
+                                                name="masked_lm_positions")
+  return inputs
+
+
+def _discriminator_model(discriminator):
+  """Functional `keras.Model` around a standalone discriminator (for `.keras`)."""
+  inputs = _input_specs(False)
+  outputs = discriminator(inputs)
+  keys = ["embedding_output", "sequence_output", "pooled_output"]
+  if discriminator.head is not None:
+    keys.append("logits")
+  return keras.Model(inputs, {k: outputs[k] for k in keys}, name="electra_discriminator")
+
+
+def _generator_model(generator, scopes):
+  """Functional `keras.Model` around a standalone generator. Its name records
+  the official scope(s) so `to-official` can name the tower(s) again."""
+  inputs = _input_specs(True)
+  features = {k: inputs[k] for k in ("input_ids", "input_mask", "segment_ids")}
+  outputs = generator(features, masked_lm_positions=inputs["masked_lm_positions"])
+  keys = ["sequence_output", "mlm_logits"]
+  return keras.Model(inputs, {k: outputs[k] for k in keys},
+                     name="electra_generator__" + "__".join(scopes))
+
+
+# -----------------------------------------------------------------------------
+# Official → Keras
+# -----------------------------------------------------------------------------
+
+
+def _assign(name_map, tensors):
+  for name, variable in name_map.items():
+    variable.assign(np.asarray(tensors[name]))
+
+
+def _global_step(tensors):
+  value = tensors.get(checkpoint_names.GLOBAL_STEP_NAME)
+  return None if value is None else int(value)
+
+
+def _slot_names(tensors):
+  return sorted(n for n in tensors if n.endswith(checkpoint_names.OPTIMIZER_SLOT_SUFFIXES))
+
+
+def load_official_pretrainer(path, hparams=None):
+  """Reads a name-based checkpoint into an `ElectraPretrainer` (strictly).
+
+  Returns:
+    `(pretrainer, config, tensors, info)`: `tensors` holds every checkpoint
+    entry (slots and `global_step` too); `info` has `prefix`, `layout`,
+    `notes`.
+  """
+  prefix, tensors = read_name_based_checkpoint(path)
+  shapes = {n: t.shape for n, t in tensors.items()}
+  config, _, layout, notes = _infer(shapes, hparams, source=prefix)
+  if not _layout_needs_pretrainer(layout):
+    raise ValueError(
+        f"checkpoint {prefix!r} holds an encoder only (no generator or discriminator head, "
+        "e.g. a fine-tuned model): convert it with --part discriminator")
+  pretrainer = _build_pretrainer(config)
+  _assign(checkpoint_names.official_name_map(pretrainer), tensors)
+  return pretrainer, config, tensors, {"prefix": prefix, "layout": layout, "notes": notes}
+
+
+def _check_slots(tensors, name_map, prefix):
+  """Slots must be all-or-nothing and match their variables' shapes."""
+  slots = _slot_names(tensors)
+  if not slots:
+    return False
+  problems = []
+  for name in name_map:
+    for suffix in checkpoint_names.OPTIMIZER_SLOT_SUFFIXES:
+      slot = name + suffix
+      if slot not in tensors:
+        problems.append(f"  missing {slot}")
+      elif tuple(tensors[slot].shape) != tuple(tensors[name].shape):
+        problems.append(f"  {slot} has shape {_shape_str(tensors[slot].shape)}, its variable "
+                        f"{_shape_str(tensors[name].shape)}")
+  expected = {n + s for n in name_map for s in checkpoint_names.OPTIMIZER_SLOT_SUFFIXES}
+  problems += [f"  {s} belongs to no model variable" for s in slots if s not in expected]
+  if problems:
+    raise ValueError(f"checkpoint {prefix!r} has incomplete optimizer slots:\n"
+                     + "\n".join(problems))
+  return True
+
+
+def write_training_checkpoint(pretrainer, config, output_dir, step=0, slots=None):
+  """Writes an electra_tf training checkpoint `<output_dir>/model.ckpt-<step>`
+  (the format of `electra_tf.checkpointing`, which `run_pretraining` resumes
+  from): the pretrainer compiled with the original's optimizer, its
+  `iterations` set to `step` and, if given, its slots from `slots`
+  (`{"<official name>/adam_m": array, ...}`)."""
+  from electra_tf import checkpointing  # pylint: disable=g-import-not-at-top
+  with _policy(config.mixed_precision):
+    pretrainer.compile(pretraining_config=config)
+    checkpointing.build_optimizer(pretrainer)
+    optimizer = pretrainer.optimizer
+    optimizer.iterations.assign(int(step))
+    if slots:
+      name_map = checkpoint_names.official_name_map(pretrainer)
+      for slot_name, slot in _optimizer_slots(optimizer, name_map).items():
+        slot.assign(np.asarray(slots[slot_name]))
+    manager = checkpointing.TrainingCheckpointManager(pretrainer, output_dir,
+                                                      keep_checkpoint_max=None, chief=True)
+    return manager.save(int(step))
+
+
+def _inner_optimizer(optimizer):
+  return getattr(optimizer, "inner_optimizer", optimizer)
+
+
+def _optimizer_slots(optimizer, name_map):
+  inner = _inner_optimizer(optimizer)
+  if not hasattr(inner, "official_slots"):
+    raise ValueError(f"the model's optimizer {type(inner).__name__} has no official slot "
+                     "names (expected electra_tf.adam_weight_decay.AdamWeightDecay)")
+  return inner.official_slots(name_map)
+
+
+def _write_json(path, value):
+  tmp = path + ".tmp"
+  with open(tmp, "w") as f:
+    f.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
+  os.replace(tmp, path)
+
+
+def _save_keras(model, output_path):
+  """`model.save` to a temp name in the same directory, then rename."""
+  directory = os.path.dirname(os.path.abspath(output_path))
+  os.makedirs(directory, exist_ok=True)
+  fd, tmp = tempfile.mkstemp(suffix=KERAS_SUFFIX, dir=directory)
+  os.close(fd)
+  try:
+    model.save(tmp, overwrite=True)
+    os.replace(tmp, output_path)
+  finally:
+    if os.path.exists(tmp):
+      os.remove(tmp)
+
+
+def official_to_keras(input_path, output_path, part="pretrainer", hparams=None):
+  """Converts a name-based (original/released) checkpoint to electra_tf.
+
+  Args:
+    input_path: checkpoint prefix or directory.
+    output_path: a directory (electra_tf training checkpoint; `part` must be
+      "pretrainer"; optimizer slots and `global_step` are carried over) or a
+      path ending in `.keras` (model only).
+    part: "pretrainer", "discriminator" or "generator".
+    hparams: optional hparams (dict / JSON / `.json` path), see
+      `infer_config_from_checkpoint`.
+
+  Returns:
+    A report dict: `input`, `output`, `part`, `layout`, `notes`,
+    `converted` (official names written), `not_converted` (checkpoint entries
+    left out, e.g. slots in a `.keras` or the generator for the
+    discriminator), `global_step`.
+  """
+  if part not in PARTS:
+    raise ValueError(f"--part {part!r}; expected one of {PARTS}")
+  prefix, tensors = read_name_based_checkpoint(input_path)
+  shapes = {n: t.shape for n, t in tensors.items()}
+  config, merged_hparams, layout, notes = _infer(shapes, hparams, source=prefix)
+  step = _global_step(tensors)
+  to_keras_file = os.fspath(output_path).endswith(KERAS_SUFFIX)
+
+  if not _layout_needs_pretrainer(layout):
+    if part != "discriminator":
+      raise ValueError(f"checkpoint {prefix!r} holds an encoder only (layout {layout}); "
+                       "only --part discriminator can be converted")
+    model_part = _build_encoder(config)
+    name_map = checkpoint_names.discriminator_name_map(model_part, include_head=False)
+    pretrainer = None
+  else:
+    pretrainer = _build_pretrainer(config)
+    full_map = checkpoint_names.official_name_map(pretrainer)
+    _assign(full_map, tensors)
+    if part == "pretrainer":
+      name_map = full_map
+    elif part == "discriminator":
+      model_part = _build_encoder(config, include_head=pretrainer.discriminator is not None)
+      name_map = checkpoint_names.discriminator_name_map(model_part)
+    else:
+      model_part, name_map = _standalone_generator(pretrainer)
+  if part != "pretrainer":
+    _assign(name_map, tensors)
+
+  converted = sorted(name_map)
+  if to_keras_file:
+    if part == "pretrainer":
+      model = pretrainer
+    elif part == "discriminator":
+      model = _discriminator_model(model_part)
+    else:
+      model = _generator_model(model_part, checkpoint_names.generator_scopes(pretrainer))
+    _save_keras(model, output_path)
+    written = ""
+  else:
+    if part != "pretrainer":
+      raise ValueError(
+          f"--part {part}: only the pretrainer is written as a training checkpoint; give an "
+          f"--output ending in {KERAS_SUFFIX} for the {part} alone")
+    has_slots = _check_slots(tensors, name_map, prefix)
+    slots = {n: tensors[n] for n in _slot_names(tensors)} if has_slots else None
+    written = write_training_checkpoint(pretrainer, config, output_path, step or 0, slots)
+    _write_json(os.path.join(output_path, HPARAMS_FILE), merged_hparams)
+    converted += _slot_names(tensors) if has_slots else []
+    if step is not None:
+      converted.append(checkpoint_names.GLOBAL_STEP_NAME)
+    if not has_slots:
+      notes.append("no optimizer slots in the checkpoint: the optimizer starts with zero slots")
+  not_converted = sorted(set(tensors) - set(converted))
+  return {"input": prefix, "output": written or os.fspath(output_path), "part": part,
+          "layout": layout, "notes": notes, "converted": converted,
+          "not_converted": not_converted, "global_step": step, "hparams": merged_hparams}
+
+
+# -----------------------------------------------------------------------------
+# Keras → official
+# -----------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _policy(name):
+  previous = keras.mixed_precision.global_policy().name
+  keras.mixed_precision.set_global_policy(name)
+  try:
+    yield
+  finally:
+    keras.mixed_precision.set_global_policy(previous)
+
+
+def _find_layer(model, cls):
+  for layer in model.layers:
+    if isinstance(layer, cls):
+      return layer
+  return None
+
+
+def load_keras_source(input_path, hparams=None):
+  """Reads an electra_tf checkpoint or `.keras` model for `to-official`.
+
+  Args:
+    input_path: a `.keras` file (a pretrainer, or a discriminator/generator
+      written by `official_to_keras`), or an electra_tf training checkpoint
+      (prefix or model dir) — which needs the run's `hparams`.
+    hparams: the training run's hparams (dict / JSON / `.json` path).
+
+  Returns:
+    `(name_map, optimizer_or_None, global_step_or_None, source)`.
+  """
+  from electra_tf.models.electra_discriminator import ElectraDiscriminator
+  from electra_tf.models.electra_generator import ElectraGenerator
+  from electra_tf.models.electra_pretrainer import ElectraPretrainer
+  path = os.fspath(input_path)
+  if path.endswith(KERAS_SUFFIX):
+    if not os.path.isfile(path):
+      raise ValueError(f"--input {path!r}: no such .keras file")
+    model = keras.saving.load_model(path, compile=False)
+    if isinstance(model, ElectraPretrainer):
+      model.build()
+      return checkpoint_names.official_name_map(model), None, None, path
+    discriminator = _find_layer(model, ElectraDiscriminator)
+    if discriminator is not None:
+      return checkpoint_names.discriminator_name_map(discriminator), None, None, path
+    generator = _find_layer(model, ElectraGenerator)
+    if generator is not None and model.name.startswith("electra_generator__"):
+      scopes = model.name[len("electra_generator__"):].split("__")
+      # `_standalone_generator` passes the embeddings in exactly when they
+      # are the shared `electra/embeddings` block.
+      shared = generator.get_config()["embeddings"] is not None
+      return _generator_part_name_map(generator, scopes, shared), None, None, path
+    raise ValueError(f"--input {path!r} holds no ElectraPretrainer, ElectraDiscriminator or "
+                     "electra_tf generator model")
+
+  prefix = official_checkpoint.resolve_checkpoint_path(path)
+  if not _is_object_based(prefix):
+    raise ValueError(f"--input {prefix!r} is a name-based (official) checkpoint, not an "
+                     "electra_tf one; use --direction to-keras")
+  if hparams is None:
+    saved = os.path.join(os.path.dirname(prefix), HPARAMS_FILE)
+    if not os.path.isfile(saved):
+      raise ValueError(
+          f"--input {prefix!r} is an electra_tf training checkpoint: pass the run's --hparams "
+          "(the same JSON as for run_pretraining), which its layout and sizes come from")
+    hparams = saved
+  from electra_tf import checkpointing  # pylint: disable=g-import-not-at-top
+  config = pretraining_config_lib.PretrainingConfig(
+      "converted", _NO_DATA_DIR, **load_hparams(hparams))
+  with _policy(config.mixed_precision):
+    pretrainer = _build_pretrainer(config)
+    pretrainer.compile(pretraining_config=config)
+    manager = checkpointing.TrainingCheckpointManager(
+        pretrainer, os.path.dirname(prefix), keep_checkpoint_max=None, chief=True)
+    try:
+      manager.restore(prefix)
+    except (AssertionError, ValueError, tf.errors.OpError) as e:
+      raise ValueError(
+          f"electra_tf checkpoint {prefix!r} does not match the model built from --hparams "
+          f"(or is truncated): {e}") from e
+  name_map = checkpoint_names.official_name_map(pretrainer)
+  return name_map, pretrainer.optimizer, checkpointing.global_step(pretrainer), prefix
+
+
+def write_official_checkpoint(tensors, output_dir, step):
+  """Writes `tensors` (`{name: array}`) as the name-based checkpoint
+  `<output_dir>/model.ckpt-<step>` plus a `checkpoint` state file naming it,
+  atomically (temp prefix, then rename). Returns the prefix."""
+  os.makedirs(output_dir, exist_ok=True)
+  prefix = os.path.join(output_dir, f"{CHECKPOINT_NAME}-{int(step)}")
+  tmp_prefix = os.path.join(output_dir, f".tmp_{CHECKPOINT_NAME}-{int(step)}")
+  names = sorted(tensors)
+  tf.raw_ops.SaveV2(prefix=tmp_prefix, tensor_names=names, shape_and_slices=[""] * len(names),
+                    tensors=[tf.constant(tensors[n]) for n in names])
+  for suffix in (".index", ".data-00000-of-00001"):
+    os.replace(tmp_prefix + suffix, prefix + suffix)
+  state = os.path.join(output_dir, "checkpoint")
+  with open(state + ".tmp", "w") as f:
+    f.write(f'model_checkpoint_path: "{os.path.basename(prefix)}"\n'
+            f'all_model_checkpoint_paths: "{os.path.basename(prefix)}"\n')
+  os.replace(state + ".tmp", state)
+  return prefix
+
+
+def official_tensors(name_map, optimizer=None, global_step=0, with_optimizer_slots=False):
+  """The tensors of an official checkpoint for `name_map`'s variables.
+
+  Args:
+    name_map: `{official name: variable}` (`checkpoint_names`).
+    optimizer: the model's `AdamWeightDecay` (or a `LossScaleOptimizer` around
+      it), or None.
+    global_step: written as int64 `global_step`.
+    with_optimizer_slots: add `<name>/adam_m`, `<name>/adam_v`.
+
+  Returns:
+    `(tensors, not_converted)`: `{name: numpy array}` and descriptions of the
+    optimizer state left out.
+  """
+  tensors = {}
+  for name, variable in name_map.items():
+    value = np.asarray(keras.ops.convert_to_numpy(variable))
+    if value.dtype != np.float32:
+      raise ValueError(f"variable {variable.path} ({name}) is {value.dtype}; the original's "
+                       "checkpoints hold float32")
+    tensors[name] = value
+  not_converted = []
+  if optimizer is not None:
+    slots = _optimizer_slots(optimizer, name_map)
+    if with_optimizer_slots:
+      for slot_name, slot in slots.items():
+        tensors[slot_name] = np.asarray(keras.ops.convert_to_numpy(slot), dtype=np.float32)
+    else:
+      not_converted.append(f"optimizer slots ({len(slots)} tensors; pass "
+                           "--with-optimizer-slots to write them)")
+  elif with_optimizer_slots:
+    raise ValueError("with_optimizer_slots needs the optimizer")
+  tensors[checkpoint_names.GLOBAL_STEP_NAME] = np.int64(global_step)
+  return tensors, not_converted
+
+
+def keras_to_official(input_path, output_dir, hparams=None, with_optimizer_slots=False,
+                      global_step=None):
+  """Converts an electra_tf checkpoint or `.keras` model to the original's
+  name-based TF1 checkpoint `<output_dir>/model.ckpt-<step>`.
+
+  Every tensor is float32 with the official name and shape; `global_step` is
+  int64 (the optimizer's `iterations`; `global_step` or 0 for a `.keras`).
+  With `with_optimizer_slots`, `<var>/adam_m` and `<var>/adam_v` are written
+  from the `AdamWeightDecay` optimizer (a training checkpoint is needed).
+
+  Returns:
+    A report dict: `input`, `output` (the prefix), `converted` (names written),
+    `not_converted` (what the source holds that the original has no name for),
+    `global_step`.
+  """
+  name_map, optimizer, step, source = load_keras_source(input_path, hparams)
+  if global_step is not None:
+    step = int(global_step)
+  if with_optimizer_slots and optimizer is None:
+    raise ValueError(f"--with-optimizer-slots: {source!r} is a .keras model without optimizer "
+                     "state; convert the training checkpoint instead")
+  tensors, not_converted = official_tensors(name_map, optimizer, step or 0,
+                                            with_optimizer_slots)
+  prefix = write_official_checkpoint(tensors, output_dir, step or 0)
+  return {"input": source, "output": prefix, "converted": sorted(tensors),
+          "not_converted": not_converted, "global_step": int(step or 0)}
+
+
+# -----------------------------------------------------------------------------
+# CLI
+# -----------------------------------------------------------------------------
+
+
+def _detect_direction(input_path):
+  path = os.fspath(input_path)
+  if path.endswith(KERAS_SUFFIX):
+    return "to-official"
+  prefix = official_checkpoint.resolve_checkpoint_path(path)
+  return "to-official" if _is_object_based(prefix) else "to-keras"
+
+
+def convert(input_path, output_path, direction=None, part="pretrainer", hparams=None,
+            with_optimizer_slots=False):
+  """Runs one conversion; `direction` None detects it from the input."""
+  detected = _detect_direction(input_path)
+  if direction is None:
+    direction = detected
+  elif direction not in DIRECTIONS:
+    raise ValueError(f"--direction {direction!r}; expected one of {DIRECTIONS}")
+  elif direction != detected:
+    kind = "an electra_tf checkpoint/.keras model" if detected == "to-official" else (
+        "a name-based (official) checkpoint")
+    raise ValueError(f"--direction {direction}, but --input {input_path!r} is {kind} "
+                     f"(use --direction {detected})")
+  if direction == "to-keras":
+    if with_optimizer_slots:
+      raise ValueError("--with-optimizer-slots applies to --direction to-official; to-keras "
+                       "carries the slots over whenever the output is a training checkpoint")
+    return official_to_keras(input_path, output_path, part=part, hparams=hparams)
+  if part != "pretrainer":
+    raise ValueError("--part applies to --direction to-keras; to-official writes whatever "
+                     "the input holds")
+  return keras_to_official(input_path, output_path, hparams=hparams,
+                           with_optimizer_slots=with_optimizer_slots)
+
+
+def format_report(report):
+  lines = [f"Converted {report['input']} -> {report['output']}"]
+  for key in ("part", "layout", "global_step"):
+    if key in report:
+      lines.append(f"  {key}: {report[key]}")
+  for note in report.get("notes", []):
+    lines.append(f"  note: {note}")
+  lines.append(f"  converted: {len(report['converted'])} entries")
+  not_converted = report["not_converted"]
+  lines.append(f"  not converted: {len(not_converted)} entries" + (":" if not_converted else ""))
+  lines += [f"    {n}" for n in not_converted]
+  return "\n".join(lines)
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(
+      prog="python -m electra_tf.convert_checkpoint",
+      description="Convert ELECTRA checkpoints between the original's name-based TF1 format "
+                  "and electra_tf (training checkpoints and .keras models).")
+  parser.add_argument("--input", required=True,
+                      help="checkpoint prefix or directory (official or electra_tf), or a "
+                           ".keras file")
+  parser.add_argument("--output", required=True,
+                      help="to-keras: a directory (training checkpoint) or a .keras path; "
+                           "to-official: the directory for model.ckpt-<step>")
+  parser.add_argument("--direction", choices=DIRECTIONS, default=None,
+                      help="default: detected from --input")
+  parser.add_argument("--part", choices=PARTS, default="pretrainer",
+                      help="to-keras: what to convert (default: pretrainer)")
+  parser.add_argument("--hparams", default=None,
+                      help="JSON dict or .json path of pre-training hparams (as for "
+                           "run_pretraining); checked against the checkpoint's shapes")
+  parser.add_argument("--with-optimizer-slots", action="store_true",
+                      help="to-official: also write <var>/adam_m and <var>/adam_v")
+  args = parser.parse_args(argv)
+  try:
+    report = convert(args.input, args.output, direction=args.direction, part=args.part,
+                     hparams=args.hparams, with_optimizer_slots=args.with_optimizer_slots)
+  except ValueError as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 1
+  print(format_report(report))
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

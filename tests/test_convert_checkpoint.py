@@ -1,0 +1,507 @@
+"""`python -m electra_tf.convert_checkpoint`: official ↔ electra_tf in both
+directions, bit-exact round trips for every layout of spec §8.2–8.4, the
+original's variable listings, TF1 graph-mode loading, and error messages."""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from electra_tf import checkpoint_names
+from electra_tf import convert_checkpoint
+from electra_tf.models import ElectraPretrainer
+from electra_tf.pretraining_config import PretrainingConfig
+
+from official_checkpoint_helper import random_values
+from official_checkpoint_helper import spec_checkpoint_shapes
+from official_checkpoint_helper import spec_embedding_shapes
+from official_checkpoint_helper import spec_encoder_shapes
+from official_checkpoint_helper import write_name_based_checkpoint
+
+# Small dims: V, H, L, I, E; generator Hg = H / 4 (Ig = 4 Hg), Lg = L.
+DIMS = dict(V=40, H=16, L=2, I=48, Hg=4, Lg=2, Ig=16, P=32)
+
+# name → (spec layout, E, dims override, what inference must find)
+LAYOUTS = {
+    "default": ("default", 8, {}, {"generator_hidden_size": 0.25}),
+    "small_plus_plus": ("default", 8, {"Hg": 16, "Ig": 64}, {"generator_hidden_size": 1.0}),
+    "e_equals_h": ("default", None, {}, {"embedding_size": 16}),
+    "untied_embeddings": ("untied_embeddings", 8, {}, {"untied_generator_embeddings": True}),
+    "tied_generator": ("tied", 8, {}, {"untied_generator": False}),
+    "mlm": ("mlm", 8, {}, {"electra_objective": False}),
+    "uniform": ("uniform", 8, {}, {"uniform_generator": True}),
+    "electric": ("electric", 8, {}, {"electric_objective": True, "two_tower_generator": True}),
+    "half_generator_layers": ("default", 8, {"Lg": 1}, {"generator_layers": 0.5}),
+}
+
+
+def _layout_shapes(name):
+  layout, embedding_size, dims, _ = LAYOUTS[name]
+  return spec_checkpoint_shapes(layout, E=embedding_size, **dict(DIMS, **dims))
+
+
+def _write_layout(directory, name, with_slots=True, global_step=123, seed=0):
+  values = random_values(_layout_shapes(name), seed=seed)
+  prefix = directory / "model.ckpt-123"
+  directory.mkdir(parents=True, exist_ok=True)
+  write_name_based_checkpoint(prefix, values, with_slots=with_slots, global_step=global_step)
+  if with_slots:
+    # Distinct slot values, so a slot swapped with another would be caught.
+    reader = tf.train.load_checkpoint(str(prefix))
+    tensors = {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()}
+    rng = np.random.default_rng(seed + 1)
+    for n in tensors:
+      if n.endswith(("/adam_m", "/adam_v")):
+        tensors[n] = rng.random(tensors[n].shape).astype(np.float32)
+    names = sorted(tensors)
+    tf.raw_ops.SaveV2(prefix=str(prefix), tensor_names=names,
+                      shape_and_slices=[""] * len(names),
+                      tensors=[tf.constant(tensors[n]) for n in names])
+  return prefix
+
+
+def _read_all(prefix):
+  reader = tf.train.load_checkpoint(str(prefix))
+  dtypes = reader.get_variable_to_dtype_map()
+  return {n: reader.get_tensor(n) for n in dtypes}, dtypes
+
+
+def assert_bit_exact(expected_prefix, actual_prefix):
+  """Same names, shapes, dtypes and bytes for every entry."""
+  expected, expected_dtypes = _read_all(expected_prefix)
+  actual, actual_dtypes = _read_all(actual_prefix)
+  assert sorted(set(expected) - set(actual)) == []
+  assert sorted(set(actual) - set(expected)) == []
+  assert expected_dtypes == actual_dtypes
+  for name, value in expected.items():
+    assert actual[name].shape == value.shape, name
+    assert actual[name].dtype == value.dtype, name
+    assert actual[name].tobytes() == value.tobytes(), name
+
+
+# ----------------------------------------------------------------------------
+# Shape inference
+# ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_inference_finds_layout_and_sizes(name):
+  _, embedding_size, dims, expected = LAYOUTS[name]
+  config, _, _ = convert_checkpoint.infer_config_from_checkpoint(_layout_shapes(name))
+  d = dict(DIMS, **dims)
+  assert config.vocab_size == d["V"]
+  assert config.embedding_size == (embedding_size or d["H"])
+  assert config.model_hparam_overrides["hidden_size"] == d["H"]
+  assert config.model_hparam_overrides["num_hidden_layers"] == d["L"]
+  assert config.model_hparam_overrides["intermediate_size"] == d["I"]
+  assert config.model_hparam_overrides["max_position_embeddings"] == d["P"]
+  for key, value in expected.items():
+    assert getattr(config, key) == value, key
+
+
+def test_inference_of_original_small_listing(original_fixtures):
+  listing = (original_fixtures / "variables" / "small_gen1.txt").read_text().splitlines()
+  shapes = {}
+  for line in listing:
+    if line and not line.startswith("#"):
+      name, shape, _ = line.split("\t")
+      shapes[name] = [int(d) for d in shape.strip("[]").split(",") if d.strip()]
+  config, layout, _ = convert_checkpoint.infer_config_from_checkpoint(shapes)
+  assert layout == convert_checkpoint.LAYOUT_DEFAULT
+  assert config.model_size == "small"
+  assert config.generator_hidden_size == 1.0
+  assert config.embedding_size == 128 and config.vocab_size == 7814
+
+
+def test_given_hparams_win_for_heads_and_are_checked(tmp_path):
+  shapes = _layout_shapes("default")
+  config, _, notes = convert_checkpoint.infer_config_from_checkpoint(
+      shapes, {"model_hparam_overrides": {"num_attention_heads": 4}})
+  assert config.model_hparam_overrides["num_attention_heads"] == 4
+  assert not any("attention heads" in n for n in notes)
+  _, _, notes = convert_checkpoint.infer_config_from_checkpoint(shapes)
+  assert any("attention heads" in n for n in notes)
+
+
+# ----------------------------------------------------------------------------
+# Official → Keras → official: bit-exact
+# ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_round_trip_is_bit_exact_for_layout(tmp_path, name):
+  source = _write_layout(tmp_path / "official", name)
+  report = convert_checkpoint.convert(str(source), str(tmp_path / "keras"))
+  assert report["not_converted"] == []
+  assert report["global_step"] == 123
+  # The converted hparams are saved next to the training checkpoint.
+  saved = json.loads((tmp_path / "keras" / convert_checkpoint.HPARAMS_FILE).read_text())
+  assert saved == report["hparams"]
+  back = convert_checkpoint.convert(str(tmp_path / "keras"), str(tmp_path / "back"),
+                                    with_optimizer_slots=False)
+  # Without slots: the model tensors and global_step only.
+  written, _ = _read_all(back["output"])
+  original, _ = _read_all(source)
+  assert set(written) == {n for n in original if not n.endswith(("/adam_m", "/adam_v"))}
+  back = convert_checkpoint.convert(str(tmp_path / "keras"), str(tmp_path / "back_slots"),
+                                    with_optimizer_slots=True, hparams=report["hparams"])
+  assert back["output"].endswith("model.ckpt-123")
+  assert_bit_exact(source, back["output"])
+
+
+def test_round_trip_without_slots_released_style(tmp_path):
+  source = _write_layout(tmp_path / "official", "default", with_slots=False, global_step=None)
+  report = convert_checkpoint.convert(str(source), str(tmp_path / "keras"))
+  assert report["global_step"] is None
+  assert any("no optimizer slots" in n for n in report["notes"])
+  back = convert_checkpoint.keras_to_official(tmp_path / "keras", tmp_path / "back",
+                                              hparams=report["hparams"])
+  written, dtypes = _read_all(back["output"])
+  original, _ = _read_all(source)
+  assert set(written) == set(original) | {"global_step"}
+  assert dtypes["global_step"] == tf.int64 and int(written["global_step"]) == 0
+  for n, v in original.items():
+    assert written[n].tobytes() == v.tobytes(), n
+
+
+def test_tiny_original_round_trip_is_bit_exact(original_fixtures, tmp_path):
+  hparams = original_fixtures / "models" / "tiny_hparams.json"
+  source = original_fixtures / "models" / "tiny" / "model.ckpt-50"
+  report = convert_checkpoint.official_to_keras(original_fixtures / "models" / "tiny",
+                                                tmp_path / "keras", hparams=str(hparams))
+  assert report["global_step"] == 50 and report["not_converted"] == []
+  back = convert_checkpoint.keras_to_official(tmp_path / "keras", tmp_path / "back",
+                                              hparams=str(hparams), with_optimizer_slots=True)
+  assert_bit_exact(source, back["output"])
+  # The listing equals the original's, entry for entry.
+  assert _listing(back["output"]) == _fixture_listing(original_fixtures / "variables" / "tiny.txt")
+
+
+def test_cli_runs_both_directions(original_fixtures, tmp_path, capsys):
+  hparams = str(original_fixtures / "models" / "tiny_hparams.json")
+  assert convert_checkpoint.main([
+      "--input", str(original_fixtures / "models" / "tiny"), "--output", str(tmp_path / "k"),
+      "--direction", "to-keras", "--hparams", hparams]) == 0
+  assert "global_step: 50" in capsys.readouterr().out
+  assert convert_checkpoint.main([
+      "--input", str(tmp_path / "k"), "--output", str(tmp_path / "o"), "--hparams", hparams,
+      "--with-optimizer-slots"]) == 0
+  out = capsys.readouterr().out
+  assert "converted: 247 entries" in out and "not converted: 0 entries" in out
+  assert_bit_exact(original_fixtures / "models" / "tiny" / "model.ckpt-50",
+                   tmp_path / "o" / "model.ckpt-50")
+
+
+# ----------------------------------------------------------------------------
+# The written variable list equals the original's
+# ----------------------------------------------------------------------------
+
+
+def _listing(prefix):
+  return sorted((n, tuple(s), tf.train.load_checkpoint(str(prefix)).get_variable_to_dtype_map()[n]
+                 .name) for n, s in tf.train.list_variables(str(prefix)))
+
+
+def _fixture_listing(path):
+  entries = []
+  for line in path.read_text().splitlines():
+    if line and not line.startswith("#"):
+      name, shape, dtype = line.split("\t")
+      entries.append((name, tuple(int(d) for d in shape.strip("[]").split(",") if d.strip()),
+                      dtype))
+  return sorted(entries)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("listing,kwargs", [
+    ("small.txt", {}),
+    ("small_gen1.txt", {"generator_hidden_size": 1.0}),
+])
+def test_written_listing_equals_original_small(original_fixtures, tmp_path, listing, kwargs):
+  from electra_tf import checkpointing
+  config = PretrainingConfig("small", str(tmp_path), model_size="small", vocab_size=7814,
+                             **kwargs)
+  pretrainer = ElectraPretrainer.from_pretraining_config(config)
+  pretrainer.compile(pretraining_config=config)
+  checkpointing.build_optimizer(pretrainer)
+  tensors, _ = convert_checkpoint.official_tensors(
+      checkpoint_names.official_name_map(pretrainer), pretrainer.optimizer, 1000000, True)
+  prefix = convert_checkpoint.write_official_checkpoint(tensors, str(tmp_path / "out"), 1000000)
+  assert _listing(prefix) == _fixture_listing(original_fixtures / "variables" / listing)
+
+
+# ----------------------------------------------------------------------------
+# Keras → official → Keras: identical outputs
+# ----------------------------------------------------------------------------
+
+
+def _features(vocab, batch=2, length=9, seed=0):
+  rng = np.random.default_rng(seed)
+  ids = rng.integers(0, vocab, size=(batch, length)).astype("int32")
+  mask = np.ones_like(ids)
+  mask[1, 6:] = 0
+  segments = np.zeros_like(ids)
+  segments[:, 4:] = 1
+  positions = np.array([[1, 3, 5], [2, 4, 0]], "int32")
+  return {"input_ids": ids, "input_mask": mask, "segment_ids": segments,
+          "masked_lm_positions": positions}
+
+
+def _outputs(pretrainer, features):
+  out = pretrainer(features, training=False)
+  flat = {}
+  for tower, values in out.items():
+    for key in ("sequence_output", "mlm_logits", "logits"):
+      if key in values:
+        flat[f"{tower}/{key}"] = np.asarray(values[key])
+  return flat
+
+
+@pytest.mark.parametrize("kwargs", [
+    {},
+    {"electric_objective": True, "electra_objective": False},
+    {"untied_generator": False},
+])
+def test_keras_to_official_to_keras_gives_identical_outputs(tmp_path, kwargs):
+  hparams = dict(vocab_size=40, embedding_size=8,
+                 model_hparam_overrides={"hidden_size": 16, "num_hidden_layers": 2,
+                                         "num_attention_heads": 2, "intermediate_size": 48},
+                 **kwargs)
+  config = PretrainingConfig("m", str(tmp_path), **hparams)
+  keras.utils.set_random_seed(3)
+  pretrainer = ElectraPretrainer.from_pretraining_config(config)
+  pretrainer.build()
+  convert_checkpoint.write_training_checkpoint(pretrainer, config, str(tmp_path / "train"), 17)
+  features = _features(40)
+  expected = _outputs(pretrainer, features)
+
+  report = convert_checkpoint.keras_to_official(tmp_path / "train", tmp_path / "official",
+                                                hparams=hparams)
+  assert report["global_step"] == 17
+  assert any("optimizer slots" in n for n in report["not_converted"])
+  convert_checkpoint.official_to_keras(tmp_path / "official", str(tmp_path / "p.keras"),
+                                       hparams=hparams)
+  restored = keras.saving.load_model(str(tmp_path / "p.keras"), compile=False)
+  actual = _outputs(restored, features)
+  assert sorted(actual) == sorted(expected)
+  for key, value in expected.items():
+    np.testing.assert_array_equal(actual[key], value, err_msg=key)
+
+
+def test_keras_file_to_official_round_trip(tmp_path):
+  source = _write_layout(tmp_path / "official", "default", with_slots=False)
+  convert_checkpoint.official_to_keras(source, str(tmp_path / "p.keras"))
+  report = convert_checkpoint.convert(str(tmp_path / "p.keras"), str(tmp_path / "back"))
+  written, _ = _read_all(report["output"])
+  original, _ = _read_all(source)
+  assert set(written) == set(original)
+  for n, v in original.items():
+    if n != "global_step":
+      assert written[n].tobytes() == v.tobytes(), n
+
+
+# ----------------------------------------------------------------------------
+# Parts: discriminator and generator alone
+# ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["default", "untied_embeddings", "tied_generator", "mlm",
+                                  "electric", "uniform"])
+def test_discriminator_part_round_trip(tmp_path, name):
+  source = _write_layout(tmp_path / "official", name, with_slots=False)
+  report = convert_checkpoint.official_to_keras(source, str(tmp_path / "d.keras"),
+                                               part="discriminator")
+  assert all(n.startswith("electra/") or n.startswith("discriminator_predictions/")
+             for n in report["converted"])
+  # Whatever is not converted is listed (generator towers, heads, global_step).
+  original, _ = _read_all(source)
+  assert sorted(report["converted"] + report["not_converted"]) == sorted(original)
+  back = convert_checkpoint.keras_to_official(tmp_path / "d.keras", tmp_path / "back")
+  written, _ = _read_all(back["output"])
+  assert set(written) == set(report["converted"]) | {"global_step"}
+  for n in report["converted"]:
+    assert written[n].tobytes() == original[n].tobytes(), n
+
+
+@pytest.mark.parametrize("name", ["default", "untied_embeddings", "tied_generator", "mlm",
+                                  "electric", "small_plus_plus"])
+def test_generator_part_round_trip(tmp_path, name):
+  source = _write_layout(tmp_path / "official", name, with_slots=False)
+  report = convert_checkpoint.official_to_keras(source, str(tmp_path / "g.keras"),
+                                               part="generator")
+  assert not any(n.startswith("discriminator_predictions/") for n in report["converted"])
+  original, _ = _read_all(source)
+  assert sorted(report["converted"] + report["not_converted"]) == sorted(original)
+  back = convert_checkpoint.keras_to_official(tmp_path / "g.keras", tmp_path / "back")
+  written, _ = _read_all(back["output"])
+  assert set(written) == set(report["converted"]) | {"global_step"}
+  for n in report["converted"]:
+    assert written[n].tobytes() == original[n].tobytes(), n
+
+
+def test_generator_part_of_uniform_checkpoint_is_an_error(tmp_path):
+  source = _write_layout(tmp_path / "official", "uniform", with_slots=False)
+  with pytest.raises(ValueError, match="no generator"):
+    convert_checkpoint.official_to_keras(source, str(tmp_path / "g.keras"), part="generator")
+
+
+def test_parts_of_tiny_match_the_original_outputs(original_fixtures, tmp_path):
+  hparams = str(original_fixtures / "models" / "tiny_hparams.json")
+  golden = dict(np.load(original_fixtures / "golden" / "tiny.npz"))
+  convert_checkpoint.official_to_keras(original_fixtures / "models" / "tiny",
+                                       str(tmp_path / "d.keras"), part="discriminator",
+                                       hparams=hparams)
+  convert_checkpoint.official_to_keras(original_fixtures / "models" / "tiny",
+                                       str(tmp_path / "g.keras"), part="generator",
+                                       hparams=hparams)
+  disc = keras.saving.load_model(str(tmp_path / "d.keras"), compile=False)
+  gen = keras.saving.load_model(str(tmp_path / "g.keras"), compile=False)
+  out = disc({"input_ids": golden["input_ids"], "input_mask": golden["input_mask"],
+              "segment_ids": golden["segment_ids"]})
+  np.testing.assert_allclose(np.asarray(out["logits"]), golden["disc_logits"], atol=1e-5)
+  out = gen({"input_ids": golden["masked_input_ids"], "input_mask": golden["input_mask"],
+             "segment_ids": golden["segment_ids"],
+             "masked_lm_positions": golden["masked_lm_positions"]})
+  np.testing.assert_allclose(np.asarray(out["mlm_logits"]), golden["gen_mlm_logits"], atol=1e-5)
+
+
+def test_fine_tuned_style_checkpoint_converts_encoder_and_lists_heads(tmp_path):
+  d = DIMS
+  shapes = spec_embedding_shapes("electra", d["V"], 8, d["P"], 2)
+  shapes.update(spec_encoder_shapes("electra", d["H"], d["I"], d["L"], 8))
+  shapes.update({"task_specific/mnli/dense/kernel": (d["H"], 3),
+                 "task_specific/mnli/dense/bias": (3,)})
+  prefix = tmp_path / "ft" / "model.ckpt-5"
+  (tmp_path / "ft").mkdir()
+  write_name_based_checkpoint(prefix, random_values(shapes), global_step=5)
+  report = convert_checkpoint.official_to_keras(prefix, str(tmp_path / "e.keras"),
+                                               part="discriminator")
+  assert report["layout"] == convert_checkpoint.LAYOUT_ENCODER
+  assert "task_specific/mnli/dense/kernel" in report["not_converted"]
+  with pytest.raises(ValueError, match="encoder only"):
+    convert_checkpoint.official_to_keras(prefix, str(tmp_path / "p.keras"))
+
+
+# ----------------------------------------------------------------------------
+# The written checkpoint loads in the original's TF1 graph-mode code paths
+# ----------------------------------------------------------------------------
+
+
+def test_written_checkpoint_restores_by_name_in_tf1_graph_mode(tmp_path):
+  source = _write_layout(tmp_path / "official", "default")
+  convert_checkpoint.convert(str(source), str(tmp_path / "keras"))
+  back = convert_checkpoint.keras_to_official(tmp_path / "keras", tmp_path / "back",
+                                              with_optimizer_slots=True)
+  expected, dtypes = _read_all(source)
+  model_names = [n for n in expected if not checkpoint_names.is_non_model_entry(n)]
+
+  # Saver by name, as the original's Estimator restores its own checkpoints.
+  graph = tf.Graph()
+  with graph.as_default():
+    variables = {n: tf.compat.v1.get_variable(n, shape=expected[n].shape, dtype=tf.float32)
+                 for n in expected if n != "global_step"}
+    variables["global_step"] = tf.compat.v1.train.get_or_create_global_step()
+    saver = tf.compat.v1.train.Saver(variables)
+    with tf.compat.v1.Session(graph=graph) as session:
+      saver.restore(session, back["output"])
+      values = session.run(variables)
+  for n, v in expected.items():
+    assert np.array_equal(values[n], v), n
+
+  # init_from_checkpoint with the assignment map of get_assignment_map_from_checkpoint
+  # (the way fine-tuning and continued pre-training read a checkpoint).
+  graph = tf.Graph()
+  with graph.as_default():
+    tvars = [tf.compat.v1.get_variable(n, shape=expected[n].shape, dtype=tf.float32)
+             for n in model_names]
+    names = {v.name.split(":")[0] for v in tvars}
+    assignment = {n: n for n, _ in tf.train.list_variables(str(tmp_path / "back"))
+                  if n in names}
+    assert len(assignment) == len(model_names)
+    tf.compat.v1.train.init_from_checkpoint(str(tmp_path / "back"), assignment)
+    with tf.compat.v1.Session(graph=graph) as session:
+      session.run(tf.compat.v1.global_variables_initializer())
+      values = session.run({v.name.split(":")[0]: v for v in tvars})
+  for n in model_names:
+    assert np.array_equal(values[n], expected[n]), n
+
+
+# ----------------------------------------------------------------------------
+# Errors
+# ----------------------------------------------------------------------------
+
+
+def test_not_an_electra_checkpoint(tmp_path):
+  (tmp_path / "c").mkdir()
+  write_name_based_checkpoint(tmp_path / "c" / "model.ckpt-1",
+                              {"bert/embeddings/word_embeddings": np.zeros((4, 2), "float32")})
+  with pytest.raises(ValueError, match="not an ELECTRA checkpoint"):
+    convert_checkpoint.convert(str(tmp_path / "c"), str(tmp_path / "out"))
+
+
+def test_truncated_checkpoint(tmp_path):
+  prefix = _write_layout(tmp_path / "official", "default")
+  data = tmp_path / "official" / "model.ckpt-123.data-00000-of-00001"
+  data.write_bytes(data.read_bytes()[:data.stat().st_size // 2])
+  with pytest.raises(ValueError, match="truncated or corrupt"):
+    convert_checkpoint.convert(str(prefix), str(tmp_path / "out"))
+
+
+def test_missing_layer_is_reported(tmp_path):
+  values = random_values(_layout_shapes("default"))
+  values = {n: v for n, v in values.items() if "electra/encoder/layer_0/" not in n}
+  (tmp_path / "c").mkdir()
+  write_name_based_checkpoint(tmp_path / "c" / "model.ckpt-1", values)
+  with pytest.raises(ValueError, match=r"layers \[0\] are missing"):
+    convert_checkpoint.convert(str(tmp_path / "c"), str(tmp_path / "out"))
+
+
+def test_missing_tensor_is_reported(tmp_path):
+  values = random_values(_layout_shapes("default"))
+  del values["generator_predictions/output_bias"]
+  (tmp_path / "c").mkdir()
+  write_name_based_checkpoint(tmp_path / "c" / "model.ckpt-1", values)
+  with pytest.raises(ValueError, match="generator_predictions/output_bias"):
+    convert_checkpoint.convert(str(tmp_path / "c"), str(tmp_path / "out"))
+
+
+@pytest.mark.parametrize("hparams,shown", [
+    ({"embedding_size": 12}, "config gives [40, 12], checkpoint has [40, 8]"),
+    ({"generator_hidden_size": 0.5}, "config gives [8, 8], checkpoint has [4, 4]"),
+    ({"model_size": "small"}, "config gives [256, 256], checkpoint has [16, 16]"),
+    ({"uniform_generator": True}, "in the checkpoint but not in the config's model"),
+])
+def test_mismatched_config_shows_both(tmp_path, hparams, shown):
+  source = _write_layout(tmp_path / "official", "default", with_slots=False)
+  with pytest.raises(ValueError) as error:
+    convert_checkpoint.convert(str(source), str(tmp_path / "out"), hparams=json.dumps(hparams))
+  message = str(error.value)
+  assert shown in message
+  assert str(source) in message
+  assert json.dumps(hparams, sort_keys=True) in message
+
+
+def test_keras_checkpoint_needs_hparams_and_matching_ones(tmp_path):
+  source = _write_layout(tmp_path / "official", "default")
+  report = convert_checkpoint.convert(str(source), str(tmp_path / "keras"))
+  (tmp_path / "keras" / convert_checkpoint.HPARAMS_FILE).unlink()
+  with pytest.raises(ValueError, match="pass the run's --hparams"):
+    convert_checkpoint.convert(str(tmp_path / "keras"), str(tmp_path / "back"))
+  wrong = dict(report["hparams"], embedding_size=12)
+  wrong = {k: wrong[k] for k in ("vocab_size", "embedding_size", "model_hparam_overrides")}
+  with pytest.raises(ValueError, match="does not match the model built from --hparams"):
+    convert_checkpoint.convert(str(tmp_path / "keras"), str(tmp_path / "back"), hparams=wrong)
+
+
+def test_wrong_direction_and_options(tmp_path):
+  source = _write_layout(tmp_path / "official", "default", with_slots=False)
+  with pytest.raises(ValueError, match="use --direction to-keras"):
+    convert_checkpoint.convert(str(source), str(tmp_path / "o"), direction="to-official")
+  with pytest.raises(ValueError, match="only the pretrainer is written as a training"):
+    convert_checkpoint.convert(str(source), str(tmp_path / "o"), part="discriminator")
+  with pytest.raises(ValueError, match="neither a checkpoint prefix"):
+    convert_checkpoint.convert(str(tmp_path / "nothing"), str(tmp_path / "o"))
+  assert convert_checkpoint.main(["--input", str(tmp_path / "nothing"),
+                                  "--output", str(tmp_path / "o")]) == 1
