@@ -1,0 +1,142 @@
+"""Reading GLUE and SQuAD from prepared TensorFlow Datasets instead of the
+original's files (`data_source="tfds"`; beyond the original).
+
+- GLUE: `glue/<config>` with the original's task names mapped to TFDS
+  configs (`sst`→`sst2`, `sts`→`stsb`; MNLI "dev" = `validation_matched`,
+  `diagnostic` = `glue/ax` test). Labels become the original's label strings
+  (`"0"`/`"1"` for the binary tasks, the class names for RTE/QNLI/MNLI, the
+  float score for STS), eids are TFDS's `idx`, and MRPC/STS training sets are
+  doubled with swapped pairs as with files.
+- SQuAD: `squad/v1.1` (task `squadv1`) and `squad/v2.0` (task `squad`); each
+  row becomes a one-question paragraph in the original's JSON layout, which
+  is also what the evaluation reads.
+
+TFDS must have the data prepared (`tfds.load` with `download=False`), under
+`tfds_data_dir` if set.
+"""
+
+import types
+
+import tensorflow_datasets as tfds
+
+from electra_tf.finetune import classification_tasks
+from electra_tf.finetune import qa_metrics
+
+# task -> (tfds config, text_a feature, text_b feature or None)
+GLUE_TFDS = {
+    "cola": ("cola", "sentence", None),
+    "sst": ("sst2", "sentence", None),
+    "mrpc": ("mrpc", "sentence1", "sentence2"),
+    "qqp": ("qqp", "question1", "question2"),
+    "sts": ("stsb", "sentence1", "sentence2"),
+    "mnli": ("mnli", "premise", "hypothesis"),
+    "qnli": ("qnli", "question", "sentence"),
+    "rte": ("rte", "sentence1", "sentence2"),
+}
+SQUAD_TFDS = {"squad": "squad/v2.0", "squadv1": "squad/v1.1"}
+
+
+def _text(value):
+  return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+def _load(name, split, config):
+  try:
+    return tfds.as_numpy(tfds.load(name, split=split, data_dir=config.tfds_data_dir,
+                                   download=False))
+  except Exception as e:  # tfds raises several types for unprepared data
+    raise ValueError(f"TFDS dataset {name!r} split {split!r} is not available (data_source=tfds, "
+                     f"tfds_data_dir={config.tfds_data_dir!r}): {e}") from e
+
+
+def glue_tfds_split(task_name, split):
+  """`(tfds name, tfds split)` for one of the original's splits."""
+  tfds_config = GLUE_TFDS[task_name][0]
+  if split == "diagnostic":
+    return "glue/ax", "test"
+  if task_name == "mnli":
+    return "glue/mnli", {"dev": "validation_matched"}.get(split, split)
+  return f"glue/{tfds_config}", {"dev": "validation"}.get(split, split)
+
+
+def glue_examples(task, split):
+  """The task's `InputExample`s of a split, read from TFDS."""
+  config = task.config
+  _, a_key, b_key = GLUE_TFDS[task.name]
+  name, tfds_split = glue_tfds_split(task.name, split)
+  if split == "diagnostic":
+    a_key, b_key = "premise", "hypothesis"
+  is_test = "test" in split or "diagnostic" in split
+  regression = isinstance(task, classification_tasks.RegressionTask)
+  label_names = None
+  if not regression and task.name in ("rte", "qnli", "mnli"):
+    label_names = tfds.builder(name, data_dir=config.tfds_data_dir).info.features["label"].names
+  rows = list(_load(name, tfds_split, config))
+  if config.debug:
+    rows = rows[:99]
+  examples = []
+  for row in rows:
+    if is_test:
+      label = 0.0 if regression else task.label_list[0]
+    elif regression:
+      label = float(row["label"])
+    elif label_names is not None:
+      label = label_names[int(row["label"])]
+    else:
+      label = str(int(row["label"]))
+    examples.append(classification_tasks.InputExample(
+        int(row["idx"]), task.name, _text(row[a_key]),
+        _text(row[b_key]) if b_key else None, label))
+  if split == "train" and config.double_unordered and task.name in ("mrpc", "sts"):
+    offset = len(examples)
+    examples += [classification_tasks.InputExample(e.eid + offset, e.task_name, e.text_b,
+                                                   e.text_a, e.label) for e in list(examples)]
+  return examples
+
+
+def squad_data(task, split):
+  """The split as the original's SQuAD JSON `data` list (one paragraph per
+  question)."""
+  config = task.config
+  rows = _load(SQUAD_TFDS[task.name], {"dev": "validation"}.get(split, split), config)
+  paragraphs = []
+  for row in rows:
+    answers = [{"text": _text(t), "answer_start": int(s)}
+               for t, s in zip(row["answers"]["text"], row["answers"]["answer_start"])]
+    paragraphs.append({"context": _text(row["context"]), "qas": [{
+        "id": _text(row["id"]), "question": _text(row["question"]), "answers": answers,
+        "is_impossible": bool(row.get("is_impossible", False))}]})
+  return [{"title": "tfds", "paragraphs": paragraphs}]
+
+
+def use_tfds(task, config):
+  """Switches `task` (GLUE or SQuAD) to read its data from TFDS."""
+  if task.name in GLUE_TFDS:
+    def get_examples(self, split):
+      if split not in self._examples:  # pylint: disable=protected-access
+        self._examples[split] = glue_examples(self, split)  # pylint: disable=protected-access
+      return self._examples[split]  # pylint: disable=protected-access
+    task.get_examples = types.MethodType(get_examples, task)
+  elif task.name in SQUAD_TFDS:
+    cache = {}
+
+    def data(split):
+      if split not in cache:
+        cache[split] = squad_data(task, split)
+      return cache[split]
+
+    def paragraphs(self, split):
+      for entry in data(split):
+        yield from entry["paragraphs"]
+
+    def evaluate_predictions(self, split, predictions, null_odds):
+      if self.v2:
+        return qa_metrics.evaluate_v2(data(split), predictions, null_odds,
+                                      na_prob_thresh=self.config.qa_na_threshold)
+      return qa_metrics.evaluate_v1(data(split), predictions)
+
+    task._paragraphs = types.MethodType(paragraphs, task)  # pylint: disable=protected-access
+    task.evaluate_predictions = types.MethodType(evaluate_predictions, task)
+  else:
+    raise ValueError(f"data_source=tfds supports GLUE and SQuAD, not task {task.name!r}; "
+                     f"supported: {sorted(GLUE_TFDS) + sorted(SQUAD_TFDS)}")
