@@ -432,7 +432,14 @@ class SpanBasedQAScorer(scorer_lib.Scorer):
       prelim = []
       score_null = 1000000.0
       for feature_index, feature in enumerate(features):
-        result = self._results[feature[name + "_eid"]]
+        eid = feature[name + "_eid"]
+        if eid not in self._results:
+          raise ValueError(
+              f"{name} {self._split}: no model output for window eid {eid} (example "
+              f"{example_id!r}); records were dropped, e.g. because predict_batch_size "
+              f"({config.predict_batch_size}) differs from eval_batch_size "
+              f"({config.eval_batch_size}), or the records are stale (use_tfrecords_if_existing)")
+        result = self._results[eid]
         tokens = feature[name + "_tokens"]
         token_to_orig_map = feature[name + "_token_to_orig_map"]
         is_max_context = feature[name + "_token_is_max_context"]
