@@ -2,6 +2,7 @@
 chief-only writing (electra_tf/checkpointing.py), on a toy Keras model."""
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -178,3 +179,25 @@ def _arrays():
   rng = np.random.default_rng(1)
   x = rng.normal(size=(8, 3)).astype("float32")
   return x, x.sum(axis=1, keepdims=True)
+
+
+def test_sigterm_saves_and_stops_then_rerun_resumes(tmp_path):
+  model = _toy_model()
+  manager = TrainingCheckpointManager(model, str(tmp_path), chief=True)
+  callback = PretrainingCheckpoint(manager, 100, num_train_steps=20)
+
+  class Preempt(keras.callbacks.Callback):
+    def on_train_batch_end(self, batch, logs=None):
+      if global_step(self.model) == 6:
+        os.kill(os.getpid(), signal.SIGTERM)
+
+  previous = signal.getsignal(signal.SIGTERM)
+  model.fit(_dataset(), epochs=1, steps_per_epoch=20, verbose=0,
+            callbacks=[Preempt(), callback])
+  assert callback.preempted
+  assert global_step(model) == 6
+  assert os.path.basename(manager.latest_checkpoint) == "model.ckpt-6"
+  # The handler is uninstalled after training.
+  assert signal.getsignal(signal.SIGTERM) == previous
+  resumed, _ = _train(tmp_path, 20, save_every=100)
+  assert global_step(resumed) == 20
