@@ -83,6 +83,9 @@ def _qa_paragraphs():
 
 def _write_qa(data_dir):
   squad, mrqa = _qa_paragraphs()
+  write_task_file(data_dir, "squad", "test.json", squad_json(
+      [{"context": p["context"], "qas": [{"id": "t" + q["id"], "question": q["question"]}
+                                         for q in p["qas"]]} for p in squad]))
   for split in ("train", "dev"):
     write_task_file(data_dir, "squad", f"{split}.json", squad_json(squad))
     write_task_file(data_dir, "squadv1", f"{split}.json", squad_json(
@@ -183,7 +186,8 @@ def test_chunking_end_to_end(data):
 
 
 def test_squad_v2_end_to_end(data):
-  config, runner = _runner(data, ["squad"], max_seq_length=32, beam_size=5, **FAST)
+  config, runner = _runner(data, ["squad"], max_seq_length=32, beam_size=5,
+                           write_test_outputs=True, **FAST)
   assert config.max_seq_length == 32
   names = runner.model.official_name_map()
   shapes = {n: tuple(v.shape) for n, v in names.items() if n.startswith("task_specific")}
@@ -210,8 +214,19 @@ def test_squad_v2_end_to_end(data):
   assert all(isinstance(v, float) for v in null_odds.values())
   with open(config.qa_eval_file("squad")) as f:
     assert json.load(f)["total"] == 5
-  # after training on the dev questions, most answers are right
+  # after training on the dev questions, some answers are right
   assert results["HasAns_f1"] > 0.0
+  # test outputs: test examples decoded (not dev), dev files left alone
+  runner.write_test_outputs(1)
+  with open(config.test_predictions("squad", "test", 1)) as f:
+    test_answers = json.load(f)
+  assert sorted(test_answers) == ["tq0", "tq1", "tq2", "tq3", "tqx"]
+  with open(config.test_predictions("squad", "test", 1)[:-5] + "_null_odds.json") as f:
+    test_odds = json.load(f)
+  assert all((test_answers[q] == "") == (test_odds[q] > config.qa_na_threshold)
+             for q in test_answers)
+  with open(config.qa_preds_file("squad")) as f:
+    assert json.load(f) == preds
 
 
 @pytest.mark.parametrize("task", ["squadv1", "newsqa"])

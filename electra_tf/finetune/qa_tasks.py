@@ -241,6 +241,10 @@ class QATask(task_lib.Task):
       raise ValueError(f"max_seq_length={config.max_seq_length} leaves no room for the document "
                        f"after a {len(query_tokens)}-token question")
     doc_spans = get_doc_spans(len(all_doc_tokens), max_tokens_for_doc, config.doc_stride)
+    if len(doc_spans) > 1000:
+      # eids are 1000 * example + window: the original would silently collide
+      raise ValueError(f"{name} example {example.eid} needs {len(doc_spans)} windows (> 1000); "
+                       "raise max_seq_length or doc_stride")
     all_features = []
     for span_index, span in enumerate(doc_spans):
       tokens = ["[CLS]"] + query_tokens + ["[SEP]"]
