@@ -148,3 +148,18 @@ def test_invalid_combinations_are_rejected(tmp_path):
     ElectraPretrainer(bert, bert, vocab_size=7)
   with pytest.raises(ValueError, match="input_mask"):
     ElectraPretrainer.from_pretraining_config(config)({"input_ids": IDS, "segment_ids": IDS})
+
+
+def test_call_with_dynamic_shapes_and_int64_inputs(tmp_path):
+  """tf.data yields int64 features of unknown length inside tf.function."""
+  import tensorflow as tf
+  model = ElectraPretrainer.from_pretraining_config(_config(tmp_path, "default"))
+  spec = {k: tf.TensorSpec([None, None], tf.int64) for k in FEATURES}
+  forward = tf.function(lambda f: model(f, training=False), input_signature=[spec])
+  outputs = forward({k: tf.constant(v, tf.int64) for k, v in FEATURES.items()})
+  # default positions 0..min(N, S)-1 with N = max_predictions_per_seq
+  n = min(model.max_predictions_per_seq, 8)
+  assert outputs["generator"]["mlm_logits"].shape == (2, n, 120)
+  eager = model(FEATURES, training=False)
+  np.testing.assert_allclose(outputs["discriminator"]["logits"], eager["discriminator"]["logits"],
+                             atol=1e-5)

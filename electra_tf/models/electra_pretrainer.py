@@ -191,10 +191,9 @@ class ElectraPretrainer(keras.Model):
     if self.generator is not None:
       positions = features.get("masked_lm_positions")
       if positions is None and not self.generator.is_two_tower:
-        input_ids = inputs["input_ids"]
-        num = min(self.max_predictions_per_seq, int(input_ids.shape[1]))
-        positions = ops.broadcast_to(
-            ops.arange(num, dtype="int32")[None, :], (ops.shape(input_ids)[0], num))
+        shape = ops.shape(inputs["input_ids"])
+        num = ops.minimum(self.max_predictions_per_seq, shape[1])
+        positions = ops.broadcast_to(ops.arange(num, dtype="int32")[None, :], (shape[0], num))
       outputs["generator"] = self.generator(
           inputs, masked_lm_positions=positions, training=training)
     if self.discriminator is not None:
