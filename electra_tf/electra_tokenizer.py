@@ -34,6 +34,7 @@ packed = tokenizer.pack(ids, max_seq_length=128)
 
 import functools
 import logging
+import os
 import unicodedata
 
 import keras
@@ -90,8 +91,38 @@ def _char_image(char, do_lower_case, strip_accents):
   return out
 
 
+_TABLES_FORMAT = 1
+
+
+def _cache_path(do_lower_case, strip_accents):
+  root = os.environ.get("ELECTRA_TF_CACHE_DIR") or os.path.join(
+      os.path.expanduser("~"), ".cache", "electra_tf")
+  name = (f"tokenizer_tables_v{_TABLES_FORMAT}_unicode{unicodedata.unidata_version}"
+          f"_lower{int(do_lower_case)}_strip{int(strip_accents)}.npz")
+  return os.path.join(root, name)
+
+
 @functools.lru_cache(maxsize=4)
 def _build_tables(do_lower_case, strip_accents):
+  """`_compute_tables`, cached on disk (they take seconds to compute)."""
+  path = _cache_path(do_lower_case, strip_accents)
+  try:
+    with np.load(path) as data:
+      return {k: data[k] for k in data.files}
+  except (OSError, ValueError, KeyError):
+    pass
+  tables = _compute_tables(do_lower_case, strip_accents)
+  try:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    temp = f"{path}.tmp-{os.getpid()}.npz"
+    np.savez(temp, **tables)
+    os.replace(temp, path)
+  except OSError as e:  # a read-only home is fine: just slower next time
+    logging.info("could not cache tokenizer tables at %s: %s", path, e)
+  return tables
+
+
+def _compute_tables(do_lower_case, strip_accents):
   """Per-code-point tables (two-level compressed) for the given mode.
 
   Returns a dict of numpy arrays: `image_index/image_blocks` (−1 = unchanged,

@@ -12,10 +12,11 @@ Example:
 ```python
 builder = ExampleBuilder(FullTokenizer("vocab.txt"), max_length=128)
 for line in lines:
-  example = builder.add_line(line)  # (input_ids, input_mask, segment_ids) or None
+  example = builder.add_line(line)  # (input_ids, first_length) or None
 ```
 """
 
+import functools
 import random
 
 import numpy as np
@@ -36,8 +37,7 @@ class ExampleBuilder:
   Example:
 
   >>> builder = ExampleBuilder(None, 8, cls_id=1, sep_id=2)
-  >>> builder.add_ids([5, 6, 7, 8, 9, 10, 11, 12]) is not None
-  True
+  >>> ids, first_length = builder.add_ids([5, 6, 7, 8, 9, 10, 11, 12])
   """
 
   def __init__(self, tokenizer, max_length, cls_id=None, sep_id=None, rng=None):
@@ -110,30 +110,46 @@ class ExampleBuilder:
     return self._make_example(first, second)
 
   def _make_example(self, first, second):
-    """[CLS] A [SEP] (B [SEP]) with A/B truncated as the original does."""
+    """[CLS] A [SEP] (B [SEP]) with A/B truncated as the original does.
+
+    Returns `(input_ids, first_length)`: the unpadded ids (int64 array) and
+    the number of positions with segment id 0 ([CLS] A [SEP]). Use
+    `examples_to_features` for the padded features.
+    """
     max_length = self._max_length
     a = _concat(first)[:max_length - 2]
     b = _concat(second)[:max(0, max_length - len(a) - 3)]
-    input_ids = np.zeros([max_length], np.int64)
-    segment_ids = np.zeros([max_length], np.int64)
-    input_ids[0] = self.cls_id
-    input_ids[1:1 + len(a)] = a
-    input_ids[1 + len(a)] = self.sep_id
-    n = len(a) + 2
+    parts = [[self.cls_id], a, [self.sep_id]]
     if len(b):
-      input_ids[n:n + len(b)] = b
-      input_ids[n + len(b)] = self.sep_id
-      segment_ids[n:n + len(b) + 1] = 1
-      n += len(b) + 1
-    input_mask = np.zeros([max_length], np.int64)
-    input_mask[:n] = 1
-    return input_ids, input_mask, segment_ids
+      parts += [b, [self.sep_id]]
+    return np.concatenate(parts).astype(np.int64), len(a) + 2
 
 
 def _concat(sentences):
   if not sentences:
     return np.zeros([0], np.int64)
-  return np.concatenate([np.asarray(s, np.int64) for s in sentences])
+  if len(sentences) == 1:
+    return np.asarray(sentences[0], np.int64)
+  return np.concatenate(sentences).astype(np.int64)
+
+
+def examples_to_features(examples, max_length):
+  """Pads `(input_ids, first_length)` examples into [n, S] int64 arrays.
+
+  Returns (input_ids, input_mask, segment_ids).
+  """
+  n = len(examples)
+  input_ids = np.zeros([n, max_length], np.int64)
+  lengths = np.empty([n], np.int64)
+  first_lengths = np.empty([n], np.int64)
+  for i, (ids, first_length) in enumerate(examples):
+    input_ids[i, :len(ids)] = ids
+    lengths[i] = len(ids)
+    first_lengths[i] = first_length
+  position = np.arange(max_length)
+  input_mask = (position < lengths[:, None]).astype(np.int64)
+  segment_ids = ((position >= first_lengths[:, None]) & (input_mask == 1)).astype(np.int64)
+  return input_ids, input_mask, segment_ids
 
 
 # -- Serialisation ----------------------------------------------------------
@@ -159,23 +175,44 @@ def packed_varints(rows):
 
   Returns a list of n bytes objects (the packed payload of each row).
   """
-  rows = np.asarray(rows, np.uint64)
+  rows = np.asarray(rows)
+  if rows.size == 0:
+    return [b""] * rows.shape[0]
+  if rows.min() < 0:
+    raise ValueError("packed_varints encodes non-negative values only")
+  top = int(rows.max())
+  if top < 0x80:  # one byte per value: the common case of masks and segments
+    data = rows.astype(np.uint8)
+    return [row.tobytes() for row in data]
+  rows = rows.astype(np.uint64)
+  n_groups = (top.bit_length() + 6) // 7
   n_bytes = np.ones(rows.shape, np.int64)
-  for k in range(1, 10):
+  for k in range(1, n_groups):
     n_bytes += rows >= (np.uint64(1) << np.uint64(7 * k))
-  shifts = (np.arange(10, dtype=np.uint64) * np.uint64(7))
-  groups = (rows[..., None] >> shifts) & np.uint64(0x7F)
-  position = np.arange(10)
-  more = position < (n_bytes[..., None] - 1)
-  encoded = (groups | (more.astype(np.uint64) << np.uint64(7))).astype(np.uint8)
-  valid = position < n_bytes[..., None]
-  flat = encoded[valid].tobytes()
-  ends = np.cumsum(n_bytes.sum(axis=1))
-  starts = ends - n_bytes.sum(axis=1)
-  return [flat[s:e] for s, e in zip(starts.tolist(), ends.tolist())]
+  shifts = np.arange(n_groups, dtype=np.uint64) * np.uint64(7)
+  groups = ((rows[..., None] >> shifts) & np.uint64(0x7F)).astype(np.uint8)
+  position = np.arange(n_groups)
+  groups |= ((position < (n_bytes[..., None] - 1)).astype(np.uint8) << 7)
+  flat = groups[position < n_bytes[..., None]].tobytes()
+  row_bytes = n_bytes.sum(axis=1)
+  ends = np.cumsum(row_bytes).tolist()
+  starts = [0] + ends[:-1]
+  return [flat[s:e] for s, e in zip(starts, ends)]
 
 
 _FEATURE_KEYS = (b"input_ids", b"input_mask", b"segment_ids")
+
+
+@functools.lru_cache(maxsize=4096)
+def _entry_prefix(key, payload_length):
+  """The bytes of a `Features.feature` map entry that precede the payload."""
+  int64_list_head = b"\x0a" + _varint(payload_length)  # Int64List.value, packed
+  int64_list_length = len(int64_list_head) + payload_length
+  feature_head = b"\x1a" + _varint(int64_list_length) + int64_list_head  # .int64_list
+  feature_length = len(feature_head) + payload_length
+  entry_head = (_field(b"\x0a", key) + b"\x12" + _varint(feature_length) + feature_head)
+  entry_length = len(entry_head) + payload_length
+  return b"\x0a" + _varint(entry_length) + entry_head  # Features.feature
 
 
 def serialize_examples(input_ids, input_mask, segment_ids):
@@ -185,11 +222,7 @@ def serialize_examples(input_ids, input_mask, segment_ids):
              packed_varints(segment_ids)]
   records = []
   for payloads in zip(*columns):
-    features = b""
-    for key, payload in zip(_FEATURE_KEYS, payloads):
-      int64_list = _field(b"\x0a", payload)       # Int64List.value (packed)
-      feature = _field(b"\x1a", int64_list)       # Feature.int64_list
-      entry = _field(b"\x0a", key) + _field(b"\x12", feature)  # map entry
-      features += _field(b"\x0a", entry)          # Features.feature
-    records.append(_field(b"\x0a", features))     # Example.features
+    features = b"".join([_entry_prefix(key, len(payload)) + payload
+                         for key, payload in zip(_FEATURE_KEYS, payloads)])
+    records.append(b"\x0a" + _varint(len(features)) + features)  # Example.features
   return records

@@ -21,11 +21,11 @@ import logging
 import os
 import time
 
-import numpy as np
 import tensorflow as tf
 
 from electra_tf.electra_tokenizer import ElectraTokenizer
 from tfrecords_tools.example_builder import ExampleBuilder
+from tfrecords_tools.example_builder import examples_to_features
 from tfrecords_tools.example_builder import serialize_examples
 
 SHARD_PREFIX = "pretrain_data.tfrecord"
@@ -133,7 +133,7 @@ class ExampleWriter:
       if example is not None:
         examples.append(example)
     if examples:
-      self._write([np.stack(column) for column in zip(*examples)])
+      self._write(examples_to_features(examples, self._max_seq_length))
 
   def _write(self, columns):
     for record in serialize_examples(*columns):
