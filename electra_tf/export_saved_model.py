@@ -1,0 +1,367 @@
+"""Exports an ELECTRA model as a SavedModel for TF Serving.
+
+Writes `<export_dir>/<version>/{saved_model.pb, variables/, assets/vocab.txt}`
+with the signatures of `electra_tf.serving_modules`: `serving_default` (raw
+text: `text_a`, `text_b`), `serve_ids` (`input_ids`, `input_mask`,
+`segment_ids`) and `serve_examples` (serialized `tf.Example`s).
+
+Sources (exactly one):
+- `--keras-model model.keras`: a saved `ElectraPretrainer` or
+  `FinetuningModel`;
+- `--checkpoint DIR_OR_PREFIX --hparams JSON`: an electra_tf checkpoint
+  (object-based) or an original/official name-based one, with the hparams of
+  the run that wrote it (pre-training hparams, or fine-tuning hparams with
+  `task_names` for `--model task`).
+
+What is served (`--model`):
+- `discriminator`: replaced-token-detection probabilities per token and the
+  `[CLS]`/sequence representations;
+- `generator`: the generator as a masked LM, top-k tokens at `[MASK]`;
+- `task`: the fine-tuned head `--task` (classification/regression, QA,
+  tagging).
+
+Example:
+
+  python -m electra_tf.export_saved_model --checkpoint models/tiny \\
+      --hparams models/tiny_hparams.json --vocab-file vocab.txt \\
+      --model discriminator --export-dir /tmp/electra_serving --max-seq-length 128
+
+The weights are served in float32 unless `--mixed-precision` is given
+(bfloat16 compute, float32 outputs).
+"""
+
+import argparse
+import os
+import re
+import shutil
+import sys
+import tempfile
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from electra_tf import checkpoint_names
+from electra_tf import hparams as hparams_lib
+from electra_tf import official_checkpoint
+from electra_tf import serving_modules
+from electra_tf.electra_tokenizer import ElectraTokenizer
+
+MODEL_KINDS = ("discriminator", "generator", "task")
+MIXED_POLICY = "mixed_bfloat16"
+
+
+def _replace_dtype_policies(config, policy):
+  """Recursively sets every layer's `dtype` entry of a Keras config to `policy`."""
+  if isinstance(config, dict):
+    out = {}
+    for key, value in config.items():
+      if key == "dtype" and (isinstance(value, str) or (
+          isinstance(value, dict) and "Policy" in str(value.get("class_name", "")))):
+        out[key] = policy
+      else:
+        out[key] = _replace_dtype_policies(value, policy)
+    return out
+  if isinstance(config, list):
+    return [_replace_dtype_policies(v, policy) for v in config]
+  return config
+
+
+def with_dtype_policy(model, policy):
+  """`model` itself if all its layers already use `policy`, else a rebuilt
+  copy (from its config) with every layer on `policy` and the same weights,
+  cast to float32 (the variable dtype of both float32 and mixed policies)."""
+  policies = {layer.dtype_policy.name for layer in model._flatten_layers(include_self=True)}
+  if policies == {policy}:
+    return model
+  config = _replace_dtype_policies(model.get_config(), policy)
+  clone = model.__class__.from_config(config)
+  clone.build()
+  source, target = model.weights, clone.weights
+  if [tuple(w.shape) for w in source] != [tuple(w.shape) for w in target]:
+    raise ValueError(f"rebuilding {type(model).__name__} with dtype policy {policy!r} "
+                     "changed its weight layout")
+  for src, dst in zip(source, target):
+    dst.assign(np.asarray(src, dtype=np.float32).astype(dst.dtype))
+  return clone
+
+
+def _is_finetuning_model(model):
+  return hasattr(model, "heads") and hasattr(model, "encoder")
+
+
+def load_keras_model(path):
+  """Loads a `.keras` file holding an `ElectraPretrainer` or `FinetuningModel`."""
+  import electra_tf.finetune.finetuning_model  # noqa: F401  (registers the class)
+  import electra_tf.models  # noqa: F401
+  if not os.path.exists(path):
+    raise ValueError(f"--keras-model {path!r} does not exist")
+  return keras.saving.load_model(path, compile=False)
+
+
+def _restore_object_based(model, prefix):
+  """Restores `tf.train.Checkpoint(model=...)` into `model`; every model
+  variable must be in the checkpoint."""
+  saved = [n for n, _ in tf.train.list_variables(prefix)
+           if n.startswith("model/") and n.endswith("/.ATTRIBUTES/VARIABLE_VALUE")]
+  if len(saved) < len(model.weights):
+    # e.g. Keras 3 does not put layers held in Python lists into TF
+    # checkpoints, so such a checkpoint silently lacks them.
+    raise ValueError(
+        f"checkpoint {prefix!r} holds {len(saved)} model variables but the model built from "
+        f"the given hparams has {len(model.weights)}; it cannot restore the whole model. "
+        "Export from a .keras file (--keras-model) or a name-based checkpoint instead")
+  status = tf.train.Checkpoint(model=model).read(prefix)
+  status.expect_partial()
+  try:
+    status.assert_existing_objects_matched()
+  except AssertionError as e:
+    raise ValueError(f"checkpoint {prefix!r} does not hold this model's weights "
+                     f"(built from the given hparams): {e}") from None
+
+
+def load_pretraining_checkpoint(path, hparams, model_name="electra", data_dir=None):
+  """An `ElectraPretrainer` restored from an electra_tf or official checkpoint.
+
+  Args:
+    path: checkpoint prefix or directory.
+    hparams: pre-training hparams (dict, JSON string or `.json` path).
+    model_name, data_dir: the `PretrainingConfig` arguments.
+  """
+  from electra_tf.models.electra_pretrainer import ElectraPretrainer
+  from electra_tf.pretraining_config import PretrainingConfig
+
+  prefix = official_checkpoint.resolve_checkpoint_path(path)
+  config = PretrainingConfig(model_name, data_dir or os.path.dirname(prefix),
+                             **hparams_lib.load_hparams(hparams))
+  if _is_name_based(prefix):
+    return official_checkpoint.load_official_checkpoint(prefix, config), config
+  model = ElectraPretrainer.from_pretraining_config(config)
+  model.build()
+  _restore_object_based(model, prefix)
+  return model, config
+
+
+def build_finetuning_model(config):
+  """A `FinetuningModel` with one head per task of a `FinetuningConfig`."""
+  from electra_tf.finetune import task_builder
+  from electra_tf.finetune.finetuning_model import FinetuningModel
+  from electra_tf.pretraining_config import get_bert_config
+
+  tasks = task_builder.get_tasks(config, tokenizer=None)
+  model = FinetuningModel(get_bert_config(config).to_dict(),
+                          [task.create_head() for task in tasks],
+                          embedding_size=config.embedding_size)
+  model.build()
+  return model
+
+
+def load_finetuning_checkpoint(path, hparams, model_name="electra", data_dir=None):
+  """A `FinetuningModel` restored from a fine-tuned checkpoint; every model
+  variable (encoder and heads) must be in it."""
+  from electra_tf.finetuning_config import FinetuningConfig
+
+  prefix = official_checkpoint.resolve_checkpoint_path(path)
+  config = FinetuningConfig(model_name, data_dir or os.path.dirname(prefix),
+                            **hparams_lib.load_hparams(hparams))
+  model = build_finetuning_model(config)
+  if _is_name_based(prefix):
+    official_checkpoint.restore_from_name_map(model.official_name_map(), prefix,
+                                              allow_unexpected=True)
+  else:
+    _restore_object_based(model, prefix)
+  return model, config
+
+
+def _is_name_based(prefix):
+  return any(name.startswith(("electra/", "generator", "task_specific/"))
+             for name, _ in tf.train.list_variables(prefix)
+             if not checkpoint_names.is_non_model_entry(name))
+
+
+def build_serving_module(model, kind, tokenizer, max_seq_length, vocab_asset=None, task=None,
+                         top_k=5, max_predictions=20, max_query_length=64):
+  """The serving module for `kind` ("discriminator", "generator", "task").
+
+  Args:
+    model: an `ElectraPretrainer` (discriminator/generator), a
+      `FinetuningModel` (task), or directly an `ElectraDiscriminator` /
+      `ElectraGenerator`.
+    kind: what to serve.
+    tokenizer: an `ElectraTokenizer` with the model's vocab.
+    max_seq_length: S of every signature.
+    vocab_asset: path of a file named `vocab.txt` to ship in `assets/`.
+    task: the task head (needed when the model has several).
+    top_k, max_predictions: generator options.
+    max_query_length: QA question budget.
+  """
+  if kind not in MODEL_KINDS:
+    raise ValueError(f"--model {kind!r}; expected one of {MODEL_KINDS}")
+  if _is_finetuning_model(model):
+    if kind != "task":
+      raise ValueError(f"the model is a fine-tuned model (tasks {model.task_names}); "
+                       "use --model task")
+    if task is None:
+      if len(model.task_names) != 1:
+        raise ValueError(f"the model has several heads {model.task_names}; choose one with "
+                         "--task")
+      task = model.task_names[0]
+    max_positions = model.bert_config["max_position_embeddings"]
+    module = serving_modules.TaskHeadServingModule(
+        model, task, tokenizer, max_seq_length, vocab_asset, max_query_length=max_query_length)
+  else:
+    if kind == "task":
+      raise ValueError("--model task needs a fine-tuned model (FinetuningModel or a "
+                       "fine-tuning checkpoint with fine-tuning --hparams)")
+    if kind == "discriminator":
+      network = getattr(model, "discriminator", model)
+      if network is None:
+        raise ValueError("the model has no discriminator (MLM-only pre-training); "
+                         "export --model generator")
+      max_positions = network.bert_config["max_position_embeddings"]
+      module = serving_modules.DiscriminatorServingModule(
+          network, tokenizer, max_seq_length, vocab_asset)
+    else:
+      network = getattr(model, "generator", model)
+      if network is None:
+        raise ValueError("the model has no generator network (uniform_generator=True)")
+      max_positions = network.bert_config["max_position_embeddings"]
+      module = serving_modules.MaskedLMServingModule(
+          network, tokenizer, max_seq_length, vocab_asset, top_k=top_k,
+          max_predictions=max_predictions)
+  if max_seq_length > max_positions:
+    raise ValueError(f"--max-seq-length {max_seq_length} exceeds the model's "
+                     f"max_position_embeddings {max_positions}")
+  return module
+
+
+def next_version(export_dir):
+  """1 + the largest numeric version under `export_dir` (1 if none)."""
+  if not tf.io.gfile.isdir(export_dir):
+    return 1
+  versions = [int(n.rstrip("/")) for n in tf.io.gfile.listdir(export_dir)
+              if re.fullmatch(r"\d+/?", n)]
+  return max(versions, default=0) + 1
+
+
+def save_module(module, export_dir, version=None, overwrite=False):
+  """Saves `module` with its signatures to `<export_dir>/<version>`, atomically
+  (a hidden temp directory, then a rename TF Serving never sees half-done).
+
+  Returns:
+    the version directory.
+  """
+  if version is None:
+    version = next_version(export_dir)
+  if int(version) < 0:
+    raise ValueError(f"--version {version}; TF Serving needs a non-negative integer")
+  os.makedirs(export_dir, exist_ok=True)
+  final = os.path.join(export_dir, str(int(version)))
+  if os.path.exists(final) and not overwrite:
+    raise ValueError(f"{final!r} already exists; pass --overwrite or another --version")
+  tmp = tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=export_dir)
+  try:
+    tf.saved_model.save(module, tmp, signatures=module.get_signatures())
+    if os.path.exists(final):
+      shutil.rmtree(final)
+    os.rename(tmp, final)
+  finally:
+    if os.path.exists(tmp):
+      shutil.rmtree(tmp)
+  return final
+
+
+def export(model, kind, vocab_file, export_dir, max_seq_length=128, version=None, task=None,
+           do_lower_case=True, strip_accents=True, top_k=5, max_predictions=20,
+           max_query_length=64, mixed_precision=False, overwrite=False):
+  """Builds the serving module for `model` and writes the SavedModel.
+
+  Returns:
+    the version directory written.
+  """
+  if not os.path.isfile(vocab_file):
+    raise ValueError(f"--vocab-file {vocab_file!r} does not exist")
+  model = with_dtype_policy(model, MIXED_POLICY if mixed_precision else "float32")
+  tokenizer = ElectraTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case,
+                               strip_accents=strip_accents)
+  vocab_size = tokenizer.vocab_size
+  model_vocab = (model.bert_config["vocab_size"])
+  if vocab_size != model_vocab:
+    raise ValueError(f"--vocab-file {vocab_file!r} has {vocab_size} entries but the model's "
+                     f"vocab_size is {model_vocab}")
+  asset_dir = tempfile.mkdtemp(prefix="electra_vocab_")
+  try:
+    asset = os.path.join(asset_dir, "vocab.txt")
+    shutil.copyfile(vocab_file, asset)
+    module = build_serving_module(model, kind, tokenizer, max_seq_length, asset, task=task,
+                                  top_k=top_k, max_predictions=max_predictions,
+                                  max_query_length=max_query_length)
+    return save_module(module, export_dir, version, overwrite)
+  finally:
+    shutil.rmtree(asset_dir, ignore_errors=True)
+
+
+def _parse_args(argv):
+  parser = argparse.ArgumentParser(
+      prog="python -m electra_tf.export_saved_model",
+      description="Export an ELECTRA model as a TF Serving SavedModel.")
+  source = parser.add_mutually_exclusive_group(required=True)
+  source.add_argument("--keras-model", help="a saved .keras ElectraPretrainer/FinetuningModel")
+  source.add_argument("--checkpoint", help="checkpoint prefix or directory (electra_tf or "
+                      "original/official)")
+  parser.add_argument("--hparams", help="hparams of the run (JSON string or .json file); "
+                      "required with --checkpoint")
+  parser.add_argument("--model-name", default="electra", help="the run's model name")
+  parser.add_argument("--data-dir", help="the run's data dir (default: the checkpoint's dir)")
+  parser.add_argument("--vocab-file", help="the WordPiece vocab (default: the hparams' "
+                      "vocab_file)")
+  parser.add_argument("--export-dir", required=True, help="writes <export-dir>/<version>/")
+  parser.add_argument("--model", default="discriminator", choices=MODEL_KINDS)
+  parser.add_argument("--task", help="the fine-tuned head to serve (--model task)")
+  parser.add_argument("--max-seq-length", type=int, default=128)
+  parser.add_argument("--version", type=int, help="default: 1 + the newest existing version")
+  parser.add_argument("--overwrite", action="store_true")
+  parser.add_argument("--mixed-precision", action="store_true",
+                      help=f"serve with the {MIXED_POLICY} policy (default float32)")
+  parser.add_argument("--top-k", type=int, default=5, help="generator: tokens per [MASK]")
+  parser.add_argument("--max-predictions", type=int, default=20,
+                      help="generator: [MASK] positions scored per sequence")
+  parser.add_argument("--max-query-length", type=int, default=64, help="QA question budget")
+  parser.add_argument("--no-lower-case", action="store_true",
+                      help="cased vocab (default: the hparams' do_lower_case, else lower-case)")
+  return parser.parse_args(argv)
+
+
+def main(argv=None):
+  args = _parse_args(argv)
+  keras.mixed_precision.set_global_policy("float32")
+  config = None
+  try:
+    if args.keras_model:
+      model = load_keras_model(args.keras_model)
+    else:
+      if not args.hparams:
+        raise ValueError("--checkpoint needs --hparams (the hparams of the run that wrote it)")
+      loader = load_finetuning_checkpoint if args.model == "task" else load_pretraining_checkpoint
+      model, config = loader(args.checkpoint, args.hparams, args.model_name, args.data_dir)
+    vocab_file = args.vocab_file or (config.vocab_file if config is not None else None)
+    if not vocab_file:
+      raise ValueError("--vocab-file is required with --keras-model")
+    do_lower_case = not args.no_lower_case and (
+        config is None or getattr(config, "do_lower_case", True))
+    path = export(model, args.model, vocab_file, args.export_dir,
+                  max_seq_length=args.max_seq_length, version=args.version, task=args.task,
+                  do_lower_case=do_lower_case, top_k=args.top_k,
+                  max_predictions=args.max_predictions, max_query_length=args.max_query_length,
+                  mixed_precision=args.mixed_precision, overwrite=args.overwrite)
+  except ValueError as e:
+    print(f"export_saved_model: error: {e}", file=sys.stderr)
+    return 2
+  print(f"Exported {args.model} SavedModel to {path} with signatures "
+        f"{serving_modules.SIGNATURE_TEXT}, {serving_modules.SIGNATURE_IDS}, "
+        f"{serving_modules.SIGNATURE_EXAMPLES}")
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
