@@ -157,3 +157,15 @@ def test_mask_adder_values():
   assert adder[1, 0, 4, 3] == -10000.0 and adder[1, 0, 4, 2] == 0.0
   with pytest.raises(ValueError, match="attention_direction"):
     layer_utils.attention_mask_adder(MASK, "both")
+
+
+def test_get_activation_follows_the_original():
+  x = np.array([-1.5, 0.3, 2.0], np.float32)
+  np.testing.assert_allclose(np.asarray(layer_utils.get_activation("gelu")(x)), _erf_gelu(x),
+                             atol=1e-6)
+  assert layer_utils.get_activation("linear") is None and layer_utils.get_activation("") is None
+  np.testing.assert_allclose(np.asarray(layer_utils.get_activation("relu")(x)), [0, 0.3, 2.0])
+  np.testing.assert_allclose(np.asarray(layer_utils.get_activation("tanh")(x)), np.tanh(x),
+                             atol=1e-6)
+  with pytest.raises(ValueError, match="swish"):
+    layer_utils.get_activation("swish")

@@ -29,7 +29,8 @@ def get_activation(name):
   if key in ("", "linear"):
     return None
   if key == "gelu":
-    return lambda x: keras.activations.gelu(x, approximate=False)
+    # Keras' gelu defaults to approximate=False: the exact erf form.
+    return keras.activations.gelu
   if key == "relu":
     return keras.activations.relu
   if key == "tanh":
