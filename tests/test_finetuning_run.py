@@ -159,6 +159,7 @@ def test_classification_trains_evaluates_and_checkpoints(data):
   assert runner2.evaluate()["rte"] == pytest.approx(results["rte"], abs=1e-4)
 
 
+@pytest.mark.slow
 def test_cola_and_sts_metric_names_and_test_outputs(data):
   _, runner = _runner(data, ["cola"])
   runner.train()
