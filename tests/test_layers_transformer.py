@@ -169,3 +169,12 @@ def test_get_activation_follows_the_original():
                              atol=1e-6)
   with pytest.raises(ValueError, match="swish"):
     layer_utils.get_activation("swish")
+
+
+def test_dropout_only_in_training():
+  layer = ElectraTransformerLayer(**dict(LAYER_INIT, hidden_dropout_prob=0.5,
+                                         attention_probs_dropout_prob=0.5))
+  adder = layer_utils.attention_mask_adder(MASK)
+  a = np.asarray(layer(HIDDEN, adder, training=False))
+  np.testing.assert_array_equal(a, np.asarray(layer(HIDDEN, adder, training=False)))
+  assert not np.allclose(a, np.asarray(layer(HIDDEN, adder, training=True)))

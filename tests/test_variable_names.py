@@ -50,3 +50,13 @@ def test_tiny_listing_matches(original_fixtures, tmp_path):
       PretrainingConfig("tiny", str(tmp_path), **hparams))
   ours = checkpoint_names.official_shapes(checkpoint_names.official_name_map(pretrainer))
   assert ours == expected
+
+
+def test_keras_path_map_is_the_inverse(tmp_path):
+  config = PretrainingConfig("t", str(tmp_path), vocab_size=50, embedding_size=8,
+                             model_hparam_overrides={"hidden_size": 16, "num_hidden_layers": 1})
+  name_map = checkpoint_names.official_name_map(ElectraPretrainer.from_pretraining_config(config))
+  reverse = checkpoint_names.keras_path_map(name_map)
+  assert len(reverse) == len(name_map)
+  for path, name in reverse.items():
+    assert name_map[name].path == path
