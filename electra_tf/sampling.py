@@ -57,12 +57,11 @@ def row_uniform(row_seeds, row_shape, batch_size=None):
   """
   if row_seeds is None:
     return tf.random.uniform(tf.concat([[batch_size], row_shape], 0), dtype=tf.float32)
-  # One stateless draw per example; the while-loop fallback keeps each row's
-  # stream independent of the batch it is in.
-  return tf.vectorized_map(
-      lambda s: tf.random.stateless_uniform(row_shape, seed=s, dtype=tf.float32,
-                                             alg="philox"),
-      row_seeds, fallback_to_while_loop=True, warn=False)
+  # One stateless draw per example, so each row's stream does not depend on
+  # the batch it is in. (A plain loop: pfor cannot vectorise per-row seeds.)
+  return tf.map_fn(
+      lambda s: tf.random.stateless_uniform(row_shape, seed=s, dtype=tf.float32, alg="philox"),
+      row_seeds, fn_output_signature=tf.float32, parallel_iterations=16)
 
 
 def gumbel_noise(uniform):
