@@ -80,6 +80,25 @@ def _mirrored_devices(config):
   return [d.name for d in tf.config.list_logical_devices("CPU")]
 
 
+class _NestedReduceMultiWorkerMirroredStrategy(tf.distribute.MultiWorkerMirroredStrategy):
+  """`MultiWorkerMirroredStrategy` whose `reduce` accepts what Keras 3's
+  `fit` gives it: a nested (dict) batch, reduced once to build the model,
+  and scalar per-replica logs reduced with `axis=0`, both of which the
+  collective strategy rejects. Scalars are reduced across replicas
+  (`axis=None`), which is what Keras does on a single worker."""
+
+  def reduce(self, reduce_op, value, axis):
+    parent = super(_NestedReduceMultiWorkerMirroredStrategy, self)
+
+    def reduce_one(v):
+      local = (self.experimental_local_results(v)[0]
+               if isinstance(v, tf.distribute.DistributedValues) else v)
+      rank = getattr(getattr(local, "shape", None), "rank", None)
+      return parent.reduce(reduce_op, v, axis=None if rank == 0 else axis)
+
+    return tf.nest.map_structure(reduce_one, value)
+
+
 def get_strategy(config):
   """Returns the `tf.distribute.Strategy` chosen by the hparams."""
   name = resolve_strategy_name(config)
@@ -96,7 +115,7 @@ def get_strategy(config):
         json.loads(os.environ["TF_CONFIG"])
       except json.JSONDecodeError as e:
         raise ValueError(f"environment variable TF_CONFIG is not valid JSON: {e}") from e
-    return tf.distribute.MultiWorkerMirroredStrategy()
+    return _NestedReduceMultiWorkerMirroredStrategy()
   # tpu
   resolver = tf.distribute.cluster_resolver.TPUClusterResolver(**tpu_cluster_resolver_kwargs(config))
   tf.config.experimental_connect_to_cluster(resolver)

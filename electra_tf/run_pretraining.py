@@ -372,9 +372,13 @@ def evaluate(config, strategy=None):
   return results
 
 
-def train_or_eval(config, files=None):
+def train_or_eval(config, files=None, strategy=None):
   """The original's `train_or_eval`: validation (unless `files` says it was
-  done), debug wipe, config log, then training or evaluation."""
+  done), debug wipe, config log, then training or evaluation. `strategy`
+  defaults to `distribution.setup_distribution(config)`."""
+  if strategy is None and config.distribution_strategy == "multi_worker_mirrored":
+    # Collective ops must be configured before TensorFlow's context starts.
+    strategy = distribution.setup_distribution(config)
   if files is None:
     files = validate_config(config)
   if config.debug and config.do_train:
@@ -388,7 +392,8 @@ def train_or_eval(config, files=None):
   print(f"{len(files)} pre-training file(s)", flush=True)
   if config.seed is not None:
     keras.utils.set_random_seed(int(config.seed))
-  strategy = distribution.setup_distribution(config)
+  if strategy is None:
+    strategy = distribution.setup_distribution(config)
   if config.do_train:
     _heading("Training")
     return train(config, strategy)
@@ -412,12 +417,16 @@ def main(argv=None):
   args = parser.parse_args(argv)
   try:
     config = make_config(args.data_dir, args.model_name, args.hparams)
+    strategy = None
+    if config.distribution_strategy == "multi_worker_mirrored":
+      # Must exist before anything starts TensorFlow's context (reading data).
+      strategy = distribution.setup_distribution(config)
     files = validate_config(config)
   except ValueError as e:
     # Bad input: one clear line, no traceback, nothing trained.
     print(f"run_pretraining: error: {e}", file=sys.stderr, flush=True)
     return 2
-  train_or_eval(config, files)
+  train_or_eval(config, files, strategy)
   return 0
 
 
