@@ -12,6 +12,7 @@ import tensorflow as tf
 from electra_tf import build_pretraining_dataset as cli
 from electra_tf import tokenization
 from tests import reference_hard_text
+from tests.reference_builder import reference_build
 from tests.conftest import REPO_ROOT
 from tfrecords_tools import text_corpus
 from tfrecords_tools.example_builder import ExampleBuilder
@@ -43,71 +44,6 @@ def read_shards(output_dir, num_out_files):
                       for k, v in example.features.feature.items()})
     shards[i] = records
   return shards
-
-
-def reference_build(corpus_dir, vocab_file, max_length, num_jobs, job_id, seed,
-                    num_out_files, blanks_separate_docs=True, lower=True, strip=True):
-  """The original's job, written plainly from the spec (§4.1–4.4)."""
-  random.seed(seed)
-  tokenizer = tokenization.FullTokenizer(vocab_file, lower, strip)
-  vocab = tokenizer.vocab
-  current, current_length = [], 0
-  target = max_length
-  out = {i: [] for i in range(num_out_files) if i % num_jobs == job_id}
-  writers = sorted(out)
-  n_written = 0
-
-  def create():
-    nonlocal current, current_length, target
-    first_target = 100000 if random.random() < 0.1 else (target - 3) // 2
-    a, b = [], []
-    for sentence in current:
-      if (not a or len(a) + len(sentence) < first_target or
-          (not b and len(a) < first_target and random.random() < 0.5)):
-        a += sentence
-      else:
-        b += sentence
-    a = a[:max_length - 2]
-    b = b[:max(0, max_length - len(a) - 3)]
-    current, current_length = [], 0
-    target = random.randint(5, max_length) if random.random() < 0.05 else max_length
-    ids = [vocab["[CLS]"]] + a + [vocab["[SEP]"]]
-    seg = [0] * len(ids)
-    if b:
-      ids += b + [vocab["[SEP]"]]
-      seg += [1] * (len(b) + 1)
-    pad = [0] * (max_length - len(ids))
-    return {"input_ids": ids + pad, "input_mask": [1] * len(ids) + pad,
-            "segment_ids": seg + pad}
-
-  def add_line(line):
-    nonlocal current_length
-    line = line.strip().replace("\n", " ")
-    if not line and current_length != 0:
-      return create()
-    ids = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line))
-    current.append(ids)
-    current_length += len(ids)
-    return create() if current_length >= target else None
-
-  names = sorted(os.listdir(corpus_dir))
-  names = [n for i, n in enumerate(names) if i % num_jobs == job_id]
-  random.shuffle(names)
-  for name in names:
-    with open(os.path.join(corpus_dir, name), "rb") as f:
-      text = f.read().decode("utf-8", "ignore")
-    for line in text.split("\n"):
-      line = line.strip()
-      if line or blanks_separate_docs:
-        example = add_line(line)
-        if example:
-          out[writers[n_written % len(writers)]].append(example)
-          n_written += 1
-    example = add_line("")
-    if example:
-      out[writers[n_written % len(writers)]].append(example)
-      n_written += 1
-  return out
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,50 @@
+"""OpenWebText → pre-training TFRecords:
+`python -m tfrecords_tools.build_openwebtext_pretraining_dataset --data-dir DIR`.
+
+The original's flags (spec §1.2) plus `--seed`, `--num-out-files` and
+`--overwrite`. Reads `<data-dir>/vocab.txt` and `<data-dir>/openwebtext/*`,
+writes `<data-dir>/pretrain_tfrecords/`.
+"""
+
+import argparse
+import sys
+
+from tfrecords_tools.openwebtext import OpenWebTextOptions
+from tfrecords_tools.openwebtext import build_openwebtext
+
+
+def make_parser():
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--data-dir", required=True,
+                      help="Holds vocab.txt and openwebtext/ (the .xz archives).")
+  parser.add_argument("--max-seq-length", default=128, type=int)
+  parser.add_argument("--num-processes", default=1, type=int)
+  parser.add_argument("--do-lower-case", dest="do_lower_case", action="store_true")
+  parser.add_argument("--no-lower-case", dest="do_lower_case", action="store_false")
+  parser.add_argument("--do-strip-accents", dest="strip_accents", action="store_true")
+  parser.add_argument("--no-strip-accents", dest="strip_accents", action="store_false")
+  parser.set_defaults(do_lower_case=True, strip_accents=True)
+  parser.add_argument("--seed", default=None, type=int)
+  parser.add_argument("--num-out-files", default=1000, type=int)
+  parser.add_argument("--overwrite", action="store_true")
+  return parser
+
+
+def main(argv=None):
+  args = make_parser().parse_args(argv)
+  options = OpenWebTextOptions(
+      data_dir=args.data_dir, max_seq_length=args.max_seq_length,
+      num_processes=args.num_processes, do_lower_case=args.do_lower_case,
+      strip_accents=args.strip_accents, seed=args.seed,
+      num_out_files=args.num_out_files, overwrite=args.overwrite)
+  try:
+    stats = build_openwebtext(options)
+  except ValueError as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 2
+  print(f"Wrote {sum(s['examples'] for s in stats)} examples to {options.output_dir}")
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
