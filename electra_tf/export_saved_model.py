@@ -100,18 +100,39 @@ def load_keras_model(path):
 
 
 def _restore_object_based(model, prefix):
-  """Restores `tf.train.Checkpoint(model=...)` into `model`; every model
-  variable must be in the checkpoint."""
-  saved = [n for n, _ in tf.train.list_variables(prefix)
-           if n.startswith("model/") and n.endswith("/.ATTRIBUTES/VARIABLE_VALUE")]
-  if len(saved) < len(model.weights):
-    # e.g. Keras 3 does not put layers held in Python lists into TF
-    # checkpoints, so such a checkpoint silently lacks them.
+  """Restores an electra_tf (object-based) checkpoint into `model`.
+
+  Training checkpoints are `tf.train.Checkpoint(model=..., optimizer=...)`.
+  Keras 3 leaves layers held in Python lists (the encoder's blocks) out of
+  the `model/...` part of TF checkpoints; the optimizer's
+  `_trainable_variables` list holds every trainable variable, so those are
+  restored through a stand-in optimizer that lists the model's trainable
+  variables in the same (build) order. Every model variable must be covered.
+  """
+  names = [n for n, _ in tf.train.list_variables(prefix)
+           if n.endswith("/.ATTRIBUTES/VARIABLE_VALUE")]
+  n_model = sum(n.startswith("model/") for n in names)
+  n_optimizer = sum(n.startswith("optimizer/_trainable_variables/") for n in names)
+  trainable = model.trainable_variables
+  roots = {"model": model}
+  if n_optimizer:
+    stand_in = tf.__internal__.tracking.AutoTrackable()
+    stand_in._trainable_variables = list(trainable)  # pylint: disable=protected-access
+    roots["optimizer"] = stand_in
+  # Each variable is saved once, under the first path that reaches it, so
+  # the two groups are disjoint.
+  if n_model + n_optimizer != len(model.weights):
     raise ValueError(
-        f"checkpoint {prefix!r} holds {len(saved)} model variables but the model built from "
-        f"the given hparams has {len(model.weights)}; it cannot restore the whole model. "
-        "Export from a .keras file (--keras-model) or a name-based checkpoint instead")
-  status = tf.train.Checkpoint(model=model).read(prefix)
+        f"checkpoint {prefix!r} holds {n_model} model variables and {n_optimizer} through its "
+        f"optimizer, but the model built from the given hparams has {len(model.weights)}; "
+        "it cannot restore the whole model (check the hparams; a checkpoint of the model "
+        "alone lacks the layers Keras 3 keeps in lists). Export from a training checkpoint, "
+        "a .keras file (--keras-model) or a name-based checkpoint")
+  try:
+    status = tf.train.Checkpoint(**roots).read(prefix)
+  except (ValueError, tf.errors.OpError) as e:
+    raise ValueError(f"checkpoint {prefix!r} does not fit the model built from the given "
+                     f"hparams: {e}") from None
   status.expect_partial()
   try:
     status.assert_existing_objects_matched()

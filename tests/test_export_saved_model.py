@@ -574,27 +574,38 @@ def test_cli_reports_bad_input(tmp_path, capsys):
 # --- checkpoints ---------------------------------------------------------------
 
 @pytest.mark.slow
-def test_electra_tf_checkpoint_export(tmp_path, capsys):
+def test_electra_tf_training_checkpoint_export(tmp_path):
   vocab_file = _write_vocab(str(tmp_path))
   pretrainer = _tiny_pretrainer(str(tmp_path))
-  prefix = tf.train.Checkpoint(model=pretrainer).write(str(tmp_path / "ckpt" / "model.ckpt-7"))
-  saved = [n for n, _ in tf.train.list_variables(prefix) if n.startswith("model/")]
-  code = export_saved_model.main([
-      "--checkpoint", prefix, "--hparams", json.dumps(PRETRAIN_HPARAMS), "--vocab-file",
-      vocab_file, "--export-dir", str(tmp_path / "out"), "--max-seq-length", str(S)])
-  if len(saved) < len(pretrainer.weights):
-    # Keras 3 leaves layers held in lists (the encoder's blocks) out of TF
-    # checkpoints; the exporter must refuse rather than serve random weights.
-    assert code == 2
-    assert "cannot restore the whole model" in capsys.readouterr().err
-    return
-  assert code == 0
+  optimizer = keras.optimizers.Adam()
+  optimizer.build(pretrainer.trainable_variables)
+  # The layout `checkpointing.TrainingCheckpointManager` writes.
+  prefix = tf.train.Checkpoint(model=pretrainer, optimizer=optimizer).write(
+      str(tmp_path / "ckpt" / "model.ckpt-7"))
+  assert export_saved_model.main([
+      "--checkpoint", str(tmp_path / "ckpt" / "model.ckpt-7"), "--hparams",
+      json.dumps(PRETRAIN_HPARAMS), "--vocab-file", vocab_file, "--export-dir",
+      str(tmp_path / "out"), "--max-seq-length", str(S)]) == 0
+  assert prefix.endswith("model.ckpt-7")
   loaded = tf.saved_model.load(str(tmp_path / "out" / "1"))
   features = featurize(tokenization.FullTokenizer(vocab_file), TEXT_A, TEXT_B)
   out = loaded.signatures["serve_ids"](**{k: tf.constant(v) for k, v in features.items()})
   _assert_close(out["rtd_logits"].numpy(),
                 np.asarray(pretrainer.discriminator(features)["logits"]), "rtd_logits")
 
+
+def test_incomplete_checkpoint_is_refused(tmp_path, capsys):
+  vocab_file = _write_vocab(str(tmp_path))
+  pretrainer = _tiny_pretrainer(str(tmp_path))
+  prefix = tf.train.Checkpoint(model=pretrainer).write(str(tmp_path / "ckpt" / "model.ckpt-7"))
+  saved = [n for n, _ in tf.train.list_variables(prefix) if n.startswith("model/")]
+  if len(saved) >= len(pretrainer.weights):
+    pytest.skip("Keras now checkpoints layers held in lists; nothing to refuse")
+  assert export_saved_model.main([
+      "--checkpoint", prefix, "--hparams", json.dumps(PRETRAIN_HPARAMS), "--vocab-file",
+      vocab_file, "--export-dir", str(tmp_path / "out"), "--max-seq-length", str(S)]) == 2
+  assert "cannot restore the whole model" in capsys.readouterr().err
+  assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.slow
