@@ -122,3 +122,45 @@ def test_learning_check_on_real_text(tmp_path, original_fixtures):
   majority = 100.0 * max(np.mean([l == "1" for _, l in dev]), np.mean([l == "0" for _, l in dev]))
   print(f"learning check: dev accuracy {accuracy:.1f} vs majority baseline {majority:.1f}")
   assert accuracy > majority + 15.0
+
+
+def test_encoder_from_an_electra_tf_pretraining_checkpoint(tmp_path):
+  """electra_tf training checkpoint → `convert_checkpoint --direction
+  to-official` → fine-tuning loads the discriminator's encoder."""
+  from electra_tf import checkpointing
+  from electra_tf import convert_checkpoint
+  from electra_tf.models.electra_pretrainer import ElectraPretrainer
+  from electra_tf.pretraining_config import PretrainingConfig
+  overrides = {"hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,
+               "intermediate_size": 32}
+  hparams = {"model_size": "base", "embedding_size": 8, "vocab_size": 60,
+             "model_hparam_overrides": overrides}
+  pretraining_config = PretrainingConfig("m", str(tmp_path), **hparams)
+  pretrainer = ElectraPretrainer.from_pretraining_config(pretraining_config)
+  pretrainer.build()
+  pretrainer.compile(pretraining_config=pretraining_config)  # as run_pretraining
+  keras_dir = str(tmp_path / "keras_ckpt")
+  checkpointing.TrainingCheckpointManager(pretrainer, keras_dir).save(0)
+  official_dir = str(tmp_path / "official")
+  convert_checkpoint.convert(keras_dir, official_dir, direction="to-official", hparams=hparams)
+  with pytest.raises(ValueError, match="convert"):  # the object checkpoint itself is refused
+    checkpoint_io.load_pretrained(_model(pretraining_config), keras_dir)
+  model = _model(pretraining_config)
+  loaded = checkpoint_io.load_pretrained(model, official_dir)
+  assert loaded and all(n.startswith("electra/") for n in loaded)
+  names = model.official_name_map()
+  query = "electra/encoder/layer_1/attention/self/query/kernel"
+  np.testing.assert_array_equal(
+      np.asarray(names[query]),
+      np.asarray(pretrainer.discriminator.encoder.transformer_layers[1].query.kernel))
+  np.testing.assert_array_equal(np.asarray(names["electra/embeddings/word_embeddings"]),
+                                np.asarray(pretrainer.embeddings.word_embeddings))
+
+
+def _model(pretraining_config):
+  from electra_tf.pretraining_config import get_pretraining_bert_config
+  model = FinetuningModel(get_pretraining_bert_config(pretraining_config).to_dict(),
+                          [ClassificationHead("rte", 2, name="task_specific_rte")],
+                          embedding_size=pretraining_config.embedding_size)
+  model.build()
+  return model

@@ -102,7 +102,8 @@ def load_pretrained(model, path):
         f"checkpoint {prefix!r} has neither the original's variable names nor all "
         f"{n_encoder} variables of an electra_tf discriminator (found "
         f"{len(encoder_entries)} under model/embeddings and model/discriminator/encoder); "
-        "convert it to the original's names first")
+        "convert it to the original's names first: python -m electra_tf.convert_checkpoint "
+        "--direction to-official --input <model dir> --output <dir> --hparams <its hparams>")
   status = tf.train.Checkpoint(model=_EncoderHolder(encoder)).restore(prefix)
   status.expect_partial()
   encoder_names = checkpoint_names.discriminator_name_map(encoder, include_head=False)
