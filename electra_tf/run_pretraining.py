@@ -33,6 +33,7 @@ from tensorflow.core.framework import summary_pb2
 from electra_tf import checkpointing
 from electra_tf import distribution
 from electra_tf import eta_logger
+from electra_tf import pretrain_data
 from electra_tf.hparams import load_hparams
 from electra_tf.pretraining_config import PretrainingConfig
 
@@ -69,30 +70,6 @@ def find_pretraining_files(config):
   return files
 
 
-def _check_records(files, max_seq_length, vocab_size, max_records=64):
-  """Reads a few records: `input_ids` must have `max_seq_length` ids below
-  `vocab_size`. (Used when the data module has no validator.)"""
-  seen = 0
-  for path in files:
-    for raw in tf.data.TFRecordDataset(path).take(max_records - seen):
-      example = tf.train.Example.FromString(raw.numpy())
-      feature = example.features.feature
-      if "input_ids" not in feature:
-        raise ValueError(f"{path}: record has no 'input_ids' feature; not a pre-training TFRecord")
-      ids = list(feature["input_ids"].int64_list.value)
-      if len(ids) != max_seq_length:
-        raise ValueError(
-            f"{path}: records have {len(ids)} input_ids but hparam max_seq_length="
-            f"{max_seq_length}; rebuild the data or set max_seq_length={len(ids)}")
-      if ids and max(ids) >= vocab_size:
-        raise ValueError(
-            f"{path}: token id {max(ids)} is not below hparam vocab_size={vocab_size}; "
-            "set vocab_size to the vocab file's size or rebuild the data")
-      seen += 1
-      if seen >= max_records:
-        return
-
-
 def validate_config(config):
   """Every check that can fail before training starts; returns the data files."""
   if config.do_train == config.do_eval:
@@ -114,14 +91,11 @@ def validate_config(config):
       raise ValueError(f"hparam init_checkpoint={config.init_checkpoint!r}: {e}") from e
   files = find_pretraining_files(config)
   try:
-    from electra_tf import pretrain_data  # pylint: disable=g-import-not-at-top
-    validate = getattr(pretrain_data, "validate_pretraining_files", None)
-  except ImportError:
-    validate = None
-  if validate is not None:
-    validate(resolve_file_patterns(config), config.max_seq_length, vocab_size=config.vocab_size)
-  else:
-    _check_records(files, config.max_seq_length, config.vocab_size)
+    pretrain_data.validate_pretraining_files(
+        resolve_file_patterns(config), config.max_seq_length, vocab_size=config.vocab_size)
+  except ValueError as e:
+    raise ValueError(f"{e} (hparams max_seq_length={config.max_seq_length}, "
+                     f"vocab_size={config.vocab_size})") from e
   return files
 
 
@@ -132,32 +106,13 @@ def validate_config(config):
 def make_dataset(config, is_training):
   """The global-batch input pipeline; `fit` splits each batch over replicas."""
   batch_size = config.train_batch_size if is_training else config.eval_batch_size
-  try:
-    from electra_tf import pretrain_data  # pylint: disable=g-import-not-at-top
-    get_dataset = pretrain_data.get_dataset
-  except ImportError:
-    get_dataset = _plain_dataset
-  dataset = get_dataset(resolve_file_patterns(config), config.max_seq_length, batch_size,
-                        is_training=is_training, seed=config.seed)
+  dataset = pretrain_data.get_dataset(
+      resolve_file_patterns(config), config.max_seq_length, batch_size,
+      is_training=is_training, seed=config.seed)
   options = tf.data.Options()
   # Multi-worker: each worker takes every n-th batch (the shards are uneven).
   options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
   return dataset.with_options(options)
-
-
-def _plain_dataset(file_patterns, max_seq_length, batch_size, is_training, seed=None):
-  """A plain reader of the pre-training records (only used when
-  `electra_tf.pretrain_data` is not installed)."""
-  files = sorted({f for p in file_patterns for f in tf.io.gfile.glob(p)})
-  dataset = tf.data.TFRecordDataset(files)
-  features = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64)
-              for name in ("input_ids", "input_mask", "segment_ids")}
-  if is_training:
-    dataset = dataset.repeat().shuffle(100, seed=seed)
-  dataset = dataset.map(
-      lambda record: {k: tf.cast(v, tf.int32)
-                      for k, v in tf.io.parse_single_example(record, features).items()})
-  return dataset.batch(batch_size, drop_remainder=True)
 
 
 def build_pretrainer(config, strategy):

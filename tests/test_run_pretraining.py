@@ -234,7 +234,7 @@ def _summaries(path):
 def test_training_summaries_have_losses_and_learning_rate(tmp_path):
   make_data_dir(tmp_path)
   config = PretrainingConfig("m", str(tmp_path), **self_made_hparams(
-      num_train_steps=4, save_summary_steps=2, learning_rate=1e-3))
+      num_train_steps=4, save_summary_steps=2, learning_rate=1e-3, steps_per_execution=2))
   run_pretraining.train_or_eval(config)
   values = _summaries(tmp_path / "models" / "m")
   assert [s for s, _ in values["loss"]] == [2, 4]  # every 2 steps; the end is step 4
