@@ -161,8 +161,8 @@ def test_classification_trains_evaluates_and_checkpoints(data):
 
 @pytest.mark.slow
 def test_cola_and_sts_metric_names_and_test_outputs(data):
-  _, runner = _runner(data, ["cola"])
-  runner.train()
+  _, runner = _runner(data, ["cola"], **FAST)
+  assert _falls(runner.train())
   assert list(runner.evaluate()["cola"]) == ["mcc", "loss"]
   config, runner = _runner(data, ["sts"], write_test_outputs=True, **FAST)
   losses = runner.train()
@@ -232,8 +232,9 @@ def test_squad_v2_end_to_end(data):
 
 @pytest.mark.parametrize("task", ["squadv1", "newsqa"])
 def test_squadv1_and_mrqa_metric_names(data, task):
-  config, runner = _runner(data, [task], max_seq_length=32, beam_size=4)
-  runner.train()
+  config, runner = _runner(data, [task], max_seq_length=32, beam_size=4, **FAST)
+  losses = runner.train()
+  assert _falls(losses), losses
   results = runner.evaluate()[task]
   assert list(results) == ["exact_match", "f1"]
   with open(config.qa_preds_file(task)) as f:
