@@ -791,6 +791,8 @@ def official_tensors(name_map, optimizer=None, global_step=0, with_optimizer_slo
     else:
       not_converted.append(f"optimizer slots ({len(slots)} tensors; pass "
                            "--with-optimizer-slots to write them)")
+    if _inner_optimizer(optimizer) is not optimizer:
+      not_converted.append("the LossScaleOptimizer's loss scale (the original has none)")
   elif with_optimizer_slots:
     raise ValueError("with_optimizer_slots needs the optimizer")
   tensors[checkpoint_names.GLOBAL_STEP_NAME] = np.int64(global_step)
@@ -873,7 +875,10 @@ def format_report(report):
   lines.append(f"  converted: {len(report['converted'])} entries")
   not_converted = report["not_converted"]
   lines.append(f"  not converted: {len(not_converted)} entries" + (":" if not_converted else ""))
-  lines += [f"    {n}" for n in not_converted]
+  slots = [n for n in not_converted if n.endswith(checkpoint_names.OPTIMIZER_SLOT_SUFFIXES)]
+  if slots:
+    lines.append(f"    {len(slots)} optimizer slots (<variable>/adam_m, <variable>/adam_v)")
+  lines += [f"    {n}" for n in not_converted if n not in set(slots)]
   return "\n".join(lines)
 
 
