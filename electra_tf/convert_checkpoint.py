@@ -870,6 +870,8 @@ def format_report(report):
   for key in ("part", "layout", "global_step"):
     if key in report:
       lines.append(f"  {key}: {report[key]}")
+  if report.get("hparams") is not None:
+    lines.append(f"  hparams: {json.dumps(report['hparams'], sort_keys=True)}")
   for note in report.get("notes", []):
     lines.append(f"  note: {note}")
   lines.append(f"  converted: {len(report['converted'])} entries")

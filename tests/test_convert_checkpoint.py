@@ -192,6 +192,28 @@ def test_tiny_original_round_trip_is_bit_exact(original_fixtures, tmp_path):
   assert _listing(back["output"]) == _fixture_listing(original_fixtures / "variables" / "tiny.txt")
 
 
+def test_run_pretraining_resumes_from_converted_checkpoint(original_fixtures, tmp_path):
+  """The training checkpoint written by to-keras is what run_pretraining's
+  model/optimizer restore: weights, slots and step of the original."""
+  from electra_tf import checkpointing
+  from electra_tf import run_pretraining
+  hparams = json.loads((original_fixtures / "models" / "tiny_hparams.json").read_text())
+  hparams.pop("pretrain_tfrecords")
+  model_dir = tmp_path / "models" / "tiny"
+  convert_checkpoint.official_to_keras(original_fixtures / "models" / "tiny", model_dir,
+                                       hparams=hparams)
+  config = PretrainingConfig("tiny", str(tmp_path), **hparams)
+  model = run_pretraining.build_pretrainer(config, tf.distribute.get_strategy())
+  manager = checkpointing.TrainingCheckpointManager(model, config.model_dir)
+  assert manager.restore_latest() == 50
+  original, _ = _read_all(original_fixtures / "models" / "tiny" / "model.ckpt-50")
+  name_map = checkpoint_names.official_name_map(model)
+  for name, variable in name_map.items():
+    assert np.asarray(variable).tobytes() == original[name].tobytes(), name
+  for name, slot in model.optimizer.official_slots(name_map).items():
+    assert np.asarray(slot).tobytes() == original[name].tobytes(), name
+
+
 def test_cli_runs_both_directions(original_fixtures, tmp_path, capsys):
   hparams = str(original_fixtures / "models" / "tiny_hparams.json")
   assert convert_checkpoint.main([
