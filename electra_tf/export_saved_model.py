@@ -76,7 +76,8 @@ def with_dtype_policy(model, policy):
     return model
   config = _replace_dtype_policies(model.get_config(), policy)
   clone = model.__class__.from_config(config)
-  clone.build()
+  if not clone.built:
+    clone.build()
   source, target = model.weights, clone.weights
   if [tuple(w.shape) for w in source] != [tuple(w.shape) for w in target]:
     raise ValueError(f"rebuilding {type(model).__name__} with dtype policy {policy!r} "
@@ -88,6 +89,24 @@ def with_dtype_policy(model, policy):
 
 def _is_finetuning_model(model):
   return hasattr(model, "heads") and hasattr(model, "encoder")
+
+
+def find_network(model, kind):
+  """The `ElectraDiscriminator` / `ElectraGenerator` to serve for `kind`:
+  the pretrainer's, the model itself, or the one inside a functional model
+  (as `convert_checkpoint --part discriminator|generator` writes).
+  None when there is none."""
+  from electra_tf.models.electra_discriminator import ElectraDiscriminator
+  from electra_tf.models.electra_generator import ElectraGenerator
+  cls = ElectraDiscriminator if kind == "discriminator" else ElectraGenerator
+  if hasattr(model, kind) and not isinstance(model, cls):
+    return getattr(model, kind)  # ElectraPretrainer (None when it has no such network)
+  if isinstance(model, cls):
+    return model
+  for layer in model._flatten_layers(include_self=False):  # pylint: disable=protected-access
+    if isinstance(layer, cls):
+      return layer
+  return None
 
 
 def load_keras_model(path):
@@ -141,22 +160,36 @@ def _restore_object_based(model, prefix):
                      f"(built from the given hparams): {e}") from None
 
 
-def load_pretraining_checkpoint(path, hparams, model_name="electra", data_dir=None):
+def load_pretraining_checkpoint(path, hparams=None, model_name="electra", data_dir=None):
   """An `ElectraPretrainer` restored from an electra_tf or official checkpoint.
+
+  Official (name-based) checkpoints are read by the converter
+  (`convert_checkpoint.load_official_pretrainer`), which infers the sizes
+  from the shapes; `hparams` then only adds what shapes cannot tell.
+  electra_tf training checkpoints need the run's `hparams`.
 
   Args:
     path: checkpoint prefix or directory.
     hparams: pre-training hparams (dict, JSON string or `.json` path).
-    model_name, data_dir: the `PretrainingConfig` arguments.
+    model_name, data_dir: the `PretrainingConfig` arguments (electra_tf
+      checkpoints).
+
+  Returns:
+    `(pretrainer, config)`.
   """
+  from electra_tf import convert_checkpoint
   from electra_tf.models.electra_pretrainer import ElectraPretrainer
   from electra_tf.pretraining_config import PretrainingConfig
 
   prefix = official_checkpoint.resolve_checkpoint_path(path)
+  if _is_name_based(prefix):
+    pretrainer, config, _, _ = convert_checkpoint.load_official_pretrainer(prefix, hparams)
+    return pretrainer, config
+  if hparams is None:
+    raise ValueError(f"--checkpoint {prefix!r} is an electra_tf checkpoint: pass the run's "
+                     "--hparams (its sizes and layout come from them)")
   config = PretrainingConfig(model_name, data_dir or os.path.dirname(prefix),
                              **hparams_lib.load_hparams(hparams))
-  if _is_name_based(prefix):
-    return official_checkpoint.load_official_checkpoint(prefix, config), config
   model = ElectraPretrainer.from_pretraining_config(config)
   model.build()
   _restore_object_based(model, prefix)
@@ -234,19 +267,17 @@ def build_serving_module(model, kind, tokenizer, max_seq_length, vocab_asset=Non
     if kind == "task":
       raise ValueError("--model task needs a fine-tuned model (FinetuningModel or a "
                        "fine-tuning checkpoint with fine-tuning --hparams)")
+    network = find_network(model, kind)
+    if network is None:
+      raise ValueError(
+          f"the model ({type(model).__name__} {model.name!r}) has no {kind} network"
+          + (" (MLM-only pre-training); export --model generator" if kind == "discriminator"
+             else " (uniform_generator=True?)"))
+    max_positions = network.bert_config["max_position_embeddings"]
     if kind == "discriminator":
-      network = getattr(model, "discriminator", model)
-      if network is None:
-        raise ValueError("the model has no discriminator (MLM-only pre-training); "
-                         "export --model generator")
-      max_positions = network.bert_config["max_position_embeddings"]
       module = serving_modules.DiscriminatorServingModule(
           network, tokenizer, max_seq_length, vocab_asset)
     else:
-      network = getattr(model, "generator", model)
-      if network is None:
-        raise ValueError("the model has no generator network (uniform_generator=True)")
-      max_positions = network.bert_config["max_position_embeddings"]
       module = serving_modules.MaskedLMServingModule(
           network, tokenizer, max_seq_length, vocab_asset, top_k=top_k,
           max_predictions=max_predictions)
@@ -306,7 +337,11 @@ def export(model, kind, vocab_file, export_dir, max_seq_length=128, version=None
   tokenizer = ElectraTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case,
                                strip_accents=strip_accents)
   vocab_size = tokenizer.vocab_size
-  model_vocab = (model.bert_config["vocab_size"])
+  if _is_finetuning_model(model) or kind == "task":
+    model_vocab = model.bert_config["vocab_size"]
+  else:
+    network = find_network(model, kind)
+    model_vocab = network.bert_config["vocab_size"] if network is not None else vocab_size
   if vocab_size != model_vocab:
     raise ValueError(f"--vocab-file {vocab_file!r} has {vocab_size} entries but the model's "
                      f"vocab_size is {model_vocab}")
@@ -361,13 +396,16 @@ def main(argv=None):
     if args.keras_model:
       model = load_keras_model(args.keras_model)
     else:
-      if not args.hparams:
-        raise ValueError("--checkpoint needs --hparams (the hparams of the run that wrote it)")
+      if not args.hparams and args.model == "task":
+        raise ValueError("--checkpoint with --model task needs the fine-tuning --hparams "
+                         "(task_names and model size)")
       loader = load_finetuning_checkpoint if args.model == "task" else load_pretraining_checkpoint
       model, config = loader(args.checkpoint, args.hparams, args.model_name, args.data_dir)
-    vocab_file = args.vocab_file or (config.vocab_file if config is not None else None)
+    vocab_file = args.vocab_file
+    if vocab_file is None and config is not None and os.path.isfile(config.vocab_file):
+      vocab_file = config.vocab_file
     if not vocab_file:
-      raise ValueError("--vocab-file is required with --keras-model")
+      raise ValueError("pass --vocab-file (the WordPiece vocab the model was trained with)")
     do_lower_case = not args.no_lower_case and (
         config is None or getattr(config, "do_lower_case", True))
     path = export(model, args.model, vocab_file, args.export_dir,

@@ -565,7 +565,10 @@ def test_bad_options_raise_clear_errors(tmp_path):
 def test_cli_reports_bad_input(tmp_path, capsys):
   assert export_saved_model.main(["--checkpoint", str(tmp_path), "--export-dir",
                                   str(tmp_path / "out")]) == 2
-  assert "--checkpoint needs --hparams" in capsys.readouterr().err
+  assert "has no usable `checkpoint` file" in capsys.readouterr().err
+  assert export_saved_model.main(["--checkpoint", str(tmp_path), "--model", "task",
+                                  "--export-dir", str(tmp_path / "out")]) == 2
+  assert "needs the fine-tuning --hparams" in capsys.readouterr().err
   assert export_saved_model.main(["--keras-model", str(tmp_path / "missing.keras"),
                                   "--export-dir", str(tmp_path / "out")]) == 2
   assert "does not exist" in capsys.readouterr().err
@@ -609,12 +612,24 @@ def test_incomplete_checkpoint_is_refused(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_official_checkpoint_export_matches_the_original(original_fixtures, tmp_path):
+@pytest.mark.parametrize("source", ["checkpoint", "converted_keras"])
+def test_official_checkpoint_export_matches_the_original(original_fixtures, tmp_path, source):
+  """The original's tiny checkpoint, exported directly (read by the
+  converter's loader) or from the converter's `.keras` discriminator, serves
+  the original's golden RTD outputs."""
   golden = np.load(original_fixtures / "golden" / "tiny.npz")
+  hparams = str(original_fixtures / "models" / "tiny_hparams.json")
+  if source == "checkpoint":
+    args = ["--checkpoint", str(original_fixtures / "models" / "tiny"), "--hparams", hparams]
+  else:
+    from electra_tf import convert_checkpoint
+    keras_file = str(tmp_path / "tiny_disc.keras")
+    assert convert_checkpoint.main([
+        "--input", str(original_fixtures / "models" / "tiny"), "--output", keras_file,
+        "--part", "discriminator", "--hparams", hparams]) == 0
+    args = ["--keras-model", keras_file]
   export_dir = str(tmp_path / "tiny")
-  assert export_saved_model.main([
-      "--checkpoint", str(original_fixtures / "models" / "tiny"),
-      "--hparams", str(original_fixtures / "models" / "tiny_hparams.json"),
+  assert export_saved_model.main(args + [
       "--vocab-file", str(original_fixtures / "vocab.txt"), "--export-dir", export_dir,
       "--max-seq-length", "128", "--model", "discriminator"]) == 0
   loaded = tf.saved_model.load(os.path.join(export_dir, "1"))
