@@ -1,0 +1,144 @@
+"""Throughput of one ELECTRA-Small pre-training step (batch 128, sequence 128).
+
+The full step of `ElectraPretrainer.fit`: dynamic masking, generator,
+Gumbel sampling, discriminator, MLM + 50·RTD loss, AdamWeightDecay with
+global-norm clipping. Configurations: vocab 7,814 (the fixtures') and 30,522
+(the released one) × fp32 / mixed_bfloat16 × XLA off / on.
+
+Reported per configuration: sequences/s and the achieved FLOP rate as a
+fraction of this machine's fp32 matmul rate, measured in the same run
+(`tf.matmul` of two 2048×2048 float32 matrices). FLOPs of one step:
+
+  6 · (non-embedding parameters of the discriminator + the generator) · B·S
+  + attention: 12 · S² · h · L per sequence for each tower
+    (QKᵀ and AV, 2·S²·h each forward; backward twice the forward)
+  + the generator's output matmul at the masked positions: 6 · N · E · V
+    per sequence (N = 19 slots)
+
+Non-embedding parameters exclude the word, position and token-type tables.
+
+  python -m bench.bench_pretraining_step [--quick] [--json out.json]
+"""
+
+import time
+
+from bench.common import main
+
+BATCH = 128
+SEQ = 128
+VOCABS = (7814, 30522)
+PRECISIONS = ("float32", "mixed_bfloat16")
+
+
+def matmul_flops_per_s(n=2048, repeats=10):
+  """This machine's fp32 matmul rate (FLOP/s), from a compiled loop."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  a = tf.random.normal([n, n])
+  # Scaled so that the chained products stay finite; a chain cannot be
+  # merged by common-subexpression elimination, unlike repeated a·b.
+  b = tf.random.normal([n, n]) / float(n) ** 0.5
+
+  @tf.function
+  def run(a, b):
+    x = a
+    for _ in range(repeats):
+      x = tf.matmul(x, b)
+    return x
+
+  run(a, b).numpy()  # warm-up
+  best = float("inf")
+  for _ in range(3):
+    start = time.perf_counter()
+    run(a, b).numpy()
+    best = min(best, time.perf_counter() - start)
+  return 2.0 * n ** 3 * repeats / best
+
+
+def step_flops(model):
+  """FLOPs of one training step by the formula in the module docstring."""
+  from electra_tf import checkpoint_names  # pylint: disable=g-import-not-at-top
+  names = checkpoint_names.official_name_map(model)
+  tables = ("word_embeddings", "position_embeddings", "token_type_embeddings")
+  non_embedding = sum(int(v.numpy().size) for n, v in names.items()
+                      if not n.endswith(tables))
+  tokens = BATCH * SEQ
+  flops = 6 * non_embedding * tokens
+  towers = [model.bert_config, model.generator_config]
+  for config in towers:
+    flops += 12 * SEQ ** 2 * config["hidden_size"] * config["num_hidden_layers"] * BATCH
+  width = model.embedding_size or model.bert_config["hidden_size"]
+  flops += 6 * model.max_predictions_per_seq * width * model.vocab_size * BATCH
+  return flops, non_embedding
+
+
+def _batch(vocab_size):
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  rng = np.random.RandomState(0)
+  ids = rng.randint(1000, vocab_size, size=[BATCH, SEQ]).astype(np.int32)
+  ids[:, 0] = 101
+  ids[:, SEQ // 2] = 102
+  ids[:, -1] = 102
+  segment_ids = np.zeros_like(ids)
+  segment_ids[:, SEQ // 2 + 1:] = 1
+  return {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": segment_ids}
+
+
+def measure(vocab_size, precision, jit_compile, warmup_steps, measured_steps):
+  """Sequences/s of `fit` steps after `warmup_steps` (tracing, compiling)."""
+  import keras  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from electra_tf.models.electra_pretrainer import ElectraPretrainer  # pylint: disable=g-import-not-at-top
+  from electra_tf.pretraining_config import PretrainingConfig  # pylint: disable=g-import-not-at-top
+
+  keras.utils.clear_session()
+  keras.mixed_precision.set_global_policy(precision)
+  config = PretrainingConfig("bench", "/nonexistent", model_size="small", vocab_size=vocab_size,
+                             max_seq_length=SEQ, train_batch_size=BATCH, seed=0)
+  model = ElectraPretrainer.from_pretraining_config(config)
+  model.compile(pretraining_config=config, jit_compile=jit_compile)
+  dataset = tf.data.Dataset.from_tensors(_batch(vocab_size)).repeat()
+
+  times = []
+
+  class Timer(keras.callbacks.Callback):
+
+    def on_train_batch_end(self, batch, logs=None):
+      times.append(time.perf_counter())
+
+  start = time.perf_counter()
+  model.fit(dataset, steps_per_epoch=warmup_steps + measured_steps, epochs=1, verbose=0,
+            callbacks=[Timer()])
+  first_step = times[0] - start
+  seconds = (times[-1] - times[warmup_steps - 1]) / measured_steps
+  flops, non_embedding = step_flops(model)
+  keras.mixed_precision.set_global_policy("float32")
+  return {"seconds_per_step": seconds, "first_step_s": first_step, "flops_per_step": flops,
+          "non_embedding_params": non_embedding}
+
+
+def run(quick=False):
+  matmul_rate = matmul_flops_per_s()
+  if quick:
+    configs = [(7814, "float32", False)]
+    warmup, measured = 1, 2
+  else:
+    configs = [(v, p, x) for v in VOCABS for p in PRECISIONS for x in (False, True)]
+    warmup, measured = 2, 5
+  rows = []
+  for vocab_size, precision, jit in configs:
+    result = measure(vocab_size, precision, jit, warmup, measured)
+    seconds = result["seconds_per_step"]
+    rows.append({
+        "name": f"electra_small_step vocab={vocab_size} {precision} xla={'on' if jit else 'off'}",
+        "sequences_per_s": round(BATCH / seconds, 2),
+        "utilisation_of_fp32_matmul": round(result["flops_per_step"] / seconds / matmul_rate, 3),
+        "step_gflop": round(result["flops_per_step"] / 1e9, 1),
+        "fp32_matmul_gflop_per_s": round(matmul_rate / 1e9, 1),
+        "first_step_s": round(result["first_step_s"], 1),
+        "non_embedding_params": result["non_embedding_params"],
+    })
+  return rows
+
+
+if __name__ == "__main__":
+  main(run, "ELECTRA-Small pre-training step (fit), batch 128, seq 128")
