@@ -841,7 +841,7 @@ def _detect_direction(input_path):
 
 
 def convert(input_path, output_path, direction=None, part="pretrainer", hparams=None,
-            with_optimizer_slots=False):
+            with_optimizer_slots=False, global_step=None):
   """Runs one conversion; `direction` None detects it from the input."""
   detected = _detect_direction(input_path)
   if direction is None:
@@ -854,15 +854,16 @@ def convert(input_path, output_path, direction=None, part="pretrainer", hparams=
     raise ValueError(f"--direction {direction}, but --input {input_path!r} is {kind} "
                      f"(use --direction {detected})")
   if direction == "to-keras":
-    if with_optimizer_slots:
-      raise ValueError("--with-optimizer-slots applies to --direction to-official; to-keras "
-                       "carries the slots over whenever the output is a training checkpoint")
+    if with_optimizer_slots or global_step is not None:
+      raise ValueError("--with-optimizer-slots and --global-step apply to --direction "
+                       "to-official; to-keras carries the slots and step over whenever the "
+                       "output is a training checkpoint")
     return official_to_keras(input_path, output_path, part=part, hparams=hparams)
   if part != "pretrainer":
     raise ValueError("--part applies to --direction to-keras; to-official writes whatever "
                      "the input holds")
   return keras_to_official(input_path, output_path, hparams=hparams,
-                           with_optimizer_slots=with_optimizer_slots)
+                           with_optimizer_slots=with_optimizer_slots, global_step=global_step)
 
 
 def format_report(report):
@@ -904,10 +905,14 @@ def main(argv=None):
                            "run_pretraining); checked against the checkpoint's shapes")
   parser.add_argument("--with-optimizer-slots", action="store_true",
                       help="to-official: also write <var>/adam_m and <var>/adam_v")
+  parser.add_argument("--global-step", type=int, default=None,
+                      help="to-official: the global_step to write (default: the training "
+                           "checkpoint's step; 0 for a .keras model)")
   args = parser.parse_args(argv)
   try:
     report = convert(args.input, args.output, direction=args.direction, part=args.part,
-                     hparams=args.hparams, with_optimizer_slots=args.with_optimizer_slots)
+                     hparams=args.hparams, with_optimizer_slots=args.with_optimizer_slots,
+                     global_step=args.global_step)
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return 1
