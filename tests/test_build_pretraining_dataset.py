@@ -210,7 +210,7 @@ def test_failed_job_leaves_no_complete_looking_shards(small_corpus, tmp_path, mo
   def boom(self, path):
     raise RuntimeError("disk on fire")
 
-  monkeypatch.setattr(example_writer.ExampleWriter, "write_file", boom)
+  monkeypatch.setattr(example_writer.ExampleWriter, "read_file", boom)
   out = tmp_path / "out"
   with pytest.raises(RuntimeError):
     text_corpus.build_pretraining_dataset(_options(corpus, vocab, out, num_out_files=3))

@@ -17,6 +17,7 @@ writer.finish()
 ```
 """
 
+import concurrent.futures
 import logging
 import os
 import time
@@ -31,7 +32,7 @@ from tfrecords_tools.example_builder import serialize_examples
 SHARD_PREFIX = "pretrain_data.tfrecord"
 INCOMPLETE_PREFIX = ".incomplete-"
 # Lines tokenized per call of the in-graph tokenizer.
-TOKENIZE_BATCH_LINES = 8192
+TOKENIZE_BATCH_LINES = 2048
 
 
 def shard_name(index, num_out_files):
@@ -98,8 +99,8 @@ class ExampleWriter:
     self.bad_bytes = 0
     self.lines_read = 0
 
-  def write_file(self, input_file):
-    """Adds every line of a text file; the end of the file ends a document."""
+  def read_file(self, input_file):
+    """A corpus file's text; bytes that are not UTF-8 are ignored and counted."""
     with tf.io.gfile.GFile(input_file, "rb") as f:
       data = f.read()
     text, bad = decode_utf8(data)
@@ -107,25 +108,56 @@ class ExampleWriter:
     if bad:
       self.bad_bytes += bad
       logging.warning("%s: ignored %d bytes that are not UTF-8", input_file, bad)
-    self.write_document_text(text)
+    return text
+
+  def write_file(self, input_file):
+    """Adds every line of a text file; the end of the file ends a document."""
+    self.write_texts([self.read_file(input_file)])
 
   def write_document_text(self, text):
     """Adds `text` as the content of one file (ends with a document end)."""
-    # The original iterates a GFile, which splits on "\n" only.
-    lines = text.split("\n")
-    if self._blanks_separate_docs:
-      stripped = [line.strip() for line in lines]
-    else:
-      stripped = [s for s in (line.strip() for line in lines) if s]
-    stripped.append("")  # the end of a file always ends a document
-    for start in range(0, len(stripped), TOKENIZE_BATCH_LINES):
-      self._add_lines(stripped[start:start + TOKENIZE_BATCH_LINES])
+    self.write_texts([text])
 
-  def _add_lines(self, lines):
-    self.lines_read += len(lines)
+  def write_texts(self, texts):
+    """Adds each text of an iterable as the content of one file.
+
+    Tokenization of the next chunk of lines runs in a thread (TensorFlow
+    releases the GIL) while this one packs and writes the current chunk; the
+    packing, and so every random draw, stays in order.
+    """
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+      pending = None
+      for chunk in self._chunks(texts):
+        future = pool.submit(self._tokenize_lines, chunk)
+        if pending is not None:
+          self._pack(*pending.result())
+        pending = future
+      if pending is not None:
+        self._pack(*pending.result())
+
+  def _chunks(self, texts):
+    """Stripped lines in chunks; "" after each text (a document end)."""
+    buffer = []
+    for text in texts:
+      # The original iterates a GFile, which splits on "\n" only.
+      lines = text.split("\n")
+      if self._blanks_separate_docs:
+        buffer.extend(line.strip() for line in lines)
+      else:
+        buffer.extend(s for s in (line.strip() for line in lines) if s)
+      buffer.append("")  # the end of a file always ends a document
+      while len(buffer) >= TOKENIZE_BATCH_LINES:
+        yield buffer[:TOKENIZE_BATCH_LINES]
+        buffer = buffer[TOKENIZE_BATCH_LINES:]
+    if buffer:
+      yield buffer
+
+  def _tokenize_lines(self, lines):
     ids = self._tokenize(tf.constant([line.encode("utf-8") for line in lines]))
-    flat = ids.flat_values.numpy()
-    splits = ids.row_splits.numpy().tolist()
+    return lines, ids.flat_values.numpy(), ids.row_splits.numpy().tolist()
+
+  def _pack(self, lines, flat, splits):
+    self.lines_read += len(lines)
     builder = self._builder
     examples = []
     for i, line in enumerate(lines):

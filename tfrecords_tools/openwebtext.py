@@ -102,13 +102,17 @@ def run_job(job_id, options):
         progress.update(file_no, writer.n_written)
       contents = read_archive(os.path.join(options.archive_dir, name))
       members = sorted(contents)
+      # Drawn after every example of the previous archive, as in the original
+      # (so the pipelined writer is only fed one archive at a time).
       random.shuffle(members)
+      texts = []
       for member in members:
         data = contents[member]
         text, bad = example_writer.decode_utf8(data)
         writer.bytes_read += len(data)
         writer.bad_bytes += bad
-        writer.write_document_text(text)
+        texts.append(text)
+      writer.write_texts(texts)
     writer.finish()
   except BaseException:
     writer.abort()

@@ -119,25 +119,32 @@ def run_job(job_id, options):
           options.tfds_name, options.tfds_split, options.tfds_text_key,
           data_dir=options.tfds_data_dir, num_shards=options.num_processes,
           shard_index=job_id)
-      for doc_no, doc in enumerate(docs):
-        if doc_no and doc_no % 10000 == 0:
-          progress.log(f"processed {doc_no} documents, {writer.n_written} examples written")
-        data = doc.encode("utf-8")
-        writer.bytes_read += len(data)
-        writer.write_document_text(doc)
+      def texts():
+        for doc_no, doc in enumerate(docs):
+          if doc_no and doc_no % 10000 == 0:
+            progress.log(f"processed {doc_no} documents, {writer.n_written} examples "
+                         "written")
+          writer.bytes_read += len(doc.encode("utf-8"))
+          yield doc
+
+      writer.write_texts(texts())
     else:
       names = list_corpus_files(options.corpus_dir)
       names = [n for i, n in enumerate(names) if i % options.num_processes == job_id]
       random.shuffle(names)
       progress.total = len(names)
-      for file_no, name in enumerate(names):
-        if file_no > 0:
-          progress.update(file_no, writer.n_written)
-        path = os.path.join(options.corpus_dir, name)
-        if tf.io.gfile.isdir(path):
-          logging.warning("skipping %s: a directory, not a text file", path)
-          continue
-        writer.write_file(path)
+
+      def texts():
+        for file_no, name in enumerate(names):
+          if file_no > 0:
+            progress.update(file_no, writer.n_written)
+          path = os.path.join(options.corpus_dir, name)
+          if tf.io.gfile.isdir(path):
+            logging.warning("skipping %s: a directory, not a text file", path)
+            continue
+          yield writer.read_file(path)
+
+      writer.write_texts(texts())
     writer.finish()
   except BaseException:
     writer.abort()
@@ -149,7 +156,7 @@ def run_job(job_id, options):
                f"in {elapsed:.1f}s ({writer.bytes_read / 1e6 / max(elapsed, 1e-9):.2f} MB/s)")
   return {"job_id": job_id, "examples": writer.n_written,
           "bytes": writer.bytes_read, "bad_bytes": writer.bad_bytes,
-          "seconds": elapsed}
+          "seconds": elapsed, "start_time": start, "end_time": start + elapsed}
 
 
 def build_pretraining_dataset(options):
