@@ -556,6 +556,14 @@ def _optimizer_slots(optimizer, name_map):
   return inner.official_slots(name_map)
 
 
+def _check_output_dir(output_dir):
+  """Refuses a directory that already holds checkpoints: a converted
+  checkpoint next to others would not be the one that readers pick up."""
+  if os.path.exists(os.path.join(os.fspath(output_dir), "checkpoint")):
+    raise ValueError(f"--output {os.fspath(output_dir)!r} already holds checkpoints (it has a "
+                     "`checkpoint` file); choose a new or empty directory")
+
+
 def _write_json(path, value):
   tmp = path + ".tmp"
   with open(tmp, "w") as f:
@@ -597,11 +605,17 @@ def official_to_keras(input_path, output_path, part="pretrainer", hparams=None):
   """
   if part not in PARTS:
     raise ValueError(f"--part {part!r}; expected one of {PARTS}")
+  to_keras_file = os.fspath(output_path).endswith(KERAS_SUFFIX)
+  if not to_keras_file:
+    if part != "pretrainer":
+      raise ValueError(
+          f"--part {part}: only the pretrainer is written as a training checkpoint; give an "
+          f"--output ending in {KERAS_SUFFIX} for the {part} alone")
+    _check_output_dir(output_path)
   prefix, tensors = read_name_based_checkpoint(input_path)
   shapes = {n: t.shape for n, t in tensors.items()}
   config, merged_hparams, layout, notes = _infer(shapes, hparams, source=prefix)
   step = _global_step(tensors)
-  to_keras_file = os.fspath(output_path).endswith(KERAS_SUFFIX)
 
   if not _layout_needs_pretrainer(layout):
     if part != "discriminator":
@@ -635,10 +649,6 @@ def official_to_keras(input_path, output_path, part="pretrainer", hparams=None):
     _save_keras(model, output_path)
     written = ""
   else:
-    if part != "pretrainer":
-      raise ValueError(
-          f"--part {part}: only the pretrainer is written as a training checkpoint; give an "
-          f"--output ending in {KERAS_SUFFIX} for the {part} alone")
     has_slots = _check_slots(tensors, name_map, prefix)
     slots = {n: tensors[n] for n in _slot_names(tensors)} if has_slots else None
     written = write_training_checkpoint(pretrainer, config, output_path, step or 0, slots)
@@ -814,6 +824,7 @@ def keras_to_official(input_path, output_dir, hparams=None, with_optimizer_slots
     `not_converted` (what the source holds that the original has no name for),
     `global_step`.
   """
+  _check_output_dir(output_dir)
   name_map, optimizer, step, source = load_keras_source(input_path, hparams)
   if global_step is not None:
     step = int(global_step)

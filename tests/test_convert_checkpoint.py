@@ -571,5 +571,7 @@ def test_wrong_direction_and_options(tmp_path):
     convert_checkpoint.convert(str(source), str(tmp_path / "o"), part="discriminator")
   with pytest.raises(ValueError, match="neither a checkpoint prefix"):
     convert_checkpoint.convert(str(tmp_path / "nothing"), str(tmp_path / "o"))
+  with pytest.raises(ValueError, match="already holds checkpoints"):
+    convert_checkpoint.convert(str(source), str(tmp_path / "official"))
   assert convert_checkpoint.main(["--input", str(tmp_path / "nothing"),
                                   "--output", str(tmp_path / "o")]) == 1
