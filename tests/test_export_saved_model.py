@@ -153,17 +153,27 @@ _SERVER_SCRIPT = textwrap.dedent("""
     jobs = json.load(open(sys.argv[1]))
     models = {}
     for job in jobs:
-      request = predict_pb2.PredictRequest()
-      with open(job["request"], "rb") as f:
-        request.ParseFromString(f.read())
-      path = job["models"][request.model_spec.name]
+      if "rest" in job:
+        # TF Serving's REST "row" format: a list of instances, one dict each
+        with open(job["rest"]) as f:
+          body = json.load(f)
+        model_name, signature = job["model"], body.get("signature_name", "serving_default")
+        inputs = {k: np.array([row[k] for row in body["instances"]], object)
+                  for k in body["instances"][0]}
+      else:
+        request = predict_pb2.PredictRequest()
+        with open(job["request"], "rb") as f:
+          request.ParseFromString(f.read())
+        model_name, signature = request.model_spec.name, request.model_spec.signature_name
+        inputs = {k: tf.make_ndarray(v) for k, v in request.inputs.items()}
+      path = job["models"][model_name]
       if path not in models:
         models[path] = tf.saved_model.load(path)
-      fn = models[path].signatures[request.model_spec.signature_name]
+      fn = models[path].signatures[signature]
       expected = sorted(fn.structured_input_signature[1])
-      if sorted(request.inputs) != expected:
-        raise SystemExit(f"request inputs {sorted(request.inputs)} != {expected}")
-      outputs = fn(**{k: tf.constant(tf.make_ndarray(v)) for k, v in request.inputs.items()})
+      if sorted(inputs) != expected:
+        raise SystemExit(f"request inputs {sorted(inputs)} != {expected}")
+      outputs = fn(**{k: tf.constant(v) for k, v in inputs.items()})
       np.savez(job["out"], **{k: v.numpy() for k, v in outputs.items()})
     leaked = [m for m in sys.modules if m.split(".")[0] == "electra_tf"]
     if leaked:
@@ -172,9 +182,10 @@ _SERVER_SCRIPT = textwrap.dedent("""
 """)
 
 
-def serve_in_fresh_process(workdir, models, requests):
-  """Answers `requests` ({key: PredictRequest}) in a new Python process that
-  imports only TensorFlow, tensorflow-text and tensorflow-serving-api.
+def serve_in_fresh_process(workdir, models, requests, rest_bodies=None):
+  """Answers `requests` ({key: PredictRequest}) and `rest_bodies` ({key:
+  (model name, JSON body)}) in a new Python process that imports only
+  TensorFlow, tensorflow-text and tensorflow-serving-api.
 
   Returns:
     {key: {output name: array}}.
@@ -185,6 +196,12 @@ def serve_in_fresh_process(workdir, models, requests):
     with open(req_path, "wb") as f:
       f.write(request.SerializeToString())
     jobs.append({"request": req_path, "models": models,
+                 "out": os.path.join(workdir, f"{key}.npz")})
+  for key, (model_name, body) in (rest_bodies or {}).items():
+    body_path = os.path.join(workdir, f"{key}.json")
+    with open(body_path, "w") as f:
+      f.write(body)
+    jobs.append({"rest": body_path, "model": model_name, "models": models,
                  "out": os.path.join(workdir, f"{key}.npz")})
   jobs_path = os.path.join(workdir, "jobs.json")
   with open(jobs_path, "w") as f:
@@ -197,10 +214,19 @@ def serve_in_fresh_process(workdir, models, requests):
                         capture_output=True, text=True, timeout=900)
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
   results = {}
-  for key in requests:
+  for key in list(requests) + list(rest_bodies or {}):
     with np.load(os.path.join(workdir, f"{key}.npz")) as data:
       results[key] = {k: data[k] for k in data.files}
   return results
+
+
+# The JSON body a REST client POSTs to /v1/models/<name>:predict.
+REST_ROWS = [0, 1, 4, 5]  # rows of TEXT_A/TEXT_B that are valid UTF-8
+
+
+def rest_body(rows):
+  return json.dumps({"signature_name": "serving_default", "instances": [
+      {"text_a": TEXT_A[i].decode(), "text_b": TEXT_B[i].decode()} for i in rows]})
 
 
 # --- the exports --------------------------------------------------------------
@@ -286,7 +312,8 @@ def exported(tmp_path_factory):
   for name in paths:
     requests.update(_requests_for(name, *texts[name], features[name]))
   workdir = str(tmp_path_factory.mktemp("serving"))
-  results = serve_in_fresh_process(workdir, paths, requests)
+  results = serve_in_fresh_process(workdir, paths, requests,
+                                   {"disc_rest": ("disc", rest_body(REST_ROWS))})
   return {"paths": paths, "features": features, "results": results, "requests": requests,
           "pretrainer": pretrainer, "finetuned": finetuned, "tokenizer": tokenizer,
           "vocab_file": vocab_file}
@@ -410,6 +437,14 @@ def test_export_layout_and_vocab_asset(exported):
     assert sorted(os.listdir(os.path.dirname(path))) == [os.path.basename(path)]
 
 
+@pytest.mark.slow
+def test_rest_body_for_serving_default(exported):
+  rest = exported["results"]["disc_rest"]
+  text = exported["results"]["disc_text"]
+  for key in ("input_ids", "rtd_probs", "cls_output"):
+    _assert_close(rest[key], text[key][REST_ROWS], key)
+
+
 def _signature_defs(path):
   from tensorflow.core.protobuf import saved_model_pb2
   saved_model = saved_model_pb2.SavedModel()
@@ -514,6 +549,64 @@ def test_regression_and_tagging_heads(tmp_path):
     np.testing.assert_array_equal(packed[key].numpy(), expected[key], err_msg=key)
 
 
+def test_electric_two_tower_generator_as_masked_lm(tmp_path):
+  from electra_tf.electra_tokenizer import ElectraTokenizer
+  vocab_file = _write_vocab(str(tmp_path))
+  keras.utils.set_random_seed(4)
+  electric = ElectraPretrainer.from_pretraining_config(PretrainingConfig(
+      "electric", str(tmp_path), electric_objective=True, electra_objective=False,
+      **PRETRAIN_HPARAMS))
+  electric.build()
+  module = export_saved_model.build_serving_module(
+      electric, "generator", ElectraTokenizer(vocab_file=vocab_file), S, top_k=TOP_K,
+      max_predictions=MAX_PREDICTIONS)
+  features = featurize(tokenization.FullTokenizer(vocab_file), GEN_A, GEN_B, mode="generator")
+  out = _module_outputs(module, features)
+  logits = electric.generator(features, masked_lm_positions=out["masked_lm_positions"])
+  probs, ids = tf.math.top_k(tf.nn.softmax(logits["mlm_logits"], -1), k=TOP_K)
+  np.testing.assert_array_equal(out["top_k_ids"], ids.numpy())
+  _assert_close(out["top_k_probs"], probs.numpy(), "electric")
+  # the two-tower logits cover every position: check one masked slot directly
+  logits_all = electric.generator(features)["logits"]
+  full = tf.nn.softmax(logits_all, -1).numpy()
+  row, slot = 0, 1
+  position = out["masked_lm_positions"][row, slot]
+  assert out["masked_lm_weights"][row, slot] == 1.0
+  assert out["top_k_ids"][row, slot, 0] == full[row, position].argmax()
+  assert logits_all.shape[-1] == len(VOCAB)
+
+
+@pytest.mark.slow
+def test_finetuned_checkpoint_export(tmp_path):
+  from electra_tf.finetune import checkpoint_io
+  from electra_tf.finetuning_config import FinetuningConfig
+  vocab_file = _write_vocab(str(tmp_path))
+  hparams = dict(PRETRAIN_HPARAMS, task_names=["rte", "sts"])
+  hparams.pop("generator_hidden_size")
+  config = FinetuningConfig("tiny", str(tmp_path), **hparams)
+  keras.utils.set_random_seed(5)
+  model = export_saved_model.build_finetuning_model(config)
+  for weight in model.weights:  # trained-looking heads
+    if "task_specific" in weight.path or "bias" in weight.path:
+      weight.assign(np.random.default_rng(6).normal(size=weight.shape).astype("float32"))
+  # the fine-tuning runs' layout: original names under task_specific/<task>/
+  checkpoint_io.save_name_based(model.official_name_map(), str(tmp_path / "ft"), 9)
+  assert export_saved_model.main([
+      "--checkpoint", str(tmp_path / "ft"), "--hparams", json.dumps(hparams), "--model",
+      "task", "--task", "sts", "--vocab-file", vocab_file, "--export-dir",
+      str(tmp_path / "out"), "--max-seq-length", str(S), "--version", "12"]) == 0
+  loaded = tf.saved_model.load(str(tmp_path / "out" / "12"))
+  out = loaded.signatures["serving_default"](text_a=tf.constant(TEXT_A),
+                                             text_b=tf.constant(TEXT_B))
+  features = featurize(tokenization.FullTokenizer(vocab_file), TEXT_A, TEXT_B)
+  sequence = model.encoder(features)["sequence_output"]
+  n = len(TEXT_A)
+  ref = model.heads[1](sequence, {"sts_targets": np.zeros(n, "float32"),
+                                  "sts_eid": np.zeros(n, "int32")})
+  _assert_close(out["predictions"].numpy(), np.asarray(ref["predictions"]), "sts")
+  assert sorted(out) == ["input_ids", "input_mask", "predictions", "segment_ids"]
+
+
 # --- options and errors (no export) --------------------------------------------
 
 def test_float32_serving_rebuilds_a_mixed_precision_model(tmp_path):
@@ -556,6 +649,10 @@ def test_bad_options_raise_clear_errors(tmp_path):
     export_saved_model.build_serving_module(finetuned, "task", tokenizer, S)
   with pytest.raises(ValueError, match="'cola' is not a head"):
     export_saved_model.build_serving_module(finetuned, "task", tokenizer, S, task="cola")
+  mlm_only = ElectraPretrainer.from_pretraining_config(PretrainingConfig(
+      "mlm", str(tmp_path), electra_objective=False, **PRETRAIN_HPARAMS))
+  with pytest.raises(ValueError, match="has no discriminator network"):
+    export_saved_model.build_serving_module(mlm_only, "discriminator", tokenizer, S)
   (tmp_path / "e" / "1").mkdir(parents=True)
   with pytest.raises(ValueError, match="already exists"):
     export_saved_model.save_module(None, str(tmp_path / "e"), version=1)
