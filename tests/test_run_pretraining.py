@@ -371,3 +371,44 @@ def test_kill_9_then_rerun_resumes_and_finishes(tmp_path, original_fixtures):
   steps = eta_steps(result.stdout)
   assert steps[0] == resumed_from + 1 and steps[-1] == 30
   assert latest_step(model_dir) == 30
+
+
+USER_SCRIPT = '''
+import keras
+from electra_tf import checkpointing, distribution, eta_logger, pretrain_data
+from electra_tf.models.electra_pretrainer import ElectraPretrainer
+from electra_tf.pretraining_config import PretrainingConfig
+
+config = PretrainingConfig("my_model", DATA_DIR, **HPARAMS)
+strategy = distribution.setup_distribution(config)  # precision + strategy
+with strategy.scope():
+  model = ElectraPretrainer.from_pretraining_config(config)
+  model.compile(pretraining_config=config)  # AdamWeightDecay + the original's schedule
+  manager = checkpointing.TrainingCheckpointManager(
+      model, config.model_dir, keep_checkpoint_max=config.keep_checkpoint_max)
+dataset = pretrain_data.get_dataset(
+    config.pretrain_tfrecords, config.max_seq_length, config.train_batch_size,
+    is_training=True)
+model.fit(dataset, epochs=1, steps_per_epoch=config.num_train_steps, shuffle=False, callbacks=[
+    # resumes from the newest checkpoint, saves every N steps and at the end,
+    # stops at the absolute step num_train_steps
+    checkpointing.PretrainingCheckpoint(manager, config.save_checkpoints_steps,
+                                        num_train_steps=config.num_train_steps),
+    eta_logger.ETALogger(config.num_train_steps),
+])
+'''
+
+
+@pytest.mark.slow
+def test_user_script_trains_and_resumes_like_the_cli(tmp_path, capsys):
+  make_data_dir(tmp_path)
+  hparams = self_made_hparams(num_train_steps=3, save_checkpoints_steps=2)
+  hparams["pretrain_tfrecords"] = str(tmp_path / "pretrain_tfrecords" / "pretrain_data.tfrecord*")
+  exec(USER_SCRIPT, {"DATA_DIR": str(tmp_path), "HPARAMS": hparams})  # pylint: disable=exec-used
+  assert latest_step(tmp_path / "models" / "my_model") == 3
+  assert eta_steps(capsys.readouterr().out) == [1, 2, 3, 3]
+  # The CLI continues the user's run.
+  hparams["num_train_steps"] = 5
+  config = PretrainingConfig("my_model", str(tmp_path), **hparams)
+  assert run_pretraining.train_or_eval(config) == 5
+  assert eta_steps(capsys.readouterr().out) == [4, 5, 5]
