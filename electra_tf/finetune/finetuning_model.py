@@ -5,6 +5,7 @@ import keras
 from keras import ops
 
 from electra_tf import checkpoint_names
+from electra_tf.layers import layer_utils
 from electra_tf.models.electra_discriminator import ElectraDiscriminator
 
 
@@ -51,6 +52,10 @@ class FinetuningModel(keras.Model):
     self.embedding_size = embedding_size
     self.heads = heads
     self.task_names = [head.task_name for head in heads]
+
+  def _trackable_children(self, save_type="checkpoint", **kwargs):
+    children = super()._trackable_children(save_type, **kwargs)
+    return layer_utils.add_list_children(children, save_type, heads=self.heads)
 
   def build(self, input_shape=None):
     self.encoder.build()

@@ -90,6 +90,11 @@ class ElectraEncoder(keras.layers.Layer):
         for i in range(self.num_hidden_layers)
     ]
 
+  def _trackable_children(self, save_type="checkpoint", **kwargs):
+    children = super()._trackable_children(save_type, **kwargs)
+    return layer_utils.add_list_children(
+        children, save_type, transformer_layers=self.transformer_layers)
+
   def build(self, embeddings_shape=None, input_mask_shape=None):
     if self.embeddings_project is not None:
       self.embeddings_project.build((None, self.input_width))

@@ -55,3 +55,18 @@ def attention_mask_adder(input_mask, attention_direction="bidirectional"):
     allowed = cols <= rows if attention_direction == "ltr" else cols >= rows
     mask = mask * ops.cast(allowed, "float32")[None, None, :, :]
   return (1.0 - mask) * ATTENTION_MASK_ADDER
+
+
+def add_list_children(children, save_type, **lists):
+  """Names the items of sublayer lists as checkpoint children.
+
+  Keras 3 (3.15, TF backend) leaves its tracked lists out of
+  `_trackable_children` for `tf.train.Checkpoint`, so the layers in a list
+  attribute would be missing from object-based checkpoints. A layer holding
+  such a list calls this from its `_trackable_children` override.
+  """
+  if save_type == "checkpoint":
+    for name, items in lists.items():
+      for index, item in enumerate(items):
+        children[f"{name}_{index}"] = item
+  return children
