@@ -389,7 +389,8 @@ with strategy.scope():
 dataset = pretrain_data.get_dataset(
     config.pretrain_tfrecords, config.max_seq_length, config.train_batch_size,
     is_training=True)
-model.fit(dataset, epochs=1, steps_per_epoch=config.num_train_steps, shuffle=False, callbacks=[
+model.fit(dataset, epochs=1, steps_per_epoch=config.num_train_steps, verbose=0,
+          shuffle=False, callbacks=[
     # resumes from the newest checkpoint, saves every N steps and at the end,
     # stops at the absolute step num_train_steps
     checkpointing.PretrainingCheckpoint(manager, config.save_checkpoints_steps,
