@@ -140,6 +140,12 @@ def test_train_and_eval_both_set(tmp_path, capsys):
              r"Exactly one of `do_train` or `do_eval` must be True")
 
 
+def test_missing_init_checkpoint(tmp_path, capsys):
+  make_data_dir(tmp_path)
+  _bad_input(capsys, tmp_path, self_made_hparams(init_checkpoint=str(tmp_path / "nope")),
+             r"hparam init_checkpoint=.*nope")
+
+
 def test_eval_without_checkpoint_is_an_error(tmp_path):
   make_data_dir(tmp_path)
   config = PretrainingConfig("m", str(tmp_path), **self_made_hparams(do_train=False,
