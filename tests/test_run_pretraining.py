@@ -419,3 +419,23 @@ def test_user_script_trains_and_resumes_like_the_cli(tmp_path, capsys):
   config = PretrainingConfig("my_model", str(tmp_path), **hparams)
   assert run_pretraining.train_or_eval(config) == 5
   assert eta_steps(capsys.readouterr().out) == [4, 5, 5]
+
+
+def test_checkpoint_restores_every_pretrainer_variable(tmp_path):
+  make_data_dir(tmp_path)
+  config = PretrainingConfig("m", str(tmp_path), **self_made_hparams(num_train_steps=2))
+  strategy = tf.distribute.get_strategy()
+  model = run_pretraining.build_pretrainer(config, strategy)
+  model.fit(run_pretraining.make_dataset(config, True), steps_per_epoch=2, verbose=0,
+            shuffle=False)
+  manager = checkpointing.TrainingCheckpointManager(model, config.model_dir, chief=True)
+  manager.save()
+  restored = run_pretraining.build_pretrainer(config, strategy)
+  assert checkpointing.TrainingCheckpointManager(
+      restored, config.model_dir, chief=True).restore_latest() == 2
+  assert len(model.weights) == len(restored.weights)
+  for a, b in zip(model.weights, restored.weights):
+    np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
+  assert len(model.optimizer.variables) == len(restored.optimizer.variables)
+  for a, b in zip(model.optimizer.variables, restored.optimizer.variables):
+    np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
