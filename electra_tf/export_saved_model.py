@@ -52,10 +52,14 @@ MIXED_POLICY = "mixed_bfloat16"
 
 
 def _replace_dtype_policies(config, policy):
-  """Recursively sets every layer's `dtype` entry of a Keras config to `policy`."""
+  """Recursively sets every layer's `dtype` entry of a Keras config to
+  `policy`, and drops nested `build_config`s so that sub-layers are rebuilt
+  by their owner's `build` (not twice)."""
   if isinstance(config, dict):
     out = {}
     for key, value in config.items():
+      if key == "build_config":
+        continue
       if key == "dtype" and (isinstance(value, str) or (
           isinstance(value, dict) and "Policy" in str(value.get("class_name", "")))):
         out[key] = policy
@@ -75,9 +79,16 @@ def with_dtype_policy(model, policy):
   if policies == {policy}:
     return model
   config = _replace_dtype_policies(model.get_config(), policy)
-  clone = model.__class__.from_config(config)
-  if not clone.built:
-    clone.build()
+  # Sub-layers created in a constructor without an explicit dtype follow the
+  # global policy.
+  previous = keras.mixed_precision.global_policy().name
+  keras.mixed_precision.set_global_policy(policy)
+  try:
+    clone = model.__class__.from_config(config)
+    if not clone.built:
+      clone.build()
+  finally:
+    keras.mixed_precision.set_global_policy(previous)
   source, target = model.weights, clone.weights
   if [tuple(w.shape) for w in source] != [tuple(w.shape) for w in target]:
     raise ValueError(f"rebuilding {type(model).__name__} with dtype policy {policy!r} "
@@ -122,11 +133,12 @@ def _restore_object_based(model, prefix):
   """Restores an electra_tf (object-based) checkpoint into `model`.
 
   Training checkpoints are `tf.train.Checkpoint(model=..., optimizer=...)`.
-  Keras 3 leaves layers held in Python lists (the encoder's blocks) out of
-  the `model/...` part of TF checkpoints; the optimizer's
-  `_trainable_variables` list holds every trainable variable, so those are
-  restored through a stand-in optimizer that lists the model's trainable
-  variables in the same (build) order. Every model variable must be covered.
+  Keras 3 leaves layers held in Python lists out of TF checkpoints, so
+  checkpoints written before the models exposed their encoder blocks lack
+  them under `model/...`; the optimizer's `_trainable_variables` list holds
+  every trainable variable, so those are restored through a stand-in
+  optimizer that lists the model's trainable variables in the same (build)
+  order. Every model variable must be covered.
   """
   names = [n for n, _ in tf.train.list_variables(prefix)
            if n.endswith("/.ATTRIBUTES/VARIABLE_VALUE")]
@@ -144,9 +156,8 @@ def _restore_object_based(model, prefix):
     raise ValueError(
         f"checkpoint {prefix!r} holds {n_model} model variables and {n_optimizer} through its "
         f"optimizer, but the model built from the given hparams has {len(model.weights)}; "
-        "it cannot restore the whole model (check the hparams; a checkpoint of the model "
-        "alone lacks the layers Keras 3 keeps in lists). Export from a training checkpoint, "
-        "a .keras file (--keras-model) or a name-based checkpoint")
+        "it cannot restore the whole model (check the hparams). Export from a training "
+        "checkpoint, a .keras file (--keras-model) or a name-based checkpoint")
   try:
     status = tf.train.Checkpoint(**roots).read(prefix)
   except (ValueError, tf.errors.OpError) as e:
