@@ -549,6 +549,27 @@ def test_regression_and_tagging_heads(tmp_path):
     np.testing.assert_array_equal(packed[key].numpy(), expected[key], err_msg=key)
 
 
+def test_finetuned_keras_file_serves_its_heads(tmp_path):
+  from electra_tf.electra_tokenizer import ElectraTokenizer
+  vocab_file = _write_vocab(str(tmp_path))
+  model = _tiny_finetuning_model([ClassificationHead("mnli", 3, name="task_specific_mnli")])
+  model.save(str(tmp_path / "ft.keras"))
+  loaded = export_saved_model.load_keras_model(str(tmp_path / "ft.keras"))
+  features = featurize(tokenization.FullTokenizer(vocab_file), TEXT_A, TEXT_B)
+  tokenizer = ElectraTokenizer(vocab_file=vocab_file)
+  expected = _module_outputs(
+      export_saved_model.build_serving_module(model, "task", tokenizer, S), features)
+  served = export_saved_model.with_dtype_policy(loaded, "float32")
+  out = _module_outputs(
+      export_saved_model.build_serving_module(served, "task", tokenizer, S), features)
+  _assert_close(out["probabilities"], expected["probabilities"], "mnli")
+  mixed = export_saved_model.with_dtype_policy(loaded, "mixed_bfloat16")
+  out = _module_outputs(
+      export_saved_model.build_serving_module(mixed, "task", tokenizer, S), features)
+  assert out["probabilities"].dtype == np.float32
+  np.testing.assert_allclose(out["probabilities"], expected["probabilities"], atol=0.05)
+
+
 def test_electric_two_tower_generator_as_masked_lm(tmp_path):
   from electra_tf.electra_tokenizer import ElectraTokenizer
   vocab_file = _write_vocab(str(tmp_path))
