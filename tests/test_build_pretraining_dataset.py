@@ -118,7 +118,7 @@ def test_builder_random_draw_order_and_truncation():
   builder = ExampleBuilder(None, 10, cls_id=1, sep_id=2, rng=rng)
   assert builder.add_ids([5] * 4) is None
   example = builder.add_ids([6] * 9)
-  ids, mask, seg = (a[0].tolist() for a in examples_to_features([example], 10))
+  ids, mask, seg = (a[0].tolist() for a in examples_to_features([example], 10, 1, 2))
   assert len(ids) == 10 and ids[0] == 1 and 2 in ids
   assert sum(mask) == 10
   assert seg[:ids.index(2) + 1] == [0] * (ids.index(2) + 1)

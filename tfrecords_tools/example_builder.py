@@ -12,10 +12,11 @@ Example:
 ```python
 builder = ExampleBuilder(FullTokenizer("vocab.txt"), max_length=128)
 for line in lines:
-  example = builder.add_line(line)  # (input_ids, first_length) or None
+  example = builder.add_line(line)  # an Example or None
 ```
 """
 
+import collections
 import functools
 import random
 
@@ -37,7 +38,8 @@ class ExampleBuilder:
   Example:
 
   >>> builder = ExampleBuilder(None, 8, cls_id=1, sep_id=2)
-  >>> ids, first_length = builder.add_ids([5, 6, 7, 8, 9, 10, 11, 12])
+  >>> example = builder.add_ids([5, 6, 7, 8, 9, 10, 11, 12])
+  >>> ids, mask, segments = examples_to_features([example], 8, 1, 2)
   """
 
   def __init__(self, tokenizer, max_length, cls_id=None, sep_id=None, rng=None):
@@ -110,45 +112,81 @@ class ExampleBuilder:
     return self._make_example(first, second)
 
   def _make_example(self, first, second):
-    """[CLS] A [SEP] (B [SEP]) with A/B truncated as the original does.
+    """The example's segments, truncated as the original does.
 
-    Returns `(input_ids, first_length)`: the unpadded ids (int64 array) and
-    the number of positions with segment id 0 ([CLS] A [SEP]). Use
-    `examples_to_features` for the padded features.
+    Returns `Example(segment_a, segment_b)`: each a list of id arrays (views
+    of the sentences) whose total length is the kept length: A at most
+    `max_length - 2` tokens, then B at most `max_length - len(A) - 3`. Turn
+    a list of them into padded features with `examples_to_features`.
     """
     max_length = self._max_length
-    a = _concat(first)[:max_length - 2]
-    b = _concat(second)[:max(0, max_length - len(a) - 3)]
-    parts = [[self.cls_id], a, [self.sep_id]]
-    if len(b):
-      parts += [b, [self.sep_id]]
-    return np.concatenate(parts).astype(np.int64), len(a) + 2
+    a = _truncate(first, max_length - 2)
+    len_a = sum(len(x) for x in a)
+    b = _truncate(second, max(0, max_length - len_a - 3))
+    return Example(a, b)
 
 
-def _concat(sentences):
-  if not sentences:
-    return np.zeros([0], np.int64)
-  if len(sentences) == 1:
-    return np.asarray(sentences[0], np.int64)
-  return np.concatenate(sentences).astype(np.int64)
+class Example(collections.namedtuple("Example", ["segment_a", "segment_b"])):
+  """One example: its kept segment pieces (lists of id arrays)."""
 
 
-def examples_to_features(examples, max_length):
-  """Pads `(input_ids, first_length)` examples into [n, S] int64 arrays.
+def _truncate(sentences, limit):
+  """The pieces of `sentences` that make up their first `limit` tokens."""
+  kept = []
+  for sentence in sentences:
+    if limit <= 0:
+      break
+    if len(sentence) > limit:
+      sentence = sentence[:limit]
+    if len(sentence):
+      kept.append(sentence)
+    limit -= len(sentence)
+  return kept
+
+
+def examples_to_features(examples, max_length, cls_id, sep_id):
+  """Builds the padded [n, S] int64 features of a list of `Example`s:
+  `[CLS] A [SEP]`, then `B [SEP]` if B is not empty, zero padding.
+
+  All token copies happen in one vectorised scatter.
 
   Returns (input_ids, input_mask, segment_ids).
   """
   n = len(examples)
-  input_ids = np.zeros([n, max_length], np.int64)
-  lengths = np.empty([n], np.int64)
-  first_lengths = np.empty([n], np.int64)
-  for i, (ids, first_length) in enumerate(examples):
-    input_ids[i, :len(ids)] = ids
-    lengths[i] = len(ids)
-    first_lengths[i] = first_length
+  pieces, piece_dest = [], []
+  len_a = np.zeros([n], np.int64)
+  len_b = np.zeros([n], np.int64)
+  for i, (a, b) in enumerate(examples):
+    pos = i * max_length + 1
+    for piece in a:
+      pieces.append(piece)
+      piece_dest.append(pos)
+      pos += len(piece)
+    len_a[i] = pos - i * max_length - 1
+    pos += 1  # the first [SEP]
+    start_b = pos
+    for piece in b:
+      pieces.append(piece)
+      piece_dest.append(pos)
+      pos += len(piece)
+    len_b[i] = pos - start_b
+  input_ids = np.zeros([n * max_length], np.int64)
+  if pieces:
+    lengths = np.fromiter((len(p) for p in pieces), np.int64, len(pieces))
+    tokens = np.concatenate(pieces)
+    piece_start = np.cumsum(lengths) - lengths
+    dest = np.repeat(np.asarray(piece_dest, np.int64) - piece_start, lengths)
+    input_ids[dest + np.arange(len(tokens))] = tokens
+  input_ids = input_ids.reshape(n, max_length)
+  rows = np.arange(n)
+  input_ids[:, 0] = cls_id
+  input_ids[rows, len_a + 1] = sep_id
+  has_b = len_b > 0
+  input_ids[rows[has_b], (len_a + len_b + 2)[has_b]] = sep_id
+  length = len_a + 2 + np.where(has_b, len_b + 1, 0)
   position = np.arange(max_length)
-  input_mask = (position < lengths[:, None]).astype(np.int64)
-  segment_ids = ((position >= first_lengths[:, None]) & (input_mask == 1)).astype(np.int64)
+  input_mask = (position < length[:, None]).astype(np.int64)
+  segment_ids = ((position >= (len_a + 2)[:, None]) & (input_mask == 1)).astype(np.int64)
   return input_ids, input_mask, segment_ids
 
 

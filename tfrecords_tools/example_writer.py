@@ -165,7 +165,8 @@ class ExampleWriter:
       if example is not None:
         examples.append(example)
     if examples:
-      self._write(examples_to_features(examples, self._max_seq_length))
+      self._write(examples_to_features(examples, self._max_seq_length,
+                                       builder.cls_id, builder.sep_id))
 
   def _write(self, columns):
     for record in serialize_examples(*columns):
