@@ -258,9 +258,10 @@ def _heading(text):
   print("=" * 80 + "\n" + text + "\n" + "=" * 80, flush=True)
 
 
-def train(config, strategy=None):
+def train(config, strategy=None, callbacks=()):
   """Trains to the absolute step `num_train_steps`, resuming from the model
-  dir's newest checkpoint. Returns the final global step."""
+  dir's newest checkpoint. `callbacks` are extra Keras callbacks (they run
+  after checkpointing, logging and summaries). Returns the final global step."""
   strategy = strategy or distribution.setup_distribution(config)
   chief = distribution.is_chief(strategy)
   model = build_pretrainer(config, strategy)
@@ -283,7 +284,7 @@ def train(config, strategy=None):
       eta_logger.ETALogger(config.num_train_steps, is_training=True,
                            log_every=config.log_every_steps),
       TrainingSummaries(config.model_dir, config.save_summary_steps, enabled=chief),
-  ]
+  ] + list(callbacks)
   dataset = make_dataset(config, is_training=True)
   # One `fit` normally; more only when steps did not count (mixed_float16
   # skips the update, and the step, of a batch with non-finite gradients).
@@ -327,10 +328,11 @@ def evaluate(config, strategy=None):
   return results
 
 
-def train_or_eval(config, files=None, strategy=None):
+def train_or_eval(config, files=None, strategy=None, callbacks=()):
   """The original's `train_or_eval`: validation (unless `files` says it was
   done), debug wipe, config log, then training or evaluation. `strategy`
-  defaults to `distribution.setup_distribution(config)`."""
+  defaults to `distribution.setup_distribution(config)`; `callbacks` are
+  extra Keras callbacks for training."""
   if strategy is None and config.distribution_strategy == "multi_worker_mirrored":
     # Collective ops must be configured before TensorFlow's context starts.
     strategy = distribution.setup_distribution(config)
@@ -351,7 +353,7 @@ def train_or_eval(config, files=None, strategy=None):
     strategy = distribution.setup_distribution(config)
   if config.do_train:
     _heading("Training")
-    return train(config, strategy)
+    return train(config, strategy, callbacks)
   _heading("Evaluation")
   return evaluate(config, strategy)
 
