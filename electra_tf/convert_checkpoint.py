@@ -686,6 +686,182 @@ def _find_layer(model, cls):
   return None
 
 
+class _ObjectGraph:
+  """The object graph of an electra_tf (object-based) training checkpoint:
+  which sub-objects the pretrainer has, and the shapes of its variables."""
+
+  def __init__(self, prefix):
+    from tensorflow.core.protobuf import trackable_object_graph_pb2  # pylint: disable=g-import-not-at-top
+    self.reader = _open_reader(prefix)
+    self.graph = trackable_object_graph_pb2.TrackableObjectGraph()
+    self.graph.ParseFromString(self.reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
+    self.shapes = self.reader.get_variable_to_shape_map()
+
+  def node(self, path):
+    """Node id at a `/`-separated path of attribute names from the root, or None."""
+    node_id = 0
+    for part in path.split("/"):
+      children = {c.local_name: c.node_id for c in self.graph.nodes[node_id].children}
+      if part not in children:
+        return None
+      node_id = children[part]
+    return node_id
+
+  def shape(self, path_or_node):
+    node_id = self.node(path_or_node) if isinstance(path_or_node, str) else path_or_node
+    if node_id is None:
+      return None
+    for attribute in self.graph.nodes[node_id].attributes:
+      if attribute.name == "VARIABLE_VALUE":
+        return tuple(int(d) for d in self.shapes[attribute.checkpoint_key])
+    return None
+
+  def subtree_shapes(self, path):
+    """Shapes of every variable at or below `path` (each node once)."""
+    start = self.node(path)
+    seen, stack, shapes = set(), [start] if start is not None else [], []
+    while stack:
+      node_id = stack.pop()
+      if node_id in seen:
+        continue
+      seen.add(node_id)
+      shape = self.shape(node_id)
+      if shape is not None:
+        shapes.append(shape)
+      stack.extend(c.node_id for c in self.graph.nodes[node_id].children)
+    return shapes
+
+  def trainable_shapes(self):
+    """Shapes of the optimizer's trainable variables (the model's, in order)."""
+    optimizer = "optimizer/inner_optimizer" if self.node("optimizer/inner_optimizer") else (
+        "optimizer")
+    root = self.node(f"{optimizer}/_trainable_variables")
+    if root is None:
+      raise ValueError("the electra_tf checkpoint has no optimizer state")
+    children = sorted(self.graph.nodes[root].children, key=lambda c: int(c.local_name))
+    return [self.shape(c.node_id) for c in children]
+
+
+def _shape_list(shapes, limit=6):
+  """A short description of a list of shapes."""
+  text = ", ".join(_shape_str(s) for s in shapes[:limit])
+  return f"[{text}{', …' if len(shapes) > limit else ''}]"
+
+
+def _block_pattern(h, x):
+  """Shapes of one transformer block's trainable variables, in the order the
+  block creates them (query, key, value, attention output, LayerNorm,
+  intermediate, output, LayerNorm)."""
+  return ([(h, h), (h,)] * 4 + [(h,), (h,)] + [(h, x), (x,), (x, h), (h,), (h,), (h,)])
+
+
+def _find_block_runs(shapes):
+  """Runs of consecutive transformer blocks in a trainable-shape list:
+  `[(width, ffn, number_of_blocks), ...]` in order."""
+  runs, i, size = [], 0, len(_block_pattern(1, 1))
+  while i + size <= len(shapes):
+    first = shapes[i]
+    window = shapes[i:i + size]
+    if (len(first) == 2 and first[0] == first[1] and len(window[10]) == 2
+        and window == _block_pattern(first[0], window[10][1])):
+      h, x = first[0], window[10][1]
+      if runs and runs[-1][3] == i and runs[-1][:2] == (h, x):
+        runs[-1] = (h, x, runs[-1][2] + 1, i + size)
+      else:
+        runs.append((h, x, 1, i + size))
+      i += size
+    else:
+      i += 1
+  return [r[:3] for r in runs]
+
+
+def infer_hparams_from_training_checkpoint(path):
+  """Pre-training hparams of an electra_tf training checkpoint, from its
+  object graph (which networks exist, embedding and head shapes) and the
+  shapes of the optimizer's variables (runs of transformer blocks give the
+  layer counts and FFN sizes).
+
+  Attention heads are not stored: they follow the size rule (they do not
+  change the converted weights). The caller verifies the result against
+  the checkpoint before restoring.
+
+  Returns:
+    `(hparams, notes)`.
+  """
+  prefix = official_checkpoint.resolve_checkpoint_path(path)
+  graph = _ObjectGraph(prefix)
+  word = graph.shape("model/embeddings/word_embeddings")
+  if word is None:
+    raise ValueError(f"{prefix!r} is not an electra_tf pre-training checkpoint "
+                     "(no model/embeddings/word_embeddings in its object graph)")
+  vocab_size, embedding_size = word
+  # The other two tables are [P, E] and [T, E] (T < P); their attribute
+  # names are the embedding layer's business, so only shapes are used.
+  tables = sorted(s[0] for s in graph.subtree_shapes("model/embeddings")
+                  if len(s) == 2 and s != word)
+  if len(tables) != 2:
+    raise ValueError(f"{prefix!r}: expected position and token-type tables next to the word "
+                     f"embeddings, found first dims {tables}; pass --hparams")
+  types, positions = tables
+  runs = _find_block_runs(graph.trainable_shapes())
+  has_discriminator = graph.node("model/discriminator") is not None
+  has_generator = graph.node("model/generator") is not None
+  two_tower = graph.node("model/generator/rtl_encoder") is not None
+  if not runs:
+    raise ValueError(f"{prefix!r}: no transformer blocks found among the optimizer's "
+                     "variables; pass --hparams")
+  # The pretrainer creates the discriminator (or the full-size generator)
+  # first: its blocks are the first run.
+  hidden, ffn, layers = runs[0]
+  notes = []
+  hparams = {"vocab_size": vocab_size, "embedding_size": embedding_size}
+  if not has_discriminator:
+    hparams["electra_objective"] = False
+  elif not has_generator:
+    hparams["uniform_generator"] = True
+  elif graph.node("model/generator/encoder") == graph.node("model/discriminator/encoder"):
+    hparams["untied_generator"] = False
+  else:
+    towers = 2 if two_tower else 1
+    if two_tower:
+      hparams.update(electra_objective=False, electric_objective=True)
+      notes.append("two-tower generator: assuming the Electric objective")
+    hparams["untied_generator_embeddings"] = (
+        graph.node("model/generator/embeddings") != graph.node("model/embeddings"))
+    generator_runs = runs[1:]
+    if len(runs) == 1 and runs[0][2] % (1 + towers) == 0:
+      # Same block shapes and no variable in between: split evenly.
+      layers = runs[0][2] // (1 + towers)
+      generator_runs = [(hidden, ffn, layers * towers)]
+      notes.append("generator blocks follow the discriminator's with the same shapes: "
+                   "assuming generator_layers 1.0")
+    widths = {(h, x) for h, x, _ in generator_runs}
+    if len(widths) != 1:
+      raise ValueError(f"{prefix!r}: cannot tell the generator's blocks apart (runs of "
+                       f"(width, ffn, count): {runs}); pass --hparams")
+    (gen_hidden, gen_ffn), = widths
+    gen_layers = sum(n for _, _, n in generator_runs)
+    if gen_layers % towers:
+      raise ValueError(f"{prefix!r}: {gen_layers} generator blocks for {towers} towers; "
+                       "pass --hparams")
+    gen_layers //= towers
+    if gen_ffn != 4 * gen_hidden:
+      raise ValueError(f"{prefix!r}: generator FFN {gen_ffn} is not 4 x its width {gen_hidden}")
+    hparams["generator_hidden_size"] = gen_hidden / hidden if gen_hidden != hidden else 1.0
+    hparams["generator_layers"] = gen_layers / layers if gen_layers != layers else 1.0
+  overrides = {"hidden_size": hidden, "num_hidden_layers": layers, "intermediate_size": ffn}
+  if positions != 512:
+    overrides["max_position_embeddings"] = positions
+  if types != 2:
+    overrides["type_vocab_size"] = types
+  if all(overrides.get(k) == v for k, v in _DEBUG_SHAPE.items()):
+    overrides["num_attention_heads"] = _DEBUG_HEADS
+  hparams["model_hparam_overrides"] = overrides
+  notes.append("hparams inferred from the checkpoint's shapes (attention heads by the size "
+               "rule; they do not change the converted weights)")
+  return hparams, notes
+
+
 def load_keras_source(input_path, hparams=None):
   """Reads an electra_tf checkpoint or `.keras` model for `to-official`.
 
@@ -696,7 +872,7 @@ def load_keras_source(input_path, hparams=None):
     hparams: the training run's hparams (dict / JSON / `.json` path).
 
   Returns:
-    `(name_map, optimizer_or_None, global_step_or_None, source)`.
+    `(name_map, optimizer_or_None, global_step_or_None, source, notes)`.
   """
   from electra_tf.models.electra_discriminator import ElectraDiscriminator
   from electra_tf.models.electra_generator import ElectraGenerator
@@ -708,17 +884,17 @@ def load_keras_source(input_path, hparams=None):
     model = keras.saving.load_model(path, compile=False)
     if isinstance(model, ElectraPretrainer):
       model.build()
-      return checkpoint_names.official_name_map(model), None, None, path
+      return checkpoint_names.official_name_map(model), None, None, path, []
     discriminator = _find_layer(model, ElectraDiscriminator)
     if discriminator is not None:
-      return checkpoint_names.discriminator_name_map(discriminator), None, None, path
+      return checkpoint_names.discriminator_name_map(discriminator), None, None, path, []
     generator = _find_layer(model, ElectraGenerator)
     if generator is not None and model.name.startswith("electra_generator__"):
       scopes = model.name[len("electra_generator__"):].split("__")
       # `_standalone_generator` passes the embeddings in exactly when they
       # are the shared `electra/embeddings` block.
       shared = generator.get_config()["embeddings"] is not None
-      return _generator_part_name_map(generator, scopes, shared), None, None, path
+      return _generator_part_name_map(generator, scopes, shared), None, None, path, []
     raise ValueError(f"--input {path!r} holds no ElectraPretrainer, ElectraDiscriminator or "
                      "electra_tf generator model")
 
@@ -726,18 +902,38 @@ def load_keras_source(input_path, hparams=None):
   if not _is_object_based(prefix):
     raise ValueError(f"--input {prefix!r} is a name-based (official) checkpoint, not an "
                      "electra_tf one; use --direction to-keras")
+  notes = []
   if hparams is None:
     saved = os.path.join(os.path.dirname(prefix), HPARAMS_FILE)
-    if not os.path.isfile(saved):
-      raise ValueError(
-          f"--input {prefix!r} is an electra_tf training checkpoint: pass the run's --hparams "
-          "(the same JSON as for run_pretraining), which its layout and sizes come from")
-    hparams = saved
+    if os.path.isfile(saved):
+      hparams = saved
+      notes.append(f"hparams from {saved}")
+    else:
+      hparams, inferred_notes = infer_hparams_from_training_checkpoint(prefix)
+      notes += inferred_notes
   from electra_tf import checkpointing  # pylint: disable=g-import-not-at-top
   config = pretraining_config_lib.PretrainingConfig(
       "converted", _NO_DATA_DIR, **load_hparams(hparams))
+  # Infer precision from the object graph too: mixed_float16 runs save a
+  # LossScaleOptimizer around the AdamWeightDecay.
+  graph = _ObjectGraph(prefix)
+  if graph.node("optimizer/inner_optimizer") is not None:
+    config.mixed_precision = "mixed_float16"
+  elif config.mixed_precision == "mixed_float16":
+    config.mixed_precision = "float32"
   with _policy(config.mixed_precision):
     pretrainer = _build_pretrainer(config)
+    expected = [tuple(int(d) for d in v.shape) for v in pretrainer.trainable_variables]
+    found = graph.trainable_shapes()
+    if expected != found:
+      first = next((i for i, (a, b) in enumerate(zip(expected, found)) if a != b),
+                   min(len(expected), len(found)))
+      given = json.dumps(load_hparams(hparams), sort_keys=True)
+      raise ValueError(
+          f"electra_tf checkpoint {prefix!r} does not match the model built from the hparams "
+          f"{given}: the model has {len(expected)} trainable variables, the checkpoint "
+          f"{len(found)}; from variable #{first} the model's shapes are "
+          f"{_shape_list(expected[first:])}, the checkpoint's {_shape_list(found[first:])}")
     pretrainer.compile(pretraining_config=config)
     manager = checkpointing.TrainingCheckpointManager(
         pretrainer, os.path.dirname(prefix), keep_checkpoint_max=None, chief=True)
@@ -748,7 +944,7 @@ def load_keras_source(input_path, hparams=None):
           f"electra_tf checkpoint {prefix!r} does not match the model built from --hparams "
           f"(or is truncated): {e}") from e
   name_map = checkpoint_names.official_name_map(pretrainer)
-  return name_map, pretrainer.optimizer, checkpointing.global_step(pretrainer), prefix
+  return name_map, pretrainer.optimizer, checkpointing.global_step(pretrainer), prefix, notes
 
 
 def write_official_checkpoint(tensors, output_dir, step):
@@ -825,7 +1021,7 @@ def keras_to_official(input_path, output_dir, hparams=None, with_optimizer_slots
     `global_step`.
   """
   _check_output_dir(output_dir)
-  name_map, optimizer, step, source = load_keras_source(input_path, hparams)
+  name_map, optimizer, step, source, notes = load_keras_source(input_path, hparams)
   if global_step is not None:
     step = int(global_step)
   if with_optimizer_slots and optimizer is None:
@@ -835,7 +1031,7 @@ def keras_to_official(input_path, output_dir, hparams=None, with_optimizer_slots
                                             with_optimizer_slots)
   prefix = write_official_checkpoint(tensors, output_dir, step or 0)
   return {"input": source, "output": prefix, "converted": sorted(tensors),
-          "not_converted": not_converted, "global_step": int(step or 0)}
+          "not_converted": not_converted, "global_step": int(step or 0), "notes": notes}
 
 
 # -----------------------------------------------------------------------------

@@ -154,12 +154,16 @@ def test_round_trip_is_bit_exact_for_layout(tmp_path, name):
   assert saved == report["hparams"]
   back = convert_checkpoint.convert(str(tmp_path / "keras"), str(tmp_path / "back"),
                                     with_optimizer_slots=False)
+  assert any(convert_checkpoint.HPARAMS_FILE in n for n in back["notes"])
   # Without slots: the model tensors and global_step only.
   written, _ = _read_all(back["output"])
   original, _ = _read_all(source)
   assert set(written) == {n for n in original if not n.endswith(("/adam_m", "/adam_v"))}
+  # Without the saved hparams, they are inferred from the training checkpoint.
+  (tmp_path / "keras" / convert_checkpoint.HPARAMS_FILE).unlink()
   back = convert_checkpoint.convert(str(tmp_path / "keras"), str(tmp_path / "back_slots"),
-                                    with_optimizer_slots=True, hparams=report["hparams"])
+                                    with_optimizer_slots=True)
+  assert any("inferred from the checkpoint" in n for n in back["notes"])
   assert back["output"].endswith("model.ckpt-123")
   assert_bit_exact(source, back["output"])
 
@@ -319,8 +323,8 @@ def test_keras_to_official_to_keras_gives_identical_outputs(tmp_path, kwargs):
   features = _features(40)
   expected = _outputs(pretrainer, features)
 
-  report = convert_checkpoint.keras_to_official(tmp_path / "train", tmp_path / "official",
-                                                hparams=hparams)
+  # As run_pretraining leaves it: no hparams file; inferred from the shapes.
+  report = convert_checkpoint.keras_to_official(tmp_path / "train", tmp_path / "official")
   assert report["global_step"] == 17
   assert any("optimizer slots" in n for n in report["not_converted"])
   convert_checkpoint.official_to_keras(tmp_path / "official", str(tmp_path / "p.keras"),
@@ -551,16 +555,16 @@ def test_mismatched_config_shows_both(tmp_path, hparams, shown):
   assert json.dumps(hparams, sort_keys=True) in message
 
 
-def test_keras_checkpoint_needs_hparams_and_matching_ones(tmp_path):
+def test_keras_checkpoint_with_mismatched_hparams(tmp_path):
   source = _write_layout(tmp_path / "official", "default")
   report = convert_checkpoint.convert(str(source), str(tmp_path / "keras"))
-  (tmp_path / "keras" / convert_checkpoint.HPARAMS_FILE).unlink()
-  with pytest.raises(ValueError, match="pass the run's --hparams"):
-    convert_checkpoint.convert(str(tmp_path / "keras"), str(tmp_path / "back"))
   wrong = dict(report["hparams"], embedding_size=12)
   wrong = {k: wrong[k] for k in ("vocab_size", "embedding_size", "model_hparam_overrides")}
-  with pytest.raises(ValueError, match="does not match the model built from --hparams"):
+  with pytest.raises(ValueError) as error:
     convert_checkpoint.convert(str(tmp_path / "keras"), str(tmp_path / "back"), hparams=wrong)
+  message = str(error.value)
+  assert "does not match the model built from the hparams" in message
+  assert "[40, 12]" in message and "[40, 8]" in message
 
 
 def test_wrong_direction_and_options(tmp_path):
