@@ -18,10 +18,12 @@ original's names, shapes and dtypes: both towers and heads, `global_step`
 (int64) and, with `--with-optimizer-slots`, `<var>/adam_m`, `<var>/adam_v`.
 
 Names come from `electra_tf.checkpoint_names`, the one map used by both
-directions and by the loader. Sizes are read from the checkpoint's shapes
-(`infer_config_from_checkpoint`); `--hparams` adds what shapes cannot tell
-(attention heads) and is checked against the shapes. Nothing is skipped
-silently: every checkpoint entry that is not converted is listed.
+directions and by the loader. Sizes and layout are read from the shapes
+(`infer_config_from_checkpoint` for official checkpoints,
+`infer_hparams_from_training_checkpoint` for electra_tf ones); `--hparams`
+adds what shapes cannot tell (attention heads, which only matter for a
+`.keras` model's outputs) and is checked against the shapes. Nothing is
+skipped silently: every checkpoint entry that is not converted is listed.
 
 Example:
   python -m electra_tf.convert_checkpoint --input models/tiny \
@@ -868,8 +870,10 @@ def load_keras_source(input_path, hparams=None):
   Args:
     input_path: a `.keras` file (a pretrainer, or a discriminator/generator
       written by `official_to_keras`), or an electra_tf training checkpoint
-      (prefix or model dir) — which needs the run's `hparams`.
-    hparams: the training run's hparams (dict / JSON / `.json` path).
+      (prefix or model dir).
+    hparams: the training run's hparams (dict / JSON / `.json` path) for a
+      training checkpoint; None reads `converted_hparams.json` next to it
+      (written by `official_to_keras`) or infers them from its shapes.
 
   Returns:
     `(name_map, optimizer_or_None, global_step_or_None, source, notes)`.
