@@ -176,3 +176,19 @@ def make_optimizer_from_config(config, pretrainer=None):
                         num_warmup_steps=config.num_warmup_steps,
                         lr_decay_power=config.lr_decay_power,
                         weight_decay_rate=config.weight_decay_rate)
+
+
+def agree_on_finite_gradients(grads):
+  """Makes every replica see non-finite gradients if any replica has them.
+
+  `LossScaleOptimizer` decides per replica (or from replica 0) whether to
+  skip a step, before this package's optimizer sums the gradients; replicas
+  disagreeing would apply an inf/NaN sum or stall. Returns dense gradients.
+  """
+  dense = [None if g is None else tf.convert_to_tensor(g) for g in grads]
+  if num_replicas() == 1:
+    return dense
+  local_ok = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in dense if g is not None])
+  num_bad = cross_replica_sum(1.0 - tf.cast(local_ok, tf.float32))
+  poison = tf.where(num_bad > 0, float("nan"), 0.0)
+  return [None if g is None else g + tf.cast(poison, g.dtype) for g in dense]

@@ -38,3 +38,17 @@ def _reset_keras_state():
   keras.utils.clear_session()
   yield
   keras.mixed_precision.set_global_policy("float32")
+
+
+@pytest.fixture(scope="session")
+def two_replica_strategy():
+  """One `MirroredStrategy` over the two logical CPUs for the whole session.
+
+  Separate strategy objects in one process reuse collective instance keys,
+  and TensorFlow then fails with "Shape mismatch in the collective instance";
+  tests running collectives should share this one.
+  """
+  devices = tf.config.list_logical_devices("CPU")
+  if len(devices) < 2:
+    pytest.skip("needs two logical CPU devices (set up at the top of conftest.py)")
+  return tf.distribute.MirroredStrategy([d.name for d in devices[:2]])

@@ -97,3 +97,39 @@ def test_rejects_keras_clipping_arguments_and_round_trips_config():
   assert restored.weight_decay_rate == 0.01 and restored.epsilon == 1e-6
   assert restored.variable_names == {"a/kernel": "electra/x/kernel"}
   assert restored.exclude_patterns == ("LayerNorm", "layer_norm", "bias")
+
+
+def test_clips_the_sum_of_the_replicas_gradients(two_replica_strategy):
+  strategy = two_replica_strategy
+  with strategy.scope():
+    var = keras.Variable(np.zeros([2], np.float32), name="kernel")
+    opt = AdamWeightDecay(learning_rate=1.0, clip_norm=1.0)
+    opt.build([var])  # as fit does, outside the step function
+  per_replica = strategy.experimental_distribute_values_from_function(
+      lambda ctx: tf.constant([[0.8, 0.0], [0.0, 0.8]])[ctx.replica_id_in_sync_group])
+
+  @tf.function
+  def step(g):
+    strategy.run(lambda g: opt.apply([g], [var]), args=(g,))
+
+  step(per_replica)
+  # summed gradient (0.8, 0.8) has norm 1.13 > 1: clipped to (0.707, 0.707);
+  # clipping each replica's (norm 0.8) first would not clip at all
+  m = opt.official_slots({"kernel": var})["kernel/adam_m"]
+  np.testing.assert_allclose(m.numpy(), [0.1 * 0.8 / np.hypot(0.8, 0.8)] * 2, rtol=1e-5)
+
+
+def test_replicas_agree_on_non_finite_gradients(two_replica_strategy):
+  from electra_tf import pretraining_step  # pylint: disable=g-import-not-at-top
+  strategy = two_replica_strategy
+  grads = strategy.experimental_distribute_values_from_function(
+      lambda ctx: tf.constant([[1.0, 2.0], [np.inf, 0.0]])[ctx.replica_id_in_sync_group])
+  agree = tf.function(lambda g: strategy.run(
+      lambda g: pretraining_step.agree_on_finite_gradients([g])[0], args=(g,)))
+  out = agree(grads)
+  for local in strategy.experimental_local_results(out):
+    assert not np.all(np.isfinite(local.numpy()))
+  ok = strategy.experimental_distribute_values_from_function(lambda ctx: tf.constant([1.0, 2.0]))
+  out = agree(ok)
+  for local in strategy.experimental_local_results(out):
+    np.testing.assert_array_equal(local.numpy(), [1.0, 2.0])

@@ -163,10 +163,7 @@ def _first_step(strategy, config, weights, features):
 
 
 @pytest.mark.slow
-def test_mirrored_strategy_matches_one_device(tmp_path):
-  devices = tf.config.list_logical_devices("CPU")
-  if len(devices) < 2:
-    pytest.skip("needs the two logical CPU devices of conftest.py")
+def test_mirrored_strategy_matches_one_device(tmp_path, two_replica_strategy):
   config = _tiny_config(tmp_path, model_hparam_overrides={
       "hidden_size": 32, "num_hidden_layers": 1, "intermediate_size": 64,
       # dropout draws are per replica; the comparison is of the step itself
@@ -176,7 +173,7 @@ def test_mirrored_strategy_matches_one_device(tmp_path):
   weights.build()
   weights = weights.get_weights()
   one_loss, one_grads = _first_step(tf.distribute.get_strategy(), config, weights, features)
-  mirrored = tf.distribute.MirroredStrategy([d.name for d in devices[:2]])
+  mirrored = two_replica_strategy
   assert mirrored.num_replicas_in_sync == 2
   two_loss, two_grads = _first_step(mirrored, config, weights, features)
   assert two_loss == pytest.approx(one_loss, rel=1e-5)

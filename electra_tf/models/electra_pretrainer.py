@@ -277,6 +277,8 @@ class ElectraPretrainer(keras.Model):
       # unscales the gradients in `apply`; otherwise this is the identity.
       scaled_loss = self.optimizer.scale_loss(outputs["loss"])
     grads = tape.gradient(scaled_loss, variables)
+    if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
+      grads = pretraining_step.agree_on_finite_gradients(grads)
     self.optimizer.apply(grads, variables)
     return self._update_train_metrics(outputs)
 
