@@ -128,6 +128,14 @@ def test_inference_of_original_small_listing(original_fixtures):
   assert config.embedding_size == 128 and config.vocab_size == 7814
 
 
+def test_inference_recognises_the_debug_model():
+  shapes = spec_checkpoint_shapes("default", V=100, H=144, L=3, I=576, E=128, Hg=36, Lg=3,
+                                  Ig=144)
+  config, _, _ = convert_checkpoint.infer_config_from_checkpoint(shapes)
+  assert config.model_hparam_overrides["num_attention_heads"] == 4
+  assert config.generator_hidden_size == 0.25
+
+
 def test_given_hparams_win_for_heads_and_are_checked(tmp_path):
   shapes = _layout_shapes("default")
   config, _, notes = convert_checkpoint.infer_config_from_checkpoint(
@@ -347,8 +355,9 @@ def test_mixed_precision_training_checkpoint_to_official(tmp_path):
   convert_checkpoint.write_training_checkpoint(pretrainer, config, str(tmp_path / "train"), 4)
   assert pretrainer.optimizer.__class__.__name__ == "LossScaleOptimizer"
   keras.mixed_precision.set_global_policy("float32")
+  # No hparams: layout, sizes and the LossScaleOptimizer come from the checkpoint.
   report = convert_checkpoint.keras_to_official(tmp_path / "train", tmp_path / "official",
-                                                hparams=hparams, with_optimizer_slots=True)
+                                                with_optimizer_slots=True)
   assert any("loss scale" in n for n in report["not_converted"])
   written, dtypes = _read_all(report["output"])
   name_map = checkpoint_names.official_name_map(pretrainer)
