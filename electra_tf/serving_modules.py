@@ -10,7 +10,8 @@ computation:
   original's featuriser (spec §12.4) to the export's `max_seq_length`.
   Mixing one- and two-segment rows in one batch is allowed: each row is
   packed as if it were alone. Invalid UTF-8 bytes are dropped, as the
-  original's `convert_to_unicode` does.
+  original's `convert_to_unicode` does. `text_a` and `text_b` must have the
+  same length (an InvalidArgument error says so otherwise).
 - `serve_ids`: int32 `input_ids`, `input_mask`, `segment_ids`, `[B, S]`.
 - `serve_examples`: `examples`, string `[B]` of serialized `tf.Example`s with
   int64 features `input_ids`, `input_mask`, `segment_ids` of length S (the
@@ -85,6 +86,12 @@ class ElectraServingModule(tf.Module):
     return self.tokenizer(text)
 
   def _tokenize_both(self, text_a, text_b):
+    check = tf.debugging.assert_equal(
+        tf.size(text_a), tf.size(text_b),
+        message="text_a and text_b must have the same batch size (send \"\" as text_b "
+                "for a one-segment row)")
+    with tf.control_dependencies([check]):
+      text_a = tf.identity(text_a)
     # One tokenizer call for both segments keeps the graph (and tracing) small.
     ids = self.tokenize(tf.concat([text_a, text_b], axis=0))
     n = tf.shape(text_a, out_type=tf.int64)[0]

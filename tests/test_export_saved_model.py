@@ -532,6 +532,8 @@ def test_regression_and_tagging_heads(tmp_path):
                                   "sts_eid": np.zeros(n, "int32")})
   _assert_close(out["predictions"], np.asarray(ref["predictions"]), "sts")
   assert out["predictions"].shape == (n,)
+  with pytest.raises(tf.errors.InvalidArgumentError, match="same batch size"):
+    sts.serve_text(tf.constant(["a b", "c"]), tf.constant([""]))
 
   chunk = export_saved_model.build_serving_module(model, "task", tokenizer, S, task="chunk")
   out = _module_outputs(chunk, features)
