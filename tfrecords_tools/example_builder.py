@@ -109,9 +109,9 @@ class ExampleBuilder:
       self._target_length = self._rng.randint(5, self._max_length)
     else:
       self._target_length = self._max_length
-    return self._make_example(first, second)
+    return self._make_example(first, second, len_first)
 
-  def _make_example(self, first, second):
+  def _make_example(self, first, second, len_first=None):
     """The example's segments, truncated as the original does.
 
     Returns `Example(segment_a, segment_b)`: each a list of id arrays (views
@@ -120,8 +120,12 @@ class ExampleBuilder:
     a list of them into padded features with `examples_to_features`.
     """
     max_length = self._max_length
-    a = _truncate(first, max_length - 2)
-    len_a = sum(len(x) for x in a)
+    if len_first is None:
+      len_first = sum(len(x) for x in first)
+    if len_first <= max_length - 2:
+      a, len_a = first, len_first  # the common case: nothing to cut
+    else:
+      a, len_a = _truncate(first, max_length - 2), max_length - 2
     b = _truncate(second, max(0, max_length - len_a - 3))
     return Example(a, b)
 
