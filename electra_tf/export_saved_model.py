@@ -7,11 +7,13 @@ text: `text_a`, `text_b`), `serve_ids` (`input_ids`, `input_mask`,
 
 Sources (exactly one):
 - `--keras-model model.keras`: a saved `ElectraPretrainer` or
-  `FinetuningModel`;
-- `--checkpoint DIR_OR_PREFIX --hparams JSON`: an electra_tf checkpoint
-  (object-based) or an original/official name-based one, with the hparams of
-  the run that wrote it (pre-training hparams, or fine-tuning hparams with
-  `task_names` for `--model task`).
+  `FinetuningModel`, or a discriminator/generator `.keras` written by
+  `convert_checkpoint`;
+- `--checkpoint DIR_OR_PREFIX [--hparams JSON]`: an electra_tf training
+  checkpoint (needs the run's hparams), an original/official name-based
+  pre-training checkpoint (read by the converter's loader, sizes inferred
+  from the shapes; hparams optional) or a fine-tuned name-based checkpoint
+  (`--model task` with the fine-tuning hparams, `task_names` included).
 
 What is served (`--model`):
 - `discriminator`: replaced-token-detection probabilities per token and the
@@ -373,21 +375,27 @@ def _parse_args(argv):
       prog="python -m electra_tf.export_saved_model",
       description="Export an ELECTRA model as a TF Serving SavedModel.")
   source = parser.add_mutually_exclusive_group(required=True)
-  source.add_argument("--keras-model", help="a saved .keras ElectraPretrainer/FinetuningModel")
+  source.add_argument("--keras-model", help="a .keras ElectraPretrainer or FinetuningModel, or "
+                      "a discriminator/generator written by convert_checkpoint")
   source.add_argument("--checkpoint", help="checkpoint prefix or directory (electra_tf or "
                       "original/official)")
-  parser.add_argument("--hparams", help="hparams of the run (JSON string or .json file); "
-                      "required with --checkpoint")
+  parser.add_argument("--hparams", help="hparams of the run (JSON string or .json file): "
+                      "required for electra_tf checkpoints and --model task; optional for "
+                      "official pre-training checkpoints (sizes come from the shapes)")
   parser.add_argument("--model-name", default="electra", help="the run's model name")
   parser.add_argument("--data-dir", help="the run's data dir (default: the checkpoint's dir)")
   parser.add_argument("--vocab-file", help="the WordPiece vocab (default: the hparams' "
                       "vocab_file)")
   parser.add_argument("--export-dir", required=True, help="writes <export-dir>/<version>/")
-  parser.add_argument("--model", default="discriminator", choices=MODEL_KINDS)
+  parser.add_argument("--model", default="discriminator", choices=MODEL_KINDS,
+                      help="what to serve: RTD discriminator, generator as masked LM, or a "
+                      "fine-tuned task head")
   parser.add_argument("--task", help="the fine-tuned head to serve (--model task)")
-  parser.add_argument("--max-seq-length", type=int, default=128)
+  parser.add_argument("--max-seq-length", type=int, default=128,
+                      help="S of every signature (text is truncated to it)")
   parser.add_argument("--version", type=int, help="default: 1 + the newest existing version")
-  parser.add_argument("--overwrite", action="store_true")
+  parser.add_argument("--overwrite", action="store_true",
+                      help="replace an existing <export-dir>/<version>")
   parser.add_argument("--mixed-precision", action="store_true",
                       help=f"serve with the {MIXED_POLICY} policy (default float32)")
   parser.add_argument("--top-k", type=int, default=5, help="generator: tokens per [MASK]")
