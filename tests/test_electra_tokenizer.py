@@ -143,3 +143,10 @@ def test_saved_model_round_trip(tmp_path):
   loaded = tf.saved_model.load(path)
   out = loaded(tf.constant(["a B c", "de"]))
   assert out["input_ids"].numpy().tolist() == [[2, 5, 6, 7, 3, 0], [2, 8, 10, 3, 0, 0]]
+
+
+def test_empty_batch_and_empty_strings():
+  tok = _small_tokenizer()
+  assert tok(tf.constant([], tf.string)).to_list() == []
+  fn = tf.function(tok.call, input_signature=[tf.TensorSpec([None], tf.string)])
+  assert fn(tf.constant(["", " \t", "a", "é a"])).to_list() == [[], [], [5], [1, 5]]
