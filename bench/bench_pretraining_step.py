@@ -87,14 +87,14 @@ def measure(vocab_size, precision, jit_compile, warmup_steps, measured_steps):
   """Sequences/s of `fit` steps after `warmup_steps` (tracing, compiling)."""
   import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from electra_tf.models.electra_pretrainer import ElectraPretrainer  # pylint: disable=g-import-not-at-top
+  from electra_tf.models import electra_pretrainer  # pylint: disable=g-import-not-at-top
   from electra_tf.pretraining_config import PretrainingConfig  # pylint: disable=g-import-not-at-top
 
   keras.utils.clear_session()
   keras.mixed_precision.set_global_policy(precision)
   config = PretrainingConfig("bench", "/nonexistent", model_size="small", vocab_size=vocab_size,
                              max_seq_length=SEQ, train_batch_size=BATCH, seed=0)
-  model = ElectraPretrainer.from_pretraining_config(config)
+  model = electra_pretrainer.ElectraPretrainer.from_pretraining_config(config)
   model.compile(pretraining_config=config, jit_compile=jit_compile)
   dataset = tf.data.Dataset.from_tensors(_batch(vocab_size)).repeat()
 

@@ -15,6 +15,8 @@ import tensorflow as tf
 from electra_tf import masking
 from electra_tf import pretraining_losses
 from electra_tf import sampling
+from electra_tf.adam_weight_decay import AdamWeightDecay
+from electra_tf.learning_rate_schedule import ElectraLearningRateSchedule
 
 
 def num_replicas():
@@ -154,11 +156,9 @@ def make_optimizer(pretrainer=None, *, learning_rate=5e-4, num_train_steps=10000
   """The original's pre-training optimizer (spec §9): `AdamWeightDecay` with
   the warmup × polynomial-decay schedule, decay exclusions decided on the
   official variable names of `pretrainer` (if given)."""
-  # Imported here to keep this module light for tensor-only users.
-  from electra_tf.adam_weight_decay import AdamWeightDecay  # pylint: disable=g-import-not-at-top
-  from electra_tf.learning_rate_schedule import ElectraLearningRateSchedule  # pylint: disable=g-import-not-at-top
   variable_names = None
   if pretrainer is not None:
+    # Imported here: checkpoint_names imports the models, which import this.
     from electra_tf import checkpoint_names  # pylint: disable=g-import-not-at-top
     variable_names = {v.path: name
                       for name, v in checkpoint_names.official_name_map(pretrainer).items()}
