@@ -149,4 +149,4 @@ def test_empty_batch_and_empty_strings():
   tok = _small_tokenizer()
   assert tok(tf.constant([], tf.string)).to_list() == []
   fn = tf.function(tok.call, input_signature=[tf.TensorSpec([None], tf.string)])
-  assert fn(tf.constant(["", " \t", "a", "é a"])).to_list() == [[], [], [5], [1, 5]]
+  assert fn(tf.constant(["", " \t", "a", "é a", "ü a"])).to_list() == [[], [], [5], [9, 5], [1, 5]]
