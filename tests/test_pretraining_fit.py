@@ -221,3 +221,36 @@ def test_default_optimizer_decays_on_official_names(tmp_path):
   assert "electra/embeddings/word_embeddings" in decayed
   assert "generator_predictions/output_bias" not in decayed
   assert not any("LayerNorm" in n or n.endswith("bias") for n in decayed)
+
+
+@pytest.mark.parametrize("mode", [
+    {"uniform_generator": True},
+    {"untied_generator": False},
+    {"untied_generator_embeddings": True},
+    {"two_tower_generator": True},
+    {"disallow_correct": True, "temperature": 0.5},
+])
+def test_forward_in_every_generator_mode(tmp_path, mode):
+  from electra_tf import pretraining_step  # pylint: disable=g-import-not-at-top
+  config = _tiny_config(tmp_path, **mode)
+  model = ElectraPretrainer.from_pretraining_config(config)
+  model.build()
+  features = {k: tf.constant(v) for k, v in _synthetic_features(4).items()}
+  with tf.GradientTape() as tape:
+    out = pretraining_step.forward(model, features, training=True, seed=0, step=tf.constant(1))
+  grads = tape.gradient(out["loss"], model.trainable_variables)
+  assert np.isfinite(float(out["loss"]))
+  assert float(out["total_loss"]) == pytest.approx(
+      config.gen_weight * float(out["gen_loss"]) + config.disc_weight * float(out["disc_loss"]),
+      rel=1e-5)
+  if config.uniform_generator:
+    assert float(out["gen_loss"]) == pytest.approx(np.log(VOCAB), rel=1e-4)
+  if config.disallow_correct:
+    # a sample never equals its slot's original id, so every used slot is fake
+    used = out["masked_lm_weights"].numpy() > 0
+    assert not np.any((out["sampled_tokens"].numpy() == out["masked_lm_ids"].numpy())[used])
+  assert sum(g is not None for g in grads) > 0
+  disc_grads = [g for g, v in zip(grads, model.trainable_variables)
+                if any(v is w for w in model.discriminator.trainable_variables)]
+  assert any(g is not None and float(tf.reduce_max(tf.abs(tf.convert_to_tensor(g)))) > 0
+             for g in disc_grads)
