@@ -2,6 +2,7 @@
 
 import os
 import random
+import re
 import struct
 import subprocess
 import sys
@@ -216,3 +217,25 @@ def test_failed_job_leaves_no_complete_looking_shards(small_corpus, tmp_path, mo
   with pytest.raises(RuntimeError):
     text_corpus.build_pretraining_dataset(_options(corpus, vocab, out, num_out_files=3))
   assert os.listdir(out) == []
+
+
+def test_progress_log_and_more_processes_than_files(small_corpus, tmp_path, capsys):
+  corpus, vocab = small_corpus
+  text_corpus.build_pretraining_dataset(_options(corpus, vocab, tmp_path / "o",
+                                                 max_seq_length=16, seed=0,
+                                                 num_out_files=4))
+  log = capsys.readouterr().out
+  assert "Job 0: Creating example writer" in log
+  assert "Job 0: Writing tf examples" in log
+  assert re.search(r"Job 0: processed 1/3 files \(33\.3%\), ELAPSED: \d+s, ETA: \d+s, "
+                   r"\d+ examples written", log)
+  assert "Job 0: Done!" in log
+  # A job with no files still writes (empty) shards; nothing is lost.
+  options = _options(corpus, vocab, tmp_path / "o2", max_seq_length=16, seed=0,
+                     num_out_files=4, num_processes=4)
+  text_corpus.prepare_output_dir(options.output_dir, overwrite=False)
+  for job in range(4):
+    text_corpus.run_job(job, options)
+  shards = read_shards(tmp_path / "o2", 4)
+  assert shards[3] == []
+  assert all(shards[j] for j in range(3))
