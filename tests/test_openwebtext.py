@@ -80,3 +80,7 @@ def test_openwebtext_bad_input(tmp_path):
         data_dir=str(data_dir), num_out_files=2, seed=0))
   assert not [n for n in os.listdir(data_dir / "pretrain_tfrecords")]
   assert owt_cli.main(["--data-dir", str(tmp_path / "missing")]) == 2
+  (tmp_path / "novocab").mkdir()
+  with pytest.raises(ValueError, match="holds no vocab.txt"):
+    openwebtext.build_openwebtext(openwebtext.OpenWebTextOptions(
+        data_dir=str(tmp_path / "novocab")))

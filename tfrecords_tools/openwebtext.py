@@ -124,6 +124,10 @@ def run_job(job_id, options):
 
 def build_openwebtext(options):
   """Validates, then runs the jobs (spawned processes when more than one)."""
+  if not tf.io.gfile.isdir(options.data_dir):
+    raise ValueError(f"--data-dir {options.data_dir!r} is not a directory")
+  if not tf.io.gfile.exists(options.vocab_file):
+    raise ValueError(f"--data-dir {options.data_dir!r} holds no vocab.txt")
   text_corpus.check_vocab(options.vocab_file)
   list_archives(options.archive_dir)
   if options.num_processes < 1 or options.num_processes > options.num_out_files:
