@@ -81,6 +81,8 @@ class ExampleWriter:
     self._tokenize = tf.function(
         self._tokenizer.call,
         input_signature=[tf.TensorSpec([None], tf.string)])
+    # Trace and optimise the graph now (seconds), as part of the set-up.
+    self._tokenize(tf.constant(["warm up", "réchauffer ΟΔΟΣ"]))
     self._builder = ExampleBuilder(
         None, max_seq_length, cls_id=self._tokenizer.cls_id,
         sep_id=self._tokenizer.sep_id)
