@@ -153,13 +153,14 @@ def _first_step(strategy, config, weights, features):
     model.compile(pretraining_config=config)
   ds = tf.data.Dataset.from_tensor_slices(features).batch(8)
   history = model.fit(ds, epochs=1, verbose=0)
+  evaluation = model.evaluate(ds, return_dict=True, verbose=0)
   # step 0 has learning rate 0 (spec §9.1): the slots hold the clipped
   # gradients, m = 0.1 g and v = 0.001 g².
   from electra_tf import checkpoint_names  # pylint: disable=g-import-not-at-top
   slots = model.optimizer.official_slots(checkpoint_names.official_name_map(model))
   grads = {k[:-len("/adam_m")]: np.asarray(v.numpy()) / 0.1
            for k, v in slots.items() if k.endswith("/adam_m")}
-  return history.history["loss"][0], grads
+  return history.history["loss"][0], grads, evaluation
 
 
 @pytest.mark.slow
@@ -172,11 +173,17 @@ def test_mirrored_strategy_matches_one_device(tmp_path, two_replica_strategy):
   weights = ElectraPretrainer.from_pretraining_config(config)
   weights.build()
   weights = weights.get_weights()
-  one_loss, one_grads = _first_step(tf.distribute.get_strategy(), config, weights, features)
+  one_loss, one_grads, one_eval = _first_step(tf.distribute.get_strategy(), config, weights, features)
   mirrored = two_replica_strategy
   assert mirrored.num_replicas_in_sync == 2
-  two_loss, two_grads = _first_step(mirrored, config, weights, features)
+  two_loss, two_grads, two_eval = _first_step(mirrored, config, weights, features)
   assert two_loss == pytest.approx(one_loss, rel=1e-5)
+  # streamed metrics are read across replicas, not per replica
+  assert one_eval.keys() == two_eval.keys()
+  for key in one_eval:
+    # (200 fixed AUC thresholds: a probability an ulp away from one could
+    # move a count, hence the absolute tolerance)
+    assert two_eval[key] == pytest.approx(one_eval[key], rel=1e-4, abs=2e-3), key
   assert one_grads.keys() == two_grads.keys()
   assert max(np.abs(g).max() for g in one_grads.values()) > 1e-4
   for name in one_grads:

@@ -252,9 +252,22 @@ class ElectraPretrainer(keras.Model):
 
   @property
   def metrics(self):
-    metrics = list(getattr(self, "_electra_train_metrics", {}).values())
-    metrics += list(getattr(self, "_electra_eval_metrics", {}).values())
-    return metrics + [m for m in super().metrics if m not in metrics]
+    # Exactly the metrics the current step reports: Keras then reads their
+    # cross-replica values for the logs (with other names present it would
+    # return the per-replica step results instead).
+    if getattr(self, "_electra_evaluating", False):
+      return list(getattr(self, "_electra_eval_metrics", {}).values())
+    if hasattr(self, "_electra_train_metrics"):
+      return list(self._electra_train_metrics.values())
+    return super().metrics
+
+  def evaluate(self, *args, **kwargs):
+    previous = getattr(self, "_electra_evaluating", False)
+    object.__setattr__(self, "_electra_evaluating", True)
+    try:
+      return super().evaluate(*args, **kwargs)
+    finally:
+      object.__setattr__(self, "_electra_evaluating", previous)
 
   @staticmethod
   def _step_features(data):
