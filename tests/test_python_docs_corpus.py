@@ -19,11 +19,15 @@ class C:
   """x"""
 ''')
   (src / "broken.py").write_text("def (:\n")
+  (src / "other.py").write_text('"""Another module with its own words in it."""\n')
   paths, written = write_python_docs_corpus(str(tmp_path / "out"), num_files=2, roots=[str(src)])
   texts = [open(p).read() for p in paths]
   assert written == sum(len(t.encode()) for t in texts)
-  assert texts[0] == "Module text that explains many things here.\n\n"
-  assert texts[1] == "Return the answer to the question asked.\nSecond paragraph with several words in it.\n\n"
+  # one document per source file, its docstrings' prose paragraphs one per line
+  assert texts[0] == ("Module text that explains many things here.\n"
+                      "Return the answer to the question asked.\n"
+                      "Second paragraph with several words in it.\n\n")
+  assert texts[1] == "Another module with its own words in it.\n\n"
 
 
 def test_default_roots_give_real_text(tmp_path):

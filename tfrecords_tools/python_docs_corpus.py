@@ -8,7 +8,8 @@ so demo runs are comparable, and it needs no download.
 
 Layout written: text files in the original's corpus format (one "sentence" per
 line — here one docstring paragraph per line — and a blank line between
-documents; each docstring is one document).
+documents). A document is all the docstrings of one source file, so the
+builder can pack examples to full length (single docstrings are short).
 
 Usage:
   python -m tfrecords_tools.python_docs_corpus --output-dir DIR [--max-mb 8]
@@ -62,7 +63,7 @@ def default_roots():
 
 
 def iter_docstring_documents(roots):
-  """Yields lists of paragraphs, one list per docstring, in a fixed order."""
+  """Yields lists of paragraphs, one list per source file, in a fixed order."""
   for root in roots:
     yield from _iter_root(root)
 
@@ -78,13 +79,14 @@ def _iter_root(root):
           tree = ast.parse(f.read())
       except (SyntaxError, UnicodeDecodeError, ValueError, OSError):
         continue  # a few stdlib files are templates or deliberately broken
+      paragraphs = []
       for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
           docstring = ast.get_docstring(node)
           if docstring:
-            paragraphs = _paragraphs(docstring)
-            if paragraphs:
-              yield paragraphs
+            paragraphs.extend(_paragraphs(docstring))
+      if paragraphs:
+        yield paragraphs
 
 
 def write_python_docs_corpus(output_dir, max_megabytes=8.0, num_files=8, roots=None):
