@@ -11,3 +11,16 @@ def test_ci_runs_readme_test_command():
   assert len(commands) >= 2, "README Quickstart must show two commands"
   ci = (REPO_ROOT / ".ci" / "run").read_text()
   assert commands[1] in ci.splitlines(), ".ci/run must run README command (2) exactly"
+
+
+def test_hparam_reference_is_current():
+  from electra_tf import hparams_reference
+  readme = (REPO_ROOT / "README.md").read_text()
+  assert hparams_reference.readme_section(readme) == hparams_reference.reference_markdown(), (
+      "README hparam reference is out of date: python -m electra_tf.hparams_reference --write README.md")
+
+
+def test_every_hparam_has_a_description():
+  from electra_tf import hparams_reference
+  text = hparams_reference.reference_markdown()  # raises KeyError naming a missing description
+  assert "| `disc_weight` | `50.0` |" in text
