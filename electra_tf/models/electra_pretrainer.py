@@ -296,7 +296,12 @@ class ElectraPretrainer(keras.Model):
     return self._update_train_metrics(outputs)
 
   def _update_train_metrics(self, outputs):
+    # The logs carry this step's values, as the original's ETA line and
+    # summaries do, not Keras' running means since the epoch began: each
+    # metric holds one step (the values are already global sums).
     m = self._electra_train_metrics
+    for metric in m.values():
+      metric.reset_state()
     m["loss"].update_state(outputs["total_loss"])
     m["generator_loss"].update_state(outputs["gen_loss"])
     if "disc_loss" in m:
