@@ -1,0 +1,415 @@
+"""The main job on the built-in demo: `python -m electra_tf.demo`.
+
+Stages, in order (each can also be run alone with `--stages`):
+
+  corpus    docstrings of the Python standard library and of electra_tf's own
+            dependencies → `<out>/corpus/*.txt` (see
+            `tfrecords_tools.python_docs_corpus` for why this corpus)
+  vocab     learn a WordPiece vocab in BERT layout → `<out>/vocab.txt`
+  data      build the pre-training TFRecords → `<out>/pretrain_tfrecords/`
+            (shard 7 of 8 is held out for evaluation)
+  pretrain  pre-train a small ELECTRA on CPU with progress and ETA →
+            `<out>/models/demo/` (checkpoints, TensorBoard logs); evaluates on
+            the held-out shard every few hundred steps
+  eval      generator MLM accuracy and discriminator AUC/accuracy on the
+            held-out shard, next to their trivial baselines; writes the
+            results files and `<out>/training_curves.png`
+  export    SavedModel of the discriminator for TF Serving → `<out>/export/1`
+  score     load the export, corrupt a sentence and show the tokens the
+            discriminator flags
+
+`<out>` is laid out like the original's data dir, so `run_pretraining`,
+`run_finetuning` and `export_saved_model` work on it directly.
+"""
+
+import argparse
+import glob
+import json
+import os
+import sys
+import time
+
+STAGES = ("corpus", "vocab", "data", "pretrain", "eval", "export", "score")
+MODEL_NAME = "demo"
+NUM_SHARDS = 8
+EVAL_SHARD = NUM_SHARDS - 1
+
+# A small ELECTRA that learns visibly in a few CPU minutes: H=128, L=4,
+# E=128, generator 1/4 wide (Hg=32). Everything else is the original's.
+DEMO_HPARAMS = {
+    "model_size": "small",
+    "model_hparam_overrides": {"hidden_size": 128, "num_hidden_layers": 4,
+                               "num_attention_heads": 2, "intermediate_size": 512},
+    "embedding_size": 128,
+    "generator_hidden_size": 0.25,
+    "max_seq_length": 128,
+    "train_batch_size": 32,
+    "eval_batch_size": 32,
+    "learning_rate": 1e-3,
+    "num_warmup_steps": 100,
+    "num_train_steps": 1200,
+    "num_eval_steps": 10,
+    "save_checkpoints_steps": 200,
+    "keep_checkpoint_max": 2,
+    "seed": 0,
+    "log_every_steps": 20,
+    "save_summary_steps": 10,
+}
+
+
+def _say(text):
+  print(f"\n[demo] {text}", flush=True)
+
+
+def _paths(out):
+  return {
+      "corpus": os.path.join(out, "corpus"),
+      "vocab": os.path.join(out, "vocab.txt"),
+      "tfrecords": os.path.join(out, "pretrain_tfrecords"),
+      "model_dir": os.path.join(out, "models", MODEL_NAME),
+      "export": os.path.join(out, "export"),
+      "png": os.path.join(out, "training_curves.png"),
+      "history": os.path.join(out, "models", MODEL_NAME, "demo_eval_history.json"),
+  }
+
+
+def pretraining_config(out, train_steps=None, for_eval=False):
+  """The demo's `PretrainingConfig`: training reads shards 0–6, evaluation
+  the held-out shard 7."""
+  from electra_tf.pretraining_config import PretrainingConfig
+  hparams = dict(DEMO_HPARAMS)
+  if train_steps is not None:
+    hparams["num_train_steps"] = int(train_steps)
+    hparams["num_warmup_steps"] = max(1, min(hparams["num_warmup_steps"], int(train_steps) // 10))
+  paths = _paths(out)
+  shards = (f"pretrain_data.tfrecord-{EVAL_SHARD}-of-{NUM_SHARDS}" if for_eval else
+            f"pretrain_data.tfrecord-[0-{EVAL_SHARD - 1}]-of-{NUM_SHARDS}")
+  hparams["pretrain_tfrecords"] = os.path.join(paths["tfrecords"], shards)
+  hparams["vocab_size"] = _vocab_size(paths["vocab"])
+  if for_eval:
+    hparams.update(do_train=False, do_eval=True)
+  return PretrainingConfig(MODEL_NAME, out, **hparams)
+
+
+def _vocab_size(vocab_file):
+  if not os.path.exists(vocab_file):
+    return 30522
+  from electra_tf.vocab import load_vocab
+  return len(load_vocab(vocab_file))
+
+
+# -----------------------------------------------------------------------------
+# stages
+# -----------------------------------------------------------------------------
+
+def stage_corpus(out, args):
+  from tfrecords_tools.python_docs_corpus import write_python_docs_corpus
+  paths, written = write_python_docs_corpus(_paths(out)["corpus"], max_megabytes=args.corpus_mb,
+                                            num_files=NUM_SHARDS)
+  _say(f"corpus: {written / 2**20:.1f} MB of docstrings in {len(paths)} files")
+
+
+def stage_vocab(out, args):
+  from tfrecords_tools import build_vocab
+  paths = _paths(out)
+  build_vocab.main(["--corpus-dir", paths["corpus"], "--vocab-size", str(args.vocab_size),
+                    "--output", paths["vocab"]])
+  _say(f"vocab: {_vocab_size(paths['vocab'])} entries in {paths['vocab']}")
+
+
+def stage_data(out, args):
+  from electra_tf import build_pretraining_dataset
+  paths = _paths(out)
+  code = build_pretraining_dataset.main([
+      "--corpus-dir", paths["corpus"], "--vocab-file", paths["vocab"],
+      "--output-dir", paths["tfrecords"], "--max-seq-length", "128",
+      "--num-processes", str(args.num_processes), "--num-out-files", str(NUM_SHARDS),
+      "--seed", "0", "--overwrite"])
+  if code:
+    raise SystemExit(code)
+
+
+class PeriodicEvaluation:
+  """Evaluates on the held-out shard every `every` steps during training and
+  keeps the history (for the training-curve PNG)."""
+
+  def __init__(self, out, every):
+    import keras
+
+    from electra_tf import run_pretraining
+    self.every = every
+    self.history_path = _paths(out)["history"]
+    self.history = []
+    if os.path.exists(self.history_path):
+      with open(self.history_path) as f:
+        self.history = json.load(f)
+    eval_config = pretraining_config(out, for_eval=True)
+    self.dataset = run_pretraining.make_dataset(eval_config, is_training=False)
+    self.steps = eval_config.num_eval_steps
+    parent = self
+
+    class _Callback(keras.callbacks.Callback):
+
+      def on_train_batch_end(self, batch, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        if step % parent.every == 0 and all(h["step"] != step for h in parent.history):
+          parent.evaluate(self.model, step)
+
+    self.callback = _Callback()
+
+  def evaluate(self, model, step):
+    results = model.evaluate(self.dataset, steps=self.steps, verbose=0, return_dict=True)
+    entry = {"step": step, **{k: float(v) for k, v in results.items()}}
+    self.history.append(entry)
+    tmp = self.history_path + ".tmp"
+    with open(tmp, "w") as f:
+      json.dump(self.history, f, indent=1)
+    os.replace(tmp, self.history_path)
+    print(f"[demo] step {step}: held-out disc_auc {entry.get('disc_auc', float('nan')):.3f}, "
+          f"masked_lm_accuracy {entry.get('masked_lm_accuracy', float('nan')):.3f}", flush=True)
+
+
+def stage_pretrain(out, args):
+  from electra_tf import run_pretraining
+  config = pretraining_config(out, args.train_steps)
+  run_pretraining.validate_config(config)
+  periodic = PeriodicEvaluation(out, every=max(1, config.num_train_steps // 6))
+  _say(f"pretrain: {config.num_train_steps} steps of batch {config.train_batch_size} "
+       f"(H=128, L=4, generator H=32) in {config.model_dir}")
+  start = time.time()
+  run_pretraining.train_or_eval(config, callbacks=[periodic.callback])
+  _say(f"pretrain: done in {time.time() - start:.0f} s")
+
+
+def _roc_auc(labels, scores):
+  """Area under the ROC curve by ranks (ties get their average rank)."""
+  import numpy as np
+  labels = np.asarray(labels, bool)
+  positives, negatives = labels.sum(), (~labels).sum()
+  if positives == 0 or negatives == 0:
+    return float("nan")
+  order = np.argsort(scores, kind="mergesort")
+  sorted_scores = np.asarray(scores)[order]
+  ranks = np.empty(len(scores))
+  ranks[order] = np.arange(1, len(scores) + 1)
+  # average ranks over ties
+  unique, first, counts = np.unique(sorted_scores, return_index=True, return_counts=True)
+  for start, count in zip(first, counts):
+    if count > 1:
+      ranks[order[start:start + count]] = start + (count + 1) / 2.0
+  return float((ranks[labels].sum() - positives * (positives + 1) / 2.0) / (positives * negatives))
+
+
+def measure_against_baselines(config, num_batches=20):
+  """Generator and discriminator on the held-out shard, on real tokens only,
+  next to trivial baselines: the unigram generator (always the most
+  frequent target token) and the discriminator that calls every token
+  original (accuracy) or scores at random (AUC 0.5)."""
+  import numpy as np
+  import tensorflow as tf
+
+  from electra_tf import checkpointing
+  from electra_tf import distribution
+  from electra_tf import pretraining_step
+  from electra_tf import run_pretraining
+  strategy = distribution.setup_distribution(config)
+  model = run_pretraining.build_pretrainer(config, strategy)
+  manager = checkpointing.TrainingCheckpointManager(model, config.model_dir, chief=True)
+  step = manager.restore_latest()
+  dataset = run_pretraining.make_dataset(config, is_training=False).take(num_batches)
+  forward = tf.function(lambda f, i: pretraining_step.forward(
+      model, f, training=False, seed=12345, step=i))
+  targets, preds, labels, probs = [], [], [], []
+  for index, features in enumerate(dataset):
+    out = forward(features, tf.constant(index))
+    weights = out["masked_lm_weights"].numpy() > 0
+    targets.append(out["masked_lm_ids"].numpy()[weights])
+    preds.append(out["masked_lm_preds"].numpy()[weights])
+    real = out["input_mask"].numpy() > 0
+    labels.append(out["disc_labels"].numpy()[real])
+    probs.append(out["disc_probs"].numpy()[real])
+  targets, preds = np.concatenate(targets), np.concatenate(preds)
+  labels, probs = np.concatenate(labels).astype(bool), np.concatenate(probs)
+  return {
+      "global_step": step,
+      "masked_positions": int(len(targets)),
+      "real_tokens": int(len(labels)),
+      "masked_lm_accuracy": float((targets == preds).mean()),
+      "unigram_masked_lm_accuracy": float(np.bincount(targets).max() / len(targets)),
+      "disc_auc_real_tokens": _roc_auc(labels, probs),
+      "disc_accuracy_real_tokens": float(((probs > 0.5) == labels).mean()),
+      "all_original_accuracy": float(1.0 - labels.mean()),
+      "replaced_fraction": float(labels.mean()),
+  }
+
+
+def stage_eval(out, args):
+  from electra_tf import run_pretraining
+  from electra_tf.training_curves import write_training_curves_png
+  paths = _paths(out)
+  eval_config = pretraining_config(out, args.train_steps, for_eval=True)
+  eval_config.num_eval_steps = max(eval_config.num_eval_steps, 20)
+  results = run_pretraining.train_or_eval(eval_config)
+  measured = measure_against_baselines(eval_config)
+  _say(f"evaluation of step {measured['global_step']} on the held-out shard "
+       f"({measured['real_tokens']} real tokens, {measured['masked_positions']} masked positions; "
+       "the original's metrics above also count padding and use the training files):")
+  rows = [
+      ("generator masked-LM accuracy", measured["masked_lm_accuracy"],
+       measured["unigram_masked_lm_accuracy"], "unigram: always the most frequent token"),
+      ("discriminator AUC", measured["disc_auc_real_tokens"], 0.5, "random scores"),
+      ("discriminator accuracy", measured["disc_accuracy_real_tokens"],
+       measured["all_original_accuracy"], "calling every token original"),
+  ]
+  for name, value, baseline, how in rows:
+    verdict = "above" if value > baseline else "NOT above"
+    print(f"  {name:30s} {value:.3f}   {verdict} baseline {baseline:.3f} ({how})", flush=True)
+  with open(os.path.join(eval_config.model_dir, "results", "demo_vs_baselines.json"), "w") as f:
+    json.dump(measured, f, indent=1)
+  _write_curves(paths, write_training_curves_png)
+  print(f"  training curves: {paths['png']}", flush=True)
+  return results, measured
+
+
+def _scalar_events(log_dir):
+  """{tag: [(step, value)]} from the TensorBoard event files in `log_dir`."""
+  import tensorflow as tf
+  series = {}
+  for path in sorted(glob.glob(os.path.join(log_dir, "events.out.tfevents.*"))):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      for value in event.summary.value:
+        number = (tf.make_ndarray(value.tensor).item() if value.HasField("tensor")
+                  else value.simple_value)
+        series.setdefault(value.tag, {})[event.step] = float(number)
+  return {tag: sorted(points.items()) for tag, points in series.items()}
+
+
+def _write_curves(paths, write_png):
+  series = _scalar_events(paths["model_dir"])
+  panels = []
+  for tag, title in (("loss", "TOTAL LOSS"), ("generator_loss", "GENERATOR MLM LOSS"),
+                     ("disc_loss", "DISCRIMINATOR LOSS")):
+    points = series.get(tag, [])
+    panels.append((title, [p[0] for p in points], [p[1] for p in points]))
+  history = []
+  if os.path.exists(paths["history"]):
+    with open(paths["history"]) as f:
+      history = json.load(f)
+  panels.append(("HELD-OUT DISCRIMINATOR AUC", [h["step"] for h in history],
+                 [h.get("disc_auc", float("nan")) for h in history]))
+  write_png(paths["png"], panels)
+
+
+def stage_export(out, args):
+  from electra_tf import export_saved_model
+  paths = _paths(out)
+  code = export_saved_model.main([
+      "--checkpoint", paths["model_dir"], "--hparams", json.dumps(_hparams_for_export(out, args)),
+      "--model-name", MODEL_NAME, "--data-dir", out, "--vocab-file", paths["vocab"],
+      "--export-dir", paths["export"], "--model", "discriminator", "--version", "1",
+      "--overwrite"])
+  if code:
+    raise SystemExit(code)
+  _say(f"export: SavedModel in {os.path.join(paths['export'], '1')}")
+
+
+def _hparams_for_export(out, args):
+  hparams = dict(DEMO_HPARAMS)
+  hparams["vocab_size"] = _vocab_size(_paths(out)["vocab"])
+  if args.train_steps is not None:
+    hparams["num_train_steps"] = int(args.train_steps)
+  return hparams
+
+
+DEMO_SENTENCE = "return the number of items in the list , or raise an error if the list is empty ."
+# Replacements a careless generator might make; the discriminator should flag them.
+DEMO_REPLACEMENTS = {"number": "color", "list": "window", "error": "banana"}
+
+
+def corrupt(sentence, replacements):
+  """Replaces the first occurrence of each key; returns (text, replaced words)."""
+  words = sentence.split()
+  replaced = []
+  for original, fake in replacements.items():
+    if original in words:
+      words[words.index(original)] = fake
+      replaced.append(fake)
+  return " ".join(words), replaced
+
+
+def stage_score(out, args):
+  import tensorflow as tf
+
+  from electra_tf.vocab import load_vocab
+  paths = _paths(out)
+  export_path = os.path.join(paths["export"], "1")
+  loaded = tf.saved_model.load(export_path)
+  serve = loaded.signatures["serving_default"]
+  text, replaced = corrupt(DEMO_SENTENCE, DEMO_REPLACEMENTS)
+  outputs = serve(text_a=tf.constant([text]), text_b=tf.constant([""]))
+  inv_vocab = {i: t for t, i in load_vocab(paths["vocab"]).items()}
+  ids = outputs["input_ids"].numpy()[0]
+  mask = outputs["input_mask"].numpy()[0]
+  probs = outputs["rtd_probs"].numpy()[0]
+  _say(f"score: original  '{DEMO_SENTENCE}'")
+  print(f"       corrupted '{text}'  (replaced: {', '.join(replaced)})")
+  print("       token            p(replaced)")
+  flagged = []
+  for token_id, m, p in zip(ids, mask, probs):
+    if not m:
+      break
+    token = inv_vocab.get(int(token_id), "?")
+    mark = "  <-- flagged" if p > 0.5 else ""
+    if p > 0.5:
+      flagged.append(token)
+    print(f"       {token:16s} {p:.3f}{mark}")
+  print(f"       flagged: {flagged or 'none'}", flush=True)
+  return flagged
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--output-dir", default="demo_output")
+  parser.add_argument("--stages", default=",".join(STAGES),
+                      help=f"comma-separated subset of {','.join(STAGES)}")
+  parser.add_argument("--train-steps", type=int, default=None,
+                      help=f"pre-training steps (default {DEMO_HPARAMS['num_train_steps']})")
+  parser.add_argument("--corpus-mb", type=float, default=6.0)
+  parser.add_argument("--vocab-size", type=int, default=8000)
+  parser.add_argument("--num-processes", type=int, default=2)
+  args = parser.parse_args(argv)
+  stages = [s.strip() for s in args.stages.split(",") if s.strip()]
+  unknown = [s for s in stages if s not in STAGES]
+  if unknown:
+    parser.error(f"--stages: unknown stage(s) {unknown}; expected a subset of {list(STAGES)}")
+  out = os.path.abspath(args.output_dir)
+  os.makedirs(out, exist_ok=True)
+  start = time.time()
+  for stage in STAGES:
+    if stage in stages:
+      _say(f"=== stage {stage} ===")
+      globals()[f"stage_{stage}"](out, args)
+  _say(f"all done in {time.time() - start:.0f} s. Everything is under {out}:")
+  paths = _paths(out)
+  for key in ("corpus", "vocab", "tfrecords", "model_dir", "export", "png"):
+    print(f"  {key:10s} {paths[key]}")
+  print(f"""
+Next steps:
+  * your own corpus (a folder of text files, one sentence per line, blank
+    lines between documents):
+      python -m tfrecords_tools.build_vocab --corpus-dir MY_CORPUS --vocab-size 30522 --output DATA/vocab.txt
+      python -m electra_tf.build_pretraining_dataset --corpus-dir MY_CORPUS \\
+          --vocab-file DATA/vocab.txt --output-dir DATA/pretrain_tfrecords
+      python -m electra_tf.run_pretraining --data-dir DATA --model-name my_electra \\
+          --hparams configs/small.json
+  * continue from a released checkpoint (e.g. ELECTRA-Small++ unpacked in
+    DATA/models/electra_small):
+      python -m electra_tf.run_pretraining --data-dir DATA --model-name more_small \\
+          --hparams '{{"init_checkpoint": "DATA/models/electra_small", "generator_hidden_size": 1.0, "num_train_steps": 4010000, "learning_rate": 0.2005}}'
+  * TensorBoard: tensorboard --logdir {paths['model_dir']}
+""", flush=True)
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
