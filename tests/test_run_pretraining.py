@@ -268,9 +268,7 @@ def test_mixed_precision_end_to_end(tmp_path, policy):
 
 
 @pytest.mark.slow
-def test_mirrored_matches_one_device(tmp_path):
-  if len(tf.config.list_logical_devices("CPU")) < 2:
-    pytest.skip("needs the two logical CPU devices of conftest.py")
+def test_mirrored_matches_one_device(tmp_path, two_replica_strategy):
   make_data_dir(tmp_path, num_examples=24)
   import keras
   losses, weights = {}, {}
@@ -280,6 +278,12 @@ def test_mirrored_matches_one_device(tmp_path):
         model_hparam_overrides=dict(TINY["model_hparam_overrides"], hidden_dropout_prob=0.0,
                                     attention_probs_dropout_prob=0.0)))
     strategy = run_pretraining.distribution.setup_distribution(config)
+    if strategy_name == "mirrored":
+      assert isinstance(strategy, tf.distribute.MirroredStrategy)
+      # One MirroredStrategy per process: a second one would reuse the
+      # session's collective instance keys (TensorFlow then fails with
+      # "Shape mismatch in the collective instance").
+      strategy = two_replica_strategy
     keras.utils.set_random_seed(11)
     model = run_pretraining.build_pretrainer(config, strategy)
     assert strategy.num_replicas_in_sync == (2 if strategy_name == "mirrored" else 1)
