@@ -78,9 +78,9 @@ class ElectraTransformerLayer(keras.layers.Layer):
     self.attention_output_dropout = keras.layers.Dropout(
         self.hidden_dropout_prob, name="attention_output_dropout")
     self.attention_layer_norm = layer_utils.make_layer_norm("attention_layer_norm")
-    # The activation is applied in `call` (fused when training).
-    layer_utils.get_activation(self.hidden_act)  # rejects unknown names early
-    self.intermediate_dense = dense(self.intermediate_size, "intermediate_dense")
+    self.intermediate_dense = dense(
+        self.intermediate_size, "intermediate_dense",
+        activation=layer_utils.get_activation(self.hidden_act))
     self.output_dense = dense(self.hidden_size, "output_dense")
     self.output_dropout = keras.layers.Dropout(self.hidden_dropout_prob, name="output_dropout")
     self.output_layer_norm = layer_utils.make_layer_norm("output_layer_norm")
@@ -107,14 +107,10 @@ class ElectraTransformerLayer(keras.layers.Layer):
     k = self._split_heads(self.key(x), batch, seq)
     v = self._split_heads(self.value(x), batch, seq)
     scores = tf.matmul(q, k, transpose_b=True)  # no explicit transpose of K
-    scale = 1.0 / math.sqrt(float(self.head_size))
-    if training is True and attention_mask_adder is not None:
-      probs = layer_utils.fused_attention_probs(scores, attention_mask_adder, scale)
-    else:
-      scores = ops.cast(scores, "float32") * scale
-      if attention_mask_adder is not None:
-        scores = scores + ops.cast(attention_mask_adder, "float32")
-      probs = ops.softmax(scores, axis=-1)
+    scores = ops.cast(scores, "float32") * (1.0 / math.sqrt(float(self.head_size)))
+    if attention_mask_adder is not None:
+      scores = scores + ops.cast(attention_mask_adder, "float32")
+    probs = ops.softmax(scores, axis=-1)
     probs = self.attention_probs_dropout(probs, training=training)
     context = ops.matmul(ops.cast(probs, v.dtype), v)  # [B, A, S, d]
     context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (batch, seq, self.hidden_size))
@@ -126,8 +122,7 @@ class ElectraTransformerLayer(keras.layers.Layer):
         ops.cast(attention_output, "float32") + ops.cast(x, "float32"))
     attention_output = ops.cast(attention_output, self.compute_dtype)
 
-    intermediate = layer_utils.apply_activation(
-        self.intermediate_dense(attention_output), self.hidden_act, training)
+    intermediate = self.intermediate_dense(attention_output)
     layer_output = self.output_dense(intermediate)
     layer_output = self.output_dropout(layer_output, training=training)
     layer_output = self.output_layer_norm(

@@ -1,11 +1,8 @@
 """Small helpers shared by the layers: the original's initializers, LayerNorm,
 activations and attention-mask construction."""
 
-import math
-
 import keras
 from keras import ops
-import tensorflow as tf
 
 # The original adds this to the scores of masked keys (spec §14.44).
 ATTENTION_MASK_ADDER = -10000.0
@@ -39,72 +36,6 @@ def get_activation(name):
   if key == "tanh":
     return keras.activations.tanh
   raise ValueError(f"Unsupported activation {name!r}; expected gelu, relu, tanh or linear")
-
-
-_SQRT_HALF = 1.0 / math.sqrt(2.0)
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-
-
-@tf.function(jit_compile=True)
-def _fused_gelu_forward(x):
-  x32 = tf.cast(x, tf.float32)
-  return tf.cast(x32 * 0.5 * (1.0 + tf.math.erf(x32 * _SQRT_HALF)), x.dtype)
-
-
-@tf.function(jit_compile=True)
-def _fused_gelu_backward(x, dy):
-  x32 = tf.cast(x, tf.float32)
-  cdf = 0.5 * (1.0 + tf.math.erf(x32 * _SQRT_HALF))
-  pdf = tf.exp(-0.5 * x32 * x32) * _INV_SQRT_2PI
-  return tf.cast(tf.cast(dy, tf.float32) * (cdf + x32 * pdf), dy.dtype)
-
-
-@tf.custom_gradient
-def fused_gelu(x):
-  """Exact (erf) GELU with its forward and backward each one XLA-fused
-  kernel. On CPU the unfused ops are memory-bound and were the largest cost
-  of the training step after the matmuls; the values equal
-  `keras.activations.gelu` up to float rounding."""
-  return _fused_gelu_forward(x), lambda dy: _fused_gelu_backward(x, dy)
-
-
-@tf.function(jit_compile=True)
-def _fused_attention_probs_forward(scores, adder, scale):
-  return tf.nn.softmax(tf.cast(scores, tf.float32) * scale + adder, axis=-1)
-
-
-@tf.function(jit_compile=True)
-def _fused_attention_probs_backward(probs, d_probs, scale):
-  d_logits = probs * (d_probs - tf.reduce_sum(d_probs * probs, axis=-1, keepdims=True))
-  return d_logits * scale
-
-
-def fused_attention_probs(scores, adder, scale):
-  """`softmax(scores * scale + adder)` in float32, forward and backward each
-  one XLA-fused kernel (the unfused ops pass over [B, A, S, S] several
-  times). `adder` is the float32 mask adder, broadcastable to `scores`."""
-  adder = tf.cast(adder, tf.float32)
-
-  @tf.custom_gradient
-  def _probs(scores):
-    probs = _fused_attention_probs_forward(scores, adder, scale)
-
-    def grad(d_probs):
-      return tf.cast(_fused_attention_probs_backward(probs, d_probs, scale), scores.dtype)
-    return probs, grad
-
-  return _probs(scores)
-
-
-def apply_activation(x, hidden_act, training=None):
-  """`get_activation(hidden_act)(x)`; when training, GELU runs fused.
-
-  Inference keeps plain TensorFlow ops, so exported SavedModels need no XLA.
-  """
-  if training is True and isinstance(hidden_act, str) and hidden_act.lower() == "gelu":
-    return fused_gelu(x)
-  activation = get_activation(hidden_act)
-  return x if activation is None else activation(x)
 
 
 def attention_mask_adder(input_mask, attention_direction="bidirectional"):
