@@ -354,16 +354,27 @@ def stage_score(out, args):
   _say(f"score: original  '{DEMO_SENTENCE}'")
   print(f"       corrupted '{text}'  (replaced: {', '.join(replaced)})")
   print("       token            p(replaced)")
-  flagged = []
+  tokens, scores = [], []
   for token_id, m, p in zip(ids, mask, probs):
     if not m:
       break
-    token = inv_vocab.get(int(token_id), "?")
-    mark = "  <-- flagged" if p > 0.5 else ""
-    if p > 0.5:
-      flagged.append(token)
-    print(f"       {token:16s} {p:.3f}{mark}")
-  print(f"       flagged: {flagged or 'none'}", flush=True)
+    tokens.append(inv_vocab.get(int(token_id), "?"))
+    scores.append(float(p))
+  # Rank the words (a word's score is its pieces' highest), leaving out [CLS]/[SEP].
+  words = []
+  for token, p in zip(tokens[1:-1], scores[1:-1]):
+    if token.startswith("##") and words:
+      words[-1] = (words[-1][0] + token[2:], max(words[-1][1], p))
+    else:
+      words.append((token, p))
+  top = {w for w, _ in sorted(words, key=lambda wp: -wp[1])[:len(replaced)]}
+  flagged = [w for w, p in words if p > 0.5]
+  for word, p in words:
+    marks = ("  <-- replaced" if word in replaced else "") + ("  (flagged: p > 0.5)" if p > 0.5 else "")
+    print(f"       {word:16s} {p:.3f}{marks}")
+  hits = len(top & set(replaced))
+  print(f"       flagged (p > 0.5): {flagged or 'none'}; the {len(replaced)} most suspicious words: "
+        f"{sorted(top)} -> {hits} of {len(replaced)} replaced words found", flush=True)
   return flagged
 
 

@@ -38,5 +38,5 @@ def test_demo_runs_every_stage(tmp_path):
   assert (out / "export" / "1" / "assets" / "vocab.txt").exists()
   # the scored example and the closing directions
   assert "corrupted 'return the color of items" in stdout
-  assert "flagged:" in stdout
+  assert "most suspicious words" in stdout
   assert "baseline" in stdout and "Next steps" in stdout
