@@ -3,6 +3,7 @@ model) whose output layer is tied to its input word embeddings."""
 
 import keras
 
+from electra_tf import masking
 from electra_tf.layers.electra_cloze_head import ElectraClozeHead
 from electra_tf.layers.electra_embeddings import ElectraEmbeddings
 from electra_tf.layers.electra_encoder import ElectraEncoder
@@ -154,11 +155,11 @@ class ElectraGenerator(keras.layers.Layer):
       outputs["sequence_output"] = cloze["sequence_output"]
       outputs["logits"] = cloze["logits"]
       if masked_lm_positions is not None:
-        outputs["mlm_logits"] = model_utils.gather_positions(
+        outputs["mlm_logits"] = masking.gather_positions(
             cloze["logits"], masked_lm_positions)
     elif masked_lm_positions is not None:
       # Gather first so that no [B, S, V] logits are materialised.
-      reprs = model_utils.gather_positions(outputs["sequence_output"], masked_lm_positions)
+      reprs = masking.gather_positions(outputs["sequence_output"], masked_lm_positions)
       outputs["mlm_logits"] = self.head(reprs, self.word_embeddings)
     return outputs
 

@@ -31,11 +31,6 @@ def check_inputs(inputs, owner):
     raise ValueError(f"{owner} inputs lack {missing}; expected keys {list(INPUT_KEYS)}")
 
 
-def gather_positions(sequence, positions):
-  """`sequence[b, positions[b, n]]`: `[B, S, ...]`, `[B, N]` → `[B, N, ...]`."""
-  return tf.gather(sequence, tf.cast(positions, tf.int32), batch_dims=1)
-
-
 def serialize_layer(layer):
   return None if layer is None else keras.saving.serialize_keras_object(layer)
 
