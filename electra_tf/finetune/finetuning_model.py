@@ -61,7 +61,10 @@ class FinetuningModel(keras.Model):
     self.encoder.build()
     hidden = self.bert_config["hidden_size"]
     for head in self.heads:
-      head.build((None, None, hidden))
+      # Heads deserialised from a `.keras` config arrive built (Keras replays
+      # their build config); building them again would add variables twice.
+      if not head.built:
+        head.build((None, None, hidden))
     self.built = True
 
   def call(self, features, training=None):
