@@ -11,11 +11,33 @@ original `run_pretraining.py` or released by Google (with or without
 - a `.keras` model (`--output` ends in `.keras`) of the pretrainer, of the
   discriminator alone (fine-tuning, serving) or of the generator alone (MLM).
 
+A fine-tuned checkpoint (`electra/...` plus one `task_specific/<task>/...`
+group per task: what the original's `run_finetuning` writes, and what
+electra_tf's writes under `finetuning_models/<tasks>_model_<trial>/`)
+becomes a `.keras` `FinetuningModel` (encoder and task heads) with
+`--part finetuned`, the default when the checkpoint has task heads
+(`--part discriminator` still gives the encoder alone). Each head's type
+comes from its task name (`rte` → classification, `sts` → regression,
+`chunk` → tagging, `squad` → QA, ...; a task electra_tf does not know is QA
+when it has layers besides `dense`, e.g. `qa_hidden`); the number of labels
+and the QA variant come from the shapes. For that part `--hparams` takes fine-tuning hparams (as for
+`run_finetuning`): `task_names` fixes the heads' order (the `task_id`s; the
+checkpoint does not record it, the default is alphabetical), the QA options
+(`beam_size`, ...), the model keys (`model_size`, `embedding_size`,
+`vocab_size`, `model_hparam_overrides`, `debug`), and one key of the
+converter's own, `task_types`: `{"<task>": "classification" | "regression" |
+"tagging" | "qa"}` for tasks electra_tf does not know (classification,
+regression and tagging heads have the same variables, so an unknown task
+without a type is an error).
+
 Keras → official (`--direction to-official`): an electra_tf training
-checkpoint (or a `.keras` pretrainer/discriminator written here) becomes a
+checkpoint (or a `.keras` pretrainer/discriminator/generator or fine-tuning
+model written here, or a `FinetuningModel` saved as `.keras`) becomes a
 name-based TF1 checkpoint `<output>/model.ckpt-<step>` with exactly the
 original's names, shapes and dtypes: both towers and heads, `global_step`
 (int64) and, with `--with-optimizer-slots`, `<var>/adam_m`, `<var>/adam_v`.
+electra_tf's fine-tuning runs need no conversion: they already write
+name-based checkpoints with the original's names, slots and `global_step`.
 
 Names come from `electra_tf.checkpoint_names`, the one map used by both
 directions and by the loader. Sizes and layout are read from the shapes
@@ -29,6 +51,11 @@ Example:
   python -m electra_tf.convert_checkpoint --input models/tiny \
       --output /tmp/tiny_disc.keras --part discriminator \
       --hparams models/tiny_hparams.json
+  python -m electra_tf.convert_checkpoint \
+      --input models/tiny/finetuning_models/rte,chunk_model_1 --output /tmp/rte_chunk.keras \
+      --hparams '{"task_names": ["rte", "chunk"]}'
+  python -m electra_tf.convert_checkpoint --input /tmp/rte_chunk.keras \
+      --output /tmp/rte_chunk_official --global-step 1000
 """
 
 import argparse
@@ -48,7 +75,10 @@ from electra_tf import pretraining_config as pretraining_config_lib
 from electra_tf.hparams import load_hparams
 
 DIRECTIONS = ("to-keras", "to-official")
-PARTS = ("pretrainer", "discriminator", "generator")
+PART_FINETUNED = "finetuned"
+PARTS = ("pretrainer", "discriminator", "generator", PART_FINETUNED)
+# Head types of fine-tuning tasks, as `--hparams` `task_types` names them.
+TASK_TYPES = ("classification", "regression", "tagging", "qa")
 CHECKPOINT_NAME = "model.ckpt"
 KERAS_SUFFIX = ".keras"
 # Written next to a converted training checkpoint: the hparams its model was
@@ -357,10 +387,13 @@ def _expected_shapes(config, layout):
       checkpoint_names.discriminator_name_map(encoder, include_head=False))
 
 
-def _check_shapes(expected, shapes, source, user, layout):
+def _check_shapes(expected, shapes, source, user, layout, task_heads=False):
+  """Raises unless the checkpoint's model entries are exactly `expected`
+  (`{name: shape}`); `task_heads` False leaves `task_specific/*` out of the
+  comparison (an encoder-only conversion lists them as not converted)."""
   found = {n: tuple(int(d) for d in s) for n, s in shapes.items()
            if not checkpoint_names.is_non_model_entry(n)}
-  if layout == LAYOUT_ENCODER:
+  if layout == LAYOUT_ENCODER and not task_heads:
     # Fine-tuning heads are reported as not converted, not as errors.
     found = {n: s for n, s in found.items()
              if not n.startswith(checkpoint_names.TASK_SCOPE + "/")}
@@ -465,6 +498,250 @@ def _generator_model(generator, scopes):
 
 
 # -----------------------------------------------------------------------------
+# Fine-tuned models: the encoder plus task_specific/<task>/ heads (spec §8.4)
+# -----------------------------------------------------------------------------
+
+# Fine-tuning hparams that set the encoder's shape: passed on to the shape
+# inference (and so checked against the checkpoint) for --part finetuned.
+_FINETUNING_MODEL_KEYS = ("model_size", "embedding_size", "vocab_size", "model_hparam_overrides",
+                          "debug")
+# QA head options whose defaults come from the checkpoint's layer names; a
+# value given in --hparams wins and is then checked against the shapes.
+_QA_LAYOUT_KEYS = ("joint_prediction", "answerable_classifier", "answerable_uses_start_logits")
+_TASK_TYPES_EXAMPLE = '--hparams \'{{"task_types": {{"{task}": "classification"}}}}\''
+
+
+def task_groups(names):
+  """`{task: set of layer names}` of the `task_specific/<task>/<layer>/...`
+  entries among `names` (optimizer slots ignored)."""
+  groups = {}
+  for name in names:
+    if checkpoint_names.is_non_model_entry(name):
+      continue
+    parts = name.split("/")
+    if parts[0] == checkpoint_names.TASK_SCOPE:
+      if len(parts) < 4:
+        raise ValueError(f"unexpected checkpoint entry {name!r}: expected "
+                         f"{checkpoint_names.TASK_SCOPE}/<task>/<layer>/<kernel|bias>")
+      groups.setdefault(parts[1], set()).add(parts[2])
+  return groups
+
+
+def package_task_type(task_name):
+  """The head type (one of `TASK_TYPES`) of a task electra_tf defines
+  (`electra_tf.finetune.task_builder.TASK_CLASSES`), or None."""
+  from electra_tf.finetune import classification_tasks  # pylint: disable=g-import-not-at-top
+  from electra_tf.finetune import qa_tasks  # pylint: disable=g-import-not-at-top
+  from electra_tf.finetune import tagging_tasks  # pylint: disable=g-import-not-at-top
+  from electra_tf.finetune import task_builder  # pylint: disable=g-import-not-at-top
+  task_class = task_builder.TASK_CLASSES.get(task_name)
+  if task_class is None:
+    return None
+  for base, task_type in ((qa_tasks.QATask, "qa"),
+                          (classification_tasks.RegressionTask, "regression"),
+                          (classification_tasks.ClassificationTask, "classification"),
+                          (tagging_tasks.TaggingTask, "tagging")):
+    if issubclass(task_class, base):
+      return task_type
+  raise ValueError(f"task {task_name!r}: {task_class.__name__} is none of the task kinds the "
+                   "converter knows (classification, regression, tagging, QA)")
+
+
+def _finetuning_hparams(hparams):
+  """Splits `--hparams` for `--part finetuned`.
+
+  Args:
+    hparams: fine-tuning hparams (dict / JSON / `.json` path, as for
+      `run_finetuning`) plus `task_types`, or None.
+
+  Returns:
+    `(user, model_hparams, finetuning_config, task_types)`: the whole dict
+    (for messages), the keys that set the encoder's shape, a
+    `FinetuningConfig` (validates the keys; QA defaults) and
+    `{task: type}`.
+  """
+  from electra_tf.finetuning_config import FinetuningConfig  # pylint: disable=g-import-not-at-top
+  user = load_hparams(hparams)
+  rest = dict(user)
+  task_types = rest.pop("task_types", None) or {}
+  if not isinstance(task_types, dict):
+    raise ValueError(f"--hparams task_types must be a JSON object {{task: type}}, got "
+                     f"{task_types!r}")
+  for task, task_type in task_types.items():
+    if task_type not in TASK_TYPES:
+      raise ValueError(f"--hparams task_types: {task!r} has type {task_type!r}; expected one "
+                       f"of {TASK_TYPES}")
+  try:
+    config = FinetuningConfig("converted", _NO_DATA_DIR, **rest)
+  except ValueError as e:
+    raise ValueError(f"--hparams for --part finetuned are fine-tuning hparams (as for "
+                     f"run_finetuning) plus task_types: {e}") from e
+  model_hparams = {k: rest[k] for k in _FINETUNING_MODEL_KEYS if k in rest}
+  return user, model_hparams, config, task_types
+
+
+def _task_order(groups, user, notes):
+  """The heads' order (it gives each task its `task_id`): `task_names` from
+  --hparams, which must name exactly the checkpoint's tasks, else sorted."""
+  found = sorted(groups)
+  if "task_names" not in user:
+    if len(found) > 1:
+      notes.append(f"task order (task_id) {found} is alphabetical: the checkpoint does not "
+                   "record it; pass the run's task_names in --hparams if it differed")
+    return found
+  given = list(user["task_names"])
+  if sorted(given) != found:
+    raise ValueError(
+        f"--hparams task_names {given} do not name the checkpoint's tasks {found} (not in the "
+        f"checkpoint: {sorted(set(given) - set(found))}; not in task_names: "
+        f"{sorted(set(found) - set(given))})")
+  return given
+
+
+def _task_type(task, layers, task_types, notes):
+  """A task's head type: `task_types` from --hparams, else the package's
+  task of that name, else QA when the layers are QA-only names."""
+  known = package_task_type(task)
+  if task in task_types:
+    if known is not None and known != task_types[task]:
+      notes.append(f"task {task}: --hparams task_types says {task_types[task]} (electra_tf's "
+                   f"{task} task is {known})")
+    return task_types[task]
+  if known is not None:
+    return known
+  if layers - {"dense"}:
+    notes.append(f"task {task}: not an electra_tf task; a QA head from its layers "
+                 f"{sorted(layers)}")
+    return "qa"
+  raise ValueError(
+      f"task {task!r} of the checkpoint is not a task electra_tf knows "
+      f"({', '.join(_known_task_names())}), and classification, regression and tagging "
+      f"heads have the same variables ({checkpoint_names.TASK_SCOPE}/{task}/dense/kernel, bias): "
+      f"give its type with {_TASK_TYPES_EXAMPLE.format(task=task)} (one of "
+      f"{', '.join(TASK_TYPES)})")
+
+
+def _known_task_names():
+  from electra_tf.finetune import task_builder  # pylint: disable=g-import-not-at-top
+  return sorted(task_builder.TASK_CLASSES)
+
+
+def _build_task_head(task, task_type, layers, shapes, config, user):
+  """The head layer of one task, sized from the checkpoint's shapes.
+
+  Returns:
+    `(head, description)`.
+  """
+  from electra_tf.finetune.classification_head import ClassificationHead  # pylint: disable=g-import-not-at-top
+  from electra_tf.finetune.qa_head import QAHead  # pylint: disable=g-import-not-at-top
+  from electra_tf.finetune.tagging_head import TaggingHead  # pylint: disable=g-import-not-at-top
+  name = "task_specific_" + task  # as the tasks' create_head names them
+  if task_type == "qa":
+    # dense (start) always; qa_hidden only with joint prediction; dense_2 is
+    # the answerable classifier, dense_3 its second layer when it also reads
+    # the start probabilities (spec §8.4).
+    options = {"joint_prediction": "qa_hidden" in layers,
+               "answerable_classifier": "dense_2" in layers,
+               "answerable_uses_start_logits": "dense_3" in layers}
+    options.update({k: user[k] for k in _QA_LAYOUT_KEYS if k in user})
+    head = QAHead(task, beam_size=config.beam_size, answerable_weight=config.answerable_weight,
+                  name=name, **options)
+    flags = ", ".join(k for k, v in options.items() if v) or "no joint prediction or answerable"
+    return head, f"qa ({flags}; beam_size {config.beam_size})"
+  kernel_name = f"{checkpoint_names.TASK_SCOPE}/{task}/dense/kernel"
+  kernel = shapes.get(kernel_name)
+  if kernel is None or len(kernel) != 2:
+    found = "no such entry" if kernel is None else f"shape {_shape_str(kernel)}"
+    raise ValueError(f"task {task!r} ({task_type}): expected {kernel_name} [H, num_labels], the "
+                     f"checkpoint has {found} (the task's layers: {sorted(layers)})")
+  num_labels = int(kernel[1])
+  if task_type == "tagging":
+    return TaggingHead(task, num_labels, name=name), f"tagging, {num_labels} tags"
+  if task_type == "regression":
+    if num_labels != 1:
+      raise ValueError(
+          f"task {task!r} is a regression task (one output) but {kernel_name} is "
+          f"{_shape_str(kernel)}; if it is a classifier, say so with "
+          f"{_TASK_TYPES_EXAMPLE.format(task=task)}")
+    return ClassificationHead(task, 1, regression=True, name=name), "regression"
+  return ClassificationHead(task, num_labels, name=name), f"classification, {num_labels} labels"
+
+
+def build_finetuning_model(config, heads):
+  """A built `FinetuningModel` with the encoder of `config` (a
+  `PretrainingConfig`) and `heads`, as `run_finetuning` builds it."""
+  from electra_tf.finetune.finetuning_model import FinetuningModel  # pylint: disable=g-import-not-at-top
+  bert_config = pretraining_config_lib.get_pretraining_bert_config(config)
+  model = FinetuningModel(bert_config.to_dict(), heads, embedding_size=config.embedding_size,
+                          name="finetuning_model")
+  model.build()
+  return model
+
+
+def load_official_finetuning_model(path, hparams=None):
+  """Reads a fine-tuned name-based checkpoint (`electra/...` and
+  `task_specific/<task>/...`) into a `FinetuningModel`, strictly: every
+  model entry must be a variable of the model with the same shape.
+
+  Args:
+    path: checkpoint prefix or directory.
+    hparams: fine-tuning hparams (see `_finetuning_hparams`), or None.
+
+  Returns:
+    `(model, tensors, info)`: `tensors` holds every checkpoint entry; `info`
+    has `prefix`, `layout`, `notes`, `hparams` (reusable as --hparams) and
+    `tasks` (`[(task, description)]` in head order).
+  """
+  prefix, tensors = read_name_based_checkpoint(path)
+  shapes = {n: tuple(int(d) for d in t.shape) for n, t in tensors.items()}
+  groups = task_groups(shapes)
+  if not groups:
+    raise ValueError(f"checkpoint {prefix!r} has no {checkpoint_names.TASK_SCOPE}/<task>/ heads, "
+                     "so it is not a fine-tuned model; use --part pretrainer or discriminator")
+  others = sorted({n.split("/", 1)[0] for n in shapes if not checkpoint_names.is_non_model_entry(n)}
+                  - {checkpoint_names.DISCRIMINATOR_SCOPE, checkpoint_names.TASK_SCOPE})
+  if others:
+    raise ValueError(f"checkpoint {prefix!r} has task heads but also the scopes {others}; a "
+                     f"fine-tuned model holds only {checkpoint_names.DISCRIMINATOR_SCOPE}/... and "
+                     f"{checkpoint_names.TASK_SCOPE}/...")
+  user, model_hparams, ft_config, task_types = _finetuning_hparams(hparams)
+  config, merged, layout, notes = _infer(shapes, model_hparams, source=prefix)
+  unknown = sorted(set(task_types) - set(groups))
+  if unknown:
+    raise ValueError(f"--hparams task_types names {unknown}, which the checkpoint has no heads "
+                     f"for (its tasks: {sorted(groups)})")
+  order = _task_order(groups, user, notes)
+  heads, tasks, types = [], [], {}
+  for task in order:
+    types[task] = _task_type(task, groups[task], task_types, notes)
+    head, description = _build_task_head(task, types[task], groups[task], shapes, ft_config,
+                                         user)
+    heads.append(head)
+    tasks.append((task, description))
+  model = build_finetuning_model(config, heads)
+  name_map = model.official_name_map()
+  _check_shapes(checkpoint_names.official_shapes(name_map), shapes, repr(prefix), user, layout,
+                task_heads=True)
+  _assign(name_map, tensors)
+  used = dict(user)
+  used.update(merged, task_names=order, task_types=types)
+  return model, tensors, {"prefix": prefix, "layout": layout, "notes": notes, "hparams": used,
+                          "tasks": tasks}
+
+
+def _finetuned_to_keras(input_path, output_path, hparams):
+  """`official_to_keras` for `--part finetuned`: the `.keras` fine-tuning
+  model; slots and `global_step` are listed as not converted."""
+  model, tensors, info = load_official_finetuning_model(input_path, hparams)
+  _save_keras(model, output_path)
+  converted = sorted(model.official_name_map())
+  return {"input": info["prefix"], "output": os.fspath(output_path), "part": PART_FINETUNED,
+          "layout": info["layout"], "notes": info["notes"], "tasks": info["tasks"],
+          "converted": converted, "not_converted": sorted(set(tensors) - set(converted)),
+          "global_step": _global_step(tensors), "hparams": info["hparams"]}
+
+
+# -----------------------------------------------------------------------------
 # Official → Keras
 # -----------------------------------------------------------------------------
 
@@ -497,7 +774,8 @@ def load_official_pretrainer(path, hparams=None):
   if not _layout_needs_pretrainer(layout):
     raise ValueError(
         f"checkpoint {prefix!r} holds an encoder only (no generator or discriminator head, "
-        "e.g. a fine-tuned model): convert it with --part discriminator")
+        f"e.g. a fine-tuned model): convert it with --part {PART_FINETUNED} (with its task "
+        "heads, see load_official_finetuning_model) or --part discriminator")
   pretrainer = _build_pretrainer(config)
   _assign(checkpoint_names.official_name_map(pretrainer), tensors)
   return pretrainer, config, tensors, {"prefix": prefix, "layout": layout, "notes": notes}
@@ -587,7 +865,7 @@ def _save_keras(model, output_path):
       os.remove(tmp)
 
 
-def official_to_keras(input_path, output_path, part="pretrainer", hparams=None):
+def official_to_keras(input_path, output_path, part=None, hparams=None):
   """Converts a name-based (original/released) checkpoint to electra_tf.
 
   Args:
@@ -595,19 +873,34 @@ def official_to_keras(input_path, output_path, part="pretrainer", hparams=None):
     output_path: a directory (electra_tf training checkpoint; `part` must be
       "pretrainer"; optimizer slots and `global_step` are carried over) or a
       path ending in `.keras` (model only).
-    part: "pretrainer", "discriminator" or "generator".
+    part: "pretrainer", "discriminator", "generator", "finetuned" (the
+      fine-tuning model with its task heads; `.keras` only) or None:
+      "finetuned" when the checkpoint has `task_specific/` heads, else
+      "pretrainer".
     hparams: optional hparams (dict / JSON / `.json` path), see
-      `infer_config_from_checkpoint`.
+      `infer_config_from_checkpoint`; for "finetuned", fine-tuning hparams
+      plus `task_types` (see `load_official_finetuning_model`).
 
   Returns:
     A report dict: `input`, `output`, `part`, `layout`, `notes`,
     `converted` (official names written), `not_converted` (checkpoint entries
     left out, e.g. slots in a `.keras` or the generator for the
-    discriminator), `global_step`.
+    discriminator), `global_step`, `hparams`, and `tasks` for "finetuned".
   """
-  if part not in PARTS:
+  if part is not None and part not in PARTS:
     raise ValueError(f"--part {part!r}; expected one of {PARTS}")
   to_keras_file = os.fspath(output_path).endswith(KERAS_SUFFIX)
+  if part is None:
+    prefix = official_checkpoint.resolve_checkpoint_path(input_path)
+    has_heads = bool(task_groups(_open_reader(prefix).get_variable_to_shape_map()))
+    part = PART_FINETUNED if has_heads else "pretrainer"
+  if part == PART_FINETUNED:
+    if not to_keras_file:
+      raise ValueError(
+          f"--part {PART_FINETUNED}: the fine-tuning model is written as a .keras model only; give "
+          f"an --output ending in {KERAS_SUFFIX} (electra_tf's run_finetuning reads and writes "
+          "name-based checkpoints with the original's names, so they need no conversion)")
+    return _finetuned_to_keras(input_path, output_path, hparams)
   if not to_keras_file:
     if part != "pretrainer":
       raise ValueError(
@@ -621,8 +914,10 @@ def official_to_keras(input_path, output_path, part="pretrainer", hparams=None):
 
   if not _layout_needs_pretrainer(layout):
     if part != "discriminator":
-      raise ValueError(f"checkpoint {prefix!r} holds an encoder only (layout {layout}); "
-                       "only --part discriminator can be converted")
+      heads = (f" and task heads {sorted(task_groups(tensors))} (--part {PART_FINETUNED} converts "
+               "both)") if task_groups(tensors) else ""
+      raise ValueError(f"checkpoint {prefix!r} holds an encoder only (layout {layout}){heads}; "
+                       "--part discriminator converts the encoder alone")
     model_part = _build_encoder(config)
     name_map = checkpoint_names.discriminator_name_map(model_part, include_head=False)
     pretrainer = None
@@ -868,9 +1163,9 @@ def load_keras_source(input_path, hparams=None):
   """Reads an electra_tf checkpoint or `.keras` model for `to-official`.
 
   Args:
-    input_path: a `.keras` file (a pretrainer, or a discriminator/generator
-      written by `official_to_keras`), or an electra_tf training checkpoint
-      (prefix or model dir).
+    input_path: a `.keras` file (a pretrainer or `FinetuningModel`, or a
+      discriminator/generator written by `official_to_keras`), or an
+      electra_tf training checkpoint (prefix or model dir).
     hparams: the training run's hparams (dict / JSON / `.json` path) for a
       training checkpoint; None reads `converted_hparams.json` next to it
       (written by `official_to_keras`) or infers them from its shapes.
@@ -878,6 +1173,7 @@ def load_keras_source(input_path, hparams=None):
   Returns:
     `(name_map, optimizer_or_None, global_step_or_None, source, notes)`.
   """
+  from electra_tf.finetune.finetuning_model import FinetuningModel
   from electra_tf.models.electra_discriminator import ElectraDiscriminator
   from electra_tf.models.electra_generator import ElectraGenerator
   from electra_tf.models.electra_pretrainer import ElectraPretrainer
@@ -889,6 +1185,11 @@ def load_keras_source(input_path, hparams=None):
     if isinstance(model, ElectraPretrainer):
       model.build()
       return checkpoint_names.official_name_map(model), None, None, path, []
+    if isinstance(model, FinetuningModel):
+      # Before the discriminator search below: its encoder is one, but the
+      # heads must be written too.
+      return model.official_name_map(), None, None, path, [
+          f"fine-tuning model with tasks {model.task_names}"]
     discriminator = _find_layer(model, ElectraDiscriminator)
     if discriminator is not None:
       return checkpoint_names.discriminator_name_map(discriminator), None, None, path, []
@@ -899,8 +1200,8 @@ def load_keras_source(input_path, hparams=None):
       # are the shared `electra/embeddings` block.
       shared = generator.get_config()["embeddings"] is not None
       return _generator_part_name_map(generator, scopes, shared), None, None, path, []
-    raise ValueError(f"--input {path!r} holds no ElectraPretrainer, ElectraDiscriminator or "
-                     "electra_tf generator model")
+    raise ValueError(f"--input {path!r} holds no ElectraPretrainer, FinetuningModel, "
+                     "ElectraDiscriminator or electra_tf generator model")
 
   prefix = official_checkpoint.resolve_checkpoint_path(path)
   if not _is_object_based(prefix):
@@ -1051,9 +1352,11 @@ def _detect_direction(input_path):
   return "to-official" if _is_object_based(prefix) else "to-keras"
 
 
-def convert(input_path, output_path, direction=None, part="pretrainer", hparams=None,
+def convert(input_path, output_path, direction=None, part=None, hparams=None,
             with_optimizer_slots=False, global_step=None):
-  """Runs one conversion; `direction` None detects it from the input."""
+  """Runs one conversion; `direction` None detects it from the input, `part`
+  None (to-keras) picks "finetuned" for a checkpoint with task heads, else
+  "pretrainer"."""
   detected = _detect_direction(input_path)
   if direction is None:
     direction = detected
@@ -1062,15 +1365,21 @@ def convert(input_path, output_path, direction=None, part="pretrainer", hparams=
   elif direction != detected:
     kind = "an electra_tf checkpoint/.keras model" if detected == "to-official" else (
         "a name-based (official) checkpoint")
+    hint = ""
+    if detected == "to-keras":
+      prefix = official_checkpoint.resolve_checkpoint_path(input_path)
+      if task_groups(_open_reader(prefix).get_variable_to_shape_map()):
+        hint = ("; a fine-tuned checkpoint written by run_finetuning already has the original's "
+                "names, shapes, dtypes, slots and global_step")
     raise ValueError(f"--direction {direction}, but --input {input_path!r} is {kind} "
-                     f"(use --direction {detected})")
+                     f"(use --direction {detected}){hint}")
   if direction == "to-keras":
     if with_optimizer_slots or global_step is not None:
       raise ValueError("--with-optimizer-slots and --global-step apply to --direction "
                        "to-official; to-keras carries the slots and step over whenever the "
                        "output is a training checkpoint")
     return official_to_keras(input_path, output_path, part=part, hparams=hparams)
-  if part != "pretrainer":
+  if part is not None:
     raise ValueError("--part applies to --direction to-keras; to-official writes whatever "
                      "the input holds")
   return keras_to_official(input_path, output_path, hparams=hparams,
@@ -1082,6 +1391,8 @@ def format_report(report):
   for key in ("part", "layout", "global_step"):
     if key in report:
       lines.append(f"  {key}: {report[key]}")
+  for task, description in report.get("tasks", []):
+    lines.append(f"  task {task}: {description}")
   if report.get("hparams") is not None:
     lines.append(f"  hparams: {json.dumps(report['hparams'], sort_keys=True)}")
   for note in report.get("notes", []):
@@ -1109,11 +1420,20 @@ def main(argv=None):
                            "to-official: the directory for model.ckpt-<step>")
   parser.add_argument("--direction", choices=DIRECTIONS, default=None,
                       help="default: detected from --input")
-  parser.add_argument("--part", choices=PARTS, default="pretrainer",
-                      help="to-keras: what to convert (default: pretrainer)")
+  parser.add_argument("--part", choices=PARTS, default=None,
+                      help="to-keras: what to convert. finetuned: a fine-tuned checkpoint's "
+                           "encoder and task_specific/<task>/ heads as a .keras FinetuningModel. "
+                           "Default: finetuned when the checkpoint has task heads, else "
+                           "pretrainer")
   parser.add_argument("--hparams", default=None,
                       help="JSON dict or .json path of pre-training hparams (as for "
-                           "run_pretraining); checked against the checkpoint's shapes")
+                           "run_pretraining); for a fine-tuned checkpoint (--part finetuned), "
+                           "fine-tuning hparams (as for "
+                           "run_finetuning: task_names gives the heads' order, beam_size, ...) "
+                           "plus task_types, e.g. {\"task_types\": {\"mytask\": "
+                           "\"classification\"}} (classification, regression, tagging or qa) "
+                           "for tasks electra_tf does not know; checked against the "
+                           "checkpoint's shapes")
   parser.add_argument("--with-optimizer-slots", action="store_true",
                       help="to-official: also write <var>/adam_m and <var>/adam_v")
   parser.add_argument("--global-step", type=int, default=None,
