@@ -149,6 +149,26 @@ def test_multi_process_is_reproducible_and_matches_reference(small_corpus, tmp_p
   assert all(got[i] for i in range(6))
 
 
+def test_job_cpus_pins_only_when_jobs_fill_the_cores(monkeypatch):
+  monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {4, 6, 9}, raising=False)
+  assert text_corpus.job_cpus(1) == [None]
+  assert text_corpus.job_cpus(2) == [None, None]  # fewer jobs than cores
+  assert text_corpus.job_cpus(3) == [4, 6, 9]
+  assert text_corpus.job_cpus(5) == [4, 6, 9, 4, 6]  # round robin
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) != 2,
+                    reason="needs exactly 2 usable cores (as CI has)")
+def test_job_processes_run_pinned_to_their_own_core(small_corpus, tmp_path):
+  corpus, vocab = small_corpus
+  stats = text_corpus.build_pretraining_dataset(text_corpus.BuildOptions(
+      corpus_dir=corpus, vocab_file=vocab, output_dir=str(tmp_path / "out"),
+      max_seq_length=24, num_processes=2, seed=11, num_out_files=4))
+  cpus = sorted(os.sched_getaffinity(0))
+  assert [s["cpus"] for s in sorted(stats, key=lambda s: s["job_id"])] == [[cpus[0]], [cpus[1]]]
+
+
 def test_blanks_separate_docs_flag_parses_false():
   parser = cli.make_parser()
   base = ["--vocab-file", "v", "--output-dir", "o", "--corpus-dir", "c"]

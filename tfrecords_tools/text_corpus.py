@@ -99,8 +99,31 @@ def _seed_job(seed):
     random.seed(seed)
 
 
-def run_job(job_id, options):
-  """One job: its files (or TFDS documents) → its shards. Returns stats."""
+def job_cpus(num_processes):
+  """The core each job process is pinned to, or None for no pinning.
+
+  A job keeps about two cores busy (tokenization runs in a thread beside the
+  packing). When there are at least as many jobs as cores, unpinned jobs
+  fight over every core; one core per job (round robin) measured about 8%
+  faster with 2 jobs on 2 cores. With fewer jobs than cores nothing is
+  pinned, so each job can still use two.
+  """
+  if num_processes < 2 or not hasattr(os, "sched_getaffinity"):
+    return [None] * num_processes
+  cpus = sorted(os.sched_getaffinity(0))
+  if num_processes < len(cpus):
+    return [None] * num_processes
+  return [cpus[j % len(cpus)] for j in range(num_processes)]
+
+
+def run_job(job_id, options, cpu=None):
+  """One job: its files (or TFDS documents) → its shards. Returns stats.
+
+  `cpu`: pin this process to that core first (see `job_cpus`); threads
+  TensorFlow starts afterwards inherit it.
+  """
+  if cpu is not None:
+    os.sched_setaffinity(0, {cpu})
   _seed_job(options.seed)
   progress = example_writer.ProgressLog(job_id, 0)
   progress.log("Creating example writer")
@@ -156,7 +179,8 @@ def run_job(job_id, options):
                f"in {elapsed:.1f}s ({writer.bytes_read / 1e6 / max(elapsed, 1e-9):.2f} MB/s)")
   return {"job_id": job_id, "examples": writer.n_written,
           "bytes": writer.bytes_read, "bad_bytes": writer.bad_bytes,
-          "seconds": elapsed, "start_time": start, "end_time": start + elapsed}
+          "seconds": elapsed, "start_time": start, "end_time": start + elapsed,
+          "cpus": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None}
 
 
 def build_pretraining_dataset(options):
@@ -178,5 +202,6 @@ def build_pretraining_dataset(options):
   context = multiprocessing.get_context("spawn")
   with concurrent.futures.ProcessPoolExecutor(
       options.num_processes, mp_context=context) as pool:
-    futures = [pool.submit(run_job, j, options) for j in range(options.num_processes)]
+    futures = [pool.submit(run_job, j, options, cpu)
+               for j, cpu in enumerate(job_cpus(options.num_processes))]
     return [f.result() for f in futures]
