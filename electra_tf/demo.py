@@ -77,18 +77,31 @@ def pretraining_config(out, train_steps=None, for_eval=False):
   """The demo's `PretrainingConfig`: training reads shards 0–6, evaluation
   the held-out shard 7."""
   from electra_tf.pretraining_config import PretrainingConfig
-  hparams = dict(DEMO_HPARAMS)
-  if train_steps is not None:
-    hparams["num_train_steps"] = int(train_steps)
-    hparams["num_warmup_steps"] = max(1, min(hparams["num_warmup_steps"], int(train_steps) // 10))
-  paths = _paths(out)
+  hparams = _demo_hparams(out, train_steps)
   shards = (f"pretrain_data.tfrecord-{EVAL_SHARD}-of-{NUM_SHARDS}" if for_eval else
             f"pretrain_data.tfrecord-[0-{EVAL_SHARD - 1}]-of-{NUM_SHARDS}")
-  hparams["pretrain_tfrecords"] = os.path.join(paths["tfrecords"], shards)
-  hparams["vocab_size"] = _vocab_size(paths["vocab"])
+  hparams["pretrain_tfrecords"] = os.path.join(_paths(out)["tfrecords"], shards)
   if for_eval:
     hparams.update(do_train=False, do_eval=True)
   return PretrainingConfig(MODEL_NAME, out, **hparams)
+
+
+def _demo_hparams(out, train_steps=None):
+  """`DEMO_HPARAMS` with the vocab's size and, if given, the step count (the
+  warm-up shrinks to a tenth of a short run)."""
+  hparams = dict(DEMO_HPARAMS, vocab_size=_vocab_size(_paths(out)["vocab"]))
+  if train_steps is not None:
+    hparams["num_train_steps"] = int(train_steps)
+    hparams["num_warmup_steps"] = max(1, min(hparams["num_warmup_steps"], int(train_steps) // 10))
+  return hparams
+
+
+def _load_history(path):
+  """The held-out evaluations written so far (`[]` before the first)."""
+  if not os.path.exists(path):
+    return []
+  with open(path) as f:
+    return json.load(f)
 
 
 def _vocab_size(vocab_file):
@@ -139,10 +152,7 @@ class PeriodicEvaluation:
     from electra_tf import run_pretraining
     self.every = every
     self.history_path = _paths(out)["history"]
-    self.history = []
-    if os.path.exists(self.history_path):
-      with open(self.history_path) as f:
-        self.history = json.load(f)
+    self.history = _load_history(self.history_path)
     eval_config = pretraining_config(out, for_eval=True)
     self.dataset = run_pretraining.make_dataset(eval_config, is_training=False)
     self.steps = eval_config.num_eval_steps
@@ -184,19 +194,13 @@ def stage_pretrain(out, args):
 def _roc_auc(labels, scores):
   """Area under the ROC curve by ranks (ties get their average rank)."""
   import numpy as np
+
+  from electra_tf.finetune.classification_scorers import average_ranks
   labels = np.asarray(labels, bool)
   positives, negatives = labels.sum(), (~labels).sum()
   if positives == 0 or negatives == 0:
     return float("nan")
-  order = np.argsort(scores, kind="mergesort")
-  sorted_scores = np.asarray(scores)[order]
-  ranks = np.empty(len(scores))
-  ranks[order] = np.arange(1, len(scores) + 1)
-  # average ranks over ties
-  unique, first, counts = np.unique(sorted_scores, return_index=True, return_counts=True)
-  for start, count in zip(first, counts):
-    if count > 1:
-      ranks[order[start:start + count]] = start + (count + 1) / 2.0
+  ranks = average_ranks(scores)
   return float((ranks[labels].sum() - positives * (positives + 1) / 2.0) / (positives * negatives))
 
 
@@ -291,10 +295,7 @@ def _write_curves(paths, write_png):
                      ("disc_loss", "DISCRIMINATOR LOSS")):
     points = series.get(tag, [])
     panels.append((title, [p[0] for p in points], [p[1] for p in points]))
-  history = []
-  if os.path.exists(paths["history"]):
-    with open(paths["history"]) as f:
-      history = json.load(f)
+  history = _load_history(paths["history"])
   panels.append(("HELD-OUT DISCRIMINATOR AUC", [h["step"] for h in history],
                  [h.get("disc_auc", float("nan")) for h in history]))
   write_png(paths["png"], panels)
@@ -304,21 +305,14 @@ def stage_export(out, args):
   from electra_tf import export_saved_model
   paths = _paths(out)
   code = export_saved_model.main([
-      "--checkpoint", paths["model_dir"], "--hparams", json.dumps(_hparams_for_export(out, args)),
+      "--checkpoint", paths["model_dir"],
+      "--hparams", json.dumps(_demo_hparams(out, args.train_steps)),
       "--model-name", MODEL_NAME, "--data-dir", out, "--vocab-file", paths["vocab"],
       "--export-dir", paths["export"], "--model", "discriminator", "--version", "1",
       "--overwrite"])
   if code:
     raise SystemExit(code)
   _say(f"export: SavedModel in {os.path.join(paths['export'], '1')}")
-
-
-def _hparams_for_export(out, args):
-  hparams = dict(DEMO_HPARAMS)
-  hparams["vocab_size"] = _vocab_size(_paths(out)["vocab"])
-  if args.train_steps is not None:
-    hparams["num_train_steps"] = int(args.train_steps)
-  return hparams
 
 
 DEMO_SENTENCE = "return the number of items in the list , or raise an error if the list is empty ."

@@ -43,11 +43,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from electra_tf import checkpoint_names
 from electra_tf import hparams as hparams_lib
 from electra_tf import official_checkpoint
 from electra_tf import serving_modules
 from electra_tf.electra_tokenizer import ElectraTokenizer
+from electra_tf.finetune import checkpoint_io
 
 MODEL_KINDS = ("discriminator", "generator", "task")
 MIXED_POLICY = "mixed_bfloat16"
@@ -195,7 +195,7 @@ def load_pretraining_checkpoint(path, hparams=None, model_name="electra", data_d
   from electra_tf.pretraining_config import PretrainingConfig
 
   prefix = official_checkpoint.resolve_checkpoint_path(path)
-  if _is_name_based(prefix):
+  if checkpoint_io.is_name_based(prefix):
     pretrainer, config, _, _ = convert_checkpoint.load_official_pretrainer(prefix, hparams)
     return pretrainer, config
   if hparams is None:
@@ -210,17 +210,13 @@ def load_pretraining_checkpoint(path, hparams=None, model_name="electra", data_d
 
 
 def build_finetuning_model(config):
-  """A `FinetuningModel` with one head per task of a `FinetuningConfig`."""
+  """A built `FinetuningModel` with one head per task of a `FinetuningConfig`,
+  sized as `run_finetuning` sizes it (debug mode shrinks the encoder)."""
+  from electra_tf import convert_checkpoint
   from electra_tf.finetune import task_builder
-  from electra_tf.finetune.finetuning_model import FinetuningModel
-  from electra_tf.pretraining_config import get_bert_config
 
   tasks = task_builder.get_tasks(config, tokenizer=None)
-  model = FinetuningModel(get_bert_config(config).to_dict(),
-                          [task.create_head() for task in tasks],
-                          embedding_size=config.embedding_size)
-  model.build()
-  return model
+  return convert_checkpoint.build_finetuning_model(config, [task.create_head() for task in tasks])
 
 
 def load_finetuning_checkpoint(path, hparams, model_name="electra", data_dir=None):
@@ -232,18 +228,12 @@ def load_finetuning_checkpoint(path, hparams, model_name="electra", data_dir=Non
   config = FinetuningConfig(model_name, data_dir or os.path.dirname(prefix),
                             **hparams_lib.load_hparams(hparams))
   model = build_finetuning_model(config)
-  if _is_name_based(prefix):
+  if checkpoint_io.is_name_based(prefix):
     official_checkpoint.restore_from_name_map(model.official_name_map(), prefix,
                                               allow_unexpected=True)
   else:
     _restore_object_based(model, prefix)
   return model, config
-
-
-def _is_name_based(prefix):
-  return any(name.startswith(("electra/", "generator", "task_specific/"))
-             for name, _ in tf.train.list_variables(prefix)
-             if not checkpoint_names.is_non_model_entry(name))
 
 
 def build_serving_module(model, kind, tokenizer, max_seq_length, vocab_asset=None, task=None,
@@ -273,7 +263,7 @@ def build_serving_module(model, kind, tokenizer, max_seq_length, vocab_asset=Non
         raise ValueError(f"the model has several heads {model.task_names}; choose one with "
                          "--task")
       task = model.task_names[0]
-    max_positions = model.bert_config["max_position_embeddings"]
+    bert_config = model.bert_config
     module = serving_modules.TaskHeadServingModule(
         model, task, tokenizer, max_seq_length, vocab_asset, max_query_length=max_query_length)
   else:
@@ -286,7 +276,7 @@ def build_serving_module(model, kind, tokenizer, max_seq_length, vocab_asset=Non
           f"the model ({type(model).__name__} {model.name!r}) has no {kind} network"
           + (" (MLM-only pre-training); export --model generator" if kind == "discriminator"
              else " (uniform_generator=True?)"))
-    max_positions = network.bert_config["max_position_embeddings"]
+    bert_config = network.bert_config
     if kind == "discriminator":
       module = serving_modules.DiscriminatorServingModule(
           network, tokenizer, max_seq_length, vocab_asset)
@@ -294,9 +284,13 @@ def build_serving_module(model, kind, tokenizer, max_seq_length, vocab_asset=Non
       module = serving_modules.MaskedLMServingModule(
           network, tokenizer, max_seq_length, vocab_asset, top_k=top_k,
           max_predictions=max_predictions)
-  if max_seq_length > max_positions:
+  # S must fit the served network's position table; the tokenizer must use its vocab.
+  if max_seq_length > bert_config["max_position_embeddings"]:
     raise ValueError(f"--max-seq-length {max_seq_length} exceeds the model's "
-                     f"max_position_embeddings {max_positions}")
+                     f"max_position_embeddings {bert_config['max_position_embeddings']}")
+  if tokenizer.vocab_size != bert_config["vocab_size"]:
+    raise ValueError(f"--vocab-file {tokenizer.vocab_file!r} has {tokenizer.vocab_size} entries "
+                     f"but the model's vocab_size is {bert_config['vocab_size']}")
   return module
 
 
@@ -349,15 +343,6 @@ def export(model, kind, vocab_file, export_dir, max_seq_length=128, version=None
   model = with_dtype_policy(model, MIXED_POLICY if mixed_precision else "float32")
   tokenizer = ElectraTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case,
                                strip_accents=strip_accents)
-  vocab_size = tokenizer.vocab_size
-  if _is_finetuning_model(model) or kind == "task":
-    model_vocab = model.bert_config["vocab_size"]
-  else:
-    network = find_network(model, kind)
-    model_vocab = network.bert_config["vocab_size"] if network is not None else vocab_size
-  if vocab_size != model_vocab:
-    raise ValueError(f"--vocab-file {vocab_file!r} has {vocab_size} entries but the model's "
-                     f"vocab_size is {model_vocab}")
   asset_dir = tempfile.mkdtemp(prefix="electra_vocab_")
   try:
     asset = os.path.join(asset_dir, "vocab.txt")

@@ -7,7 +7,7 @@ and axis labels, one panel per series, a polyline per panel.
 import numpy as np
 import tensorflow as tf
 
-# 5x7 glyphs, one string of 7 rows of 5 pixels each ("#" = ink).
+# 5x7 glyphs, one string of 7 rows of 5 pixels each ("1" = ink).
 _GLYPHS = {
     "0": "01110100011001110101110011000101110", "1": "00100011000010000100001000010001110",
     "2": "01110100010000100010001000100011111", "3": "11110000010000101110000010000111110",

@@ -22,7 +22,9 @@ import tensorflow as tf
 from electra_tf import export_saved_model
 from electra_tf import serving_modules
 from electra_tf import tokenization
+from electra_tf.electra_tokenizer import ElectraTokenizer
 from electra_tf.finetune.classification_head import ClassificationHead
+from electra_tf.finetune.classification_tasks import truncate_seq_pair
 from electra_tf.finetune.finetuning_model import FinetuningModel
 from electra_tf.finetune.qa_head import QAHead
 from electra_tf.finetune.tagging_head import TaggingHead
@@ -46,9 +48,7 @@ PRETRAIN_HPARAMS = {
                                "num_attention_heads": 2, "intermediate_size": 32,
                                "max_position_embeddings": 32},
 }
-BERT_CONFIG = {"vocab_size": len(VOCAB), "hidden_size": 16, "num_hidden_layers": 1,
-               "num_attention_heads": 2, "intermediate_size": 32,
-               "max_position_embeddings": 32}
+BERT_CONFIG = dict(PRETRAIN_HPARAMS["model_hparam_overrides"], vocab_size=len(VOCAB))
 
 # One batch with every awkward case: a plain single segment, an empty text,
 # a single segment longer than S (truncated), non-UTF-8 bytes (dropped, as the
@@ -81,11 +81,6 @@ def _python_tokenize(tokenizer, text, mask_placeholder=False):
   return tokens
 
 
-def _truncate_seq_pair(a, b, max_length):
-  while len(a) + len(b) > max_length:
-    (a if len(a) > len(b) else b).pop()
-
-
 def _pack(tokenizer, tokens_a, tokens_b, segment_one=False):
   tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
   segments = [0] * len(tokens)
@@ -112,7 +107,7 @@ def featurize(tokenizer, texts_a, texts_b, mode="default"):
       a, b = a[:S - 2], None
     elif text_b:
       b = _python_tokenize(tokenizer, text_b, placeholder)
-      _truncate_seq_pair(a, b, S - 3)
+      truncate_seq_pair(a, b, S - 3)
     else:
       a, b = a[:S - 2], None
     rows.append(_pack(tokenizer, a, b, segment_one=mode == "tagging"))
@@ -515,7 +510,6 @@ def _module_outputs(module, features):
 
 
 def test_regression_and_tagging_heads(tmp_path):
-  from electra_tf.electra_tokenizer import ElectraTokenizer
   vocab_file = _write_vocab(str(tmp_path))
   model = _tiny_finetuning_model([
       ClassificationHead("sts", 1, regression=True, name="task_specific_sts"),
@@ -552,7 +546,6 @@ def test_regression_and_tagging_heads(tmp_path):
 
 
 def test_finetuned_keras_file_serves_its_heads(tmp_path):
-  from electra_tf.electra_tokenizer import ElectraTokenizer
   vocab_file = _write_vocab(str(tmp_path))
   model = _tiny_finetuning_model([ClassificationHead("mnli", 3, name="task_specific_mnli")])
   model.save(str(tmp_path / "ft.keras"))
@@ -573,7 +566,6 @@ def test_finetuned_keras_file_serves_its_heads(tmp_path):
 
 
 def test_electric_two_tower_generator_as_masked_lm(tmp_path):
-  from electra_tf.electra_tokenizer import ElectraTokenizer
   vocab_file = _write_vocab(str(tmp_path))
   keras.utils.set_random_seed(4)
   electric = ElectraPretrainer.from_pretraining_config(PretrainingConfig(
@@ -666,7 +658,6 @@ def test_bad_options_raise_clear_errors(tmp_path):
     export_saved_model.export(pretrainer, "discriminator", str(short_vocab),
                               str(tmp_path / "e"), max_seq_length=S)
   finetuned = _tiny_finetuning_model([ClassificationHead("rte", 2), ClassificationHead("mrpc", 2)])
-  from electra_tf.electra_tokenizer import ElectraTokenizer
   tokenizer = ElectraTokenizer(vocab_file=vocab_file)
   with pytest.raises(ValueError, match="several heads"):
     export_saved_model.build_serving_module(finetuned, "task", tokenizer, S)
