@@ -24,13 +24,11 @@ from bench import common
 from bench.corpus import build_corpus
 
 ORIGINAL_MB_PER_S = 1.1
-VOCAB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared",
-                     "fixtures", "original", "vocab.txt")
 
 
 def _vocab_file(work_dir, corpus_dir):
-  if os.path.exists(VOCAB):
-    return VOCAB
+  if os.path.exists(common.FIXTURE_VOCAB):
+    return common.FIXTURE_VOCAB
   from tfrecords_tools import build_vocab  # pylint: disable=g-import-not-at-top
   path = os.path.join(work_dir, "vocab.txt")
   build_vocab.write_vocab(build_vocab.learn_vocab(build_vocab.count_words(corpus_dir), 8000),

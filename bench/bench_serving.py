@@ -11,17 +11,15 @@ they would in TF Serving (without the server's RPC overhead).
 """
 
 import os
-import pathlib
 import statistics
 import tempfile
 import time
 
+from bench.common import FIXTURE_VOCAB
 from bench.common import main
 
 SEQ = 128
 BATCH = 32
-FIXTURE_VOCAB = (pathlib.Path(__file__).resolve().parents[2] / "shared" / "fixtures"
-                 / "original" / "vocab.txt")
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog near the river bank this morning.",
     "ELECTRA trains a discriminator to tell original tokens from replaced ones.",
@@ -32,8 +30,8 @@ SENTENCES = [
 
 def _vocab_file(directory):
   """The fixtures' vocab when present, else a synthetic BERT-layout one (30522)."""
-  if FIXTURE_VOCAB.is_file():
-    return str(FIXTURE_VOCAB)
+  if os.path.isfile(FIXTURE_VOCAB):
+    return FIXTURE_VOCAB
   tokens = ["[PAD]"] + [f"[unused{i}]" for i in range(99)] + ["[UNK]", "[CLS]", "[SEP]",
                                                                "[MASK]"]
   words = sorted({w.strip(".,").lower() for s in SENTENCES for w in s.split()})

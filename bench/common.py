@@ -10,6 +10,12 @@ import sys
 import time
 
 
+# The original's vocab from the shared fixtures (../shared beside the repo);
+# benchmarks fall back to a vocab of their own when it is absent.
+FIXTURE_VOCAB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared",
+                             "fixtures", "original", "vocab.txt")
+
+
 def machine_description():
   """One line naming the CPU, core count and memory of this machine."""
   cpu = platform.processor() or platform.machine()

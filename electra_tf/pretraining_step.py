@@ -160,8 +160,8 @@ def make_optimizer(pretrainer=None, *, learning_rate=5e-4, num_train_steps=10000
   if pretrainer is not None:
     # Imported here: checkpoint_names imports the models, which import this.
     from electra_tf import checkpoint_names  # pylint: disable=g-import-not-at-top
-    variable_names = {v.path: name
-                      for name, v in checkpoint_names.official_name_map(pretrainer).items()}
+    variable_names = checkpoint_names.keras_path_map(
+        checkpoint_names.official_name_map(pretrainer))
   schedule = ElectraLearningRateSchedule(learning_rate, num_train_steps,
                                          warmup_steps=num_warmup_steps,
                                          lr_decay_power=lr_decay_power)

@@ -25,6 +25,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from electra_tf import checkpoint_names
 from electra_tf import layerwise_learning_rate
 from electra_tf import tokenization
 from electra_tf.adam_weight_decay import AdamWeightDecay
@@ -113,7 +114,7 @@ class ModelRunner:
     return AdamWeightDecay(
         learning_rate=schedule, weight_decay_rate=config.weight_decay_rate, beta_1=0.9,
         beta_2=0.999, epsilon=1e-6, clip_norm=1.0,
-        variable_names={v.path: n for n, v in self.name_map.items()},
+        variable_names=checkpoint_names.keras_path_map(self.name_map),
         learning_rate_multipliers=multipliers)
 
   def _save(self, step):

@@ -61,13 +61,13 @@ def resolve_file_patterns(config):
 def find_pretraining_files(config):
   """The TFRecord files of hparam `pretrain_tfrecords`; a clear error if none."""
   patterns = resolve_file_patterns(config)
-  files = sorted({f for p in patterns for f in tf.io.gfile.glob(p)})
-  if not files:
+  try:
+    return pretrain_data.find_files(patterns)
+  except ValueError:
     raise ValueError(
         f"No pre-training TFRecords found for hparam pretrain_tfrecords="
         f"{config.pretrain_tfrecords!r} (searched {patterns}); build them with "
-        "`python -m electra_tf.build_pretraining_dataset` or set pretrain_tfrecords")
-  return files
+        "`python -m electra_tf.build_pretraining_dataset` or set pretrain_tfrecords") from None
 
 
 def validate_config(config):
@@ -92,7 +92,7 @@ def validate_config(config):
   files = find_pretraining_files(config)
   try:
     pretrain_data.validate_pretraining_files(
-        resolve_file_patterns(config), config.max_seq_length, vocab_size=config.vocab_size)
+        files, config.max_seq_length, vocab_size=config.vocab_size)
   except ValueError as e:
     raise ValueError(f"{e} (hparams max_seq_length={config.max_seq_length}, "
                      f"vocab_size={config.vocab_size})") from e
@@ -328,14 +328,24 @@ def evaluate(config, strategy=None):
   return results
 
 
+def early_strategy(config):
+  """The multi-worker strategy, or None for the others (made later).
+
+  Collective ops must be configured before anything starts TensorFlow's
+  context, such as reading the data to validate it.
+  """
+  if config.distribution_strategy == "multi_worker_mirrored":
+    return distribution.setup_distribution(config)
+  return None
+
+
 def train_or_eval(config, files=None, strategy=None, callbacks=()):
   """The original's `train_or_eval`: validation (unless `files` says it was
   done), debug wipe, config log, then training or evaluation. `strategy`
   defaults to `distribution.setup_distribution(config)`; `callbacks` are
   extra Keras callbacks for training."""
-  if strategy is None and config.distribution_strategy == "multi_worker_mirrored":
-    # Collective ops must be configured before TensorFlow's context starts.
-    strategy = distribution.setup_distribution(config)
+  if strategy is None:
+    strategy = early_strategy(config)
   if files is None:
     files = validate_config(config)
   if config.debug and config.do_train:
@@ -374,10 +384,7 @@ def main(argv=None):
   args = parser.parse_args(argv)
   try:
     config = make_config(args.data_dir, args.model_name, args.hparams)
-    strategy = None
-    if config.distribution_strategy == "multi_worker_mirrored":
-      # Must exist before anything starts TensorFlow's context (reading data).
-      strategy = distribution.setup_distribution(config)
+    strategy = early_strategy(config)
     files = validate_config(config)
   except ValueError as e:
     # Bad input: one clear line, no traceback, nothing trained.

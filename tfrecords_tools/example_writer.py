@@ -148,9 +148,13 @@ class ExampleWriter:
       else:
         buffer.extend(s for s in (line.strip() for line in lines) if s)
       buffer.append("")  # the end of a file always ends a document
-      while len(buffer) >= TOKENIZE_BATCH_LINES:
-        yield buffer[:TOKENIZE_BATCH_LINES]
-        buffer = buffer[TOKENIZE_BATCH_LINES:]
+      # Slice by an offset and drop the used lines once: a text of many
+      # lines would otherwise re-copy the rest of the buffer per chunk.
+      start = 0
+      while len(buffer) - start >= TOKENIZE_BATCH_LINES:
+        yield buffer[start:start + TOKENIZE_BATCH_LINES]
+        start += TOKENIZE_BATCH_LINES
+      del buffer[:start]
     if buffer:
       yield buffer
 

@@ -20,9 +20,7 @@ build_openwebtext(OpenWebTextOptions(data_dir="data", seed=0))
 ```
 """
 
-import concurrent.futures
 import dataclasses
-import multiprocessing
 import os
 import random
 import tarfile
@@ -81,9 +79,10 @@ def read_archive(path):
   return contents
 
 
-def run_job(job_id, options):
-  """One job: its archives → its shards. Returns stats."""
-  text_corpus._seed_job(options.seed)  # pylint: disable=protected-access
+def run_job(job_id, options, cpu=None):
+  """One job: its archives → its shards. Returns stats. `cpu`: the core to
+  pin this process to (see `text_corpus.start_job`)."""
+  text_corpus.start_job(options.seed, cpu)
   progress = example_writer.ProgressLog(job_id, 0, unit="archives")
   progress.log("Creating example writer")
   writer = example_writer.ExampleWriter(
@@ -134,10 +133,4 @@ def build_openwebtext(options):
     raise ValueError(f"--num-processes must be in [1, {options.num_out_files}], "
                      f"got {options.num_processes}")
   text_corpus.prepare_output_dir(options.output_dir, options.overwrite)
-  if options.num_processes == 1:
-    return [run_job(0, options)]
-  context = multiprocessing.get_context("spawn")
-  with concurrent.futures.ProcessPoolExecutor(
-      options.num_processes, mp_context=context) as pool:
-    futures = [pool.submit(run_job, j, options) for j in range(options.num_processes)]
-    return [f.result() for f in futures]
+  return text_corpus.run_jobs(run_job, options)

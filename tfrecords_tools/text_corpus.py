@@ -92,9 +92,15 @@ def list_corpus_files(corpus_dir):
   return names
 
 
-def _seed_job(seed):
+def start_job(seed, cpu=None):
+  """What every job does first: pin its process to core `cpu` (if given; see
+  `job_cpus`), so the threads TensorFlow starts afterwards inherit it, then
+  seed Python's `random` (from the OS when `seed` is None, as an unseeded
+  original run)."""
+  if cpu is not None:
+    os.sched_setaffinity(0, {cpu})
   if seed is None:
-    random.seed()  # from the OS, as an unseeded original run
+    random.seed()
   else:
     random.seed(seed)
 
@@ -102,11 +108,11 @@ def _seed_job(seed):
 def job_cpus(num_processes):
   """The core each job process is pinned to, or None for no pinning.
 
-  A job keeps about two cores busy (tokenization runs in a thread beside the
+  A job uses more than one core (tokenization runs in a thread beside the
   packing). When there are at least as many jobs as cores, unpinned jobs
   fight over every core; one core per job (round robin) measured about 8%
   faster with 2 jobs on 2 cores. With fewer jobs than cores nothing is
-  pinned, so each job can still use two.
+  pinned, so each job can still spread over spare cores.
   """
   if num_processes < 2 or not hasattr(os, "sched_getaffinity"):
     return [None] * num_processes
@@ -116,15 +122,27 @@ def job_cpus(num_processes):
   return [cpus[j % len(cpus)] for j in range(num_processes)]
 
 
+def run_jobs(job_fn, options):
+  """Runs `job_fn(job_id, options, cpu)` for every job and returns their
+  stats: in this process for one job, else one spawned process per job (not
+  forked: TensorFlow is not fork-safe, and each job seeds itself), pinned as
+  `job_cpus` says."""
+  if options.num_processes == 1:
+    return [job_fn(0, options)]
+  context = multiprocessing.get_context("spawn")
+  with concurrent.futures.ProcessPoolExecutor(
+      options.num_processes, mp_context=context) as pool:
+    futures = [pool.submit(job_fn, j, options, cpu)
+               for j, cpu in enumerate(job_cpus(options.num_processes))]
+    return [f.result() for f in futures]
+
+
 def run_job(job_id, options, cpu=None):
   """One job: its files (or TFDS documents) → its shards. Returns stats.
 
-  `cpu`: pin this process to that core first (see `job_cpus`); threads
-  TensorFlow starts afterwards inherit it.
+  `cpu`: the core to pin this process to (see `start_job`).
   """
-  if cpu is not None:
-    os.sched_setaffinity(0, {cpu})
-  _seed_job(options.seed)
+  start_job(options.seed, cpu)
   progress = example_writer.ProgressLog(job_id, 0)
   progress.log("Creating example writer")
   writer = example_writer.ExampleWriter(
@@ -196,12 +214,4 @@ def build_pretraining_dataset(options):
   if not options.tfds_name:
     list_corpus_files(options.corpus_dir)
   prepare_output_dir(options.output_dir, options.overwrite)
-  if options.num_processes == 1:
-    return [run_job(0, options)]
-  # Spawned, not forked: TensorFlow is not fork-safe, and each job seeds itself.
-  context = multiprocessing.get_context("spawn")
-  with concurrent.futures.ProcessPoolExecutor(
-      options.num_processes, mp_context=context) as pool:
-    futures = [pool.submit(run_job, j, options, cpu)
-               for j, cpu in enumerate(job_cpus(options.num_processes))]
-    return [f.result() for f in futures]
+  return run_jobs(run_job, options)
