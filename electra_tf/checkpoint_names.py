@@ -33,11 +33,14 @@ def is_non_model_entry(name):
   return name == GLOBAL_STEP_NAME or name.endswith(OPTIMIZER_SLOT_SUFFIXES)
 
 
-def _add(name_map, name, variable):
-  existing = name_map.get(name)
-  if existing is not None and existing is not variable:
-    raise ValueError(f"official name {name!r} would map to two different variables")
-  name_map[name] = variable
+def _add_all(name_map, names):
+  """Adds `names` to `name_map`; a name may repeat only for the same
+  (shared) variable."""
+  for name, variable in names.items():
+    existing = name_map.get(name)
+    if existing is not None and existing is not variable:
+      raise ValueError(f"official name {name!r} would map to two different variables")
+    name_map[name] = variable
 
 
 def dense_names(dense, prefix):
@@ -127,13 +130,10 @@ def discriminator_name_map(discriminator, scope=DISCRIMINATOR_SCOPE, include_hea
   `discriminator_predictions/*`. Add task heads with `task_head_names`."""
   _ensure_built(discriminator)
   name_map = {}
-  for name, variable in embeddings_names(discriminator.embeddings, scope).items():
-    _add(name_map, name, variable)
-  for name, variable in encoder_names(discriminator.encoder, scope).items():
-    _add(name_map, name, variable)
+  _add_all(name_map, embeddings_names(discriminator.embeddings, scope))
+  _add_all(name_map, encoder_names(discriminator.encoder, scope))
   if include_head and discriminator.head is not None:
-    for name, variable in discriminator_head_names(discriminator.head).items():
-      _add(name_map, name, variable)
+    _add_all(name_map, discriminator_head_names(discriminator.head))
   return name_map
 
 
@@ -151,33 +151,43 @@ def generator_scopes(pretrainer):
   return [GENERATOR_SCOPE]
 
 
+def generator_name_map(generator, scopes, shared_embeddings):
+  """Names of an `ElectraGenerator`, in a pretrainer or standalone: each
+  tower's embeddings and encoder, and its head (`generator_predictions/*`,
+  or `cloze_predictions/*` for two towers).
+
+  Args:
+    generator: the `ElectraGenerator`.
+    scopes: its towers' scopes (`generator_scopes`).
+    shared_embeddings: True when its towers read the shared block, which is
+      always `electra/embeddings`; else each tower's own embeddings live in
+      the tower's scope.
+  """
+  name_map = {}
+  towers = [(generator.embeddings, generator.encoder)]
+  if generator.is_two_tower:
+    towers.append((generator.rtl_embeddings, generator.rtl_encoder))
+  for scope, (embeddings, encoder) in zip(scopes, towers):
+    _add_all(name_map, embeddings_names(
+        embeddings, DISCRIMINATOR_SCOPE if shared_embeddings else scope))
+    _add_all(name_map, encoder_names(encoder, scope))
+  head_scope = CLOZE_HEAD_SCOPE if generator.is_two_tower else GENERATOR_HEAD_SCOPE
+  _add_all(name_map, masked_lm_head_names(generator.head, head_scope))
+  return name_map
+
+
 def official_name_map(pretrainer):
   """Every variable of an `ElectraPretrainer` under its official name
   (spec §8.2–8.3); shared variables appear once."""
   _ensure_built(pretrainer)
   name_map = {}
-
-  def add_all(names):
-    for name, variable in names.items():
-      _add(name_map, name, variable)
-
-  shared = pretrainer.embeddings
   if pretrainer.discriminator is not None:
-    add_all(discriminator_name_map(pretrainer.discriminator))
+    _add_all(name_map, discriminator_name_map(pretrainer.discriminator))
   generator = pretrainer.generator
   if generator is not None:
-    scopes = generator_scopes(pretrainer)
-    towers = [(generator.embeddings, generator.encoder)]
-    if generator.is_two_tower:
-      towers.append((generator.rtl_embeddings, generator.rtl_encoder))
-    for scope, (embeddings, encoder) in zip(scopes, towers):
-      # The shared block is always `electra/embeddings`; untied ones live in
-      # the tower's own scope.
-      add_all(embeddings_names(embeddings, DISCRIMINATOR_SCOPE if embeddings is shared
-                               else scope))
-      add_all(encoder_names(encoder, scope))
-    head_scope = CLOZE_HEAD_SCOPE if generator.is_two_tower else GENERATOR_HEAD_SCOPE
-    add_all(masked_lm_head_names(generator.head, head_scope))
+    _add_all(name_map, generator_name_map(
+        generator, generator_scopes(pretrainer),
+        shared_embeddings=generator.embeddings is pretrainer.embeddings))
   return name_map
 
 

@@ -72,6 +72,7 @@ import tensorflow as tf
 from electra_tf import checkpoint_names
 from electra_tf import official_checkpoint
 from electra_tf import pretraining_config as pretraining_config_lib
+from electra_tf.finetune import checkpoint_io
 from electra_tf.hparams import load_hparams
 
 DIRECTIONS = ("to-keras", "to-official")
@@ -79,7 +80,6 @@ PART_FINETUNED = "finetuned"
 PARTS = ("pretrainer", "discriminator", "generator", PART_FINETUNED)
 # Head types of fine-tuning tasks, as `--hparams` `task_types` names them.
 TASK_TYPES = ("classification", "regression", "tagging", "qa")
-CHECKPOINT_NAME = "model.ckpt"
 KERAS_SUFFIX = ".keras"
 # Written next to a converted training checkpoint: the hparams its model was
 # built with, read back by `to-official` when no --hparams is given (and
@@ -199,6 +199,30 @@ def _encoder_dims(shapes, scope):
   return int(query[1]), num_layers, int(ffn[1])
 
 
+def _model_overrides(hidden, layers, ffn, positions, types):
+  """`model_hparam_overrides` for a discriminator of these sizes: H, L, FFN
+  always, P and T when not the defaults (512, 2), and the debug model's
+  attention heads when the sizes are its (which the size rule cannot give)."""
+  overrides = {"hidden_size": hidden, "num_hidden_layers": layers, "intermediate_size": ffn}
+  if positions != 512:
+    overrides["max_position_embeddings"] = positions
+  if types != 2:
+    overrides["type_vocab_size"] = types
+  if all(overrides.get(k) == v for k, v in _DEBUG_SHAPE.items()):
+    overrides["num_attention_heads"] = _DEBUG_HEADS
+  return overrides
+
+
+def _generator_size_hparams(hidden, layers, gen_hidden, gen_layers, gen_ffn, source):
+  """`generator_hidden_size` and `generator_layers` (fractions of the
+  discriminator's H and L) of a generator tower with these sizes."""
+  if gen_ffn != 4 * gen_hidden:
+    raise ValueError(
+        f"the generator of {source} has FFN size {gen_ffn} but hidden size {gen_hidden}; "
+        f"get_generator_config always uses 4 * hidden = {4 * gen_hidden}")
+  return {"generator_hidden_size": gen_hidden / hidden, "generator_layers": gen_layers / layers}
+
+
 def detect_layout(shapes):
   """The layout (one of the `LAYOUT_*` constants) of a name-based checkpoint
   from its model entries' names (spec §8.2–8.4)."""
@@ -247,15 +271,11 @@ def infer_hparams_from_shapes(shapes):
   notes = []
   vocab_size, embedding_size = shapes["electra/embeddings/word_embeddings"]
   hidden, layers, ffn = _encoder_dims(shapes, checkpoint_names.DISCRIMINATOR_SCOPE)
-  overrides = {"hidden_size": hidden, "num_hidden_layers": layers, "intermediate_size": ffn}
-  positions = shapes.get("electra/embeddings/position_embeddings", (512,))[0]
-  types = shapes.get("electra/embeddings/token_type_embeddings", (2,))[0]
-  if positions != 512:
-    overrides["max_position_embeddings"] = positions
-  if types != 2:
-    overrides["type_vocab_size"] = types
-  if all(overrides.get(k) == v for k, v in _DEBUG_SHAPE.items()):
-    overrides["num_attention_heads"] = _DEBUG_HEADS
+  overrides = _model_overrides(
+      hidden, layers, ffn,
+      positions=shapes.get("electra/embeddings/position_embeddings", (512,))[0],
+      types=shapes.get("electra/embeddings/token_type_embeddings", (2,))[0])
+  if "num_attention_heads" in overrides:
     notes.append(f"shapes are the debug model's (H=144, L=3): {_DEBUG_HEADS} attention heads")
   hparams = {"vocab_size": vocab_size, "embedding_size": embedding_size,
              "model_hparam_overrides": overrides}
@@ -274,15 +294,8 @@ def infer_hparams_from_shapes(shapes):
       scope = checkpoint_names.GENERATOR_SCOPE
     hparams["untied_generator_embeddings"] = f"{scope}/embeddings/word_embeddings" in shapes
     gen_hidden, gen_layers, gen_ffn = _encoder_dims(shapes, scope)
-    if gen_ffn != 4 * gen_hidden:
-      raise ValueError(
-          f"the checkpoint's generator has FFN size {gen_ffn} but hidden size {gen_hidden}; "
-          f"get_generator_config always uses 4 * hidden = {4 * gen_hidden}")
-    if gen_hidden != hidden:
-      hparams["generator_hidden_size"] = gen_hidden / hidden
-    else:
-      hparams["generator_hidden_size"] = 1.0
-    hparams["generator_layers"] = gen_layers / layers if gen_layers != layers else 1.0
+    hparams.update(_generator_size_hparams(hidden, layers, gen_hidden, gen_layers, gen_ffn,
+                                           "the checkpoint"))
   elif layout == LAYOUT_TIED:
     hparams["untied_generator"] = False
   elif layout == LAYOUT_MLM:
@@ -334,12 +347,14 @@ def infer_config_from_checkpoint(path, hparams=None):
       inferred) does not give the checkpoint's names and shapes — the message
       lists each tensor with the config's and the checkpoint's shape.
   """
-  config, _, layout, notes = _infer(path, hparams)
+  config, _, layout, notes, _ = _infer(path, hparams)
   return config, layout, notes
 
 
 def _infer(path, hparams, source=None):
-  """`infer_config_from_checkpoint` that also returns the merged hparams."""
+  """`infer_config_from_checkpoint` that also returns the merged hparams and
+  the model built to check the shapes (`_layout_model`), for the caller to
+  reuse: `(config, merged, layout, notes, model)`."""
   if isinstance(path, dict):
     shapes, source = path, repr(source) if source else "(given shapes)"
   else:
@@ -357,9 +372,9 @@ def _infer(path, hparams, source=None):
     notes.append(f"attention heads are not stored in checkpoints: using {heads} from the size "
                  "rule max(1, H // 64); pass model_hparam_overrides.num_attention_heads in "
                  "--hparams if the model had others")
-  expected = _expected_shapes(config, layout)
-  _check_shapes(expected, shapes, source, user, layout)
-  return config, merged, layout, notes
+  model, name_map = _layout_model(config, layout)
+  _check_shapes(checkpoint_names.official_shapes(name_map), shapes, source, user, layout)
+  return config, merged, layout, notes, model
 
 
 def _build_pretrainer(config):
@@ -378,13 +393,14 @@ def _build_encoder(config, include_head=False):
   return encoder
 
 
-def _expected_shapes(config, layout):
+def _layout_model(config, layout):
+  """`(model, name_map)`: the pretrainer a checkpoint of `layout` holds, or
+  the encoder alone (no discriminator head) for `LAYOUT_ENCODER`."""
   if _layout_needs_pretrainer(layout):
     model = _build_pretrainer(config)
-    return checkpoint_names.official_shapes(checkpoint_names.official_name_map(model))
+    return model, checkpoint_names.official_name_map(model)
   encoder = _build_encoder(config)
-  return checkpoint_names.official_shapes(
-      checkpoint_names.discriminator_name_map(encoder, include_head=False))
+  return encoder, checkpoint_names.discriminator_name_map(encoder, include_head=False)
 
 
 def _check_shapes(expected, shapes, source, user, layout, task_heads=False):
@@ -423,23 +439,6 @@ def _check_shapes(expected, shapes, source, user, layout, task_heads=False):
 # -----------------------------------------------------------------------------
 
 
-def _generator_part_name_map(generator, scopes, shared_embeddings):
-  """Official names of a standalone `ElectraGenerator` built by
-  `_standalone_generator`: the same composition as `official_name_map`."""
-  names = {}
-  towers = [(generator.embeddings, generator.encoder)]
-  if generator.is_two_tower:
-    towers.append((generator.rtl_embeddings, generator.rtl_encoder))
-  for scope, (embeddings, encoder) in zip(scopes, towers):
-    emb_scope = checkpoint_names.DISCRIMINATOR_SCOPE if shared_embeddings else scope
-    names.update(checkpoint_names.embeddings_names(embeddings, emb_scope))
-    names.update(checkpoint_names.encoder_names(encoder, scope))
-  head_scope = (checkpoint_names.CLOZE_HEAD_SCOPE if generator.is_two_tower
-                else checkpoint_names.GENERATOR_HEAD_SCOPE)
-  names.update(checkpoint_names.masked_lm_head_names(generator.head, head_scope))
-  return names
-
-
 def _standalone_generator(pretrainer):
   """A fresh `ElectraGenerator` with the pretrainer's generator layout and
   its own copy of any shared embeddings; returns `(generator, name_map)`."""
@@ -464,7 +463,7 @@ def _standalone_generator(pretrainer):
                                embeddings=embeddings, two_tower=source.is_two_tower,
                                name="generator")
   generator.build()
-  return generator, _generator_part_name_map(generator, scopes, shared)
+  return generator, checkpoint_names.generator_name_map(generator, scopes, shared)
 
 
 def _input_specs(with_positions):
@@ -705,7 +704,7 @@ def load_official_finetuning_model(path, hparams=None):
                      f"fine-tuned model holds only {checkpoint_names.DISCRIMINATOR_SCOPE}/... and "
                      f"{checkpoint_names.TASK_SCOPE}/...")
   user, model_hparams, ft_config, task_types = _finetuning_hparams(hparams)
-  config, merged, layout, notes = _infer(shapes, model_hparams, source=prefix)
+  config, merged, layout, notes, _ = _infer(shapes, model_hparams, source=prefix)
   unknown = sorted(set(task_types) - set(groups))
   if unknown:
     raise ValueError(f"--hparams task_types names {unknown}, which the checkpoint has no heads "
@@ -756,10 +755,6 @@ def _global_step(tensors):
   return None if value is None else int(value)
 
 
-def _slot_names(tensors):
-  return sorted(n for n in tensors if n.endswith(checkpoint_names.OPTIMIZER_SLOT_SUFFIXES))
-
-
 def load_official_pretrainer(path, hparams=None):
   """Reads a name-based checkpoint into an `ElectraPretrainer` (strictly).
 
@@ -770,22 +765,22 @@ def load_official_pretrainer(path, hparams=None):
   """
   prefix, tensors = read_name_based_checkpoint(path)
   shapes = {n: t.shape for n, t in tensors.items()}
-  config, _, layout, notes = _infer(shapes, hparams, source=prefix)
+  config, _, layout, notes, pretrainer = _infer(shapes, hparams, source=prefix)
   if not _layout_needs_pretrainer(layout):
     raise ValueError(
         f"checkpoint {prefix!r} holds an encoder only (no generator or discriminator head, "
         f"e.g. a fine-tuned model): convert it with --part {PART_FINETUNED} (with its task "
         "heads, see load_official_finetuning_model) or --part discriminator")
-  pretrainer = _build_pretrainer(config)
   _assign(checkpoint_names.official_name_map(pretrainer), tensors)
   return pretrainer, config, tensors, {"prefix": prefix, "layout": layout, "notes": notes}
 
 
 def _check_slots(tensors, name_map, prefix):
-  """Slots must be all-or-nothing and match their variables' shapes."""
-  slots = _slot_names(tensors)
+  """The checkpoint's optimizer slot names (sorted; empty if it has none),
+  which must be all-or-nothing and match their variables' shapes."""
+  slots = sorted(n for n in tensors if n.endswith(checkpoint_names.OPTIMIZER_SLOT_SUFFIXES))
   if not slots:
-    return False
+    return slots
   problems = []
   for name in name_map:
     for suffix in checkpoint_names.OPTIMIZER_SLOT_SUFFIXES:
@@ -800,7 +795,7 @@ def _check_slots(tensors, name_map, prefix):
   if problems:
     raise ValueError(f"checkpoint {prefix!r} has incomplete optimizer slots:\n"
                      + "\n".join(problems))
-  return True
+  return slots
 
 
 def write_training_checkpoint(pretrainer, config, output_dir, step=0, slots=None):
@@ -909,20 +904,21 @@ def official_to_keras(input_path, output_path, part=None, hparams=None):
     _check_output_dir(output_path)
   prefix, tensors = read_name_based_checkpoint(input_path)
   shapes = {n: t.shape for n, t in tensors.items()}
-  config, merged_hparams, layout, notes = _infer(shapes, hparams, source=prefix)
+  config, merged_hparams, layout, notes, layout_model = _infer(shapes, hparams, source=prefix)
   step = _global_step(tensors)
 
   if not _layout_needs_pretrainer(layout):
     if part != "discriminator":
-      heads = (f" and task heads {sorted(task_groups(tensors))} (--part {PART_FINETUNED} converts "
-               "both)") if task_groups(tensors) else ""
+      tasks = sorted(task_groups(tensors))
+      heads = (f" and task heads {tasks} (--part {PART_FINETUNED} converts both)"
+               if tasks else "")
       raise ValueError(f"checkpoint {prefix!r} holds an encoder only (layout {layout}){heads}; "
                        "--part discriminator converts the encoder alone")
-    model_part = _build_encoder(config)
+    model_part = layout_model
     name_map = checkpoint_names.discriminator_name_map(model_part, include_head=False)
     pretrainer = None
   else:
-    pretrainer = _build_pretrainer(config)
+    pretrainer = layout_model
     full_map = checkpoint_names.official_name_map(pretrainer)
     _assign(full_map, tensors)
     if part == "pretrainer":
@@ -946,14 +942,14 @@ def official_to_keras(input_path, output_path, part=None, hparams=None):
     _save_keras(model, output_path)
     written = ""
   else:
-    has_slots = _check_slots(tensors, name_map, prefix)
-    slots = {n: tensors[n] for n in _slot_names(tensors)} if has_slots else None
-    written = write_training_checkpoint(pretrainer, config, output_path, step or 0, slots)
+    slot_names = _check_slots(tensors, name_map, prefix)
+    written = write_training_checkpoint(pretrainer, config, output_path, step or 0,
+                                        {n: tensors[n] for n in slot_names})
     _write_json(os.path.join(output_path, HPARAMS_FILE), merged_hparams)
-    converted += _slot_names(tensors) if has_slots else []
+    converted += slot_names
     if step is not None:
       converted.append(checkpoint_names.GLOBAL_STEP_NAME)
-    if not has_slots:
+    if not slot_names:
       notes.append("no optimizer slots in the checkpoint: the optimizer starts with zero slots")
   not_converted = sorted(set(tensors) - set(converted))
   return {"input": prefix, "output": written or os.fspath(output_path), "part": part,
@@ -1142,18 +1138,9 @@ def infer_hparams_from_training_checkpoint(path):
       raise ValueError(f"{prefix!r}: {gen_layers} generator blocks for {towers} towers; "
                        "pass --hparams")
     gen_layers //= towers
-    if gen_ffn != 4 * gen_hidden:
-      raise ValueError(f"{prefix!r}: generator FFN {gen_ffn} is not 4 x its width {gen_hidden}")
-    hparams["generator_hidden_size"] = gen_hidden / hidden if gen_hidden != hidden else 1.0
-    hparams["generator_layers"] = gen_layers / layers if gen_layers != layers else 1.0
-  overrides = {"hidden_size": hidden, "num_hidden_layers": layers, "intermediate_size": ffn}
-  if positions != 512:
-    overrides["max_position_embeddings"] = positions
-  if types != 2:
-    overrides["type_vocab_size"] = types
-  if all(overrides.get(k) == v for k, v in _DEBUG_SHAPE.items()):
-    overrides["num_attention_heads"] = _DEBUG_HEADS
-  hparams["model_hparam_overrides"] = overrides
+    hparams.update(_generator_size_hparams(hidden, layers, gen_hidden, gen_layers, gen_ffn,
+                                           repr(prefix)))
+  hparams["model_hparam_overrides"] = _model_overrides(hidden, layers, ffn, positions, types)
   notes.append("hparams inferred from the checkpoint's shapes (attention heads by the size "
                "rule; they do not change the converted weights)")
   return hparams, notes
@@ -1199,7 +1186,8 @@ def load_keras_source(input_path, hparams=None):
       # `_standalone_generator` passes the embeddings in exactly when they
       # are the shared `electra/embeddings` block.
       shared = generator.get_config()["embeddings"] is not None
-      return _generator_part_name_map(generator, scopes, shared), None, None, path, []
+      name_map = checkpoint_names.generator_name_map(generator, scopes, shared)
+      return name_map, None, None, path, []
     raise ValueError(f"--input {path!r} holds no ElectraPretrainer, FinetuningModel, "
                      "ElectraDiscriminator or electra_tf generator model")
 
@@ -1217,8 +1205,8 @@ def load_keras_source(input_path, hparams=None):
       hparams, inferred_notes = infer_hparams_from_training_checkpoint(prefix)
       notes += inferred_notes
   from electra_tf import checkpointing  # pylint: disable=g-import-not-at-top
-  config = pretraining_config_lib.PretrainingConfig(
-      "converted", _NO_DATA_DIR, **load_hparams(hparams))
+  hparams = load_hparams(hparams)
+  config = pretraining_config_lib.PretrainingConfig("converted", _NO_DATA_DIR, **hparams)
   # Infer precision from the object graph too: mixed_float16 runs save a
   # LossScaleOptimizer around the AdamWeightDecay.
   graph = _ObjectGraph(prefix)
@@ -1233,7 +1221,7 @@ def load_keras_source(input_path, hparams=None):
     if expected != found:
       first = next((i for i, (a, b) in enumerate(zip(expected, found)) if a != b),
                    min(len(expected), len(found)))
-      given = json.dumps(load_hparams(hparams), sort_keys=True)
+      given = json.dumps(hparams, sort_keys=True)
       raise ValueError(
           f"electra_tf checkpoint {prefix!r} does not match the model built from the hparams "
           f"{given}: the model has {len(expected)} trainable variables, the checkpoint "
@@ -1256,20 +1244,8 @@ def write_official_checkpoint(tensors, output_dir, step):
   """Writes `tensors` (`{name: array}`) as the name-based checkpoint
   `<output_dir>/model.ckpt-<step>` plus a `checkpoint` state file naming it,
   atomically (temp prefix, then rename). Returns the prefix."""
-  os.makedirs(output_dir, exist_ok=True)
-  prefix = os.path.join(output_dir, f"{CHECKPOINT_NAME}-{int(step)}")
-  tmp_prefix = os.path.join(output_dir, f".tmp_{CHECKPOINT_NAME}-{int(step)}")
-  names = sorted(tensors)
-  tf.raw_ops.SaveV2(prefix=tmp_prefix, tensor_names=names, shape_and_slices=[""] * len(names),
-                    tensors=[tf.constant(tensors[n]) for n in names])
-  for suffix in (".index", ".data-00000-of-00001"):
-    os.replace(tmp_prefix + suffix, prefix + suffix)
-  state = os.path.join(output_dir, "checkpoint")
-  with open(state + ".tmp", "w") as f:
-    f.write(f'model_checkpoint_path: "{os.path.basename(prefix)}"\n'
-            f'all_model_checkpoint_paths: "{os.path.basename(prefix)}"\n')
-  os.replace(state + ".tmp", state)
-  return prefix
+  # The format of electra_tf's own fine-tuning checkpoints: the same writer.
+  return checkpoint_io.save_name_based(tensors, output_dir, int(step), max_to_keep=None)
 
 
 def official_tensors(name_map, optimizer=None, global_step=0, with_optimizer_slots=False):

@@ -59,19 +59,14 @@ def _write_layout(directory, name, with_slots=True, global_step=123, seed=0):
   values = random_values(_layout_shapes(name), seed=seed)
   prefix = directory / "model.ckpt-123"
   directory.mkdir(parents=True, exist_ok=True)
-  write_name_based_checkpoint(prefix, values, with_slots=with_slots, global_step=global_step)
   if with_slots:
-    # Distinct slot values, so a slot swapped with another would be caught.
-    reader = tf.train.load_checkpoint(str(prefix))
-    tensors = {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()}
+    # Distinct slot values (not the helper's zeros and ones), so a slot
+    # swapped with another would be caught.
     rng = np.random.default_rng(seed + 1)
-    for n in tensors:
-      if n.endswith(("/adam_m", "/adam_v")):
-        tensors[n] = rng.random(tensors[n].shape).astype(np.float32)
-    names = sorted(tensors)
-    tf.raw_ops.SaveV2(prefix=str(prefix), tensor_names=names,
-                      shape_and_slices=[""] * len(names),
-                      tensors=[tf.constant(tensors[n]) for n in names])
+    for n, value in list(values.items()):
+      for suffix in ("/adam_m", "/adam_v"):
+        values[n + suffix] = rng.random(value.shape).astype(np.float32)
+  write_name_based_checkpoint(prefix, values, with_slots=False, global_step=global_step)
   return prefix
 
 
@@ -254,8 +249,8 @@ def test_cli_runs_both_directions(original_fixtures, tmp_path, capsys):
 
 
 def _listing(prefix):
-  return sorted((n, tuple(s), tf.train.load_checkpoint(str(prefix)).get_variable_to_dtype_map()[n]
-                 .name) for n, s in tf.train.list_variables(str(prefix)))
+  dtypes = tf.train.load_checkpoint(str(prefix)).get_variable_to_dtype_map()
+  return sorted((n, tuple(s), dtypes[n].name) for n, s in tf.train.list_variables(str(prefix)))
 
 
 def _fixture_listing(path):
@@ -291,16 +286,22 @@ def test_written_listing_equals_original_small(original_fixtures, tmp_path, list
 # ----------------------------------------------------------------------------
 
 
-def _features(vocab, batch=2, length=9, seed=0):
+def _encoder_features(vocab, batch, length, padded_from, second_segment_from, seed):
+  """`(rng, features)`: random `input_ids`, the second example padded from
+  `padded_from`, segment 1 from `second_segment_from`; `rng` draws the rest."""
   rng = np.random.default_rng(seed)
   ids = rng.integers(0, vocab, size=(batch, length)).astype("int32")
   mask = np.ones_like(ids)
-  mask[1, 6:] = 0
+  mask[1, padded_from:] = 0
   segments = np.zeros_like(ids)
-  segments[:, 4:] = 1
-  positions = np.array([[1, 3, 5], [2, 4, 0]], "int32")
-  return {"input_ids": ids, "input_mask": mask, "segment_ids": segments,
-          "masked_lm_positions": positions}
+  segments[:, second_segment_from:] = 1
+  return rng, {"input_ids": ids, "input_mask": mask, "segment_ids": segments}
+
+
+def _features(vocab, batch=2, length=9, seed=0):
+  _, features = _encoder_features(vocab, batch, length, 6, 4, seed)
+  features["masked_lm_positions"] = np.array([[1, 3, 5], [2, 4, 0]], "int32")
+  return features
 
 
 def _outputs(pretrainer, features):
@@ -725,14 +726,8 @@ def test_finetuned_checkpoint_with_slots_lists_them(tmp_path):
 
 
 def _finetuning_features(vocab, batch=3, length=24, seed=0):
-  rng = np.random.default_rng(seed)
-  ids = rng.integers(0, vocab, size=(batch, length)).astype("int32")
-  mask = np.ones_like(ids)
-  mask[1, 15:] = 0
-  segments = np.zeros_like(ids)
-  segments[:, 8:] = 1
-  features = {"input_ids": ids, "input_mask": mask, "segment_ids": segments,
-              "task_id": np.array([0, 1, 2], "int32")}
+  rng, features = _encoder_features(vocab, batch, length, 15, 8, seed)
+  features["task_id"] = np.array([0, 1, 2], "int32")
   for task in ("rte", "sts", "chunk", "squad"):
     features[task + "_eid"] = np.arange(batch, dtype="int32")
   features["rte_label_ids"] = np.array([1, 0, 1], "int32")
