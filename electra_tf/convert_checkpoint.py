@@ -59,7 +59,6 @@ Example:
 """
 
 import argparse
-import contextlib
 import json
 import os
 import sys
@@ -70,6 +69,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf import checkpoint_names
+from electra_tf import distribution
 from electra_tf import official_checkpoint
 from electra_tf import pretraining_config as pretraining_config_lib
 from electra_tf.finetune import checkpoint_io
@@ -115,10 +115,6 @@ _DEBUG_HEADS = 4
 # -----------------------------------------------------------------------------
 # Reading name-based checkpoints
 # -----------------------------------------------------------------------------
-
-
-def _shape_str(shape):
-  return "[" + ", ".join(str(int(d)) for d in shape) + "]"
 
 
 # What the checkpoint reader raises on a damaged file (IndexError: "Read less
@@ -413,11 +409,11 @@ def _check_shapes(expected, shapes, source, user, layout, task_heads=False):
     # Fine-tuning heads are reported as not converted, not as errors.
     found = {n: s for n, s in found.items()
              if not n.startswith(checkpoint_names.TASK_SCOPE + "/")}
-  mismatched = [f"  {n}: config gives {_shape_str(expected[n])}, checkpoint has "
-                f"{_shape_str(found[n])}"
+  mismatched = [f"  {n}: config gives {official_checkpoint.describe_shape(expected[n])}, checkpoint has "
+                f"{official_checkpoint.describe_shape(found[n])}"
                 for n in sorted(expected) if n in found and expected[n] != found[n]]
-  missing = [f"  {n} {_shape_str(expected[n])}" for n in sorted(expected) if n not in found]
-  extra = [f"  {n} {_shape_str(found[n])}" for n in sorted(found) if n not in expected]
+  missing = [f"  {n} {official_checkpoint.describe_shape(expected[n])}" for n in sorted(expected) if n not in found]
+  extra = [f"  {n} {official_checkpoint.describe_shape(found[n])}" for n in sorted(found) if n not in expected]
   if not (mismatched or missing or extra):
     return
   problems = []
@@ -650,7 +646,7 @@ def _build_task_head(task, task_type, layers, shapes, config, user):
   kernel_name = f"{checkpoint_names.TASK_SCOPE}/{task}/dense/kernel"
   kernel = shapes.get(kernel_name)
   if kernel is None or len(kernel) != 2:
-    found = "no such entry" if kernel is None else f"shape {_shape_str(kernel)}"
+    found = "no such entry" if kernel is None else f"shape {official_checkpoint.describe_shape(kernel)}"
     raise ValueError(f"task {task!r} ({task_type}): expected {kernel_name} [H, num_labels], the "
                      f"checkpoint has {found} (the task's layers: {sorted(layers)})")
   num_labels = int(kernel[1])
@@ -660,7 +656,7 @@ def _build_task_head(task, task_type, layers, shapes, config, user):
     if num_labels != 1:
       raise ValueError(
           f"task {task!r} is a regression task (one output) but {kernel_name} is "
-          f"{_shape_str(kernel)}; if it is a classifier, say so with "
+          f"{official_checkpoint.describe_shape(kernel)}; if it is a classifier, say so with "
           f"{_TASK_TYPES_EXAMPLE.format(task=task)}")
     return ClassificationHead(task, 1, regression=True, name=name), "regression"
   return ClassificationHead(task, num_labels, name=name), f"classification, {num_labels} labels"
@@ -788,8 +784,8 @@ def _check_slots(tensors, name_map, prefix):
       if slot not in tensors:
         problems.append(f"  missing {slot}")
       elif tuple(tensors[slot].shape) != tuple(tensors[name].shape):
-        problems.append(f"  {slot} has shape {_shape_str(tensors[slot].shape)}, its variable "
-                        f"{_shape_str(tensors[name].shape)}")
+        problems.append(f"  {slot} has shape {official_checkpoint.describe_shape(tensors[slot].shape)}, its variable "
+                        f"{official_checkpoint.describe_shape(tensors[name].shape)}")
   expected = {n + s for n in name_map for s in checkpoint_names.OPTIMIZER_SLOT_SUFFIXES}
   problems += [f"  {s} belongs to no model variable" for s in slots if s not in expected]
   if problems:
@@ -805,7 +801,7 @@ def write_training_checkpoint(pretrainer, config, output_dir, step=0, slots=None
   `iterations` set to `step` and, if given, its slots from `slots`
   (`{"<official name>/adam_m": array, ...}`)."""
   from electra_tf import checkpointing  # pylint: disable=g-import-not-at-top
-  with _policy(config.mixed_precision):
+  with distribution.dtype_policy(config.mixed_precision):
     pretrainer.compile(pretraining_config=config)
     checkpointing.build_optimizer(pretrainer)
     optimizer = pretrainer.optimizer
@@ -962,16 +958,6 @@ def official_to_keras(input_path, output_path, part=None, hparams=None):
 # -----------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _policy(name):
-  previous = keras.mixed_precision.global_policy().name
-  keras.mixed_precision.set_global_policy(name)
-  try:
-    yield
-  finally:
-    keras.mixed_precision.set_global_policy(previous)
-
-
 def _find_layer(model, cls):
   for layer in model.layers:
     if isinstance(layer, cls):
@@ -1037,7 +1023,7 @@ class _ObjectGraph:
 
 def _shape_list(shapes, limit=6):
   """A short description of a list of shapes."""
-  text = ", ".join(_shape_str(s) for s in shapes[:limit])
+  text = ", ".join(official_checkpoint.describe_shape(s) for s in shapes[:limit])
   return f"[{text}{', …' if len(shapes) > limit else ''}]"
 
 
@@ -1214,7 +1200,7 @@ def load_keras_source(input_path, hparams=None):
     config.mixed_precision = "mixed_float16"
   elif config.mixed_precision == "mixed_float16":
     config.mixed_precision = "float32"
-  with _policy(config.mixed_precision):
+  with distribution.dtype_policy(config.mixed_precision):
     pretrainer = _build_pretrainer(config)
     expected = [tuple(int(d) for d in v.shape) for v in pretrainer.trainable_variables]
     found = graph.trainable_shapes()

@@ -14,6 +14,7 @@ Example:
 1
 """
 
+import contextlib
 import json
 import os
 
@@ -142,6 +143,18 @@ def set_mixed_precision(config):
                      "use 'mixed_bfloat16'")
   keras.mixed_precision.set_global_policy(policy)
   return keras.mixed_precision.global_policy()
+
+
+@contextlib.contextmanager
+def dtype_policy(name):
+  """Sets the global Keras dtype policy to `name` for a `with` block (layers
+  built inside without an explicit dtype follow it), then restores it."""
+  previous = keras.mixed_precision.global_policy().name
+  keras.mixed_precision.set_global_policy(name)
+  try:
+    yield
+  finally:
+    keras.mixed_precision.set_global_policy(previous)
 
 
 def setup_distribution(config):

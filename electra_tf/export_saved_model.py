@@ -43,6 +43,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from electra_tf import distribution
 from electra_tf import hparams as hparams_lib
 from electra_tf import official_checkpoint
 from electra_tf import serving_modules
@@ -83,14 +84,10 @@ def with_dtype_policy(model, policy):
   config = _replace_dtype_policies(model.get_config(), policy)
   # Sub-layers created in a constructor without an explicit dtype follow the
   # global policy.
-  previous = keras.mixed_precision.global_policy().name
-  keras.mixed_precision.set_global_policy(policy)
-  try:
+  with distribution.dtype_policy(policy):
     clone = model.__class__.from_config(config)
     if not clone.built:
       clone.build()
-  finally:
-    keras.mixed_precision.set_global_policy(previous)
   source, target = model.weights, clone.weights
   if [tuple(w.shape) for w in source] != [tuple(w.shape) for w in target]:
     raise ValueError(f"rebuilding {type(model).__name__} with dtype policy {policy!r} "

@@ -28,7 +28,8 @@ def resolve_checkpoint_path(path):
       "directory with a `checkpoint` file")
 
 
-def _describe_shape(shape):
+def describe_shape(shape):
+  """`[2, 3]`-style text of a shape, for error messages."""
   return "[" + ", ".join(str(int(d)) for d in shape) + "]"
 
 
@@ -69,17 +70,17 @@ def restore_from_name_map(name_map, path, allow_missing=False, allow_unexpected=
       found = tuple(int(d) for d in model_entries[name])
       if expected != found:
         mismatched.append(
-            f"  {name}: model expects {_describe_shape(expected)}, "
-            f"checkpoint has {_describe_shape(found)}")
+            f"  {name}: model expects {describe_shape(expected)}, "
+            f"checkpoint has {describe_shape(found)}")
   problems = []
   if mismatched:
     problems.append("shape mismatches:\n" + "\n".join(mismatched))
   if missing and not allow_missing:
     problems.append("missing from the checkpoint (name, expected shape):\n" + "\n".join(
-        f"  {n} {_describe_shape(name_map[n].shape)}" for n in missing))
+        f"  {n} {describe_shape(name_map[n].shape)}" for n in missing))
   if unexpected and not allow_unexpected:
     problems.append("checkpoint entries that belong to no model variable (name, shape):\n"
-                    + "\n".join(f"  {n} {_describe_shape(model_entries[n])}"
+                    + "\n".join(f"  {n} {describe_shape(model_entries[n])}"
                                 for n in unexpected))
   if problems:
     raise ValueError(f"checkpoint {prefix!r} does not match the model:\n" + "\n".join(problems))
