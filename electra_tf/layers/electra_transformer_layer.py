@@ -4,9 +4,18 @@ import math
 
 import keras
 from keras import ops
+from keras.src import backend as keras_backend  # AutocastScope has no public alias
 import tensorflow as tf
 
+from electra_tf.layers import fused_ops
 from electra_tf.layers import layer_utils
+
+
+def _float32(variable):
+  """A float32 variable's value, not autocast to this layer's compute dtype
+  under mixed precision: the fused kernels compute in float32."""
+  with keras_backend.AutocastScope(None):
+    return ops.convert_to_tensor(variable)
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -78,9 +87,9 @@ class ElectraTransformerLayer(keras.layers.Layer):
     self.attention_output_dropout = keras.layers.Dropout(
         self.hidden_dropout_prob, name="attention_output_dropout")
     self.attention_layer_norm = layer_utils.make_layer_norm("attention_layer_norm")
-    self.intermediate_dense = dense(
-        self.intermediate_size, "intermediate_dense",
-        activation=layer_utils.get_activation(self.hidden_act))
+    # The activation is applied in `call` (fused when training).
+    self.intermediate_dense = dense(self.intermediate_size, "intermediate_dense")
+    self.intermediate_activation = layer_utils.get_activation(self.hidden_act)
     self.output_dense = dense(self.hidden_size, "output_dense")
     self.output_dropout = keras.layers.Dropout(self.hidden_dropout_prob, name="output_dropout")
     self.output_layer_norm = layer_utils.make_layer_norm("output_layer_norm")
@@ -100,20 +109,22 @@ class ElectraTransformerLayer(keras.layers.Layer):
     return ops.transpose(x, (0, 2, 1, 3))  # [B, A, S, d]
 
   def call(self, hidden_states, attention_mask_adder=None, training=None):
+    # Training graphs use the XLA-fused elementwise kernels (same math, see
+    # `fused_ops`); inference graphs keep plain ops.
+    if training and fused_ops.fused_training_ops():
+      return self._fused_call(hidden_states, attention_mask_adder)
     shape = ops.shape(hidden_states)
     batch, seq = shape[0], shape[1]
     x = hidden_states
-    q = self._split_heads(self.query(x), batch, seq)
-    k = self._split_heads(self.key(x), batch, seq)
-    v = self._split_heads(self.value(x), batch, seq)
+    q, k, v = (self._split_heads(dense(x), batch, seq)
+               for dense in (self.query, self.key, self.value))
     scores = tf.matmul(q, k, transpose_b=True)  # no explicit transpose of K
     scores = ops.cast(scores, "float32") * (1.0 / math.sqrt(float(self.head_size)))
     if attention_mask_adder is not None:
       scores = scores + ops.cast(attention_mask_adder, "float32")
     probs = ops.softmax(scores, axis=-1)
     probs = self.attention_probs_dropout(probs, training=training)
-    context = ops.matmul(ops.cast(probs, v.dtype), v)  # [B, A, S, d]
-    context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (batch, seq, self.hidden_size))
+    context = self._merge_heads(ops.matmul(ops.cast(probs, v.dtype), v), batch, seq)
 
     attention_output = self.attention_output_dense(context)
     attention_output = self.attention_output_dropout(attention_output, training=training)
@@ -123,11 +134,72 @@ class ElectraTransformerLayer(keras.layers.Layer):
     attention_output = ops.cast(attention_output, self.compute_dtype)
 
     intermediate = self.intermediate_dense(attention_output)
+    if self.intermediate_activation is not None:
+      intermediate = self.intermediate_activation(intermediate)
     layer_output = self.output_dense(intermediate)
     layer_output = self.output_dropout(layer_output, training=training)
     layer_output = self.output_layer_norm(
         ops.cast(layer_output, "float32") + ops.cast(attention_output, "float32"))
     return ops.cast(layer_output, self.compute_dtype)
+
+  def _fused_call(self, hidden_states, attention_mask_adder):
+    """`call(training=True)` with the bias/activation/dropout/residual/
+    LayerNorm and softmax/dropout chains each one fused kernel."""
+    shape = ops.shape(hidden_states)
+    batch, seq = shape[0], shape[1]
+    x = hidden_states
+    projections = (self.query, self.key, self.value)
+    # One matmul for the three projections (one pass over x, one gradient).
+    q, k, v = fused_ops.bias_split_heads(
+        ops.matmul(x, ops.cast(ops.concatenate([p.kernel for p in projections], axis=1),
+                               self.compute_dtype)),
+        ops.concatenate([_float32(p.bias) for p in projections], axis=0),
+        self.num_attention_heads)
+    scores = tf.matmul(q, k, transpose_b=True)
+    probs = fused_ops.attention_softmax_dropout(
+        scores, 0.0 if attention_mask_adder is None else attention_mask_adder,
+        scale=1.0 / math.sqrt(float(self.head_size)),
+        seed=self._dropout_seed(self.attention_probs_dropout),
+        rate=self.attention_probs_dropout_prob, dtype=v.dtype)
+    context = self._merge_heads(ops.matmul(probs, v), batch, seq)
+
+    attention_output = self._dense_dropout_residual_layer_norm(
+        self.attention_output_dense, context, self.attention_output_dropout, x,
+        self.attention_layer_norm)
+    attention_output = ops.cast(attention_output, self.compute_dtype)
+
+    intermediate = self._matmul(self.intermediate_dense, attention_output)
+    if self.intermediate_activation is keras.activations.gelu:
+      intermediate = fused_ops.bias_gelu(intermediate, _float32(self.intermediate_dense.bias))
+    else:
+      intermediate = intermediate + ops.cast(self.intermediate_dense.bias, intermediate.dtype)
+      if self.intermediate_activation is not None:
+        intermediate = self.intermediate_activation(intermediate)
+    layer_output = self._dense_dropout_residual_layer_norm(
+        self.output_dense, intermediate, self.output_dropout, attention_output,
+        self.output_layer_norm)
+    return ops.cast(layer_output, self.compute_dtype)
+
+  def _merge_heads(self, context, batch, seq):
+    return ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (batch, seq, self.hidden_size))
+
+  def _matmul(self, dense, x):
+    """`dense` without its bias (the fused kernels add it)."""
+    return ops.matmul(x, ops.cast(dense.kernel, self.compute_dtype))
+
+  @staticmethod
+  def _dropout_seed(dropout):
+    # Drawn as `keras.random.dropout` draws it: one per call from the layer's
+    # SeedGenerator (a rate of 0 needs none).
+    if dropout.rate == 0.0:
+      return tf.zeros([2], tf.int64)
+    return dropout.seed_generator.next()
+
+  def _dense_dropout_residual_layer_norm(self, dense, x, dropout, residual, layer_norm):
+    return fused_ops.bias_dropout_residual_layer_norm(
+        self._matmul(dense, x), _float32(dense.bias), residual, _float32(layer_norm.gamma),
+        _float32(layer_norm.beta),
+        seed=self._dropout_seed(dropout), rate=dropout.rate, epsilon=layer_norm.epsilon)
 
   def compute_output_shape(self, hidden_states_shape, attention_mask_adder_shape=None):
     return tuple(hidden_states_shape)
