@@ -17,6 +17,12 @@ fraction of this machine's fp32 matmul rate, measured in the same run
 
 Non-embedding parameters exclude the word, position and token-type tables.
 
+The training step runs the transformer's elementwise chains as XLA-fused
+kernels (`electra_tf.layers.fused_ops`); one extra row measures the fp32 step
+with them off (`fused_ops.unfused()`, plain TF ops) as the in-run baseline.
+Those chains are memory-bound, so each row also carries the machine's
+memory bandwidth, measured in the same run (`x·2` over 256 MB, read + write).
+
   python -m bench.bench_pretraining_step [--quick] [--json out.json]
 """
 
@@ -54,6 +60,20 @@ def matmul_flops_per_s(n=2048, repeats=10):
   return 2.0 * n ** 3 * repeats / best
 
 
+def memory_copy_bytes_per_s(n=64 * 1024 * 1024, repeats=5):
+  """Bytes read + written per second by an elementwise `x·2` of n float32."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  x = tf.random.normal([n])
+  scale = tf.function(lambda x: x * 2.0)
+  scale(x).numpy()
+  best = float("inf")
+  for _ in range(repeats):
+    start = time.perf_counter()
+    scale(x).numpy()
+    best = min(best, time.perf_counter() - start)
+  return 2 * 4 * n / best
+
+
 def step_flops(model):
   """FLOPs of one training step by the formula in the module docstring."""
   from electra_tf import checkpoint_names  # pylint: disable=g-import-not-at-top
@@ -83,11 +103,13 @@ def _batch(vocab_size):
   return {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": segment_ids}
 
 
-def measure(vocab_size, precision, jit_compile, warmup_steps, measured_steps):
+def measure(vocab_size, precision, jit_compile, warmup_steps, measured_steps, fused=True):
   """Sequences/s of `fit` steps after `warmup_steps` (tracing, compiling)."""
+  import contextlib  # pylint: disable=g-import-not-at-top
   import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from electra_tf.models import electra_pretrainer  # pylint: disable=g-import-not-at-top
+  from electra_tf.layers import fused_ops  # pylint: disable=g-import-not-at-top
   from electra_tf.pretraining_config import PretrainingConfig  # pylint: disable=g-import-not-at-top
 
   keras.utils.clear_session()
@@ -106,8 +128,9 @@ def measure(vocab_size, precision, jit_compile, warmup_steps, measured_steps):
       times.append(time.perf_counter())
 
   start = time.perf_counter()
-  model.fit(dataset, steps_per_epoch=warmup_steps + measured_steps, epochs=1, verbose=0,
-            callbacks=[Timer()])
+  with contextlib.nullcontext() if fused else fused_ops.unfused():
+    model.fit(dataset, steps_per_epoch=warmup_steps + measured_steps, epochs=1, verbose=0,
+              callbacks=[Timer()])
   first_step = times[0] - start
   seconds = (times[-1] - times[warmup_steps - 1]) / measured_steps
   flops, non_embedding = step_flops(model)
@@ -118,22 +141,26 @@ def measure(vocab_size, precision, jit_compile, warmup_steps, measured_steps):
 
 def run(quick=False):
   matmul_rate = matmul_flops_per_s()
+  copy_rate = memory_copy_bytes_per_s()
   if quick:
-    configs = [(7814, "float32", False)]
+    configs = [(7814, "float32", False, True)]
     warmup, measured = 1, 2
   else:
-    configs = [(v, p, x) for v in VOCABS for p in PRECISIONS for x in (False, True)]
+    configs = [(v, p, x, True) for v in VOCABS for p in PRECISIONS for x in (False, True)]
+    configs.insert(1, (VOCABS[0], "float32", False, False))
     warmup, measured = 2, 5
   rows = []
-  for vocab_size, precision, jit in configs:
-    result = measure(vocab_size, precision, jit, warmup, measured)
+  for vocab_size, precision, jit, fused in configs:
+    result = measure(vocab_size, precision, jit, warmup, measured, fused=fused)
     seconds = result["seconds_per_step"]
     rows.append({
-        "name": f"electra_small_step vocab={vocab_size} {precision} xla={'on' if jit else 'off'}",
+        "name": (f"electra_small_step vocab={vocab_size} {precision} xla={'on' if jit else 'off'}"
+                 + ("" if fused else " plain ops (fused kernels off)")),
         "sequences_per_s": round(BATCH / seconds, 2),
         "utilisation_of_fp32_matmul": round(result["flops_per_step"] / seconds / matmul_rate, 3),
         "step_gflop": round(result["flops_per_step"] / 1e9, 1),
         "fp32_matmul_gflop_per_s": round(matmul_rate / 1e9, 1),
+        "memory_copy_gb_per_s": round(copy_rate / 1e9, 1),
         "first_step_s": round(result["first_step_s"], 1),
         "non_embedding_params": result["non_embedding_params"],
     })
