@@ -7,10 +7,13 @@ docs (bench/corpus.py, cached under /tmp), then runs the builder with 1 and 2
 processes, and once with 1 process pinned to 1 core: on a 2-core machine one
 unpinned process already keeps both cores busy (tokenization runs in a thread
 beside the packing), so scaling is reported as 2 processes on 2 cores (the
-builder pins each to its own core) against 1 process on 1 core. `mb_per_s` counts from the first job's start to the last job's end
-(process start, TensorFlow import and tokenizer set-up/tracing excluded); `wall_mb_per_s` includes
-everything; the steady-state row leaves out the fixed start-up of a process. The original builds ~1.1 MB/s per process on this class of
-machine (37.5 MB in 35 s).
+builder pins each to its own core) against 1 process on 1 core.
+
+`mb_per_s` counts from the first job's start to the last job's end (process
+start, TensorFlow import and tokenizer set-up/tracing excluded);
+`wall_mb_per_s` includes everything; the steady-state row leaves out the
+fixed start-up of a process. The original builds ~1.1 MB/s per process on
+this class of machine (37.5 MB in 35 s).
 """
 
 import concurrent.futures

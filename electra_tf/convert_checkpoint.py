@@ -409,11 +409,12 @@ def _check_shapes(expected, shapes, source, user, layout, task_heads=False):
     # Fine-tuning heads are reported as not converted, not as errors.
     found = {n: s for n, s in found.items()
              if not n.startswith(checkpoint_names.TASK_SCOPE + "/")}
-  mismatched = [f"  {n}: config gives {official_checkpoint.describe_shape(expected[n])}, checkpoint has "
-                f"{official_checkpoint.describe_shape(found[n])}"
+  describe = official_checkpoint.describe_shape
+  mismatched = [f"  {n}: config gives {describe(expected[n])}, checkpoint has "
+                f"{describe(found[n])}"
                 for n in sorted(expected) if n in found and expected[n] != found[n]]
-  missing = [f"  {n} {official_checkpoint.describe_shape(expected[n])}" for n in sorted(expected) if n not in found]
-  extra = [f"  {n} {official_checkpoint.describe_shape(found[n])}" for n in sorted(found) if n not in expected]
+  missing = [f"  {n} {describe(expected[n])}" for n in sorted(expected) if n not in found]
+  extra = [f"  {n} {describe(found[n])}" for n in sorted(found) if n not in expected]
   if not (mismatched or missing or extra):
     return
   problems = []
@@ -646,7 +647,8 @@ def _build_task_head(task, task_type, layers, shapes, config, user):
   kernel_name = f"{checkpoint_names.TASK_SCOPE}/{task}/dense/kernel"
   kernel = shapes.get(kernel_name)
   if kernel is None or len(kernel) != 2:
-    found = "no such entry" if kernel is None else f"shape {official_checkpoint.describe_shape(kernel)}"
+    found = ("no such entry" if kernel is None
+             else f"shape {official_checkpoint.describe_shape(kernel)}")
     raise ValueError(f"task {task!r} ({task_type}): expected {kernel_name} [H, num_labels], the "
                      f"checkpoint has {found} (the task's layers: {sorted(layers)})")
   num_labels = int(kernel[1])
@@ -660,17 +662,6 @@ def _build_task_head(task, task_type, layers, shapes, config, user):
           f"{_TASK_TYPES_EXAMPLE.format(task=task)}")
     return ClassificationHead(task, 1, regression=True, name=name), "regression"
   return ClassificationHead(task, num_labels, name=name), f"classification, {num_labels} labels"
-
-
-def build_finetuning_model(config, heads):
-  """A built `FinetuningModel` with the encoder of `config` (a
-  `PretrainingConfig`) and `heads`, as `run_finetuning` builds it."""
-  from electra_tf.finetune.finetuning_model import FinetuningModel  # pylint: disable=g-import-not-at-top
-  bert_config = pretraining_config_lib.get_pretraining_bert_config(config)
-  model = FinetuningModel(bert_config.to_dict(), heads, embedding_size=config.embedding_size,
-                          name="finetuning_model")
-  model.build()
-  return model
 
 
 def load_official_finetuning_model(path, hparams=None):
@@ -713,7 +704,8 @@ def load_official_finetuning_model(path, hparams=None):
                                          user)
     heads.append(head)
     tasks.append((task, description))
-  model = build_finetuning_model(config, heads)
+  from electra_tf.finetune.finetuning_model import FinetuningModel  # pylint: disable=g-import-not-at-top
+  model = FinetuningModel.from_finetuning_config(config, heads)
   name_map = model.official_name_map()
   _check_shapes(checkpoint_names.official_shapes(name_map), shapes, repr(prefix), user, layout,
                 task_heads=True)
@@ -784,8 +776,9 @@ def _check_slots(tensors, name_map, prefix):
       if slot not in tensors:
         problems.append(f"  missing {slot}")
       elif tuple(tensors[slot].shape) != tuple(tensors[name].shape):
-        problems.append(f"  {slot} has shape {official_checkpoint.describe_shape(tensors[slot].shape)}, its variable "
-                        f"{official_checkpoint.describe_shape(tensors[name].shape)}")
+        problems.append(
+            f"  {slot} has shape {official_checkpoint.describe_shape(tensors[slot].shape)}, "
+            f"its variable {official_checkpoint.describe_shape(tensors[name].shape)}")
   expected = {n + s for n in name_map for s in checkpoint_names.OPTIMIZER_SLOT_SUFFIXES}
   problems += [f"  {s} belongs to no model variable" for s in slots if s not in expected]
   if problems:

@@ -209,11 +209,11 @@ def load_pretraining_checkpoint(path, hparams=None, model_name="electra", data_d
 def build_finetuning_model(config):
   """A built `FinetuningModel` with one head per task of a `FinetuningConfig`,
   sized as `run_finetuning` sizes it (debug mode shrinks the encoder)."""
-  from electra_tf import convert_checkpoint
   from electra_tf.finetune import task_builder
+  from electra_tf.finetune.finetuning_model import FinetuningModel
 
   tasks = task_builder.get_tasks(config, tokenizer=None)
-  return convert_checkpoint.build_finetuning_model(config, [task.create_head() for task in tasks])
+  return FinetuningModel.from_finetuning_config(config, [task.create_head() for task in tasks])
 
 
 def load_finetuning_checkpoint(path, hparams, model_name="electra", data_dir=None):

@@ -80,9 +80,7 @@ class ModelRunner:
       keras.utils.set_random_seed(config.seed + trial)
     self.bert_config = get_finetuning_bert_config(config)
     heads = [task.create_head() for task in tasks]
-    self.model = FinetuningModel(self.bert_config.to_dict(), heads,
-                                 embedding_size=config.embedding_size, name="finetuning_model")
-    self.model.build()
+    self.model = FinetuningModel.from_finetuning_config(config, heads)
     self.name_map = self.model.official_name_map()
     self.optimizer = None
     self.train_steps = None

@@ -5,6 +5,7 @@ import keras
 from keras import ops
 
 from electra_tf import checkpoint_names
+from electra_tf import pretraining_config
 from electra_tf.layers import layer_utils
 from electra_tf.models.electra_discriminator import ElectraDiscriminator
 
@@ -52,6 +53,19 @@ class FinetuningModel(keras.Model):
     self.embedding_size = embedding_size
     self.heads = heads
     self.task_names = [head.task_name for head in heads]
+
+  @classmethod
+  def from_finetuning_config(cls, config, heads, **kwargs):
+    """A built model with `heads` and the encoder that `config`'s model
+    keys give (`model_size`, `vocab_size`, `embedding_size`,
+    `model_hparam_overrides`; shrunk when `debug`), as `run_finetuning`
+    builds it. `config` is a `FinetuningConfig`, or a `PretrainingConfig`
+    (its discriminator's encoder)."""
+    bert_config = pretraining_config.get_pretraining_bert_config(config)
+    kwargs.setdefault("name", "finetuning_model")
+    model = cls(bert_config.to_dict(), heads, embedding_size=config.embedding_size, **kwargs)
+    model.build()
+    return model
 
   def _trackable_children(self, save_type="checkpoint", **kwargs):
     children = super()._trackable_children(save_type, **kwargs)

@@ -151,8 +151,7 @@ class ElectraTransformerLayer(keras.layers.Layer):
     projections = (self.query, self.key, self.value)
     # One matmul for the three projections (one pass over x, one gradient).
     q, k, v = fused_ops.bias_split_heads(
-        ops.matmul(x, ops.cast(ops.concatenate([p.kernel for p in projections], axis=1),
-                               self.compute_dtype)),
+        self._matmul(x, ops.concatenate([p.kernel for p in projections], axis=1)),
         ops.concatenate([_float32(p.bias) for p in projections], axis=0),
         self.num_attention_heads)
     scores = tf.matmul(q, k, transpose_b=True)
@@ -168,7 +167,7 @@ class ElectraTransformerLayer(keras.layers.Layer):
         self.attention_layer_norm)
     attention_output = ops.cast(attention_output, self.compute_dtype)
 
-    intermediate = self._matmul(self.intermediate_dense, attention_output)
+    intermediate = self._matmul(attention_output, self.intermediate_dense.kernel)
     if self.intermediate_activation is keras.activations.gelu:
       intermediate = fused_ops.bias_gelu(intermediate, _float32(self.intermediate_dense.bias))
     else:
@@ -183,9 +182,9 @@ class ElectraTransformerLayer(keras.layers.Layer):
   def _merge_heads(self, context, batch, seq):
     return ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (batch, seq, self.hidden_size))
 
-  def _matmul(self, dense, x):
-    """`dense` without its bias (the fused kernels add it)."""
-    return ops.matmul(x, ops.cast(dense.kernel, self.compute_dtype))
+  def _matmul(self, x, kernel):
+    """A dense layer's matmul without its bias (the fused kernels add it)."""
+    return ops.matmul(x, ops.cast(kernel, self.compute_dtype))
 
   @staticmethod
   def _dropout_seed(dropout):
@@ -197,7 +196,7 @@ class ElectraTransformerLayer(keras.layers.Layer):
 
   def _dense_dropout_residual_layer_norm(self, dense, x, dropout, residual, layer_norm):
     return fused_ops.bias_dropout_residual_layer_norm(
-        self._matmul(dense, x), _float32(dense.bias), residual, _float32(layer_norm.gamma),
+        self._matmul(x, dense.kernel), _float32(dense.bias), residual, _float32(layer_norm.gamma),
         _float32(layer_norm.beta),
         seed=self._dropout_seed(dropout), rate=dropout.rate, epsilon=layer_norm.epsilon)
 

@@ -89,8 +89,16 @@ def _apply_dropout(x, seed, rate):
   return tf.where(keep, x * (1.0 / (1.0 - rate)), tf.zeros_like(x))
 
 
+def _column_sums(x):
+  """Sum over all but the last axis, as a matmul by a row of ones: XLA's CPU
+  column reductions take several times as long as the elementwise kernel
+  around them."""
+  rows = tf.reshape(x, [-1, tf.shape(x)[-1]])
+  return tf.matmul(tf.ones([1, tf.shape(rows)[0]], rows.dtype), rows)[0]
+
+
 @tf.function(jit_compile=True, autograph=False)
-def _dropout_mask_for_test(shape, seed, rate):
+def _compiled_keep_mask(shape, seed, rate):
   return _keep_mask(shape, seed, rate)
 
 
@@ -107,8 +115,8 @@ def dropout_keep_mask(shape, seed, rate):
   >>> 850 < int(tf.reduce_sum(tf.cast(mask, tf.int32))) < 950
   True
   """
-  return _dropout_mask_for_test(tf.constant(shape, tf.int32), tf.constant(seed, tf.int64),
-                                float(rate))
+  return _compiled_keep_mask(tf.constant(shape, tf.int32), tf.constant(seed, tf.int64),
+                             float(rate))
 
 
 # ---------------------------------------------------------------------------
@@ -164,14 +172,6 @@ def bias_split_heads(z, bias, num_heads):
 # ---------------------------------------------------------------------------
 # Bias + GELU (the FFN's intermediate dense).
 # ---------------------------------------------------------------------------
-
-def _column_sums(x):
-  """Sum over all but the last axis, as a matmul by a row of ones: XLA's CPU
-  column reductions take several times as long as the elementwise kernel
-  around them."""
-  rows = tf.reshape(x, [-1, tf.shape(x)[-1]])
-  return tf.matmul(tf.ones([1, tf.shape(rows)[0]], rows.dtype), rows)[0]
-
 
 @tf.function(jit_compile=True, autograph=False)
 def _bias_gelu_forward(z, bias):
@@ -231,17 +231,15 @@ def _layer_norm_forward(z, bias, residual, gamma, beta, seed, rate, epsilon):
 
 
 @tf.function(jit_compile=True, autograph=False)
-def _layer_norm_backward(dy, normalized, inv_std, gamma, seed, rate, z_dtype_zero,
-                         residual_dtype_zero):
+def _layer_norm_backward(dy, normalized, inv_std, gamma, seed, rate, z_dtype, residual_dtype):
   d_normalized = dy * gamma
   dx = inv_std * (d_normalized
                   - tf.reduce_mean(d_normalized, axis=-1, keepdims=True)
                   - normalized * tf.reduce_mean(d_normalized * normalized, axis=-1,
                                                 keepdims=True))
   dz = _apply_dropout(dx, seed, rate)  # the same mask, regenerated, and scale
-  return (tf.cast(dz, z_dtype_zero.dtype), _column_sums(dz),
-          tf.cast(dx, residual_dtype_zero.dtype), _column_sums(dy * normalized),
-          _column_sums(dy))
+  return (tf.cast(dz, z_dtype), _column_sums(dz), tf.cast(dx, residual_dtype),
+          _column_sums(dy * normalized), _column_sums(dy))
 
 
 def bias_dropout_residual_layer_norm(z, bias, residual, gamma, beta, *, seed, rate, epsilon):
@@ -268,8 +266,6 @@ def bias_dropout_residual_layer_norm(z, bias, residual, gamma, beta, *, seed, ra
   """
   rate, epsilon = float(rate), float(epsilon)
   seed = tf.cast(seed, tf.int64)
-  z_zero = tf.zeros([], z.dtype)
-  residual_zero = tf.zeros([], residual.dtype)
 
   @tf.custom_gradient
   def fused(z, bias, residual, gamma, beta):
@@ -277,8 +273,8 @@ def bias_dropout_residual_layer_norm(z, bias, residual, gamma, beta, *, seed, ra
                                                  epsilon)
 
     def grad(dy):
-      return _layer_norm_backward(dy, normalized, inv_std, gamma, seed, rate, z_zero,
-                                  residual_zero)
+      return _layer_norm_backward(dy, normalized, inv_std, gamma, seed, rate, z.dtype,
+                                  residual.dtype)
 
     return y, grad
 
@@ -291,16 +287,16 @@ def bias_dropout_residual_layer_norm(z, bias, residual, gamma, beta, *, seed, ra
 # ---------------------------------------------------------------------------
 
 @tf.function(jit_compile=True, autograph=False)
-def _softmax_forward(scores, adder, scale, seed, rate, out_dtype_zero):
+def _softmax_forward(scores, adder, scale, seed, rate, out_dtype):
   probs = tf.nn.softmax(tf.cast(scores, tf.float32) * scale + adder, axis=-1)
-  return tf.cast(_apply_dropout(probs, seed, rate), out_dtype_zero.dtype), probs
+  return tf.cast(_apply_dropout(probs, seed, rate), out_dtype), probs
 
 
 @tf.function(jit_compile=True, autograph=False)
-def _softmax_backward(probs, d_out, scale, seed, rate, scores_dtype_zero):
+def _softmax_backward(probs, d_out, scale, seed, rate, scores_dtype):
   d_probs = _apply_dropout(tf.cast(d_out, tf.float32), seed, rate)
   d_logits = probs * (d_probs - tf.reduce_sum(d_probs * probs, axis=-1, keepdims=True))
-  return tf.cast(d_logits * scale, scores_dtype_zero.dtype)
+  return tf.cast(d_logits * scale, scores_dtype)
 
 
 def attention_softmax_dropout(scores, adder, *, scale, seed, rate, dtype):
@@ -325,15 +321,14 @@ def attention_softmax_dropout(scores, adder, *, scale, seed, rate, dtype):
   scale, rate = float(scale), float(rate)
   seed = tf.cast(seed, tf.int64)
   adder = tf.stop_gradient(tf.cast(adder, tf.float32))
-  out_zero = tf.zeros([], dtype)
-  scores_zero = tf.zeros([], scores.dtype)
+  dtype = tf.as_dtype(dtype)
 
   @tf.custom_gradient
   def fused(scores):
-    out, probs = _softmax_forward(scores, adder, scale, seed, rate, out_zero)
+    out, probs = _softmax_forward(scores, adder, scale, seed, rate, dtype)
 
     def grad(d_out):
-      return _softmax_backward(probs, d_out, scale, seed, rate, scores_zero)
+      return _softmax_backward(probs, d_out, scale, seed, rate, scores.dtype)
 
     return out, grad
 
