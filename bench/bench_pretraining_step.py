@@ -22,6 +22,9 @@ kernels (`electra_tf.layers.fused_ops`); one extra row measures the fp32 step
 with them off (`fused_ops.unfused()`, plain TF ops) as the in-run baseline.
 Those chains are memory-bound, so each row also carries the machine's
 memory bandwidth, measured in the same run (`x·2` over 256 MB, read + write).
+One more row replays only the fp32 step's matmuls (`matmuls_only`): the
+speed the step would have if everything else took no time. Its FLOPs are
+counted from the traced ops themselves.
 
   python -m bench.bench_pretraining_step [--quick] [--json out.json]
 """
@@ -89,6 +92,88 @@ def step_flops(model):
   width = model.embedding_size or model.bert_config["hidden_size"]
   flops += 6 * model.max_predictions_per_seq * width * model.vocab_size * BATCH
   return flops, non_embedding
+
+
+def _matmul_flops(op):
+  """FLOPs of one traced MatMul / BatchMatMulV2 op (static shapes)."""
+  a, b = (list(t.shape.as_list()) for t in op.inputs)
+  if op.type == "MatMul":
+    transpose_a, transpose_b = op.get_attr("transpose_a"), op.get_attr("transpose_b")
+  else:
+    transpose_a, transpose_b = op.get_attr("adj_x"), op.get_attr("adj_y")
+  rows, inner = (a[-1], a[-2]) if transpose_a else (a[-2], a[-1])
+  cols = b[-2] if transpose_b else b[-1]
+  batch = 1
+  for dim in a[:-2]:
+    batch *= dim
+  return 2 * batch * rows * inner * cols, (tuple(a), tuple(b), transpose_a, transpose_b)
+
+
+def matmuls_only(vocab_size, repeats=3):
+  """The fp32 step's matmuls alone: an upper bound on the step's speed.
+
+  Traces `train_step` for one batch and replays every MatMul and
+  BatchMatMulV2 of the step's graph (forward and gradient, both towers and
+  heads, with the same shapes and transposes) on random inputs, with nothing
+  else in between. The XLA-fused elementwise kernels' internal matmuls
+  (column sums) are not counted. Repeated ops get distinct input tensors so
+  that common-subexpression elimination cannot merge them.
+
+  Returns:
+    dict with `seconds` (best of `repeats`), `flops` and `ops` (count).
+  """
+  import collections  # pylint: disable=g-import-not-at-top
+  import math  # pylint: disable=g-import-not-at-top
+  import keras  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from electra_tf.models import electra_pretrainer  # pylint: disable=g-import-not-at-top
+  from electra_tf.pretraining_config import PretrainingConfig  # pylint: disable=g-import-not-at-top
+
+  keras.utils.clear_session()
+  keras.mixed_precision.set_global_policy("float32")
+  config = PretrainingConfig("bench", "/nonexistent", model_size="small", vocab_size=vocab_size,
+                             max_seq_length=SEQ, train_batch_size=BATCH, seed=0)
+  model = electra_pretrainer.ElectraPretrainer.from_pretraining_config(config)
+  model.compile(pretraining_config=config)
+  model.optimizer.build(model.trainable_variables)
+  batch = {k: tf.constant(v) for k, v in _batch(vocab_size).items()}
+  graph = tf.function(model.train_step).get_concrete_function(batch).graph
+  traced = [_matmul_flops(op) for op in graph.get_operations()
+            if op.type in ("MatMul", "BatchMatMulV2")]
+
+  # The i-th repeat of a spec uses copy (i mod c) of its first input and copy
+  # (i div c) of its second, c = ⌈√repeats⌉: every (first, second) pair differs.
+  repeats_of = collections.Counter(spec for _, spec in traced)
+  seen = collections.Counter()
+  copies = collections.Counter()
+  plan = []
+  for _, spec in traced:
+    a, b, transpose_a, transpose_b = spec
+    per_side = math.ceil(math.sqrt(repeats_of[spec]))
+    a_copy, b_copy = seen[spec] % per_side, seen[spec] // per_side
+    seen[spec] += 1
+    copies[a] = max(copies[a], a_copy + 1)
+    copies[b] = max(copies[b], b_copy + 1)
+    plan.append(((a, a_copy), (b, b_copy), transpose_a, transpose_b))
+  keys = sorted((shape, i) for shape, n in copies.items() for i in range(n))
+  values = [tf.random.normal(shape) for shape, _ in keys]
+
+  @tf.function
+  def replay(values):
+    by_key = dict(zip(keys, values))
+    # One element of every product is returned so that no matmul is pruned.
+    firsts = [tf.reshape(tf.matmul(by_key[a], by_key[b], transpose_a=transpose_a,
+                                   transpose_b=transpose_b), [-1])[0]
+              for a, b, transpose_a, transpose_b in plan]
+    return tf.add_n(firsts)
+
+  replay(values).numpy()  # warm-up
+  best = float("inf")
+  for _ in range(repeats):
+    start = time.perf_counter()
+    replay(values).numpy()
+    best = min(best, time.perf_counter() - start)
+  return {"seconds": best, "flops": sum(flops for flops, _ in traced), "ops": len(traced)}
 
 
 def _batch(vocab_size):
@@ -164,6 +249,15 @@ def run(quick=False):
         "first_step_s": round(result["first_step_s"], 1),
         "non_embedding_params": result["non_embedding_params"],
     })
+  ceiling = matmuls_only(VOCABS[0])
+  rows.insert(min(2, len(rows)), {  # after the fp32 rows it bounds
+      "name": f"electra_small_step vocab={VOCABS[0]} float32 matmuls only (upper bound)",
+      "sequences_per_s": round(BATCH / ceiling["seconds"], 2),
+      "utilisation_of_fp32_matmul": round(ceiling["flops"] / ceiling["seconds"] / matmul_rate, 3),
+      "step_gflop": round(ceiling["flops"] / 1e9, 1),
+      "fp32_matmul_gflop_per_s": round(matmul_rate / 1e9, 1),
+      "matmul_ops": ceiling["ops"],
+  })
   return rows
 
 
