@@ -34,7 +34,6 @@ from electra_tf.finetune import checkpoint_io
 from electra_tf.finetune import preprocessing
 from electra_tf.finetune import task_builder
 from electra_tf.finetune.finetuning_model import FinetuningModel
-from electra_tf.finetune.qa_tasks import QATask
 from electra_tf.finetune.qa_tasks import write_json_atomic
 from electra_tf.finetuning_config import FinetuningConfig
 from electra_tf.hparams import load_hparams
