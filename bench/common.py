@@ -41,6 +41,15 @@ def peak_rss_mb():
   return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def write_atomic(path, text):
+  """Writes `text` to `path` through a temporary file, so an interrupted run
+  never leaves a half-written result over the last good one."""
+  tmp = path + ".tmp"
+  with open(tmp, "w") as f:
+    f.write(text)
+  os.replace(tmp, path)
+
+
 def main(run, description):
   """Runs `run(quick: bool) -> list[dict]` and writes rows with peak memory.
 
@@ -58,9 +67,6 @@ def main(run, description):
             "machine": machine_description(), "rows": rows}
   text = json.dumps(result, indent=2)
   if args.json:
-    tmp = args.json + ".tmp"
-    with open(tmp, "w") as f:
-      f.write(text)
-    os.replace(tmp, args.json)
+    write_atomic(args.json, text)
   print(text)
   sys.stdout.flush()

@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 from bench.common import machine_description
+from bench.common import write_atomic
 
 BENCHMARKS = (
     "bench_pretraining_step",
@@ -70,11 +71,9 @@ def main(argv=None):
     result["module"] = module
     results.append(result)
   summary = {"started": started, "machine": machine_description(), "results": results}
-  with open(os.path.join(args.output_dir, "benchmarks.json"), "w") as f:
-    json.dump(summary, f, indent=2)
+  write_atomic(os.path.join(args.output_dir, "benchmarks.json"), json.dumps(summary, indent=2))
   markdown = _markdown(results, started)
-  with open(os.path.join(args.output_dir, "benchmarks.md"), "w") as f:
-    f.write(markdown + "\n")
+  write_atomic(os.path.join(args.output_dir, "benchmarks.md"), markdown + "\n")
   print(markdown)
   return 0 if all("error" not in r for r in results) else 1
 
