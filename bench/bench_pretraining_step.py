@@ -39,6 +39,32 @@ VOCABS = (7814, 30522)
 PRECISIONS = ("float32", "mixed_bfloat16")
 
 
+def _best_seconds(fn, repeats=3):
+  """Fastest of `repeats` timed calls of `fn`, after one untimed warm-up call."""
+  fn()
+  best = float("inf")
+  for _ in range(repeats):
+    start = time.perf_counter()
+    fn()
+    best = min(best, time.perf_counter() - start)
+  return best
+
+
+def _pretrainer(vocab_size, precision="float32", jit_compile=False):
+  """A compiled ELECTRA-Small `ElectraPretrainer` for batch BATCH, seq SEQ."""
+  import keras  # pylint: disable=g-import-not-at-top
+  from electra_tf.models import electra_pretrainer  # pylint: disable=g-import-not-at-top
+  from electra_tf.pretraining_config import PretrainingConfig  # pylint: disable=g-import-not-at-top
+
+  keras.utils.clear_session()
+  keras.mixed_precision.set_global_policy(precision)
+  config = PretrainingConfig("bench", "/nonexistent", model_size="small", vocab_size=vocab_size,
+                             max_seq_length=SEQ, train_batch_size=BATCH, seed=0)
+  model = electra_pretrainer.ElectraPretrainer.from_pretraining_config(config)
+  model.compile(pretraining_config=config, jit_compile=jit_compile)
+  return model
+
+
 def matmul_flops_per_s(n=2048, repeats=10):
   """This machine's fp32 matmul rate (FLOP/s), from a compiled loop."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -54,13 +80,7 @@ def matmul_flops_per_s(n=2048, repeats=10):
       x = tf.matmul(x, b)
     return x
 
-  run(a, b).numpy()  # warm-up
-  best = float("inf")
-  for _ in range(3):
-    start = time.perf_counter()
-    run(a, b).numpy()
-    best = min(best, time.perf_counter() - start)
-  return 2.0 * n ** 3 * repeats / best
+  return 2.0 * n ** 3 * repeats / _best_seconds(lambda: run(a, b).numpy())
 
 
 def memory_copy_bytes_per_s(n=64 * 1024 * 1024, repeats=5):
@@ -68,13 +88,7 @@ def memory_copy_bytes_per_s(n=64 * 1024 * 1024, repeats=5):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   x = tf.random.normal([n])
   scale = tf.function(lambda x: x * 2.0)
-  scale(x).numpy()
-  best = float("inf")
-  for _ in range(repeats):
-    start = time.perf_counter()
-    scale(x).numpy()
-    best = min(best, time.perf_counter() - start)
-  return 2 * 4 * n / best
+  return 2 * 4 * n / _best_seconds(lambda: scale(x).numpy(), repeats)
 
 
 def step_flops(model):
@@ -124,17 +138,9 @@ def matmuls_only(vocab_size, repeats=3):
   """
   import collections  # pylint: disable=g-import-not-at-top
   import math  # pylint: disable=g-import-not-at-top
-  import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from electra_tf.models import electra_pretrainer  # pylint: disable=g-import-not-at-top
-  from electra_tf.pretraining_config import PretrainingConfig  # pylint: disable=g-import-not-at-top
 
-  keras.utils.clear_session()
-  keras.mixed_precision.set_global_policy("float32")
-  config = PretrainingConfig("bench", "/nonexistent", model_size="small", vocab_size=vocab_size,
-                             max_seq_length=SEQ, train_batch_size=BATCH, seed=0)
-  model = electra_pretrainer.ElectraPretrainer.from_pretraining_config(config)
-  model.compile(pretraining_config=config)
+  model = _pretrainer(vocab_size)
   model.optimizer.build(model.trainable_variables)
   batch = {k: tf.constant(v) for k, v in _batch(vocab_size).items()}
   graph = tf.function(model.train_step).get_concrete_function(batch).graph
@@ -167,12 +173,7 @@ def matmuls_only(vocab_size, repeats=3):
               for a, b, transpose_a, transpose_b in plan]
     return tf.add_n(firsts)
 
-  replay(values).numpy()  # warm-up
-  best = float("inf")
-  for _ in range(repeats):
-    start = time.perf_counter()
-    replay(values).numpy()
-    best = min(best, time.perf_counter() - start)
+  best = _best_seconds(lambda: replay(values).numpy(), repeats)
   return {"seconds": best, "flops": sum(flops for flops, _ in traced), "ops": len(traced)}
 
 
@@ -193,16 +194,9 @@ def measure(vocab_size, precision, jit_compile, warmup_steps, measured_steps, fu
   import contextlib  # pylint: disable=g-import-not-at-top
   import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from electra_tf.models import electra_pretrainer  # pylint: disable=g-import-not-at-top
   from electra_tf.layers import fused_ops  # pylint: disable=g-import-not-at-top
-  from electra_tf.pretraining_config import PretrainingConfig  # pylint: disable=g-import-not-at-top
 
-  keras.utils.clear_session()
-  keras.mixed_precision.set_global_policy(precision)
-  config = PretrainingConfig("bench", "/nonexistent", model_size="small", vocab_size=vocab_size,
-                             max_seq_length=SEQ, train_batch_size=BATCH, seed=0)
-  model = electra_pretrainer.ElectraPretrainer.from_pretraining_config(config)
-  model.compile(pretraining_config=config, jit_compile=jit_compile)
+  model = _pretrainer(vocab_size, precision, jit_compile)
   dataset = tf.data.Dataset.from_tensors(_batch(vocab_size)).repeat()
 
   times = []

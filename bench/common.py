@@ -43,7 +43,10 @@ def peak_rss_mb():
 
 def write_atomic(path, text):
   """Writes `text` to `path` through a temporary file, so an interrupted run
-  never leaves a half-written result over the last good one."""
+  never leaves a half-written result over the last good one.
+
+  Not `electra_tf.atomic_write`: importing `electra_tf` loads TensorFlow,
+  which must stay out of the PyTorch peer's process and the orchestrator."""
   tmp = path + ".tmp"
   with open(tmp, "w") as f:
     f.write(text)

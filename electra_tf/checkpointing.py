@@ -25,7 +25,6 @@ Example:
 ...                           num_train_steps=100)])
 """
 
-import os
 import shutil
 import signal
 import tempfile

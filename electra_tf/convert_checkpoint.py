@@ -69,6 +69,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf import checkpoint_names
+from electra_tf.atomic_write import atomic_write
 from electra_tf import distribution
 from electra_tf import official_checkpoint
 from electra_tf import pretraining_config as pretraining_config_lib
@@ -828,13 +829,6 @@ def _check_output_dir(output_dir):
                      "`checkpoint` file); choose a new or empty directory")
 
 
-def _write_json(path, value):
-  tmp = path + ".tmp"
-  with open(tmp, "w") as f:
-    f.write(json.dumps(value, indent=2, sort_keys=True) + "\n")
-  os.replace(tmp, path)
-
-
 def _save_keras(model, output_path):
   """`model.save` to a temp name in the same directory, then rename."""
   directory = os.path.dirname(os.path.abspath(output_path))
@@ -934,7 +928,8 @@ def official_to_keras(input_path, output_path, part=None, hparams=None):
     slot_names = _check_slots(tensors, name_map, prefix)
     written = write_training_checkpoint(pretrainer, config, output_path, step or 0,
                                         {n: tensors[n] for n in slot_names})
-    _write_json(os.path.join(output_path, HPARAMS_FILE), merged_hparams)
+    atomic_write(os.path.join(output_path, HPARAMS_FILE),
+                 json.dumps(merged_hparams, indent=2, sort_keys=True) + "\n")
     converted += slot_names
     if step is not None:
       converted.append(checkpoint_names.GLOBAL_STEP_NAME)

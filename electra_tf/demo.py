@@ -168,13 +168,11 @@ class PeriodicEvaluation:
     self.callback = _Callback()
 
   def evaluate(self, model, step):
+    from electra_tf.atomic_write import atomic_write
     results = model.evaluate(self.dataset, steps=self.steps, verbose=0, return_dict=True)
     entry = {"step": step, **{k: float(v) for k, v in results.items()}}
     self.history.append(entry)
-    tmp = self.history_path + ".tmp"
-    with open(tmp, "w") as f:
-      json.dump(self.history, f, indent=1)
-    os.replace(tmp, self.history_path)
+    atomic_write(self.history_path, json.dumps(self.history, indent=1))
     print(f"[demo] step {step}: held-out disc_auc {entry.get('disc_auc', float('nan')):.3f}, "
           f"masked_lm_accuracy {entry.get('masked_lm_accuracy', float('nan')):.3f}", flush=True)
 

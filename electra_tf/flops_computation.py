@@ -11,8 +11,10 @@ match its printed table:
   slip of the original kept here so that the table values agree.
 
 Run `python -m electra_tf.flops_computation` to print the table. The
-benchmarks use `TransformerHparams.get_infer_flops` and
-`get_electra_train_flops` for their utilisation figures.
+step benchmark (`bench/bench_pretraining_step.py`) does not use these
+counters: its utilisation figure counts matmul FLOPs only, by the formula
+the throughput issue prescribes (6 · non-embedding parameters · tokens, plus
+attention and the generator's output matmul).
 
 Example:
 >>> TransformerHparams(256, 12, e=128, s=128).get_infer_flops()

@@ -16,7 +16,6 @@ under that model directory (spec §12.9):
 
 import argparse
 import json
-import os
 import statistics
 import time
 
@@ -29,12 +28,12 @@ from electra_tf import checkpoint_names
 from electra_tf import layerwise_learning_rate
 from electra_tf import tokenization
 from electra_tf.adam_weight_decay import AdamWeightDecay
+from electra_tf.atomic_write import atomic_write
 from electra_tf.eta_logger import secs_to_str
 from electra_tf.finetune import checkpoint_io
 from electra_tf.finetune import preprocessing
 from electra_tf.finetune import task_builder
 from electra_tf.finetune.finetuning_model import FinetuningModel
-from electra_tf.finetune.qa_tasks import write_json_atomic
 from electra_tf.finetuning_config import FinetuningConfig
 from electra_tf.hparams import load_hparams
 from electra_tf.learning_rate_schedule import ElectraLearningRateSchedule
@@ -196,7 +195,8 @@ class ModelRunner:
           for row in self.predict(task, split):
             value = row["logits"] if "logits" in row else row["predictions"]
             predictions[int(row["eid"])] = np.asarray(value, np.float32).tolist()
-          write_json_atomic(predictions, config.test_predictions(task.name, split, trial))
+          atomic_write(config.test_predictions(task.name, split, trial),
+                       json.dumps(predictions, indent=2))
       elif task.name == "squad":
         # The original decodes *dev* examples against test features and
         # overwrites the dev prediction files (spec §14.34); here the test
@@ -210,7 +210,7 @@ class ModelRunner:
             na_file=preds_file[:-len(".json")] + "_null_odds.json")
         answers = {qid: ("" if null_odds[qid] > config.qa_na_threshold else text)
                    for qid, text in predictions.items()}
-        write_json_atomic(answers, preds_file)
+        atomic_write(preds_file, json.dumps(answers, indent=2))
       else:
         logging.info("Skipping task %s - writing predictions is not supported for this task",
                      task.name)
@@ -238,21 +238,13 @@ def median_results(results):
   return {t: {m: float(statistics.median(v)) for m, v in ms.items()} for t, ms in medians.items()}
 
 
-def _write_text_atomic(text, path):
-  tf.io.gfile.makedirs(os.path.dirname(path))
-  tmp = path + ".tmp"
-  with tf.io.gfile.GFile(tmp, "w") as f:
-    f.write(text)
-  tf.io.gfile.rename(tmp, path, overwrite=True)
-
-
 def write_results(config, results):
   """Rewrites `results_txt` and `results_json` with all trials so far, plus
   `<tasks>_results_median.json` with the per-metric median over trials."""
-  _write_text_atomic("".join(line + "\n" for line in results_lines(results)), config.results_txt)
-  _write_text_atomic(json.dumps(results, indent=2), config.results_json)
+  atomic_write(config.results_txt, "".join(line + "\n" for line in results_lines(results)))
+  atomic_write(config.results_json, json.dumps(results, indent=2))
   median_path = config.results_json[:-len(".json")] + "_median.json"
-  _write_text_atomic(json.dumps(median_results(results), indent=2), median_path)
+  atomic_write(median_path, json.dumps(median_results(results), indent=2))
 
 
 def run_finetuning(config):

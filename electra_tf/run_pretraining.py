@@ -24,13 +24,13 @@ import json
 import os
 import pickle
 import sys
-import tempfile
 
 import keras
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 
 from electra_tf import checkpointing
+from electra_tf.atomic_write import atomic_write
 from electra_tf import distribution
 from electra_tf import eta_logger
 from electra_tf import pretrain_data
@@ -223,31 +223,11 @@ def write_eval_results(results, config):
   results = {k: (int(v) if k == "global_step" else float(v)) for k, v in results.items()}
   txt = "".join(f"{name} = {value}\n" for name, value in sorted(results.items()))
   json_path = os.path.splitext(config.results_txt)[0] + ".json"
-  _atomic_write(config.results_txt, txt.encode("utf-8"))
-  _atomic_write(json_path, (json.dumps(results, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+  atomic_write(config.results_txt, txt)
+  atomic_write(json_path, json.dumps(results, indent=2, sort_keys=True) + "\n")
   if config.results_pkl:
-    _atomic_write(config.results_pkl, pickle.dumps(results))
+    atomic_write(config.results_pkl, pickle.dumps(results))
   return config.results_txt, json_path
-
-
-def _atomic_write(path, data):
-  directory = os.path.dirname(path) or "."
-  tf.io.gfile.makedirs(directory)
-  if "://" in path:  # remote file systems: gfile's own write is all we have
-    with tf.io.gfile.GFile(path, "wb") as f:
-      f.write(data)
-    return
-  fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=directory)
-  try:
-    with os.fdopen(fd, "wb") as f:
-      f.write(data)
-      f.flush()
-      os.fsync(f.fileno())
-    os.replace(tmp, path)
-  except BaseException:
-    if os.path.exists(tmp):
-      os.remove(tmp)
-    raise
 
 
 # ----------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf import tokenization
+from electra_tf.atomic_write import atomic_write
 from electra_tf.finetune import qa_metrics
 from electra_tf.finetune import scorer as scorer_lib
 from electra_tf.finetune import task as task_lib
@@ -127,14 +128,6 @@ def _softmax(scores):
   exps = [math.exp(s - top) for s in scores]
   total = sum(exps)
   return [e / total for e in exps]
-
-
-def write_json_atomic(obj, path):
-  tf.io.gfile.makedirs(os.path.dirname(path))
-  tmp = path + ".tmp"
-  with tf.io.gfile.GFile(tmp, "w") as f:
-    json.dump(obj, f, indent=2)
-  tf.io.gfile.rename(tmp, path, overwrite=True)
 
 
 class QATask(task_lib.Task):
@@ -509,14 +502,14 @@ class SpanBasedQAScorer(scorer_lib.Scorer):
           score_diff = score_null - best_non_null[1] - best_non_null[2]
         null_odds[example_id] = float(score_diff)
         predictions[example_id] = best_non_null[0]
-    write_json_atomic(dict(predictions), preds_file or config.qa_preds_file(name))
+    atomic_write(preds_file or config.qa_preds_file(name), json.dumps(dict(predictions), indent=2))
     if self._v2:
-      write_json_atomic(dict(null_odds), na_file or config.qa_na_file(name))
+      atomic_write(na_file or config.qa_na_file(name), json.dumps(dict(null_odds), indent=2))
     return predictions, null_odds
 
   def _get_results(self):
     predictions, null_odds = self.write_predictions()
     results = self._task.evaluate_predictions(self._split, predictions,
                                               null_odds if self._v2 else None)
-    write_json_atomic(results, self._config.qa_eval_file(self._name))
+    atomic_write(self._config.qa_eval_file(self._name), json.dumps(results, indent=2))
     return sorted(results.items())

@@ -1,7 +1,6 @@
 """Helpers shared by the ELECTRA models."""
 
 import keras
-import tensorflow as tf
 
 from electra_tf.bert_config import BertConfig
 
