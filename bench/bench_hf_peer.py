@@ -19,21 +19,37 @@ SEQ = 128
 
 def _step_fn(vocab_size):
   import torch
-  from transformers import ElectraConfig, ElectraForMaskedLM, ElectraForPreTraining
+  from transformers import ElectraConfig
+  from transformers import ElectraForMaskedLM
+  from transformers import ElectraForPreTraining
 
   torch.manual_seed(0)
-  disc_config = ElectraConfig(vocab_size=vocab_size, embedding_size=128, hidden_size=256,
-                              num_hidden_layers=12, num_attention_heads=4, intermediate_size=1024,
-                              max_position_embeddings=512)
-  gen_config = ElectraConfig(vocab_size=vocab_size, embedding_size=128, hidden_size=64,
-                             num_hidden_layers=12, num_attention_heads=1, intermediate_size=256,
-                             max_position_embeddings=512)
+  disc_config = ElectraConfig(
+    vocab_size=vocab_size,
+    embedding_size=128,
+    hidden_size=256,
+    num_hidden_layers=12,
+    num_attention_heads=4,
+    intermediate_size=1024,
+    max_position_embeddings=512,
+  )
+  gen_config = ElectraConfig(
+    vocab_size=vocab_size,
+    embedding_size=128,
+    hidden_size=64,
+    num_hidden_layers=12,
+    num_attention_heads=1,
+    intermediate_size=256,
+    max_position_embeddings=512,
+  )
   discriminator = ElectraForPreTraining(disc_config)
   generator = ElectraForMaskedLM(gen_config)
   # Tie the whole embedding block, as the original does.
   generator.electra.embeddings = discriminator.electra.embeddings
   generator.generator_lm_head.weight = discriminator.electra.embeddings.word_embeddings.weight
-  params = list({id(p): p for p in list(discriminator.parameters()) + list(generator.parameters())}.values())
+  params = list(
+    {id(p): p for p in list(discriminator.parameters()) + list(generator.parameters())}.values()
+  )
   optimizer = torch.optim.AdamW(params, lr=5e-4, eps=1e-6, weight_decay=0.01)
   num_predictions = int((0.15 + 0.005) * SEQ)
   mask_id, cls_id, sep_id = 103, 101, 102
@@ -55,7 +71,9 @@ def _step_fn(vocab_size):
     gen_hidden = generator.electra(masked_ids, attention_mask=attention_mask).last_hidden_state
     picked = gen_hidden.gather(1, positions.unsqueeze(-1).expand(-1, -1, gen_hidden.shape[-1]))
     logits = generator.generator_lm_head(generator.generator_predictions(picked))
-    mlm_loss = torch.nn.functional.cross_entropy(logits.reshape(-1, vocab_size), targets.reshape(-1))
+    mlm_loss = torch.nn.functional.cross_entropy(
+      logits.reshape(-1, vocab_size), targets.reshape(-1)
+    )
     with torch.no_grad():
       gumbel = -torch.log(-torch.log(torch.rand_like(logits) + 1e-9) + 1e-9)
       sampled = torch.argmax(logits + gumbel, dim=-1)
@@ -76,6 +94,7 @@ def _step_fn(vocab_size):
 
 def run(quick=False):
   import torch
+
   torch.set_num_threads(torch.get_num_threads())
   rows = []
   for vocab_size in (7814, 30522):
@@ -87,9 +106,18 @@ def run(quick=False):
     for _ in range(measured):
       step()
     seconds = (time.perf_counter() - start) / measured
-    rows.append({"name": f"hf_transformers_pytorch_rtd_step_v{vocab_size}", "framework": "pytorch",
-                 "torch": torch.__version__, "vocab_size": vocab_size, "batch": BATCH, "seq": SEQ,
-                 "seconds_per_step": round(seconds, 3), "sequences_per_s": round(BATCH / seconds, 2)})
+    rows.append(
+      {
+        "name": f"hf_transformers_pytorch_rtd_step_v{vocab_size}",
+        "framework": "pytorch",
+        "torch": torch.__version__,
+        "vocab_size": vocab_size,
+        "batch": BATCH,
+        "seq": SEQ,
+        "seconds_per_step": round(seconds, 3),
+        "sequences_per_s": round(BATCH / seconds, 2),
+      }
+    )
   return rows
 
 

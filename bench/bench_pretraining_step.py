@@ -53,13 +53,21 @@ def _best_seconds(fn, repeats=3):
 def _pretrainer(vocab_size, precision="float32", jit_compile=False):
   """A compiled ELECTRA-Small `ElectraPretrainer` for batch BATCH, seq SEQ."""
   import keras  # pylint: disable=g-import-not-at-top
+
+  from electra_tf.configs.pretraining import PretrainingConfig  # pylint: disable=g-import-not-at-top
   from electra_tf.models import electra_pretrainer  # pylint: disable=g-import-not-at-top
-  from electra_tf.pretraining_config import PretrainingConfig  # pylint: disable=g-import-not-at-top
 
   keras.utils.clear_session()
   keras.mixed_precision.set_global_policy(precision)
-  config = PretrainingConfig("bench", "/nonexistent", model_size="small", vocab_size=vocab_size,
-                             max_seq_length=SEQ, train_batch_size=BATCH, seed=0)
+  config = PretrainingConfig(
+    "bench",
+    "/nonexistent",
+    model_size="small",
+    vocab_size=vocab_size,
+    max_seq_length=SEQ,
+    train_batch_size=BATCH,
+    seed=0,
+  )
   model = electra_pretrainer.ElectraPretrainer.from_pretraining_config(config)
   model.compile(pretraining_config=config, jit_compile=jit_compile)
   return model
@@ -68,6 +76,7 @@ def _pretrainer(vocab_size, precision="float32", jit_compile=False):
 def matmul_flops_per_s(n=2048, repeats=10):
   """This machine's fp32 matmul rate (FLOP/s), from a compiled loop."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
   a = tf.random.normal([n, n])
   # Scaled so that the chained products stay finite; a chain cannot be
   # merged by common-subexpression elimination, unlike repeated a·b.
@@ -80,12 +89,13 @@ def matmul_flops_per_s(n=2048, repeats=10):
       x = tf.matmul(x, b)
     return x
 
-  return 2.0 * n ** 3 * repeats / _best_seconds(lambda: run(a, b).numpy())
+  return 2.0 * n**3 * repeats / _best_seconds(lambda: run(a, b).numpy())
 
 
 def memory_copy_bytes_per_s(n=64 * 1024 * 1024, repeats=5):
   """Bytes read + written per second by an elementwise `x·2` of n float32."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
   x = tf.random.normal([n])
   scale = tf.function(lambda x: x * 2.0)
   return 2 * 4 * n / _best_seconds(lambda: scale(x).numpy(), repeats)
@@ -93,16 +103,16 @@ def memory_copy_bytes_per_s(n=64 * 1024 * 1024, repeats=5):
 
 def step_flops(model):
   """FLOPs of one training step by the formula in the module docstring."""
-  from electra_tf import checkpoint_names  # pylint: disable=g-import-not-at-top
+  from electra_tf.checkpoints import names as checkpoint_names  # pylint: disable=g-import-not-at-top
+
   names = checkpoint_names.official_name_map(model)
   tables = ("word_embeddings", "position_embeddings", "token_type_embeddings")
-  non_embedding = sum(int(v.numpy().size) for n, v in names.items()
-                      if not n.endswith(tables))
+  non_embedding = sum(int(v.numpy().size) for n, v in names.items() if not n.endswith(tables))
   tokens = BATCH * SEQ
   flops = 6 * non_embedding * tokens
   towers = [model.bert_config, model.generator_config]
   for config in towers:
-    flops += 12 * SEQ ** 2 * config["hidden_size"] * config["num_hidden_layers"] * BATCH
+    flops += 12 * SEQ**2 * config["hidden_size"] * config["num_hidden_layers"] * BATCH
   width = model.embedding_size or model.bert_config["hidden_size"]
   flops += 6 * model.max_predictions_per_seq * width * model.vocab_size * BATCH
   return flops, non_embedding
@@ -138,14 +148,16 @@ def matmuls_only(vocab_size, repeats=3):
   """
   import collections  # pylint: disable=g-import-not-at-top
   import math  # pylint: disable=g-import-not-at-top
+
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
   model = _pretrainer(vocab_size)
   model.optimizer.build(model.trainable_variables)
   batch = {k: tf.constant(v) for k, v in _batch(vocab_size).items()}
   graph = tf.function(model.train_step).get_concrete_function(batch).graph
-  traced = [_matmul_flops(op) for op in graph.get_operations()
-            if op.type in ("MatMul", "BatchMatMulV2")]
+  traced = [
+    _matmul_flops(op) for op in graph.get_operations() if op.type in ("MatMul", "BatchMatMulV2")
+  ]
 
   # The i-th repeat of a spec uses copy (i mod c) of its first input and copy
   # (i div c) of its second, c = ⌈√repeats⌉: every (first, second) pair differs.
@@ -168,9 +180,12 @@ def matmuls_only(vocab_size, repeats=3):
   def replay(values):
     by_key = dict(zip(keys, values))
     # One element of every product is returned so that no matmul is pruned.
-    firsts = [tf.reshape(tf.matmul(by_key[a], by_key[b], transpose_a=transpose_a,
-                                   transpose_b=transpose_b), [-1])[0]
-              for a, b, transpose_a, transpose_b in plan]
+    firsts = [
+      tf.reshape(
+        tf.matmul(by_key[a], by_key[b], transpose_a=transpose_a, transpose_b=transpose_b), [-1]
+      )[0]
+      for a, b, transpose_a, transpose_b in plan
+    ]
     return tf.add_n(firsts)
 
   best = _best_seconds(lambda: replay(values).numpy(), repeats)
@@ -179,21 +194,24 @@ def matmuls_only(vocab_size, repeats=3):
 
 def _batch(vocab_size):
   import numpy as np  # pylint: disable=g-import-not-at-top
+
   rng = np.random.RandomState(0)
   ids = rng.randint(1000, vocab_size, size=[BATCH, SEQ]).astype(np.int32)
   ids[:, 0] = 101
   ids[:, SEQ // 2] = 102
   ids[:, -1] = 102
   segment_ids = np.zeros_like(ids)
-  segment_ids[:, SEQ // 2 + 1:] = 1
+  segment_ids[:, SEQ // 2 + 1 :] = 1
   return {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": segment_ids}
 
 
 def measure(vocab_size, precision, jit_compile, warmup_steps, measured_steps, fused=True):
   """Sequences/s of `fit` steps after `warmup_steps` (tracing, compiling)."""
   import contextlib  # pylint: disable=g-import-not-at-top
+
   import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
   from electra_tf.layers import fused_ops  # pylint: disable=g-import-not-at-top
 
   model = _pretrainer(vocab_size, precision, jit_compile)
@@ -202,20 +220,28 @@ def measure(vocab_size, precision, jit_compile, warmup_steps, measured_steps, fu
   times = []
 
   class Timer(keras.callbacks.Callback):
-
     def on_train_batch_end(self, batch, logs=None):
       times.append(time.perf_counter())
 
   start = time.perf_counter()
   with contextlib.nullcontext() if fused else fused_ops.unfused():
-    model.fit(dataset, steps_per_epoch=warmup_steps + measured_steps, epochs=1, verbose=0,
-              callbacks=[Timer()])
+    model.fit(
+      dataset,
+      steps_per_epoch=warmup_steps + measured_steps,
+      epochs=1,
+      verbose=0,
+      callbacks=[Timer()],
+    )
   first_step = times[0] - start
   seconds = (times[-1] - times[warmup_steps - 1]) / measured_steps
   flops, non_embedding = step_flops(model)
   keras.mixed_precision.set_global_policy("float32")
-  return {"seconds_per_step": seconds, "first_step_s": first_step, "flops_per_step": flops,
-          "non_embedding_params": non_embedding}
+  return {
+    "seconds_per_step": seconds,
+    "first_step_s": first_step,
+    "flops_per_step": flops,
+    "non_embedding_params": non_embedding,
+  }
 
 
 def run(quick=False):
@@ -232,9 +258,12 @@ def run(quick=False):
   for vocab_size, precision, jit, fused in configs:
     result = measure(vocab_size, precision, jit, warmup, measured, fused=fused)
     seconds = result["seconds_per_step"]
-    rows.append({
-        "name": (f"electra_small_step vocab={vocab_size} {precision} xla={'on' if jit else 'off'}"
-                 + ("" if fused else " plain ops (fused kernels off)")),
+    rows.append(
+      {
+        "name": (
+          f"electra_small_step vocab={vocab_size} {precision} xla={'on' if jit else 'off'}"
+          + ("" if fused else " plain ops (fused kernels off)")
+        ),
         "sequences_per_s": round(BATCH / seconds, 2),
         "utilisation_of_fp32_matmul": round(result["flops_per_step"] / seconds / matmul_rate, 3),
         "step_gflop": round(result["flops_per_step"] / 1e9, 1),
@@ -242,16 +271,20 @@ def run(quick=False):
         "memory_copy_gb_per_s": round(copy_rate / 1e9, 1),
         "first_step_s": round(result["first_step_s"], 1),
         "non_embedding_params": result["non_embedding_params"],
-    })
+      }
+    )
   ceiling = matmuls_only(VOCABS[0])
-  rows.insert(min(2, len(rows)), {  # after the fp32 rows it bounds
+  rows.insert(
+    min(2, len(rows)),
+    {  # after the fp32 rows it bounds
       "name": f"electra_small_step vocab={VOCABS[0]} float32 matmuls only (upper bound)",
       "sequences_per_s": round(BATCH / ceiling["seconds"], 2),
       "utilisation_of_fp32_matmul": round(ceiling["flops"] / ceiling["seconds"] / matmul_rate, 3),
       "step_gflop": round(ceiling["flops"] / 1e9, 1),
       "fp32_matmul_gflop_per_s": round(matmul_rate / 1e9, 1),
       "matmul_ops": ceiling["ops"],
-  })
+    },
+  )
   return rows
 
 

@@ -21,10 +21,10 @@ from bench.common import main
 SEQ = 128
 BATCH = 32
 SENTENCES = [
-    "The quick brown fox jumps over the lazy dog near the river bank this morning.",
-    "ELECTRA trains a discriminator to tell original tokens from replaced ones.",
-    "Serving latency matters when a model answers requests one sentence at a time.",
-    "A small model with twelve layers and hidden size 256 runs well on a CPU.",
+  "The quick brown fox jumps over the lazy dog near the river bank this morning.",
+  "ELECTRA trains a discriminator to tell original tokens from replaced ones.",
+  "Serving latency matters when a model answers requests one sentence at a time.",
+  "A small model with twelve layers and hidden size 256 runs well on a CPU.",
 ]
 
 
@@ -32,8 +32,7 @@ def _vocab_file(directory):
   """The fixtures' vocab when present, else a synthetic BERT-layout one (30522)."""
   if os.path.isfile(FIXTURE_VOCAB):
     return FIXTURE_VOCAB
-  tokens = ["[PAD]"] + [f"[unused{i}]" for i in range(99)] + ["[UNK]", "[CLS]", "[SEP]",
-                                                               "[MASK]"]
+  tokens = ["[PAD]"] + [f"[unused{i}]" for i in range(99)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
   words = sorted({w.strip(".,").lower() for s in SENTENCES for w in s.split()})
   tokens += words + list(".,!?'")
   tokens += [f"##x{i}" for i in range(30522 - len(tokens))]
@@ -58,22 +57,29 @@ def run(quick=False):
   import tensorflow as tf
 
   from electra_tf import export_saved_model
+  from electra_tf.configs.pretraining import PretrainingConfig
   from electra_tf.models.electra_pretrainer import ElectraPretrainer
-  from electra_tf.pretraining_config import PretrainingConfig
 
   keras.mixed_precision.set_global_policy("float32")
   with tempfile.TemporaryDirectory() as tmp:
     vocab_file = _vocab_file(tmp)
     with open(vocab_file) as f:
       vocab_size = sum(1 for _ in f)
-    config = PretrainingConfig("small", tmp, model_size="small", embedding_size=128,
-                               vocab_size=vocab_size, max_seq_length=SEQ)
+    config = PretrainingConfig(
+      "small",
+      tmp,
+      model_size="small",
+      embedding_size=128,
+      vocab_size=vocab_size,
+      max_seq_length=SEQ,
+    )
     keras.utils.set_random_seed(0)
     model = ElectraPretrainer.from_pretraining_config(config)
     model.build()
     start = time.perf_counter()
-    path = export_saved_model.export(model, "discriminator", vocab_file,
-                                     os.path.join(tmp, "export"), max_seq_length=SEQ)
+    path = export_saved_model.export(
+      model, "discriminator", vocab_file, os.path.join(tmp, "export"), max_seq_length=SEQ
+    )
     export_s = time.perf_counter() - start
     loaded = tf.saved_model.load(path)
     serve = loaded.signatures["serving_default"]
@@ -81,8 +87,9 @@ def run(quick=False):
     one_a = tf.constant(SENTENCES[:1])
     one_b = tf.constant([""])
     batch_a = tf.constant([SENTENCES[i % len(SENTENCES)] for i in range(BATCH)])
-    batch_b = tf.constant([SENTENCES[(i + 1) % len(SENTENCES)] if i % 2 else ""
-                           for i in range(BATCH)])
+    batch_b = tf.constant(
+      [SENTENCES[(i + 1) % len(SENTENCES)] if i % 2 else "" for i in range(BATCH)]
+    )
     warmup, repeats = (2, 5) if quick else (10, 100)
     batch_repeats = 3 if quick else 30
     _time_calls(lambda: serve(text_a=one_a, text_b=one_b), warmup)
@@ -94,18 +101,27 @@ def run(quick=False):
   batch_p50 = statistics.median(batched)
   common = {"vocab_size": vocab_size, "max_seq_length": SEQ, "threads": os.cpu_count()}
   return [
-      dict(name="serving_default, 1 sentence (ELECTRA-Small, fp32)",
-           latency_ms=round(1000 * p50, 2),
-           latency_p90_ms=round(1000 * sorted(single)[int(0.9 * (len(single) - 1))], 2),
-           sequences_per_s=round(1 / p50, 1), calls=repeats,
-           export_seconds=round(export_s, 1), **common),
-      dict(name=f"serving_default, batch {BATCH} (ELECTRA-Small, fp32)",
-           latency_ms=round(1000 * batch_p50, 2),
-           sequences_per_s=round(BATCH / batch_p50, 1),
-           tokens_per_s=round(BATCH * SEQ / batch_p50, 1), calls=batch_repeats, **common),
+    dict(
+      name="serving_default, 1 sentence (ELECTRA-Small, fp32)",
+      latency_ms=round(1000 * p50, 2),
+      latency_p90_ms=round(1000 * sorted(single)[int(0.9 * (len(single) - 1))], 2),
+      sequences_per_s=round(1 / p50, 1),
+      calls=repeats,
+      export_seconds=round(export_s, 1),
+      **common,
+    ),
+    dict(
+      name=f"serving_default, batch {BATCH} (ELECTRA-Small, fp32)",
+      latency_ms=round(1000 * batch_p50, 2),
+      sequences_per_s=round(BATCH / batch_p50, 1),
+      tokens_per_s=round(BATCH * SEQ / batch_p50, 1),
+      calls=batch_repeats,
+      **common,
+    ),
   ]
 
 
 if __name__ == "__main__":
-  main(run, "TF Serving export: serving_default latency and batch-32 throughput, "
-            "ELECTRA-Small, CPU")
+  main(
+    run, "TF Serving export: serving_default latency and batch-32 throughput, ELECTRA-Small, CPU"
+  )

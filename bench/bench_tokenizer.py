@@ -12,14 +12,16 @@ import tempfile
 import time
 
 from bench import common
-from bench.corpus import build_corpus
 from bench.bench_build_dataset import _vocab_file
+from bench.corpus import build_corpus
 
 
 def run(quick=False):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from electra_tf import tokenization  # pylint: disable=g-import-not-at-top
-  from electra_tf.electra_tokenizer import ElectraTokenizer  # pylint: disable=g-import-not-at-top
+
+  from electra_tf.text import wordpiece as tokenization  # pylint: disable=g-import-not-at-top
+  from electra_tf.text.tokenizer import ElectraTokenizer  # pylint: disable=g-import-not-at-top
+
   megabytes = 4
   corpus_dir = os.path.join(tempfile.gettempdir(), f"electra_tf_bench_corpus_{megabytes}mb")
   build_corpus(corpus_dir, megabytes)
@@ -36,25 +38,35 @@ def run(quick=False):
 
   tok = ElectraTokenizer(vocab_file=vocab)
   fn = tf.function(tok.call, input_signature=[tf.TensorSpec([None], tf.string)])
-  batches = [tf.constant([l.encode("utf-8") for l in lines[i:i + 8192]])
-             for i in range(0, len(lines), 8192)]
+  batches = [
+    tf.constant([l.encode("utf-8") for l in lines[i : i + 8192]])
+    for i in range(0, len(lines), 8192)
+  ]
   fn(batches[0])  # trace
   start = time.time()
   n_tokens = sum(int(fn(b).flat_values.shape[0]) for b in batches)
   seconds = time.time() - start
-  rows.append({"name": "ElectraTokenizer (tf.function, batch 8192 lines)",
-               "mb_per_s": round(n_bytes / 1e6 / seconds, 2),
-               "tokens_per_s": round(n_tokens / seconds)})
+  rows.append(
+    {
+      "name": "ElectraTokenizer (tf.function, batch 8192 lines)",
+      "mb_per_s": round(n_bytes / 1e6 / seconds, 2),
+      "tokens_per_s": round(n_tokens / seconds),
+    }
+  )
 
   ref = tokenization.FullTokenizer(vocab)
-  subset = lines[:3000 if quick else 20000]
+  subset = lines[: 3000 if quick else 20000]
   sub_bytes = sum(len(l.encode("utf-8")) for l in subset)
   start = time.time()
   n_ref = sum(len(ref.convert_tokens_to_ids(ref.tokenize(l))) for l in subset)
   seconds = time.time() - start
-  rows.append({"name": "FullTokenizer (pure Python, the original's algorithm)",
-               "mb_per_s": round(sub_bytes / 1e6 / seconds, 2),
-               "tokens_per_s": round(n_ref / seconds)})
+  rows.append(
+    {
+      "name": "FullTokenizer (pure Python, the original's algorithm)",
+      "mb_per_s": round(sub_bytes / 1e6 / seconds, 2),
+      "tokens_per_s": round(n_ref / seconds),
+    }
+  )
   return rows
 
 

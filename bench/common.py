@@ -9,11 +9,17 @@ import resource
 import sys
 import time
 
-
 # The original's vocab from the shared fixtures (../shared beside the repo);
 # benchmarks fall back to a vocab of their own when it is absent.
-FIXTURE_VOCAB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared",
-                             "fixtures", "original", "vocab.txt")
+FIXTURE_VOCAB = os.path.join(
+  os.path.dirname(os.path.abspath(__file__)),
+  "..",
+  "..",
+  "shared",
+  "fixtures",
+  "original",
+  "vocab.txt",
+)
 
 
 def machine_description():
@@ -45,7 +51,7 @@ def write_atomic(path, text):
   """Writes `text` to `path` through a temporary file, so an interrupted run
   never leaves a half-written result over the last good one.
 
-  Not `electra_tf.atomic_write`: importing `electra_tf` loads TensorFlow,
+  Not `electra_tf.write_atomic`: importing `electra_tf` loads TensorFlow,
   which must stay out of the PyTorch peer's process and the orchestrator."""
   tmp = path + ".tmp"
   with open(tmp, "w") as f:
@@ -66,8 +72,12 @@ def main(run, description):
   rows = run(quick=args.quick)
   for row in rows:
     row.setdefault("peak_rss_mb", round(peak_rss_mb(), 1))
-  result = {"benchmark": description, "seconds": round(time.time() - start, 1),
-            "machine": machine_description(), "rows": rows}
+  result = {
+    "benchmark": description,
+    "seconds": round(time.time() - start, 1),
+    "machine": machine_description(),
+    "rows": rows,
+  }
   text = json.dumps(result, indent=2)
   if args.json:
     write_atomic(args.json, text)

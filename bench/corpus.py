@@ -28,8 +28,9 @@ def _documents():
           if name.endswith(".py"):
             tree = ast.parse(pathlib.Path(path).read_bytes())
             for node in ast.walk(tree):
-              if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
-                                   ast.AsyncFunctionDef)):
+              if isinstance(
+                node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+              ):
                 doc = ast.get_docstring(node)
                 if doc and len(doc) > 200:
                   yield doc

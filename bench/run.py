@@ -17,15 +17,22 @@ from bench.common import machine_description
 from bench.common import write_atomic
 
 BENCHMARKS = (
-    "bench_pretraining_step",
-    "bench_hf_peer",
-    "bench_build_dataset",
-    "bench_tokenizer",
-    "bench_serving",
+  "bench_pretraining_step",
+  "bench_hf_peer",
+  "bench_build_dataset",
+  "bench_tokenizer",
+  "bench_serving",
 )
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
-_COLUMNS = ("name", "sequences_per_s", "mb_per_s", "tokens_per_s", "latency_ms",
-            "utilisation_of_fp32_matmul", "peak_rss_mb")
+_COLUMNS = (
+  "name",
+  "sequences_per_s",
+  "mb_per_s",
+  "tokens_per_s",
+  "latency_ms",
+  "utilisation_of_fp32_matmul",
+  "peak_rss_mb",
+)
 
 
 def _markdown(results, started):
@@ -60,7 +67,9 @@ def main(argv=None):
   results = []
   for module in modules:
     out = os.path.join(args.output_dir, f"{module}.json")
-    cmd = [sys.executable, "-m", f"bench.{module}", "--json", out] + (["--quick"] if args.quick else [])
+    cmd = [sys.executable, "-m", f"bench.{module}", "--json", out] + (
+      ["--quick"] if args.quick else []
+    )
     print(f"== {' '.join(cmd)}", flush=True)
     proc = subprocess.run(cmd, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     if proc.returncode != 0 or not os.path.exists(out):

@@ -1,12 +1,12 @@
 """electra_tf: ELECTRA (google-research/electra) on TensorFlow 2 / Keras 3."""
 
-from electra_tf.bert_config import BertConfig
-from electra_tf.hparams import load_hparams
-from electra_tf.pretraining_config import PretrainingConfig
-from electra_tf.pretraining_config import get_bert_config
-from electra_tf.pretraining_config import get_generator_config
+from electra_tf.configs.bert_config import BertConfig
+from electra_tf.configs.hparams import load_hparams
+from electra_tf.configs.pretraining import PretrainingConfig
+from electra_tf.configs.pretraining import get_bert_config
+from electra_tf.configs.pretraining import get_generator_config
 
 __version__ = "0.1.0"
 
+from electra_tf.checkpoints.official import load_official_checkpoint  # noqa: E402
 from electra_tf.models.electra_pretrainer import ElectraPretrainer  # noqa: E402
-from electra_tf.official_checkpoint import load_official_checkpoint  # noqa: E402

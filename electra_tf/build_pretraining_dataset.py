@@ -1,6 +1,6 @@
 """Raw text → pre-training TFRecords: `python -m electra_tf.build_pretraining_dataset`.
 
-Accepts the original's flags with their spellings (spec §1.1), plus `--seed`,
+Accepts the original's flags with their spellings (`build_pretraining_dataset.py` flags), plus `--seed`,
 `--num-out-files`, `--overwrite` and a TFDS source. Unlike the original,
 `--blanks-separate-docs false` means false, and the output directory is never
 deleted. The work is done by `tfrecords_tools.text_corpus`.
@@ -28,39 +28,65 @@ def parse_bool(value):
     return True
   if lowered in _FALSE:
     return False
-  raise argparse.ArgumentTypeError(
-      f"expected a boolean (true/false), got {value!r}")
+  raise argparse.ArgumentTypeError(f"expected a boolean (true/false), got {value!r}")
 
 
 def make_parser():
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--corpus-dir", default=None,
-                      help="Directory of raw text files (every file directly inside).")
+  parser.add_argument(
+    "--corpus-dir", default=None, help="Directory of raw text files (every file directly inside)."
+  )
   parser.add_argument("--vocab-file", required=True, help="WordPiece vocabulary.")
   parser.add_argument("--output-dir", required=True, help="Where to write the shards.")
-  parser.add_argument("--max-seq-length", default=128, type=int,
-                      help="Tokens per example, including [CLS]/[SEP].")
-  parser.add_argument("--num-processes", default=1, type=int,
-                      help="Parallel job processes.")
-  parser.add_argument("--blanks-separate-docs", default=True, type=parse_bool,
-                      help="Whether blank lines end a document (true/false).")
-  parser.add_argument("--do-lower-case", dest="do_lower_case", action="store_true",
-                      help="Lower-case the input (default).")
-  parser.add_argument("--no-lower-case", dest="do_lower_case", action="store_false",
-                      help="Don't lower-case the input.")
-  parser.add_argument("--do-strip-accents", dest="strip_accents", action="store_true",
-                      help="Strip accents when lower-casing (default).")
-  parser.add_argument("--no-strip-accents", dest="strip_accents", action="store_false",
-                      help="Don't strip accents.")
+  parser.add_argument(
+    "--max-seq-length", default=128, type=int, help="Tokens per example, including [CLS]/[SEP]."
+  )
+  parser.add_argument("--num-processes", default=1, type=int, help="Parallel job processes.")
+  parser.add_argument(
+    "--blanks-separate-docs",
+    default=True,
+    type=parse_bool,
+    help="Whether blank lines end a document (true/false).",
+  )
+  parser.add_argument(
+    "--do-lower-case",
+    dest="do_lower_case",
+    action="store_true",
+    help="Lower-case the input (default).",
+  )
+  parser.add_argument(
+    "--no-lower-case",
+    dest="do_lower_case",
+    action="store_false",
+    help="Don't lower-case the input.",
+  )
+  parser.add_argument(
+    "--do-strip-accents",
+    dest="strip_accents",
+    action="store_true",
+    help="Strip accents when lower-casing (default).",
+  )
+  parser.add_argument(
+    "--no-strip-accents", dest="strip_accents", action="store_false", help="Don't strip accents."
+  )
   parser.set_defaults(do_lower_case=True, strip_accents=True)
-  parser.add_argument("--seed", default=None, type=int,
-                      help="Seed for Python's random in every job (reproducible output).")
-  parser.add_argument("--num-out-files", default=1000, type=int,
-                      help="Number of output shards over all jobs.")
-  parser.add_argument("--overwrite", action="store_true",
-                      help="Replace the shards of a non-empty --output-dir.")
-  parser.add_argument("--tfds-name", default=None,
-                      help="Read documents from this TFDS dataset instead of --corpus-dir.")
+  parser.add_argument(
+    "--seed",
+    default=None,
+    type=int,
+    help="Seed for Python's random in every job (reproducible output).",
+  )
+  parser.add_argument(
+    "--num-out-files", default=1000, type=int, help="Number of output shards over all jobs."
+  )
+  parser.add_argument(
+    "--overwrite", action="store_true", help="Replace the shards of a non-empty --output-dir."
+  )
+  parser.add_argument(
+    "--tfds-name",
+    default=None,
+    help="Read documents from this TFDS dataset instead of --corpus-dir.",
+  )
   parser.add_argument("--tfds-split", default="train", help="TFDS split.")
   parser.add_argument("--tfds-text-key", default="text", help="TFDS feature holding the text.")
   parser.add_argument("--tfds-data-dir", default=None, help="TFDS data_dir.")
@@ -71,14 +97,22 @@ def options_from_args(args):
   if not args.corpus_dir and not args.tfds_name:
     raise SystemExit("error: one of --corpus-dir or --tfds-name is required")
   return BuildOptions(
-      corpus_dir=args.corpus_dir, vocab_file=args.vocab_file,
-      output_dir=args.output_dir, max_seq_length=args.max_seq_length,
-      num_processes=args.num_processes,
-      blanks_separate_docs=args.blanks_separate_docs,
-      do_lower_case=args.do_lower_case, strip_accents=args.strip_accents,
-      seed=args.seed, num_out_files=args.num_out_files, overwrite=args.overwrite,
-      tfds_name=args.tfds_name, tfds_split=args.tfds_split,
-      tfds_text_key=args.tfds_text_key, tfds_data_dir=args.tfds_data_dir)
+    corpus_dir=args.corpus_dir,
+    vocab_file=args.vocab_file,
+    output_dir=args.output_dir,
+    max_seq_length=args.max_seq_length,
+    num_processes=args.num_processes,
+    blanks_separate_docs=args.blanks_separate_docs,
+    do_lower_case=args.do_lower_case,
+    strip_accents=args.strip_accents,
+    seed=args.seed,
+    num_out_files=args.num_out_files,
+    overwrite=args.overwrite,
+    tfds_name=args.tfds_name,
+    tfds_split=args.tfds_split,
+    tfds_text_key=args.tfds_text_key,
+    tfds_data_dir=args.tfds_data_dir,
+  )
 
 
 def main(argv=None):

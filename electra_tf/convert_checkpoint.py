@@ -1,4 +1,4 @@
-r"""Converts checkpoints between the original's name-based TF1 format (spec §8)
+r"""Converts checkpoints between the original's name-based TF1 format (the variable names of the original's checkpoints)
 and electra_tf, in both directions.
 
 Official → Keras (`--direction to-keras`): a checkpoint written by the
@@ -68,13 +68,15 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from electra_tf import checkpoint_names
-from electra_tf.atomic_write import atomic_write
-from electra_tf import distribution
-from electra_tf import official_checkpoint
-from electra_tf import pretraining_config as pretraining_config_lib
-from electra_tf.finetune import checkpoint_io
-from electra_tf.hparams import load_hparams
+from electra_tf.checkpoints import finetuned as checkpoint_io
+from electra_tf.checkpoints import names as checkpoint_names
+from electra_tf.checkpoints import official as official_checkpoint
+from electra_tf.configs import pretraining as pretraining_config_lib
+from electra_tf.configs.hparams import load_hparams
+from electra_tf.training import distribution
+from electra_tf.utils import keras_compat
+from electra_tf.utils.file_io import atomic_path
+from electra_tf.utils.file_io import write_atomic
 
 DIRECTIONS = ("to-keras", "to-official")
 PART_FINETUNED = "finetuned"
@@ -87,7 +89,7 @@ KERAS_SUFFIX = ".keras"
 # usable as run_pretraining's --hparams).
 HPARAMS_FILE = "converted_hparams.json"
 
-# Layouts a name-based checkpoint can have (spec §8.2–8.4).
+# Layouts a name-based checkpoint can have (the variable names of the original's checkpoints–8.4).
 LAYOUT_DEFAULT = "default"  # small untied generator, shared embeddings
 LAYOUT_UNTIED_EMBEDDINGS = "untied_generator_embeddings"
 LAYOUT_TIED = "tied"  # untied_generator=False
@@ -97,17 +99,22 @@ LAYOUT_TWO_TOWER = "two_tower"  # Electric (or two_tower_generator)
 LAYOUT_ENCODER = "encoder"  # encoder only, possibly with task_specific heads
 
 _KNOWN_SCOPES = (
-    checkpoint_names.DISCRIMINATOR_SCOPE, checkpoint_names.GENERATOR_SCOPE,
-    checkpoint_names.GENERATOR_LTR_SCOPE, checkpoint_names.GENERATOR_RTL_SCOPE,
-    checkpoint_names.GENERATOR_HEAD_SCOPE, checkpoint_names.CLOZE_HEAD_SCOPE,
-    checkpoint_names.DISCRIMINATOR_HEAD_SCOPE, checkpoint_names.TASK_SCOPE)
+  checkpoint_names.DISCRIMINATOR_SCOPE,
+  checkpoint_names.GENERATOR_SCOPE,
+  checkpoint_names.GENERATOR_LTR_SCOPE,
+  checkpoint_names.GENERATOR_RTL_SCOPE,
+  checkpoint_names.GENERATOR_HEAD_SCOPE,
+  checkpoint_names.CLOZE_HEAD_SCOPE,
+  checkpoint_names.DISCRIMINATOR_HEAD_SCOPE,
+  checkpoint_names.TASK_SCOPE,
+)
 
 # Conversions read no data: the config's data paths point at a directory that
 # does not exist, so special token ids fall back to the BERT-uncased layout
 # unless the hparams name a `vocab_file`.
 _NO_DATA_DIR = os.path.join(tempfile.gettempdir(), "electra_tf_convert_no_data_dir")
 
-# The debug model's shrunk discriminator (spec §7.1): its 4 heads cannot be
+# The debug model's shrunk discriminator (`run_pretraining.py:PretrainingModel`): its 4 heads cannot be
 # derived from H=144 by the size rule (which gives 2).
 _DEBUG_SHAPE = {"hidden_size": 144, "num_hidden_layers": 3, "intermediate_size": 576}
 _DEBUG_HEADS = 4
@@ -128,8 +135,9 @@ def _open_reader(prefix):
     return tf.train.load_checkpoint(prefix)
   except _READ_ERRORS as e:
     raise ValueError(
-        f"checkpoint {prefix!r} cannot be opened (truncated or corrupt index/data "
-        f"file?): {getattr(e, 'message', e)}") from e
+      f"checkpoint {prefix!r} cannot be opened (truncated or corrupt index/data "
+      f"file?): {getattr(e, 'message', e)}"
+    ) from e
 
 
 def read_name_based_checkpoint(path):
@@ -152,8 +160,9 @@ def read_name_based_checkpoint(path):
       tensors[name] = reader.get_tensor(name)
     except _READ_ERRORS as e:
       raise ValueError(
-          f"checkpoint {prefix!r}: entry {name!r} cannot be read (truncated or corrupt data "
-          f"file?): {getattr(e, 'message', e)}") from e
+        f"checkpoint {prefix!r}: entry {name!r} cannot be read (truncated or corrupt data "
+        f"file?): {getattr(e, 'message', e)}"
+      ) from e
   return prefix, tensors
 
 
@@ -175,7 +184,7 @@ def _encoder_dims(shapes, scope):
   prefix = f"{scope}/encoder/layer_"
   for name in shapes:
     if name.startswith(prefix):
-      index = name[len(prefix):].split("/", 1)[0]
+      index = name[len(prefix) :].split("/", 1)[0]
       if not index.isdigit():
         raise ValueError(f"unexpected checkpoint entry {name!r} (layer index {index!r})")
       indices.add(int(index))
@@ -185,14 +194,17 @@ def _encoder_dims(shapes, scope):
   gaps = sorted(set(range(num_layers)) - indices)
   if gaps:
     raise ValueError(
-        f"the checkpoint's {scope} encoder is incomplete: layers {gaps} are missing "
-        f"(found layers up to layer_{num_layers - 1})")
+      f"the checkpoint's {scope} encoder is incomplete: layers {gaps} are missing "
+      f"(found layers up to layer_{num_layers - 1})"
+    )
   layer0 = f"{scope}/encoder/layer_0"
   query = shapes.get(f"{layer0}/attention/self/query/kernel")
   ffn = shapes.get(f"{layer0}/intermediate/dense/kernel")
   if query is None or ffn is None:
-    raise ValueError(f"the checkpoint lacks {layer0}/attention/self/query/kernel or "
-                     f"{layer0}/intermediate/dense/kernel")
+    raise ValueError(
+      f"the checkpoint lacks {layer0}/attention/self/query/kernel or "
+      f"{layer0}/intermediate/dense/kernel"
+    )
   return int(query[1]), num_layers, int(ffn[1])
 
 
@@ -215,24 +227,27 @@ def _generator_size_hparams(hidden, layers, gen_hidden, gen_layers, gen_ffn, sou
   discriminator's H and L) of a generator tower with these sizes."""
   if gen_ffn != 4 * gen_hidden:
     raise ValueError(
-        f"the generator of {source} has FFN size {gen_ffn} but hidden size {gen_hidden}; "
-        f"get_generator_config always uses 4 * hidden = {4 * gen_hidden}")
+      f"the generator of {source} has FFN size {gen_ffn} but hidden size {gen_hidden}; "
+      f"get_generator_config always uses 4 * hidden = {4 * gen_hidden}"
+    )
   return {"generator_hidden_size": gen_hidden / hidden, "generator_layers": gen_layers / layers}
 
 
 def detect_layout(shapes):
   """The layout (one of the `LAYOUT_*` constants) of a name-based checkpoint
-  from its model entries' names (spec §8.2–8.4)."""
+  from its model entries' names (the variable names of the original's checkpoints–8.4)."""
   scopes = {name.split("/", 1)[0] for name in shapes}
   unknown = sorted(scopes - set(_KNOWN_SCOPES))
   if "electra/embeddings/word_embeddings" not in shapes or unknown:
     sample = ", ".join(sorted(shapes)[:5]) or "(no entries)"
-    why = (f"unknown top-level scopes {unknown}" if unknown
-           else "no electra/embeddings/word_embeddings")
+    why = (
+      f"unknown top-level scopes {unknown}" if unknown else "no electra/embeddings/word_embeddings"
+    )
     raise ValueError(
-        f"not an ELECTRA checkpoint ({why}); expected the original's names "
-        f"(electra/…, generator/…, generator_predictions/…, discriminator_predictions/…). "
-        f"First entries: {sample}")
+      f"not an ELECTRA checkpoint ({why}); expected the original's names "
+      f"(electra/…, generator/…, generator_predictions/…, discriminator_predictions/…). "
+      f"First entries: {sample}"
+    )
   has = lambda scope: scope in scopes
   if has(checkpoint_names.GENERATOR_LTR_SCOPE) or has(checkpoint_names.GENERATOR_RTL_SCOPE):
     return LAYOUT_TWO_TOWER
@@ -262,20 +277,29 @@ def infer_hparams_from_shapes(shapes):
     `(hparams, layout, notes)`: a dict for `PretrainingConfig`, the
     `LAYOUT_*` value and human-readable notes on what was assumed.
   """
-  shapes = {n: tuple(int(d) for d in s) for n, s in shapes.items()
-            if not checkpoint_names.is_non_model_entry(n)}
+  shapes = {
+    n: tuple(int(d) for d in s)
+    for n, s in shapes.items()
+    if not checkpoint_names.is_non_model_entry(n)
+  }
   layout = detect_layout(shapes)
   notes = []
   vocab_size, embedding_size = shapes["electra/embeddings/word_embeddings"]
   hidden, layers, ffn = _encoder_dims(shapes, checkpoint_names.DISCRIMINATOR_SCOPE)
   overrides = _model_overrides(
-      hidden, layers, ffn,
-      positions=shapes.get("electra/embeddings/position_embeddings", (512,))[0],
-      types=shapes.get("electra/embeddings/token_type_embeddings", (2,))[0])
+    hidden,
+    layers,
+    ffn,
+    positions=shapes.get("electra/embeddings/position_embeddings", (512,))[0],
+    types=shapes.get("electra/embeddings/token_type_embeddings", (2,))[0],
+  )
   if "num_attention_heads" in overrides:
     notes.append(f"shapes are the debug model's (H=144, L=3): {_DEBUG_HEADS} attention heads")
-  hparams = {"vocab_size": vocab_size, "embedding_size": embedding_size,
-             "model_hparam_overrides": overrides}
+  hparams = {
+    "vocab_size": vocab_size,
+    "embedding_size": embedding_size,
+    "model_hparam_overrides": overrides,
+  }
   for size, (h, l) in pretraining_config_lib.MODEL_SIZES.items():
     if (h, l) == (hidden, layers):
       hparams["model_size"] = size
@@ -284,15 +308,18 @@ def infer_hparams_from_shapes(shapes):
     if layout == LAYOUT_TWO_TOWER:
       scope = checkpoint_names.GENERATOR_LTR_SCOPE
       hparams.update(electra_objective=False, electric_objective=True)
-      notes.append("two-tower generator: assuming the Electric objective "
-                   "(electra_objective=False, electric_objective=True); weights are the same "
-                   "for two_tower_generator with the ELECTRA objective")
+      notes.append(
+        "two-tower generator: assuming the Electric objective "
+        "(electra_objective=False, electric_objective=True); weights are the same "
+        "for two_tower_generator with the ELECTRA objective"
+      )
     else:
       scope = checkpoint_names.GENERATOR_SCOPE
     hparams["untied_generator_embeddings"] = f"{scope}/embeddings/word_embeddings" in shapes
     gen_hidden, gen_layers, gen_ffn = _encoder_dims(shapes, scope)
-    hparams.update(_generator_size_hparams(hidden, layers, gen_hidden, gen_layers, gen_ffn,
-                                           "the checkpoint"))
+    hparams.update(
+      _generator_size_hparams(hidden, layers, gen_hidden, gen_layers, gen_ffn, "the checkpoint")
+    )
   elif layout == LAYOUT_TIED:
     hparams["untied_generator"] = False
   elif layout == LAYOUT_MLM:
@@ -300,8 +327,9 @@ def infer_hparams_from_shapes(shapes):
   elif layout == LAYOUT_UNIFORM:
     hparams["uniform_generator"] = True
   else:
-    tasks = sorted({n.split("/")[1] for n in shapes
-                    if n.startswith(checkpoint_names.TASK_SCOPE + "/")})
+    tasks = sorted(
+      {n.split("/")[1] for n in shapes if n.startswith(checkpoint_names.TASK_SCOPE + "/")}
+    )
     notes.append("encoder-only checkpoint" + (f" with fine-tuning heads {tasks}" if tasks else ""))
   return hparams, layout, notes
 
@@ -366,9 +394,11 @@ def _infer(path, hparams, source=None):
     raise ValueError(f"hparams for {source} are invalid: {e}") from e
   if "num_attention_heads" not in merged["model_hparam_overrides"] and not config.debug:
     heads = pretraining_config_lib.get_bert_config(config).num_attention_heads
-    notes.append(f"attention heads are not stored in checkpoints: using {heads} from the size "
-                 "rule max(1, H // 64); pass model_hparam_overrides.num_attention_heads in "
-                 "--hparams if the model had others")
+    notes.append(
+      f"attention heads are not stored in checkpoints: using {heads} from the size "
+      "rule max(1, H // 64); pass model_hparam_overrides.num_attention_heads in "
+      "--hparams if the model had others"
+    )
   model, name_map = _layout_model(config, layout)
   _check_shapes(checkpoint_names.official_shapes(name_map), shapes, source, user, layout)
   return config, merged, layout, notes, model
@@ -376,6 +406,7 @@ def _infer(path, hparams, source=None):
 
 def _build_pretrainer(config):
   from electra_tf.models.electra_pretrainer import ElectraPretrainer  # avoid import cycle
+
   pretrainer = ElectraPretrainer.from_pretraining_config(config)
   pretrainer.build()
   return pretrainer
@@ -383,9 +414,14 @@ def _build_pretrainer(config):
 
 def _build_encoder(config, include_head=False):
   from electra_tf.models.electra_discriminator import ElectraDiscriminator
+
   bert_config = pretraining_config_lib.get_pretraining_bert_config(config)
-  encoder = ElectraDiscriminator(bert_config.to_dict(), embedding_size=config.embedding_size,
-                                 include_head=include_head, name="discriminator")
+  encoder = ElectraDiscriminator(
+    bert_config.to_dict(),
+    embedding_size=config.embedding_size,
+    include_head=include_head,
+    name="discriminator",
+  )
   encoder.build()
   return encoder
 
@@ -404,16 +440,20 @@ def _check_shapes(expected, shapes, source, user, layout, task_heads=False):
   """Raises unless the checkpoint's model entries are exactly `expected`
   (`{name: shape}`); `task_heads` False leaves `task_specific/*` out of the
   comparison (an encoder-only conversion lists them as not converted)."""
-  found = {n: tuple(int(d) for d in s) for n, s in shapes.items()
-           if not checkpoint_names.is_non_model_entry(n)}
+  found = {
+    n: tuple(int(d) for d in s)
+    for n, s in shapes.items()
+    if not checkpoint_names.is_non_model_entry(n)
+  }
   if layout == LAYOUT_ENCODER and not task_heads:
     # Fine-tuning heads are reported as not converted, not as errors.
-    found = {n: s for n, s in found.items()
-             if not n.startswith(checkpoint_names.TASK_SCOPE + "/")}
+    found = {n: s for n, s in found.items() if not n.startswith(checkpoint_names.TASK_SCOPE + "/")}
   describe = official_checkpoint.describe_shape
-  mismatched = [f"  {n}: config gives {describe(expected[n])}, checkpoint has "
-                f"{describe(found[n])}"
-                for n in sorted(expected) if n in found and expected[n] != found[n]]
+  mismatched = [
+    f"  {n}: config gives {describe(expected[n])}, checkpoint has {describe(found[n])}"
+    for n in sorted(expected)
+    if n in found and expected[n] != found[n]
+  ]
   missing = [f"  {n} {describe(expected[n])}" for n in sorted(expected) if n not in found]
   extra = [f"  {n} {describe(found[n])}" for n in sorted(found) if n not in expected]
   if not (mismatched or missing or extra):
@@ -427,9 +467,11 @@ def _check_shapes(expected, shapes, source, user, layout, task_heads=False):
     problems.append("in the checkpoint but not in the config's model:\n" + "\n".join(extra))
   given = json.dumps(user, sort_keys=True) if user else "none (all inferred from shapes)"
   raise ValueError(
-      f"checkpoint {source} does not match the configuration (layout {layout}; "
-      f"--hparams: {given}):\n" + "\n".join(problems)
-      + "\nFix --hparams, or check that the checkpoint is complete.")
+    f"checkpoint {source} does not match the configuration (layout {layout}; "
+    f"--hparams: {given}):\n"
+    + "\n".join(problems)
+    + "\nFix --hparams, or check that the checkpoint is complete."
+  )
 
 
 # -----------------------------------------------------------------------------
@@ -442,10 +484,13 @@ def _standalone_generator(pretrainer):
   its own copy of any shared embeddings; returns `(generator, name_map)`."""
   from electra_tf.layers.electra_embeddings import ElectraEmbeddings
   from electra_tf.models.electra_generator import ElectraGenerator
+
   source = pretrainer.generator
   if source is None:
-    raise ValueError("this checkpoint has no generator (uniform_generator: tokens are sampled "
-                     "uniformly, there are no generator weights); use --part discriminator")
+    raise ValueError(
+      "this checkpoint has no generator (uniform_generator: tokens are sampled "
+      "uniformly, there are no generator weights); use --part discriminator"
+    )
   scopes = checkpoint_names.generator_scopes(pretrainer)
   shared = source.embeddings is pretrainer.embeddings
   c = source.bert_config
@@ -453,23 +498,34 @@ def _standalone_generator(pretrainer):
   if shared:
     e = pretrainer.embeddings
     embeddings = ElectraEmbeddings(
-        vocab_size=e.vocab_size, embedding_size=e.embedding_size,
-        max_position_embeddings=e.max_position_embeddings, type_vocab_size=e.type_vocab_size,
-        initializer_range=c["initializer_range"], dropout_rate=c["hidden_dropout_prob"],
-        name="embeddings")
-  generator = ElectraGenerator(c, embedding_size=None if shared else source.embedding_size,
-                               embeddings=embeddings, two_tower=source.is_two_tower,
-                               name="generator")
+      vocab_size=e.vocab_size,
+      embedding_size=e.embedding_size,
+      max_position_embeddings=e.max_position_embeddings,
+      type_vocab_size=e.type_vocab_size,
+      initializer_range=c["initializer_range"],
+      dropout_rate=c["hidden_dropout_prob"],
+      name="embeddings",
+    )
+  generator = ElectraGenerator(
+    c,
+    embedding_size=None if shared else source.embedding_size,
+    embeddings=embeddings,
+    two_tower=source.is_two_tower,
+    name="generator",
+  )
   generator.build()
   return generator, checkpoint_names.generator_name_map(generator, scopes, shared)
 
 
 def _input_specs(with_positions):
-  inputs = {k: keras.Input(shape=(None,), dtype="int32", name=k)
-            for k in ("input_ids", "input_mask", "segment_ids")}
+  inputs = {
+    k: keras.Input(shape=(None,), dtype="int32", name=k)
+    for k in ("input_ids", "input_mask", "segment_ids")
+  }
   if with_positions:
-    inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32",
-                                                name="masked_lm_positions")
+    inputs["masked_lm_positions"] = keras.Input(
+      shape=(None,), dtype="int32", name="masked_lm_positions"
+    )
   return inputs
 
 
@@ -490,18 +546,24 @@ def _generator_model(generator, scopes):
   features = {k: inputs[k] for k in ("input_ids", "input_mask", "segment_ids")}
   outputs = generator(features, masked_lm_positions=inputs["masked_lm_positions"])
   keys = ["sequence_output", "mlm_logits"]
-  return keras.Model(inputs, {k: outputs[k] for k in keys},
-                     name="electra_generator__" + "__".join(scopes))
+  return keras.Model(
+    inputs, {k: outputs[k] for k in keys}, name="electra_generator__" + "__".join(scopes)
+  )
 
 
 # -----------------------------------------------------------------------------
-# Fine-tuned models: the encoder plus task_specific/<task>/ heads (spec §8.4)
+# Fine-tuned models: the encoder plus task_specific/<task>/ heads (the variable names of the original's fine-tuned checkpoints)
 # -----------------------------------------------------------------------------
 
 # Fine-tuning hparams that set the encoder's shape: passed on to the shape
 # inference (and so checked against the checkpoint) for --part finetuned.
-_FINETUNING_MODEL_KEYS = ("model_size", "embedding_size", "vocab_size", "model_hparam_overrides",
-                          "debug")
+_FINETUNING_MODEL_KEYS = (
+  "model_size",
+  "embedding_size",
+  "vocab_size",
+  "model_hparam_overrides",
+  "debug",
+)
 # QA head options whose defaults come from the checkpoint's layer names; a
 # value given in --hparams wins and is then checked against the shapes.
 _QA_LAYOUT_KEYS = ("joint_prediction", "answerable_classifier", "answerable_uses_start_logits")
@@ -518,8 +580,10 @@ def task_groups(names):
     parts = name.split("/")
     if parts[0] == checkpoint_names.TASK_SCOPE:
       if len(parts) < 4:
-        raise ValueError(f"unexpected checkpoint entry {name!r}: expected "
-                         f"{checkpoint_names.TASK_SCOPE}/<task>/<layer>/<kernel|bias>")
+        raise ValueError(
+          f"unexpected checkpoint entry {name!r}: expected "
+          f"{checkpoint_names.TASK_SCOPE}/<task>/<layer>/<kernel|bias>"
+        )
       groups.setdefault(parts[1], set()).add(parts[2])
   return groups
 
@@ -527,21 +591,26 @@ def task_groups(names):
 def package_task_type(task_name):
   """The head type (one of `TASK_TYPES`) of a task electra_tf defines
   (`electra_tf.finetune.task_builder.TASK_CLASSES`), or None."""
-  from electra_tf.finetune import classification_tasks  # pylint: disable=g-import-not-at-top
-  from electra_tf.finetune import qa_tasks  # pylint: disable=g-import-not-at-top
-  from electra_tf.finetune import tagging_tasks  # pylint: disable=g-import-not-at-top
   from electra_tf.finetune import task_builder  # pylint: disable=g-import-not-at-top
+  from electra_tf.finetune.classification import tasks as classification_tasks  # pylint: disable=g-import-not-at-top
+  from electra_tf.finetune.qa import tasks as qa_tasks  # pylint: disable=g-import-not-at-top
+  from electra_tf.finetune.tagging import tasks as tagging_tasks  # pylint: disable=g-import-not-at-top
+
   task_class = task_builder.TASK_CLASSES.get(task_name)
   if task_class is None:
     return None
-  for base, task_type in ((qa_tasks.QATask, "qa"),
-                          (classification_tasks.RegressionTask, "regression"),
-                          (classification_tasks.ClassificationTask, "classification"),
-                          (tagging_tasks.TaggingTask, "tagging")):
+  for base, task_type in (
+    (qa_tasks.QATask, "qa"),
+    (classification_tasks.RegressionTask, "regression"),
+    (classification_tasks.ClassificationTask, "classification"),
+    (tagging_tasks.TaggingTask, "tagging"),
+  ):
     if issubclass(task_class, base):
       return task_type
-  raise ValueError(f"task {task_name!r}: {task_class.__name__} is none of the task kinds the "
-                   "converter knows (classification, regression, tagging, QA)")
+  raise ValueError(
+    f"task {task_name!r}: {task_class.__name__} is none of the task kinds the "
+    "converter knows (classification, regression, tagging, QA)"
+  )
 
 
 def _finetuning_hparams(hparams):
@@ -557,22 +626,27 @@ def _finetuning_hparams(hparams):
     `FinetuningConfig` (validates the keys; QA defaults) and
     `{task: type}`.
   """
-  from electra_tf.finetuning_config import FinetuningConfig  # pylint: disable=g-import-not-at-top
+  from electra_tf.configs.finetuning import FinetuningConfig  # pylint: disable=g-import-not-at-top
+
   user = load_hparams(hparams)
   rest = dict(user)
   task_types = rest.pop("task_types", None) or {}
   if not isinstance(task_types, dict):
-    raise ValueError(f"--hparams task_types must be a JSON object {{task: type}}, got "
-                     f"{task_types!r}")
+    raise ValueError(
+      f"--hparams task_types must be a JSON object {{task: type}}, got {task_types!r}"
+    )
   for task, task_type in task_types.items():
     if task_type not in TASK_TYPES:
-      raise ValueError(f"--hparams task_types: {task!r} has type {task_type!r}; expected one "
-                       f"of {TASK_TYPES}")
+      raise ValueError(
+        f"--hparams task_types: {task!r} has type {task_type!r}; expected one of {TASK_TYPES}"
+      )
   try:
     config = FinetuningConfig("converted", _NO_DATA_DIR, **rest)
   except ValueError as e:
-    raise ValueError(f"--hparams for --part finetuned are fine-tuning hparams (as for "
-                     f"run_finetuning) plus task_types: {e}") from e
+    raise ValueError(
+      f"--hparams for --part finetuned are fine-tuning hparams (as for "
+      f"run_finetuning) plus task_types: {e}"
+    ) from e
   model_hparams = {k: rest[k] for k in _FINETUNING_MODEL_KEYS if k in rest}
   return user, model_hparams, config, task_types
 
@@ -583,15 +657,18 @@ def _task_order(groups, user, notes):
   found = sorted(groups)
   if "task_names" not in user:
     if len(found) > 1:
-      notes.append(f"task order (task_id) {found} is alphabetical: the checkpoint does not "
-                   "record it; pass the run's task_names in --hparams if it differed")
+      notes.append(
+        f"task order (task_id) {found} is alphabetical: the checkpoint does not "
+        "record it; pass the run's task_names in --hparams if it differed"
+      )
     return found
   given = list(user["task_names"])
   if sorted(given) != found:
     raise ValueError(
-        f"--hparams task_names {given} do not name the checkpoint's tasks {found} (not in the "
-        f"checkpoint: {sorted(set(given) - set(found))}; not in task_names: "
-        f"{sorted(set(found) - set(given))})")
+      f"--hparams task_names {given} do not name the checkpoint's tasks {found} (not in the "
+      f"checkpoint: {sorted(set(given) - set(found))}; not in task_names: "
+      f"{sorted(set(found) - set(given))})"
+    )
   return given
 
 
@@ -601,25 +678,28 @@ def _task_type(task, layers, task_types, notes):
   known = package_task_type(task)
   if task in task_types:
     if known is not None and known != task_types[task]:
-      notes.append(f"task {task}: --hparams task_types says {task_types[task]} (electra_tf's "
-                   f"{task} task is {known})")
+      notes.append(
+        f"task {task}: --hparams task_types says {task_types[task]} (electra_tf's "
+        f"{task} task is {known})"
+      )
     return task_types[task]
   if known is not None:
     return known
   if layers - {"dense"}:
-    notes.append(f"task {task}: not an electra_tf task; a QA head from its layers "
-                 f"{sorted(layers)}")
+    notes.append(f"task {task}: not an electra_tf task; a QA head from its layers {sorted(layers)}")
     return "qa"
   raise ValueError(
-      f"task {task!r} of the checkpoint is not a task electra_tf knows "
-      f"({', '.join(_known_task_names())}), and classification, regression and tagging "
-      f"heads have the same variables ({checkpoint_names.TASK_SCOPE}/{task}/dense/kernel, bias): "
-      f"give its type with {_TASK_TYPES_EXAMPLE.format(task=task)} (one of "
-      f"{', '.join(TASK_TYPES)})")
+    f"task {task!r} of the checkpoint is not a task electra_tf knows "
+    f"({', '.join(_known_task_names())}), and classification, regression and tagging "
+    f"heads have the same variables ({checkpoint_names.TASK_SCOPE}/{task}/dense/kernel, bias): "
+    f"give its type with {_TASK_TYPES_EXAMPLE.format(task=task)} (one of "
+    f"{', '.join(TASK_TYPES)})"
+  )
 
 
 def _known_task_names():
   from electra_tf.finetune import task_builder  # pylint: disable=g-import-not-at-top
+
   return sorted(task_builder.TASK_CLASSES)
 
 
@@ -629,38 +709,50 @@ def _build_task_head(task, task_type, layers, shapes, config, user):
   Returns:
     `(head, description)`.
   """
-  from electra_tf.finetune.classification_head import ClassificationHead  # pylint: disable=g-import-not-at-top
-  from electra_tf.finetune.qa_head import QAHead  # pylint: disable=g-import-not-at-top
-  from electra_tf.finetune.tagging_head import TaggingHead  # pylint: disable=g-import-not-at-top
+  from electra_tf.finetune.classification.head import ClassificationHead  # pylint: disable=g-import-not-at-top
+  from electra_tf.finetune.qa.head import QAHead  # pylint: disable=g-import-not-at-top
+  from electra_tf.finetune.tagging.head import TaggingHead  # pylint: disable=g-import-not-at-top
+
   name = "task_specific_" + task  # as the tasks' create_head names them
   if task_type == "qa":
     # dense (start) always; qa_hidden only with joint prediction; dense_2 is
     # the answerable classifier, dense_3 its second layer when it also reads
-    # the start probabilities (spec §8.4).
-    options = {"joint_prediction": "qa_hidden" in layers,
-               "answerable_classifier": "dense_2" in layers,
-               "answerable_uses_start_logits": "dense_3" in layers}
+    # the start probabilities (the variable names of the original's fine-tuned checkpoints).
+    options = {
+      "joint_prediction": "qa_hidden" in layers,
+      "answerable_classifier": "dense_2" in layers,
+      "answerable_uses_start_logits": "dense_3" in layers,
+    }
     options.update({k: user[k] for k in _QA_LAYOUT_KEYS if k in user})
-    head = QAHead(task, beam_size=config.beam_size, answerable_weight=config.answerable_weight,
-                  name=name, **options)
+    head = QAHead(
+      task,
+      beam_size=config.beam_size,
+      answerable_weight=config.answerable_weight,
+      name=name,
+      **options,
+    )
     flags = ", ".join(k for k, v in options.items() if v) or "no joint prediction or answerable"
     return head, f"qa ({flags}; beam_size {config.beam_size})"
   kernel_name = f"{checkpoint_names.TASK_SCOPE}/{task}/dense/kernel"
   kernel = shapes.get(kernel_name)
   if kernel is None or len(kernel) != 2:
-    found = ("no such entry" if kernel is None
-             else f"shape {official_checkpoint.describe_shape(kernel)}")
-    raise ValueError(f"task {task!r} ({task_type}): expected {kernel_name} [H, num_labels], the "
-                     f"checkpoint has {found} (the task's layers: {sorted(layers)})")
+    found = (
+      "no such entry" if kernel is None else f"shape {official_checkpoint.describe_shape(kernel)}"
+    )
+    raise ValueError(
+      f"task {task!r} ({task_type}): expected {kernel_name} [H, num_labels], the "
+      f"checkpoint has {found} (the task's layers: {sorted(layers)})"
+    )
   num_labels = int(kernel[1])
   if task_type == "tagging":
     return TaggingHead(task, num_labels, name=name), f"tagging, {num_labels} tags"
   if task_type == "regression":
     if num_labels != 1:
       raise ValueError(
-          f"task {task!r} is a regression task (one output) but {kernel_name} is "
-          f"{official_checkpoint.describe_shape(kernel)}; if it is a classifier, say so with "
-          f"{_TASK_TYPES_EXAMPLE.format(task=task)}")
+        f"task {task!r} is a regression task (one output) but {kernel_name} is "
+        f"{official_checkpoint.describe_shape(kernel)}; if it is a classifier, say so with "
+        f"{_TASK_TYPES_EXAMPLE.format(task=task)}"
+      )
     return ClassificationHead(task, 1, regression=True, name=name), "regression"
   return ClassificationHead(task, num_labels, name=name), f"classification, {num_labels} labels"
 
@@ -683,38 +775,50 @@ def load_official_finetuning_model(path, hparams=None):
   shapes = {n: tuple(int(d) for d in t.shape) for n, t in tensors.items()}
   groups = task_groups(shapes)
   if not groups:
-    raise ValueError(f"checkpoint {prefix!r} has no {checkpoint_names.TASK_SCOPE}/<task>/ heads, "
-                     "so it is not a fine-tuned model; use --part pretrainer or discriminator")
-  others = sorted({n.split("/", 1)[0] for n in shapes if not checkpoint_names.is_non_model_entry(n)}
-                  - {checkpoint_names.DISCRIMINATOR_SCOPE, checkpoint_names.TASK_SCOPE})
+    raise ValueError(
+      f"checkpoint {prefix!r} has no {checkpoint_names.TASK_SCOPE}/<task>/ heads, "
+      "so it is not a fine-tuned model; use --part pretrainer or discriminator"
+    )
+  others = sorted(
+    {n.split("/", 1)[0] for n in shapes if not checkpoint_names.is_non_model_entry(n)}
+    - {checkpoint_names.DISCRIMINATOR_SCOPE, checkpoint_names.TASK_SCOPE}
+  )
   if others:
-    raise ValueError(f"checkpoint {prefix!r} has task heads but also the scopes {others}; a "
-                     f"fine-tuned model holds only {checkpoint_names.DISCRIMINATOR_SCOPE}/... and "
-                     f"{checkpoint_names.TASK_SCOPE}/...")
+    raise ValueError(
+      f"checkpoint {prefix!r} has task heads but also the scopes {others}; a "
+      f"fine-tuned model holds only {checkpoint_names.DISCRIMINATOR_SCOPE}/... and "
+      f"{checkpoint_names.TASK_SCOPE}/..."
+    )
   user, model_hparams, ft_config, task_types = _finetuning_hparams(hparams)
   config, merged, layout, notes, _ = _infer(shapes, model_hparams, source=prefix)
   unknown = sorted(set(task_types) - set(groups))
   if unknown:
-    raise ValueError(f"--hparams task_types names {unknown}, which the checkpoint has no heads "
-                     f"for (its tasks: {sorted(groups)})")
+    raise ValueError(
+      f"--hparams task_types names {unknown}, which the checkpoint has no heads "
+      f"for (its tasks: {sorted(groups)})"
+    )
   order = _task_order(groups, user, notes)
   heads, tasks, types = [], [], {}
   for task in order:
     types[task] = _task_type(task, groups[task], task_types, notes)
-    head, description = _build_task_head(task, types[task], groups[task], shapes, ft_config,
-                                         user)
+    head, description = _build_task_head(task, types[task], groups[task], shapes, ft_config, user)
     heads.append(head)
     tasks.append((task, description))
-  from electra_tf.finetune.finetuning_model import FinetuningModel  # pylint: disable=g-import-not-at-top
+  from electra_tf.finetune.model import FinetuningModel  # pylint: disable=g-import-not-at-top
+
   model = FinetuningModel.from_finetuning_config(config, heads)
   name_map = model.official_name_map()
-  _check_shapes(checkpoint_names.official_shapes(name_map), shapes, repr(prefix), user, layout,
-                task_heads=True)
+  _check_shapes(
+    checkpoint_names.official_shapes(name_map), shapes, repr(prefix), user, layout, task_heads=True
+  )
   _assign(name_map, tensors)
   used = dict(user)
   used.update(merged, task_names=order, task_types=types)
-  return model, tensors, {"prefix": prefix, "layout": layout, "notes": notes, "hparams": used,
-                          "tasks": tasks}
+  return (
+    model,
+    tensors,
+    {"prefix": prefix, "layout": layout, "notes": notes, "hparams": used, "tasks": tasks},
+  )
 
 
 def _finetuned_to_keras(input_path, output_path, hparams):
@@ -723,10 +827,18 @@ def _finetuned_to_keras(input_path, output_path, hparams):
   model, tensors, info = load_official_finetuning_model(input_path, hparams)
   _save_keras(model, output_path)
   converted = sorted(model.official_name_map())
-  return {"input": info["prefix"], "output": os.fspath(output_path), "part": PART_FINETUNED,
-          "layout": info["layout"], "notes": info["notes"], "tasks": info["tasks"],
-          "converted": converted, "not_converted": sorted(set(tensors) - set(converted)),
-          "global_step": _global_step(tensors), "hparams": info["hparams"]}
+  return {
+    "input": info["prefix"],
+    "output": os.fspath(output_path),
+    "part": PART_FINETUNED,
+    "layout": info["layout"],
+    "notes": info["notes"],
+    "tasks": info["tasks"],
+    "converted": converted,
+    "not_converted": sorted(set(tensors) - set(converted)),
+    "global_step": _global_step(tensors),
+    "hparams": info["hparams"],
+  }
 
 
 # -----------------------------------------------------------------------------
@@ -757,9 +869,10 @@ def load_official_pretrainer(path, hparams=None):
   config, _, layout, notes, pretrainer = _infer(shapes, hparams, source=prefix)
   if not _layout_needs_pretrainer(layout):
     raise ValueError(
-        f"checkpoint {prefix!r} holds an encoder only (no generator or discriminator head, "
-        f"e.g. a fine-tuned model): convert it with --part {PART_FINETUNED} (with its task "
-        "heads, see load_official_finetuning_model) or --part discriminator")
+      f"checkpoint {prefix!r} holds an encoder only (no generator or discriminator head, "
+      f"e.g. a fine-tuned model): convert it with --part {PART_FINETUNED} (with its task "
+      "heads, see load_official_finetuning_model) or --part discriminator"
+    )
   _assign(checkpoint_names.official_name_map(pretrainer), tensors)
   return pretrainer, config, tensors, {"prefix": prefix, "layout": layout, "notes": notes}
 
@@ -778,13 +891,15 @@ def _check_slots(tensors, name_map, prefix):
         problems.append(f"  missing {slot}")
       elif tuple(tensors[slot].shape) != tuple(tensors[name].shape):
         problems.append(
-            f"  {slot} has shape {official_checkpoint.describe_shape(tensors[slot].shape)}, "
-            f"its variable {official_checkpoint.describe_shape(tensors[name].shape)}")
+          f"  {slot} has shape {official_checkpoint.describe_shape(tensors[slot].shape)}, "
+          f"its variable {official_checkpoint.describe_shape(tensors[name].shape)}"
+        )
   expected = {n + s for n in name_map for s in checkpoint_names.OPTIMIZER_SLOT_SUFFIXES}
   problems += [f"  {s} belongs to no model variable" for s in slots if s not in expected]
   if problems:
-    raise ValueError(f"checkpoint {prefix!r} has incomplete optimizer slots:\n"
-                     + "\n".join(problems))
+    raise ValueError(
+      f"checkpoint {prefix!r} has incomplete optimizer slots:\n" + "\n".join(problems)
+    )
   return slots
 
 
@@ -794,7 +909,8 @@ def write_training_checkpoint(pretrainer, config, output_dir, step=0, slots=None
   from): the pretrainer compiled with the original's optimizer, its
   `iterations` set to `step` and, if given, its slots from `slots`
   (`{"<official name>/adam_m": array, ...}`)."""
-  from electra_tf import checkpointing  # pylint: disable=g-import-not-at-top
+  from electra_tf.training import checkpointing  # pylint: disable=g-import-not-at-top
+
   with distribution.dtype_policy(config.mixed_precision):
     pretrainer.compile(pretraining_config=config)
     checkpointing.build_optimizer(pretrainer)
@@ -804,8 +920,9 @@ def write_training_checkpoint(pretrainer, config, output_dir, step=0, slots=None
       name_map = checkpoint_names.official_name_map(pretrainer)
       for slot_name, slot in _optimizer_slots(optimizer, name_map).items():
         slot.assign(np.asarray(slots[slot_name]))
-    manager = checkpointing.TrainingCheckpointManager(pretrainer, output_dir,
-                                                      keep_checkpoint_max=None, chief=True)
+    manager = checkpointing.TrainingCheckpointManager(
+      pretrainer, output_dir, keep_checkpoint_max=None, chief=True
+    )
     return manager.save(int(step))
 
 
@@ -816,8 +933,10 @@ def _inner_optimizer(optimizer):
 def _optimizer_slots(optimizer, name_map):
   inner = _inner_optimizer(optimizer)
   if not hasattr(inner, "official_slots"):
-    raise ValueError(f"the model's optimizer {type(inner).__name__} has no official slot "
-                     "names (expected electra_tf.adam_weight_decay.AdamWeightDecay)")
+    raise ValueError(
+      f"the model's optimizer {type(inner).__name__} has no official slot "
+      "names (expected electra_tf.adam_weight_decay.AdamWeightDecay)"
+    )
   return inner.official_slots(name_map)
 
 
@@ -825,22 +944,16 @@ def _check_output_dir(output_dir):
   """Refuses a directory that already holds checkpoints: a converted
   checkpoint next to others would not be the one that readers pick up."""
   if os.path.exists(os.path.join(os.fspath(output_dir), "checkpoint")):
-    raise ValueError(f"--output {os.fspath(output_dir)!r} already holds checkpoints (it has a "
-                     "`checkpoint` file); choose a new or empty directory")
+    raise ValueError(
+      f"--output {os.fspath(output_dir)!r} already holds checkpoints (it has a "
+      "`checkpoint` file); choose a new or empty directory"
+    )
 
 
 def _save_keras(model, output_path):
   """`model.save` to a temp name in the same directory, then rename."""
-  directory = os.path.dirname(os.path.abspath(output_path))
-  os.makedirs(directory, exist_ok=True)
-  fd, tmp = tempfile.mkstemp(suffix=KERAS_SUFFIX, dir=directory)
-  os.close(fd)
-  try:
+  with atomic_path(output_path, suffix=KERAS_SUFFIX) as tmp:
     model.save(tmp, overwrite=True)
-    os.replace(tmp, output_path)
-  finally:
-    if os.path.exists(tmp):
-      os.remove(tmp)
 
 
 def official_to_keras(input_path, output_path, part=None, hparams=None):
@@ -875,15 +988,17 @@ def official_to_keras(input_path, output_path, part=None, hparams=None):
   if part == PART_FINETUNED:
     if not to_keras_file:
       raise ValueError(
-          f"--part {PART_FINETUNED}: the fine-tuning model is written as a .keras model only; give "
-          f"an --output ending in {KERAS_SUFFIX} (electra_tf's run_finetuning reads and writes "
-          "name-based checkpoints with the original's names, so they need no conversion)")
+        f"--part {PART_FINETUNED}: the fine-tuning model is written as a .keras model only; give "
+        f"an --output ending in {KERAS_SUFFIX} (electra_tf's run_finetuning reads and writes "
+        "name-based checkpoints with the original's names, so they need no conversion)"
+      )
     return _finetuned_to_keras(input_path, output_path, hparams)
   if not to_keras_file:
     if part != "pretrainer":
       raise ValueError(
-          f"--part {part}: only the pretrainer is written as a training checkpoint; give an "
-          f"--output ending in {KERAS_SUFFIX} for the {part} alone")
+        f"--part {part}: only the pretrainer is written as a training checkpoint; give an "
+        f"--output ending in {KERAS_SUFFIX} for the {part} alone"
+      )
     _check_output_dir(output_path)
   prefix, tensors = read_name_based_checkpoint(input_path)
   shapes = {n: t.shape for n, t in tensors.items()}
@@ -893,10 +1008,11 @@ def official_to_keras(input_path, output_path, part=None, hparams=None):
   if not _layout_needs_pretrainer(layout):
     if part != "discriminator":
       tasks = sorted(task_groups(tensors))
-      heads = (f" and task heads {tasks} (--part {PART_FINETUNED} converts both)"
-               if tasks else "")
-      raise ValueError(f"checkpoint {prefix!r} holds an encoder only (layout {layout}){heads}; "
-                       "--part discriminator converts the encoder alone")
+      heads = f" and task heads {tasks} (--part {PART_FINETUNED} converts both)" if tasks else ""
+      raise ValueError(
+        f"checkpoint {prefix!r} holds an encoder only (layout {layout}){heads}; "
+        "--part discriminator converts the encoder alone"
+      )
     model_part = layout_model
     name_map = checkpoint_names.discriminator_name_map(model_part, include_head=False)
     pretrainer = None
@@ -926,19 +1042,30 @@ def official_to_keras(input_path, output_path, part=None, hparams=None):
     written = ""
   else:
     slot_names = _check_slots(tensors, name_map, prefix)
-    written = write_training_checkpoint(pretrainer, config, output_path, step or 0,
-                                        {n: tensors[n] for n in slot_names})
-    atomic_write(os.path.join(output_path, HPARAMS_FILE),
-                 json.dumps(merged_hparams, indent=2, sort_keys=True) + "\n")
+    written = write_training_checkpoint(
+      pretrainer, config, output_path, step or 0, {n: tensors[n] for n in slot_names}
+    )
+    write_atomic(
+      os.path.join(output_path, HPARAMS_FILE),
+      json.dumps(merged_hparams, indent=2, sort_keys=True) + "\n",
+    )
     converted += slot_names
     if step is not None:
       converted.append(checkpoint_names.GLOBAL_STEP_NAME)
     if not slot_names:
       notes.append("no optimizer slots in the checkpoint: the optimizer starts with zero slots")
   not_converted = sorted(set(tensors) - set(converted))
-  return {"input": prefix, "output": written or os.fspath(output_path), "part": part,
-          "layout": layout, "notes": notes, "converted": converted,
-          "not_converted": not_converted, "global_step": step, "hparams": merged_hparams}
+  return {
+    "input": prefix,
+    "output": written or os.fspath(output_path),
+    "part": part,
+    "layout": layout,
+    "notes": notes,
+    "converted": converted,
+    "not_converted": not_converted,
+    "global_step": step,
+    "hparams": merged_hparams,
+  }
 
 
 # -----------------------------------------------------------------------------
@@ -958,9 +1085,9 @@ class _ObjectGraph:
   which sub-objects the pretrainer has, and the shapes of its variables."""
 
   def __init__(self, prefix):
-    from tensorflow.core.protobuf import trackable_object_graph_pb2  # pylint: disable=g-import-not-at-top
+
     self.reader = _open_reader(prefix)
-    self.graph = trackable_object_graph_pb2.TrackableObjectGraph()
+    self.graph = keras_compat.trackable_object_graph_pb2.TrackableObjectGraph()
     self.graph.ParseFromString(self.reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
     self.shapes = self.reader.get_variable_to_shape_map()
 
@@ -1000,8 +1127,9 @@ class _ObjectGraph:
 
   def trainable_shapes(self):
     """Shapes of the optimizer's trainable variables (the model's, in order)."""
-    optimizer = "optimizer/inner_optimizer" if self.node("optimizer/inner_optimizer") else (
-        "optimizer")
+    optimizer = (
+      "optimizer/inner_optimizer" if self.node("optimizer/inner_optimizer") else ("optimizer")
+    )
     root = self.node(f"{optimizer}/_trainable_variables")
     if root is None:
       raise ValueError("the electra_tf checkpoint has no optimizer state")
@@ -1019,7 +1147,7 @@ def _block_pattern(h, x):
   """Shapes of one transformer block's trainable variables, in the order the
   block creates them (query, key, value, attention output, LayerNorm,
   intermediate, output, LayerNorm)."""
-  return ([(h, h), (h,)] * 4 + [(h,), (h,)] + [(h, x), (x,), (x, h), (h,), (h,), (h,)])
+  return [(h, h), (h,)] * 4 + [(h,), (h,)] + [(h, x), (x,), (x, h), (h,), (h,), (h,)]
 
 
 def _find_block_runs(shapes):
@@ -1028,9 +1156,13 @@ def _find_block_runs(shapes):
   runs, i, size = [], 0, len(_block_pattern(1, 1))
   while i + size <= len(shapes):
     first = shapes[i]
-    window = shapes[i:i + size]
-    if (len(first) == 2 and first[0] == first[1] and len(window[10]) == 2
-        and window == _block_pattern(first[0], window[10][1])):
+    window = shapes[i : i + size]
+    if (
+      len(first) == 2
+      and first[0] == first[1]
+      and len(window[10]) == 2
+      and window == _block_pattern(first[0], window[10][1])
+    ):
       h, x = first[0], window[10][1]
       if runs and runs[-1][3] == i and runs[-1][:2] == (h, x):
         runs[-1] = (h, x, runs[-1][2] + 1, i + size)
@@ -1059,24 +1191,30 @@ def infer_hparams_from_training_checkpoint(path):
   graph = _ObjectGraph(prefix)
   word = graph.shape("model/embeddings/word_embeddings")
   if word is None:
-    raise ValueError(f"{prefix!r} is not an electra_tf pre-training checkpoint "
-                     "(no model/embeddings/word_embeddings in its object graph)")
+    raise ValueError(
+      f"{prefix!r} is not an electra_tf pre-training checkpoint "
+      "(no model/embeddings/word_embeddings in its object graph)"
+    )
   vocab_size, embedding_size = word
   # The other two tables are [P, E] and [T, E] (T < P); their attribute
   # names are the embedding layer's business, so only shapes are used.
-  tables = sorted(s[0] for s in graph.subtree_shapes("model/embeddings")
-                  if len(s) == 2 and s != word)
+  tables = sorted(
+    s[0] for s in graph.subtree_shapes("model/embeddings") if len(s) == 2 and s != word
+  )
   if len(tables) != 2:
-    raise ValueError(f"{prefix!r}: expected position and token-type tables next to the word "
-                     f"embeddings, found first dims {tables}; pass --hparams")
+    raise ValueError(
+      f"{prefix!r}: expected position and token-type tables next to the word "
+      f"embeddings, found first dims {tables}; pass --hparams"
+    )
   types, positions = tables
   runs = _find_block_runs(graph.trainable_shapes())
   has_discriminator = graph.node("model/discriminator") is not None
   has_generator = graph.node("model/generator") is not None
   two_tower = graph.node("model/generator/rtl_encoder") is not None
   if not runs:
-    raise ValueError(f"{prefix!r}: no transformer blocks found among the optimizer's "
-                     "variables; pass --hparams")
+    raise ValueError(
+      f"{prefix!r}: no transformer blocks found among the optimizer's variables; pass --hparams"
+    )
   # The pretrainer creates the discriminator (or the full-size generator)
   # first: its blocks are the first run.
   hidden, ffn, layers = runs[0]
@@ -1093,30 +1231,39 @@ def infer_hparams_from_training_checkpoint(path):
     if two_tower:
       hparams.update(electra_objective=False, electric_objective=True)
       notes.append("two-tower generator: assuming the Electric objective")
-    hparams["untied_generator_embeddings"] = (
-        graph.node("model/generator/embeddings") != graph.node("model/embeddings"))
+    hparams["untied_generator_embeddings"] = graph.node("model/generator/embeddings") != graph.node(
+      "model/embeddings"
+    )
     generator_runs = runs[1:]
     if len(runs) == 1 and runs[0][2] % (1 + towers) == 0:
       # Same block shapes and no variable in between: split evenly.
       layers = runs[0][2] // (1 + towers)
       generator_runs = [(hidden, ffn, layers * towers)]
-      notes.append("generator blocks follow the discriminator's with the same shapes: "
-                   "assuming generator_layers 1.0")
+      notes.append(
+        "generator blocks follow the discriminator's with the same shapes: "
+        "assuming generator_layers 1.0"
+      )
     widths = {(h, x) for h, x, _ in generator_runs}
     if len(widths) != 1:
-      raise ValueError(f"{prefix!r}: cannot tell the generator's blocks apart (runs of "
-                       f"(width, ffn, count): {runs}); pass --hparams")
-    (gen_hidden, gen_ffn), = widths
+      raise ValueError(
+        f"{prefix!r}: cannot tell the generator's blocks apart (runs of "
+        f"(width, ffn, count): {runs}); pass --hparams"
+      )
+    ((gen_hidden, gen_ffn),) = widths
     gen_layers = sum(n for _, _, n in generator_runs)
     if gen_layers % towers:
-      raise ValueError(f"{prefix!r}: {gen_layers} generator blocks for {towers} towers; "
-                       "pass --hparams")
+      raise ValueError(
+        f"{prefix!r}: {gen_layers} generator blocks for {towers} towers; pass --hparams"
+      )
     gen_layers //= towers
-    hparams.update(_generator_size_hparams(hidden, layers, gen_hidden, gen_layers, gen_ffn,
-                                           repr(prefix)))
+    hparams.update(
+      _generator_size_hparams(hidden, layers, gen_hidden, gen_layers, gen_ffn, repr(prefix))
+    )
   hparams["model_hparam_overrides"] = _model_overrides(hidden, layers, ffn, positions, types)
-  notes.append("hparams inferred from the checkpoint's shapes (attention heads by the size "
-               "rule; they do not change the converted weights)")
+  notes.append(
+    "hparams inferred from the checkpoint's shapes (attention heads by the size "
+    "rule; they do not change the converted weights)"
+  )
   return hparams, notes
 
 
@@ -1134,10 +1281,11 @@ def load_keras_source(input_path, hparams=None):
   Returns:
     `(name_map, optimizer_or_None, global_step_or_None, source, notes)`.
   """
-  from electra_tf.finetune.finetuning_model import FinetuningModel
+  from electra_tf.finetune.model import FinetuningModel
   from electra_tf.models.electra_discriminator import ElectraDiscriminator
   from electra_tf.models.electra_generator import ElectraGenerator
   from electra_tf.models.electra_pretrainer import ElectraPretrainer
+
   path = os.fspath(input_path)
   if path.endswith(KERAS_SUFFIX):
     if not os.path.isfile(path):
@@ -1149,26 +1297,35 @@ def load_keras_source(input_path, hparams=None):
     if isinstance(model, FinetuningModel):
       # Before the discriminator search below: its encoder is one, but the
       # heads must be written too.
-      return model.official_name_map(), None, None, path, [
-          f"fine-tuning model with tasks {model.task_names}"]
+      return (
+        model.official_name_map(),
+        None,
+        None,
+        path,
+        [f"fine-tuning model with tasks {model.task_names}"],
+      )
     discriminator = _find_layer(model, ElectraDiscriminator)
     if discriminator is not None:
       return checkpoint_names.discriminator_name_map(discriminator), None, None, path, []
     generator = _find_layer(model, ElectraGenerator)
     if generator is not None and model.name.startswith("electra_generator__"):
-      scopes = model.name[len("electra_generator__"):].split("__")
+      scopes = model.name[len("electra_generator__") :].split("__")
       # `_standalone_generator` passes the embeddings in exactly when they
       # are the shared `electra/embeddings` block.
       shared = generator.get_config()["embeddings"] is not None
       name_map = checkpoint_names.generator_name_map(generator, scopes, shared)
       return name_map, None, None, path, []
-    raise ValueError(f"--input {path!r} holds no ElectraPretrainer, FinetuningModel, "
-                     "ElectraDiscriminator or electra_tf generator model")
+    raise ValueError(
+      f"--input {path!r} holds no ElectraPretrainer, FinetuningModel, "
+      "ElectraDiscriminator or electra_tf generator model"
+    )
 
   prefix = official_checkpoint.resolve_checkpoint_path(path)
   if not _is_object_based(prefix):
-    raise ValueError(f"--input {prefix!r} is a name-based (official) checkpoint, not an "
-                     "electra_tf one; use --direction to-keras")
+    raise ValueError(
+      f"--input {prefix!r} is a name-based (official) checkpoint, not an "
+      "electra_tf one; use --direction to-keras"
+    )
   notes = []
   if hparams is None:
     saved = os.path.join(os.path.dirname(prefix), HPARAMS_FILE)
@@ -1178,7 +1335,8 @@ def load_keras_source(input_path, hparams=None):
     else:
       hparams, inferred_notes = infer_hparams_from_training_checkpoint(prefix)
       notes += inferred_notes
-  from electra_tf import checkpointing  # pylint: disable=g-import-not-at-top
+  from electra_tf.training import checkpointing  # pylint: disable=g-import-not-at-top
+
   hparams = load_hparams(hparams)
   config = pretraining_config_lib.PretrainingConfig("converted", _NO_DATA_DIR, **hparams)
   # Infer precision from the object graph too: mixed_float16 runs save a
@@ -1193,23 +1351,28 @@ def load_keras_source(input_path, hparams=None):
     expected = [tuple(int(d) for d in v.shape) for v in pretrainer.trainable_variables]
     found = graph.trainable_shapes()
     if expected != found:
-      first = next((i for i, (a, b) in enumerate(zip(expected, found)) if a != b),
-                   min(len(expected), len(found)))
+      first = next(
+        (i for i, (a, b) in enumerate(zip(expected, found)) if a != b),
+        min(len(expected), len(found)),
+      )
       given = json.dumps(hparams, sort_keys=True)
       raise ValueError(
-          f"electra_tf checkpoint {prefix!r} does not match the model built from the hparams "
-          f"{given}: the model has {len(expected)} trainable variables, the checkpoint "
-          f"{len(found)}; from variable #{first} the model's shapes are "
-          f"{_shape_list(expected[first:])}, the checkpoint's {_shape_list(found[first:])}")
+        f"electra_tf checkpoint {prefix!r} does not match the model built from the hparams "
+        f"{given}: the model has {len(expected)} trainable variables, the checkpoint "
+        f"{len(found)}; from variable #{first} the model's shapes are "
+        f"{_shape_list(expected[first:])}, the checkpoint's {_shape_list(found[first:])}"
+      )
     pretrainer.compile(pretraining_config=config)
     manager = checkpointing.TrainingCheckpointManager(
-        pretrainer, os.path.dirname(prefix), keep_checkpoint_max=None, chief=True)
+      pretrainer, os.path.dirname(prefix), keep_checkpoint_max=None, chief=True
+    )
     try:
       manager.restore(prefix)
     except (AssertionError, ValueError, tf.errors.OpError) as e:
       raise ValueError(
-          f"electra_tf checkpoint {prefix!r} does not match the model built from --hparams "
-          f"(or is truncated): {e}") from e
+        f"electra_tf checkpoint {prefix!r} does not match the model built from --hparams "
+        f"(or is truncated): {e}"
+      ) from e
   name_map = checkpoint_names.official_name_map(pretrainer)
   return name_map, pretrainer.optimizer, checkpointing.global_step(pretrainer), prefix, notes
 
@@ -1240,8 +1403,10 @@ def official_tensors(name_map, optimizer=None, global_step=0, with_optimizer_slo
   for name, variable in name_map.items():
     value = np.asarray(keras.ops.convert_to_numpy(variable))
     if value.dtype != np.float32:
-      raise ValueError(f"variable {variable.path} ({name}) is {value.dtype}; the original's "
-                       "checkpoints hold float32")
+      raise ValueError(
+        f"variable {variable.path} ({name}) is {value.dtype}; the original's "
+        "checkpoints hold float32"
+      )
     tensors[name] = value
   not_converted = []
   if optimizer is not None:
@@ -1250,8 +1415,9 @@ def official_tensors(name_map, optimizer=None, global_step=0, with_optimizer_slo
       for slot_name, slot in slots.items():
         tensors[slot_name] = np.asarray(keras.ops.convert_to_numpy(slot), dtype=np.float32)
     else:
-      not_converted.append(f"optimizer slots ({len(slots)} tensors; pass "
-                           "--with-optimizer-slots to write them)")
+      not_converted.append(
+        f"optimizer slots ({len(slots)} tensors; pass --with-optimizer-slots to write them)"
+      )
     if _inner_optimizer(optimizer) is not optimizer:
       not_converted.append("the LossScaleOptimizer's loss scale (the original has none)")
   elif with_optimizer_slots:
@@ -1260,8 +1426,9 @@ def official_tensors(name_map, optimizer=None, global_step=0, with_optimizer_slo
   return tensors, not_converted
 
 
-def keras_to_official(input_path, output_dir, hparams=None, with_optimizer_slots=False,
-                      global_step=None):
+def keras_to_official(
+  input_path, output_dir, hparams=None, with_optimizer_slots=False, global_step=None
+):
   """Converts an electra_tf checkpoint or `.keras` model to the original's
   name-based TF1 checkpoint `<output_dir>/model.ckpt-<step>`.
 
@@ -1280,13 +1447,20 @@ def keras_to_official(input_path, output_dir, hparams=None, with_optimizer_slots
   if global_step is not None:
     step = int(global_step)
   if with_optimizer_slots and optimizer is None:
-    raise ValueError(f"--with-optimizer-slots: {source!r} is a .keras model without optimizer "
-                     "state; convert the training checkpoint instead")
-  tensors, not_converted = official_tensors(name_map, optimizer, step or 0,
-                                            with_optimizer_slots)
+    raise ValueError(
+      f"--with-optimizer-slots: {source!r} is a .keras model without optimizer "
+      "state; convert the training checkpoint instead"
+    )
+  tensors, not_converted = official_tensors(name_map, optimizer, step or 0, with_optimizer_slots)
   prefix = write_official_checkpoint(tensors, output_dir, step or 0)
-  return {"input": source, "output": prefix, "converted": sorted(tensors),
-          "not_converted": not_converted, "global_step": int(step or 0), "notes": notes}
+  return {
+    "input": source,
+    "output": prefix,
+    "converted": sorted(tensors),
+    "not_converted": not_converted,
+    "global_step": int(step or 0),
+    "notes": notes,
+  }
 
 
 # -----------------------------------------------------------------------------
@@ -1302,8 +1476,15 @@ def _detect_direction(input_path):
   return "to-official" if _is_object_based(prefix) else "to-keras"
 
 
-def convert(input_path, output_path, direction=None, part=None, hparams=None,
-            with_optimizer_slots=False, global_step=None):
+def convert(
+  input_path,
+  output_path,
+  direction=None,
+  part=None,
+  hparams=None,
+  with_optimizer_slots=False,
+  global_step=None,
+):
   """Runs one conversion; `direction` None detects it from the input, `part`
   None (to-keras) picks "finetuned" for a checkpoint with task heads, else
   "pretrainer"."""
@@ -1313,27 +1494,42 @@ def convert(input_path, output_path, direction=None, part=None, hparams=None,
   elif direction not in DIRECTIONS:
     raise ValueError(f"--direction {direction!r}; expected one of {DIRECTIONS}")
   elif direction != detected:
-    kind = "an electra_tf checkpoint/.keras model" if detected == "to-official" else (
-        "a name-based (official) checkpoint")
+    kind = (
+      "an electra_tf checkpoint/.keras model"
+      if detected == "to-official"
+      else ("a name-based (official) checkpoint")
+    )
     hint = ""
     if detected == "to-keras":
       prefix = official_checkpoint.resolve_checkpoint_path(input_path)
       if task_groups(_open_reader(prefix).get_variable_to_shape_map()):
-        hint = ("; a fine-tuned checkpoint written by run_finetuning already has the original's "
-                "names, shapes, dtypes, slots and global_step")
-    raise ValueError(f"--direction {direction}, but --input {input_path!r} is {kind} "
-                     f"(use --direction {detected}){hint}")
+        hint = (
+          "; a fine-tuned checkpoint written by run_finetuning already has the original's "
+          "names, shapes, dtypes, slots and global_step"
+        )
+    raise ValueError(
+      f"--direction {direction}, but --input {input_path!r} is {kind} "
+      f"(use --direction {detected}){hint}"
+    )
   if direction == "to-keras":
     if with_optimizer_slots or global_step is not None:
-      raise ValueError("--with-optimizer-slots and --global-step apply to --direction "
-                       "to-official; to-keras carries the slots and step over whenever the "
-                       "output is a training checkpoint")
+      raise ValueError(
+        "--with-optimizer-slots and --global-step apply to --direction "
+        "to-official; to-keras carries the slots and step over whenever the "
+        "output is a training checkpoint"
+      )
     return official_to_keras(input_path, output_path, part=part, hparams=hparams)
   if part is not None:
-    raise ValueError("--part applies to --direction to-keras; to-official writes whatever "
-                     "the input holds")
-  return keras_to_official(input_path, output_path, hparams=hparams,
-                           with_optimizer_slots=with_optimizer_slots, global_step=global_step)
+    raise ValueError(
+      "--part applies to --direction to-keras; to-official writes whatever the input holds"
+    )
+  return keras_to_official(
+    input_path,
+    output_path,
+    hparams=hparams,
+    with_optimizer_slots=with_optimizer_slots,
+    global_step=global_step,
+  )
 
 
 def format_report(report):
@@ -1359,41 +1555,68 @@ def format_report(report):
 
 def main(argv=None):
   parser = argparse.ArgumentParser(
-      prog="python -m electra_tf.convert_checkpoint",
-      description="Convert ELECTRA checkpoints between the original's name-based TF1 format "
-                  "and electra_tf (training checkpoints and .keras models).")
-  parser.add_argument("--input", required=True,
-                      help="checkpoint prefix or directory (official or electra_tf), or a "
-                           ".keras file")
-  parser.add_argument("--output", required=True,
-                      help="to-keras: a directory (training checkpoint) or a .keras path; "
-                           "to-official: the directory for model.ckpt-<step>")
-  parser.add_argument("--direction", choices=DIRECTIONS, default=None,
-                      help="default: detected from --input")
-  parser.add_argument("--part", choices=PARTS, default=None,
-                      help="to-keras: what to convert. finetuned: a fine-tuned checkpoint's "
-                           "encoder and task_specific/<task>/ heads as a .keras FinetuningModel. "
-                           "Default: finetuned when the checkpoint has task heads, else "
-                           "pretrainer")
-  parser.add_argument("--hparams", default=None,
-                      help="JSON dict or .json path of pre-training hparams (as for "
-                           "run_pretraining); for a fine-tuned checkpoint (--part finetuned), "
-                           "fine-tuning hparams (as for "
-                           "run_finetuning: task_names gives the heads' order, beam_size, ...) "
-                           "plus task_types, e.g. {\"task_types\": {\"mytask\": "
-                           "\"classification\"}} (classification, regression, tagging or qa) "
-                           "for tasks electra_tf does not know; checked against the "
-                           "checkpoint's shapes")
-  parser.add_argument("--with-optimizer-slots", action="store_true",
-                      help="to-official: also write <var>/adam_m and <var>/adam_v")
-  parser.add_argument("--global-step", type=int, default=None,
-                      help="to-official: the global_step to write (default: the training "
-                           "checkpoint's step; 0 for a .keras model)")
+    prog="python -m electra_tf.convert_checkpoint",
+    description="Convert ELECTRA checkpoints between the original's name-based TF1 format "
+    "and electra_tf (training checkpoints and .keras models).",
+  )
+  parser.add_argument(
+    "--input",
+    required=True,
+    help="checkpoint prefix or directory (official or electra_tf), or a .keras file",
+  )
+  parser.add_argument(
+    "--output",
+    required=True,
+    help="to-keras: a directory (training checkpoint) or a .keras path; "
+    "to-official: the directory for model.ckpt-<step>",
+  )
+  parser.add_argument(
+    "--direction", choices=DIRECTIONS, default=None, help="default: detected from --input"
+  )
+  parser.add_argument(
+    "--part",
+    choices=PARTS,
+    default=None,
+    help="to-keras: what to convert. finetuned: a fine-tuned checkpoint's "
+    "encoder and task_specific/<task>/ heads as a .keras FinetuningModel. "
+    "Default: finetuned when the checkpoint has task heads, else "
+    "pretrainer",
+  )
+  parser.add_argument(
+    "--hparams",
+    default=None,
+    help="JSON dict or .json path of pre-training hparams (as for "
+    "run_pretraining); for a fine-tuned checkpoint (--part finetuned), "
+    "fine-tuning hparams (as for "
+    "run_finetuning: task_names gives the heads' order, beam_size, ...) "
+    "plus task_types, e.g. {\"task_types\": {\"mytask\": "
+    "\"classification\"}} (classification, regression, tagging or qa) "
+    "for tasks electra_tf does not know; checked against the "
+    "checkpoint's shapes",
+  )
+  parser.add_argument(
+    "--with-optimizer-slots",
+    action="store_true",
+    help="to-official: also write <var>/adam_m and <var>/adam_v",
+  )
+  parser.add_argument(
+    "--global-step",
+    type=int,
+    default=None,
+    help="to-official: the global_step to write (default: the training "
+    "checkpoint's step; 0 for a .keras model)",
+  )
   args = parser.parse_args(argv)
   try:
-    report = convert(args.input, args.output, direction=args.direction, part=args.part,
-                     hparams=args.hparams, with_optimizer_slots=args.with_optimizer_slots,
-                     global_step=args.global_step)
+    report = convert(
+      args.input,
+      args.output,
+      direction=args.direction,
+      part=args.part,
+      hparams=args.hparams,
+      with_optimizer_slots=args.with_optimizer_slots,
+      global_step=args.global_step,
+    )
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return 1

@@ -37,23 +37,27 @@ EVAL_SHARD = NUM_SHARDS - 1
 # A small ELECTRA that learns visibly in a few CPU minutes: H=128, L=4,
 # E=128, generator 1/4 wide (Hg=32). Everything else is the original's.
 DEMO_HPARAMS = {
-    "model_size": "small",
-    "model_hparam_overrides": {"hidden_size": 128, "num_hidden_layers": 4,
-                               "num_attention_heads": 2, "intermediate_size": 512},
-    "embedding_size": 128,
-    "generator_hidden_size": 0.25,
-    "max_seq_length": 128,
-    "train_batch_size": 32,
-    "eval_batch_size": 32,
-    "learning_rate": 1e-3,
-    "num_warmup_steps": 100,
-    "num_train_steps": 1200,
-    "num_eval_steps": 10,
-    "save_checkpoints_steps": 200,
-    "keep_checkpoint_max": 2,
-    "seed": 0,
-    "log_every_steps": 20,
-    "save_summary_steps": 10,
+  "model_size": "small",
+  "model_hparam_overrides": {
+    "hidden_size": 128,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 2,
+    "intermediate_size": 512,
+  },
+  "embedding_size": 128,
+  "generator_hidden_size": 0.25,
+  "max_seq_length": 128,
+  "train_batch_size": 32,
+  "eval_batch_size": 32,
+  "learning_rate": 1e-3,
+  "num_warmup_steps": 100,
+  "num_train_steps": 1200,
+  "num_eval_steps": 10,
+  "save_checkpoints_steps": 200,
+  "keep_checkpoint_max": 2,
+  "seed": 0,
+  "log_every_steps": 20,
+  "save_summary_steps": 10,
 }
 
 
@@ -63,23 +67,27 @@ def _say(text):
 
 def _paths(out):
   return {
-      "corpus": os.path.join(out, "corpus"),
-      "vocab": os.path.join(out, "vocab.txt"),
-      "tfrecords": os.path.join(out, "pretrain_tfrecords"),
-      "model_dir": os.path.join(out, "models", MODEL_NAME),
-      "export": os.path.join(out, "export"),
-      "png": os.path.join(out, "training_curves.png"),
-      "history": os.path.join(out, "models", MODEL_NAME, "demo_eval_history.json"),
+    "corpus": os.path.join(out, "corpus"),
+    "vocab": os.path.join(out, "vocab.txt"),
+    "tfrecords": os.path.join(out, "pretrain_tfrecords"),
+    "model_dir": os.path.join(out, "models", MODEL_NAME),
+    "export": os.path.join(out, "export"),
+    "png": os.path.join(out, "training_curves.png"),
+    "history": os.path.join(out, "models", MODEL_NAME, "demo_eval_history.json"),
   }
 
 
 def pretraining_config(out, train_steps=None, for_eval=False):
   """The demo's `PretrainingConfig`: training reads shards 0–6, evaluation
   the held-out shard 7."""
-  from electra_tf.pretraining_config import PretrainingConfig
+  from electra_tf.configs.pretraining import PretrainingConfig
+
   hparams = _demo_hparams(out, train_steps)
-  shards = (f"pretrain_data.tfrecord-{EVAL_SHARD}-of-{NUM_SHARDS}" if for_eval else
-            f"pretrain_data.tfrecord-[0-{EVAL_SHARD - 1}]-of-{NUM_SHARDS}")
+  shards = (
+    f"pretrain_data.tfrecord-{EVAL_SHARD}-of-{NUM_SHARDS}"
+    if for_eval
+    else f"pretrain_data.tfrecord-[0-{EVAL_SHARD - 1}]-of-{NUM_SHARDS}"
+  )
   hparams["pretrain_tfrecords"] = os.path.join(_paths(out)["tfrecords"], shards)
   if for_eval:
     hparams.update(do_train=False, do_eval=True)
@@ -107,7 +115,8 @@ def _load_history(path):
 def _vocab_size(vocab_file):
   if not os.path.exists(vocab_file):
     return 30522
-  from electra_tf.vocab import load_vocab
+  from electra_tf.text.vocab import load_vocab
+
   return len(load_vocab(vocab_file))
 
 
@@ -115,29 +124,56 @@ def _vocab_size(vocab_file):
 # stages
 # -----------------------------------------------------------------------------
 
+
 def stage_corpus(out, args):
   from tfrecords_tools.python_docs_corpus import write_python_docs_corpus
-  paths, written = write_python_docs_corpus(_paths(out)["corpus"], max_megabytes=args.corpus_mb,
-                                            num_files=NUM_SHARDS)
+
+  paths, written = write_python_docs_corpus(
+    _paths(out)["corpus"], max_megabytes=args.corpus_mb, num_files=NUM_SHARDS
+  )
   _say(f"corpus: {written / 2**20:.1f} MB of docstrings in {len(paths)} files")
 
 
 def stage_vocab(out, args):
   from tfrecords_tools import build_vocab
+
   paths = _paths(out)
-  build_vocab.main(["--corpus-dir", paths["corpus"], "--vocab-size", str(args.vocab_size),
-                    "--output", paths["vocab"]])
+  build_vocab.main(
+    [
+      "--corpus-dir",
+      paths["corpus"],
+      "--vocab-size",
+      str(args.vocab_size),
+      "--output",
+      paths["vocab"],
+    ]
+  )
   _say(f"vocab: {_vocab_size(paths['vocab'])} entries in {paths['vocab']}")
 
 
 def stage_data(out, args):
   from electra_tf import build_pretraining_dataset
+
   paths = _paths(out)
-  code = build_pretraining_dataset.main([
-      "--corpus-dir", paths["corpus"], "--vocab-file", paths["vocab"],
-      "--output-dir", paths["tfrecords"], "--max-seq-length", "128",
-      "--num-processes", str(args.num_processes), "--num-out-files", str(NUM_SHARDS),
-      "--seed", "0", "--overwrite"])
+  code = build_pretraining_dataset.main(
+    [
+      "--corpus-dir",
+      paths["corpus"],
+      "--vocab-file",
+      paths["vocab"],
+      "--output-dir",
+      paths["tfrecords"],
+      "--max-seq-length",
+      "128",
+      "--num-processes",
+      str(args.num_processes),
+      "--num-out-files",
+      str(NUM_SHARDS),
+      "--seed",
+      "0",
+      "--overwrite",
+    ]
+  )
   if code:
     raise SystemExit(code)
 
@@ -150,6 +186,7 @@ class PeriodicEvaluation:
     import keras
 
     from electra_tf import run_pretraining
+
     self.every = every
     self.history_path = _paths(out)["history"]
     self.history = _load_history(self.history_path)
@@ -159,7 +196,6 @@ class PeriodicEvaluation:
     parent = self
 
     class _Callback(keras.callbacks.Callback):
-
       def on_train_batch_end(self, batch, logs=None):
         step = int(self.model.optimizer.iterations.numpy())
         if step % parent.every == 0 and all(h["step"] != step for h in parent.history):
@@ -168,22 +204,29 @@ class PeriodicEvaluation:
     self.callback = _Callback()
 
   def evaluate(self, model, step):
-    from electra_tf.atomic_write import atomic_write
+    from electra_tf.utils.file_io import write_atomic
+
     results = model.evaluate(self.dataset, steps=self.steps, verbose=0, return_dict=True)
     entry = {"step": step, **{k: float(v) for k, v in results.items()}}
     self.history.append(entry)
-    atomic_write(self.history_path, json.dumps(self.history, indent=1))
-    print(f"[demo] step {step}: held-out disc_auc {entry.get('disc_auc', float('nan')):.3f}, "
-          f"masked_lm_accuracy {entry.get('masked_lm_accuracy', float('nan')):.3f}", flush=True)
+    write_atomic(self.history_path, json.dumps(self.history, indent=1))
+    print(
+      f"[demo] step {step}: held-out disc_auc {entry.get('disc_auc', float('nan')):.3f}, "
+      f"masked_lm_accuracy {entry.get('masked_lm_accuracy', float('nan')):.3f}",
+      flush=True,
+    )
 
 
 def stage_pretrain(out, args):
   from electra_tf import run_pretraining
+
   config = pretraining_config(out, args.train_steps)
   run_pretraining.validate_config(config)
   periodic = PeriodicEvaluation(out, every=max(1, config.num_train_steps // 6))
-  _say(f"pretrain: {config.num_train_steps} steps of batch {config.train_batch_size} "
-       f"(H=128, L=4, generator H=32) in {config.model_dir}")
+  _say(
+    f"pretrain: {config.num_train_steps} steps of batch {config.train_batch_size} "
+    f"(H=128, L=4, generator H=32) in {config.model_dir}"
+  )
   start = time.time()
   run_pretraining.train_or_eval(config, callbacks=[periodic.callback])
   _say(f"pretrain: done in {time.time() - start:.0f} s")
@@ -193,7 +236,8 @@ def _roc_auc(labels, scores):
   """Area under the ROC curve by ranks (ties get their average rank)."""
   import numpy as np
 
-  from electra_tf.finetune.classification_scorers import average_ranks
+  from electra_tf.finetune.classification.scorer import average_ranks
+
   labels = np.asarray(labels, bool)
   positives, negatives = labels.sum(), (~labels).sum()
   if positives == 0 or negatives == 0:
@@ -210,17 +254,19 @@ def measure_against_baselines(config, num_batches=20):
   import numpy as np
   import tensorflow as tf
 
-  from electra_tf import checkpointing
-  from electra_tf import distribution
-  from electra_tf import pretraining_step
   from electra_tf import run_pretraining
+  from electra_tf.pretraining import step as pretraining_step
+  from electra_tf.training import checkpointing
+  from electra_tf.training import distribution
+
   strategy = distribution.setup_distribution(config)
   model = run_pretraining.build_pretrainer(config, strategy)
   manager = checkpointing.TrainingCheckpointManager(model, config.model_dir, chief=True)
   step = manager.restore_latest()
   dataset = run_pretraining.make_dataset(config, is_training=False).take(num_batches)
-  forward = tf.function(lambda f, i: pretraining_step.forward(
-      model, f, training=False, seed=12345, step=i))
+  forward = tf.function(
+    lambda f, i: pretraining_step.forward(model, f, training=False, seed=12345, step=i)
+  )
   targets, preds, labels, probs = [], [], [], []
   for index, features in enumerate(dataset):
     out = forward(features, tf.constant(index))
@@ -233,35 +279,46 @@ def measure_against_baselines(config, num_batches=20):
   targets, preds = np.concatenate(targets), np.concatenate(preds)
   labels, probs = np.concatenate(labels).astype(bool), np.concatenate(probs)
   return {
-      "global_step": step,
-      "masked_positions": int(len(targets)),
-      "real_tokens": int(len(labels)),
-      "masked_lm_accuracy": float((targets == preds).mean()),
-      "unigram_masked_lm_accuracy": float(np.bincount(targets).max() / len(targets)),
-      "disc_auc_real_tokens": _roc_auc(labels, probs),
-      "disc_accuracy_real_tokens": float(((probs > 0.5) == labels).mean()),
-      "all_original_accuracy": float(1.0 - labels.mean()),
-      "replaced_fraction": float(labels.mean()),
+    "global_step": step,
+    "masked_positions": int(len(targets)),
+    "real_tokens": int(len(labels)),
+    "masked_lm_accuracy": float((targets == preds).mean()),
+    "unigram_masked_lm_accuracy": float(np.bincount(targets).max() / len(targets)),
+    "disc_auc_real_tokens": _roc_auc(labels, probs),
+    "disc_accuracy_real_tokens": float(((probs > 0.5) == labels).mean()),
+    "all_original_accuracy": float(1.0 - labels.mean()),
+    "replaced_fraction": float(labels.mean()),
   }
 
 
 def stage_eval(out, args):
   from electra_tf import run_pretraining
-  from electra_tf.training_curves import write_training_curves_png
+  from electra_tf.utils.curves import write_training_curves_png
+
   paths = _paths(out)
   eval_config = pretraining_config(out, args.train_steps, for_eval=True)
   eval_config.num_eval_steps = max(eval_config.num_eval_steps, 20)
   results = run_pretraining.train_or_eval(eval_config)
   measured = measure_against_baselines(eval_config)
-  _say(f"evaluation of step {measured['global_step']} on the held-out shard "
-       f"({measured['real_tokens']} real tokens, {measured['masked_positions']} masked positions; "
-       "the original's metrics above also count padding and use the training files):")
+  _say(
+    f"evaluation of step {measured['global_step']} on the held-out shard "
+    f"({measured['real_tokens']} real tokens, {measured['masked_positions']} masked positions; "
+    "the original's metrics above also count padding and use the training files):"
+  )
   rows = [
-      ("generator masked-LM accuracy", measured["masked_lm_accuracy"],
-       measured["unigram_masked_lm_accuracy"], "unigram: always the most frequent token"),
-      ("discriminator AUC", measured["disc_auc_real_tokens"], 0.5, "random scores"),
-      ("discriminator accuracy", measured["disc_accuracy_real_tokens"],
-       measured["all_original_accuracy"], "calling every token original"),
+    (
+      "generator masked-LM accuracy",
+      measured["masked_lm_accuracy"],
+      measured["unigram_masked_lm_accuracy"],
+      "unigram: always the most frequent token",
+    ),
+    ("discriminator AUC", measured["disc_auc_real_tokens"], 0.5, "random scores"),
+    (
+      "discriminator accuracy",
+      measured["disc_accuracy_real_tokens"],
+      measured["all_original_accuracy"],
+      "calling every token original",
+    ),
   ]
   for name, value, baseline, how in rows:
     verdict = "above" if value > baseline else "NOT above"
@@ -276,12 +333,14 @@ def stage_eval(out, args):
 def _scalar_events(log_dir):
   """{tag: [(step, value)]} from the TensorBoard event files in `log_dir`."""
   import tensorflow as tf
+
   series = {}
   for path in sorted(glob.glob(os.path.join(log_dir, "events.out.tfevents.*"))):
     for event in tf.compat.v1.train.summary_iterator(path):
       for value in event.summary.value:
-        number = (tf.make_ndarray(value.tensor).item() if value.HasField("tensor")
-                  else value.simple_value)
+        number = (
+          tf.make_ndarray(value.tensor).item() if value.HasField("tensor") else value.simple_value
+        )
         series.setdefault(value.tag, {})[event.step] = float(number)
   return {tag: sorted(points.items()) for tag, points in series.items()}
 
@@ -289,25 +348,49 @@ def _scalar_events(log_dir):
 def _write_curves(paths, write_png):
   series = _scalar_events(paths["model_dir"])
   panels = []
-  for tag, title in (("loss", "TOTAL LOSS"), ("generator_loss", "GENERATOR MLM LOSS"),
-                     ("disc_loss", "DISCRIMINATOR LOSS")):
+  for tag, title in (
+    ("loss", "TOTAL LOSS"),
+    ("generator_loss", "GENERATOR MLM LOSS"),
+    ("disc_loss", "DISCRIMINATOR LOSS"),
+  ):
     points = series.get(tag, [])
     panels.append((title, [p[0] for p in points], [p[1] for p in points]))
   history = _load_history(paths["history"])
-  panels.append(("HELD-OUT DISCRIMINATOR AUC", [h["step"] for h in history],
-                 [h.get("disc_auc", float("nan")) for h in history]))
+  panels.append(
+    (
+      "HELD-OUT DISCRIMINATOR AUC",
+      [h["step"] for h in history],
+      [h.get("disc_auc", float("nan")) for h in history],
+    )
+  )
   write_png(paths["png"], panels)
 
 
 def stage_export(out, args):
   from electra_tf import export_saved_model
+
   paths = _paths(out)
-  code = export_saved_model.main([
-      "--checkpoint", paths["model_dir"],
-      "--hparams", json.dumps(_demo_hparams(out, args.train_steps)),
-      "--model-name", MODEL_NAME, "--data-dir", out, "--vocab-file", paths["vocab"],
-      "--export-dir", paths["export"], "--model", "discriminator", "--version", "1",
-      "--overwrite"])
+  code = export_saved_model.main(
+    [
+      "--checkpoint",
+      paths["model_dir"],
+      "--hparams",
+      json.dumps(_demo_hparams(out, args.train_steps)),
+      "--model-name",
+      MODEL_NAME,
+      "--data-dir",
+      out,
+      "--vocab-file",
+      paths["vocab"],
+      "--export-dir",
+      paths["export"],
+      "--model",
+      "discriminator",
+      "--version",
+      "1",
+      "--overwrite",
+    ]
+  )
   if code:
     raise SystemExit(code)
   _say(f"export: SavedModel in {os.path.join(paths['export'], '1')}")
@@ -332,7 +415,8 @@ def corrupt(sentence, replacements):
 def stage_score(out, args):
   import tensorflow as tf
 
-  from electra_tf.vocab import load_vocab
+  from electra_tf.text.vocab import load_vocab
+
   paths = _paths(out)
   export_path = os.path.join(paths["export"], "1")
   loaded = tf.saved_model.load(export_path)
@@ -359,24 +443,34 @@ def stage_score(out, args):
       words[-1] = (words[-1][0] + token[2:], max(words[-1][1], p))
     else:
       words.append((token, p))
-  top = {w for w, _ in sorted(words, key=lambda wp: -wp[1])[:len(replaced)]}
+  top = {w for w, _ in sorted(words, key=lambda wp: -wp[1])[: len(replaced)]}
   flagged = [w for w, p in words if p > 0.5]
   for word, p in words:
-    marks = ("  <-- replaced" if word in replaced else "") + ("  (flagged: p > 0.5)" if p > 0.5 else "")
+    marks = ("  <-- replaced" if word in replaced else "") + (
+      "  (flagged: p > 0.5)" if p > 0.5 else ""
+    )
     print(f"       {word:16s} {p:.3f}{marks}")
   hits = len(top & set(replaced))
-  print(f"       flagged (p > 0.5): {flagged or 'none'}; the {len(replaced)} most suspicious words: "
-        f"{sorted(top)} -> {hits} of {len(replaced)} replaced words found", flush=True)
+  print(
+    f"       flagged (p > 0.5): {flagged or 'none'}; the {len(replaced)} most suspicious words: "
+    f"{sorted(top)} -> {hits} of {len(replaced)} replaced words found",
+    flush=True,
+  )
   return flagged
 
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--output-dir", default="demo_output")
-  parser.add_argument("--stages", default=",".join(STAGES),
-                      help=f"comma-separated subset of {','.join(STAGES)}")
-  parser.add_argument("--train-steps", type=int, default=None,
-                      help=f"pre-training steps (default {DEMO_HPARAMS['num_train_steps']})")
+  parser.add_argument(
+    "--stages", default=",".join(STAGES), help=f"comma-separated subset of {','.join(STAGES)}"
+  )
+  parser.add_argument(
+    "--train-steps",
+    type=int,
+    default=None,
+    help=f"pre-training steps (default {DEMO_HPARAMS['num_train_steps']})",
+  )
   parser.add_argument("--corpus-mb", type=float, default=6.0)
   parser.add_argument("--vocab-size", type=int, default=8000)
   parser.add_argument("--num-processes", type=int, default=2)
@@ -396,7 +490,8 @@ def main(argv=None):
   paths = _paths(out)
   for key in ("corpus", "vocab", "tfrecords", "model_dir", "export", "png"):
     print(f"  {key:10s} {paths[key]}")
-  print(f"""
+  print(
+    f"""
 Next steps:
   * your own corpus (a folder of text files, one sentence per line, blank
     lines between documents):
@@ -410,7 +505,9 @@ Next steps:
       python -m electra_tf.run_pretraining --data-dir DATA --model-name more_small \\
           --hparams '{{"init_checkpoint": "DATA/models/electra_small", "generator_hidden_size": 1.0, "num_train_steps": 4010000, "learning_rate": 0.2005}}'
   * TensorBoard: tensorboard --logdir {paths['model_dir']}
-""", flush=True)
+""",
+    flush=True,
+  )
   return 0
 
 

@@ -1,5 +1,5 @@
 """Fine-tunes and evaluates a pre-trained ELECTRA model on GLUE, SQuAD, MRQA
-and chunking (spec §1.4, §12).
+and chunking (`run_finetuning.py` flags, the original's `finetune/` package).
 
 Usage:
   python -m electra_tf.run_finetuning --data-dir DIR --model-name NAME \
@@ -8,7 +8,7 @@ Usage:
 Reads `<data-dir>/finetuning_data/<task>/`, starts from the checkpoint in
 `<data-dir>/models/<model-name>` (the original's / official name-based
 checkpoints, or an electra_tf pre-training checkpoint) and writes everything
-under that model directory (spec §12.9):
+under that model directory (`configure_finetuning.py` output paths):
 `finetuning_models/<tasks>_model_<trial>/`, `finetuning_tfrecords/`,
 `results/<tasks>_results.{txt,json}`, `results/<tasks>_qa/` and
 `test_predictions/`.
@@ -24,20 +24,20 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from electra_tf import checkpoint_names
-from electra_tf import layerwise_learning_rate
-from electra_tf import tokenization
-from electra_tf.adam_weight_decay import AdamWeightDecay
-from electra_tf.atomic_write import atomic_write
-from electra_tf.eta_logger import secs_to_str
-from electra_tf.finetune import checkpoint_io
+from electra_tf.checkpoints import finetuned as checkpoint_io
+from electra_tf.checkpoints import names as checkpoint_names
+from electra_tf.configs.finetuning import FinetuningConfig
+from electra_tf.configs.hparams import load_hparams
+from electra_tf.configs.pretraining import get_pretraining_bert_config
 from electra_tf.finetune import preprocessing
 from electra_tf.finetune import task_builder
-from electra_tf.finetune.finetuning_model import FinetuningModel
-from electra_tf.finetuning_config import FinetuningConfig
-from electra_tf.hparams import load_hparams
-from electra_tf.learning_rate_schedule import ElectraLearningRateSchedule
-from electra_tf.pretraining_config import get_pretraining_bert_config
+from electra_tf.finetune.model import FinetuningModel
+from electra_tf.optimization import layerwise as layerwise_learning_rate
+from electra_tf.optimization.adam_weight_decay import AdamWeightDecay
+from electra_tf.optimization.schedule import ElectraLearningRateSchedule
+from electra_tf.text import wordpiece as tokenization
+from electra_tf.training.callbacks import secs_to_str
+from electra_tf.utils.file_io import write_atomic
 
 GLUE_TASKS = ("cola", "mrpc", "mnli", "sst", "rte", "qnli", "qqp", "sts")
 
@@ -47,8 +47,10 @@ def get_finetuning_bert_config(config):
   layers, 144 hidden) as the original's `get_bert_config`."""
   bert_config = get_pretraining_bert_config(config)
   if config.max_seq_length > bert_config.max_position_embeddings:
-    raise ValueError(f"hparam max_seq_length={config.max_seq_length} exceeds the model's "
-                     f"max_position_embeddings={bert_config.max_position_embeddings}")
+    raise ValueError(
+      f"hparam max_seq_length={config.max_seq_length} exceeds the model's "
+      f"max_position_embeddings={bert_config.max_position_embeddings}"
+    )
   return bert_config
 
 
@@ -96,22 +98,33 @@ class ModelRunner:
       if tf.train.latest_checkpoint(config.model_dir):
         checkpoint_io.load_pretrained(self.model, config.model_dir)
       elif not config.init_checkpoint:
-        raise ValueError("do_train=false needs a trained model: pass hparam init_checkpoint "
-                         "(e.g. <...>/finetuning_models/<tasks>_model_1)")
+        raise ValueError(
+          "do_train=false needs a trained model: pass hparam init_checkpoint "
+          "(e.g. <...>/finetuning_models/<tasks>_model_1)"
+        )
 
   def _make_optimizer(self, train_steps):
     config = self._config
     names = list(self.name_map)
     multipliers = layerwise_learning_rate.layerwise_lr_multipliers(
-        names, self.bert_config.num_hidden_layers, config.layerwise_lr_decay,
-        fixed=config.layerwise_lr_decay_variant == "fixed")
-    schedule = ElectraLearningRateSchedule(config.learning_rate, train_steps,
-                                           warmup_proportion=config.warmup_proportion)
+      names,
+      self.bert_config.num_hidden_layers,
+      config.layerwise_lr_decay,
+      fixed=config.layerwise_lr_decay_variant == "fixed",
+    )
+    schedule = ElectraLearningRateSchedule(
+      config.learning_rate, train_steps, warmup_proportion=config.warmup_proportion
+    )
     return AdamWeightDecay(
-        learning_rate=schedule, weight_decay_rate=config.weight_decay_rate, beta_1=0.9,
-        beta_2=0.999, epsilon=1e-6, clip_norm=1.0,
-        variable_names=checkpoint_names.keras_path_map(self.name_map),
-        learning_rate_multipliers=multipliers)
+      learning_rate=schedule,
+      weight_decay_rate=config.weight_decay_rate,
+      beta_1=0.9,
+      beta_2=0.999,
+      epsilon=1e-6,
+      clip_norm=1.0,
+      variable_names=checkpoint_names.keras_path_map(self.name_map),
+      learning_rate_multipliers=multipliers,
+    )
 
   def _save(self, step):
     names = dict(self.name_map)
@@ -125,9 +138,11 @@ class ModelRunner:
     config = self._config
     dataset, self.train_steps = self._preprocessor.prepare_train()
     if self.train_steps <= 0:
-      raise ValueError(f"no training steps: train_steps = n_records // train_batch_size "
-                       f"({config.train_batch_size}) * num_train_epochs "
-                       f"({config.num_train_epochs}) is 0")
+      raise ValueError(
+        f"no training steps: train_steps = n_records // train_batch_size "
+        f"({config.train_batch_size}) * num_train_epochs "
+        f"({config.num_train_epochs}) is 0"
+      )
     self.optimizer = self._make_optimizer(self.train_steps)
     self.optimizer.build(self.model.trainable_variables)
     model, optimizer = self.model, self.optimizer
@@ -153,9 +168,16 @@ class ModelRunner:
       if step % config.log_every_steps == 0 or step == self.train_steps:
         elapsed = time.time() - start
         eta = elapsed / step * (self.train_steps - step)
-        logging.info("%d/%d = %.1f%%, SPS: %.1f, ELAP: %s, ETA: %s - loss: %.4f", step,
-                     self.train_steps, 100.0 * step / self.train_steps, step / elapsed,
-                     secs_to_str(elapsed), secs_to_str(eta), losses[-1])
+        logging.info(
+          "%d/%d = %.1f%%, SPS: %.1f, ELAP: %s, ETA: %s - loss: %.4f",
+          step,
+          self.train_steps,
+          100.0 * step / self.train_steps,
+          step / elapsed,
+          secs_to_str(elapsed),
+          secs_to_str(eta),
+          losses[-1],
+        )
       if step % config.save_checkpoints_steps == 0 and step != self.train_steps:
         self._save(step)
     self._save(self.train_steps)
@@ -195,25 +217,30 @@ class ModelRunner:
           for row in self.predict(task, split):
             value = row["logits"] if "logits" in row else row["predictions"]
             predictions[int(row["eid"])] = np.asarray(value, np.float32).tolist()
-          atomic_write(config.test_predictions(task.name, split, trial),
-                       json.dumps(predictions, indent=2))
+          write_atomic(
+            config.test_predictions(task.name, split, trial), json.dumps(predictions, indent=2)
+          )
       elif task.name == "squad":
         # The original decodes *dev* examples against test features and
-        # overwrites the dev prediction files (spec §14.34); here the test
+        # overwrites the dev prediction files (a quirk of the original (README: Differences from the original)); here the test
         # scorer uses the test examples and its own files.
         scorer = task.get_scorer("test")
         for row in self.predict(task, "test"):
           scorer.update(row)
         preds_file = config.test_predictions(task.name, "test", trial)
         predictions, null_odds = scorer.write_predictions(
-            preds_file=preds_file[:-len(".json")] + "_preds.json",
-            na_file=preds_file[:-len(".json")] + "_null_odds.json")
-        answers = {qid: ("" if null_odds[qid] > config.qa_na_threshold else text)
-                   for qid, text in predictions.items()}
-        atomic_write(preds_file, json.dumps(answers, indent=2))
+          preds_file=preds_file[: -len(".json")] + "_preds.json",
+          na_file=preds_file[: -len(".json")] + "_null_odds.json",
+        )
+        answers = {
+          qid: ("" if null_odds[qid] > config.qa_na_threshold else text)
+          for qid, text in predictions.items()
+        }
+        write_atomic(preds_file, json.dumps(answers, indent=2))
       else:
-        logging.info("Skipping task %s - writing predictions is not supported for this task",
-                     task.name)
+        logging.info(
+          "Skipping task %s - writing predictions is not supported for this task", task.name
+        )
 
 
 def results_lines(results):
@@ -223,8 +250,7 @@ def results_lines(results):
     for task_name, task_results in trial_results.items():
       if task_name in ("time", "global_step"):
         continue
-      lines.append(task_name + ": " + " - ".join(
-          f"{k}: {v:.2f}" for k, v in task_results.items()))
+      lines.append(task_name + ": " + " - ".join(f"{k}: {v:.2f}" for k, v in task_results.items()))
   return lines
 
 
@@ -241,10 +267,10 @@ def median_results(results):
 def write_results(config, results):
   """Rewrites `results_txt` and `results_json` with all trials so far, plus
   `<tasks>_results_median.json` with the per-metric median over trials."""
-  atomic_write(config.results_txt, "".join(line + "\n" for line in results_lines(results)))
-  atomic_write(config.results_json, json.dumps(results, indent=2))
-  median_path = config.results_json[:-len(".json")] + "_median.json"
-  atomic_write(median_path, json.dumps(median_results(results), indent=2))
+  write_atomic(config.results_txt, "".join(line + "\n" for line in results_lines(results)))
+  write_atomic(config.results_json, json.dumps(results, indent=2))
+  median_path = config.results_json[: -len(".json")] + "_median.json"
+  write_atomic(median_path, json.dumps(median_results(results), indent=2))
 
 
 def run_finetuning(config):
@@ -252,9 +278,10 @@ def run_finetuning(config):
   the list of per-trial results."""
   results = []
   trial = 1
-  # The original's heading never updates its trial number (spec §14.25).
-  logging.info("Config: model=%s, trial %d/%d\n%s", config.model_name, trial, config.num_trials,
-               config)
+  # The original's heading never updates its trial number (a quirk of the original (README: Differences from the original)).
+  logging.info(
+    "Config: model=%s, trial %d/%d\n%s", config.model_name, trial, config.num_trials, config
+  )
   generic_model_dir = config.model_dir
   tokenizer = tokenization.FullTokenizer(config.vocab_file, do_lower_case=config.do_lower_case)
   tasks = task_builder.get_tasks(config, tokenizer)
@@ -283,12 +310,13 @@ def run_finetuning(config):
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  parser.add_argument("--data-dir", required=True,
-                      help="Location of data files (model weights, etc).")
-  parser.add_argument("--model-name", required=True,
-                      help="The name of the model being fine-tuned.")
-  parser.add_argument("--hparams", default="{}",
-                      help="JSON dict of model hyperparameters or a path to a .json file.")
+  parser.add_argument(
+    "--data-dir", required=True, help="Location of data files (model weights, etc)."
+  )
+  parser.add_argument("--model-name", required=True, help="The name of the model being fine-tuned.")
+  parser.add_argument(
+    "--hparams", default="{}", help="JSON dict of model hyperparameters or a path to a .json file."
+  )
   args = parser.parse_args(argv)
   logging.set_verbosity(logging.INFO)
   hparams = load_hparams(args.hparams)

@@ -1,6 +1,6 @@
 """Pre-trains or evaluates an ELECTRA model: `python -m electra_tf.run_pretraining`.
 
-The original's command line and semantics (spec §1.3, §10):
+The original's command line and semantics (`run_pretraining.py` flags, `run_pretraining.py:train_or_eval`):
 
   python -m electra_tf.run_pretraining --data-dir DIR --model-name NAME \\
       --hparams '{"model_size": "small", "num_train_steps": 1000000}'
@@ -27,20 +27,20 @@ import sys
 
 import keras
 import tensorflow as tf
-from tensorflow.core.framework import summary_pb2
 
-from electra_tf import checkpointing
-from electra_tf.atomic_write import atomic_write
-from electra_tf import distribution
-from electra_tf import eta_logger
-from electra_tf import pretrain_data
-from electra_tf.hparams import load_hparams
-from electra_tf.pretraining_config import PretrainingConfig
-
+from electra_tf.configs.hparams import load_hparams
+from electra_tf.configs.pretraining import PretrainingConfig
+from electra_tf.data import pretraining_dataset as pretrain_data
+from electra_tf.training import callbacks as eta_logger
+from electra_tf.training import checkpointing
+from electra_tf.training import distribution
+from electra_tf.utils import keras_compat
+from electra_tf.utils.file_io import write_atomic
 
 # ----------------------------------------------------------------------------
 # Input checks (all before any model is built)
 # ----------------------------------------------------------------------------
+
 
 def resolve_file_patterns(config):
   """The `pretrain_tfrecords` globs as a list. A relative pattern that
@@ -51,8 +51,12 @@ def resolve_file_patterns(config):
     pattern = pattern.strip()
     if not pattern:
       continue
-    if (not os.path.isabs(pattern) and "://" not in pattern and not tf.io.gfile.glob(pattern)
-        and config.data_dir):
+    if (
+      not os.path.isabs(pattern)
+      and "://" not in pattern
+      and not tf.io.gfile.glob(pattern)
+      and config.data_dir
+    ):
       pattern = os.path.join(config.data_dir, pattern)
     patterns.append(pattern)
   return patterns
@@ -65,26 +69,34 @@ def find_pretraining_files(config):
     return pretrain_data.find_files(patterns)
   except ValueError:
     raise ValueError(
-        f"No pre-training TFRecords found for hparam pretrain_tfrecords="
-        f"{config.pretrain_tfrecords!r} (searched {patterns}); build them with "
-        "`python -m electra_tf.build_pretraining_dataset` or set pretrain_tfrecords") from None
+      f"No pre-training TFRecords found for hparam pretrain_tfrecords="
+      f"{config.pretrain_tfrecords!r} (searched {patterns}); build them with "
+      "`python -m electra_tf.build_pretraining_dataset` or set pretrain_tfrecords"
+    ) from None
 
 
 def validate_config(config):
   """Every check that can fail before training starts; returns the data files."""
   if config.do_train == config.do_eval:
     raise ValueError("Exactly one of `do_train` or `do_eval` must be True.")
-  for name in ("num_train_steps", "train_batch_size", "eval_batch_size", "max_seq_length",
-               "steps_per_execution"):
+  for name in (
+    "num_train_steps",
+    "train_batch_size",
+    "eval_batch_size",
+    "max_seq_length",
+    "steps_per_execution",
+  ):
     if int(getattr(config, name)) <= 0:
       raise ValueError(f"hparam {name}={getattr(config, name)}; expected a positive integer")
   if config.do_eval and int(config.num_eval_steps) <= 0:
     raise ValueError(f"hparam num_eval_steps={config.num_eval_steps}; expected > 0")
   if config.save_checkpoints_steps is not None and config.save_checkpoints_steps < 0:
-    raise ValueError(f"hparam save_checkpoints_steps={config.save_checkpoints_steps}; "
-                     "expected >= 0")
+    raise ValueError(
+      f"hparam save_checkpoints_steps={config.save_checkpoints_steps}; expected >= 0"
+    )
   if config.init_checkpoint:
-    from electra_tf import official_checkpoint  # pylint: disable=g-import-not-at-top
+    from electra_tf.checkpoints import official as official_checkpoint  # pylint: disable=g-import-not-at-top
+
     try:
       official_checkpoint.resolve_checkpoint_path(config.init_checkpoint)
     except (ValueError, OSError) as e:
@@ -92,10 +104,12 @@ def validate_config(config):
   files = find_pretraining_files(config)
   try:
     pretrain_data.validate_pretraining_files(
-        files, config.max_seq_length, vocab_size=config.vocab_size)
+      files, config.max_seq_length, vocab_size=config.vocab_size
+    )
   except ValueError as e:
-    raise ValueError(f"{e} (hparams max_seq_length={config.max_seq_length}, "
-                     f"vocab_size={config.vocab_size})") from e
+    raise ValueError(
+      f"{e} (hparams max_seq_length={config.max_seq_length}, vocab_size={config.vocab_size})"
+    ) from e
   return files
 
 
@@ -103,12 +117,17 @@ def validate_config(config):
 # Pieces a user's own script uses too
 # ----------------------------------------------------------------------------
 
+
 def make_dataset(config, is_training):
   """The global-batch input pipeline; `fit` splits each batch over replicas."""
   batch_size = config.train_batch_size if is_training else config.eval_batch_size
   dataset = pretrain_data.get_dataset(
-      resolve_file_patterns(config), config.max_seq_length, batch_size,
-      is_training=is_training, seed=config.seed)
+    resolve_file_patterns(config),
+    config.max_seq_length,
+    batch_size,
+    is_training=is_training,
+    seed=config.seed,
+  )
   options = tf.data.Options()
   # Multi-worker: each worker takes every n-th batch (the shards are uneven).
   options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
@@ -121,10 +140,12 @@ def build_pretrainer(config, strategy):
   the global step come from that name-based TF1 checkpoint; the optimizer
   slots start fresh."""
   from electra_tf.models.electra_pretrainer import ElectraPretrainer  # pylint: disable=g-import-not-at-top
+
   init_step = None
   with strategy.scope():
     if config.init_checkpoint and tf.train.latest_checkpoint(config.model_dir) is None:
-      from electra_tf import official_checkpoint  # pylint: disable=g-import-not-at-top
+      from electra_tf.checkpoints import official as official_checkpoint  # pylint: disable=g-import-not-at-top
+
       model = official_checkpoint.load_official_checkpoint(config.init_checkpoint, config)
       info = getattr(model, "official_checkpoint_info", None) or {}
       init_step = info.get("global_step")
@@ -132,8 +153,11 @@ def build_pretrainer(config, strategy):
     else:
       model = ElectraPretrainer.from_pretraining_config(config)
       model.build()
-    model.compile(pretraining_config=config, jit_compile=config.jit_compile,
-                  steps_per_execution=config.steps_per_execution)
+    model.compile(
+      pretraining_config=config,
+      jit_compile=config.jit_compile,
+      steps_per_execution=config.steps_per_execution,
+    )
     checkpointing.build_optimizer(model)
     if init_step:
       model.optimizer.iterations.assign(int(init_step))
@@ -143,12 +167,11 @@ def build_pretrainer(config, strategy):
 def _write_scalar(name, value, step):
   """A TensorBoard scalar through the core summary op: the same event as
   `tf.summary.scalar`, without needing the `tensorboard` package installed."""
-  tf.summary.write(name, tf.constant(value, tf.float32), step=step,
-                   metadata=_SCALAR_METADATA)
+  tf.summary.write(name, tf.constant(value, tf.float32), step=step, metadata=_SCALAR_METADATA)
 
 
-_SCALAR_METADATA = summary_pb2.SummaryMetadata(
-    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")
+_SCALAR_METADATA = keras_compat.summary_pb2.SummaryMetadata(
+  plugin_data=keras_compat.summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")
 ).SerializeToString()
 
 
@@ -184,7 +207,8 @@ class TrainingSummaries(keras.callbacks.Callback):
     step = checkpointing.global_step(self.model)
     self._pending = (step, logs)
     if self._last_step is not None and step // self.every_n_steps <= (
-        self._last_step // self.every_n_steps):
+      self._last_step // self.every_n_steps
+    ):
       return
     self._last_step = step
     self._pending = None
@@ -223,16 +247,17 @@ def write_eval_results(results, config):
   results = {k: (int(v) if k == "global_step" else float(v)) for k, v in results.items()}
   txt = "".join(f"{name} = {value}\n" for name, value in sorted(results.items()))
   json_path = os.path.splitext(config.results_txt)[0] + ".json"
-  atomic_write(config.results_txt, txt)
-  atomic_write(json_path, json.dumps(results, indent=2, sort_keys=True) + "\n")
+  write_atomic(config.results_txt, txt)
+  write_atomic(json_path, json.dumps(results, indent=2, sort_keys=True) + "\n")
   if config.results_pkl:
-    atomic_write(config.results_pkl, pickle.dumps(results))
+    write_atomic(config.results_pkl, pickle.dumps(results))
   return config.results_txt, json_path
 
 
 # ----------------------------------------------------------------------------
 # The loop
 # ----------------------------------------------------------------------------
+
 
 def _heading(text):
   print("=" * 80 + "\n" + text + "\n" + "=" * 80, flush=True)
@@ -247,30 +272,44 @@ def train(config, strategy=None, callbacks=()):
   model = build_pretrainer(config, strategy)
   with strategy.scope():
     manager = checkpointing.TrainingCheckpointManager(
-        model, config.model_dir, keep_checkpoint_max=config.keep_checkpoint_max, chief=chief)
+      model, config.model_dir, keep_checkpoint_max=config.keep_checkpoint_max, chief=chief
+    )
     single_worker = distribution.num_workers(strategy) == 1
     checkpoint_callback = checkpointing.PretrainingCheckpoint(
-        manager, config.save_checkpoints_steps, num_train_steps=config.num_train_steps,
-        handle_sigterm=single_worker, save_initial=single_worker)
+      manager,
+      config.save_checkpoints_steps,
+      num_train_steps=config.num_train_steps,
+      handle_sigterm=single_worker,
+      save_initial=single_worker,
+    )
     step = checkpoint_callback.restore()
   if manager.latest_checkpoint is not None:
     print(f"Restored {manager.latest_checkpoint} (global step {step})", flush=True)
   if step >= config.num_train_steps:
-    print(f"Global step {step} >= num_train_steps={config.num_train_steps}: nothing to train.",
-          flush=True)
+    print(
+      f"Global step {step} >= num_train_steps={config.num_train_steps}: nothing to train.",
+      flush=True,
+    )
     return step
   callbacks = [
-      checkpoint_callback,
-      eta_logger.ETALogger(config.num_train_steps, is_training=True,
-                           log_every=config.log_every_steps),
-      TrainingSummaries(config.model_dir, config.save_summary_steps, enabled=chief),
+    checkpoint_callback,
+    eta_logger.ETALogger(
+      config.num_train_steps, is_training=True, log_every=config.log_every_steps
+    ),
+    TrainingSummaries(config.model_dir, config.save_summary_steps, enabled=chief),
   ] + list(callbacks)
   dataset = make_dataset(config, is_training=True)
   # One `fit` normally; more only when steps did not count (mixed_float16
   # skips the update, and the step, of a batch with non-finite gradients).
   while step < config.num_train_steps:
-    model.fit(dataset, epochs=1, steps_per_epoch=config.num_train_steps - step, verbose=0,
-              shuffle=False, callbacks=callbacks)
+    model.fit(
+      dataset,
+      epochs=1,
+      steps_per_epoch=config.num_train_steps - step,
+      verbose=0,
+      shuffle=False,
+      callbacks=callbacks,
+    )
     step = checkpointing.global_step(model)
     if checkpoint_callback.preempted:
       break
@@ -282,19 +321,27 @@ def evaluate(config, strategy=None):
   metrics as the original does and writes the results files."""
   strategy = strategy or distribution.setup_distribution(config)
   if tf.train.latest_checkpoint(config.model_dir) is None:
-    raise ValueError(f"do_eval: no checkpoint found in model dir {config.model_dir!r}; "
-                     "train first (do_train) or check --data-dir/--model-name")
+    raise ValueError(
+      f"do_eval: no checkpoint found in model dir {config.model_dir!r}; "
+      "train first (do_train) or check --data-dir/--model-name"
+    )
   model = build_pretrainer(config, strategy)
   with strategy.scope():
     manager = checkpointing.TrainingCheckpointManager(
-        model, config.model_dir, keep_checkpoint_max=config.keep_checkpoint_max,
-        chief=distribution.is_chief(strategy))
+      model,
+      config.model_dir,
+      keep_checkpoint_max=config.keep_checkpoint_max,
+      chief=distribution.is_chief(strategy),
+    )
     step = manager.restore_latest()
   print(f"Evaluating {manager.latest_checkpoint}", flush=True)
   results = model.evaluate(
-      make_dataset(config, is_training=False), steps=config.num_eval_steps, verbose=0,
-      return_dict=True,
-      callbacks=[eta_logger.ETALogger(config.num_eval_steps, is_training=False)])
+    make_dataset(config, is_training=False),
+    steps=config.num_eval_steps,
+    verbose=0,
+    return_dict=True,
+    callbacks=[eta_logger.ETALogger(config.num_eval_steps, is_training=False)],
+  )
   results = {k: float(v) for k, v in results.items()}
   results["global_step"] = step
   _heading("Eval results")
@@ -302,7 +349,8 @@ def evaluate(config, strategy=None):
     print(f"  {name} = {results[name]}", flush=True)
   if distribution.is_chief(strategy):
     TrainingSummaries(os.path.join(config.model_dir, "eval")).write(
-        step, {k: v for k, v in results.items() if k != "global_step"}, learning_rate=False)
+      step, {k: v for k, v in results.items() if k != "global_step"}, learning_rate=False
+    )
     paths = write_eval_results(results, config)
     print("Wrote " + ", ".join(paths), flush=True)
   return results
@@ -329,8 +377,11 @@ def train_or_eval(config, files=None, strategy=None, callbacks=()):
   if files is None:
     files = validate_config(config)
   if config.debug and config.do_train:
-    print(f"WARNING: debug=True deletes the model dir {config.model_dir} before training "
-          "(as the original does).", flush=True)
+    print(
+      f"WARNING: debug=True deletes the model dir {config.model_dir} before training "
+      "(as the original does).",
+      flush=True,
+    )
     if tf.io.gfile.exists(config.model_dir):
       tf.io.gfile.rmtree(config.model_dir)
   tf.io.gfile.makedirs(config.model_dir)
@@ -356,11 +407,13 @@ def make_config(data_dir, model_name, hparams):
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--data-dir", required=True,
-                      help="Location of data files (model weights, etc).")
+  parser.add_argument(
+    "--data-dir", required=True, help="Location of data files (model weights, etc)."
+  )
   parser.add_argument("--model-name", required=True, help="The name of the model being trained.")
-  parser.add_argument("--hparams", default="{}",
-                      help="JSON dict of model hyperparameters, or a path ending in .json.")
+  parser.add_argument(
+    "--hparams", default="{}", help="JSON dict of model hyperparameters, or a path ending in .json."
+  )
   args = parser.parse_args(argv)
   try:
     config = make_config(args.data_dir, args.model_name, args.hparams)

@@ -13,8 +13,7 @@ import tensorflow as tf  # noqa: E402
 # This must happen before TensorFlow initialises its devices.
 _cpus = tf.config.list_physical_devices("CPU")
 try:
-  tf.config.set_logical_device_configuration(
-      _cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)
+  tf.config.set_logical_device_configuration(_cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)
 except RuntimeError:
   pass  # already initialised (e.g. by a plugin); tests needing 2 devices skip
 
@@ -34,6 +33,7 @@ def original_fixtures():
 def _reset_keras_state():
   """Each test starts in float32 with a fresh Keras name scope."""
   import keras
+
   keras.mixed_precision.set_global_policy("float32")
   keras.utils.clear_session()
   yield

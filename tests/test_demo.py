@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT
 
 
 @pytest.mark.slow
@@ -15,14 +15,35 @@ def test_demo_runs_every_stage(tmp_path):
   out = tmp_path / "demo"
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
   proc = subprocess.run(
-      [sys.executable, "-m", "electra_tf.demo", "--output-dir", str(out), "--train-steps", "40",
-       "--corpus-mb", "0.6", "--vocab-size", "3000"],
-      cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1500)
+    [
+      sys.executable,
+      "-m",
+      "electra_tf.demo",
+      "--output-dir",
+      str(out),
+      "--train-steps",
+      "40",
+      "--corpus-mb",
+      "0.6",
+      "--vocab-size",
+      "3000",
+    ],
+    cwd=REPO_ROOT,
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=1500,
+  )
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
   stdout = proc.stdout
   # every stage left its output
   assert len(list((out / "corpus").glob("*.txt"))) == 8
-  assert (out / "vocab.txt").read_text().splitlines()[100:104] == ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+  assert (out / "vocab.txt").read_text().splitlines()[100:104] == [
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+  ]
   assert len(list((out / "pretrain_tfrecords").glob("pretrain_data.tfrecord-*-of-8"))) == 8
   model_dir = out / "models" / "demo"
   assert (model_dir / "model.ckpt-40.index").exists()

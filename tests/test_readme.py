@@ -2,7 +2,7 @@
 
 import re
 
-from conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT
 
 
 def test_ci_runs_readme_test_command():
@@ -14,13 +14,16 @@ def test_ci_runs_readme_test_command():
 
 
 def test_hparam_reference_is_current():
-  from electra_tf import hparams_reference
+  from electra_tf.configs import reference as hparams_reference
+
   readme = (REPO_ROOT / "README.md").read_text()
   assert hparams_reference.readme_section(readme) == hparams_reference.reference_markdown(), (
-      "README hparam reference is out of date: python -m electra_tf.hparams_reference --write README.md")
+    "README hparam reference is out of date: python -m electra_tf.hparams_reference --write README.md"
+  )
 
 
 def test_every_hparam_has_a_description():
-  from electra_tf import hparams_reference
+  from electra_tf.configs import reference as hparams_reference
+
   text = hparams_reference.reference_markdown()  # raises KeyError naming a missing description
   assert "| `disc_weight` | `50.0` |" in text

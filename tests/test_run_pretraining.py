@@ -15,68 +15,40 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf import checkpointing
 from electra_tf import run_pretraining
-from electra_tf.pretraining_config import PretrainingConfig
+from electra_tf.configs.pretraining import PretrainingConfig
+from electra_tf.training import checkpointing
 from tests.conftest import REPO_ROOT
+from tests.helpers.pretraining_data import ETA_LINE
+from tests.helpers.pretraining_data import SPECIAL
+from tests.helpers.pretraining_data import TINY
+from tests.helpers.pretraining_data import eta_steps
+from tests.helpers.pretraining_data import make_data_dir
+from tests.helpers.pretraining_data import self_made_hparams
 
-TINY = {
-    "model_size": "small",
-    "model_hparam_overrides": {"hidden_size": 32, "num_hidden_layers": 1,
-                               "num_attention_heads": 2, "intermediate_size": 64},
-    "embedding_size": 16, "train_batch_size": 4, "eval_batch_size": 4,
-    "num_warmup_steps": 2, "save_checkpoints_steps": 3, "max_seq_length": 32,
+EVAL_NAMES = {
+  "disc_accuracy",
+  "disc_auc",
+  "disc_loss",
+  "disc_precision",
+  "disc_recall",
+  "global_step",
+  "loss",
+  "masked_lm_accuracy",
+  "masked_lm_loss",
+  "sampled_masked_lm_accuracy",
 }
-ETA_LINE = re.compile(r"^(\d+)/(\d+) = \d+\.\d%, SPS: [\d.inf]+, ELAP: [\d:]+, ETA: [\d:]+")
-EVAL_NAMES = {"disc_accuracy", "disc_auc", "disc_loss", "disc_precision", "disc_recall",
-              "global_step", "loss", "masked_lm_accuracy", "masked_lm_loss",
-              "sampled_masked_lm_accuracy"}
-SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-
-
 # ----------------------------------------------------------------------------
 # Self-made data: a vocab and TFRecords in the original's format
 # ----------------------------------------------------------------------------
-
-def make_data_dir(root, max_seq_length=32, vocab_size=60, num_examples=40, max_id=None,
-                  num_files=3):
-  """Writes `<root>/vocab.txt` and `<root>/pretrain_tfrecords/pretrain_data.tfrecord-*`."""
-  os.makedirs(root / "pretrain_tfrecords", exist_ok=True)
-  words = SPECIAL + [f"w{i}" for i in range(vocab_size - len(SPECIAL))]
-  (root / "vocab.txt").write_text("\n".join(words) + "\n")
-  rng = np.random.default_rng(0)
-  top = vocab_size if max_id is None else max_id + 1
-  writers = [tf.io.TFRecordWriter(
-      str(root / "pretrain_tfrecords" / f"pretrain_data.tfrecord-{i}-of-{num_files}"))
-      for i in range(num_files)]
-  for n in range(num_examples):
-    length = int(rng.integers(8, max_seq_length + 1))
-    ids = [2] + [int(t) for t in rng.integers(5, top, size=length - 2)] + [3]
-    if max_id is not None:
-      ids[1] = max_id
-    pad = max_seq_length - length
-    feature = {
-        "input_ids": ids + [0] * pad,
-        "input_mask": [1] * length + [0] * pad,
-        "segment_ids": [0] * (length // 2) + [1] * (length - length // 2) + [0] * pad,
-    }
-    example = tf.train.Example(features=tf.train.Features(feature={
-        k: tf.train.Feature(int64_list=tf.train.Int64List(value=v)) for k, v in feature.items()}))
-    writers[n % num_files].write(example.SerializeToString())
-  for w in writers:
-    w.close()
-  return root
-
-
-def self_made_hparams(**kwargs):
-  return dict(dict(TINY, vocab_size=60), **kwargs)
 
 
 def original_hparams(fixtures, **kwargs):
   hparams = json.loads((fixtures / "models" / "tiny_hparams.json").read_text())
   hparams.update(
-      pretrain_tfrecords=str(fixtures / "pretrain_tfrecords" / "pretrain_data.tfrecord*"),
-      vocab_file=str(fixtures / "vocab.txt"))
+    pretrain_tfrecords=str(fixtures / "pretrain_tfrecords" / "pretrain_data.tfrecord*"),
+    vocab_file=str(fixtures / "vocab.txt"),
+  )
   hparams.update(kwargs)
   return hparams
 
@@ -84,13 +56,23 @@ def original_hparams(fixtures, **kwargs):
 def run_cli(data_dir, model_name, hparams, timeout=600):
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
   return subprocess.run(
-      [sys.executable, "-m", "electra_tf.run_pretraining", "--data-dir", str(data_dir),
-       "--model-name", model_name, "--hparams", json.dumps(hparams)],
-      cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout)
-
-
-def eta_steps(stdout):
-  return [int(m.group(1)) for m in map(ETA_LINE.match, stdout.splitlines()) if m]
+    [
+      sys.executable,
+      "-m",
+      "electra_tf.run_pretraining",
+      "--data-dir",
+      str(data_dir),
+      "--model-name",
+      model_name,
+      "--hparams",
+      json.dumps(hparams),
+    ],
+    cwd=REPO_ROOT,
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=timeout,
+  )
 
 
 def latest_step(model_dir):
@@ -102,9 +84,11 @@ def latest_step(model_dir):
 # Bad input: one clear error each, before anything is trained
 # ----------------------------------------------------------------------------
 
+
 def _bad_input(capsys, data_dir, hparams, expected):
-  code = run_pretraining.main(["--data-dir", str(data_dir), "--model-name", "m",
-                               "--hparams", json.dumps(hparams)])
+  code = run_pretraining.main(
+    ["--data-dir", str(data_dir), "--model-name", "m", "--hparams", json.dumps(hparams)]
+  )
   err = capsys.readouterr().err
   assert code == 2
   assert re.search(expected, err), err
@@ -114,8 +98,12 @@ def _bad_input(capsys, data_dir, hparams, expected):
 
 def test_no_tfrecords(tmp_path, capsys):
   (tmp_path / "vocab.txt").write_text("\n".join(SPECIAL) + "\n")
-  _bad_input(capsys, tmp_path, self_made_hparams(),
-             r"No pre-training TFRecords found for hparam pretrain_tfrecords")
+  _bad_input(
+    capsys,
+    tmp_path,
+    self_made_hparams(),
+    r"No pre-training TFRecords found for hparam pretrain_tfrecords",
+  )
 
 
 def test_records_of_another_max_seq_length(tmp_path, capsys):
@@ -131,25 +119,34 @@ def test_vocab_smaller_than_ids(tmp_path, capsys):
 
 def test_unknown_hparam(tmp_path, capsys):
   make_data_dir(tmp_path)
-  _bad_input(capsys, tmp_path, self_made_hparams(num_train_step=5), r"Unknown hparam 'num_train_step'")
+  _bad_input(
+    capsys, tmp_path, self_made_hparams(num_train_step=5), r"Unknown hparam 'num_train_step'"
+  )
 
 
 def test_train_and_eval_both_set(tmp_path, capsys):
   make_data_dir(tmp_path)
-  _bad_input(capsys, tmp_path, self_made_hparams(do_train=True, do_eval=True),
-             r"Exactly one of `do_train` or `do_eval` must be True")
+  _bad_input(
+    capsys,
+    tmp_path,
+    self_made_hparams(do_train=True, do_eval=True),
+    r"Exactly one of `do_train` or `do_eval` must be True",
+  )
 
 
 def test_missing_init_checkpoint(tmp_path, capsys):
   make_data_dir(tmp_path)
-  _bad_input(capsys, tmp_path, self_made_hparams(init_checkpoint=str(tmp_path / "nope")),
-             r"hparam init_checkpoint=.*nope")
+  _bad_input(
+    capsys,
+    tmp_path,
+    self_made_hparams(init_checkpoint=str(tmp_path / "nope")),
+    r"hparam init_checkpoint=.*nope",
+  )
 
 
 def test_eval_without_checkpoint_is_an_error(tmp_path):
   make_data_dir(tmp_path)
-  config = PretrainingConfig("m", str(tmp_path), **self_made_hparams(do_train=False,
-                                                                      do_eval=True))
+  config = PretrainingConfig("m", str(tmp_path), **self_made_hparams(do_train=False, do_eval=True))
   with pytest.raises(ValueError, match="no checkpoint found"):
     run_pretraining.train_or_eval(config)
 
@@ -157,8 +154,11 @@ def test_eval_without_checkpoint_is_an_error(tmp_path):
 def test_relative_pattern_is_found_under_data_dir(tmp_path, monkeypatch):
   make_data_dir(tmp_path)
   monkeypatch.chdir("/")
-  config = PretrainingConfig("m", str(tmp_path), **self_made_hparams(
-      pretrain_tfrecords="pretrain_tfrecords/pretrain_data.tfrecord*"))
+  config = PretrainingConfig(
+    "m",
+    str(tmp_path),
+    **self_made_hparams(pretrain_tfrecords="pretrain_tfrecords/pretrain_data.tfrecord*"),
+  )
   assert len(run_pretraining.find_pretraining_files(config)) == 3
 
 
@@ -168,17 +168,20 @@ def test_write_eval_results(tmp_path):
   txt, json_path = run_pretraining.write_eval_results(results, config)
   assert txt == str(tmp_path / "models" / "m" / "results" / "unsup_results.txt")
   assert open(txt).read() == "disc_auc = 0.75\nglobal_step = 7\nmasked_lm_loss = 2.5\n"
-  assert json.load(open(json_path)) == {"disc_auc": 0.75, "global_step": 7,
-                                        "masked_lm_loss": 2.5}
+  assert json.load(open(json_path)) == {"disc_auc": 0.75, "global_step": 7, "masked_lm_loss": 2.5}
   assert os.path.exists(config.results_pkl)
   # No temporary files are left next to the results.
   assert sorted(os.listdir(os.path.dirname(txt))) == [
-      "unsup_results.json", "unsup_results.pkl", "unsup_results.txt"]
+    "unsup_results.json",
+    "unsup_results.pkl",
+    "unsup_results.txt",
+  ]
 
 
 # ----------------------------------------------------------------------------
 # In-process runs on self-made data
 # ----------------------------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_train_resume_and_eval_in_process(tmp_path, capsys):
@@ -200,8 +203,9 @@ def test_train_resume_and_eval_in_process(tmp_path, capsys):
   assert run_pretraining.train_or_eval(config) == 7
   assert "nothing to train" in capsys.readouterr().out
   # Eval writes the results.
-  config = PretrainingConfig("m", str(tmp_path), **self_made_hparams(
-      do_train=False, do_eval=True, num_eval_steps=2, seed=3))
+  config = PretrainingConfig(
+    "m", str(tmp_path), **self_made_hparams(do_train=False, do_eval=True, num_eval_steps=2, seed=3)
+  )
   results = run_pretraining.train_or_eval(config)
   assert set(results) == EVAL_NAMES and results["global_step"] == 7
   lines = open(config.results_txt).read().splitlines()
@@ -217,8 +221,13 @@ def test_debug_deletes_model_dir_with_a_warning(tmp_path, capsys):
   model_dir = tmp_path / "models" / "m"
   os.makedirs(model_dir)
   (model_dir / "stale.txt").write_text("x")
-  config = PretrainingConfig("m", str(tmp_path), **self_made_hparams(
-      debug=True, num_train_steps=1, model_hparam_overrides={}, train_batch_size=2))
+  config = PretrainingConfig(
+    "m",
+    str(tmp_path),
+    **self_made_hparams(
+      debug=True, num_train_steps=1, model_hparam_overrides={}, train_batch_size=2
+    ),
+  )
   run_pretraining.train_or_eval(config)
   assert "WARNING: debug=True deletes the model dir" in capsys.readouterr().out
   assert not (model_dir / "stale.txt").exists()
@@ -233,14 +242,20 @@ def _summaries(path):
         event = tf.compat.v1.Event.FromString(record.numpy())
         for value in event.summary.value:
           values.setdefault(value.tag, []).append(
-              (event.step, float(tf.make_ndarray(value.tensor))))
+            (event.step, float(tf.make_ndarray(value.tensor)))
+          )
   return values
 
 
 def test_training_summaries_have_losses_and_learning_rate(tmp_path):
   make_data_dir(tmp_path)
-  config = PretrainingConfig("m", str(tmp_path), **self_made_hparams(
-      num_train_steps=4, save_summary_steps=2, learning_rate=1e-3, steps_per_execution=2))
+  config = PretrainingConfig(
+    "m",
+    str(tmp_path),
+    **self_made_hparams(
+      num_train_steps=4, save_summary_steps=2, learning_rate=1e-3, steps_per_execution=2
+    ),
+  )
   run_pretraining.train_or_eval(config)
   values = _summaries(tmp_path / "models" / "m")
   assert [s for s, _ in values["loss"]] == [2, 4]  # every 2 steps; the end is step 4
@@ -253,30 +268,44 @@ def test_training_summaries_have_losses_and_learning_rate(tmp_path):
 @pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
 def test_mixed_precision_end_to_end(tmp_path, policy):
   make_data_dir(tmp_path)
-  config = PretrainingConfig("m", str(tmp_path), **self_made_hparams(
-      num_train_steps=3, mixed_precision=policy))
+  config = PretrainingConfig(
+    "m", str(tmp_path), **self_made_hparams(num_train_steps=3, mixed_precision=policy)
+  )
   assert run_pretraining.train_or_eval(config) == 3
-  config = PretrainingConfig("m", str(tmp_path), **self_made_hparams(
-      do_train=False, do_eval=True, num_eval_steps=1, mixed_precision=policy))
+  config = PretrainingConfig(
+    "m",
+    str(tmp_path),
+    **self_made_hparams(do_train=False, do_eval=True, num_eval_steps=1, mixed_precision=policy),
+  )
   results = run_pretraining.train_or_eval(config)
   assert all(np.isfinite(v) for v in results.values())
   # Variables stay float32 in the checkpoint.
   reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(config.model_dir))
   dtypes = reader.get_variable_to_dtype_map()
-  assert all(d in (tf.float32, tf.int64) for n, d in dtypes.items()
-             if "kernel" in n or "embeddings" in n), dtypes
+  assert all(
+    d in (tf.float32, tf.int64) for n, d in dtypes.items() if "kernel" in n or "embeddings" in n
+  ), dtypes
 
 
 @pytest.mark.slow
 def test_mirrored_matches_one_device(tmp_path, two_replica_strategy):
   make_data_dir(tmp_path, num_examples=24)
   import keras
+
   losses, weights = {}, {}
   for strategy_name in ("one_device", "mirrored"):
-    config = PretrainingConfig(strategy_name, str(tmp_path), **self_made_hparams(
-        num_train_steps=3, seed=11, distribution_strategy=strategy_name,
-        model_hparam_overrides=dict(TINY["model_hparam_overrides"], hidden_dropout_prob=0.0,
-                                    attention_probs_dropout_prob=0.0)))
+    config = PretrainingConfig(
+      strategy_name,
+      str(tmp_path),
+      **self_made_hparams(
+        num_train_steps=3,
+        seed=11,
+        distribution_strategy=strategy_name,
+        model_hparam_overrides=dict(
+          TINY["model_hparam_overrides"], hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0
+        ),
+      ),
+    )
     strategy = run_pretraining.distribution.setup_distribution(config)
     if strategy_name == "mirrored":
       assert isinstance(strategy, tf.distribute.MirroredStrategy)
@@ -302,10 +331,17 @@ def test_mirrored_matches_one_device(tmp_path, two_replica_strategy):
 # On the original's data and checkpoint
 # ----------------------------------------------------------------------------
 
+
 def test_init_checkpoint_starts_at_step_50_with_the_original_weights(tmp_path, original_fixtures):
-  config = PretrainingConfig("cont", str(tmp_path), **original_hparams(
-      original_fixtures, init_checkpoint=str(original_fixtures / "models" / "tiny"),
-      num_train_steps=52))
+  config = PretrainingConfig(
+    "cont",
+    str(tmp_path),
+    **original_hparams(
+      original_fixtures,
+      init_checkpoint=str(original_fixtures / "models" / "tiny"),
+      num_train_steps=52,
+    ),
+  )
   strategy = run_pretraining.distribution.setup_distribution(config)
   model = run_pretraining.build_pretrainer(config, strategy)
   assert checkpointing.global_step(model) == 50
@@ -321,31 +357,49 @@ def test_init_checkpoint_starts_at_step_50_with_the_original_weights(tmp_path, o
 @pytest.mark.slow
 def test_cli_stop_rerun_eval_on_original_data(tmp_path, original_fixtures):
   model_dir = tmp_path / "models" / "tiny"
-  first = run_cli(tmp_path, "tiny", original_hparams(original_fixtures, num_train_steps=4,
-                                                     save_checkpoints_steps=2))
+  first = run_cli(
+    tmp_path,
+    "tiny",
+    original_hparams(original_fixtures, num_train_steps=4, save_checkpoints_steps=2),
+  )
   assert first.returncode == 0, first.stderr
   assert eta_steps(first.stdout) == [1, 2, 3, 4, 4]
   assert latest_step(model_dir) == 4
-  second = run_cli(tmp_path, "tiny", original_hparams(original_fixtures, num_train_steps=6,
-                                                      save_checkpoints_steps=2))
+  second = run_cli(
+    tmp_path,
+    "tiny",
+    original_hparams(original_fixtures, num_train_steps=6, save_checkpoints_steps=2),
+  )
   assert second.returncode == 0, second.stderr
   assert "model.ckpt-4" in second.stdout
   assert eta_steps(second.stdout) == [5, 6, 6]
-  evaluation = run_cli(tmp_path, "tiny", original_hparams(
-      original_fixtures, do_train=False, do_eval=True, num_eval_steps=2, eval_batch_size=4))
+  evaluation = run_cli(
+    tmp_path,
+    "tiny",
+    original_hparams(
+      original_fixtures, do_train=False, do_eval=True, num_eval_steps=2, eval_batch_size=4
+    ),
+  )
   assert evaluation.returncode == 0, evaluation.stderr
-  written = dict(line.split(" = ") for line in
-                 (model_dir / "results" / "unsup_results.txt").read_text().splitlines())
+  written = dict(
+    line.split(" = ")
+    for line in (model_dir / "results" / "unsup_results.txt").read_text().splitlines()
+  )
   assert set(written) == EVAL_NAMES and written["global_step"] == "6"
-  assert json.loads((model_dir / "results" / "unsup_results.json").read_text())[
-      "global_step"] == 6
+  assert json.loads((model_dir / "results" / "unsup_results.json").read_text())["global_step"] == 6
 
 
 @pytest.mark.slow
 def test_cli_continue_from_the_original_checkpoint(tmp_path, original_fixtures):
-  result = run_cli(tmp_path, "cont", original_hparams(
-      original_fixtures, init_checkpoint=str(original_fixtures / "models" / "tiny"),
-      num_train_steps=52))
+  result = run_cli(
+    tmp_path,
+    "cont",
+    original_hparams(
+      original_fixtures,
+      init_checkpoint=str(original_fixtures / "models" / "tiny"),
+      num_train_steps=52,
+    ),
+  )
   assert result.returncode == 0, result.stderr
   assert "global_step=50" in result.stdout
   assert eta_steps(result.stdout) == [51, 52, 52]
@@ -354,13 +408,28 @@ def test_cli_continue_from_the_original_checkpoint(tmp_path, original_fixtures):
 
 @pytest.mark.slow
 def test_kill_9_then_rerun_resumes_and_finishes(tmp_path, original_fixtures):
-  hparams = original_hparams(original_fixtures, num_train_steps=30, save_checkpoints_steps=4,
-                             keep_checkpoint_max=2)
+  hparams = original_hparams(
+    original_fixtures, num_train_steps=30, save_checkpoints_steps=4, keep_checkpoint_max=2
+  )
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
   proc = subprocess.Popen(
-      [sys.executable, "-m", "electra_tf.run_pretraining", "--data-dir", str(tmp_path),
-       "--model-name", "tiny", "--hparams", json.dumps(hparams)],
-      cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    [
+      sys.executable,
+      "-m",
+      "electra_tf.run_pretraining",
+      "--data-dir",
+      str(tmp_path),
+      "--model-name",
+      "tiny",
+      "--hparams",
+      json.dumps(hparams),
+    ],
+    cwd=REPO_ROOT,
+    env=env,
+    stdout=subprocess.PIPE,
+    stderr=subprocess.DEVNULL,
+    text=True,
+  )
   killed_after = None
   deadline = time.time() + 300
   for line in proc.stdout:
@@ -385,9 +454,12 @@ def test_kill_9_then_rerun_resumes_and_finishes(tmp_path, original_fixtures):
 
 USER_SCRIPT = '''
 import keras
-from electra_tf import checkpointing, distribution, eta_logger, pretrain_data
+from electra_tf.training import checkpointing
+from electra_tf.training import distribution
+from electra_tf.training import callbacks as eta_logger
+from electra_tf.data import pretraining_dataset as pretrain_data
 from electra_tf.models.electra_pretrainer import ElectraPretrainer
-from electra_tf.pretraining_config import PretrainingConfig
+from electra_tf.configs.pretraining import PretrainingConfig
 
 config = PretrainingConfig("my_model", DATA_DIR, **HPARAMS)
 strategy = distribution.setup_distribution(config)  # precision + strategy
@@ -430,13 +502,14 @@ def test_checkpoint_restores_every_pretrainer_variable(tmp_path):
   config = PretrainingConfig("m", str(tmp_path), **self_made_hparams(num_train_steps=2))
   strategy = tf.distribute.get_strategy()
   model = run_pretraining.build_pretrainer(config, strategy)
-  model.fit(run_pretraining.make_dataset(config, True), steps_per_epoch=2, verbose=0,
-            shuffle=False)
+  model.fit(run_pretraining.make_dataset(config, True), steps_per_epoch=2, verbose=0, shuffle=False)
   manager = checkpointing.TrainingCheckpointManager(model, config.model_dir, chief=True)
   manager.save()
   restored = run_pretraining.build_pretrainer(config, strategy)
-  assert checkpointing.TrainingCheckpointManager(
-      restored, config.model_dir, chief=True).restore_latest() == 2
+  assert (
+    checkpointing.TrainingCheckpointManager(restored, config.model_dir, chief=True).restore_latest()
+    == 2
+  )
   assert len(model.weights) == len(restored.weights)
   for a, b in zip(model.weights, restored.weights):
     np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)

@@ -1,7 +1,7 @@
 """OpenWebText → pre-training TFRecords:
 `python -m tfrecords_tools.build_openwebtext_pretraining_dataset --data-dir DIR`.
 
-The original's flags (spec §1.2) plus `--seed`, `--num-out-files` and
+The original's flags (`build_openwebtext_pretraining_dataset.py`) plus `--seed`, `--num-out-files` and
 `--overwrite`. Reads `<data-dir>/vocab.txt` and `<data-dir>/openwebtext/*`,
 writes `<data-dir>/pretrain_tfrecords/`.
 """
@@ -15,8 +15,9 @@ from tfrecords_tools.openwebtext import build_openwebtext
 
 def make_parser():
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--data-dir", required=True,
-                      help="Holds vocab.txt and openwebtext/ (the .xz archives).")
+  parser.add_argument(
+    "--data-dir", required=True, help="Holds vocab.txt and openwebtext/ (the .xz archives)."
+  )
   parser.add_argument("--max-seq-length", default=128, type=int)
   parser.add_argument("--num-processes", default=1, type=int)
   parser.add_argument("--do-lower-case", dest="do_lower_case", action="store_true")
@@ -33,10 +34,15 @@ def make_parser():
 def main(argv=None):
   args = make_parser().parse_args(argv)
   options = OpenWebTextOptions(
-      data_dir=args.data_dir, max_seq_length=args.max_seq_length,
-      num_processes=args.num_processes, do_lower_case=args.do_lower_case,
-      strip_accents=args.strip_accents, seed=args.seed,
-      num_out_files=args.num_out_files, overwrite=args.overwrite)
+    data_dir=args.data_dir,
+    max_seq_length=args.max_seq_length,
+    num_processes=args.num_processes,
+    do_lower_case=args.do_lower_case,
+    strip_accents=args.strip_accents,
+    seed=args.seed,
+    num_out_files=args.num_out_files,
+    overwrite=args.overwrite,
+  )
   try:
     stats = build_openwebtext(options)
   except ValueError as e:

@@ -22,6 +22,7 @@ import sys
 import numpy as np
 import tensorflow as tf
 
+from electra_tf.utils.file_io import write_atomic
 from tfrecords_tools.example_writer import decode_utf8
 from tfrecords_tools.text_corpus import list_corpus_files
 
@@ -34,12 +35,17 @@ def reserved_tokens(num_unused=99):
 
 def count_words(corpus_dir, do_lower_case=True, strip_accents=True, batch_lines=8192):
   """{word: count} over every file in `corpus_dir`, normalised as the builder."""
-  from electra_tf.electra_tokenizer import ElectraTokenizer  # pylint: disable=g-import-not-at-top
+  from electra_tf.text.tokenizer import ElectraTokenizer  # pylint: disable=g-import-not-at-top
+
   # Only its normalisation is used; the vocab just has to be valid.
-  normalizer = ElectraTokenizer(vocabulary=list(SPECIAL_TOKENS) + ["a"],
-                                do_lower_case=do_lower_case, strip_accents=strip_accents)
-  normalize = tf.function(normalizer.normalize_words,
-                          input_signature=[tf.TensorSpec([None], tf.string)])
+  normalizer = ElectraTokenizer(
+    vocabulary=list(SPECIAL_TOKENS) + ["a"],
+    do_lower_case=do_lower_case,
+    strip_accents=strip_accents,
+  )
+  normalize = tf.function(
+    normalizer.normalize_words, input_signature=[tf.TensorSpec([None], tf.string)]
+  )
   counts = collections.Counter()
   for name in list_corpus_files(corpus_dir):
     path = os.path.join(corpus_dir, name)
@@ -49,7 +55,9 @@ def count_words(corpus_dir, do_lower_case=True, strip_accents=True, batch_lines=
       text, _ = decode_utf8(f.read())
     lines = [line for line in text.split("\n") if line.strip()]
     for start in range(0, len(lines), batch_lines):
-      words = normalize(tf.constant([l.encode("utf-8") for l in lines[start:start + batch_lines]]))
+      words = normalize(
+        tf.constant([l.encode("utf-8") for l in lines[start : start + batch_lines]])
+      )
       unique, n = np.unique(words.flat_values.numpy(), return_counts=True)
       for word, c in zip(unique.tolist(), n.tolist()):
         counts[word.decode("utf-8")] += c
@@ -59,15 +67,22 @@ def count_words(corpus_dir, do_lower_case=True, strip_accents=True, batch_lines=
 def learn_vocab(word_counts, vocab_size, num_unused=99, max_unique_chars=1000):
   """The vocab list: reserved tokens first, then the learned pieces."""
   from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner  # pylint: disable=g-import-not-at-top
+
   reserved = reserved_tokens(num_unused)
   if vocab_size <= len(reserved):
-    raise ValueError(f"--vocab-size {vocab_size} leaves no room after the "
-                     f"{len(reserved)} reserved tokens")
+    raise ValueError(
+      f"--vocab-size {vocab_size} leaves no room after the {len(reserved)} reserved tokens"
+    )
   if not word_counts:
     raise ValueError("the corpus has no words to learn a vocab from")
   vocab = learner.learn(
-      list(word_counts.items()), vocab_size, reserved, lower_thresh=1,
-      max_unique_chars=max_unique_chars, include_joiner_token=True)
+    list(word_counts.items()),
+    vocab_size,
+    reserved,
+    lower_thresh=1,
+    max_unique_chars=max_unique_chars,
+    include_joiner_token=True,
+  )
   # The learner already lists the reserved tokens first; keep each token once
   # and drop the bare joiner "##" (an empty suffix that is never produced).
   seen, result = set(), []
@@ -79,10 +94,7 @@ def learn_vocab(word_counts, vocab_size, num_unused=99, max_unique_chars=1000):
 
 
 def write_vocab(tokens, output):
-  temp = output + ".tmp"
-  with tf.io.gfile.GFile(temp, "w") as f:
-    f.write("".join(t + "\n" for t in tokens))
-  tf.io.gfile.rename(temp, output, overwrite=True)
+  write_atomic(output, "".join(t + "\n" for t in tokens))
 
 
 def main(argv=None):
@@ -90,8 +102,9 @@ def main(argv=None):
   parser.add_argument("--corpus-dir", required=True)
   parser.add_argument("--vocab-size", required=True, type=int)
   parser.add_argument("--output", required=True)
-  parser.add_argument("--num-unused", default=99, type=int,
-                      help="How many [unusedN] tokens follow [PAD].")
+  parser.add_argument(
+    "--num-unused", default=99, type=int, help="How many [unusedN] tokens follow [PAD]."
+  )
   parser.add_argument("--do-lower-case", dest="do_lower_case", action="store_true")
   parser.add_argument("--no-lower-case", dest="do_lower_case", action="store_false")
   parser.add_argument("--do-strip-accents", dest="strip_accents", action="store_true")

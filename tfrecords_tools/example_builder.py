@@ -1,5 +1,5 @@
 """Packs tokenized lines into pre-training examples exactly as the original
-`ExampleBuilder` does (spec §4.2), and serialises them quickly.
+`ExampleBuilder` does (`build_pretraining_dataset.py:ExampleBuilder`), and serialises them quickly.
 
 The original tokenizes line by line inside `add_line`. Tokenization draws no
 random numbers, so the fast path tokenizes a whole file in one batch first and
@@ -92,8 +92,11 @@ class ExampleBuilder:
     for sentence in self._current_sentences:
       n = len(sentence)
       # `or` short-circuits: the coin is drawn only when the first two fail.
-      if (len_first == 0 or len_first + n < first_target or
-          (len_second == 0 and len_first < first_target and rng.random() < 0.5)):
+      if (
+        len_first == 0
+        or len_first + n < first_target
+        or (len_second == 0 and len_first < first_target and rng.random() < 0.5)
+      ):
         first.append(sentence)
         len_first += n
       else:
@@ -234,7 +237,7 @@ def packed_varints(rows):
   shifts = np.arange(n_groups, dtype=np.uint64) * np.uint64(7)
   groups = ((rows[..., None] >> shifts) & np.uint64(0x7F)).astype(np.uint8)
   position = np.arange(n_groups)
-  groups |= ((position < (n_bytes[..., None] - 1)).astype(np.uint8) << 7)
+  groups |= (position < (n_bytes[..., None] - 1)).astype(np.uint8) << 7
   flat = groups[position < n_bytes[..., None]].tobytes()
   row_bytes = n_bytes.sum(axis=1)
   ends = np.cumsum(row_bytes).tolist()
@@ -252,7 +255,7 @@ def _entry_prefix(key, payload_length):
   int64_list_length = len(int64_list_head) + payload_length
   feature_head = b"\x1a" + _varint(int64_list_length) + int64_list_head  # .int64_list
   feature_length = len(feature_head) + payload_length
-  entry_head = (_field(b"\x0a", key) + b"\x12" + _varint(feature_length) + feature_head)
+  entry_head = _field(b"\x0a", key) + b"\x12" + _varint(feature_length) + feature_head
   entry_length = len(entry_head) + payload_length
   return b"\x0a" + _varint(entry_length) + entry_head  # Features.feature
 
@@ -260,11 +263,11 @@ def _entry_prefix(key, payload_length):
 def serialize_examples(input_ids, input_mask, segment_ids):
   """Serialises a batch of examples ([n, S] int arrays) to tf.train.Example
   bytes; the result parses to the same features as the original's protos."""
-  columns = [packed_varints(input_ids), packed_varints(input_mask),
-             packed_varints(segment_ids)]
+  columns = [packed_varints(input_ids), packed_varints(input_mask), packed_varints(segment_ids)]
   records = []
   for payloads in zip(*columns):
-    features = b"".join([_entry_prefix(key, len(payload)) + payload
-                         for key, payload in zip(_FEATURE_KEYS, payloads)])
+    features = b"".join(
+      [_entry_prefix(key, len(payload)) + payload for key, payload in zip(_FEATURE_KEYS, payloads)]
+    )
     records.append(b"\x0a" + _varint(len(features)) + features)  # Example.features
   return records

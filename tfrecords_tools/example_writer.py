@@ -1,4 +1,4 @@
-"""Writes pre-training examples round-robin over a job's shards (spec §4.4).
+"""Writes pre-training examples round-robin over a job's shards (`build_pretraining_dataset.py:ExampleWriter`).
 
 Differences from the original, all on the side of safety: shards are written
 under a temporary name (`.incomplete-<name>`) and renamed when the job
@@ -24,7 +24,7 @@ import time
 
 import tensorflow as tf
 
-from electra_tf.electra_tokenizer import ElectraTokenizer
+from electra_tf.text.tokenizer import ElectraTokenizer
 from tfrecords_tools.example_builder import ExampleBuilder
 from tfrecords_tools.example_builder import examples_to_features
 from tfrecords_tools.example_builder import serialize_examples
@@ -70,31 +70,42 @@ class ExampleWriter:
     tokenizer: an already built `ElectraTokenizer` (optional).
   """
 
-  def __init__(self, job_id, vocab_file, output_dir, max_seq_length, num_jobs=1,
-               blanks_separate_docs=True, do_lower_case=True, strip_accents=True,
-               num_out_files=1000, tokenizer=None):
+  def __init__(
+    self,
+    job_id,
+    vocab_file,
+    output_dir,
+    max_seq_length,
+    num_jobs=1,
+    blanks_separate_docs=True,
+    do_lower_case=True,
+    strip_accents=True,
+    num_out_files=1000,
+    tokenizer=None,
+  ):
     self._blanks_separate_docs = blanks_separate_docs
     self._max_seq_length = max_seq_length
     self._tokenizer = tokenizer or ElectraTokenizer(
-        vocab_file=vocab_file, do_lower_case=do_lower_case,
-        strip_accents=strip_accents)
+      vocab_file=vocab_file, do_lower_case=do_lower_case, strip_accents=strip_accents
+    )
     self._tokenize = tf.function(
-        self._tokenizer.call,
-        input_signature=[tf.TensorSpec([None], tf.string)])
+      self._tokenizer.call, input_signature=[tf.TensorSpec([None], tf.string)]
+    )
     # Trace and optimise the graph now (seconds), as part of the set-up.
     self._tokenize(tf.constant(["warm up", "réchauffer ΟΔΟΣ"]))
     self._builder = ExampleBuilder(
-        None, max_seq_length, cls_id=self._tokenizer.cls_id,
-        sep_id=self._tokenizer.sep_id)
+      None, max_seq_length, cls_id=self._tokenizer.cls_id, sep_id=self._tokenizer.sep_id
+    )
     indices = job_shard_indices(job_id, num_jobs, num_out_files)
     if not indices:
       raise ValueError(
-          f"job {job_id} of {num_jobs} owns none of the {num_out_files} output "
-          f"files: use at most --num-out-files={num_out_files} processes")
-    self._final_paths = [os.path.join(output_dir, shard_name(i, num_out_files))
-                         for i in indices]
-    self._temp_paths = [os.path.join(output_dir, INCOMPLETE_PREFIX + shard_name(i, num_out_files))
-                        for i in indices]
+        f"job {job_id} of {num_jobs} owns none of the {num_out_files} output "
+        f"files: use at most --num-out-files={num_out_files} processes"
+      )
+    self._final_paths = [os.path.join(output_dir, shard_name(i, num_out_files)) for i in indices]
+    self._temp_paths = [
+      os.path.join(output_dir, INCOMPLETE_PREFIX + shard_name(i, num_out_files)) for i in indices
+    ]
     self._writers = [tf.io.TFRecordWriter(p) for p in self._temp_paths]
     self.n_written = 0
     self.bytes_read = 0
@@ -152,7 +163,7 @@ class ExampleWriter:
       # lines would otherwise re-copy the rest of the buffer per chunk.
       start = 0
       while len(buffer) - start >= TOKENIZE_BATCH_LINES:
-        yield buffer[start:start + TOKENIZE_BATCH_LINES]
+        yield buffer[start : start + TOKENIZE_BATCH_LINES]
         start += TOKENIZE_BATCH_LINES
       del buffer[:start]
     if buffer:
@@ -167,12 +178,13 @@ class ExampleWriter:
     builder = self._builder
     examples = []
     for i, line in enumerate(lines):
-      example = builder.add_ids(flat[splits[i]:splits[i + 1]], is_blank=not line)
+      example = builder.add_ids(flat[splits[i] : splits[i + 1]], is_blank=not line)
       if example is not None:
         examples.append(example)
     if examples:
-      self._write(examples_to_features(examples, self._max_seq_length,
-                                       builder.cls_id, builder.sep_id))
+      self._write(
+        examples_to_features(examples, self._max_seq_length, builder.cls_id, builder.sep_id)
+      )
 
   def _write(self, columns):
     for record in serialize_examples(*columns):
@@ -213,6 +225,8 @@ class ProgressLog:
   def update(self, done, n_written):
     elapsed = time.time() - self.start
     eta = elapsed / done * (self.total - done) if done else 0
-    self.log(f"processed {done}/{self.total} {self.unit} "
-             f"({100.0 * done / max(self.total, 1):.1f}%), ELAPSED: {int(elapsed)}s, "
-             f"ETA: {int(eta)}s, {n_written} examples written")
+    self.log(
+      f"processed {done}/{self.total} {self.unit} "
+      f"({100.0 * done / max(self.total, 1):.1f}%), ELAPSED: {int(elapsed)}s, "
+      f"ETA: {int(eta)}s, {n_written} examples written"
+    )

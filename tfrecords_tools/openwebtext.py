@@ -1,4 +1,4 @@
-"""OpenWebText → pre-training TFRecords (spec §1.2, §4.5).
+"""OpenWebText → pre-training TFRecords (`build_openwebtext_pretraining_dataset.py`, `build_openwebtext_pretraining_dataset.py`).
 
 `<data-dir>/openwebtext/` holds `.xz` tar archives of `.txt` files; each file
 is one document (blank lines are skipped, never document ends). Archives are
@@ -58,8 +58,10 @@ class OpenWebTextOptions:
 
 def list_archives(archive_dir):
   if not tf.io.gfile.isdir(archive_dir):
-    raise ValueError(f"{archive_dir!r} is not a directory: --data-dir must hold the "
-                     "extracted OpenWebText corpus in openwebtext/")
+    raise ValueError(
+      f"{archive_dir!r} is not a directory: --data-dir must hold the "
+      "extracted OpenWebText corpus in openwebtext/"
+    )
   names = sorted(tf.io.gfile.listdir(archive_dir))
   if not names:
     raise ValueError(f"{archive_dir!r} holds no archives")
@@ -86,10 +88,16 @@ def run_job(job_id, options, cpu=None):
   progress = example_writer.ProgressLog(job_id, 0, unit="archives")
   progress.log("Creating example writer")
   writer = example_writer.ExampleWriter(
-      job_id=job_id, vocab_file=options.vocab_file, output_dir=options.output_dir,
-      max_seq_length=options.max_seq_length, num_jobs=options.num_processes,
-      blanks_separate_docs=False, do_lower_case=options.do_lower_case,
-      strip_accents=options.strip_accents, num_out_files=options.num_out_files)
+    job_id=job_id,
+    vocab_file=options.vocab_file,
+    output_dir=options.output_dir,
+    max_seq_length=options.max_seq_length,
+    num_jobs=options.num_processes,
+    blanks_separate_docs=False,
+    do_lower_case=options.do_lower_case,
+    strip_accents=options.strip_accents,
+    num_out_files=options.num_out_files,
+  )
   progress.log("Writing tf examples")
   try:
     names = list_archives(options.archive_dir)
@@ -117,8 +125,12 @@ def run_job(job_id, options, cpu=None):
     writer.abort()
     raise
   progress.log(f"Done! {writer.n_written} examples written")
-  return {"job_id": job_id, "examples": writer.n_written, "bytes": writer.bytes_read,
-          "bad_bytes": writer.bad_bytes}
+  return {
+    "job_id": job_id,
+    "examples": writer.n_written,
+    "bytes": writer.bytes_read,
+    "bad_bytes": writer.bad_bytes,
+  }
 
 
 def build_openwebtext(options):
@@ -130,7 +142,8 @@ def build_openwebtext(options):
   text_corpus.check_vocab(options.vocab_file)
   list_archives(options.archive_dir)
   if options.num_processes < 1 or options.num_processes > options.num_out_files:
-    raise ValueError(f"--num-processes must be in [1, {options.num_out_files}], "
-                     f"got {options.num_processes}")
+    raise ValueError(
+      f"--num-processes must be in [1, {options.num_out_files}], got {options.num_processes}"
+    )
   text_corpus.prepare_output_dir(options.output_dir, options.overwrite)
   return text_corpus.run_jobs(run_job, options)

@@ -17,12 +17,23 @@ Usage:
 
 import argparse
 import ast
+import contextlib
 import os
 import re
 import sysconfig
 
-_SKIP_DIRS = {"test", "tests", "idle_test", "site-packages", "dist-packages", "lib2to3",
-              "__pycache__", "turtledemo"}
+from electra_tf.utils.file_io import atomic_path
+
+_SKIP_DIRS = {
+  "test",
+  "tests",
+  "idle_test",
+  "site-packages",
+  "dist-packages",
+  "lib2to3",
+  "__pycache__",
+  "turtledemo",
+}
 
 
 def _paragraphs(docstring):
@@ -43,7 +54,11 @@ def _paragraphs(docstring):
     words = paragraph.split()
     letters = sum(c.isalpha() for c in paragraph)
     # prose has several words and is mostly letters
-    if len(words) >= 4 and letters >= 0.6 * len(paragraph) and not re.match(r"^[-=~*]{3,}", paragraph):
+    if (
+      len(words) >= 4
+      and letters >= 0.6 * len(paragraph)
+      and not re.match(r"^[-=~*]{3,}", paragraph)
+    ):
       keep.append(paragraph)
   return keep
 
@@ -54,6 +69,7 @@ DEPENDENCY_PACKAGES = ("numpy", "keras", "tensorflow", "absl", "tensorflow_datas
 def default_roots():
   """The standard library, then each installed dependency package's folder."""
   import importlib.util
+
   roots = [sysconfig.get_paths()["stdlib"]]
   for name in DEPENDENCY_PACKAGES:
     spec = importlib.util.find_spec(name)
@@ -102,26 +118,21 @@ def write_python_docs_corpus(output_dir, max_megabytes=8.0, num_files=8, roots=N
   roots = roots or default_roots()
   os.makedirs(output_dir, exist_ok=True)
   paths = [os.path.join(output_dir, f"python_docs_{i}.txt") for i in range(num_files)]
-  tmp_paths = [p + ".tmp" for p in paths]
-  files = [open(p, "w", encoding="utf-8") for p in tmp_paths]
   written = 0
   limit = int(max_megabytes * 2**20)
-  try:
+  with contextlib.ExitStack() as stack:
+    # Files close (LIFO) before their temporary names are renamed into place;
+    # an error or an empty result leaves no file behind.
+    tmp_paths = [stack.enter_context(atomic_path(p)) for p in paths]
+    files = [stack.enter_context(open(t, "w", encoding="utf-8")) for t in tmp_paths]
     for index, paragraphs in enumerate(iter_docstring_documents(roots)):
       text = "\n".join(paragraphs) + "\n\n"
       files[index % num_files].write(text)
       written += len(text.encode("utf-8"))
       if written >= limit:
         break
-  finally:
-    for f in files:
-      f.close()
-  if written == 0:
-    for p in tmp_paths:
-      os.remove(p)
-    raise ValueError(f"no docstrings found under {roots!r}")
-  for tmp, path in zip(tmp_paths, paths):
-    os.replace(tmp, path)
+    if written == 0:
+      raise ValueError(f"no docstrings found under {roots!r}")
   return paths, written
 
 
@@ -132,7 +143,9 @@ def main(argv=None):
   parser.add_argument("--num-files", type=int, default=8)
   args = parser.parse_args(argv)
   paths, written = write_python_docs_corpus(args.output_dir, args.max_mb, args.num_files)
-  print(f"wrote {written / 2**20:.2f} MB of Python docstrings to {len(paths)} files in {args.output_dir}")
+  print(
+    f"wrote {written / 2**20:.2f} MB of Python docstrings to {len(paths)} files in {args.output_dir}"
+  )
 
 
 if __name__ == "__main__":

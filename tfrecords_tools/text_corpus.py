@@ -1,5 +1,5 @@
 """Builds pre-training TFRecords from a directory of text files or a TFDS
-dataset (spec §4.1–4.4), with one or more job processes.
+dataset (`build_pretraining_dataset.py`–4.4), with one or more job processes.
 
 Reproducibility: with `seed` set, every job starts from the state of
 `random.seed(seed)` (in its own process when `num_processes > 1`), shuffles its
@@ -27,14 +27,15 @@ from typing import Optional
 
 import tensorflow as tf
 
-from electra_tf.vocab import check_special_tokens
-from electra_tf.vocab import load_vocab
+from electra_tf.text.vocab import check_special_tokens
+from electra_tf.text.vocab import load_vocab
 from tfrecords_tools import example_writer
 
 
 @dataclasses.dataclass
 class BuildOptions:
   """Everything a build needs (the CLI flags)."""
+
   vocab_file: str
   output_dir: str
   corpus_dir: Optional[str] = None
@@ -69,11 +70,13 @@ def prepare_output_dir(output_dir, overwrite):
     entries = tf.io.gfile.listdir(output_dir)
     if entries and not overwrite:
       raise ValueError(
-          f"--output-dir {output_dir!r} is not empty ({len(entries)} entries); "
-          "pass --overwrite to replace its shards")
+        f"--output-dir {output_dir!r} is not empty ({len(entries)} entries); "
+        "pass --overwrite to replace its shards"
+      )
     for name in entries:
       if name.startswith(example_writer.SHARD_PREFIX) or name.startswith(
-          example_writer.INCOMPLETE_PREFIX):
+        example_writer.INCOMPLETE_PREFIX
+      ):
         tf.io.gfile.remove(os.path.join(output_dir, name))
   else:
     tf.io.gfile.makedirs(output_dir)
@@ -85,10 +88,10 @@ def list_corpus_files(corpus_dir):
     raise ValueError(f"--corpus-dir {corpus_dir!r} is not a directory")
   names = sorted(n.rstrip("/") for n in tf.io.gfile.listdir(corpus_dir))
   files = [n for n in names if not tf.io.gfile.isdir(os.path.join(corpus_dir, n))]
-  if not files or all(tf.io.gfile.stat(os.path.join(corpus_dir, n)).length == 0
-                      for n in files):
-    raise ValueError(f"--corpus-dir {corpus_dir!r} holds no text: it has no "
-                     "files or only empty ones")
+  if not files or all(tf.io.gfile.stat(os.path.join(corpus_dir, n)).length == 0 for n in files):
+    raise ValueError(
+      f"--corpus-dir {corpus_dir!r} holds no text: it has no files or only empty ones"
+    )
   return names
 
 
@@ -130,10 +133,10 @@ def run_jobs(job_fn, options):
   if options.num_processes == 1:
     return [job_fn(0, options)]
   context = multiprocessing.get_context("spawn")
-  with concurrent.futures.ProcessPoolExecutor(
-      options.num_processes, mp_context=context) as pool:
-    futures = [pool.submit(job_fn, j, options, cpu)
-               for j, cpu in enumerate(job_cpus(options.num_processes))]
+  with concurrent.futures.ProcessPoolExecutor(options.num_processes, mp_context=context) as pool:
+    futures = [
+      pool.submit(job_fn, j, options, cpu) for j, cpu in enumerate(job_cpus(options.num_processes))
+    ]
     return [f.result() for f in futures]
 
 
@@ -146,25 +149,35 @@ def run_job(job_id, options, cpu=None):
   progress = example_writer.ProgressLog(job_id, 0)
   progress.log("Creating example writer")
   writer = example_writer.ExampleWriter(
-      job_id=job_id, vocab_file=options.vocab_file, output_dir=options.output_dir,
-      max_seq_length=options.max_seq_length, num_jobs=options.num_processes,
-      blanks_separate_docs=options.blanks_separate_docs,
-      do_lower_case=options.do_lower_case, strip_accents=options.strip_accents,
-      num_out_files=options.num_out_files)
+    job_id=job_id,
+    vocab_file=options.vocab_file,
+    output_dir=options.output_dir,
+    max_seq_length=options.max_seq_length,
+    num_jobs=options.num_processes,
+    blanks_separate_docs=options.blanks_separate_docs,
+    do_lower_case=options.do_lower_case,
+    strip_accents=options.strip_accents,
+    num_out_files=options.num_out_files,
+  )
   progress.log("Writing tf examples")
   start = time.time()
   try:
     if options.tfds_name:
       from tfrecords_tools import tfds_source  # pylint: disable=g-import-not-at-top
+
       docs = tfds_source.iter_documents(
-          options.tfds_name, options.tfds_split, options.tfds_text_key,
-          data_dir=options.tfds_data_dir, num_shards=options.num_processes,
-          shard_index=job_id)
+        options.tfds_name,
+        options.tfds_split,
+        options.tfds_text_key,
+        data_dir=options.tfds_data_dir,
+        num_shards=options.num_processes,
+        shard_index=job_id,
+      )
+
       def texts():
         for doc_no, doc in enumerate(docs):
           if doc_no and doc_no % 10000 == 0:
-            progress.log(f"processed {doc_no} documents, {writer.n_written} examples "
-                         "written")
+            progress.log(f"processed {doc_no} documents, {writer.n_written} examples written")
           writer.bytes_read += len(doc.encode("utf-8"))
           yield doc
 
@@ -193,12 +206,20 @@ def run_job(job_id, options, cpu=None):
   elapsed = time.time() - start
   if writer.bad_bytes:
     progress.log(f"ignored {writer.bad_bytes} bytes that are not UTF-8")
-  progress.log(f"Done! {writer.n_written} examples from {writer.bytes_read / 1e6:.2f} MB "
-               f"in {elapsed:.1f}s ({writer.bytes_read / 1e6 / max(elapsed, 1e-9):.2f} MB/s)")
-  return {"job_id": job_id, "examples": writer.n_written,
-          "bytes": writer.bytes_read, "bad_bytes": writer.bad_bytes,
-          "seconds": elapsed, "start_time": start, "end_time": start + elapsed,
-          "cpus": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None}
+  progress.log(
+    f"Done! {writer.n_written} examples from {writer.bytes_read / 1e6:.2f} MB "
+    f"in {elapsed:.1f}s ({writer.bytes_read / 1e6 / max(elapsed, 1e-9):.2f} MB/s)"
+  )
+  return {
+    "job_id": job_id,
+    "examples": writer.n_written,
+    "bytes": writer.bytes_read,
+    "bad_bytes": writer.bad_bytes,
+    "seconds": elapsed,
+    "start_time": start,
+    "end_time": start + elapsed,
+    "cpus": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+  }
 
 
 def build_pretraining_dataset(options):
@@ -208,8 +229,10 @@ def build_pretraining_dataset(options):
   if options.num_processes < 1:
     raise ValueError(f"--num-processes must be >= 1, got {options.num_processes}")
   if options.num_processes > options.num_out_files:
-    raise ValueError(f"--num-processes ({options.num_processes}) must not exceed "
-                     f"--num-out-files ({options.num_out_files})")
+    raise ValueError(
+      f"--num-processes ({options.num_processes}) must not exceed "
+      f"--num-out-files ({options.num_out_files})"
+    )
   check_vocab(options.vocab_file)
   if not options.tfds_name:
     list_corpus_files(options.corpus_dir)

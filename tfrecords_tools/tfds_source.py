@@ -18,8 +18,9 @@ or, from the command line:
 """
 
 
-def iter_documents(name, split="train", text_key="text", data_dir=None,
-                   num_shards=1, shard_index=0, download=True):
+def iter_documents(
+  name, split="train", text_key="text", data_dir=None, num_shards=1, shard_index=0, download=True
+):
   """Yields the text of every example of a TFDS split as str.
 
   Args:
@@ -37,11 +38,11 @@ def iter_documents(name, split="train", text_key="text", data_dir=None,
   import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
 
   try:
-    dataset = tfds.load(name, split=split, data_dir=data_dir, download=download,
-                        shuffle_files=False)
+    dataset = tfds.load(
+      name, split=split, data_dir=data_dir, download=download, shuffle_files=False
+    )
   except Exception as e:  # pylint: disable=broad-except
-    raise ValueError(f"--tfds-name {name!r} / --tfds-split {split!r} cannot be "
-                     f"loaded: {e}") from e
+    raise ValueError(f"--tfds-name {name!r} / --tfds-split {split!r} cannot be loaded: {e}") from e
   if num_shards > 1:
     dataset = dataset.shard(num_shards, shard_index)
   keys = text_key.split("/")
@@ -49,8 +50,9 @@ def iter_documents(name, split="train", text_key="text", data_dir=None,
   for key in keys:
     if not isinstance(spec, dict) or key not in spec:
       available = sorted(spec) if isinstance(spec, dict) else []
-      raise ValueError(f"--tfds-text-key {text_key!r} is not a feature of {name!r}; "
-                       f"its features are {available}")
+      raise ValueError(
+        f"--tfds-text-key {text_key!r} is not a feature of {name!r}; its features are {available}"
+      )
     spec = spec[key]
   for example in tfds.as_numpy(dataset):
     value = example

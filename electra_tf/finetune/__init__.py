@@ -1,1 +1,1 @@
-"""Fine-tuning: tasks, featurisation, heads, scorers and the run loop (spec §12)."""
+"""Fine-tuning: tasks, featurisation, heads, scorers and the run loop (the original's `finetune/` package)."""

@@ -1,5 +1,5 @@
 """Featurised tfrecords with batch-size padding and their input pipelines
-(spec §12.3).
+(`finetune/preprocessing.py`).
 
 Records are cached in `<preprocessed_data_dir>/<sorted task names joined by
 "_">_<split>.{tfrecord,metadata}` and reused when `use_tfrecords_if_existing`
@@ -15,6 +15,8 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.finetune import task as task_lib
+from electra_tf.utils.file_io import atomic_path
+from electra_tf.utils.file_io import write_atomic
 
 
 def _int_feature(values):
@@ -68,16 +70,12 @@ class Preprocessor:
       rng.shuffle(examples)
     tf.io.gfile.makedirs(config.preprocessed_data_dir)
     n_records = self._write_records(examples, is_training, tfrecords_path, batch_size)
-    tmp = metadata_path + ".tmp"
-    with tf.io.gfile.GFile(tmp, "w") as f:
-      json.dump({"n_examples": n_records}, f)
-    tf.io.gfile.rename(tmp, metadata_path, overwrite=True)
+    write_atomic(metadata_path, json.dumps({"n_examples": n_records}))
     return tfrecords_path, n_records
 
   def _write_records(self, examples, is_training, path, batch_size):
-    tmp = path + ".tmp"
     n_records = 0
-    with tf.io.TFRecordWriter(tmp) as writer:
+    with atomic_path(path) as tmp, tf.io.TFRecordWriter(tmp) as writer:
       for index, example in enumerate(examples):
         task = self._name_to_task[example.task_name]
         log = self._config.log_examples and index < 1
@@ -87,16 +85,14 @@ class Preprocessor:
       # padding records (task_id = n_tasks, everything else zeros) up to a
       # multiple of the batch size
       while n_records % batch_size != 0:
-        writer.write(self.make_tf_example(task_id=len(self._config.task_names))
-                     .SerializeToString())
+        writer.write(self.make_tf_example(task_id=len(self._config.task_names)).SerializeToString())
         n_records += 1
-    tf.io.gfile.rename(tmp, path, overwrite=True)
     return n_records
 
   def make_tf_example(self, **features):
     """A `tf.train.Example` with every spec'd feature; absent ones are zeros.
     Float scalars are written as plain floats (the original's 0-d numpy
-    arrays fail with protobuf >= 4, spec §14.36)."""
+    arrays fail with protobuf >= 4, a quirk of the original (README: Differences from the original))."""
     tf_features = {}
     for spec in self.feature_specs:
       if spec.name in features:
@@ -111,8 +107,9 @@ class Preprocessor:
 
   def decode(self, record):
     name_to_features = {
-        spec.name: tf.io.FixedLenFeature(spec.shape, tf.int64 if spec.is_int_feature else tf.float32)
-        for spec in self.feature_specs}
+      spec.name: tf.io.FixedLenFeature(spec.shape, tf.int64 if spec.is_int_feature else tf.float32)
+      for spec in self.feature_specs
+    }
     example = tf.io.parse_single_example(record, name_to_features)
     return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v for k, v in example.items()}
 

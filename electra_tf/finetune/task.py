@@ -1,4 +1,4 @@
-"""The fine-tuning task interface and feature specs (spec §12.3)."""
+"""The fine-tuning task interface and feature specs (`finetune/preprocessing.py`)."""
 
 import abc
 import collections
@@ -12,8 +12,12 @@ FeatureSpec = collections.namedtuple("FeatureSpec", ["name", "shape", "is_int_fe
 def shared_feature_specs(config):
   """Features every record has: ids, mask, segments and the task id."""
   s = config.max_seq_length
-  return [FeatureSpec("input_ids", [s], True), FeatureSpec("input_mask", [s], True),
-          FeatureSpec("segment_ids", [s], True), FeatureSpec("task_id", [], True)]
+  return [
+    FeatureSpec("input_ids", [s], True),
+    FeatureSpec("input_mask", [s], True),
+    FeatureSpec("segment_ids", [s], True),
+    FeatureSpec("task_id", [], True),
+  ]
 
 
 def pad_to(values, length, value=0):
@@ -62,6 +66,9 @@ class Task(abc.ABC):
     """A fresh scorer for a split."""
 
   def log_features(self, features):
-    lines = [f"  {k}: {v if np.ndim(v) == 0 else ' '.join(str(x) for x in v)}"
-             for k, v in features.items() if k != "for_eval"]
+    lines = [
+      f"  {k}: {v if np.ndim(v) == 0 else ' '.join(str(x) for x in v)}"
+      for k, v in features.items()
+      if k != "for_eval"
+    ]
     tf.get_logger().info("Example features for %s:\n%s", self.name, "\n".join(lines))

@@ -19,19 +19,19 @@ import types
 
 import tensorflow_datasets as tfds
 
-from electra_tf.finetune import classification_tasks
-from electra_tf.finetune import qa_metrics
+from electra_tf.finetune.classification import tasks as classification_tasks
+from electra_tf.finetune.qa import metrics as qa_metrics
 
 # task -> (tfds config, text_a feature, text_b feature or None)
 GLUE_TFDS = {
-    "cola": ("cola", "sentence", None),
-    "sst": ("sst2", "sentence", None),
-    "mrpc": ("mrpc", "sentence1", "sentence2"),
-    "qqp": ("qqp", "question1", "question2"),
-    "sts": ("stsb", "sentence1", "sentence2"),
-    "mnli": ("mnli", "premise", "hypothesis"),
-    "qnli": ("qnli", "question", "sentence"),
-    "rte": ("rte", "sentence1", "sentence2"),
+  "cola": ("cola", "sentence", None),
+  "sst": ("sst2", "sentence", None),
+  "mrpc": ("mrpc", "sentence1", "sentence2"),
+  "qqp": ("qqp", "question1", "question2"),
+  "sts": ("stsb", "sentence1", "sentence2"),
+  "mnli": ("mnli", "premise", "hypothesis"),
+  "qnli": ("qnli", "question", "sentence"),
+  "rte": ("rte", "sentence1", "sentence2"),
 }
 SQUAD_TFDS = {"squad": "squad/v2.0", "squadv1": "squad/v1.1"}
 
@@ -42,11 +42,14 @@ def _text(value):
 
 def _load(name, split, config):
   try:
-    return tfds.as_numpy(tfds.load(name, split=split, data_dir=config.tfds_data_dir,
-                                   download=False))
+    return tfds.as_numpy(
+      tfds.load(name, split=split, data_dir=config.tfds_data_dir, download=False)
+    )
   except Exception as e:  # tfds raises several types for unprepared data
-    raise ValueError(f"TFDS dataset {name!r} split {split!r} is not available (data_source=tfds, "
-                     f"tfds_data_dir={config.tfds_data_dir!r}): {e}") from e
+    raise ValueError(
+      f"TFDS dataset {name!r} split {split!r} is not available (data_source=tfds, "
+      f"tfds_data_dir={config.tfds_data_dir!r}): {e}"
+    ) from e
 
 
 def glue_tfds_split(task_name, split):
@@ -84,13 +87,17 @@ def glue_examples(task, split):
       label = label_names[int(row["label"])]
     else:
       label = str(int(row["label"]))
-    examples.append(classification_tasks.InputExample(
-        int(row["idx"]), task.name, _text(row[a_key]),
-        _text(row[b_key]) if b_key else None, label))
+    examples.append(
+      classification_tasks.InputExample(
+        int(row["idx"]), task.name, _text(row[a_key]), _text(row[b_key]) if b_key else None, label
+      )
+    )
   if split == "train" and config.double_unordered and task.name in ("mrpc", "sts"):
     offset = len(examples)
-    examples += [classification_tasks.InputExample(e.eid + offset, e.task_name, e.text_b,
-                                                   e.text_a, e.label) for e in list(examples)]
+    examples += [
+      classification_tasks.InputExample(e.eid + offset, e.task_name, e.text_b, e.text_a, e.label)
+      for e in list(examples)
+    ]
   return examples
 
 
@@ -101,21 +108,35 @@ def squad_data(task, split):
   rows = _load(SQUAD_TFDS[task.name], {"dev": "validation"}.get(split, split), config)
   paragraphs = []
   for row in rows:
-    answers = [{"text": _text(t), "answer_start": int(s)}
-               for t, s in zip(row["answers"]["text"], row["answers"]["answer_start"])]
-    paragraphs.append({"context": _text(row["context"]), "qas": [{
-        "id": _text(row["id"]), "question": _text(row["question"]), "answers": answers,
-        "is_impossible": bool(row.get("is_impossible", False))}]})
+    answers = [
+      {"text": _text(t), "answer_start": int(s)}
+      for t, s in zip(row["answers"]["text"], row["answers"]["answer_start"])
+    ]
+    paragraphs.append(
+      {
+        "context": _text(row["context"]),
+        "qas": [
+          {
+            "id": _text(row["id"]),
+            "question": _text(row["question"]),
+            "answers": answers,
+            "is_impossible": bool(row.get("is_impossible", False)),
+          }
+        ],
+      }
+    )
   return [{"title": "tfds", "paragraphs": paragraphs}]
 
 
 def use_tfds(task, config):
   """Switches `task` (GLUE or SQuAD) to read its data from TFDS."""
   if task.name in GLUE_TFDS:
+
     def get_examples(self, split):
       if split not in self._examples:  # pylint: disable=protected-access
         self._examples[split] = glue_examples(self, split)  # pylint: disable=protected-access
       return self._examples[split]  # pylint: disable=protected-access
+
     task.get_examples = types.MethodType(get_examples, task)
   elif task.name in SQUAD_TFDS:
     cache = {}
@@ -131,12 +152,15 @@ def use_tfds(task, config):
 
     def evaluate_predictions(self, split, predictions, null_odds):
       if self.v2:
-        return qa_metrics.evaluate_v2(data(split), predictions, null_odds,
-                                      na_prob_thresh=self.config.qa_na_threshold)
+        return qa_metrics.evaluate_v2(
+          data(split), predictions, null_odds, na_prob_thresh=self.config.qa_na_threshold
+        )
       return qa_metrics.evaluate_v1(data(split), predictions)
 
     task._paragraphs = types.MethodType(paragraphs, task)  # pylint: disable=protected-access
     task.evaluate_predictions = types.MethodType(evaluate_predictions, task)
   else:
-    raise ValueError(f"data_source=tfds supports GLUE and SQuAD, not task {task.name!r}; "
-                     f"supported: {sorted(GLUE_TFDS) + sorted(SQUAD_TFDS)}")
+    raise ValueError(
+      f"data_source=tfds supports GLUE and SQuAD, not task {task.name!r}; "
+      f"supported: {sorted(GLUE_TFDS) + sorted(SQUAD_TFDS)}"
+    )

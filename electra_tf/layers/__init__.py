@@ -1,4 +1,4 @@
-"""Keras layers of the ELECTRA model (spec §5, §7)."""
+"""Keras layers of the ELECTRA model (`model/modeling.py`, `run_pretraining.py:PretrainingModel`)."""
 
 from electra_tf.layers.electra_cloze_head import ElectraClozeHead
 from electra_tf.layers.electra_discriminator_head import ElectraDiscriminatorHead

@@ -1,4 +1,4 @@
-"""Electric's cloze head over the two towers (`cloze_predictions`, spec §7.6)."""
+"""Electric's cloze head over the two towers (`cloze_predictions`, `run_pretraining.py:PretrainingModel` (Electric two-tower generator))."""
 
 import keras
 from keras import ops
@@ -44,16 +44,19 @@ class ElectraClozeHead(ElectraMaskedLMHead):
   def join_towers(ltr_output, rtl_output):
     """`new[t] = concat(ltr[t-1], rtl[t+1])`, wrapping around."""
     return ops.concatenate(
-        [ops.roll(ltr_output, shift=1, axis=1), ops.roll(rtl_output, shift=-1, axis=1)],
-        axis=-1)
+      [ops.roll(ltr_output, shift=1, axis=1), ops.roll(rtl_output, shift=-1, axis=1)], axis=-1
+    )
 
   def call(self, ltr_output, rtl_output, embedding_table):
     joined = self.join_towers(ltr_output, rtl_output)
     logits = super().call(joined, embedding_table)
     return {"sequence_output": joined, "logits": logits}
 
-  def compute_output_shape(self, ltr_output_shape, rtl_output_shape=None,
-                           embedding_table_shape=None):
+  def compute_output_shape(
+    self, ltr_output_shape, rtl_output_shape=None, embedding_table_shape=None
+  ):
     shape = tuple(ltr_output_shape)
-    return {"sequence_output": shape[:-1] + (2 * shape[-1],),
-            "logits": shape[:-1] + (self.vocab_size,)}
+    return {
+      "sequence_output": shape[:-1] + (2 * shape[-1],),
+      "logits": shape[:-1] + (self.vocab_size,),
+    }

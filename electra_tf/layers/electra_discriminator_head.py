@@ -1,4 +1,4 @@
-"""The replaced-token-detection head (`discriminator_predictions`, spec §7.4)."""
+"""The replaced-token-detection head (`discriminator_predictions`, `run_pretraining.py:PretrainingModel._get_discriminator_output`)."""
 
 import keras
 from keras import ops
@@ -29,12 +29,20 @@ class ElectraDiscriminatorHead(keras.layers.Layer):
     self.hidden_act = hidden_act
     self.initializer_range = float(initializer_range)
     self.dense = keras.layers.Dense(
-        self.hidden_size, activation=layer_utils.get_activation(hidden_act),
-        kernel_initializer=layer_utils.truncated_normal(self.initializer_range),
-        bias_initializer="zeros", dtype=self.dtype_policy, name="dense")
+      self.hidden_size,
+      activation=layer_utils.get_activation(hidden_act),
+      kernel_initializer=layer_utils.truncated_normal(self.initializer_range),
+      bias_initializer="zeros",
+      dtype=self.dtype_policy,
+      name="dense",
+    )
     self.dense_1 = keras.layers.Dense(
-        1, kernel_initializer="glorot_uniform", bias_initializer="zeros",
-        dtype="float32", name="dense_1")
+      1,
+      kernel_initializer="glorot_uniform",
+      bias_initializer="zeros",
+      dtype="float32",
+      name="dense_1",
+    )
 
   def build(self, hidden_states_shape=None):
     self.dense.build((None, self.hidden_size))
@@ -51,9 +59,11 @@ class ElectraDiscriminatorHead(keras.layers.Layer):
 
   def get_config(self):
     config = super().get_config()
-    config.update({
+    config.update(
+      {
         "hidden_size": self.hidden_size,
         "hidden_act": self.hidden_act,
         "initializer_range": self.initializer_range,
-    })
+      }
+    )
     return config

@@ -1,4 +1,4 @@
-"""Word + position + token-type embeddings with LayerNorm (spec §5.2)."""
+"""Word + position + token-type embeddings with LayerNorm (`model/modeling.py:BertModel`)."""
 
 import keras
 from keras import ops
@@ -35,8 +35,16 @@ class ElectraEmbeddings(keras.layers.Layer):
   TensorShape([2, 5, 8])
   """
 
-  def __init__(self, vocab_size, embedding_size, max_position_embeddings=512,
-               type_vocab_size=2, initializer_range=0.02, dropout_rate=0.1, **kwargs):
+  def __init__(
+    self,
+    vocab_size,
+    embedding_size,
+    max_position_embeddings=512,
+    type_vocab_size=2,
+    initializer_range=0.02,
+    dropout_rate=0.1,
+    **kwargs,
+  ):
     super().__init__(**kwargs)
     self.vocab_size = int(vocab_size)
     self.embedding_size = int(embedding_size)
@@ -45,20 +53,24 @@ class ElectraEmbeddings(keras.layers.Layer):
     self.initializer_range = float(initializer_range)
     self.dropout_rate = float(dropout_rate)
     self.position_embedding = keras_hub.layers.PositionEmbedding(
-        sequence_length=self.max_position_embeddings,
-        initializer=layer_utils.truncated_normal(self.initializer_range),
-        dtype=self.dtype_policy, name="position_embedding")
+      sequence_length=self.max_position_embeddings,
+      initializer=layer_utils.truncated_normal(self.initializer_range),
+      dtype=self.dtype_policy,
+      name="position_embedding",
+    )
     self.layer_norm = layer_utils.make_layer_norm(name="LayerNorm")
     self.dropout = keras.layers.Dropout(self.dropout_rate, name="dropout")
 
   def build(self, input_ids_shape=None, segment_ids_shape=None):
     init = layer_utils.truncated_normal(self.initializer_range)
     self.word_embeddings = self.add_weight(
-        name="word_embeddings", shape=(self.vocab_size, self.embedding_size),
-        initializer=init)
+      name="word_embeddings", shape=(self.vocab_size, self.embedding_size), initializer=init
+    )
     self.token_type_embeddings = self.add_weight(
-        name="token_type_embeddings", shape=(self.type_vocab_size, self.embedding_size),
-        initializer=init)
+      name="token_type_embeddings",
+      shape=(self.type_vocab_size, self.embedding_size),
+      initializer=init,
+    )
     self.position_embedding.build((None, None, self.embedding_size))
     self.layer_norm.build((None, None, self.embedding_size))
     self.built = True
@@ -67,8 +79,9 @@ class ElectraEmbeddings(keras.layers.Layer):
     seq_length = ops.shape(input_ids)[1]
     if isinstance(seq_length, int) and seq_length > self.max_position_embeddings:
       raise ValueError(
-          f"sequence length {seq_length} exceeds max_position_embeddings="
-          f"{self.max_position_embeddings}")
+        f"sequence length {seq_length} exceeds max_position_embeddings="
+        f"{self.max_position_embeddings}"
+      )
     dtype = self.compute_dtype
     x = ops.take(ops.cast(self.word_embeddings, dtype), input_ids, axis=0)
     x = x + ops.take(ops.cast(self.token_type_embeddings, dtype), segment_ids, axis=0)
@@ -86,12 +99,14 @@ class ElectraEmbeddings(keras.layers.Layer):
 
   def get_config(self):
     config = super().get_config()
-    config.update({
+    config.update(
+      {
         "vocab_size": self.vocab_size,
         "embedding_size": self.embedding_size,
         "max_position_embeddings": self.max_position_embeddings,
         "type_vocab_size": self.type_vocab_size,
         "initializer_range": self.initializer_range,
         "dropout_rate": self.dropout_rate,
-    })
+      }
+    )
     return config

@@ -1,5 +1,5 @@
 """The transformer stack of one tower: optional `embeddings_project` and L
-post-LN blocks (spec §5.2–5.3)."""
+post-LN blocks (`model/modeling.py:BertModel`–5.3)."""
 
 import keras
 
@@ -47,15 +47,26 @@ class ElectraEncoder(keras.layers.Layer):
   TensorShape([2, 5, 16])
   """
 
-  def __init__(self, hidden_size, num_hidden_layers, num_attention_heads,
-               intermediate_size, embedding_size=None, hidden_act="gelu",
-               hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
-               initializer_range=0.02, attention_direction="bidirectional", **kwargs):
+  def __init__(
+    self,
+    hidden_size,
+    num_hidden_layers,
+    num_attention_heads,
+    intermediate_size,
+    embedding_size=None,
+    hidden_act="gelu",
+    hidden_dropout_prob=0.1,
+    attention_probs_dropout_prob=0.1,
+    initializer_range=0.02,
+    attention_direction="bidirectional",
+    **kwargs,
+  ):
     super().__init__(**kwargs)
     if attention_direction not in layer_utils.ATTENTION_DIRECTIONS:
       raise ValueError(
-          f"attention_direction={attention_direction!r}; expected one of "
-          f"{layer_utils.ATTENTION_DIRECTIONS}")
+        f"attention_direction={attention_direction!r}; expected one of "
+        f"{layer_utils.ATTENTION_DIRECTIONS}"
+      )
     self.hidden_size = int(hidden_size)
     self.num_hidden_layers = int(num_hidden_layers)
     self.num_attention_heads = int(num_attention_heads)
@@ -72,28 +83,34 @@ class ElectraEncoder(keras.layers.Layer):
     if input_width != self.hidden_size:
       # tf.layers default initializers: Glorot-uniform kernel, zero bias.
       self.embeddings_project = keras.layers.Dense(
-          self.hidden_size, kernel_initializer="glorot_uniform", bias_initializer="zeros",
-          dtype=self.dtype_policy, name="embeddings_project")
+        self.hidden_size,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        dtype=self.dtype_policy,
+        name="embeddings_project",
+      )
     else:
       self.embeddings_project = None
     self.transformer_layers = [
-        ElectraTransformerLayer(
-            hidden_size=self.hidden_size,
-            num_attention_heads=self.num_attention_heads,
-            intermediate_size=self.intermediate_size,
-            hidden_act=self.hidden_act,
-            hidden_dropout_prob=self.hidden_dropout_prob,
-            attention_probs_dropout_prob=self.attention_probs_dropout_prob,
-            initializer_range=self.initializer_range,
-            dtype=self.dtype_policy,
-            name=f"layer_{i}")
-        for i in range(self.num_hidden_layers)
+      ElectraTransformerLayer(
+        hidden_size=self.hidden_size,
+        num_attention_heads=self.num_attention_heads,
+        intermediate_size=self.intermediate_size,
+        hidden_act=self.hidden_act,
+        hidden_dropout_prob=self.hidden_dropout_prob,
+        attention_probs_dropout_prob=self.attention_probs_dropout_prob,
+        initializer_range=self.initializer_range,
+        dtype=self.dtype_policy,
+        name=f"layer_{i}",
+      )
+      for i in range(self.num_hidden_layers)
     ]
 
   def _trackable_children(self, save_type="checkpoint", **kwargs):
     children = super()._trackable_children(save_type, **kwargs)
     return layer_utils.add_list_children(
-        children, save_type, transformer_layers=self.transformer_layers)
+      children, save_type, transformer_layers=self.transformer_layers
+    )
 
   def build(self, embeddings_shape=None, input_mask_shape=None):
     if self.embeddings_project is not None:
@@ -113,14 +130,15 @@ class ElectraEncoder(keras.layers.Layer):
       x = layer(x, adder, training=training)
       hidden_states.append(x)
     return {
-        "embedding_output": embedding_output,
-        "hidden_states": hidden_states,
-        "sequence_output": x,
+      "embedding_output": embedding_output,
+      "hidden_states": hidden_states,
+      "sequence_output": x,
     }
 
   def get_config(self):
     config = super().get_config()
-    config.update({
+    config.update(
+      {
         "hidden_size": self.hidden_size,
         "num_hidden_layers": self.num_hidden_layers,
         "num_attention_heads": self.num_attention_heads,
@@ -131,5 +149,6 @@ class ElectraEncoder(keras.layers.Layer):
         "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
         "initializer_range": self.initializer_range,
         "attention_direction": self.attention_direction,
-    })
+      }
+    )
     return config

@@ -1,4 +1,4 @@
-"""The generator's MLM head (`generator_predictions`, spec §7.2)."""
+"""The generator's MLM head (`generator_predictions`, `run_pretraining.py:PretrainingModel._get_masked_lm_output`)."""
 
 import keras
 from keras import ops
@@ -34,8 +34,9 @@ class ElectraMaskedLMHead(keras.layers.Layer):
   TensorShape([2, 3, 100])
   """
 
-  def __init__(self, vocab_size, embedding_size, hidden_act="gelu",
-               initializer_range=0.02, **kwargs):
+  def __init__(
+    self, vocab_size, embedding_size, hidden_act="gelu", initializer_range=0.02, **kwargs
+  ):
     # The tied table must reach `call` in float32, so inputs are not
     # autocast; `transform` casts the hidden states to the compute dtype.
     kwargs.pop("autocast", None)
@@ -45,16 +46,21 @@ class ElectraMaskedLMHead(keras.layers.Layer):
     self.hidden_act = hidden_act
     self.initializer_range = float(initializer_range)
     self.dense = keras.layers.Dense(
-        self.embedding_size, activation=layer_utils.get_activation(hidden_act),
-        kernel_initializer=layer_utils.truncated_normal(self.initializer_range),
-        bias_initializer="zeros", dtype=self.dtype_policy, name="dense")
+      self.embedding_size,
+      activation=layer_utils.get_activation(hidden_act),
+      kernel_initializer=layer_utils.truncated_normal(self.initializer_range),
+      bias_initializer="zeros",
+      dtype=self.dtype_policy,
+      name="dense",
+    )
     self.layer_norm = layer_utils.make_layer_norm("LayerNorm")
 
   def build(self, hidden_states_shape, embedding_table_shape=None):
     self.dense.build((None, hidden_states_shape[-1]))
     self.layer_norm.build((None, self.embedding_size))
     self.output_bias = self.add_weight(
-        name="output_bias", shape=(self.vocab_size,), initializer="zeros")
+      name="output_bias", shape=(self.vocab_size,), initializer="zeros"
+    )
     self.built = True
 
   def transform(self, hidden_states):
@@ -73,10 +79,12 @@ class ElectraMaskedLMHead(keras.layers.Layer):
 
   def get_config(self):
     config = super().get_config()
-    config.update({
+    config.update(
+      {
         "vocab_size": self.vocab_size,
         "embedding_size": self.embedding_size,
         "hidden_act": self.hidden_act,
         "initializer_range": self.initializer_range,
-    })
+      }
+    )
     return config

@@ -1,20 +1,20 @@
-"""One post-LayerNorm BERT transformer block (spec §5.3)."""
+"""One post-LayerNorm BERT transformer block (`model/modeling.py:transformer_model`)."""
 
 import math
 
 import keras
 from keras import ops
-from keras.src import backend as keras_backend  # AutocastScope has no public alias
 import tensorflow as tf
 
 from electra_tf.layers import fused_ops
 from electra_tf.layers import layer_utils
+from electra_tf.utils import keras_compat
 
 
 def _float32(variable):
   """A float32 variable's value, not autocast to this layer's compute dtype
   under mixed precision: the fused kernels compute in float32."""
-  with keras_backend.AutocastScope(None):
+  with keras_compat.autocast_scope(None):
     return ops.convert_to_tensor(variable)
 
 
@@ -55,14 +55,22 @@ class ElectraTransformerLayer(keras.layers.Layer):
   TensorShape([2, 5, 16])
   """
 
-  def __init__(self, hidden_size, num_attention_heads, intermediate_size,
-               hidden_act="gelu", hidden_dropout_prob=0.1,
-               attention_probs_dropout_prob=0.1, initializer_range=0.02, **kwargs):
+  def __init__(
+    self,
+    hidden_size,
+    num_attention_heads,
+    intermediate_size,
+    hidden_act="gelu",
+    hidden_dropout_prob=0.1,
+    attention_probs_dropout_prob=0.1,
+    initializer_range=0.02,
+    **kwargs,
+  ):
     super().__init__(**kwargs)
     if hidden_size % num_attention_heads != 0:
       raise ValueError(
-          f"hidden_size={hidden_size} is not a multiple of num_attention_heads="
-          f"{num_attention_heads}")
+        f"hidden_size={hidden_size} is not a multiple of num_attention_heads={num_attention_heads}"
+      )
     self.hidden_size = int(hidden_size)
     self.num_attention_heads = int(num_attention_heads)
     self.intermediate_size = int(intermediate_size)
@@ -74,18 +82,24 @@ class ElectraTransformerLayer(keras.layers.Layer):
 
     def dense(units, name, activation=None):
       return keras.layers.Dense(
-          units, activation=activation,
-          kernel_initializer=layer_utils.truncated_normal(self.initializer_range),
-          bias_initializer="zeros", dtype=self.dtype_policy, name=name)
+        units,
+        activation=activation,
+        kernel_initializer=layer_utils.truncated_normal(self.initializer_range),
+        bias_initializer="zeros",
+        dtype=self.dtype_policy,
+        name=name,
+      )
 
     self.query = dense(self.hidden_size, "query")
     self.key = dense(self.hidden_size, "key")
     self.value = dense(self.hidden_size, "value")
     self.attention_probs_dropout = keras.layers.Dropout(
-        self.attention_probs_dropout_prob, name="attention_probs_dropout")
+      self.attention_probs_dropout_prob, name="attention_probs_dropout"
+    )
     self.attention_output_dense = dense(self.hidden_size, "attention_output_dense")
     self.attention_output_dropout = keras.layers.Dropout(
-        self.hidden_dropout_prob, name="attention_output_dropout")
+      self.hidden_dropout_prob, name="attention_output_dropout"
+    )
     self.attention_layer_norm = layer_utils.make_layer_norm("attention_layer_norm")
     # The activation is applied in `call` (fused when training).
     self.intermediate_dense = dense(self.intermediate_size, "intermediate_dense")
@@ -116,8 +130,9 @@ class ElectraTransformerLayer(keras.layers.Layer):
     shape = ops.shape(hidden_states)
     batch, seq = shape[0], shape[1]
     x = hidden_states
-    q, k, v = (self._split_heads(dense(x), batch, seq)
-               for dense in (self.query, self.key, self.value))
+    q, k, v = (
+      self._split_heads(dense(x), batch, seq) for dense in (self.query, self.key, self.value)
+    )
     scores = tf.matmul(q, k, transpose_b=True)  # no explicit transpose of K
     scores = ops.cast(scores, "float32") * (1.0 / math.sqrt(float(self.head_size)))
     if attention_mask_adder is not None:
@@ -130,7 +145,8 @@ class ElectraTransformerLayer(keras.layers.Layer):
     attention_output = self.attention_output_dropout(attention_output, training=training)
     # Residual sums and LayerNorm in float32 (matters under mixed precision).
     attention_output = self.attention_layer_norm(
-        ops.cast(attention_output, "float32") + ops.cast(x, "float32"))
+      ops.cast(attention_output, "float32") + ops.cast(x, "float32")
+    )
     attention_output = ops.cast(attention_output, self.compute_dtype)
 
     intermediate = self.intermediate_dense(attention_output)
@@ -139,7 +155,8 @@ class ElectraTransformerLayer(keras.layers.Layer):
     layer_output = self.output_dense(intermediate)
     layer_output = self.output_dropout(layer_output, training=training)
     layer_output = self.output_layer_norm(
-        ops.cast(layer_output, "float32") + ops.cast(attention_output, "float32"))
+      ops.cast(layer_output, "float32") + ops.cast(attention_output, "float32")
+    )
     return ops.cast(layer_output, self.compute_dtype)
 
   def _fused_call(self, hidden_states, attention_mask_adder):
@@ -151,20 +168,28 @@ class ElectraTransformerLayer(keras.layers.Layer):
     projections = (self.query, self.key, self.value)
     # One matmul for the three projections (one pass over x, one gradient).
     q, k, v = fused_ops.bias_split_heads(
-        self._matmul(x, ops.concatenate([p.kernel for p in projections], axis=1)),
-        ops.concatenate([_float32(p.bias) for p in projections], axis=0),
-        self.num_attention_heads)
+      self._matmul(x, ops.concatenate([p.kernel for p in projections], axis=1)),
+      ops.concatenate([_float32(p.bias) for p in projections], axis=0),
+      self.num_attention_heads,
+    )
     scores = tf.matmul(q, k, transpose_b=True)
     probs = fused_ops.attention_softmax_dropout(
-        scores, 0.0 if attention_mask_adder is None else attention_mask_adder,
-        scale=1.0 / math.sqrt(float(self.head_size)),
-        seed=self._dropout_seed(self.attention_probs_dropout),
-        rate=self.attention_probs_dropout_prob, dtype=v.dtype)
+      scores,
+      0.0 if attention_mask_adder is None else attention_mask_adder,
+      scale=1.0 / math.sqrt(float(self.head_size)),
+      seed=self._dropout_seed(self.attention_probs_dropout),
+      rate=self.attention_probs_dropout_prob,
+      dtype=v.dtype,
+    )
     context = self._merge_heads(ops.matmul(probs, v), batch, seq)
 
     attention_output = self._dense_dropout_residual_layer_norm(
-        self.attention_output_dense, context, self.attention_output_dropout, x,
-        self.attention_layer_norm)
+      self.attention_output_dense,
+      context,
+      self.attention_output_dropout,
+      x,
+      self.attention_layer_norm,
+    )
     attention_output = ops.cast(attention_output, self.compute_dtype)
 
     intermediate = self._matmul(attention_output, self.intermediate_dense.kernel)
@@ -175,8 +200,8 @@ class ElectraTransformerLayer(keras.layers.Layer):
       if self.intermediate_activation is not None:
         intermediate = self.intermediate_activation(intermediate)
     layer_output = self._dense_dropout_residual_layer_norm(
-        self.output_dense, intermediate, self.output_dropout, attention_output,
-        self.output_layer_norm)
+      self.output_dense, intermediate, self.output_dropout, attention_output, self.output_layer_norm
+    )
     return ops.cast(layer_output, self.compute_dtype)
 
   def _merge_heads(self, context, batch, seq):
@@ -196,16 +221,23 @@ class ElectraTransformerLayer(keras.layers.Layer):
 
   def _dense_dropout_residual_layer_norm(self, dense, x, dropout, residual, layer_norm):
     return fused_ops.bias_dropout_residual_layer_norm(
-        self._matmul(x, dense.kernel), _float32(dense.bias), residual, _float32(layer_norm.gamma),
-        _float32(layer_norm.beta),
-        seed=self._dropout_seed(dropout), rate=dropout.rate, epsilon=layer_norm.epsilon)
+      self._matmul(x, dense.kernel),
+      _float32(dense.bias),
+      residual,
+      _float32(layer_norm.gamma),
+      _float32(layer_norm.beta),
+      seed=self._dropout_seed(dropout),
+      rate=dropout.rate,
+      epsilon=layer_norm.epsilon,
+    )
 
   def compute_output_shape(self, hidden_states_shape, attention_mask_adder_shape=None):
     return tuple(hidden_states_shape)
 
   def get_config(self):
     config = super().get_config()
-    config.update({
+    config.update(
+      {
         "hidden_size": self.hidden_size,
         "num_attention_heads": self.num_attention_heads,
         "intermediate_size": self.intermediate_size,
@@ -213,5 +245,6 @@ class ElectraTransformerLayer(keras.layers.Layer):
         "hidden_dropout_prob": self.hidden_dropout_prob,
         "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
         "initializer_range": self.initializer_range,
-    })
+      }
+    )
     return config

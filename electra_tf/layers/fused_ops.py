@@ -8,7 +8,7 @@ is one XLA-compiled function forward and one backward, while the matmuls
 between them stay TensorFlow's oneDNN kernels (compiling the whole step with
 XLA is slower on CPU: its matmuls are slower).
 
-The math is the original's (spec §5.3): exact erf GELU, inverted dropout,
+The math is the original's (`model/modeling.py:transformer_model`): exact erf GELU, inverted dropout,
 LayerNorm over the last axis with population variance, softmax of
 `scores·scale + adder`. Dropout masks come from a counter-based hash of
 (seed, element index), so the backward pass regenerates the mask instead of
@@ -51,6 +51,7 @@ def unfused():
 # ---------------------------------------------------------------------------
 # Dropout masks from a counter-based hash.
 # ---------------------------------------------------------------------------
+
 
 def _uint32(value):
   return tf.constant(value, tf.uint32)
@@ -115,13 +116,13 @@ def dropout_keep_mask(shape, seed, rate):
   >>> 850 < int(tf.reduce_sum(tf.cast(mask, tf.int32))) < 950
   True
   """
-  return _compiled_keep_mask(tf.constant(shape, tf.int32), tf.constant(seed, tf.int64),
-                             float(rate))
+  return _compiled_keep_mask(tf.constant(shape, tf.int32), tf.constant(seed, tf.int64), float(rate))
 
 
 # ---------------------------------------------------------------------------
 # Bias + split into heads (the query/key/value projections, as one matmul).
 # ---------------------------------------------------------------------------
+
 
 @tf.function(jit_compile=True, autograph=False)
 def _bias_split_heads_forward(z, bias, num_heads):
@@ -173,6 +174,7 @@ def bias_split_heads(z, bias, num_heads):
 # Bias + GELU (the FFN's intermediate dense).
 # ---------------------------------------------------------------------------
 
+
 @tf.function(jit_compile=True, autograph=False)
 def _bias_gelu_forward(z, bias):
   x = tf.cast(z, tf.float32) + bias
@@ -218,6 +220,7 @@ def bias_gelu(z, bias):
 # Bias + dropout + residual sum + LayerNorm (attention output and FFN output).
 # ---------------------------------------------------------------------------
 
+
 @tf.function(jit_compile=True, autograph=False)
 def _layer_norm_forward(z, bias, residual, gamma, beta, seed, rate, epsilon):
   x = _apply_dropout(tf.cast(z, tf.float32) + bias, seed, rate)
@@ -233,13 +236,19 @@ def _layer_norm_forward(z, bias, residual, gamma, beta, seed, rate, epsilon):
 @tf.function(jit_compile=True, autograph=False)
 def _layer_norm_backward(dy, normalized, inv_std, gamma, seed, rate, z_dtype, residual_dtype):
   d_normalized = dy * gamma
-  dx = inv_std * (d_normalized
-                  - tf.reduce_mean(d_normalized, axis=-1, keepdims=True)
-                  - normalized * tf.reduce_mean(d_normalized * normalized, axis=-1,
-                                                keepdims=True))
+  dx = inv_std * (
+    d_normalized
+    - tf.reduce_mean(d_normalized, axis=-1, keepdims=True)
+    - normalized * tf.reduce_mean(d_normalized * normalized, axis=-1, keepdims=True)
+  )
   dz = _apply_dropout(dx, seed, rate)  # the same mask, regenerated, and scale
-  return (tf.cast(dz, z_dtype), _column_sums(dz), tf.cast(dx, residual_dtype),
-          _column_sums(dy * normalized), _column_sums(dy))
+  return (
+    tf.cast(dz, z_dtype),
+    _column_sums(dz),
+    tf.cast(dx, residual_dtype),
+    _column_sums(dy * normalized),
+    _column_sums(dy),
+  )
 
 
 def bias_dropout_residual_layer_norm(z, bias, residual, gamma, beta, *, seed, rate, epsilon):
@@ -269,12 +278,14 @@ def bias_dropout_residual_layer_norm(z, bias, residual, gamma, beta, *, seed, ra
 
   @tf.custom_gradient
   def fused(z, bias, residual, gamma, beta):
-    y, normalized, inv_std = _layer_norm_forward(z, bias, residual, gamma, beta, seed, rate,
-                                                 epsilon)
+    y, normalized, inv_std = _layer_norm_forward(
+      z, bias, residual, gamma, beta, seed, rate, epsilon
+    )
 
     def grad(dy):
-      return _layer_norm_backward(dy, normalized, inv_std, gamma, seed, rate, z.dtype,
-                                  residual.dtype)
+      return _layer_norm_backward(
+        dy, normalized, inv_std, gamma, seed, rate, z.dtype, residual.dtype
+      )
 
     return y, grad
 
@@ -285,6 +296,7 @@ def bias_dropout_residual_layer_norm(z, bias, residual, gamma, beta, *, seed, ra
 # ---------------------------------------------------------------------------
 # Scaled, masked softmax + dropout (attention probabilities).
 # ---------------------------------------------------------------------------
+
 
 @tf.function(jit_compile=True, autograph=False)
 def _softmax_forward(scores, adder, scale, seed, rate, out_dtype):

@@ -4,7 +4,7 @@ activations and attention-mask construction."""
 import keras
 from keras import ops
 
-# The original adds this to the scores of masked keys (spec §14.44).
+# The original adds this to the scores of masked keys (a quirk of the original (README: Differences from the original)).
 ATTENTION_MASK_ADDER = -10000.0
 LAYER_NORM_EPSILON = 1e-12
 ATTENTION_DIRECTIONS = ("bidirectional", "ltr", "rtl")
@@ -18,11 +18,12 @@ def truncated_normal(stddev):
 def make_layer_norm(name):
   """`tf.contrib.layers.layer_norm`: last axis, ε=1e-12, always float32."""
   return keras.layers.LayerNormalization(
-      axis=-1, epsilon=LAYER_NORM_EPSILON, dtype="float32", name=name)
+    axis=-1, epsilon=LAYER_NORM_EPSILON, dtype="float32", name=name
+  )
 
 
 def get_activation(name):
-  """The original's `get_activation` (spec §5.1); "gelu" is the exact erf form."""
+  """The original's `get_activation` (`model/modeling.py:BertConfig`); "gelu" is the exact erf form."""
   if not isinstance(name, str):
     return name
   key = name.lower()
@@ -42,11 +43,12 @@ def attention_mask_adder(input_mask, attention_direction="bidirectional"):
   """Float32 `[B, 1, S, S]` adder: 0 where attention is allowed, −10000 else.
 
   Only keys are masked (by `input_mask`); "ltr" also hides keys j > i and
-  "rtl" keys j < i (Electric's towers, spec §5.2).
+  "rtl" keys j < i (Electric's towers, `model/modeling.py:BertModel`).
   """
   if attention_direction not in ATTENTION_DIRECTIONS:
     raise ValueError(
-        f"attention_direction={attention_direction!r}; expected one of {ATTENTION_DIRECTIONS}")
+      f"attention_direction={attention_direction!r}; expected one of {ATTENTION_DIRECTIONS}"
+    )
   mask = ops.cast(input_mask, "float32")[:, None, None, :]  # [B, 1, 1, S]
   if attention_direction != "bidirectional":
     seq_length = ops.shape(input_mask)[1]

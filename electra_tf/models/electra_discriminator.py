@@ -11,7 +11,7 @@ from electra_tf.models import model_utils
 
 @keras.saving.register_keras_serializable(package="electra_tf")
 class ElectraDiscriminator(keras.layers.Layer):
-  """`BertModel(scope="electra")` plus `discriminator_predictions` (spec §5.2, §7.4).
+  """`BertModel(scope="electra")` plus `discriminator_predictions` (`model/modeling.py:BertModel`, `run_pretraining.py:PretrainingModel._get_discriminator_output`).
 
   Args:
     bert_config: dict (or `BertConfig`) of the discriminator's transformer.
@@ -43,8 +43,9 @@ class ElectraDiscriminator(keras.layers.Layer):
   TensorShape([2, 5])
   """
 
-  def __init__(self, bert_config, embedding_size=None, embeddings=None, include_head=True,
-               **kwargs):
+  def __init__(
+    self, bert_config, embedding_size=None, embeddings=None, include_head=True, **kwargs
+  ):
     super().__init__(**kwargs)
     self.bert_config = model_utils.bert_config_dict(bert_config)
     self.embedding_size = int(embedding_size) if embedding_size is not None else None
@@ -55,27 +56,42 @@ class ElectraDiscriminator(keras.layers.Layer):
     self._embeddings_given = embeddings is not None
     if embeddings is None:
       embeddings = ElectraEmbeddings(
-          vocab_size=c["vocab_size"], embedding_size=width,
-          max_position_embeddings=c["max_position_embeddings"],
-          type_vocab_size=c["type_vocab_size"], initializer_range=c["initializer_range"],
-          dropout_rate=c["hidden_dropout_prob"], dtype=self.dtype_policy, name="embeddings")
+        vocab_size=c["vocab_size"],
+        embedding_size=width,
+        max_position_embeddings=c["max_position_embeddings"],
+        type_vocab_size=c["type_vocab_size"],
+        initializer_range=c["initializer_range"],
+        dropout_rate=c["hidden_dropout_prob"],
+        dtype=self.dtype_policy,
+        name="embeddings",
+      )
     elif embeddings.embedding_size != width:
       raise ValueError(
-          f"the given embeddings have width {embeddings.embedding_size} but "
-          f"embedding_size={embedding_size} (hidden_size={c['hidden_size']}) needs {width}")
+        f"the given embeddings have width {embeddings.embedding_size} but "
+        f"embedding_size={embedding_size} (hidden_size={c['hidden_size']}) needs {width}"
+      )
     self.embeddings = embeddings
     self.encoder = ElectraEncoder(
-        hidden_size=c["hidden_size"], num_hidden_layers=c["num_hidden_layers"],
-        num_attention_heads=c["num_attention_heads"],
-        intermediate_size=c["intermediate_size"], embedding_size=width,
-        hidden_act=c["hidden_act"], hidden_dropout_prob=c["hidden_dropout_prob"],
-        attention_probs_dropout_prob=c["attention_probs_dropout_prob"],
-        initializer_range=c["initializer_range"], dtype=self.dtype_policy, name="encoder")
+      hidden_size=c["hidden_size"],
+      num_hidden_layers=c["num_hidden_layers"],
+      num_attention_heads=c["num_attention_heads"],
+      intermediate_size=c["intermediate_size"],
+      embedding_size=width,
+      hidden_act=c["hidden_act"],
+      hidden_dropout_prob=c["hidden_dropout_prob"],
+      attention_probs_dropout_prob=c["attention_probs_dropout_prob"],
+      initializer_range=c["initializer_range"],
+      dtype=self.dtype_policy,
+      name="encoder",
+    )
     if self.include_head:
       self.head = ElectraDiscriminatorHead(
-          hidden_size=c["hidden_size"], hidden_act=c["hidden_act"],
-          initializer_range=c["initializer_range"], dtype=self.dtype_policy,
-          name="discriminator_predictions")
+        hidden_size=c["hidden_size"],
+        hidden_act=c["hidden_act"],
+        initializer_range=c["initializer_range"],
+        dtype=self.dtype_policy,
+        name="discriminator_predictions",
+      )
     else:
       self.head = None
 
@@ -97,11 +113,14 @@ class ElectraDiscriminator(keras.layers.Layer):
 
   def get_config(self):
     config = super().get_config()
-    config.update({
+    config.update(
+      {
         "bert_config": dict(self.bert_config),
         "embedding_size": self.embedding_size,
-        "embeddings": (model_utils.serialize_layer(self.embeddings)
-                       if self._embeddings_given else None),
+        "embeddings": (
+          model_utils.serialize_layer(self.embeddings) if self._embeddings_given else None
+        ),
         "include_head": self.include_head,
-    })
+      }
+    )
     return config

@@ -3,18 +3,18 @@ model) whose output layer is tied to its input word embeddings."""
 
 import keras
 
-from electra_tf import masking
 from electra_tf.layers.electra_cloze_head import ElectraClozeHead
 from electra_tf.layers.electra_embeddings import ElectraEmbeddings
 from electra_tf.layers.electra_encoder import ElectraEncoder
 from electra_tf.layers.electra_masked_lm_head import ElectraMaskedLMHead
 from electra_tf.models import model_utils
+from electra_tf.pretraining.positions import gather_positions
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
 class ElectraGenerator(keras.layers.Layer):
-  """Generator of spec §7.1 (b)/(c) with the head of §7.2, or Electric's
-  `TwoTowerClozeTransformer` with the cloze head of §7.6.
+  """Generator of `run_pretraining.py:PretrainingModel` (b)/(c) with the head of `run_pretraining.py:PretrainingModel._get_masked_lm_output`, or Electric's
+  `TwoTowerClozeTransformer` with the cloze head of `run_pretraining.py:PretrainingModel` (Electric two-tower generator).
 
   Args:
     bert_config: dict (or `BertConfig`) of the generator's transformer (the
@@ -57,8 +57,9 @@ class ElectraGenerator(keras.layers.Layer):
   TensorShape([2, 2, 100])
   """
 
-  def __init__(self, bert_config, embedding_size=None, embeddings=None, encoder=None,
-               two_tower=False, **kwargs):
+  def __init__(
+    self, bert_config, embedding_size=None, embeddings=None, encoder=None, two_tower=False, **kwargs
+  ):
     super().__init__(**kwargs)
     self.bert_config = model_utils.bert_config_dict(bert_config)
     self.embedding_size = int(embedding_size) if embedding_size is not None else None
@@ -78,47 +79,68 @@ class ElectraGenerator(keras.layers.Layer):
 
     def make_embeddings(name):
       return ElectraEmbeddings(
-          vocab_size=c["vocab_size"], embedding_size=width,
-          max_position_embeddings=c["max_position_embeddings"],
-          type_vocab_size=c["type_vocab_size"], initializer_range=c["initializer_range"],
-          dropout_rate=c["hidden_dropout_prob"], dtype=self.dtype_policy, name=name)
+        vocab_size=c["vocab_size"],
+        embedding_size=width,
+        max_position_embeddings=c["max_position_embeddings"],
+        type_vocab_size=c["type_vocab_size"],
+        initializer_range=c["initializer_range"],
+        dropout_rate=c["hidden_dropout_prob"],
+        dtype=self.dtype_policy,
+        name=name,
+      )
 
     def make_encoder(name, direction):
       return ElectraEncoder(
-          hidden_size=c["hidden_size"], num_hidden_layers=c["num_hidden_layers"],
-          num_attention_heads=c["num_attention_heads"],
-          intermediate_size=c["intermediate_size"], embedding_size=width,
-          hidden_act=c["hidden_act"], hidden_dropout_prob=c["hidden_dropout_prob"],
-          attention_probs_dropout_prob=c["attention_probs_dropout_prob"],
-          initializer_range=c["initializer_range"], attention_direction=direction,
-          dtype=self.dtype_policy, name=name)
+        hidden_size=c["hidden_size"],
+        num_hidden_layers=c["num_hidden_layers"],
+        num_attention_heads=c["num_attention_heads"],
+        intermediate_size=c["intermediate_size"],
+        embedding_size=width,
+        hidden_act=c["hidden_act"],
+        hidden_dropout_prob=c["hidden_dropout_prob"],
+        attention_probs_dropout_prob=c["attention_probs_dropout_prob"],
+        initializer_range=c["initializer_range"],
+        attention_direction=direction,
+        dtype=self.dtype_policy,
+        name=name,
+      )
 
     if self.two_tower:
       self.embeddings = embeddings if embeddings is not None else make_embeddings("ltr_embeddings")
       self.rtl_embeddings = (
-          embeddings if embeddings is not None else make_embeddings("rtl_embeddings"))
+        embeddings if embeddings is not None else make_embeddings("rtl_embeddings")
+      )
       self.encoder = make_encoder("ltr_encoder", "ltr")
       self.rtl_encoder = make_encoder("rtl_encoder", "rtl")
       self.head = ElectraClozeHead(
-          vocab_size=c["vocab_size"], embedding_size=width, hidden_act=c["hidden_act"],
-          initializer_range=c["initializer_range"], dtype=self.dtype_policy,
-          name="cloze_predictions")
+        vocab_size=c["vocab_size"],
+        embedding_size=width,
+        hidden_act=c["hidden_act"],
+        initializer_range=c["initializer_range"],
+        dtype=self.dtype_policy,
+        name="cloze_predictions",
+      )
     else:
       self.embeddings = embeddings if embeddings is not None else make_embeddings("embeddings")
       self.rtl_embeddings = None
       if encoder is not None:
         if encoder.input_width != width:
           raise ValueError(
-              f"the given encoder expects embeddings of width {encoder.input_width}, "
-              f"but the generator's embeddings have width {width}")
+            f"the given encoder expects embeddings of width {encoder.input_width}, "
+            f"but the generator's embeddings have width {width}"
+          )
         self.encoder = encoder
       else:
         self.encoder = make_encoder("encoder", "bidirectional")
       self.rtl_encoder = None
       self.head = ElectraMaskedLMHead(
-          vocab_size=c["vocab_size"], embedding_size=width, hidden_act=c["hidden_act"],
-          initializer_range=c["initializer_range"], dtype=self.dtype_policy,
-          name="generator_predictions")
+        vocab_size=c["vocab_size"],
+        embedding_size=width,
+        hidden_act=c["hidden_act"],
+        initializer_range=c["initializer_range"],
+        dtype=self.dtype_policy,
+        name="generator_predictions",
+      )
 
   @property
   def is_two_tower(self):
@@ -155,22 +177,24 @@ class ElectraGenerator(keras.layers.Layer):
       outputs["sequence_output"] = cloze["sequence_output"]
       outputs["logits"] = cloze["logits"]
       if masked_lm_positions is not None:
-        outputs["mlm_logits"] = masking.gather_positions(
-            cloze["logits"], masked_lm_positions)
+        outputs["mlm_logits"] = gather_positions(cloze["logits"], masked_lm_positions)
     elif masked_lm_positions is not None:
       # Gather first so that no [B, S, V] logits are materialised.
-      reprs = masking.gather_positions(outputs["sequence_output"], masked_lm_positions)
+      reprs = gather_positions(outputs["sequence_output"], masked_lm_positions)
       outputs["mlm_logits"] = self.head(reprs, self.word_embeddings)
     return outputs
 
   def get_config(self):
     config = super().get_config()
-    config.update({
+    config.update(
+      {
         "bert_config": dict(self.bert_config),
         "embedding_size": self.embedding_size,
-        "embeddings": (model_utils.serialize_layer(self.embeddings)
-                       if self._embeddings_given else None),
+        "embeddings": (
+          model_utils.serialize_layer(self.embeddings) if self._embeddings_given else None
+        ),
         "encoder": model_utils.serialize_layer(self.encoder) if self._encoder_given else None,
         "two_tower": self.two_tower,
-    })
+      }
+    )
     return config

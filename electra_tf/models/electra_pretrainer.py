@@ -1,17 +1,17 @@
 """`ElectraPretrainer`: the generator and discriminator of one pre-training run
-with every generator option of the original (spec §7.1, §7.8)."""
+with every generator option of the original (`run_pretraining.py:PretrainingModel`, `run_pretraining.py:PretrainingModel`)."""
 
 import os
 
 import keras
 from keras import ops
 
-from electra_tf import pretraining_config as pretraining_config_lib
-from electra_tf import vocab as vocab_lib
+from electra_tf.configs import pretraining as pretraining_config_lib
 from electra_tf.layers.electra_embeddings import ElectraEmbeddings
 from electra_tf.models import model_utils
 from electra_tf.models.electra_discriminator import ElectraDiscriminator
 from electra_tf.models.electra_generator import ElectraGenerator
+from electra_tf.text import vocab as vocab_lib
 
 # BERT-uncased layout, used when the vocab file is not available.
 DEFAULT_SPECIAL_IDS = {"pad": 0, "unk": 100, "cls": 101, "sep": 102, "mask": 103}
@@ -21,7 +21,7 @@ DEFAULT_SPECIAL_IDS = {"pad": 0, "unk": 100, "cls": 101, "sep": 102, "mask": 103
 class ElectraPretrainer(keras.Model):
   """Holds the shared embeddings, the generator and the discriminator.
 
-  Which networks exist follows the original's branches (spec §7.1):
+  Which networks exist follows the original's branches (`run_pretraining.py:PretrainingModel`):
   - `uniform_generator`: `generator` is None (uniform sampling, no weights);
   - ELECTRA/Electric with `untied_generator`: a small generator (scope
     `generator`, or Electric's two towers `generator_ltr`/`generator_rtl`)
@@ -54,23 +54,43 @@ class ElectraPretrainer(keras.Model):
   4
   """
 
-  def __init__(self, bert_config, generator_config=None, vocab_size=None, embedding_size=None,
-               electra_objective=True, electric_objective=False, uniform_generator=False,
-               untied_generator=True, untied_generator_embeddings=False,
-               two_tower_generator=False, gen_weight=1.0, disc_weight=50.0, mask_prob=0.15,
-               max_predictions_per_seq=19, temperature=1.0, disallow_correct=False,
-               pad_id=0, cls_id=101, sep_id=102, mask_id=103, **kwargs):
+  def __init__(
+    self,
+    bert_config,
+    generator_config=None,
+    vocab_size=None,
+    embedding_size=None,
+    electra_objective=True,
+    electric_objective=False,
+    uniform_generator=False,
+    untied_generator=True,
+    untied_generator_embeddings=False,
+    two_tower_generator=False,
+    gen_weight=1.0,
+    disc_weight=50.0,
+    mask_prob=0.15,
+    max_predictions_per_seq=19,
+    temperature=1.0,
+    disallow_correct=False,
+    pad_id=0,
+    cls_id=101,
+    sep_id=102,
+    mask_id=103,
+    **kwargs,
+  ):
     super().__init__(**kwargs)
     self.bert_config = model_utils.bert_config_dict(bert_config)
     if vocab_size is None:
       vocab_size = self.bert_config["vocab_size"]
     if int(vocab_size) != self.bert_config["vocab_size"]:
       raise ValueError(
-          f"vocab_size={vocab_size} differs from bert_config vocab_size="
-          f"{self.bert_config['vocab_size']}")
+        f"vocab_size={vocab_size} differs from bert_config vocab_size="
+        f"{self.bert_config['vocab_size']}"
+      )
     self.vocab_size = int(vocab_size)
     self.generator_config = (
-        model_utils.bert_config_dict(generator_config) if generator_config is not None else None)
+      model_utils.bert_config_dict(generator_config) if generator_config is not None else None
+    )
     self.embedding_size = int(embedding_size) if embedding_size is not None else None
     self.electra_objective = bool(electra_objective)
     self.electric_objective = bool(electric_objective)
@@ -90,36 +110,47 @@ class ElectraPretrainer(keras.Model):
 
     has_discriminator = self.electra_objective or self.electric_objective
     if self.electric_objective and (self.uniform_generator or not self.untied_generator):
-      # The original crashes while building the graph here (spec §14.14).
+      # The original crashes while building the graph here (a quirk of the original (README: Differences from the original)).
       raise ValueError(
-          "electric_objective=True needs untied_generator=True and uniform_generator=False")
+        "electric_objective=True needs untied_generator=True and uniform_generator=False"
+      )
     if self.uniform_generator and not has_discriminator:
       raise ValueError(
-          "uniform_generator=True with electra_objective=False and electric_objective=False "
-          "leaves no network to train")
-    small_generator = (not self.uniform_generator and has_discriminator
-                       and self.untied_generator)
+        "uniform_generator=True with electra_objective=False and electric_objective=False "
+        "leaves no network to train"
+      )
+    small_generator = not self.uniform_generator and has_discriminator and self.untied_generator
     if small_generator and self.generator_config is None:
       raise ValueError("an untied generator needs generator_config (get_generator_config)")
     if self.two_tower_generator and not small_generator:
       raise ValueError(
-          "two_tower_generator=True needs an untied, non-uniform generator with "
-          "electra_objective or electric_objective")
+        "two_tower_generator=True needs an untied, non-uniform generator with "
+        "electra_objective or electric_objective"
+      )
 
     c = self.bert_config
     width = self.embedding_size if self.embedding_size is not None else c["hidden_size"]
     # The `electra/embeddings` block: word/position/token-type tables and
     # LayerNorm, shared by every tower that does not have untied embeddings.
     self.embeddings = ElectraEmbeddings(
-        vocab_size=c["vocab_size"], embedding_size=width,
-        max_position_embeddings=c["max_position_embeddings"],
-        type_vocab_size=c["type_vocab_size"], initializer_range=c["initializer_range"],
-        dropout_rate=c["hidden_dropout_prob"], dtype=self.dtype_policy, name="embeddings")
+      vocab_size=c["vocab_size"],
+      embedding_size=width,
+      max_position_embeddings=c["max_position_embeddings"],
+      type_vocab_size=c["type_vocab_size"],
+      initializer_range=c["initializer_range"],
+      dropout_rate=c["hidden_dropout_prob"],
+      dtype=self.dtype_policy,
+      name="embeddings",
+    )
 
     if has_discriminator:
       self.discriminator = ElectraDiscriminator(
-          c, embedding_size=width, embeddings=self.embeddings, dtype=self.dtype_policy,
-          name="discriminator")
+        c,
+        embedding_size=width,
+        embeddings=self.embeddings,
+        dtype=self.dtype_policy,
+        name="discriminator",
+      )
     else:
       self.discriminator = None
 
@@ -128,17 +159,24 @@ class ElectraPretrainer(keras.Model):
     elif small_generator:
       untied = self.untied_generator_embeddings
       self.generator = ElectraGenerator(
-          self.generator_config,
-          embedding_size=None if untied else width,
-          embeddings=None if untied else self.embeddings,
-          two_tower=self.two_tower_generator, dtype=self.dtype_policy, name="generator")
+        self.generator_config,
+        embedding_size=None if untied else width,
+        embeddings=None if untied else self.embeddings,
+        two_tower=self.two_tower_generator,
+        dtype=self.dtype_policy,
+        name="generator",
+      )
     else:
       # Full-size generator: the discriminator's transformer when there is
       # one (untied_generator=False), else its own `electra` transformer.
       self.generator = ElectraGenerator(
-          c, embedding_size=width, embeddings=self.embeddings,
-          encoder=self.discriminator.encoder if self.discriminator is not None else None,
-          dtype=self.dtype_policy, name="generator")
+        c,
+        embedding_size=width,
+        embeddings=self.embeddings,
+        encoder=self.discriminator.encoder if self.discriminator is not None else None,
+        dtype=self.dtype_policy,
+        name="generator",
+      )
 
   @classmethod
   def from_pretraining_config(cls, config, **kwargs):
@@ -151,24 +189,28 @@ class ElectraPretrainer(keras.Model):
     else:
       special = DEFAULT_SPECIAL_IDS
     return cls(
-        bert_config=bert_config.to_dict(),
-        generator_config=generator_config.to_dict(),
-        vocab_size=config.vocab_size,
-        embedding_size=config.embedding_size,
-        electra_objective=config.electra_objective,
-        electric_objective=config.electric_objective,
-        uniform_generator=config.uniform_generator,
-        untied_generator=config.untied_generator,
-        untied_generator_embeddings=config.untied_generator_embeddings,
-        two_tower_generator=config.two_tower_generator,
-        gen_weight=config.gen_weight,
-        disc_weight=config.disc_weight,
-        mask_prob=config.mask_prob,
-        max_predictions_per_seq=config.max_predictions_per_seq,
-        temperature=config.temperature,
-        disallow_correct=config.disallow_correct,
-        pad_id=special["pad"], cls_id=special["cls"], sep_id=special["sep"],
-        mask_id=special["mask"], **kwargs)
+      bert_config=bert_config.to_dict(),
+      generator_config=generator_config.to_dict(),
+      vocab_size=config.vocab_size,
+      embedding_size=config.embedding_size,
+      electra_objective=config.electra_objective,
+      electric_objective=config.electric_objective,
+      uniform_generator=config.uniform_generator,
+      untied_generator=config.untied_generator,
+      untied_generator_embeddings=config.untied_generator_embeddings,
+      two_tower_generator=config.two_tower_generator,
+      gen_weight=config.gen_weight,
+      disc_weight=config.disc_weight,
+      mask_prob=config.mask_prob,
+      max_predictions_per_seq=config.max_predictions_per_seq,
+      temperature=config.temperature,
+      disallow_correct=config.disallow_correct,
+      pad_id=special["pad"],
+      cls_id=special["cls"],
+      sep_id=special["sep"],
+      mask_id=special["mask"],
+      **kwargs,
+    )
 
   def build(self, input_shape=None):
     # Every sublayer knows its shapes from its config, so building needs no
@@ -195,7 +237,8 @@ class ElectraPretrainer(keras.Model):
         num = ops.minimum(self.max_predictions_per_seq, shape[1])
         positions = ops.broadcast_to(ops.arange(num, dtype="int32")[None, :], (shape[0], num))
       outputs["generator"] = self.generator(
-          inputs, masked_lm_positions=positions, training=training)
+        inputs, masked_lm_positions=positions, training=training
+      )
     if self.discriminator is not None:
       outputs["discriminator"] = self.discriminator(inputs, training=training)
     return outputs
@@ -205,8 +248,9 @@ class ElectraPretrainer(keras.Model):
   # the pre-training step (`electra_tf/pretraining_step.py` does the work).
   # ---------------------------------------------------------------------------
 
-  def compile(self, optimizer=None, pretraining_config=None, seed=None, jit_compile=False,
-              **kwargs):
+  def compile(
+    self, optimizer=None, pretraining_config=None, seed=None, jit_compile=False, **kwargs
+  ):
     """Prepares `fit` / `evaluate` with the original's pre-training step.
 
     Args:
@@ -223,8 +267,10 @@ class ElectraPretrainer(keras.Model):
       **kwargs: passed to `keras.Model.compile` (e.g. `steps_per_execution`).
     """
     import numpy as np  # pylint: disable=g-import-not-at-top
-    from electra_tf import pretraining_metrics  # pylint: disable=g-import-not-at-top
-    from electra_tf import pretraining_step  # pylint: disable=g-import-not-at-top
+
+    from electra_tf.pretraining import metrics as pretraining_metrics  # pylint: disable=g-import-not-at-top
+    from electra_tf.pretraining import step as pretraining_step  # pylint: disable=g-import-not-at-top
+
     if not self.built:
       self.build()
     if optimizer is None:
@@ -239,12 +285,14 @@ class ElectraPretrainer(keras.Model):
     self.step_seed = int(seed)
     # Metrics live outside Keras' attribute tracking (the model is built):
     # `metrics` below exposes them so Keras resets them per epoch.
-    train_metrics = {name: keras.metrics.Mean(name=name)
-                     for name in ("loss", "generator_loss", "disc_loss")}
+    train_metrics = {
+      name: keras.metrics.Mean(name=name) for name in ("loss", "generator_loss", "disc_loss")
+    }
     if self.discriminator is None:
       del train_metrics["disc_loss"]
     eval_metrics = pretraining_metrics.make_pretraining_metrics(
-        self.discriminator is not None, self.disc_weight)
+      self.discriminator is not None, self.disc_weight
+    )
     eval_metrics["loss"] = keras.metrics.Mean(name="loss")
     object.__setattr__(self, "_electra_train_metrics", train_metrics)
     object.__setattr__(self, "_electra_eval_metrics", eval_metrics)
@@ -274,18 +322,23 @@ class ElectraPretrainer(keras.Model):
     if isinstance(data, (tuple, list)):
       data = data[0]
     if not isinstance(data, dict):
-      raise ValueError("ElectraPretrainer.fit/evaluate expects batches that are dicts with "
-                       f"input_ids, input_mask, segment_ids; got {type(data).__name__}")
+      raise ValueError(
+        "ElectraPretrainer.fit/evaluate expects batches that are dicts with "
+        f"input_ids, input_mask, segment_ids; got {type(data).__name__}"
+      )
     return data
 
   def train_step(self, data):
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    from electra_tf import pretraining_step  # pylint: disable=g-import-not-at-top
+
+    from electra_tf.pretraining import step as pretraining_step  # pylint: disable=g-import-not-at-top
+
     features = self._step_features(data)
     variables = self.trainable_variables
     with tf.GradientTape() as tape:
-      outputs = pretraining_step.forward(self, features, training=True, seed=self.step_seed,
-                                         step=self.optimizer.iterations)
+      outputs = pretraining_step.forward(
+        self, features, training=True, seed=self.step_seed, step=self.optimizer.iterations
+      )
       # LossScaleOptimizer (mixed_float16) multiplies by its dynamic scale and
       # unscales the gradients in `apply`; otherwise this is the identity.
       scaled_loss = self.optimizer.scale_loss(outputs["loss"])
@@ -310,25 +363,30 @@ class ElectraPretrainer(keras.Model):
 
   def test_step(self, data):
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    from electra_tf import pretraining_metrics  # pylint: disable=g-import-not-at-top
-    from electra_tf import pretraining_step  # pylint: disable=g-import-not-at-top
+
+    from electra_tf.pretraining import metrics as pretraining_metrics  # pylint: disable=g-import-not-at-top
+    from electra_tf.pretraining import step as pretraining_step  # pylint: disable=g-import-not-at-top
+
     features = self._step_features(data)
     metrics = self._electra_eval_metrics
     # Evaluation draws its masks from a stream apart from training's: the
     # count of evaluated batches (reset with the metrics) keys it.
     step = -1 - tf.cast(metrics["loss"].count, tf.int32)
-    outputs = pretraining_step.forward(self, features, training=False, seed=self.step_seed,
-                                       step=step)
+    outputs = pretraining_step.forward(
+      self, features, training=False, seed=self.step_seed, step=step
+    )
     metrics["loss"].update_state(outputs["total_loss"])
     pretraining_metrics.update_pretraining_metrics(metrics, outputs)
     return {name: metric.result() for name, metric in metrics.items()}
 
   def get_config(self):
     config = super().get_config()
-    config.update({
+    config.update(
+      {
         "bert_config": dict(self.bert_config),
         "generator_config": (
-            dict(self.generator_config) if self.generator_config is not None else None),
+          dict(self.generator_config) if self.generator_config is not None else None
+        ),
         "vocab_size": self.vocab_size,
         "embedding_size": self.embedding_size,
         "electra_objective": self.electra_objective,
@@ -347,7 +405,8 @@ class ElectraPretrainer(keras.Model):
         "cls_id": self.cls_id,
         "sep_id": self.sep_id,
         "mask_id": self.mask_id,
-    })
+      }
+    )
     return config
 
   @classmethod

@@ -2,7 +2,7 @@
 
 import keras
 
-from electra_tf.bert_config import BertConfig
+from electra_tf.configs.bert_config import BertConfig
 
 INPUT_KEYS = ("input_ids", "input_mask", "segment_ids")
 
@@ -14,7 +14,8 @@ def bert_config_dict(bert_config):
     return bert_config.to_dict()
   if not isinstance(bert_config, dict):
     raise ValueError(
-        f"bert_config must be a BertConfig or a dict of its fields, got {type(bert_config).__name__}")
+      f"bert_config must be a BertConfig or a dict of its fields, got {type(bert_config).__name__}"
+    )
   config = BertConfig.from_dict(dict(bert_config)).to_dict()
   if config["vocab_size"] is None:
     raise ValueError("bert_config needs vocab_size")
@@ -24,7 +25,9 @@ def bert_config_dict(bert_config):
 def check_inputs(inputs, owner):
   """Raises a ValueError naming the missing keys of an ELECTRA input dict."""
   if not isinstance(inputs, dict):
-    raise ValueError(f"{owner} expects a dict with keys {list(INPUT_KEYS)}, got {type(inputs).__name__}")
+    raise ValueError(
+      f"{owner} expects a dict with keys {list(INPUT_KEYS)}, got {type(inputs).__name__}"
+    )
   missing = [k for k in INPUT_KEYS if k not in inputs]
   if missing:
     raise ValueError(f"{owner} inputs lack {missing}; expected keys {list(INPUT_KEYS)}")

@@ -1,0 +1,117 @@
+"""Scorers for GLUE classification and regression (`finetune/classification/classification_metrics.py`).
+
+The statistics are written out here (numpy only) rather than taken from
+sklearn/scipy, with the same definitions: sklearn's multi-class Matthews
+correlation, Pearson's r, and Spearman's rho as Pearson's r of average ranks.
+"""
+
+import numpy as np
+
+from electra_tf.finetune import scorer
+
+
+def matthews_corrcoef(labels, predictions):
+  """Multi-class MCC (Gorodkin's R_K, sklearn's definition); 0 when undefined."""
+  labels = np.asarray(labels)
+  predictions = np.asarray(predictions)
+  classes = np.union1d(labels, predictions)
+  index = {c: i for i, c in enumerate(classes)}
+  confusion = np.zeros((len(classes), len(classes)), dtype=np.float64)
+  for y, p in zip(labels, predictions):
+    confusion[index[y], index[p]] += 1
+  true_counts = confusion.sum(axis=1)
+  pred_counts = confusion.sum(axis=0)
+  n_correct = np.trace(confusion)
+  n_samples = confusion.sum()
+  cov_ytyp = n_correct * n_samples - np.dot(true_counts, pred_counts)
+  cov_ypyp = n_samples**2 - np.dot(pred_counts, pred_counts)
+  cov_ytyt = n_samples**2 - np.dot(true_counts, true_counts)
+  if cov_ypyp * cov_ytyt == 0:
+    return 0.0
+  return float(cov_ytyp / np.sqrt(cov_ytyt * cov_ypyp))
+
+
+def pearson_correlation(x, y):
+  """Pearson's r; NaN when either input is constant (as scipy)."""
+  x = np.asarray(x, dtype=np.float64)
+  y = np.asarray(y, dtype=np.float64)
+  xm = x - x.mean()
+  ym = y - y.mean()
+  denominator = np.sqrt(np.sum(xm * xm) * np.sum(ym * ym))
+  if denominator == 0:
+    return float("nan")
+  return float(np.clip(np.sum(xm * ym) / denominator, -1.0, 1.0))
+
+
+def average_ranks(values):
+  """1-based ranks; tied values share the mean of their ranks."""
+  values = np.asarray(values, dtype=np.float64)
+  order = np.argsort(values, kind="mergesort")
+  ranks = np.empty(len(values), dtype=np.float64)
+  sorted_values = values[order]
+  start = 0
+  while start < len(values):
+    end = start
+    while end + 1 < len(values) and sorted_values[end + 1] == sorted_values[start]:
+      end += 1
+    ranks[order[start : end + 1]] = (start + end) / 2.0 + 1.0
+    start = end + 1
+  return ranks
+
+
+def spearman_correlation(x, y):
+  return pearson_correlation(average_ranks(x), average_ranks(y))
+
+
+class SentenceLevelScorer(scorer.Scorer):
+  """Collects one label and one prediction per example plus the loss."""
+
+  def __init__(self):
+    super().__init__()
+    self._total_loss = 0.0
+    self._true_labels = []
+    self._preds = []
+
+  def update(self, results):
+    super().update(results)
+    self._total_loss += float(results["loss"])
+    self._true_labels.append(results["label_ids"] if "label_ids" in results else results["targets"])
+    self._preds.append(results["predictions"])
+
+  def get_loss(self):
+    return self._total_loss / max(1, len(self._true_labels))
+
+
+class AccuracyScorer(SentenceLevelScorer):
+  """`accuracy` (percent) and `loss`."""
+
+  def _get_results(self):
+    correct = sum(int(y == p) for y, p in zip(self._true_labels, self._preds))
+    return [
+      ("accuracy", 100.0 * correct / max(1, len(self._true_labels))),
+      ("loss", self.get_loss()),
+    ]
+
+
+class MCCScorer(SentenceLevelScorer):
+  """`mcc` (Matthews correlation × 100) and `loss`; used for CoLA."""
+
+  def _get_results(self):
+    return [
+      ("mcc", 100.0 * matthews_corrcoef(self._true_labels, self._preds)),
+      ("loss", self.get_loss()),
+    ]
+
+
+class RegressionScorer(SentenceLevelScorer):
+  """`pearson`, `spearman` (× 100), `mse` (normalised units) and `loss`."""
+
+  def _get_results(self):
+    labels = np.asarray(self._true_labels, dtype=np.float64)
+    preds = np.asarray(self._preds, dtype=np.float64)
+    return [
+      ("pearson", 100.0 * pearson_correlation(labels, preds)),
+      ("spearman", 100.0 * spearman_correlation(labels, preds)),
+      ("mse", float(np.mean(np.square(labels - preds)))),
+      ("loss", self.get_loss()),
+    ]

@@ -1,0 +1,314 @@
+"""GLUE classification and regression tasks (`finetune/classification/classification_tasks.py`), read from the
+original's tsv layouts under `<data_dir>/finetuning_data/<task>/`."""
+
+import abc
+import csv
+import os
+
+import tensorflow as tf
+
+from electra_tf.finetune import task as task_lib
+from electra_tf.finetune.classification import scorer as classification_scorers
+from electra_tf.finetune.classification.head import ClassificationHead
+
+# csv fields of GLUE rows can be long (QQP, MNLI)
+csv.field_size_limit(2**31 - 1)
+
+
+class InputExample:
+  """A sentence or sentence pair with a label (a string, or a float for
+  regression)."""
+
+  def __init__(self, eid, task_name, text_a, text_b=None, label=None):
+    self.eid = eid
+    self.task_name = task_name
+    self.text_a = text_a
+    self.text_b = text_b
+    self.label = label
+
+
+def read_tsv(path, max_lines=None):
+  """Rows of a tsv file with quoting disabled (quotes stay literal)."""
+  if not tf.io.gfile.exists(path):
+    raise ValueError(f"data file {path!r} does not exist")
+  lines = []
+  with tf.io.gfile.GFile(path, "r") as f:
+    for row in csv.reader(f, delimiter="\t", quotechar=None):
+      lines.append(row)
+      if max_lines and len(lines) >= max_lines:
+        break
+  return lines
+
+
+def truncate_seq_pair(tokens_a, tokens_b, max_length):
+  """Pops the last token of the longer sequence (of `b` on ties) in place."""
+  while len(tokens_a) + len(tokens_b) > max_length:
+    if len(tokens_a) > len(tokens_b):
+      tokens_a.pop()
+    else:
+      tokens_b.pop()
+
+
+class SingleOutputTask(task_lib.Task):
+  """A task with one output per sentence (pair): classification or regression."""
+
+  def __init__(self, config, name, tokenizer):
+    super().__init__(config, name, tokenizer)
+    self._examples = {}
+
+  def get_examples(self, split):
+    if split not in self._examples:
+      self._examples[split] = self._create_examples(self.load_lines(split + ".tsv"), split)
+    return self._examples[split]
+
+  def load_lines(self, file_name):
+    return read_tsv(
+      os.path.join(self.config.raw_data_dir(self.name), file_name),
+      max_lines=100 if self.config.debug else None,
+    )
+
+  @abc.abstractmethod
+  def _create_examples(self, lines, split):
+    pass
+
+  @abc.abstractmethod
+  def _get_dummy_label(self):
+    pass
+
+  def _load_glue(
+    self,
+    lines,
+    split,
+    text_a_loc,
+    text_b_loc,
+    label_loc,
+    skip_first_line=False,
+    eid_offset=0,
+    swap=False,
+  ):
+    examples = []
+    for i, line in enumerate(lines):
+      if i == 0 and skip_first_line:
+        continue
+      try:
+        eid = i - (1 if skip_first_line else 0) + eid_offset
+        text_a = line[text_a_loc]
+        text_b = None if text_b_loc is None else line[text_b_loc]
+        if "test" in split or "diagnostic" in split:
+          label = self._get_dummy_label()
+        else:
+          label = line[label_loc]
+        if swap:
+          text_a, text_b = text_b, text_a
+        examples.append(InputExample(eid, self.name, text_a, text_b, label))
+      except Exception as e:  # the original logs and skips bad rows
+        tf.get_logger().warning("Skipping line %d of task %s (%s): %r", i, self.name, e, line)
+    return examples
+
+  def featurize(self, example, is_training, log=False):
+    del is_training
+    s = self.config.max_seq_length
+    tokens_a = self.tokenizer.tokenize(example.text_a)
+    tokens_b = self.tokenizer.tokenize(example.text_b) if example.text_b else None
+    if tokens_b:
+      truncate_seq_pair(tokens_a, tokens_b, s - 3)
+    else:
+      tokens_a = tokens_a[: s - 2]
+    tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
+    segment_ids = [0] * len(tokens)
+    if tokens_b:
+      tokens += tokens_b + ["[SEP]"]
+      segment_ids += [1] * (len(tokens_b) + 1)
+    input_ids = self.tokenizer.convert_tokens_to_ids(tokens)
+    features = {
+      "input_ids": task_lib.pad_to(input_ids, s),
+      "input_mask": task_lib.pad_to([1] * len(input_ids), s),
+      "segment_ids": task_lib.pad_to(segment_ids, s),
+      "task_id": self.task_id,
+      self.name + "_eid": example.eid,
+    }
+    self._add_label_features(example, features)
+    if log:
+      self.log_features(features)
+    return [features]
+
+  @abc.abstractmethod
+  def _add_label_features(self, example, features):
+    pass
+
+
+class ClassificationTask(SingleOutputTask):
+  """Classification: `<task>_label_ids`, softmax cross-entropy head."""
+
+  def __init__(self, config, name, tokenizer, label_list):
+    super().__init__(config, name, tokenizer)
+    self.label_list = label_list
+    self._label_map = {label: i for i, label in enumerate(label_list)}
+
+  def _get_dummy_label(self):
+    return self.label_list[0]
+
+  def get_feature_specs(self):
+    return [
+      task_lib.FeatureSpec(self.name + "_eid", [], True),
+      task_lib.FeatureSpec(self.name + "_label_ids", [], True),
+    ]
+
+  def _add_label_features(self, example, features):
+    if example.label not in self._label_map:
+      raise ValueError(
+        f"task {self.name}: label {example.label!r} of example {example.eid} "
+        f"is not one of {self.label_list}"
+      )
+    features[self.name + "_label_ids"] = self._label_map[example.label]
+
+  def create_head(self):
+    return ClassificationHead(
+      self.name, num_labels=len(self.label_list), name="task_specific_" + self.name
+    )
+
+  def get_scorer(self, split="dev"):
+    return classification_scorers.AccuracyScorer()
+
+
+class RegressionTask(SingleOutputTask):
+  """Regression: `<task>_targets = (label - min) / max` (the original's
+  scaling, a quirk of the original (README: Differences from the original)), squared-error head."""
+
+  def __init__(self, config, name, tokenizer, min_value, max_value):
+    super().__init__(config, name, tokenizer)
+    self.min_value = min_value
+    self.max_value = max_value
+
+  def _get_dummy_label(self):
+    return 0.0
+
+  def get_feature_specs(self):
+    return [
+      task_lib.FeatureSpec(self.name + "_eid", [], True),
+      task_lib.FeatureSpec(self.name + "_targets", [], False),
+    ]
+
+  def _add_label_features(self, example, features):
+    label = float(example.label)
+    if not self.min_value <= label <= self.max_value:
+      raise ValueError(
+        f"task {self.name}: target {label} of example {example.eid} is outside "
+        f"[{self.min_value}, {self.max_value}]"
+      )
+    features[self.name + "_targets"] = (label - self.min_value) / self.max_value
+
+  def create_head(self):
+    return ClassificationHead(
+      self.name, num_labels=1, regression=True, name="task_specific_" + self.name
+    )
+
+  def get_scorer(self, split="dev"):
+    return classification_scorers.RegressionScorer()
+
+
+class CoLA(ClassificationTask):
+  """Corpus of Linguistic Acceptability; Matthews correlation."""
+
+  def __init__(self, config, tokenizer):
+    super().__init__(config, "cola", tokenizer, ["0", "1"])
+
+  def _create_examples(self, lines, split):
+    return self._load_glue(lines, split, 1 if split == "test" else 3, None, 1, split == "test")
+
+  def get_scorer(self, split="dev"):
+    return classification_scorers.MCCScorer()
+
+
+class SST(ClassificationTask):
+  """Stanford Sentiment Treebank."""
+
+  def __init__(self, config, tokenizer):
+    super().__init__(config, "sst", tokenizer, ["0", "1"])
+
+  def _create_examples(self, lines, split):
+    if "test" in split:
+      return self._load_glue(lines, split, 1, None, None, True)
+    return self._load_glue(lines, split, 0, None, 1, True)
+
+
+class MRPC(ClassificationTask):
+  """Microsoft Research Paraphrase Corpus; train doubled with swapped pairs."""
+
+  def __init__(self, config, tokenizer):
+    super().__init__(config, "mrpc", tokenizer, ["0", "1"])
+
+  def _create_examples(self, lines, split):
+    examples = self._load_glue(lines, split, 3, 4, 0, True)
+    if self.config.double_unordered and split == "train":
+      examples += self._load_glue(lines, split, 3, 4, 0, True, len(examples), True)
+    return examples
+
+
+class QQP(ClassificationTask):
+  """Quora Question Pairs."""
+
+  def __init__(self, config, tokenizer):
+    super().__init__(config, "qqp", tokenizer, ["0", "1"])
+
+  def _create_examples(self, lines, split):
+    return self._load_glue(
+      lines, split, 1 if split == "test" else 3, 2 if split == "test" else 4, 5, True
+    )
+
+
+class RTE(ClassificationTask):
+  """Recognising Textual Entailment."""
+
+  def __init__(self, config, tokenizer):
+    super().__init__(config, "rte", tokenizer, ["entailment", "not_entailment"])
+
+  def _create_examples(self, lines, split):
+    return self._load_glue(lines, split, 1, 2, 3, True)
+
+
+class QNLI(ClassificationTask):
+  """Question NLI."""
+
+  def __init__(self, config, tokenizer):
+    super().__init__(config, "qnli", tokenizer, ["entailment", "not_entailment"])
+
+  def _create_examples(self, lines, split):
+    return self._load_glue(lines, split, 1, 2, 3, True)
+
+
+class MNLI(ClassificationTask):
+  """Multi-genre NLI; "dev" means dev_matched (dev_mismatched is never
+  evaluated, as in the original)."""
+
+  def __init__(self, config, tokenizer):
+    super().__init__(config, "mnli", tokenizer, ["contradiction", "entailment", "neutral"])
+
+  def get_examples(self, split):
+    file_split = split + "_matched" if split == "dev" else split
+    if split not in self._examples:
+      self._examples[split] = self._create_examples(self.load_lines(file_split + ".tsv"), split)
+    return self._examples[split]
+
+  def _create_examples(self, lines, split):
+    if split == "diagnostic":
+      return self._load_glue(lines, split, 1, 2, None, True)
+    return self._load_glue(lines, split, 8, 9, -1, True)
+
+  def get_test_splits(self):
+    return ["test_matched", "test_mismatched", "diagnostic"]
+
+
+class STS(RegressionTask):
+  """Semantic Textual Similarity, [0, 5]; train doubled with swapped pairs."""
+
+  def __init__(self, config, tokenizer):
+    super().__init__(config, "sts", tokenizer, 0.0, 5.0)
+
+  def _create_examples(self, lines, split):
+    if split == "test":
+      return self._load_glue(lines, split, -2, -1, None, True)
+    examples = self._load_glue(lines, split, -3, -2, -1, True)
+    if self.config.double_unordered and split == "train":
+      examples += self._load_glue(lines, split, -3, -2, -1, True, len(examples), True)
+    return examples

@@ -1,0 +1,126 @@
+"""The fine-tuning model: one shared ELECTRA encoder and one head per task
+(`run_finetuning.py:FinetuningModel`)."""
+
+import keras
+from keras import ops
+
+from electra_tf.checkpoints import names as checkpoint_names
+from electra_tf.configs import pretraining as pretraining_config
+from electra_tf.layers import layer_utils
+from electra_tf.models.electra_discriminator import ElectraDiscriminator
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class FinetuningModel(keras.Model):
+  """Shared encoder (scope `electra`, no discriminator head) plus task heads.
+
+  The loss is the original's: each example's loss from the head of its own
+  task (`task_id`), **summed** over the batch; padding records
+  (`task_id == len(heads)`) contribute nothing.
+
+  Args:
+    bert_config: dict (or `BertConfig`) of the encoder.
+    heads: list of head layers (`ClassificationHead`, `TaggingHead`,
+      `QAHead`), in `task_names` order; each has `task_name`.
+    embedding_size: embedding width E (None means H).
+    **kwargs: standard `keras.Model` arguments.
+
+  Call args:
+    features: dict of the batch's features (`input_ids`, `input_mask`,
+      `segment_ids`, `task_id` and the tasks' features).
+    training: enables dropout (and QA teacher forcing).
+
+  Returns:
+    dict with `"loss"` (scalar, summed over the batch) and one dict of
+    outputs per task name (each with a per-example `"loss"`).
+
+  Example:
+  >>> head = ClassificationHead("rte", 2, name="task_specific_rte")
+  >>> model = FinetuningModel({"vocab_size": 100, "hidden_size": 16,
+  ...     "num_hidden_layers": 2, "num_attention_heads": 2,
+  ...     "intermediate_size": 64}, [head], embedding_size=8)
+  >>> sorted(model.official_name_map())[-2:]
+  ['task_specific/rte/dense/bias', 'task_specific/rte/dense/kernel']
+  """
+
+  def __init__(self, bert_config, heads, embedding_size=None, **kwargs):
+    super().__init__(**kwargs)
+    heads = [keras.saving.deserialize_keras_object(h) if isinstance(h, dict) else h for h in heads]
+    self.encoder = ElectraDiscriminator(
+      bert_config, embedding_size=embedding_size, include_head=False, name="electra"
+    )
+    self.bert_config = self.encoder.bert_config
+    self.embedding_size = embedding_size
+    self.heads = heads
+    self.task_names = [head.task_name for head in heads]
+
+  @classmethod
+  def from_finetuning_config(cls, config, heads, **kwargs):
+    """A built model with `heads` and the encoder that `config`'s model
+    keys give (`model_size`, `vocab_size`, `embedding_size`,
+    `model_hparam_overrides`; shrunk when `debug`), as `run_finetuning`
+    builds it. `config` is a `FinetuningConfig`, or a `PretrainingConfig`
+    (its discriminator's encoder)."""
+    bert_config = pretraining_config.get_pretraining_bert_config(config)
+    kwargs.setdefault("name", "finetuning_model")
+    model = cls(bert_config.to_dict(), heads, embedding_size=config.embedding_size, **kwargs)
+    model.build()
+    return model
+
+  def _trackable_children(self, save_type="checkpoint", **kwargs):
+    children = super()._trackable_children(save_type, **kwargs)
+    return layer_utils.add_list_children(children, save_type, heads=self.heads)
+
+  def build(self, input_shape=None):
+    self.encoder.build()
+    hidden = self.bert_config["hidden_size"]
+    for head in self.heads:
+      # Heads deserialised from a `.keras` config arrive built (Keras replays
+      # their build config); building them again would add variables twice.
+      if not head.built:
+        head.build((None, None, hidden))
+    self.built = True
+
+  def call(self, features, training=None):
+    encoder_outputs = self.encoder(
+      {
+        "input_ids": features["input_ids"],
+        "input_mask": features["input_mask"],
+        "segment_ids": features["segment_ids"],
+      },
+      training=training,
+    )
+    sequence_output = encoder_outputs["sequence_output"]
+    outputs = {}
+    per_task_losses = []
+    for head in self.heads:
+      task_outputs = head(sequence_output, features, training=training)
+      outputs[head.task_name] = task_outputs
+      per_task_losses.append(ops.cast(task_outputs["loss"], "float32"))
+    task_one_hot = ops.one_hot(
+      ops.cast(features["task_id"], "int32"), len(self.heads), dtype="float32"
+    )
+    outputs["loss"] = ops.sum(ops.stack(per_task_losses, axis=-1) * task_one_hot)
+    return outputs
+
+  def official_name_map(self):
+    """`{official TF1 name: variable}`: `electra/embeddings/*`,
+    `electra/embeddings_project/*`, `electra/encoder/layer_<i>/*` and
+    `task_specific/<task>/<dense name>/{kernel,bias}` (the variable names of the original's fine-tuned checkpoints)."""
+    if not self.built:
+      self.build()
+    name_map = checkpoint_names.discriminator_name_map(self.encoder, include_head=False)
+    for head in self.heads:
+      name_map.update(checkpoint_names.task_head_names(head.task_name, head.dense_layers()))
+    return name_map
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(
+      {
+        "bert_config": dict(self.bert_config),
+        "heads": [keras.saving.serialize_keras_object(h) for h in self.heads],
+        "embedding_size": self.embedding_size,
+      }
+    )
+    return config

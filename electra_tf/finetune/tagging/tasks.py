@@ -1,0 +1,187 @@
+"""CoNLL-2000 chunking (`finetune/tagging/tagging_tasks.py`): CoNLL files, BIOES tags, word-aligned
+features with the original's truncation rule."""
+
+import collections
+import json
+import os
+
+import tensorflow as tf
+
+from electra_tf.finetune import task as task_lib
+from electra_tf.finetune.tagging import labels as tagging_utils
+from electra_tf.finetune.tagging import scorer as tagging_scorers
+from electra_tf.finetune.tagging.head import TaggingHead
+from electra_tf.text import wordpiece as tokenization
+from electra_tf.utils.file_io import write_atomic
+
+LABEL_ENCODING = "BIOES"
+
+
+class TaggingExample:
+  """A sentence: words, (converted) tags and their label ids."""
+
+  def __init__(self, eid, task_name, words, tags, labels):
+    self.eid = eid
+    self.task_name = task_name
+    self.words = words
+    self.tags = tags
+    self.labels = labels
+
+
+def read_conll(path, debug=False):
+  """Sentences `(words, tags)` from a CoNLL file: word = first column, tag =
+  last column, blank line ends a sentence, `-DOCSTART-` lines are skipped. A
+  final sentence without a trailing blank line is dropped (the original)."""
+  if not tf.io.gfile.exists(path):
+    raise ValueError(f"data file {path!r} does not exist")
+  sentences = []
+  sentence = []
+  with tf.io.gfile.GFile(path, "r") as f:
+    for line in f:
+      columns = line.strip().split()
+      if not columns:
+        if sentence:
+          words, tags = zip(*sentence)
+          sentences.append((list(words), list(tags)))
+          sentence = []
+          if debug and len(sentences) > 100:
+            return sentences
+        continue
+      if columns[0] == "-DOCSTART-":
+        continue
+      sentence.append((columns[0], columns[-1]))
+  return sentences
+
+
+def tokenize_and_align(tokenizer, words):
+  """WordPiece tokens of each word, with pseudo-words `[CLS]`/`[SEP]` around
+  the sentence. Always lower-cases and strips accents (the original never
+  passes its `cased` flag), splits punctuation, no CJK or whitespace split."""
+  words = ["[CLS]"] + list(words) + ["[SEP]"]
+  tokenized_words = []
+  for word in words:
+    word = tokenization._clean_text(word)  # pylint: disable=protected-access
+    if word in ("[CLS]", "[SEP]"):
+      pieces = [word]
+    else:
+      word = tokenization._run_strip_accents(word.lower())  # pylint: disable=protected-access
+      pieces = tokenization._run_split_on_punc(word)  # pylint: disable=protected-access
+    tokens = []
+    for piece in pieces:
+      tokens += tokenizer.wordpiece_tokenizer.tokenize(piece)
+    tokenized_words.append(tokens)
+  return tokenized_words
+
+
+class TaggingTask(task_lib.Task):
+  """A word-level tagging task (`chunk`); `is_token_level=False` means tags
+  are converted to BIOES spans and scored by entity-level F1."""
+
+  def __init__(self, config, name, tokenizer, is_token_level=False):
+    super().__init__(config, name, tokenizer)
+    self.is_token_level = is_token_level
+    self._label_mapping = None
+    self._examples = {}
+
+  @property
+  def label_mapping_path(self):
+    prefix = "debug_" if self.config.debug else ""
+    return os.path.join(
+      self.config.preprocessed_data_dir, f"{prefix}{self.name}_label_mapping.json"
+    )
+
+  def _convert_tags(self, tags):
+    if self.is_token_level:
+      return list(tags)
+    return tagging_utils.get_tags(tagging_utils.get_span_labels(tags), len(tags), LABEL_ENCODING)
+
+  def _read_split(self, split):
+    return read_conll(
+      os.path.join(self.config.raw_data_dir(self.name), split + ".txt"), self.config.debug
+    )
+
+  def get_label_mapping(self, provided_split=None, provided_sentences=None):
+    """Sorted set of converted tags over train/dev/test (whichever exist),
+    saved next to the tfrecords and reused when present."""
+    if self._label_mapping is not None:
+      return self._label_mapping
+    path = self.label_mapping_path
+    if tf.io.gfile.exists(path):
+      with tf.io.gfile.GFile(path, "r") as f:
+        self._label_mapping = json.load(f)
+      return self._label_mapping
+    tag_counts = collections.Counter()
+    for split in ("train", "dev", "test"):
+      if not tf.io.gfile.exists(os.path.join(self.config.raw_data_dir(self.name), split + ".txt")):
+        continue
+      sentences = provided_sentences if split == provided_split else self._read_split(split)
+      for _, tags in sentences:
+        tag_counts.update(self._convert_tags(tags))
+    self._label_mapping = {tag: i for i, tag in enumerate(sorted(tag_counts))}
+    write_atomic(path, json.dumps(self._label_mapping))
+    return self._label_mapping
+
+  def get_examples(self, split):
+    if split not in self._examples:
+      sentences = self._read_split(split)
+      mapping = self.get_label_mapping(split, sentences)
+      examples = []
+      for i, (words, tags) in enumerate(sentences):
+        tags = self._convert_tags(tags)
+        examples.append(TaggingExample(i, self.name, words, tags, [mapping[t] for t in tags]))
+      self._examples[split] = examples
+    return self._examples[split]
+
+  def featurize(self, example, is_training, log=False):
+    del is_training
+    s = self.config.max_seq_length
+    words_to_tokens = tokenize_and_align(self.tokenizer, example.words)
+    vocab = self.tokenizer.vocab
+    input_ids = []
+    tagged_positions = []
+    for word_tokens in words_to_tokens:
+      # The original compares the *total* word count plus the tokens so far
+      # against the limit, cutting long sentences early (`finetune/tagging/tagging_tasks.py`).
+      if len(words_to_tokens) + len(input_ids) + 1 > s:
+        input_ids.append(vocab["[SEP]"])
+        break
+      if "[CLS]" not in word_tokens and "[SEP]" not in word_tokens:
+        tagged_positions.append(len(input_ids))
+      input_ids += [vocab[t] for t in word_tokens]
+    features = {
+      "input_ids": task_lib.pad_to(input_ids, s),
+      "input_mask": task_lib.pad_to([1] * len(input_ids), s),
+      "segment_ids": task_lib.pad_to([1] * len(input_ids), s),  # 1s, as the original
+      "task_id": self.task_id,
+      self.name + "_eid": example.eid,
+      self.name + "_labels": task_lib.pad_to(example.labels[:s], s),
+      self.name + "_labels_mask": task_lib.pad_to([1.0] * len(tagged_positions), s, 0.0),
+      self.name + "_labeled_positions": task_lib.pad_to(tagged_positions, s),
+    }
+    if log:
+      self.log_features(features)
+    return [features]
+
+  def get_feature_specs(self):
+    s = self.config.max_seq_length
+    return [
+      task_lib.FeatureSpec(self.name + "_eid", [], True),
+      task_lib.FeatureSpec(self.name + "_labels", [s], True),
+      task_lib.FeatureSpec(self.name + "_labels_mask", [s], False),
+      task_lib.FeatureSpec(self.name + "_labeled_positions", [s], True),
+    ]
+
+  def create_head(self):
+    return TaggingHead(
+      self.name, num_labels=len(self.get_label_mapping()), name="task_specific_" + self.name
+    )
+
+  def get_scorer(self, split="dev"):
+    return tagging_scorers.EntityLevelF1Scorer(self.get_label_mapping())
+
+
+class Chunking(TaggingTask):
+  """CoNLL-2000 text chunking."""
+
+  def __init__(self, config, tokenizer):
+    super().__init__(config, "chunk", tokenizer, is_token_level=False)

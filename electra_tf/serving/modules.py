@@ -1,0 +1,391 @@
+"""Export modules with named serving signatures (TF Model Garden style).
+
+Each module wraps one network and exposes three signatures over the same
+computation:
+
+- `serving_default`: raw text. Inputs `text_a` and `text_b`, string `[B]`.
+  The tokenizer (`ElectraTokenizer`, the original's WordPiece in the graph)
+  and the input packing run inside the graph: `[CLS] a [SEP]` when `text_b`
+  is the empty string, else `[CLS] a [SEP] b [SEP]`, truncated like the
+  original's featuriser (`finetune/classification/classification_tasks.py`) to the export's `max_seq_length`.
+  Mixing one- and two-segment rows in one batch is allowed: each row is
+  packed as if it were alone. Invalid UTF-8 bytes are dropped, as the
+  original's `convert_to_unicode` does. `text_a` and `text_b` must have the
+  same length (an InvalidArgument error says so otherwise).
+- `serve_ids`: int32 `input_ids`, `input_mask`, `segment_ids`, `[B, S]`.
+- `serve_examples`: `examples`, string `[B]` of serialized `tf.Example`s with
+  int64 features `input_ids`, `input_mask`, `segment_ids` of length S (the
+  layout of the original's TFRecords).
+
+Every signature also returns the packed `input_ids`, `input_mask` and
+`segment_ids` it ran on, so a client can line outputs up with tokens.
+All float outputs are float32.
+
+Example:
+
+```python
+module = DiscriminatorServingModule(pretrainer.discriminator, tokenizer,
+                                    max_seq_length=128)
+tf.saved_model.save(module, "/tmp/export/1",
+                    signatures=module.get_signatures())
+```
+"""
+
+import tensorflow as tf
+
+from electra_tf.finetune.classification.head import ClassificationHead
+from electra_tf.finetune.qa.head import QAHead
+from electra_tf.finetune.tagging.head import TaggingHead
+
+SIGNATURE_TEXT = "serving_default"
+SIGNATURE_IDS = "serve_ids"
+SIGNATURE_EXAMPLES = "serve_examples"
+# The literal that marks a masked position in the generator's text input (the
+# tokenizer alone would split "[MASK]" into "[", "mask", "]", `model/tokenization.py:BasicTokenizer`).
+MASK_PLACEHOLDER = "[MASK]"
+PACKED_KEYS = ("input_ids", "input_mask", "segment_ids")
+
+
+def _float32(x):
+  return tf.cast(x, tf.float32)
+
+
+class ElectraServingModule(tf.Module):
+  """Base class: tokenisation, packing, parsing and the three signatures.
+
+  Subclasses implement `serve(features)` (int32 `[B, S]` features → dict of
+  output tensors) and may override `pack_text`.
+
+  Args:
+    tokenizer: an `ElectraTokenizer`.
+    max_seq_length: S, the packed length of every signature.
+    vocab_asset: optional path of the vocab, saved as `assets/vocab.txt`
+      (the file must already be named `vocab.txt`).
+    name: module name.
+  """
+
+  def __init__(self, tokenizer, max_seq_length, vocab_asset=None, name=None):
+    super().__init__(name=name)
+    if max_seq_length < 3:
+      raise ValueError(
+        f"max_seq_length={max_seq_length}; expected at least 3 "
+        "([CLS] a [SEP] needs room for one token)"
+      )
+    self.tokenizer = tokenizer
+    self.max_seq_length = int(max_seq_length)
+    if vocab_asset is not None:
+      self.vocab_file = tf.saved_model.Asset(vocab_asset)
+
+  # --- to implement ----------------------------------------------------------
+
+  def serve(self, features):
+    raise NotImplementedError
+
+  # --- text → ids ------------------------------------------------------------
+
+  def tokenize(self, text):
+    """Strings `[B]` → ragged int32 ids `[B, None]`."""
+    return self.tokenizer(text)
+
+  def _tokenize_both(self, text_a, text_b):
+    check = tf.debugging.assert_equal(
+      tf.size(text_a),
+      tf.size(text_b),
+      message="text_a and text_b must have the same batch size (send \"\" as text_b "
+      "for a one-segment row)",
+    )
+    with tf.control_dependencies([check]):
+      text_a = tf.identity(text_a)
+    # One tokenizer call for both segments keeps the graph (and tracing) small.
+    ids = self.tokenize(tf.concat([text_a, text_b], axis=0))
+    n = tf.shape(text_a, out_type=tf.int64)[0]
+    return ids[:n], ids[n:]
+
+  def pack_text(self, text_a, text_b):
+    """Tokenises and packs; rows whose `text_b` is "" get one segment.
+
+    As the original (`if example.text_b:`), a non-empty `text_b` selects the
+    pair layout and its `S - 3` budget even if it has no tokens.
+    """
+    ids_a, ids_b = self._tokenize_both(text_a, text_b)
+    single = self.tokenizer.pack(ids_a, max_seq_length=self.max_seq_length)
+    pair = self.tokenizer.pack(ids_a, ids_b, max_seq_length=self.max_seq_length)
+    has_b = tf.not_equal(text_b, "")[:, None]
+    return {k: tf.where(has_b, pair[k], single[k]) for k in PACKED_KEYS}
+
+  def parse_examples(self, serialized):
+    spec = {k: tf.io.FixedLenFeature([self.max_seq_length], tf.int64) for k in PACKED_KEYS}
+    parsed = tf.io.parse_example(serialized, spec)
+    return {k: tf.cast(parsed[k], tf.int32) for k in PACKED_KEYS}
+
+  # --- signatures ------------------------------------------------------------
+
+  def _run(self, features):
+    outputs = dict(self.serve(features))
+    for k in PACKED_KEYS:
+      outputs[k] = tf.identity(features[k])
+    return outputs
+
+  @tf.function
+  def serve_text(self, text_a, text_b):
+    return self._run(self.pack_text(text_a, text_b))
+
+  @tf.function
+  def serve_ids(self, input_ids, input_mask, segment_ids):
+    return self._run({"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids})
+
+  @tf.function
+  def serve_examples(self, examples):
+    return self._run(self.parse_examples(examples))
+
+  def get_signatures(self):
+    """`{signature name: concrete function}` for `tf.saved_model.save`."""
+    s = self.max_seq_length
+    ids_spec = tf.TensorSpec([None, s], tf.int32)
+    text_spec = tf.TensorSpec([None], tf.string)
+    return {
+      SIGNATURE_TEXT: self.serve_text.get_concrete_function(
+        text_a=tf.TensorSpec([None], tf.string, name="text_a"),
+        text_b=tf.TensorSpec([None], tf.string, name="text_b"),
+      ),
+      SIGNATURE_IDS: self.serve_ids.get_concrete_function(
+        input_ids=tf.TensorSpec.from_spec(ids_spec, name="input_ids"),
+        input_mask=tf.TensorSpec.from_spec(ids_spec, name="input_mask"),
+        segment_ids=tf.TensorSpec.from_spec(ids_spec, name="segment_ids"),
+      ),
+      SIGNATURE_EXAMPLES: self.serve_examples.get_concrete_function(
+        examples=tf.TensorSpec.from_spec(text_spec, name="examples")
+      ),
+    }
+
+
+class DiscriminatorServingModule(ElectraServingModule):
+  """Replaced-token detection and the encoder's representations.
+
+  Outputs: `rtd_logits`, `rtd_probs` (sigmoid, the probability that a token
+  was replaced; `run_pretraining.py:PretrainingModel._get_discriminator_output`) `[B, S]`, `cls_output` `[B, H]` (the `[CLS]` row,
+  there is no pooler) and `sequence_output` `[B, S, H]`.
+
+  Args:
+    discriminator: an `ElectraDiscriminator` with its head.
+    tokenizer, max_seq_length, vocab_asset, name: see `ElectraServingModule`.
+  """
+
+  def __init__(self, discriminator, tokenizer, max_seq_length, vocab_asset=None, name=None):
+    super().__init__(tokenizer, max_seq_length, vocab_asset, name)
+    if getattr(discriminator, "head", None) is None:
+      raise ValueError(
+        "the discriminator has no replaced-token-detection head "
+        "(include_head=False); export a model that has one"
+      )
+    self.discriminator = discriminator
+
+  def serve(self, features):
+    out = self.discriminator(features, training=False)
+    logits = _float32(out["logits"])
+    return {
+      "rtd_logits": logits,
+      "rtd_probs": tf.sigmoid(logits),
+      "cls_output": _float32(out["pooled_output"]),
+      "sequence_output": _float32(out["sequence_output"]),
+    }
+
+
+class MaskedLMServingModule(ElectraServingModule):
+  """The generator as a masked LM: top-k tokens at the `[MASK]` positions.
+
+  The positions are those of the `[MASK]` id in `input_ids` (within the
+  mask), at most `max_predictions` per row, in order. In the text signature
+  the literal `[MASK]` in the text marks them.
+
+  Outputs: `masked_lm_positions` int32 `[B, N]` (0 in unused slots),
+  `masked_lm_weights` float32 `[B, N]` (1 for a real slot), `top_k_ids`
+  int32 and `top_k_probs` float32 `[B, N, K]` (softmax over the vocab),
+  with N = min(max_predictions, S).
+
+  Args:
+    generator: an `ElectraGenerator` (one tower or Electric's two towers).
+    tokenizer, max_seq_length, vocab_asset, name: see `ElectraServingModule`.
+    top_k: K.
+    max_predictions: N before capping at S.
+  """
+
+  def __init__(
+    self,
+    generator,
+    tokenizer,
+    max_seq_length,
+    vocab_asset=None,
+    name=None,
+    top_k=5,
+    max_predictions=20,
+  ):
+    super().__init__(tokenizer, max_seq_length, vocab_asset, name)
+    vocab_size = generator.bert_config["vocab_size"]
+    if not 1 <= top_k <= vocab_size:
+      raise ValueError(f"top_k={top_k}; expected 1..{vocab_size} (the vocab size)")
+    if max_predictions < 1:
+      raise ValueError(f"max_predictions={max_predictions}; expected at least 1")
+    self.generator = generator
+    self.top_k = int(top_k)
+    self.num_predictions = min(int(max_predictions), self.max_seq_length)
+    self.mask_id = tokenizer.mask_id
+
+  def tokenize(self, text):
+    pieces = tf.strings.split(text, sep=MASK_PLACEHOLDER)  # [B, P], P >= 1
+    piece_ids = self.tokenizer(pieces.flat_values)  # [B*P, None]
+    # Every piece but a row's last is followed by one [MASK].
+    piece_index = tf.range(tf.size(pieces.flat_values, out_type=tf.int64))
+    last_index = tf.gather(pieces.row_limits() - 1, pieces.value_rowids())
+    n_masks = tf.cast(piece_index < last_index, tf.int64)
+    masks = tf.RaggedTensor.from_row_lengths(
+      tf.fill([tf.reduce_sum(n_masks)], tf.constant(self.mask_id, tf.int32)), n_masks
+    )
+    piece_ids = tf.concat([piece_ids.with_row_splits_dtype(tf.int64), masks], axis=1)
+    return tf.RaggedTensor.from_row_splits(
+      piece_ids, tf.cast(pieces.row_splits, tf.int64)
+    ).merge_dims(1, 2)
+
+  def mask_positions(self, input_ids, input_mask):
+    """`([B, N] positions, [B, N] float weights)` of the `[MASK]` tokens."""
+    s = tf.shape(input_ids)[1]
+    index = tf.range(s)[None, :]
+    is_mask = tf.equal(input_ids, self.mask_id) & tf.not_equal(input_mask, 0)
+    # Masked positions sort first, in order; the rest follow.
+    key = tf.sort(tf.where(is_mask, index, s + index), axis=1)[:, : self.num_predictions]
+    real = key < s
+    return tf.where(real, key, 0), tf.cast(real, tf.float32)
+
+  def serve(self, features):
+    positions, weights = self.mask_positions(features["input_ids"], features["input_mask"])
+    out = self.generator(features, masked_lm_positions=positions, training=False)
+    probs = tf.nn.softmax(_float32(out["mlm_logits"]), axis=-1)
+    top_probs, top_ids = tf.math.top_k(probs, k=self.top_k)
+    return {
+      "masked_lm_positions": positions,
+      "masked_lm_weights": weights,
+      "top_k_ids": tf.cast(top_ids, tf.int32),
+      "top_k_probs": top_probs,
+    }
+
+
+class TaskHeadServingModule(ElectraServingModule):
+  """One fine-tuned task head of a `FinetuningModel`.
+
+  Outputs by head type:
+  - classification: `logits` `[B, C]`, `probabilities` (softmax) `[B, C]`,
+    `predictions` int32 `[B]` (argmax);
+  - regression: `predictions` `[B]` in the task's normalised units (spec
+    `finetune/classification/classification_tasks.py`: STS scores ÷ 5);
+  - tagging: `logits` `[B, S, C]` and `predictions` int32 `[B, S]` at every
+    token (the original scores each word's first sub-token; the client picks
+    those). Its text signature packs `[CLS] a [SEP]` with segment ids 1, as
+    the tagging featuriser does (`finetune/tagging/tagging_tasks.py`), and ignores `text_b`;
+  - QA: `start_logits` `[B, S]`, `start_top_log_probs` / `start_top_index`
+    `[B, K]`, `end_top_log_probs` / `end_top_index` `[B, K, K]` (joint
+    prediction; else `end_logits` `[B, S]`), `answerable_logit` `[B]`
+    (when the head has the answerable classifier). Its text signature takes
+    the question as `text_a` (cut to `max_query_length` tokens) and the
+    context as `text_b`, cut to fit one window (no doc-stride windows).
+
+  Args:
+    model: a `FinetuningModel`.
+    task_name: which of its heads to serve.
+    tokenizer, max_seq_length, vocab_asset, name: see `ElectraServingModule`.
+    max_query_length: the QA question budget (the original's 64).
+  """
+
+  def __init__(
+    self,
+    model,
+    task_name,
+    tokenizer,
+    max_seq_length,
+    vocab_asset=None,
+    name=None,
+    max_query_length=64,
+  ):
+    super().__init__(tokenizer, max_seq_length, vocab_asset, name)
+    heads = {h.task_name: h for h in model.heads}
+    if task_name not in heads:
+      raise ValueError(f"task {task_name!r} is not a head of the model; it has {sorted(heads)}")
+    self.model = model
+    self.task_name = task_name
+    self.head = heads[task_name]
+    self.max_query_length = int(max_query_length)
+    if isinstance(self.head, ClassificationHead):
+      self.kind = "regression" if self.head.regression else "classification"
+    elif isinstance(self.head, TaggingHead):
+      self.kind = "tagging"
+    elif isinstance(self.head, QAHead):
+      self.kind = "qa"
+    else:
+      raise ValueError(f"unsupported head type {type(self.head).__name__} for task {task_name!r}")
+
+  def pack_text(self, text_a, text_b):
+    if self.kind == "tagging":
+      packed = self.tokenizer.pack(self.tokenize(text_a), max_seq_length=self.max_seq_length)
+      packed["segment_ids"] = packed["input_mask"]
+      return packed
+    if self.kind == "qa":
+      question, context = self._tokenize_both(text_a, text_b)
+      question = question[:, : self.max_query_length]
+      budget = self.max_seq_length - 3 - question.row_lengths()
+      keep = tf.ragged.range(context.row_lengths()) < tf.expand_dims(
+        tf.cast(budget, context.row_splits.dtype), 1
+      )
+      return self.tokenizer.pack(
+        question, tf.ragged.boolean_mask(context, keep), max_seq_length=self.max_seq_length
+      )
+    return super().pack_text(text_a, text_b)
+
+  def _dummy_features(self, features):
+    """The label features a head reads; unused at prediction."""
+    batch = tf.shape(features["input_ids"])[0]
+    s = self.max_seq_length
+    zeros = tf.zeros([batch], tf.int32)
+    name = self.task_name
+    head_features = {name + "_eid": zeros}
+    if self.kind == "classification":
+      head_features[name + "_label_ids"] = zeros
+    elif self.kind == "regression":
+      head_features[name + "_targets"] = tf.zeros([batch], tf.float32)
+    elif self.kind == "tagging":
+      head_features[name + "_labels"] = tf.zeros([batch, s], tf.int32)
+      head_features[name + "_labels_mask"] = tf.ones([batch, s], tf.float32)
+      head_features[name + "_labeled_positions"] = tf.tile(tf.range(s)[None, :], [batch, 1])
+    else:
+      for key in ("_start_positions", "_end_positions", "_is_impossible"):
+        head_features[name + key] = zeros
+    return head_features
+
+  def serve(self, features):
+    encoded = self.model.encoder(features, training=False)
+    head_features = dict(features)
+    head_features.update(self._dummy_features(features))
+    out = self.head(encoded["sequence_output"], head_features, training=False)
+    if self.kind == "classification":
+      logits = _float32(out["logits"])
+      return {
+        "logits": logits,
+        "probabilities": tf.nn.softmax(logits, axis=-1),
+        "predictions": tf.cast(tf.argmax(logits, axis=-1), tf.int32),
+      }
+    if self.kind == "regression":
+      return {"predictions": _float32(out["predictions"])}
+    if self.kind == "tagging":
+      logits = _float32(out["logits"])
+      return {"logits": logits, "predictions": tf.cast(tf.argmax(logits, axis=-1), tf.int32)}
+    outputs = {"start_logits": _float32(out["start_logits"])}
+    if self.head.joint_prediction:
+      outputs.update(
+        start_top_log_probs=_float32(out["start_top_log_probs"]),
+        start_top_index=tf.cast(out["start_top_index"], tf.int32),
+        end_top_log_probs=_float32(out["end_top_log_probs"]),
+        end_top_index=tf.cast(out["end_top_index"], tf.int32),
+      )
+    else:
+      outputs["end_logits"] = _float32(out["end_logits"])
+    if self.head.answerable_classifier:
+      outputs["answerable_logit"] = _float32(out["answerable_logit"])
+    return outputs

@@ -1,0 +1,54 @@
+"""The WordPiece vocab file, read exactly as the original reads it (`model/tokenization.py:load_vocab`)."""
+
+import collections
+
+import tensorflow as tf
+
+REQUIRED_SPECIAL_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def load_vocab(vocab_file):
+  """Returns an ordered dict token -> id from a vocab file.
+
+  A token's id is its 0-based line number; each line is stripped; an empty
+  line is the token "" with its own id; a duplicate token keeps its last id
+  (but still uses up an id).
+  """
+  if not tf.io.gfile.exists(vocab_file):
+    raise ValueError(f"vocab file {vocab_file!r} does not exist")
+  vocab = collections.OrderedDict()
+  with tf.io.gfile.GFile(vocab_file, "rb") as f:
+    data = f.read()
+  # The original reads line by line with readline(); only a final empty
+  # string (EOF) stops it, so every line, even an empty one, is a token.
+  lines = data.decode("utf-8", errors="ignore").split("\n")
+  if lines and lines[-1] == "":
+    lines.pop()  # the text after the last newline is EOF, not a line
+  for index, line in enumerate(lines):
+    vocab[line.strip()] = index
+  return vocab
+
+
+def check_special_tokens(vocab, vocab_file="<vocab>"):
+  """Raises a ValueError naming the file and the missing special tokens."""
+  missing = [t for t in REQUIRED_SPECIAL_TOKENS if t not in vocab]
+  if missing:
+    raise ValueError(
+      f"vocab file {vocab_file!r} lacks the special token(s) {missing}; "
+      f"a BERT-layout vocab needs {list(REQUIRED_SPECIAL_TOKENS)}"
+    )
+
+
+def special_token_ids(vocab_file):
+  """`{"pad": id, "unk": id, "cls": id, "sep": id, "mask": id}` looked up by
+  string, as the original does (it never hard-codes ids). `[PAD]` defaults to
+  0 when absent (the original never looks it up)."""
+  vocab = load_vocab(vocab_file)
+  check_special_tokens(vocab, vocab_file)
+  return {
+    "pad": vocab.get("[PAD]", 0),
+    "unk": vocab["[UNK]"],
+    "cls": vocab["[CLS]"],
+    "sep": vocab["[SEP]"],
+    "mask": vocab["[MASK]"],
+  }

@@ -1,0 +1,130 @@
+"""The original's ETA progress line as a Keras callback (`run_pretraining.py:train_or_eval`, `ETAHook`)."""
+
+import datetime
+import re
+import time
+
+import keras
+
+
+def secs_to_str(secs):
+  """Formats seconds as the original does: `str(timedelta)` with a leading
+  `0:` and `0` removed twice (5 → `5`, 65 → `1:05`, 3723 → `1:02:03`)."""
+  text = str(datetime.timedelta(seconds=int(round(secs))))
+  for _ in range(2):
+    text = re.sub(r"^0:", "", text)
+    text = re.sub(r"^0", "", text)
+  return text
+
+
+class ETALogger(keras.callbacks.Callback):
+  """Prints `<step>/<n_steps> = <pct>%, SPS: <s/s>, ELAP: <t>, ETA: <t>`
+  followed by ` - <name>: <value:.4f>` for each of `to_log` found in the
+  batch logs, every `log_every` steps and once at the end.
+
+  When training, `step` is the global step (the optimizer's `iterations`,
+  so a resumed run continues counting from the restored step); when
+  evaluating, it is the number of eval batches run. With
+  `steps_per_execution > 1` Keras reports once per execution, which advances
+  `step` by that many steps, like the original on TPU with
+  `iterations_per_loop`.
+
+  Args:
+    n_steps: total steps (the target global step when training, the number
+      of eval batches when evaluating).
+    is_training: log training batches (True) or evaluation batches (False).
+    log_every: log only when `step % log_every == 0`.
+    to_log: names from the batch logs to append (the original logs `loss`;
+      its TPU runs log nothing, here that is `to_log=()`).
+    print_fn: where lines go.
+
+  Example:
+  >>> logger = ETALogger(n_steps=1000)
+  >>> # model.fit(dataset, steps_per_epoch=1000, callbacks=[logger])
+  """
+
+  def __init__(self, n_steps, is_training=True, log_every=1, to_log=("loss",), print_fn=None):
+    super().__init__()
+    if n_steps <= 0:
+      raise ValueError(f"ETALogger: n_steps must be positive, got {n_steps}")
+    self.n_steps = int(n_steps)
+    self.is_training = is_training
+    self.log_every = max(1, int(log_every))
+    self.to_log = tuple(to_log)
+    self.print_fn = print_fn or (lambda line: print(line, flush=True))
+    self._reset()
+
+  def _reset(self):
+    self._start_time = None
+    self._start_step = None
+    self._step = None
+    self._steps_run = 0
+
+  def get_config(self):
+    return {
+      "n_steps": self.n_steps,
+      "is_training": self.is_training,
+      "log_every": self.log_every,
+      "to_log": list(self.to_log),
+    }
+
+  def _global_step(self):
+    return int(self.model.optimizer.iterations.numpy())
+
+  # --- training ---
+  def on_train_begin(self, logs=None):
+    if self.is_training:
+      self._reset()
+
+  def on_train_batch_begin(self, batch, logs=None):
+    if self.is_training and self._start_time is None:
+      self._start_time = time.time()
+      self._start_step = self._global_step()
+
+  def on_train_batch_end(self, batch, logs=None):
+    if self.is_training:
+      self._step = self._global_step()
+      self.log(logs)
+
+  def on_train_end(self, logs=None):
+    if self.is_training and self._start_time is not None:
+      self._step = self._global_step()
+      self.log(None)
+
+  # --- evaluation ---
+  def on_test_begin(self, logs=None):
+    if not self.is_training:
+      self._reset()
+      self._start_time = time.time()
+      self._start_step = 0
+
+  def on_test_batch_end(self, batch, logs=None):
+    if not self.is_training:
+      # Keras passes the index of the last batch of the execution.
+      self._step = batch + 1
+      self.log(logs)
+
+  def on_test_end(self, logs=None):
+    if not self.is_training and self._step is not None:
+      self.log(None)
+
+  def format_line(self, step, elapsed, steps_done, logs=None):
+    """The original's line for `step` after `elapsed` seconds in which
+    `steps_done` steps ran."""
+    line = f"{step}/{self.n_steps} = {100.0 * step / self.n_steps:.1f}%"
+    secs_per_step = elapsed / steps_done if steps_done > 0 else 0.0
+    sps = 1.0 / secs_per_step if secs_per_step > 0 else float("inf")
+    line += f", SPS: {sps:.1f}"
+    line += ", ELAP: " + secs_to_str(elapsed)
+    line += ", ETA: " + secs_to_str(max(0, self.n_steps - step) * secs_per_step)
+    for name in self.to_log:
+      if logs and name in logs:
+        line += f" - {name}: {float(logs[name]):.4f}"
+    return line
+
+  def log(self, logs=None):
+    step = self._step
+    if step is None or step % self.log_every != 0:
+      return
+    elapsed = time.time() - self._start_time
+    self.print_fn(self.format_line(step, elapsed, step - self._start_step, logs))

@@ -1,0 +1,237 @@
+"""Training checkpoints: periodic, atomic, resumable, multi-worker aware.
+
+A checkpoint holds the model's weights and the optimizer's variables: its
+slots and `iterations`, which is the global step, so the learning-rate
+schedule continues from the restored step. Files are named like the
+original's, `<model_dir>/model.ckpt-<step>.{index,data-*}`, with the
+`checkpoint` state file next to them.
+
+Why a kill never leaves the latest checkpoint unreadable: TensorFlow writes
+the tensor data under temporary names and renames them into place, and only
+afterwards rewrites the `checkpoint` state file, itself by write-to-temp and
+rename. Until that rename the state file names the previous complete
+checkpoint, which is what `restore_latest` reads. Old checkpoints are only
+deleted after the new state file is in place.
+
+Multi-worker: every worker takes part in a save (saving distributed
+variables may need all of them), but only the chief writes into `model_dir`;
+the others write into a private temporary directory that is removed at once.
+
+Example:
+>>> manager = TrainingCheckpointManager(model, "/tmp/model", keep_checkpoint_max=5)
+>>> manager.restore_latest()  # None on a fresh model dir
+>>> model.fit(dataset, steps_per_epoch=100, callbacks=[
+...     PretrainingCheckpoint(manager, save_checkpoints_steps=25,
+...                           num_train_steps=100)])
+"""
+
+import shutil
+import signal
+import tempfile
+
+import keras
+import tensorflow as tf
+
+from electra_tf.training import distribution
+
+CHECKPOINT_NAME = "model.ckpt"
+
+
+def global_step(model):
+  """The global step: the optimizer's `iterations`."""
+  return int(model.optimizer.iterations.numpy())
+
+
+def build_optimizer(model):
+  """Creates the optimizer's slot variables so that a restore fills them
+  instead of deferring (Keras 3 optimizers create slots lazily)."""
+  optimizer = model.optimizer
+  if optimizer is None:
+    raise ValueError("The model must be compiled (with its optimizer) before checkpointing")
+  if not optimizer.built:
+    strategy = tf.distribute.get_strategy()
+    if not tf.distribute.has_strategy():
+      strategy = getattr(model, "distribute_strategy", strategy)
+    with strategy.scope():
+      optimizer.build(model.trainable_variables)
+
+
+class TrainingCheckpointManager:
+  """Saves and restores `model` and its optimizer under `model_dir`.
+
+  Args:
+    model: a compiled, built `keras.Model`.
+    model_dir: where the checkpoints live.
+    keep_checkpoint_max: how many of the newest checkpoints to keep; 0 or
+      None keeps all (the original's rule).
+    chief: whether this process writes the real checkpoints; None asks
+      `TF_CONFIG` / the current strategy.
+  """
+
+  def __init__(self, model, model_dir, keep_checkpoint_max=5, chief=None):
+    if keep_checkpoint_max is not None and keep_checkpoint_max < 0:
+      raise ValueError(f"hparam keep_checkpoint_max={keep_checkpoint_max}; expected >= 0 or null")
+    self.model = model
+    self.model_dir = model_dir
+    self.keep_checkpoint_max = keep_checkpoint_max or None
+    if chief is None:
+      chief = distribution.is_chief(tf.distribute.get_strategy())
+    self.chief = chief
+    build_optimizer(model)
+    self.checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
+    tf.io.gfile.makedirs(model_dir)
+    self._manager = tf.train.CheckpointManager(
+      self.checkpoint,
+      model_dir,
+      max_to_keep=self.keep_checkpoint_max,
+      checkpoint_name=CHECKPOINT_NAME,
+    )
+
+  @property
+  def latest_checkpoint(self):
+    """Path prefix of the newest complete checkpoint in `model_dir`, or None."""
+    return tf.train.latest_checkpoint(self.model_dir)
+
+  @property
+  def checkpoints(self):
+    """Path prefixes of the kept checkpoints, oldest first."""
+    state = tf.train.get_checkpoint_state(self.model_dir)
+    return list(state.all_model_checkpoint_paths) if state else []
+
+  def restore_latest(self):
+    """Restores the newest checkpoint; returns its step, or None if there is none."""
+    path = self.latest_checkpoint
+    if path is None:
+      return None
+    self.restore(path)
+    return global_step(self.model)
+
+  def restore(self, path):
+    """Restores the checkpoint at `path` (a prefix like `.../model.ckpt-25`)."""
+    if not tf.io.gfile.exists(path + ".index"):
+      raise ValueError(f"checkpoint {path!r} not found (no {path}.index)")
+    status = self.checkpoint.restore(path)
+    # Every variable of the model and optimizer must come from the file.
+    status.assert_existing_objects_matched()
+    return status
+
+  def save(self, step=None):
+    """Writes a checkpoint for `step` (default: the global step) and returns
+    its path; skips the write if the newest checkpoint already has that step."""
+    step = global_step(self.model) if step is None else int(step)
+    if self.chief:
+      latest = self.latest_checkpoint
+      if latest is not None and latest.endswith(f"-{step}"):
+        return latest
+      return self._manager.save(checkpoint_number=step)
+    # Non-chief: same save (it may run collectives), into a throwaway dir.
+    tmp_dir = tempfile.mkdtemp(prefix="worker_ckpt_")
+    try:
+      tf.train.CheckpointManager(
+        self.checkpoint, tmp_dir, max_to_keep=1, checkpoint_name=CHECKPOINT_NAME
+      ).save(checkpoint_number=step)
+    finally:
+      shutil.rmtree(tmp_dir, ignore_errors=True)
+    return None
+
+
+class PretrainingCheckpoint(keras.callbacks.Callback):
+  """Keras callback: resume, checkpoint every `save_checkpoints_steps` and at
+  the end, stop at the target step, and save on preemption.
+
+  - On train begin it restores the newest checkpoint of the manager's
+    `model_dir` (unless already restored), so re-running the same script
+    continues where the last checkpoint left off; a fresh run writes the
+    starting checkpoint, as the original does at step 0.
+  - After each batch it saves when the global step reaches a multiple of
+    `save_checkpoints_steps` and stops training once it reaches
+    `num_train_steps` (an absolute target step, as in the original).
+  - On SIGTERM (preemption) it saves at the next batch end and stops;
+    re-running resumes from there (the role of Keras' `BackupAndRestore`).
+
+  Args:
+    manager: a `TrainingCheckpointManager`.
+    save_checkpoints_steps: save every this many global steps; 0/None saves
+      only at the start and the end.
+    num_train_steps: the global step at which training stops; None: never.
+    handle_sigterm: install the SIGTERM handler (main thread only). Leave
+      it off with several workers: a signal reaching one worker only would
+      make it save alone; there the periodic checkpoints are the backup.
+    save_initial: write the starting checkpoint of a fresh model dir (the
+      original's step-0 checkpoint). Off with several workers, where whether
+      the dir is fresh could be seen differently by racing workers.
+
+  Example:
+  >>> callback = PretrainingCheckpoint(manager, 1000, num_train_steps=10000)
+  >>> # model.fit(ds, steps_per_epoch=10000, callbacks=[callback])
+  """
+
+  def __init__(
+    self,
+    manager,
+    save_checkpoints_steps,
+    num_train_steps=None,
+    handle_sigterm=True,
+    save_initial=True,
+  ):
+    super().__init__()
+    self.manager = manager
+    self.save_checkpoints_steps = save_checkpoints_steps or None
+    self.num_train_steps = num_train_steps
+    self.handle_sigterm = handle_sigterm
+    self.save_initial = save_initial
+    self.restored = False
+    self.preempted = False
+    self._last_saved_step = None
+    self._previous_sigterm_handler = None
+
+  def _on_sigterm(self, signum, frame):
+    del signum, frame
+    self.preempted = True
+
+  def restore(self):
+    """Restores the newest checkpoint once; returns the global step."""
+    if not self.restored:
+      self.manager.restore_latest()
+      self.restored = True
+    return global_step(self.manager.model)
+
+  def on_train_begin(self, logs=None):
+    had_checkpoint = self.manager.latest_checkpoint is not None
+    step = self.restore()
+    if had_checkpoint or not self.save_initial:
+      self._last_saved_step = step
+    else:
+      self._save(step)
+    if self.handle_sigterm:
+      try:
+        self._previous_sigterm_handler = signal.signal(signal.SIGTERM, self._on_sigterm)
+      except ValueError:  # not the main thread
+        self._previous_sigterm_handler = None
+
+  def on_train_batch_end(self, batch, logs=None):
+    step = global_step(self.manager.model)
+    every = self.save_checkpoints_steps
+    if (
+      every
+      and self._last_saved_step is not None
+      and (step // every > self._last_saved_step // every)
+    ):
+      self._save(step)
+    if self.num_train_steps is not None and step >= self.num_train_steps:
+      self.model.stop_training = True
+    if self.preempted:
+      self._save(step)
+      print(f"Preempted: saved the checkpoint of step {step}; re-run to resume.", flush=True)
+      self.model.stop_training = True
+
+  def on_train_end(self, logs=None):
+    self._save(global_step(self.manager.model))
+    if self._previous_sigterm_handler is not None:
+      signal.signal(signal.SIGTERM, self._previous_sigterm_handler)
+      self._previous_sigterm_handler = None
+
+  def _save(self, step):
+    if step != self._last_saved_step:
+      self.manager.save(step)
+      self._last_saved_step = step

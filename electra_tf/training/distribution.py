@@ -1,0 +1,213 @@
+"""Where training runs and in which precision, decided in one place.
+
+`get_strategy(config)` maps the hparams `distribution_strategy`, `num_gpus`
+and the original's TPU flags (`use_tpu`, `tpu_name`, `tpu_zone`,
+`gcp_project`, `num_tpu_cores`, `tpu_job_name`) onto a `tf.distribute`
+strategy; `set_mixed_precision(config)` sets the Keras dtype policy from
+`mixed_precision`. `setup_distribution(config)` does both, in the right order.
+
+Example:
+>>> from electra_tf.configs.pretraining import PretrainingConfig
+>>> config = PretrainingConfig("m", "/tmp/d", distribution_strategy="one_device")
+>>> strategy = setup_distribution(config)
+>>> strategy.num_replicas_in_sync
+1
+"""
+
+import contextlib
+import json
+import os
+
+import keras
+import tensorflow as tf
+
+from electra_tf.configs.pretraining import DISTRIBUTION_STRATEGIES
+from electra_tf.configs.pretraining import MIXED_PRECISION_POLICIES
+
+
+def tpu_cluster_resolver_kwargs(config):
+  """Keyword arguments of `TPUClusterResolver` from the original's flags.
+
+  The original builds a resolver only when `use_tpu` and `tpu_name` are set;
+  with `use_tpu` but no `tpu_name` the TPU is the local one (`tpu=""`, as on
+  a TPU VM).
+  """
+  if not config.use_tpu and config.distribution_strategy != "tpu":
+    raise ValueError(
+      "TPU resolver requested but hparam use_tpu is False and distribution_strategy is not 'tpu'"
+    )
+  kwargs = {
+    "tpu": config.tpu_name or "",
+    "zone": config.tpu_zone,
+    "project": config.gcp_project,
+  }
+  if config.tpu_job_name:
+    kwargs["job_name"] = config.tpu_job_name
+  return kwargs
+
+
+def resolve_strategy_name(config, num_visible_gpus=None):
+  """The strategy `get_strategy` builds: `default` picks `tpu` if `use_tpu`,
+  `mirrored` with more than one GPU, else `default` (single device)."""
+  name = config.distribution_strategy
+  if name not in DISTRIBUTION_STRATEGIES:
+    raise ValueError(
+      f"hparam distribution_strategy={name!r}; expected one of {DISTRIBUTION_STRATEGIES}"
+    )
+  if config.use_tpu and name not in ("default", "tpu"):
+    raise ValueError(
+      f"hparam use_tpu=True conflicts with distribution_strategy={name!r}; use 'tpu' or 'default'"
+    )
+  if name != "default":
+    return name
+  if config.use_tpu:
+    return "tpu"
+  if num_visible_gpus is None:
+    num_visible_gpus = len(tf.config.list_physical_devices("GPU"))
+  num_gpus = num_visible_gpus if config.num_gpus is None else config.num_gpus
+  return "mirrored" if num_gpus > 1 else "default"
+
+
+def _mirrored_devices(config):
+  gpus = tf.config.list_logical_devices("GPU")
+  if config.num_gpus is not None:
+    if config.num_gpus < 0:
+      raise ValueError(f"hparam num_gpus={config.num_gpus}; expected >= 0 or null")
+    if config.num_gpus > len(gpus):
+      raise ValueError(f"hparam num_gpus={config.num_gpus} but only {len(gpus)} GPU(s) are visible")
+    gpus = gpus[: config.num_gpus]
+  if gpus:
+    return [d.name for d in gpus]
+  # No GPU: mirror over every logical CPU device (tests split one CPU in two).
+  return [d.name for d in tf.config.list_logical_devices("CPU")]
+
+
+class _NestedReduceMultiWorkerMirroredStrategy(tf.distribute.MultiWorkerMirroredStrategy):
+  """`MultiWorkerMirroredStrategy` whose `reduce` accepts what Keras 3's
+  `fit` gives it: a nested (dict) batch, reduced once to build the model,
+  and scalar per-replica logs reduced with `axis=0`, both of which the
+  collective strategy rejects. Scalars are reduced across replicas
+  (`axis=None`), which is what Keras does on a single worker."""
+
+  def reduce(self, reduce_op, value, axis):
+    parent = super(_NestedReduceMultiWorkerMirroredStrategy, self)
+
+    def reduce_one(v):
+      local = (
+        self.experimental_local_results(v)[0]
+        if isinstance(v, tf.distribute.DistributedValues)
+        else v
+      )
+      rank = getattr(getattr(local, "shape", None), "rank", None)
+      return parent.reduce(reduce_op, v, axis=None if rank == 0 else axis)
+
+    return tf.nest.map_structure(reduce_one, value)
+
+
+def get_strategy(config):
+  """Returns the `tf.distribute.Strategy` chosen by the hparams."""
+  name = resolve_strategy_name(config)
+  if name == "default":
+    return tf.distribute.get_strategy()
+  if name == "one_device":
+    gpus = tf.config.list_logical_devices("GPU")
+    return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
+  if name == "mirrored":
+    return tf.distribute.MirroredStrategy(devices=_mirrored_devices(config))
+  if name == "multi_worker_mirrored":
+    if "TF_CONFIG" in os.environ:
+      try:
+        json.loads(os.environ["TF_CONFIG"])
+      except json.JSONDecodeError as e:
+        raise ValueError(f"environment variable TF_CONFIG is not valid JSON: {e}") from e
+    return _NestedReduceMultiWorkerMirroredStrategy()
+  # tpu
+  resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+    **tpu_cluster_resolver_kwargs(config)
+  )
+  tf.config.experimental_connect_to_cluster(resolver)
+  tf.tpu.experimental.initialize_tpu_system(resolver)
+  strategy = tf.distribute.TPUStrategy(resolver)
+  if config.num_tpu_cores and strategy.num_replicas_in_sync != config.num_tpu_cores:
+    print(
+      f"WARNING: hparam num_tpu_cores={config.num_tpu_cores} but the TPU has "
+      f"{strategy.num_replicas_in_sync} cores; using all of them",
+      flush=True,
+    )
+  return strategy
+
+
+def set_mixed_precision(config):
+  """Sets the global Keras dtype policy from hparam `mixed_precision`.
+
+  `mixed_float16` needs loss scaling, which Keras' `compile` adds by wrapping
+  the optimizer in `LossScaleOptimizer`; `mixed_bfloat16` does not.
+  """
+  policy = config.mixed_precision
+  if policy not in MIXED_PRECISION_POLICIES:
+    raise ValueError(
+      f"hparam mixed_precision={policy!r}; expected one of {MIXED_PRECISION_POLICIES}"
+    )
+  if policy == "mixed_float16" and resolve_strategy_name(config) == "tpu":
+    raise ValueError(
+      "hparam mixed_precision='mixed_float16' is not supported on TPU; use 'mixed_bfloat16'"
+    )
+  keras.mixed_precision.set_global_policy(policy)
+  return keras.mixed_precision.global_policy()
+
+
+@contextlib.contextmanager
+def dtype_policy(name):
+  """Sets the global Keras dtype policy to `name` for a `with` block (layers
+  built inside without an explicit dtype follow it), then restores it."""
+  previous = keras.mixed_precision.global_policy().name
+  keras.mixed_precision.set_global_policy(name)
+  try:
+    yield
+  finally:
+    keras.mixed_precision.set_global_policy(previous)
+
+
+def setup_distribution(config):
+  """Sets the precision policy, then returns the strategy to build under."""
+  set_mixed_precision(config)
+  return get_strategy(config)
+
+
+def is_chief(strategy=None, tf_config=None):
+  """Whether this process writes the real checkpoints and summaries: always,
+  except for non-chief workers of a multi-worker cluster."""
+  resolver = getattr(strategy, "cluster_resolver", None) if strategy is not None else None
+  if resolver is not None and getattr(resolver, "task_type", None) is not None:
+    task_type, task_id = resolver.task_type, resolver.task_id
+    cluster = resolver.cluster_spec().as_dict()
+  else:
+    if tf_config is None:
+      tf_config = os.environ.get("TF_CONFIG")
+    if not tf_config:
+      return True
+    spec = json.loads(tf_config) if isinstance(tf_config, str) else tf_config
+    task = spec.get("task", {})
+    task_type, task_id = task.get("type"), int(task.get("index", 0))
+    cluster = spec.get("cluster", {})
+  if task_type is None or task_type == "chief":
+    return True
+  if task_type == "worker":
+    # Without an explicit chief, worker 0 is the chief.
+    return "chief" not in cluster and task_id == 0
+  return False
+
+
+def num_workers(strategy=None, tf_config=None):
+  """Number of worker processes in the cluster (1 without `TF_CONFIG`)."""
+  resolver = getattr(strategy, "cluster_resolver", None) if strategy is not None else None
+  if resolver is not None and getattr(resolver, "task_type", None) is not None:
+    cluster = resolver.cluster_spec().as_dict()
+  else:
+    if tf_config is None:
+      tf_config = os.environ.get("TF_CONFIG")
+    if not tf_config:
+      return 1
+    spec = json.loads(tf_config) if isinstance(tf_config, str) else tf_config
+    cluster = spec.get("cluster", {})
+  return max(1, sum(len(cluster.get(kind, [])) for kind in ("chief", "worker")))

@@ -1,0 +1,47 @@
+"""Every private Keras / TensorFlow API electra_tf relies on, in one place.
+
+A Keras or TensorFlow upgrade may move or rename any of these without notice;
+`tests/utils/test_keras_compat.py` exercises each one, so such a move fails
+loudly there instead of deep inside training or export. Code elsewhere in the
+package uses these names, never the private paths themselves.
+"""
+
+from keras.src import backend as _keras_backend
+import tensorflow as tf
+from tensorflow.core.framework import summary_pb2  # noqa: F401  (TensorBoard summary protos)
+from tensorflow.core.protobuf import trackable_object_graph_pb2  # noqa: F401  (checkpoint graph)
+
+# The override point through which a layer names extra checkpoint children
+# (Keras 3 leaves layers held in plain lists out of `tf.train.Checkpoint`).
+TRACKABLE_CHILDREN_HOOK = "_trackable_children"
+
+# A plain trackable object (a stand-in root when restoring object-based
+# checkpoints).
+AutoTrackable = tf.__internal__.tracking.AutoTrackable
+
+
+def autocast_scope(dtype):
+  """Context in which Keras variables read as `dtype` (None: their own dtype)
+  instead of being autocast to the layer's compute dtype."""
+  return _keras_backend.AutocastScope(dtype)
+
+
+def flatten_layers(layer, include_self=True):
+  """`layer` (optionally) and every layer nested inside it, depth first."""
+  return list(layer._flatten_layers(include_self=include_self))  # pylint: disable=protected-access
+
+
+def all_reduce_sum_gradients(optimizer, grads_and_vars):
+  """Keras' TF optimizer's cross-replica gradient sum (a no-op on one replica)."""
+  return optimizer._all_reduce_sum_gradients(grads_and_vars)  # pylint: disable=protected-access
+
+
+def apply_distributed_update(optimizer, grads_and_vars, learning_rate):
+  """Runs Keras' TF optimizer's per-variable update under its distribution
+  strategy (in a merge call where the strategy needs one)."""
+  return tf.__internal__.distribute.interim.maybe_merge_call(
+    optimizer._distributed_tf_update_step,  # pylint: disable=protected-access
+    optimizer._distribution_strategy,  # pylint: disable=protected-access
+    grads_and_vars,
+    learning_rate,
+  )

@@ -1,0 +1,150 @@
+"""FinetuningConfig: defaults (`configure_finetuning.py:FinetuningConfig`) and construction order (`configure_finetuning.py:FinetuningConfig`)."""
+
+import os
+
+import pytest
+
+from electra_tf.configs.finetuning import FinetuningConfig
+
+
+def test_defaults(tmp_path):
+  c = FinetuningConfig("m", str(tmp_path))
+  expected = {
+    "debug": False,
+    "log_examples": False,
+    "num_trials": 1,
+    "do_train": True,
+    "do_eval": True,
+    "keep_all_models": True,
+    "model_size": "small",
+    "task_names": ["chunk"],
+    "model_hparam_overrides": {},
+    "vocab_size": 30522,
+    "do_lower_case": True,
+    "learning_rate": 1e-4,
+    "weight_decay_rate": 0.01,
+    "layerwise_lr_decay": 0.8,
+    "warmup_proportion": 0.1,
+    "save_checkpoints_steps": 1000000,
+    "iterations_per_loop": 1000,
+    "use_tfrecords_if_existing": True,
+    "write_test_outputs": False,
+    "n_writes_test": 5,
+    "train_batch_size": 32,
+    "eval_batch_size": 32,
+    "predict_batch_size": 32,
+    "double_unordered": True,
+    "max_query_length": 64,
+    "doc_stride": 128,
+    "n_best_size": 20,
+    "max_answer_length": 30,
+    "answerable_classifier": True,
+    "answerable_uses_start_logits": True,
+    "answerable_weight": 0.5,
+    "joint_prediction": True,
+    "beam_size": 20,
+    "qa_na_threshold": -2.75,
+    "use_tpu": False,
+    "num_tpu_cores": 1,
+    "layerwise_lr_decay_variant": "faithful",
+  }
+  for key, value in expected.items():
+    assert getattr(c, key) == value, key
+  # chunk is the default single task: 256 tokens; small forces E=128
+  assert c.max_seq_length == 256
+  assert c.num_train_epochs == 3.0
+  assert c.embedding_size == 128
+
+
+def test_paths_use_joined_task_names(tmp_path):
+  d = str(tmp_path)
+  c = FinetuningConfig("m", d, task_names=["rte", "sts", "chunk"])
+  pre = os.path.join(d, "models", "m")
+  assert c.init_checkpoint == pre
+  assert c.model_dir == os.path.join(pre, "finetuning_models", "rte,sts,chunk_model")
+  assert c.results_txt == os.path.join(pre, "results", "rte,sts,chunk_results.txt")
+  assert c.results_json == os.path.join(pre, "results", "rte,sts,chunk_results.json")
+  assert c.qa_eval_file("squad") == os.path.join(
+    pre, "results", "rte,sts,chunk_qa", "squad_eval.json"
+  )
+  assert c.qa_preds_file("squad").endswith("rte,sts,chunk_qa/squad_preds.json")
+  assert c.qa_na_file("squad").endswith("rte,sts,chunk_qa/squad_null_odds.json")
+  assert c.preprocessed_data_dir == os.path.join(
+    pre, "finetuning_tfrecords", "rte,sts,chunk_tfrecords"
+  )
+  assert c.raw_data_dir("rte") == os.path.join(d, "finetuning_data", "rte")
+  assert c.test_predictions("rte", "test", 2) == os.path.join(
+    pre, "test_predictions", "rte_test_2_predictions.json"
+  )
+  # multi-task: no single-task defaults
+  assert c.max_seq_length == 128 and c.num_train_epochs == 3.0
+
+
+def test_vocab_file_prefers_model_dir(tmp_path):
+  assert FinetuningConfig("m", str(tmp_path)).vocab_file == str(tmp_path / "vocab.txt")
+  (tmp_path / "models" / "m").mkdir(parents=True)
+  (tmp_path / "models" / "m" / "vocab.txt").write_text("[PAD]\n")
+  assert FinetuningConfig("m", str(tmp_path)).vocab_file == str(
+    tmp_path / "models" / "m" / "vocab.txt"
+  )
+
+
+@pytest.mark.parametrize(
+  "task,seq,epochs",
+  [
+    ("rte", 128, 10.0),
+    ("sts", 128, 10.0),
+    ("squad", 512, 2.0),
+    ("squadv1", 512, 2.0),
+    ("newsqa", 512, 2.0),
+    ("triviaqa", 512, 2.0),
+    ("naturalqs", 128, 3.0),
+    ("chunk", 256, 3.0),
+    ("mnli", 128, 3.0),
+    ("cola", 128, 3.0),
+  ],
+)
+def test_single_task_defaults(tmp_path, task, seq, epochs):
+  c = FinetuningConfig("m", str(tmp_path), task_names=[task])
+  assert (c.max_seq_length, c.num_train_epochs) == (seq, epochs)
+
+
+def test_qa_default_resets_write_test_outputs_but_user_wins(tmp_path):
+  c = FinetuningConfig(
+    "m", str(tmp_path), task_names=["squad"], write_test_outputs=True, num_train_epochs=1.0
+  )
+  assert c.write_test_outputs is True and c.num_train_epochs == 1.0
+
+
+def test_size_defaults(tmp_path):
+  large = FinetuningConfig("m", str(tmp_path), model_size="large", task_names=["rte"])
+  assert (large.learning_rate, large.layerwise_lr_decay, large.embedding_size) == (5e-5, 0.9, None)
+  base = FinetuningConfig("m", str(tmp_path), model_size="base", task_names=["rte"])
+  assert (base.learning_rate, base.layerwise_lr_decay, base.embedding_size) == (1e-4, 0.8, None)
+  small = FinetuningConfig("m", str(tmp_path), embedding_size=64)
+  assert small.embedding_size == 64  # user values win over size defaults
+  lr = FinetuningConfig("m", str(tmp_path), model_size="large", learning_rate=1e-3)
+  assert lr.learning_rate == 1e-3
+
+
+def test_debug_settings_and_path_quirk(tmp_path):
+  c = FinetuningConfig("m", str(tmp_path), debug=True, task_names=["rte"], num_trials=4)
+  assert c.use_tfrecords_if_existing is False and c.iterations_per_loop == 1
+  assert c.log_examples is True and c.num_train_epochs == 3.0
+  assert c.num_trials == 4  # user value wins over debug's 1
+  # path computed before kwargs: still loads the pre-trained checkpoint (original)
+  assert c.init_checkpoint == os.path.join(str(tmp_path), "models", "m")
+  # fixed: debug records go to their own cache dir
+  assert c.preprocessed_data_dir.endswith("rte_tfrecords-debug")
+  assert not FinetuningConfig(
+    "m", str(tmp_path), task_names=["rte"]
+  ).preprocessed_data_dir.endswith("-debug")
+
+
+def test_unknown_and_bad_values(tmp_path):
+  with pytest.raises(ValueError, match="learnin_rate"):
+    FinetuningConfig("m", str(tmp_path), learnin_rate=1.0)
+  with pytest.raises(ValueError, match="layerwise_lr_decay_variant"):
+    FinetuningConfig("m", str(tmp_path), layerwise_lr_decay_variant="other")
+  with pytest.raises(ValueError, match="task_names"):
+    FinetuningConfig("m", str(tmp_path), task_names="rte")

@@ -1,0 +1,378 @@
+"""End-to-end fine-tuning on tiny files: training reduces the loss,
+evaluation writes the results with the right metric names, checkpoints use
+the original's names (the variable names of the original's fine-tuned checkpoints, the original's `finetune/` package)."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from electra_tf import run_finetuning
+from electra_tf.configs.finetuning import FinetuningConfig
+from electra_tf.finetune import task_builder
+from electra_tf.text import wordpiece as tokenization
+from tests.helpers.finetuning_testdata import make_data_dir
+from tests.helpers.finetuning_testdata import squad_json
+from tests.helpers.finetuning_testdata import tiny_hparams
+from tests.helpers.finetuning_testdata import tsv
+from tests.helpers.finetuning_testdata import write_task_file
+
+PAIRS = [
+  ("the cat sat on the mat", "a cat is on a mat", "entailment"),
+  ("the dog ran fast", "a dog is slow", "not_entailment"),
+  ("he walks in paris", "he is in france", "entailment"),
+  ("she runs by the river", "she is sad", "not_entailment"),
+  ("the red fox jumps over the dog", "a fox jumps", "entailment"),
+  ("they sat on the rock", "they ran fast", "not_entailment"),
+  ("it was a great film", "the film was good", "entailment"),
+  ("the movie is awful", "the movie is great", "not_entailment"),
+]
+
+
+def _write_glue(data_dir):
+  rte = [["index", "sentence1", "sentence2", "label"]] + [
+    [i, a, b, l] for i, (a, b, l) in enumerate(PAIRS)
+  ]
+  write_task_file(data_dir, "rte", "train.tsv", tsv(rte))
+  write_task_file(data_dir, "rte", "dev.tsv", tsv(rte[:5]))
+  write_task_file(data_dir, "rte", "test.tsv", tsv([r[:3] for r in rte[:4]]))
+  cola = [["src", int(i % 2), "", a] for i, (a, _, _) in enumerate(PAIRS)]
+  write_task_file(data_dir, "cola", "train.tsv", tsv(cola))
+  write_task_file(data_dir, "cola", "dev.tsv", tsv(cola))
+  sts = [["index", "genre", "sentence1", "sentence2", "score"]] + [
+    [i, "g", a, b, f"{(i * 0.7) % 5:.1f}"] for i, (a, b, _) in enumerate(PAIRS)
+  ]
+  write_task_file(data_dir, "sts", "train.tsv", tsv(sts))
+  write_task_file(data_dir, "sts", "dev.tsv", tsv(sts))
+  write_task_file(
+    data_dir,
+    "sts",
+    "test.tsv",
+    tsv(
+      [["index", "genre", "s1", "s2"]] + [[i, "g", a, b] for i, (a, b, _) in enumerate(PAIRS[:3])]
+    ),
+  )
+
+
+CHUNK = """the DT B-NP
+big JJ I-NP
+cat NN I-NP
+sat VBD B-VP
+on IN B-PP
+the DT B-NP
+mat NN I-NP
+
+he PRP B-NP
+runs VBZ B-VP
+quickly RB B-ADVP
+
+a DT B-NP
+dog NN I-NP
+ran VBD B-VP
+in IN B-PP
+paris NNP B-NP
+
+"""
+
+
+def _qa_paragraphs():
+  context = "the cat sat on the mat . the dog ran fast in paris . paris is the capital of france"
+  qas = [
+    ("where did the dog run ?", "paris", context.index("paris")),
+    ("who sat on the mat ?", "the cat", 0),
+    ("what is the capital of france ?", "paris", context.rindex("paris")),
+    ("what did the dog do ?", "ran fast", context.index("ran fast")),
+  ]
+  squad = [
+    {
+      "context": context,
+      "qas": [
+        {
+          "id": f"q{i}",
+          "question": q,
+          "is_impossible": False,
+          "answers": [{"text": t, "answer_start": s}],
+        }
+        for i, (q, t, s) in enumerate(qas)
+      ]
+      + [{"id": "qx", "question": "who is red ?", "is_impossible": True, "answers": []}],
+    }
+  ]
+  mrqa = [
+    {
+      "context": context,
+      "qas": [
+        {
+          "qid": f"n{i}",
+          "question": q,
+          "answers": [t],
+          "detected_answers": [{"text": t, "char_spans": [[s, s + len(t) - 1]]}],
+        }
+        for i, (q, t, s) in enumerate(qas)
+      ],
+    }
+  ]
+  return squad, mrqa
+
+
+def _write_qa(data_dir):
+  squad, mrqa = _qa_paragraphs()
+  write_task_file(
+    data_dir,
+    "squad",
+    "test.json",
+    squad_json(
+      [
+        {
+          "context": p["context"],
+          "qas": [{"id": "t" + q["id"], "question": q["question"]} for q in p["qas"]],
+        }
+        for p in squad
+      ]
+    ),
+  )
+  for split in ("train", "dev"):
+    write_task_file(data_dir, "squad", f"{split}.json", squad_json(squad))
+    write_task_file(
+      data_dir,
+      "squadv1",
+      f"{split}.json",
+      squad_json(
+        [
+          {"context": p["context"], "qas": [q for q in p["qas"] if not q["is_impossible"]]}
+          for p in squad
+        ],
+        "1.1",
+      ),
+    )
+    lines = [json.dumps({"header": {"dataset": "NewsQA", "split": split}})]
+    lines += [json.dumps(p) for p in mrqa]
+    write_task_file(data_dir, "newsqa", f"{split}.jsonl", "\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def data(tmp_path):
+  data_dir, vocab_size = make_data_dir(tmp_path)
+  _write_glue(data_dir)
+  write_task_file(data_dir, "chunk", "train.txt", CHUNK)
+  write_task_file(data_dir, "chunk", "dev.txt", CHUNK)
+  _write_qa(data_dir)
+  return data_dir, vocab_size
+
+
+def _runner(data, task_names, **kwargs):
+  data_dir, vocab_size = data
+  kwargs.setdefault("init_checkpoint", None)
+  config = FinetuningConfig(
+    "m", data_dir, **tiny_hparams(vocab_size, task_names=task_names, **kwargs)
+  )
+  config.model_dir = config.model_dir + "_1"
+  tokenizer = tokenization.FullTokenizer(config.vocab_file)
+  tasks = task_builder.get_tasks(config, tokenizer)
+  return config, run_finetuning.ModelRunner(config, tasks)
+
+
+def _falls(losses):
+  k = max(2, len(losses) // 5)
+  return np.mean(losses[-k:]) < 0.8 * np.mean(losses[:k])
+
+
+FAST = {"learning_rate": 3e-3, "layerwise_lr_decay": 0.0, "num_train_epochs": 15.0}
+
+
+def test_classification_trains_evaluates_and_checkpoints(data):
+  config, runner = _runner(data, ["rte"], write_test_outputs=True, **FAST)
+  losses = runner.train()
+  assert runner.train_steps == 8 // 4 * 15 == len(losses)
+  assert _falls(losses), losses
+  results = runner.evaluate()
+  assert list(results["rte"]) == ["accuracy", "loss"]
+  run_finetuning.write_results(config, [results])
+  with open(config.results_txt) as f:
+    line = f.read()
+  assert line.startswith("rte: accuracy: ") and " - loss: " in line
+  with open(config.results_json) as f:
+    assert json.load(f) == [results]
+  runner.write_test_outputs(1)
+  with open(config.test_predictions("rte", "test", 1)) as f:
+    test_preds = json.load(f)
+  assert sorted(test_preds) == ["0", "1", "2"] and len(test_preds["0"]) == 2
+  # checkpoints: the original's names, slots and global_step
+  prefix = tf.train.latest_checkpoint(config.model_dir)
+  assert prefix.endswith("model.ckpt-30")
+  assert os.path.exists(os.path.join(config.model_dir, "model.ckpt-0.index"))
+  names = dict(tf.train.list_variables(prefix))
+  assert names["task_specific/rte/dense/kernel"] == [16, 2]
+  assert names["task_specific/rte/dense/bias"] == [2]
+  assert "task_specific/rte/dense/kernel/adam_m" in names
+  assert "electra/encoder/layer_1/attention/self/query/kernel/adam_v" in names
+  assert names["electra/embeddings_project/kernel"] == [8, 16]
+  assert int(tf.train.load_checkpoint(prefix).get_tensor("global_step")) == 30
+  assert not any(n.startswith(("generator", "discriminator_predictions")) for n in names)
+  # re-evaluating the fine-tuned checkpoint (do_train=false) reproduces the results
+  config2, runner2 = _runner(data, ["rte"], do_train=False, init_checkpoint=config.model_dir)
+  assert runner2.evaluate()["rte"] == pytest.approx(results["rte"], abs=1e-4)
+
+
+@pytest.mark.slow
+def test_cola_and_sts_metric_names_and_test_outputs(data):
+  _, runner = _runner(data, ["cola"], **FAST)
+  assert _falls(runner.train())
+  assert list(runner.evaluate()["cola"]) == ["mcc", "loss"]
+  config, runner = _runner(data, ["sts"], write_test_outputs=True, **FAST)
+  losses = runner.train()
+  assert runner.train_steps == 16 // 4 * 15  # train doubled by double_unordered
+  assert _falls(losses), losses
+  assert list(runner.evaluate()["sts"]) == ["pearson", "spearman", "mse", "loss"]
+  runner.write_test_outputs(2)
+  with open(config.test_predictions("sts", "test", 2)) as f:
+    assert all(isinstance(v, float) for v in json.load(f).values())
+
+
+def test_chunking_end_to_end(data):
+  config, runner = _runner(data, ["chunk"], **FAST)
+  names = runner.model.official_name_map()
+  n_tags = len(runner._tasks[0].get_label_mapping())
+  assert tuple(names["task_specific/chunk/dense/kernel"].shape) == (16, n_tags)
+  losses = runner.train()
+  assert _falls(losses), losses
+  results = runner.evaluate()["chunk"]
+  assert list(results) == ["precision", "recall", "f1", "loss"]
+  assert 0.0 <= results["f1"] <= 100.0
+
+
+def test_squad_v2_end_to_end(data):
+  config, runner = _runner(
+    data, ["squad"], max_seq_length=32, beam_size=5, write_test_outputs=True, **FAST
+  )
+  assert config.max_seq_length == 32
+  names = runner.model.official_name_map()
+  shapes = {n: tuple(v.shape) for n, v in names.items() if n.startswith("task_specific")}
+  assert shapes == {
+    "task_specific/squad/dense/kernel": (16, 1),
+    "task_specific/squad/dense/bias": (1,),
+    "task_specific/squad/qa_hidden/kernel": (32, 512),
+    "task_specific/squad/qa_hidden/bias": (512,),
+    "task_specific/squad/dense_1/kernel": (512, 1),
+    "task_specific/squad/dense_1/bias": (1,),
+    "task_specific/squad/dense_2/kernel": (32, 512),
+    "task_specific/squad/dense_2/bias": (512,),
+    "task_specific/squad/dense_3/kernel": (512, 1),
+    "task_specific/squad/dense_3/bias": (1,),
+  }
+  losses = runner.train()
+  assert _falls(losses), losses
+  results = runner.evaluate()["squad"]
+  assert list(results) == sorted(
+    [
+      "exact",
+      "f1",
+      "total",
+      "HasAns_exact",
+      "HasAns_f1",
+      "HasAns_total",
+      "NoAns_exact",
+      "NoAns_f1",
+      "NoAns_total",
+      "best_exact",
+      "best_exact_thresh",
+      "best_f1",
+      "best_f1_thresh",
+    ]
+  )
+  assert results["total"] == 5
+  with open(config.qa_preds_file("squad")) as f:
+    preds = json.load(f)
+  with open(config.qa_na_file("squad")) as f:
+    null_odds = json.load(f)
+  assert sorted(preds) == sorted(null_odds) == ["q0", "q1", "q2", "q3", "qx"]
+  assert all(isinstance(v, float) for v in null_odds.values())
+  with open(config.qa_eval_file("squad")) as f:
+    assert json.load(f)["total"] == 5
+  # after training on the dev questions, some answers are right
+  assert results["HasAns_f1"] > 0.0
+  # test outputs: test examples decoded (not dev), dev files left alone
+  runner.write_test_outputs(1)
+  with open(config.test_predictions("squad", "test", 1)) as f:
+    test_answers = json.load(f)
+  assert sorted(test_answers) == ["tq0", "tq1", "tq2", "tq3", "tqx"]
+  with open(config.test_predictions("squad", "test", 1)[:-5] + "_null_odds.json") as f:
+    test_odds = json.load(f)
+  assert all(
+    (test_answers[q] == "") == (test_odds[q] > config.qa_na_threshold) for q in test_answers
+  )
+  with open(config.qa_preds_file("squad")) as f:
+    assert json.load(f) == preds
+
+
+@pytest.mark.parametrize("task", ["squadv1", "newsqa"])
+def test_squadv1_and_mrqa_metric_names(data, task):
+  config, runner = _runner(data, [task], max_seq_length=32, beam_size=4, **FAST)
+  losses = runner.train()
+  assert _falls(losses), losses
+  results = runner.evaluate()[task]
+  assert list(results) == ["exact_match", "f1"]
+  with open(config.qa_preds_file(task)) as f:
+    assert len(json.load(f)) == 4
+  assert not os.path.exists(config.qa_na_file(task))
+
+
+def test_qa_variants_variable_names(data):
+  _, runner = _runner(
+    data,
+    ["squadv1"],
+    max_seq_length=32,
+    beam_size=4,
+    joint_prediction=False,
+    answerable_uses_start_logits=False,
+  )
+  shapes = {
+    n: tuple(v.shape)
+    for n, v in runner.model.official_name_map().items()
+    if n.startswith("task_specific") and n.endswith("kernel")
+  }
+  assert shapes == {
+    "task_specific/squadv1/dense/kernel": (16, 1),
+    "task_specific/squadv1/dense_1/kernel": (16, 1),
+    "task_specific/squadv1/dense_2/kernel": (16, 1),
+  }
+  runner.train()
+  assert list(runner.evaluate()["squadv1"]) == ["exact_match", "f1"]
+
+
+@pytest.mark.slow
+def test_multitask_cli_trials_and_layout(data):
+  data_dir, vocab_size = data
+  hparams = tiny_hparams(
+    vocab_size,
+    task_names=["rte", "sts", "chunk"],
+    num_trials=2,
+    keep_all_models=False,
+    init_checkpoint=None,
+  )
+  run_finetuning.main(
+    ["--data-dir", data_dir, "--model-name", "m", "--hparams", json.dumps(hparams)]
+  )
+  model_root = os.path.join(data_dir, "models", "m")
+  with open(os.path.join(model_root, "results", "rte,sts,chunk_results.txt")) as f:
+    lines = f.read().splitlines()
+  assert [line.split(":")[0] for line in lines] == ["rte", "sts", "chunk"] * 2
+  with open(os.path.join(model_root, "results", "rte,sts,chunk_results.json")) as f:
+    trials = json.load(f)
+  assert len(trials) == 2 and set(trials[0]) == {"rte", "sts", "chunk"}
+  with open(os.path.join(model_root, "results", "rte,sts,chunk_results_median.json")) as f:
+    median = json.load(f)
+  assert median["rte"]["accuracy"] == pytest.approx(
+    float(np.median([t["rte"]["accuracy"] for t in trials]))
+  )
+  models = os.path.join(model_root, "finetuning_models")
+  assert sorted(os.listdir(models)) == ["rte,sts,chunk_model_2"]  # trial 1 deleted
+  records = os.listdir(os.path.join(model_root, "finetuning_tfrecords", "rte,sts,chunk_tfrecords"))
+  assert "chunk_rte_sts_train.tfrecord" in records and "rte_dev.metadata" in records
+  assert "chunk_label_mapping.json" in records
+  names = dict(tf.train.list_variables(os.path.join(models, "rte,sts,chunk_model_2")))
+  for task in ("rte", "sts", "chunk"):
+    assert f"task_specific/{task}/dense/kernel" in names
+  assert names["task_specific/sts/dense/kernel"] == [16, 1]

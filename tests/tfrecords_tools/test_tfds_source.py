@@ -1,0 +1,69 @@
+"""TFDS as a corpus source, with tfds.testing.mock_data."""
+
+import random
+
+import pytest
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from electra_tf.text import wordpiece as tokenization
+from tests.helpers import reference_hard_text
+from tests.helpers.records import read_shards
+from tests.helpers.reference_builder import ReferenceWriter
+from tfrecords_tools import text_corpus
+from tfrecords_tools import tfds_source
+
+DOCS = [
+  "The first document.\nIt has two lines.",
+  "Second document, one line: ΟΔΟΣ naïve 北京.",
+  "Third\n\nwith a blank line\nand more text here to fill an example up",
+] * 6
+
+
+def _as_dataset_fn(builder, *args, **kwargs):
+  del builder, args, kwargs
+  return tf.data.Dataset.from_tensor_slices({"text": DOCS, "id": list(range(len(DOCS)))})
+
+
+@pytest.fixture
+def vocab_file(tmp_path):
+  tokens = reference_hard_text.make_vocab(
+    [line for doc in DOCS for line in doc.split("\n")], [tokenization.BasicTokenizer()]
+  )
+  path = tmp_path / "vocab.txt"
+  path.write_text("".join(t + "\n" for t in tokens), encoding="utf-8")
+  return str(path)
+
+
+def test_iter_documents_and_errors():
+  with tfds.testing.mock_data(as_dataset_fn=_as_dataset_fn):
+    assert list(tfds_source.iter_documents("lm1b", "train", "text")) == DOCS
+    assert (
+      list(tfds_source.iter_documents("lm1b", "train", "text", num_shards=3, shard_index=1))
+      == DOCS[1::3]
+    )
+    with pytest.raises(ValueError, match="'body' is not a feature.*'text'"):
+      list(tfds_source.iter_documents("lm1b", "train", "body"))
+
+
+def test_tfds_build_matches_reference(tmp_path, vocab_file):
+  out = tmp_path / "out"
+  with tfds.testing.mock_data(as_dataset_fn=_as_dataset_fn):
+    stats = text_corpus.build_pretraining_dataset(
+      text_corpus.BuildOptions(
+        vocab_file=vocab_file,
+        output_dir=str(out),
+        tfds_name="lm1b",
+        tfds_split="train",
+        tfds_text_key="text",
+        max_seq_length=16,
+        seed=3,
+        num_out_files=3,
+      )
+    )
+  random.seed(3)
+  writer = ReferenceWriter(vocab_file, 16, 1, 0, 3)
+  for doc in DOCS:
+    writer.write_text(doc)
+  assert read_shards(out, 3) == writer.out
+  assert stats[0]["examples"] == writer.n_written > 10

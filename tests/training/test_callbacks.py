@@ -1,0 +1,123 @@
+"""The original's ETA line (`run_pretraining.py:train_or_eval`) from a Keras callback."""
+
+import re
+
+import keras
+import numpy as np
+import pytest
+
+from electra_tf.training import callbacks as eta_logger
+from electra_tf.training.callbacks import ETALogger
+
+LINE = re.compile(
+  r"^(\d+)/(\d+) = (\d+\.\d)%, SPS: (\d+\.\d|inf), ELAP: ([\d:]+), ETA: ([\d:]+)"
+  r"( - loss: -?\d+\.\d{4})?$"
+)
+
+
+@pytest.mark.parametrize(
+  "secs, text",
+  [
+    (0, "0"),
+    (5, "5"),
+    (5.4, "5"),
+    (59.6, "1:00"),
+    (65, "1:05"),
+    (600, "10:00"),
+    (3723, "1:02:03"),
+    (36000, "10:00:00"),
+    (90061, "1 day, 1:01:01"),
+  ],
+)
+def test_secs_to_str(secs, text):
+  assert eta_logger.secs_to_str(secs) == text
+
+
+def test_format_line_matches_the_original_layout():
+  logger = ETALogger(n_steps=200)
+  line = logger.format_line(step=50, elapsed=25.0, steps_done=50, logs={"loss": 1.234567})
+  # 2 steps/s; 150 steps left at 0.5 s each.
+  assert line == "50/200 = 25.0%, SPS: 2.0, ELAP: 25, ETA: 1:15 - loss: 1.2346"
+  assert logger.format_line(10, 3.0, 10, {}) == "10/200 = 5.0%, SPS: 3.3, ELAP: 3, ETA: 57"
+
+
+def _toy_model(steps_per_execution=1):
+  model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+  model.compile(
+    optimizer=keras.optimizers.SGD(0.01), loss="mse", steps_per_execution=steps_per_execution
+  )
+  return model
+
+
+def _data(n):
+  rng = np.random.default_rng(0)
+  return rng.normal(size=(n, 3)).astype("float32"), rng.normal(size=(n, 1)).astype("float32")
+
+
+def test_training_logs_every_step_with_the_global_step_and_once_at_end():
+  lines = []
+  model = _toy_model()
+  x, y = _data(12)
+  model.fit(
+    x,
+    y,
+    batch_size=2,
+    epochs=1,
+    verbose=0,
+    callbacks=[ETALogger(n_steps=10, print_fn=lines.append)],
+  )
+  # Second run continues the global step (as after a resume).
+  model.fit(
+    x[:8],
+    y[:8],
+    batch_size=2,
+    epochs=1,
+    verbose=0,
+    callbacks=[ETALogger(n_steps=10, print_fn=lines.append)],
+  )
+  matches = [LINE.match(line) for line in lines]
+  assert all(matches), lines
+  steps = [int(m.group(1)) for m in matches]
+  assert steps == [1, 2, 3, 4, 5, 6, 6, 7, 8, 9, 10, 10]
+  # Batch lines carry the loss; the end line does not.
+  assert [m.group(7) is not None for m in matches] == [True] * 6 + [False] + [True] * 4 + [False]
+  assert matches[2].group(3) == "30.0"
+  assert all(m.group(2) == "10" for m in matches)
+
+
+def test_log_every_and_steps_per_execution():
+  lines = []
+  model = _toy_model(steps_per_execution=2)
+  x, y = _data(16)
+  model.fit(
+    x,
+    y,
+    batch_size=2,
+    epochs=1,
+    verbose=0,
+    callbacks=[ETALogger(n_steps=8, log_every=4, print_fn=lines.append)],
+  )
+  steps = [int(LINE.match(line).group(1)) for line in lines]
+  assert steps == [4, 8, 8]
+
+
+def test_eval_counts_batches_run():
+  lines = []
+  model = _toy_model()
+  x, y = _data(6)
+  model.fit(x, y, batch_size=2, epochs=1, verbose=0)  # global step 3
+  model.evaluate(
+    x,
+    y,
+    batch_size=2,
+    verbose=0,
+    callbacks=[ETALogger(n_steps=3, is_training=False, print_fn=lines.append)],
+  )
+  steps = [int(LINE.match(line).group(1)) for line in lines]
+  assert steps == [1, 2, 3, 3]
+  assert lines[-1].startswith("3/3 = 100.0%") and lines[-1].endswith("ETA: 0")
+
+
+def test_bad_n_steps():
+  with pytest.raises(ValueError, match="n_steps"):
+    ETALogger(n_steps=0)

@@ -1,0 +1,154 @@
+"""Strategy and precision selection (electra_tf/distribution.py)."""
+
+import json
+
+import keras
+import pytest
+import tensorflow as tf
+
+from electra_tf.configs.pretraining import PretrainingConfig
+from electra_tf.training import distribution
+
+
+def _config(**kwargs):
+  return PretrainingConfig("m", "/tmp/unused_data_dir", **kwargs)
+
+
+@pytest.mark.parametrize(
+  "kwargs, gpus, expected",
+  [
+    ({}, 0, "default"),
+    ({}, 1, "default"),
+    ({}, 2, "mirrored"),
+    ({"num_gpus": 1}, 4, "default"),
+    ({"use_tpu": True}, 0, "tpu"),
+    ({"distribution_strategy": "one_device"}, 2, "one_device"),
+    ({"distribution_strategy": "mirrored"}, 0, "mirrored"),
+    ({"distribution_strategy": "multi_worker_mirrored"}, 0, "multi_worker_mirrored"),
+    ({"distribution_strategy": "tpu"}, 0, "tpu"),
+  ],
+)
+def test_resolve_strategy_name(kwargs, gpus, expected):
+  assert distribution.resolve_strategy_name(_config(**kwargs), num_visible_gpus=gpus) == expected
+
+
+def test_use_tpu_conflicting_with_another_strategy_is_an_error():
+  with pytest.raises(ValueError, match="use_tpu"):
+    distribution.resolve_strategy_name(_config(use_tpu=True, distribution_strategy="mirrored"))
+
+
+def test_unknown_strategy_is_rejected_by_the_config():
+  with pytest.raises(ValueError, match="distribution_strategy"):
+    _config(distribution_strategy="parameter_server")
+
+
+def test_tpu_resolver_arguments_from_the_original_flags():
+  config = _config(
+    use_tpu=True,
+    tpu_name="my-tpu",
+    tpu_zone="us-central1-b",
+    gcp_project="my-project",
+    num_tpu_cores=8,
+    tpu_job_name="tpu_worker",
+  )
+  assert distribution.tpu_cluster_resolver_kwargs(config) == {
+    "tpu": "my-tpu",
+    "zone": "us-central1-b",
+    "project": "my-project",
+    "job_name": "tpu_worker",
+  }
+  # No tpu_name: the local TPU (TPU VM); job name left to TensorFlow's default.
+  local = distribution.tpu_cluster_resolver_kwargs(_config(use_tpu=True))
+  assert local == {"tpu": "", "zone": None, "project": None}
+
+
+def test_tpu_strategy_is_built_from_the_resolver(monkeypatch):
+  calls = {}
+
+  class FakeResolver:
+    def __init__(self, **kwargs):
+      calls["resolver"] = kwargs
+
+  class FakeStrategy:
+    num_replicas_in_sync = 8
+
+    def __init__(self, resolver):
+      calls["strategy_resolver"] = resolver
+
+  monkeypatch.setattr(tf.distribute.cluster_resolver, "TPUClusterResolver", FakeResolver)
+  monkeypatch.setattr(
+    tf.config, "experimental_connect_to_cluster", lambda r: calls.setdefault("connected", r)
+  )
+  monkeypatch.setattr(
+    tf.tpu.experimental, "initialize_tpu_system", lambda r: calls.setdefault("initialized", r)
+  )
+  monkeypatch.setattr(tf.distribute, "TPUStrategy", FakeStrategy)
+  config = _config(use_tpu=True, tpu_name="t1", tpu_zone="z", gcp_project="p", num_tpu_cores=8)
+  strategy = distribution.get_strategy(config)
+  assert isinstance(strategy, FakeStrategy)
+  assert calls["resolver"] == {"tpu": "t1", "zone": "z", "project": "p"}
+  assert calls["connected"] is calls["initialized"] is calls["strategy_resolver"]
+
+
+def test_tpu_rejects_float16():
+  with pytest.raises(ValueError, match="mixed_bfloat16"):
+    distribution.set_mixed_precision(_config(use_tpu=True, mixed_precision="mixed_float16"))
+
+
+def test_mirrored_uses_both_logical_cpus():
+  if len(tf.config.list_logical_devices("CPU")) < 2:
+    pytest.skip("needs the two logical CPU devices of conftest.py")
+  strategy = distribution.get_strategy(_config(distribution_strategy="mirrored"))
+  assert isinstance(strategy, tf.distribute.MirroredStrategy)
+  assert strategy.num_replicas_in_sync == 2
+
+
+def test_one_device_and_default():
+  one = distribution.get_strategy(_config(distribution_strategy="one_device"))
+  assert isinstance(one, tf.distribute.OneDeviceStrategy)
+  assert distribution.get_strategy(_config()).num_replicas_in_sync == 1
+
+
+def test_num_gpus_larger_than_visible_is_an_error():
+  with pytest.raises(ValueError, match="num_gpus"):
+    distribution.get_strategy(_config(distribution_strategy="mirrored", num_gpus=3))
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_float16", "mixed_bfloat16"])
+def test_setup_sets_the_keras_policy(policy):
+  distribution.setup_distribution(_config(mixed_precision=policy))
+  assert keras.mixed_precision.global_policy().name == policy
+  layer = keras.layers.Dense(2)
+  layer.build((None, 3))
+  assert layer.variable_dtype == "float32"
+  assert (
+    layer.compute_dtype
+    == {"float32": "float32", "mixed_float16": "float16", "mixed_bfloat16": "bfloat16"}[policy]
+  )
+
+
+def test_unknown_precision_is_rejected():
+  with pytest.raises(ValueError, match="mixed_precision"):
+    _config(mixed_precision="float16")
+
+
+@pytest.mark.parametrize(
+  "tf_config, expected",
+  [
+    (None, True),
+    ({"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 0}}, True),
+    ({"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 1}}, False),
+    (
+      {"cluster": {"chief": ["c:0"], "worker": ["a:1"]}, "task": {"type": "worker", "index": 0}},
+      False,
+    ),
+    (
+      {"cluster": {"chief": ["c:0"], "worker": ["a:1"]}, "task": {"type": "chief", "index": 0}},
+      True,
+    ),
+  ],
+)
+def test_is_chief(monkeypatch, tf_config, expected):
+  monkeypatch.delenv("TF_CONFIG", raising=False)
+  arg = json.dumps(tf_config) if tf_config else None
+  assert distribution.is_chief(tf_config=arg) is expected

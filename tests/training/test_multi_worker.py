@@ -1,0 +1,96 @@
+"""`multi_worker_mirrored` with two local worker processes (TF_CONFIG on
+127.0.0.1 ports): both train, only the chief writes checkpoints, and the
+chief's checkpoint restores."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+from electra_tf import run_pretraining
+from electra_tf.configs.pretraining import PretrainingConfig
+from electra_tf.training import checkpointing
+from tests.conftest import REPO_ROOT
+from tests.helpers.pretraining_data import eta_steps
+from tests.helpers.pretraining_data import make_data_dir
+from tests.helpers.pretraining_data import self_made_hparams
+
+
+def _free_ports(n):
+  sockets = [socket.socket() for _ in range(n)]
+  for s in sockets:
+    s.bind(("127.0.0.1", 0))
+  ports = [s.getsockname()[1] for s in sockets]
+  for s in sockets:
+    s.close()
+  return ports
+
+
+@pytest.mark.slow
+def test_two_local_workers_train_and_the_chief_checkpoint_restores(tmp_path):
+  make_data_dir(tmp_path, num_examples=32)
+  hparams = self_made_hparams(
+    num_train_steps=4,
+    save_checkpoints_steps=2,
+    seed=5,
+    distribution_strategy="multi_worker_mirrored",
+  )
+  workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
+  procs = []
+  for index in range(2):
+    env = dict(
+      os.environ,
+      TF_CPP_MIN_LOG_LEVEL="3",
+      CUDA_VISIBLE_DEVICES="",
+      TF_CONFIG=json.dumps(
+        {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+      ),
+    )
+    procs.append(
+      subprocess.Popen(
+        [
+          sys.executable,
+          "-m",
+          "electra_tf.run_pretraining",
+          "--data-dir",
+          str(tmp_path),
+          "--model-name",
+          "mw",
+          "--hparams",
+          json.dumps(hparams),
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+      )
+    )
+  outputs = []
+  try:
+    for proc in procs:
+      out, err = proc.communicate(timeout=600)
+      outputs.append(out)
+      assert proc.returncode == 0, err[-3000:]
+  finally:
+    for proc in procs:
+      if proc.poll() is None:
+        proc.kill()
+  for out in outputs:
+    assert eta_steps(out)[-1] == 4
+  model_dir = tmp_path / "models" / "mw"
+  # Only the chief's files: checkpoints, the state file, event files.
+  names = sorted(os.listdir(model_dir))
+  assert {"model.ckpt-2.index", "model.ckpt-4.index", "checkpoint"} <= set(names), names
+  assert all(n.startswith(("model.ckpt-", "checkpoint", "events.out.tfevents")) for n in names)
+
+  # The chief's checkpoint restores into a single-process model.
+  config = PretrainingConfig("mw", str(tmp_path), **hparams)
+  config.distribution_strategy = "default"
+  model = run_pretraining.build_pretrainer(config, tf.distribute.get_strategy())
+  manager = checkpointing.TrainingCheckpointManager(model, config.model_dir, chief=True)
+  assert manager.restore_latest() == 4

@@ -1,0 +1,93 @@
+"""Each private Keras/TF API in `keras_compat` still exists and does what
+electra_tf relies on. A failure here after a Keras or TensorFlow upgrade names
+the API that moved."""
+
+import inspect
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from electra_tf.utils import keras_compat
+
+
+def test_autocast_scope_reads_variables_in_their_own_dtype():
+  keras.mixed_precision.set_global_policy("mixed_bfloat16")
+  layer = keras.layers.Dense(2)
+  layer.build((None, 3))
+  with keras_compat.autocast_scope("bfloat16"):
+    assert keras.ops.convert_to_tensor(layer.kernel).dtype == tf.bfloat16
+  with keras_compat.autocast_scope(None):
+    assert keras.ops.convert_to_tensor(layer.kernel).dtype == tf.float32
+
+
+def test_flatten_layers_lists_nested_layers():
+  inner = keras.Sequential([keras.layers.Dense(2, name="a"), keras.layers.Dense(2, name="b")])
+  outer = keras.Sequential([inner, keras.layers.Dense(1, name="c")])
+  outer.build((None, 3))
+  names = [layer.name for layer in keras_compat.flatten_layers(outer, include_self=False)]
+  assert {"a", "b", "c"} <= set(names)
+  assert outer in keras_compat.flatten_layers(outer, include_self=True)
+  assert outer not in keras_compat.flatten_layers(outer, include_self=False)
+
+
+def test_optimizer_update_hooks_apply_a_step(two_replica_strategy):
+  with two_replica_strategy.scope():
+    variable = keras.Variable(np.ones([2], np.float32))
+    optimizer = keras.optimizers.SGD(learning_rate=0.5)
+    optimizer.build([variable])
+
+  @tf.function
+  def step():
+    def replica_fn():
+      grads_and_vars = [(tf.ones([2]), variable.value)]
+      summed = keras_compat.all_reduce_sum_gradients(optimizer, grads_and_vars)
+      keras_compat.apply_distributed_update(optimizer, summed, optimizer.learning_rate)
+
+    two_replica_strategy.run(replica_fn)
+
+  step()
+  # Two replicas each contribute a gradient of 1: the sum is 2, times lr 0.5.
+  np.testing.assert_allclose(variable.numpy(), [0.0, 0.0])
+
+
+def test_auto_trackable_and_trackable_children_hook():
+  root = keras_compat.AutoTrackable()
+  root.v = tf.Variable(1.0)
+  assert "v" in dict(getattr(root, keras_compat.TRACKABLE_CHILDREN_HOOK)())
+  hook = getattr(keras.layers.Layer, keras_compat.TRACKABLE_CHILDREN_HOOK)
+  assert "save_type" in inspect.signature(hook).parameters
+
+
+def test_protos_are_importable():
+  metadata = keras_compat.summary_pb2.SummaryMetadata(
+    plugin_data=keras_compat.summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")
+  )
+  assert metadata.plugin_data.plugin_name == "scalars"
+  graph = keras_compat.trackable_object_graph_pb2.TrackableObjectGraph()
+  graph.nodes.add()
+  assert len(graph.nodes) == 1
+
+
+def test_no_private_paths_outside_the_compat_module():
+  """`keras.src`, `tf.__internal__` and `tensorflow.core` appear only in
+  keras_compat, so an upgrade has one place to mend."""
+  import pathlib
+
+  root = pathlib.Path(keras_compat.__file__).resolve().parents[1]
+  offenders = []
+  for path in root.rglob("*.py"):
+    if path.name == "keras_compat.py":
+      continue
+    text = path.read_text()
+    for needle in (
+      "keras.src",
+      "tf.__internal__",
+      "tensorflow.core",
+      "tensorflow.python",
+      "._flatten_layers(",
+      "._distribution_strategy",
+    ):
+      if needle in text:
+        offenders.append(f"{path.relative_to(root)}: {needle}")
+  assert not offenders, offenders
