@@ -188,7 +188,7 @@ def load_pretraining_checkpoint(path, hparams=None, model_name="electra", data_d
   """An `ElectraPretrainer` restored from an electra_tf or official checkpoint.
 
   Official (name-based) checkpoints are read by the converter
-  (`convert_checkpoint.load_official_pretrainer`), which infers the sizes
+  (`electra_tf.checkpoints.convert.load_official_pretrainer`), which infers the sizes
   from the shapes; `hparams` then only adds what shapes cannot tell.
   electra_tf training checkpoints need the run's `hparams`.
 
@@ -201,13 +201,13 @@ def load_pretraining_checkpoint(path, hparams=None, model_name="electra", data_d
   Returns:
     `(pretrainer, config)`.
   """
-  from electra_tf import convert_checkpoint
+  from electra_tf.checkpoints import convert
   from electra_tf.configs.pretraining import PretrainingConfig
   from electra_tf.models.electra_pretrainer import ElectraPretrainer
 
   prefix = official_checkpoint.resolve_checkpoint_path(path)
   if checkpoint_io.is_name_based(prefix):
-    pretrainer, config, _, _ = convert_checkpoint.load_official_pretrainer(prefix, hparams)
+    pretrainer, config, _, _ = convert.load_official_pretrainer(prefix, hparams)
     return pretrainer, config
   if hparams is None:
     raise ValueError(

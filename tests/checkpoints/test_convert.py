@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf import convert_checkpoint
+from electra_tf.checkpoints import convert
 from electra_tf.checkpoints import names as checkpoint_names
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.models import ElectraPretrainer
@@ -100,7 +101,7 @@ def assert_bit_exact(expected_prefix, actual_prefix):
 @pytest.mark.parametrize("name", sorted(LAYOUTS))
 def test_inference_finds_layout_and_sizes(name):
   _, embedding_size, dims, expected = LAYOUTS[name]
-  config, _, _ = convert_checkpoint.infer_config_from_checkpoint(_layout_shapes(name))
+  config, _, _ = convert.infer_config_from_checkpoint(_layout_shapes(name))
   d = dict(DIMS, **dims)
   assert config.vocab_size == d["V"]
   assert config.embedding_size == (embedding_size or d["H"])
@@ -119,8 +120,8 @@ def test_inference_of_original_small_listing(original_fixtures):
     if line and not line.startswith("#"):
       name, shape, _ = line.split("\t")
       shapes[name] = [int(d) for d in shape.strip("[]").split(",") if d.strip()]
-  config, layout, _ = convert_checkpoint.infer_config_from_checkpoint(shapes)
-  assert layout == convert_checkpoint.LAYOUT_DEFAULT
+  config, layout, _ = convert.infer_config_from_checkpoint(shapes)
+  assert layout == convert.LAYOUT_DEFAULT
   assert config.model_size == "small"
   assert config.generator_hidden_size == 1.0
   assert config.embedding_size == 128 and config.vocab_size == 7814
@@ -128,19 +129,19 @@ def test_inference_of_original_small_listing(original_fixtures):
 
 def test_inference_recognises_the_debug_model():
   shapes = spec_checkpoint_shapes("default", V=100, H=144, L=3, I=576, E=128, Hg=36, Lg=3, Ig=144)
-  config, _, _ = convert_checkpoint.infer_config_from_checkpoint(shapes)
+  config, _, _ = convert.infer_config_from_checkpoint(shapes)
   assert config.model_hparam_overrides["num_attention_heads"] == 4
   assert config.generator_hidden_size == 0.25
 
 
 def test_given_hparams_win_for_heads_and_are_checked(tmp_path):
   shapes = _layout_shapes("default")
-  config, _, notes = convert_checkpoint.infer_config_from_checkpoint(
+  config, _, notes = convert.infer_config_from_checkpoint(
     shapes, {"model_hparam_overrides": {"num_attention_heads": 4}}
   )
   assert config.model_hparam_overrides["num_attention_heads"] == 4
   assert not any("attention heads" in n for n in notes)
-  _, _, notes = convert_checkpoint.infer_config_from_checkpoint(shapes)
+  _, _, notes = convert.infer_config_from_checkpoint(shapes)
   assert any("attention heads" in n for n in notes)
 
 
@@ -152,23 +153,23 @@ def test_given_hparams_win_for_heads_and_are_checked(tmp_path):
 @pytest.mark.parametrize("name", sorted(LAYOUTS))
 def test_round_trip_is_bit_exact_for_layout(tmp_path, name):
   source = _write_layout(tmp_path / "official", name)
-  report = convert_checkpoint.convert(str(source), str(tmp_path / "keras"))
+  report = convert.convert(str(source), str(tmp_path / "keras"))
   assert report["not_converted"] == []
   assert report["global_step"] == 123
   # The converted hparams are saved next to the training checkpoint.
-  saved = json.loads((tmp_path / "keras" / convert_checkpoint.HPARAMS_FILE).read_text())
+  saved = json.loads((tmp_path / "keras" / convert.HPARAMS_FILE).read_text())
   assert saved == report["hparams"]
-  back = convert_checkpoint.convert(
+  back = convert.convert(
     str(tmp_path / "keras"), str(tmp_path / "back"), with_optimizer_slots=False
   )
-  assert any(convert_checkpoint.HPARAMS_FILE in n for n in back["notes"])
+  assert any(convert.HPARAMS_FILE in n for n in back["notes"])
   # Without slots: the model tensors and global_step only.
   written, _ = _read_all(back["output"])
   original, _ = _read_all(source)
   assert set(written) == {n for n in original if not n.endswith(("/adam_m", "/adam_v"))}
   # Without the saved hparams, they are inferred from the training checkpoint.
-  (tmp_path / "keras" / convert_checkpoint.HPARAMS_FILE).unlink()
-  back = convert_checkpoint.convert(
+  (tmp_path / "keras" / convert.HPARAMS_FILE).unlink()
+  back = convert.convert(
     str(tmp_path / "keras"), str(tmp_path / "back_slots"), with_optimizer_slots=True
   )
   assert any("inferred from the checkpoint" in n for n in back["notes"])
@@ -178,12 +179,10 @@ def test_round_trip_is_bit_exact_for_layout(tmp_path, name):
 
 def test_round_trip_without_slots_released_style(tmp_path):
   source = _write_layout(tmp_path / "official", "default", with_slots=False, global_step=None)
-  report = convert_checkpoint.convert(str(source), str(tmp_path / "keras"))
+  report = convert.convert(str(source), str(tmp_path / "keras"))
   assert report["global_step"] is None
   assert any("no optimizer slots" in n for n in report["notes"])
-  back = convert_checkpoint.keras_to_official(
-    tmp_path / "keras", tmp_path / "back", hparams=report["hparams"]
-  )
+  back = convert.keras_to_official(tmp_path / "keras", tmp_path / "back", hparams=report["hparams"])
   written, dtypes = _read_all(back["output"])
   original, _ = _read_all(source)
   assert set(written) == set(original) | {"global_step"}
@@ -195,11 +194,11 @@ def test_round_trip_without_slots_released_style(tmp_path):
 def test_tiny_original_round_trip_is_bit_exact(original_fixtures, tmp_path):
   hparams = original_fixtures / "models" / "tiny_hparams.json"
   source = original_fixtures / "models" / "tiny" / "model.ckpt-50"
-  report = convert_checkpoint.official_to_keras(
+  report = convert.official_to_keras(
     original_fixtures / "models" / "tiny", tmp_path / "keras", hparams=str(hparams)
   )
   assert report["global_step"] == 50 and report["not_converted"] == []
-  back = convert_checkpoint.keras_to_official(
+  back = convert.keras_to_official(
     tmp_path / "keras", tmp_path / "back", hparams=str(hparams), with_optimizer_slots=True
   )
   assert_bit_exact(source, back["output"])
@@ -210,15 +209,13 @@ def test_tiny_original_round_trip_is_bit_exact(original_fixtures, tmp_path):
 def test_run_pretraining_resumes_from_converted_checkpoint(original_fixtures, tmp_path):
   """The training checkpoint written by to-keras is what run_pretraining's
   model/optimizer restore: weights, slots and step of the original."""
-  from electra_tf import run_pretraining
   from electra_tf.training import checkpointing
+  from electra_tf import run_pretraining
 
   hparams = json.loads((original_fixtures / "models" / "tiny_hparams.json").read_text())
   hparams.pop("pretrain_tfrecords")
   model_dir = tmp_path / "models" / "tiny"
-  convert_checkpoint.official_to_keras(
-    original_fixtures / "models" / "tiny", model_dir, hparams=hparams
-  )
+  convert.official_to_keras(original_fixtures / "models" / "tiny", model_dir, hparams=hparams)
   config = PretrainingConfig("tiny", str(tmp_path), **hparams)
   model = run_pretraining.build_pretrainer(config, tf.distribute.get_strategy())
   manager = checkpointing.TrainingCheckpointManager(model, config.model_dir)
@@ -325,10 +322,10 @@ def test_written_listing_equals_original_small(original_fixtures, tmp_path, list
   pretrainer = ElectraPretrainer.from_pretraining_config(config)
   pretrainer.compile(pretraining_config=config)
   checkpointing.build_optimizer(pretrainer)
-  tensors, _ = convert_checkpoint.official_tensors(
+  tensors, _ = convert.official_tensors(
     checkpoint_names.official_name_map(pretrainer), pretrainer.optimizer, 1000000, True
   )
-  prefix = convert_checkpoint.write_official_checkpoint(tensors, str(tmp_path / "out"), 1000000)
+  prefix = convert.write_official_checkpoint(tensors, str(tmp_path / "out"), 1000000)
   assert _listing(prefix) == _fixture_listing(original_fixtures / "variables" / listing)
 
 
@@ -389,17 +386,15 @@ def test_keras_to_official_to_keras_gives_identical_outputs(tmp_path, kwargs):
   keras.utils.set_random_seed(3)
   pretrainer = ElectraPretrainer.from_pretraining_config(config)
   pretrainer.build()
-  convert_checkpoint.write_training_checkpoint(pretrainer, config, str(tmp_path / "train"), 17)
+  convert.write_training_checkpoint(pretrainer, config, str(tmp_path / "train"), 17)
   features = _features(40)
   expected = _outputs(pretrainer, features)
 
   # As run_pretraining leaves it: no hparams file; inferred from the shapes.
-  report = convert_checkpoint.keras_to_official(tmp_path / "train", tmp_path / "official")
+  report = convert.keras_to_official(tmp_path / "train", tmp_path / "official")
   assert report["global_step"] == 17
   assert any("optimizer slots" in n for n in report["not_converted"])
-  convert_checkpoint.official_to_keras(
-    tmp_path / "official", str(tmp_path / "p.keras"), hparams=hparams
-  )
+  convert.official_to_keras(tmp_path / "official", str(tmp_path / "p.keras"), hparams=hparams)
   restored = keras.saving.load_model(str(tmp_path / "p.keras"), compile=False)
   actual = _outputs(restored, features)
   assert sorted(actual) == sorted(expected)
@@ -423,11 +418,11 @@ def test_mixed_precision_training_checkpoint_to_official(tmp_path):
   keras.mixed_precision.set_global_policy("mixed_float16")
   pretrainer = ElectraPretrainer.from_pretraining_config(config)
   pretrainer.build()
-  convert_checkpoint.write_training_checkpoint(pretrainer, config, str(tmp_path / "train"), 4)
+  convert.write_training_checkpoint(pretrainer, config, str(tmp_path / "train"), 4)
   assert pretrainer.optimizer.__class__.__name__ == "LossScaleOptimizer"
   keras.mixed_precision.set_global_policy("float32")
   # No hparams: layout, sizes and the LossScaleOptimizer come from the checkpoint.
-  report = convert_checkpoint.keras_to_official(
+  report = convert.keras_to_official(
     tmp_path / "train", tmp_path / "official", with_optimizer_slots=True
   )
   assert any("loss scale" in n for n in report["not_converted"])
@@ -443,18 +438,16 @@ def test_mixed_precision_training_checkpoint_to_official(tmp_path):
 
 def test_load_official_pretrainer_needs_no_config(tmp_path):
   source = _write_layout(tmp_path / "official", "electric", with_slots=False)
-  pretrainer, config, tensors, info = convert_checkpoint.load_official_pretrainer(source)
-  assert info["layout"] == convert_checkpoint.LAYOUT_TWO_TOWER and config.electric_objective
+  pretrainer, config, tensors, info = convert.load_official_pretrainer(source)
+  assert info["layout"] == convert.LAYOUT_TWO_TOWER and config.electric_objective
   for name, variable in checkpoint_names.official_name_map(pretrainer).items():
     assert np.asarray(variable).tobytes() == tensors[name].tobytes(), name
 
 
 def test_keras_file_to_official_round_trip(tmp_path):
   source = _write_layout(tmp_path / "official", "default", with_slots=False)
-  convert_checkpoint.official_to_keras(source, str(tmp_path / "p.keras"))
-  report = convert_checkpoint.convert(
-    str(tmp_path / "p.keras"), str(tmp_path / "back"), global_step=123
-  )
+  convert.official_to_keras(source, str(tmp_path / "p.keras"))
+  report = convert.convert(str(tmp_path / "p.keras"), str(tmp_path / "back"), global_step=123)
   assert report["output"].endswith("model.ckpt-123")
   assert_bit_exact(source, report["output"])
 
@@ -470,7 +463,7 @@ def _assert_part_round_trip(source, report, keras_path, back_dir):
   converted entries bit for bit, plus global_step."""
   original, _ = _read_all(source)
   assert sorted(report["converted"] + report["not_converted"]) == sorted(original)
-  back = convert_checkpoint.keras_to_official(keras_path, back_dir)
+  back = convert.keras_to_official(keras_path, back_dir)
   written, _ = _read_all(back["output"])
   assert set(written) == set(report["converted"]) | {"global_step"}
   for n in report["converted"]:
@@ -480,9 +473,7 @@ def _assert_part_round_trip(source, report, keras_path, back_dir):
 @pytest.mark.parametrize("name", ["default", "mlm", "electric", "uniform"])
 def test_discriminator_part_round_trip(tmp_path, name):
   source = _write_layout(tmp_path / "official", name, with_slots=False)
-  report = convert_checkpoint.official_to_keras(
-    source, str(tmp_path / "d.keras"), part="discriminator"
-  )
+  report = convert.official_to_keras(source, str(tmp_path / "d.keras"), part="discriminator")
   assert all(
     n.startswith("electra/") or n.startswith("discriminator_predictions/")
     for n in report["converted"]
@@ -493,7 +484,7 @@ def test_discriminator_part_round_trip(tmp_path, name):
 @pytest.mark.parametrize("name", ["default", "untied_embeddings", "tied_generator", "electric"])
 def test_generator_part_round_trip(tmp_path, name):
   source = _write_layout(tmp_path / "official", name, with_slots=False)
-  report = convert_checkpoint.official_to_keras(source, str(tmp_path / "g.keras"), part="generator")
+  report = convert.official_to_keras(source, str(tmp_path / "g.keras"), part="generator")
   assert not any(n.startswith("discriminator_predictions/") for n in report["converted"])
   _assert_part_round_trip(source, report, tmp_path / "g.keras", tmp_path / "back")
 
@@ -501,19 +492,19 @@ def test_generator_part_round_trip(tmp_path, name):
 def test_generator_part_of_uniform_checkpoint_is_an_error(tmp_path):
   source = _write_layout(tmp_path / "official", "uniform", with_slots=False)
   with pytest.raises(ValueError, match="no generator"):
-    convert_checkpoint.official_to_keras(source, str(tmp_path / "g.keras"), part="generator")
+    convert.official_to_keras(source, str(tmp_path / "g.keras"), part="generator")
 
 
 def test_parts_of_tiny_match_the_original_outputs(original_fixtures, tmp_path):
   hparams = str(original_fixtures / "models" / "tiny_hparams.json")
   golden = dict(np.load(original_fixtures / "golden" / "tiny.npz"))
-  convert_checkpoint.official_to_keras(
+  convert.official_to_keras(
     original_fixtures / "models" / "tiny",
     str(tmp_path / "d.keras"),
     part="discriminator",
     hparams=hparams,
   )
-  convert_checkpoint.official_to_keras(
+  convert.official_to_keras(
     original_fixtures / "models" / "tiny",
     str(tmp_path / "g.keras"),
     part="generator",
@@ -550,13 +541,11 @@ def test_fine_tuned_style_checkpoint_converts_encoder_and_lists_heads(tmp_path):
   prefix = tmp_path / "ft" / "model.ckpt-5"
   (tmp_path / "ft").mkdir()
   write_name_based_checkpoint(prefix, random_values(shapes), global_step=5)
-  report = convert_checkpoint.official_to_keras(
-    prefix, str(tmp_path / "e.keras"), part="discriminator"
-  )
-  assert report["layout"] == convert_checkpoint.LAYOUT_ENCODER
+  report = convert.official_to_keras(prefix, str(tmp_path / "e.keras"), part="discriminator")
+  assert report["layout"] == convert.LAYOUT_ENCODER
   assert "task_specific/mnli/dense/kernel" in report["not_converted"]
   with pytest.raises(ValueError, match="encoder only.*--part finetuned converts both"):
-    convert_checkpoint.official_to_keras(prefix, str(tmp_path / "p.keras"), part="pretrainer")
+    convert.official_to_keras(prefix, str(tmp_path / "p.keras"), part="pretrainer")
 
 
 # ----------------------------------------------------------------------------
@@ -566,10 +555,8 @@ def test_fine_tuned_style_checkpoint_converts_encoder_and_lists_heads(tmp_path):
 
 def test_written_checkpoint_restores_by_name_in_tf1_graph_mode(tmp_path):
   source = _write_layout(tmp_path / "official", "default")
-  convert_checkpoint.convert(str(source), str(tmp_path / "keras"))
-  back = convert_checkpoint.keras_to_official(
-    tmp_path / "keras", tmp_path / "back", with_optimizer_slots=True
-  )
+  convert.convert(str(source), str(tmp_path / "keras"))
+  back = convert.keras_to_official(tmp_path / "keras", tmp_path / "back", with_optimizer_slots=True)
   expected, dtypes = _read_all(source)
   model_names = [n for n in expected if not checkpoint_names.is_non_model_entry(n)]
 
@@ -619,7 +606,7 @@ def test_not_an_electra_checkpoint(tmp_path):
     {"bert/embeddings/word_embeddings": np.zeros((4, 2), "float32")},
   )
   with pytest.raises(ValueError, match="not an ELECTRA checkpoint"):
-    convert_checkpoint.convert(str(tmp_path / "c"), str(tmp_path / "out"))
+    convert.convert(str(tmp_path / "c"), str(tmp_path / "out"))
 
 
 def test_truncated_checkpoint(tmp_path):
@@ -627,7 +614,7 @@ def test_truncated_checkpoint(tmp_path):
   data = tmp_path / "official" / "model.ckpt-123.data-00000-of-00001"
   data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])
   with pytest.raises(ValueError, match="truncated or corrupt"):
-    convert_checkpoint.convert(str(prefix), str(tmp_path / "out"))
+    convert.convert(str(prefix), str(tmp_path / "out"))
 
 
 def test_missing_layer_is_reported(tmp_path):
@@ -636,7 +623,7 @@ def test_missing_layer_is_reported(tmp_path):
   (tmp_path / "c").mkdir()
   write_name_based_checkpoint(tmp_path / "c" / "model.ckpt-1", values)
   with pytest.raises(ValueError, match=r"layers \[0\] are missing"):
-    convert_checkpoint.convert(str(tmp_path / "c"), str(tmp_path / "out"))
+    convert.convert(str(tmp_path / "c"), str(tmp_path / "out"))
 
 
 def test_missing_tensor_is_reported(tmp_path):
@@ -645,7 +632,7 @@ def test_missing_tensor_is_reported(tmp_path):
   (tmp_path / "c").mkdir()
   write_name_based_checkpoint(tmp_path / "c" / "model.ckpt-1", values)
   with pytest.raises(ValueError, match="generator_predictions/output_bias"):
-    convert_checkpoint.convert(str(tmp_path / "c"), str(tmp_path / "out"))
+    convert.convert(str(tmp_path / "c"), str(tmp_path / "out"))
 
 
 @pytest.mark.parametrize(
@@ -660,7 +647,7 @@ def test_missing_tensor_is_reported(tmp_path):
 def test_mismatched_config_shows_both(tmp_path, hparams, shown):
   source = _write_layout(tmp_path / "official", "default", with_slots=False)
   with pytest.raises(ValueError) as error:
-    convert_checkpoint.convert(str(source), str(tmp_path / "out"), hparams=json.dumps(hparams))
+    convert.convert(str(source), str(tmp_path / "out"), hparams=json.dumps(hparams))
   message = str(error.value)
   assert shown in message
   assert str(source) in message
@@ -669,11 +656,11 @@ def test_mismatched_config_shows_both(tmp_path, hparams, shown):
 
 def test_keras_checkpoint_with_mismatched_hparams(tmp_path):
   source = _write_layout(tmp_path / "official", "default")
-  report = convert_checkpoint.convert(str(source), str(tmp_path / "keras"))
+  report = convert.convert(str(source), str(tmp_path / "keras"))
   wrong = dict(report["hparams"], embedding_size=12)
   wrong = {k: wrong[k] for k in ("vocab_size", "embedding_size", "model_hparam_overrides")}
   with pytest.raises(ValueError) as error:
-    convert_checkpoint.convert(str(tmp_path / "keras"), str(tmp_path / "back"), hparams=wrong)
+    convert.convert(str(tmp_path / "keras"), str(tmp_path / "back"), hparams=wrong)
   message = str(error.value)
   assert "does not match the model built from the hparams" in message
   assert "[40, 12]" in message and "[40, 8]" in message
@@ -682,13 +669,13 @@ def test_keras_checkpoint_with_mismatched_hparams(tmp_path):
 def test_wrong_direction_and_options(tmp_path):
   source = _write_layout(tmp_path / "official", "default", with_slots=False)
   with pytest.raises(ValueError, match="use --direction to-keras"):
-    convert_checkpoint.convert(str(source), str(tmp_path / "o"), direction="to-official")
+    convert.convert(str(source), str(tmp_path / "o"), direction="to-official")
   with pytest.raises(ValueError, match="only the pretrainer is written as a training"):
-    convert_checkpoint.convert(str(source), str(tmp_path / "o"), part="discriminator")
+    convert.convert(str(source), str(tmp_path / "o"), part="discriminator")
   with pytest.raises(ValueError, match="neither a checkpoint prefix"):
-    convert_checkpoint.convert(str(tmp_path / "nothing"), str(tmp_path / "o"))
+    convert.convert(str(tmp_path / "nothing"), str(tmp_path / "o"))
   with pytest.raises(ValueError, match="already holds checkpoints"):
-    convert_checkpoint.convert(str(source), str(tmp_path / "official"))
+    convert.convert(str(source), str(tmp_path / "official"))
   assert (
     convert_checkpoint.main(["--input", str(tmp_path / "nothing"), "--output", str(tmp_path / "o")])
     == 1
@@ -849,9 +836,7 @@ def test_finetuned_official_to_keras_to_official_is_bit_exact(tmp_path, name):
   tasks, hparams, expected_heads = FINETUNED[name]
   source = _write_finetuned(tmp_path / "ft", tasks)
   # No --part: a checkpoint with task heads is converted as a fine-tuning model.
-  report = convert_checkpoint.convert(
-    str(tmp_path / "ft"), str(tmp_path / "ft.keras"), hparams=hparams
-  )
+  report = convert.convert(str(tmp_path / "ft"), str(tmp_path / "ft.keras"), hparams=hparams)
   assert report["part"] == "finetuned"
   assert report["not_converted"] == ["global_step"] and report["global_step"] == 42
   assert sorted(report["converted"]) == sorted(_finetuned_shapes(tasks))
@@ -869,9 +854,7 @@ def test_finetuned_official_to_keras_to_official_is_bit_exact(tmp_path, name):
   for n, variable in model.official_name_map().items():
     assert np.asarray(variable).tobytes() == original[n].tobytes(), n
 
-  back = convert_checkpoint.convert(
-    str(tmp_path / "ft.keras"), str(tmp_path / "back"), global_step=42
-  )
+  back = convert.convert(str(tmp_path / "ft.keras"), str(tmp_path / "back"), global_step=42)
   assert back["output"].endswith("model.ckpt-42")
   assert_bit_exact(source, back["output"])
 
@@ -881,26 +864,20 @@ def test_finetuned_checkpoint_with_slots_lists_them(tmp_path):
   weights; the .keras model holds the weights, the rest is listed."""
   tasks = {"rte": ("classification", 2), "squad": ("qa", None)}
   source = _write_finetuned(tmp_path / "ft", tasks, with_slots=True, global_step=9)
-  report = convert_checkpoint.official_to_keras(
-    tmp_path / "ft", str(tmp_path / "ft.keras"), part="finetuned"
-  )
+  report = convert.official_to_keras(tmp_path / "ft", str(tmp_path / "ft.keras"), part="finetuned")
   original, _ = _read_all(source)
   assert sorted(report["converted"] + report["not_converted"]) == sorted(original)
   assert sorted(report["not_converted"]) == sorted(
     [n for n in original if n.endswith(("/adam_m", "/adam_v"))] + ["global_step"]
   )
-  back = convert_checkpoint.keras_to_official(
-    tmp_path / "ft.keras", tmp_path / "back", global_step=9
-  )
+  back = convert.keras_to_official(tmp_path / "ft.keras", tmp_path / "back", global_step=9)
   written, dtypes = _read_all(back["output"])
   assert set(written) == set(report["converted"]) | {"global_step"}
   assert dtypes["global_step"] == tf.int64 and int(written["global_step"]) == 9
   for n in report["converted"]:
     assert written[n].tobytes() == original[n].tobytes(), n
   with pytest.raises(ValueError, match="without optimizer state"):
-    convert_checkpoint.keras_to_official(
-      tmp_path / "ft.keras", tmp_path / "slots", with_optimizer_slots=True
-    )
+    convert.keras_to_official(tmp_path / "ft.keras", tmp_path / "slots", with_optimizer_slots=True)
 
 
 def _finetuning_features(vocab, batch=3, length=24, seed=0):
@@ -969,7 +946,7 @@ def test_finetuned_keras_to_official_to_keras_gives_identical_outputs(tmp_path, 
   features["task_id"] = features["task_id"] % len(tasks)
   expected = _flat_outputs(model(features, training=False))
 
-  report = convert_checkpoint.keras_to_official(tmp_path / "m.keras", tmp_path / "official")
+  report = convert.keras_to_official(tmp_path / "m.keras", tmp_path / "official")
   written, dtypes = _read_all(report["output"])
   # Exactly the spec's names and shapes, float32, and global_step int64.
   spec = _finetuned_shapes(
@@ -992,9 +969,7 @@ def test_finetuned_keras_to_official_to_keras_gives_identical_outputs(tmp_path, 
     "beam_size": 3,
     "model_hparam_overrides": {"num_attention_heads": 2},
   }
-  convert_checkpoint.official_to_keras(
-    tmp_path / "official", str(tmp_path / "back.keras"), hparams=hparams
-  )
+  convert.official_to_keras(tmp_path / "official", str(tmp_path / "back.keras"), hparams=hparams)
   restored = keras.saving.load_model(str(tmp_path / "back.keras"), compile=False)
   actual = _flat_outputs(restored(features, training=False))
   assert sorted(actual) == sorted(expected)
@@ -1005,13 +980,13 @@ def test_finetuned_keras_to_official_to_keras_gives_identical_outputs(tmp_path, 
 def test_finetuned_unknown_task_type_is_an_error(tmp_path):
   _write_finetuned(tmp_path / "ft", {"rte": ("classification", 2), "mytask": ("tagging", 4)})
   with pytest.raises(ValueError) as error:
-    convert_checkpoint.convert(str(tmp_path / "ft"), str(tmp_path / "m.keras"))
+    convert.convert(str(tmp_path / "ft"), str(tmp_path / "m.keras"))
   message = str(error.value)
   assert "'mytask'" in message
   assert '{"task_types": {"mytask": "classification"}}' in message
   assert "classification, regression, tagging, qa" in message
   # Given its type, it converts.
-  report = convert_checkpoint.convert(
+  report = convert.convert(
     str(tmp_path / "ft"), str(tmp_path / "m.keras"), hparams={"task_types": {"mytask": "tagging"}}
   )
   assert dict(report["tasks"])["mytask"] == "tagging, 4 tags"
@@ -1069,7 +1044,7 @@ def test_finetuned_unknown_task_type_is_an_error(tmp_path):
 def test_finetuned_mismatches_show_both(tmp_path, tasks, hparams, shown):
   _write_finetuned(tmp_path / "ft", tasks)
   with pytest.raises(ValueError) as error:
-    convert_checkpoint.official_to_keras(
+    convert.official_to_keras(
       tmp_path / "ft", str(tmp_path / "m.keras"), part="finetuned", hparams=hparams
     )
   assert shown in str(error.value)
@@ -1082,7 +1057,7 @@ def test_finetuned_head_with_an_extra_layer_is_an_error(tmp_path):
   )
   _write_finetuned(tmp_path / "ft", None, shapes=shapes)
   with pytest.raises(ValueError) as error:
-    convert_checkpoint.official_to_keras(tmp_path / "ft", str(tmp_path / "m.keras"))
+    convert.official_to_keras(tmp_path / "ft", str(tmp_path / "m.keras"))
   message = str(error.value)
   assert "in the checkpoint but not in the config's model" in message
   assert "task_specific/rte/dense_1/kernel [16, 2]" in message
@@ -1091,17 +1066,17 @@ def test_finetuned_head_with_an_extra_layer_is_an_error(tmp_path):
 def test_finetuned_part_options(tmp_path):
   _write_finetuned(tmp_path / "ft", {"rte": ("classification", 2)})
   with pytest.raises(ValueError, match="written as a .keras model only"):
-    convert_checkpoint.convert(str(tmp_path / "ft"), str(tmp_path / "dir"), part="finetuned")
+    convert.convert(str(tmp_path / "ft"), str(tmp_path / "dir"), part="finetuned")
   with pytest.raises(ValueError, match="already has the original's names"):
-    convert_checkpoint.convert(str(tmp_path / "ft"), str(tmp_path / "o"), direction="to-official")
+    convert.convert(str(tmp_path / "ft"), str(tmp_path / "o"), direction="to-official")
   pretraining = _write_layout(tmp_path / "official", "default", with_slots=False)
   with pytest.raises(ValueError, match="not a fine-tuned model"):
-    convert_checkpoint.official_to_keras(pretraining, str(tmp_path / "p.keras"), part="finetuned")
+    convert.official_to_keras(pretraining, str(tmp_path / "p.keras"), part="finetuned")
   # A pre-training checkpoint with a task head is neither layout.
   shapes = dict(_layout_shapes("default"), **spec_task_head_shapes("rte", "classification", 16, 2))
   _write_finetuned(tmp_path / "mixed", None, shapes=shapes)
   with pytest.raises(ValueError, match=r"also the scopes \['discriminator_predictions', "):
-    convert_checkpoint.official_to_keras(tmp_path / "mixed", str(tmp_path / "m.keras"))
+    convert.official_to_keras(tmp_path / "mixed", str(tmp_path / "m.keras"))
 
 
 def test_finetuned_cli_both_directions(tmp_path, capsys):
@@ -1173,7 +1148,7 @@ def test_finetuned_encoder_of_tiny_matches_the_original_outputs(original_fixture
   )
   hparams = json.loads((original_fixtures / "models" / "tiny_hparams.json").read_text())
   hparams = {k: hparams[k] for k in ("model_hparam_overrides", "embedding_size", "vocab_size")}
-  report = convert_checkpoint.official_to_keras(
+  report = convert.official_to_keras(
     tmp_path / "ft", str(tmp_path / "m.keras"), hparams=dict(hparams, task_names=["mnli", "squad"])
   )
   assert report["not_converted"] == ["global_step"]

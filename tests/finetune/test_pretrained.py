@@ -154,7 +154,7 @@ def test_learning_check_on_real_text(tmp_path, original_fixtures):
 def test_encoder_from_an_electra_tf_pretraining_checkpoint(tmp_path):
   """electra_tf training checkpoint → `convert_checkpoint --direction
   to-official` → fine-tuning loads the discriminator's encoder."""
-  from electra_tf import convert_checkpoint
+  from electra_tf.checkpoints import convert
   from electra_tf.configs.pretraining import PretrainingConfig
   from electra_tf.models.electra_pretrainer import ElectraPretrainer
   from electra_tf.training import checkpointing
@@ -178,7 +178,7 @@ def test_encoder_from_an_electra_tf_pretraining_checkpoint(tmp_path):
   keras_dir = str(tmp_path / "keras_ckpt")
   checkpointing.TrainingCheckpointManager(pretrainer, keras_dir).save(0)
   official_dir = str(tmp_path / "official")
-  convert_checkpoint.convert(keras_dir, official_dir, direction="to-official", hparams=hparams)
+  convert.convert(keras_dir, official_dir, direction="to-official", hparams=hparams)
   with pytest.raises(ValueError, match="convert"):  # the object checkpoint itself is refused
     checkpoint_io.load_pretrained(_model(pretraining_config), keras_dir)
   model = _model(pretraining_config)

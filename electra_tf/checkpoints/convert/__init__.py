@@ -1,0 +1,53 @@
+"""Checkpoint conversion between the original's name-based TF1 checkpoints
+and electra_tf (training checkpoints and `.keras` models), in both directions.
+
+One module per job:
+- `reader`: reading name-based checkpoints (every entry, damaged files named);
+- `layout`: the layout and `PretrainingConfig` of a name-based checkpoint,
+  inferred from its shapes and checked against them;
+- `finetuned_heads`: fine-tuned checkpoints (`task_specific/<task>/` heads)
+  read into a `FinetuningModel`;
+- `standalone`: the discriminator or generator alone as a `.keras` model;
+- `object_graph`: the hparams of an electra_tf training checkpoint, from its
+  TF2 object graph;
+- `writer`: `.keras` files, training checkpoints and name-based checkpoints;
+- `to_keras` / `to_official`: the two directions;
+- `api`: `convert` (direction detected from the input) and the report.
+
+`python -m electra_tf.convert_checkpoint` is the command line over `convert`.
+Names come from `electra_tf.checkpoints.names`, the one map both directions
+and the loaders use. Not to be confused with `electra_tf.checkpoints.finetuned`,
+the name-based checkpoint I/O of fine-tuning runs (which need no conversion).
+
+Example:
+  >>> from electra_tf.checkpoints import convert
+  >>> convert.DIRECTIONS
+  ('to-keras', 'to-official')
+  >>> # convert.convert("models/tiny", "/tmp/tiny_disc.keras", part="discriminator")
+"""
+
+from electra_tf.checkpoints.convert.api import DIRECTIONS
+from electra_tf.checkpoints.convert.api import convert
+from electra_tf.checkpoints.convert.api import format_report
+from electra_tf.checkpoints.convert.finetuned_heads import TASK_TYPES
+from electra_tf.checkpoints.convert.finetuned_heads import load_official_finetuning_model
+from electra_tf.checkpoints.convert.layout import LAYOUT_DEFAULT
+from electra_tf.checkpoints.convert.layout import LAYOUT_ENCODER
+from electra_tf.checkpoints.convert.layout import LAYOUT_MLM
+from electra_tf.checkpoints.convert.layout import LAYOUT_TIED
+from electra_tf.checkpoints.convert.layout import LAYOUT_TWO_TOWER
+from electra_tf.checkpoints.convert.layout import LAYOUT_UNIFORM
+from electra_tf.checkpoints.convert.layout import LAYOUT_UNTIED_EMBEDDINGS
+from electra_tf.checkpoints.convert.layout import infer_config_from_checkpoint
+from electra_tf.checkpoints.convert.object_graph import infer_hparams_from_training_checkpoint
+from electra_tf.checkpoints.convert.reader import read_name_based_checkpoint
+from electra_tf.checkpoints.convert.to_keras import PARTS
+from electra_tf.checkpoints.convert.to_keras import load_official_pretrainer
+from electra_tf.checkpoints.convert.to_keras import official_to_keras
+from electra_tf.checkpoints.convert.to_official import keras_to_official
+from electra_tf.checkpoints.convert.to_official import load_keras_source
+from electra_tf.checkpoints.convert.writer import HPARAMS_FILE
+from electra_tf.checkpoints.convert.writer import KERAS_SUFFIX
+from electra_tf.checkpoints.convert.writer import official_tensors
+from electra_tf.checkpoints.convert.writer import write_official_checkpoint
+from electra_tf.checkpoints.convert.writer import write_training_checkpoint

@@ -1,0 +1,109 @@
+"""One conversion in either direction, detected from the input, and the
+report the CLI prints.
+
+Example:
+  >>> print(format_report({"input": "a", "output": "b", "converted": ["x"],
+  ...                      "not_converted": []}))
+  Converted a -> b
+    converted: 1 entries
+    not converted: 0 entries
+"""
+
+import json
+import os
+
+from electra_tf.checkpoints import names as checkpoint_names
+from electra_tf.checkpoints import official as official_checkpoint
+from electra_tf.checkpoints.convert.finetuned_heads import task_groups
+from electra_tf.checkpoints.convert.reader import is_object_based
+from electra_tf.checkpoints.convert.reader import open_reader
+from electra_tf.checkpoints.convert.to_keras import official_to_keras
+from electra_tf.checkpoints.convert.to_official import keras_to_official
+from electra_tf.checkpoints.convert.writer import KERAS_SUFFIX
+
+DIRECTIONS = ("to-keras", "to-official")
+
+
+def detect_direction(input_path):
+  path = os.fspath(input_path)
+  if path.endswith(KERAS_SUFFIX):
+    return "to-official"
+  prefix = official_checkpoint.resolve_checkpoint_path(path)
+  return "to-official" if is_object_based(prefix) else "to-keras"
+
+
+def convert(
+  input_path,
+  output_path,
+  direction=None,
+  part=None,
+  hparams=None,
+  with_optimizer_slots=False,
+  global_step=None,
+):
+  """Runs one conversion; `direction` None detects it from the input, `part`
+  None (to-keras) picks "finetuned" for a checkpoint with task heads, else
+  "pretrainer"."""
+  detected = detect_direction(input_path)
+  if direction is None:
+    direction = detected
+  elif direction not in DIRECTIONS:
+    raise ValueError(f"--direction {direction!r}; expected one of {DIRECTIONS}")
+  elif direction != detected:
+    kind = (
+      "an electra_tf checkpoint/.keras model"
+      if detected == "to-official"
+      else ("a name-based (official) checkpoint")
+    )
+    hint = ""
+    if detected == "to-keras":
+      prefix = official_checkpoint.resolve_checkpoint_path(input_path)
+      if task_groups(open_reader(prefix).get_variable_to_shape_map()):
+        hint = (
+          "; a fine-tuned checkpoint written by run_finetuning already has the original's "
+          "names, shapes, dtypes, slots and global_step"
+        )
+    raise ValueError(
+      f"--direction {direction}, but --input {input_path!r} is {kind} "
+      f"(use --direction {detected}){hint}"
+    )
+  if direction == "to-keras":
+    if with_optimizer_slots or global_step is not None:
+      raise ValueError(
+        "--with-optimizer-slots and --global-step apply to --direction "
+        "to-official; to-keras carries the slots and step over whenever the "
+        "output is a training checkpoint"
+      )
+    return official_to_keras(input_path, output_path, part=part, hparams=hparams)
+  if part is not None:
+    raise ValueError(
+      "--part applies to --direction to-keras; to-official writes whatever the input holds"
+    )
+  return keras_to_official(
+    input_path,
+    output_path,
+    hparams=hparams,
+    with_optimizer_slots=with_optimizer_slots,
+    global_step=global_step,
+  )
+
+
+def format_report(report):
+  lines = [f"Converted {report['input']} -> {report['output']}"]
+  for key in ("part", "layout", "global_step"):
+    if key in report:
+      lines.append(f"  {key}: {report[key]}")
+  for task, description in report.get("tasks", []):
+    lines.append(f"  task {task}: {description}")
+  if report.get("hparams") is not None:
+    lines.append(f"  hparams: {json.dumps(report['hparams'], sort_keys=True)}")
+  for note in report.get("notes", []):
+    lines.append(f"  note: {note}")
+  lines.append(f"  converted: {len(report['converted'])} entries")
+  not_converted = report["not_converted"]
+  lines.append(f"  not converted: {len(not_converted)} entries" + (":" if not_converted else ""))
+  slots = [n for n in not_converted if n.endswith(checkpoint_names.OPTIMIZER_SLOT_SUFFIXES)]
+  if slots:
+    lines.append(f"    {len(slots)} optimizer slots (<variable>/adam_m, <variable>/adam_v)")
+  lines += [f"    {n}" for n in not_converted if n not in set(slots)]
+  return "\n".join(lines)
