@@ -3,7 +3,7 @@ replaced-token-detection probabilities out) on one sentence, and its
 throughput at batch 32, for ELECTRA-Small (H=256, L=12, A=4, I=1024, E=128)
 at random init, max_seq_length 128, float32, on this CPU.
 
-The SavedModel is written by `electra_tf.export_saved_model` and loaded back
+The SavedModel is written by `electra_tf.serving.export` and loaded back
 with `tf.saved_model.load`, so the tokenizer and packing run in the graph as
 they would in TF Serving (without the server's RPC overhead).
 
@@ -56,9 +56,9 @@ def run(quick=False):
   import keras
   import tensorflow as tf
 
-  from electra_tf import export_saved_model
   from electra_tf.configs.pretraining import PretrainingConfig
   from electra_tf.models.electra_pretrainer import ElectraPretrainer
+  from electra_tf.serving import export as export_lib
 
   keras.mixed_precision.set_global_policy("float32")
   with tempfile.TemporaryDirectory() as tmp:
@@ -77,7 +77,7 @@ def run(quick=False):
     model = ElectraPretrainer.from_pretraining_config(config)
     model.build()
     start = time.perf_counter()
-    path = export_saved_model.export(
+    path = export_lib.export(
       model, "discriminator", vocab_file, os.path.join(tmp, "export"), max_seq_length=SEQ
     )
     export_s = time.perf_counter() - start

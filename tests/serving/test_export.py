@@ -27,6 +27,7 @@ from electra_tf.finetune.model import FinetuningModel
 from electra_tf.finetune.qa.head import QAHead
 from electra_tf.finetune.tagging.head import TaggingHead
 from electra_tf.models.electra_pretrainer import ElectraPretrainer
+from electra_tf.serving import export as export_lib
 from electra_tf.serving import modules as serving_modules
 from electra_tf.text import wordpiece as tokenization
 from electra_tf.text.tokenizer import ElectraTokenizer
@@ -378,7 +379,7 @@ def exported(tmp_path_factory):
   )
 
   gen_dir = os.path.join(root, "gen")
-  export_saved_model.export(
+  export_lib.export(
     pretrainer,
     "generator",
     vocab_file,
@@ -395,10 +396,10 @@ def exported(tmp_path_factory):
       QAHead("squad", beam_size=2, name="task_specific_squad"),
     ]
   )
-  rte_path = export_saved_model.export(
+  rte_path = export_lib.export(
     finetuned, "task", vocab_file, os.path.join(root, "rte"), max_seq_length=S, task="rte"
   )
-  squad_path = export_saved_model.export(
+  squad_path = export_lib.export(
     finetuned,
     "task",
     vocab_file,
@@ -665,7 +666,7 @@ def test_regression_and_tagging_heads(tmp_path):
   sequence = model.encoder(features, training=False)["sequence_output"]
   n = len(TEXT_A)
 
-  sts = export_saved_model.build_serving_module(model, "task", tokenizer, S, task="sts")
+  sts = export_lib.build_serving_module(model, "task", tokenizer, S, task="sts")
   out = _module_outputs(sts, features)
   ref = model.heads[0](
     sequence, {"sts_targets": np.zeros(n, "float32"), "sts_eid": np.zeros(n, "int32")}
@@ -675,7 +676,7 @@ def test_regression_and_tagging_heads(tmp_path):
   with pytest.raises(tf.errors.InvalidArgumentError, match="same batch size"):
     sts.serve_text(tf.constant(["a b", "c"]), tf.constant([""]))
 
-  chunk = export_saved_model.build_serving_module(model, "task", tokenizer, S, task="chunk")
+  chunk = export_lib.build_serving_module(model, "task", tokenizer, S, task="chunk")
   out = _module_outputs(chunk, features)
   positions = np.tile(np.arange(S, dtype="int32"), (n, 1))
   ref = model.heads[1](
@@ -700,21 +701,15 @@ def test_finetuned_keras_file_serves_its_heads(tmp_path):
   vocab_file = _write_vocab(str(tmp_path))
   model = _tiny_finetuning_model([ClassificationHead("mnli", 3, name="task_specific_mnli")])
   model.save(str(tmp_path / "ft.keras"))
-  loaded = export_saved_model.load_keras_model(str(tmp_path / "ft.keras"))
+  loaded = export_lib.load_keras_model(str(tmp_path / "ft.keras"))
   features = featurize(tokenization.FullTokenizer(vocab_file), TEXT_A, TEXT_B)
   tokenizer = ElectraTokenizer(vocab_file=vocab_file)
-  expected = _module_outputs(
-    export_saved_model.build_serving_module(model, "task", tokenizer, S), features
-  )
-  served = export_saved_model.with_dtype_policy(loaded, "float32")
-  out = _module_outputs(
-    export_saved_model.build_serving_module(served, "task", tokenizer, S), features
-  )
+  expected = _module_outputs(export_lib.build_serving_module(model, "task", tokenizer, S), features)
+  served = export_lib.with_dtype_policy(loaded, "float32")
+  out = _module_outputs(export_lib.build_serving_module(served, "task", tokenizer, S), features)
   _assert_close(out["probabilities"], expected["probabilities"], "mnli")
-  mixed = export_saved_model.with_dtype_policy(loaded, "mixed_bfloat16")
-  out = _module_outputs(
-    export_saved_model.build_serving_module(mixed, "task", tokenizer, S), features
-  )
+  mixed = export_lib.with_dtype_policy(loaded, "mixed_bfloat16")
+  out = _module_outputs(export_lib.build_serving_module(mixed, "task", tokenizer, S), features)
   assert out["probabilities"].dtype == np.float32
   np.testing.assert_allclose(out["probabilities"], expected["probabilities"], atol=0.05)
 
@@ -732,7 +727,7 @@ def test_electric_two_tower_generator_as_masked_lm(tmp_path):
     )
   )
   electric.build()
-  module = export_saved_model.build_serving_module(
+  module = export_lib.build_serving_module(
     electric,
     "generator",
     ElectraTokenizer(vocab_file=vocab_file),
@@ -766,7 +761,7 @@ def test_finetuned_checkpoint_export(tmp_path):
   hparams.pop("generator_hidden_size")
   config = FinetuningConfig("tiny", str(tmp_path), **hparams)
   keras.utils.set_random_seed(5)
-  model = export_saved_model.build_finetuning_model(config)
+  model = export_lib.build_finetuning_model(config)
   for weight in model.weights:  # trained-looking heads
     if "task_specific" in weight.path or "bias" in weight.path:
       weight.assign(np.random.default_rng(6).normal(size=weight.shape).astype("float32"))
@@ -814,7 +809,7 @@ def test_float32_serving_rebuilds_a_mixed_precision_model(tmp_path):
   keras.mixed_precision.set_global_policy("mixed_bfloat16")
   mixed = _tiny_pretrainer(str(tmp_path))
   keras.mixed_precision.set_global_policy("float32")
-  served = export_saved_model.with_dtype_policy(mixed, "float32")
+  served = export_lib.with_dtype_policy(mixed, "float32")
   assert served is not mixed
   assert {l.dtype_policy.name for l in served._flatten_layers()} == {"float32"}
   for a, b in zip(mixed.weights, served.weights):
@@ -826,8 +821,8 @@ def test_float32_serving_rebuilds_a_mixed_precision_model(tmp_path):
   np.testing.assert_allclose(
     np.asarray(mixed.discriminator(features)["logits"], "float32"), np.asarray(out), atol=0.1
   )
-  assert export_saved_model.with_dtype_policy(served, "float32") is served
-  back = export_saved_model.with_dtype_policy(served, "mixed_bfloat16")
+  assert export_lib.with_dtype_policy(served, "float32") is served
+  back = export_lib.with_dtype_policy(served, "mixed_bfloat16")
   assert back.discriminator.encoder.dtype_policy.name == "mixed_bfloat16"
 
 
@@ -835,32 +830,32 @@ def test_bad_options_raise_clear_errors(tmp_path):
   vocab_file = _write_vocab(str(tmp_path))
   pretrainer = _tiny_pretrainer(str(tmp_path))
   with pytest.raises(ValueError, match="max_position_embeddings 32"):
-    export_saved_model.export(
+    export_lib.export(
       pretrainer, "discriminator", vocab_file, str(tmp_path / "e"), max_seq_length=64
     )
   with pytest.raises(ValueError, match="use --model task|needs a fine-tuned model"):
-    export_saved_model.export(pretrainer, "task", vocab_file, str(tmp_path / "e"))
+    export_lib.export(pretrainer, "task", vocab_file, str(tmp_path / "e"))
   short_vocab = tmp_path / "short.txt"
   short_vocab.write_text("\n".join(VOCAB[:-1]))
   with pytest.raises(ValueError, match="has 40 entries but the model's vocab_size is 41"):
-    export_saved_model.export(
+    export_lib.export(
       pretrainer, "discriminator", str(short_vocab), str(tmp_path / "e"), max_seq_length=S
     )
   finetuned = _tiny_finetuning_model([ClassificationHead("rte", 2), ClassificationHead("mrpc", 2)])
   tokenizer = ElectraTokenizer(vocab_file=vocab_file)
   with pytest.raises(ValueError, match="several heads"):
-    export_saved_model.build_serving_module(finetuned, "task", tokenizer, S)
+    export_lib.build_serving_module(finetuned, "task", tokenizer, S)
   with pytest.raises(ValueError, match="'cola' is not a head"):
-    export_saved_model.build_serving_module(finetuned, "task", tokenizer, S, task="cola")
+    export_lib.build_serving_module(finetuned, "task", tokenizer, S, task="cola")
   mlm_only = ElectraPretrainer.from_pretraining_config(
     PretrainingConfig("mlm", str(tmp_path), electra_objective=False, **PRETRAIN_HPARAMS)
   )
   with pytest.raises(ValueError, match="has no discriminator network"):
-    export_saved_model.build_serving_module(mlm_only, "discriminator", tokenizer, S)
+    export_lib.build_serving_module(mlm_only, "discriminator", tokenizer, S)
   (tmp_path / "e" / "1").mkdir(parents=True)
   with pytest.raises(ValueError, match="already exists"):
-    export_saved_model.save_module(None, str(tmp_path / "e"), version=1)
-  assert export_saved_model.next_version(str(tmp_path / "e")) == 2
+    export_lib.save_module(None, str(tmp_path / "e"), version=1)
+  assert export_lib.next_version(str(tmp_path / "e")) == 2
 
 
 def test_cli_reports_bad_input(tmp_path, capsys):

@@ -1,0 +1,429 @@
+"""Exporting an ELECTRA model as a SavedModel for TF Serving.
+
+Loads the model (a `.keras` file, an electra_tf training checkpoint, an
+original/official name-based pre-training checkpoint or a fine-tuned one),
+wraps it in a serving module of `electra_tf.serving.modules` and writes
+`<export_dir>/<version>/` atomically. `python -m electra_tf.export_saved_model`
+is the command line over `load_model` and `export`.
+
+Example:
+  >>> next_version("/nonexistent/export_dir")
+  1
+  >>> # model, config = load_model(checkpoint="models/tiny", hparams="models/tiny_hparams.json")
+  >>> # export(model, "discriminator", "vocab.txt", "/tmp/electra_serving")
+"""
+
+import os
+import re
+import shutil
+import tempfile
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from electra_tf.checkpoints import finetuned as checkpoint_io
+from electra_tf.checkpoints import official as official_checkpoint
+from electra_tf.checkpoints.convert import load_official_pretrainer
+from electra_tf.configs import hparams as hparams_lib
+from electra_tf.serving import modules as serving_modules
+from electra_tf.text.tokenizer import ElectraTokenizer
+from electra_tf.training import distribution
+from electra_tf.utils import keras_compat
+from electra_tf.utils.file_io import atomic_path
+
+MODEL_KINDS = ("discriminator", "generator", "task")
+MIXED_POLICY = "mixed_bfloat16"
+
+
+def _replace_dtype_policies(config, policy):
+  """Recursively sets every layer's `dtype` entry of a Keras config to
+  `policy`, and drops nested `build_config`s so that sub-layers are rebuilt
+  by their owner's `build` (not twice)."""
+  if isinstance(config, dict):
+    out = {}
+    for key, value in config.items():
+      if key == "build_config":
+        continue
+      if key == "dtype" and (
+        isinstance(value, str)
+        or (isinstance(value, dict) and "Policy" in str(value.get("class_name", "")))
+      ):
+        out[key] = policy
+      else:
+        out[key] = _replace_dtype_policies(value, policy)
+    return out
+  if isinstance(config, list):
+    return [_replace_dtype_policies(v, policy) for v in config]
+  return config
+
+
+def with_dtype_policy(model, policy):
+  """`model` itself if all its layers already use `policy`, else a rebuilt
+  copy (from its config) with every layer on `policy` and the same weights,
+  cast to float32 (the variable dtype of both float32 and mixed policies)."""
+  policies = {
+    layer.dtype_policy.name for layer in keras_compat.flatten_layers(model, include_self=True)
+  }
+  if policies == {policy}:
+    return model
+  config = _replace_dtype_policies(model.get_config(), policy)
+  # Sub-layers created in a constructor without an explicit dtype follow the
+  # global policy.
+  with distribution.dtype_policy(policy):
+    clone = model.__class__.from_config(config)
+    if not clone.built:
+      clone.build()
+  source, target = model.weights, clone.weights
+  if [tuple(w.shape) for w in source] != [tuple(w.shape) for w in target]:
+    raise ValueError(
+      f"rebuilding {type(model).__name__} with dtype policy {policy!r} changed its weight layout"
+    )
+  for src, dst in zip(source, target):
+    dst.assign(np.asarray(src, dtype=np.float32).astype(dst.dtype))
+  return clone
+
+
+def _is_finetuning_model(model):
+  return hasattr(model, "heads") and hasattr(model, "encoder")
+
+
+def find_network(model, kind):
+  """The `ElectraDiscriminator` / `ElectraGenerator` to serve for `kind`:
+  the pretrainer's, the model itself, or the one inside a functional model
+  (as `convert_checkpoint --part discriminator|generator` writes).
+  None when there is none."""
+  from electra_tf.models.electra_discriminator import ElectraDiscriminator
+  from electra_tf.models.electra_generator import ElectraGenerator
+
+  cls = ElectraDiscriminator if kind == "discriminator" else ElectraGenerator
+  if hasattr(model, kind) and not isinstance(model, cls):
+    return getattr(model, kind)  # ElectraPretrainer (None when it has no such network)
+  if isinstance(model, cls):
+    return model
+  for layer in keras_compat.flatten_layers(model, include_self=False):
+    if isinstance(layer, cls):
+      return layer
+  return None
+
+
+def load_keras_model(path):
+  """Loads a `.keras` file holding an `ElectraPretrainer` or `FinetuningModel`."""
+  import electra_tf.finetune.model  # noqa: F401  (registers the class)
+  import electra_tf.models  # noqa: F401
+
+  if not os.path.exists(path):
+    raise ValueError(f"--keras-model {path!r} does not exist")
+  return keras.saving.load_model(path, compile=False)
+
+
+def _restore_object_based(model, prefix):
+  """Restores an electra_tf (object-based) checkpoint into `model`.
+
+  Training checkpoints are `tf.train.Checkpoint(model=..., optimizer=...)`.
+  Keras 3 leaves layers held in Python lists out of TF checkpoints, so
+  checkpoints written before the models exposed their encoder blocks lack
+  them under `model/...`; the optimizer's `_trainable_variables` list holds
+  every trainable variable, so those are restored through a stand-in
+  optimizer that lists the model's trainable variables in the same (build)
+  order. Every model variable must be covered.
+  """
+  names = [
+    n for n, _ in tf.train.list_variables(prefix) if n.endswith("/.ATTRIBUTES/VARIABLE_VALUE")
+  ]
+  n_model = sum(n.startswith("model/") for n in names)
+  n_optimizer = sum(n.startswith("optimizer/_trainable_variables/") for n in names)
+  trainable = model.trainable_variables
+  roots = {"model": model}
+  if n_optimizer:
+    stand_in = keras_compat.AutoTrackable()
+    stand_in._trainable_variables = list(trainable)  # pylint: disable=protected-access
+    roots["optimizer"] = stand_in
+  # Each variable is saved once, under the first path that reaches it, so
+  # the two groups are disjoint.
+  if n_model + n_optimizer != len(model.weights):
+    raise ValueError(
+      f"checkpoint {prefix!r} holds {n_model} model variables and {n_optimizer} through its "
+      f"optimizer, but the model built from the given hparams has {len(model.weights)}; "
+      "it cannot restore the whole model (check the hparams). Export from a training "
+      "checkpoint, a .keras file (--keras-model) or a name-based checkpoint"
+    )
+  try:
+    status = tf.train.Checkpoint(**roots).read(prefix)
+  except (ValueError, tf.errors.OpError) as e:
+    raise ValueError(
+      f"checkpoint {prefix!r} does not fit the model built from the given hparams: {e}"
+    ) from None
+  status.expect_partial()
+  try:
+    status.assert_existing_objects_matched()
+  except AssertionError as e:
+    raise ValueError(
+      f"checkpoint {prefix!r} does not hold this model's weights "
+      f"(built from the given hparams): {e}"
+    ) from None
+
+
+def load_pretraining_checkpoint(path, hparams=None, model_name="electra", data_dir=None):
+  """An `ElectraPretrainer` restored from an electra_tf or official checkpoint.
+
+  Official (name-based) checkpoints are read by the converter
+  (`electra_tf.checkpoints.convert.load_official_pretrainer`), which infers the sizes
+  from the shapes; `hparams` then only adds what shapes cannot tell.
+  electra_tf training checkpoints need the run's `hparams`.
+
+  Args:
+    path: checkpoint prefix or directory.
+    hparams: pre-training hparams (dict, JSON string or `.json` path).
+    model_name, data_dir: the `PretrainingConfig` arguments (electra_tf
+      checkpoints).
+
+  Returns:
+    `(pretrainer, config)`.
+  """
+  from electra_tf.configs.pretraining import PretrainingConfig
+  from electra_tf.models.electra_pretrainer import ElectraPretrainer
+
+  prefix = official_checkpoint.resolve_checkpoint_path(path)
+  if checkpoint_io.is_name_based(prefix):
+    pretrainer, config, _, _ = load_official_pretrainer(prefix, hparams)
+    return pretrainer, config
+  if hparams is None:
+    raise ValueError(
+      f"--checkpoint {prefix!r} is an electra_tf checkpoint: pass the run's "
+      "--hparams (its sizes and layout come from them)"
+    )
+  config = PretrainingConfig(
+    model_name, data_dir or os.path.dirname(prefix), **hparams_lib.load_hparams(hparams)
+  )
+  model = ElectraPretrainer.from_pretraining_config(config)
+  model.build()
+  _restore_object_based(model, prefix)
+  return model, config
+
+
+def build_finetuning_model(config):
+  """A built `FinetuningModel` with one head per task of a `FinetuningConfig`,
+  sized as `run_finetuning` sizes it (debug mode shrinks the encoder)."""
+  from electra_tf.finetune import task_builder
+  from electra_tf.finetune.model import FinetuningModel
+
+  tasks = task_builder.get_tasks(config, tokenizer=None)
+  return FinetuningModel.from_finetuning_config(config, [task.create_head() for task in tasks])
+
+
+def load_finetuning_checkpoint(path, hparams, model_name="electra", data_dir=None):
+  """A `FinetuningModel` restored from a fine-tuned checkpoint; every model
+  variable (encoder and heads) must be in it."""
+  from electra_tf.configs.finetuning import FinetuningConfig
+
+  prefix = official_checkpoint.resolve_checkpoint_path(path)
+  config = FinetuningConfig(
+    model_name, data_dir or os.path.dirname(prefix), **hparams_lib.load_hparams(hparams)
+  )
+  model = build_finetuning_model(config)
+  if checkpoint_io.is_name_based(prefix):
+    official_checkpoint.restore_from_name_map(
+      model.official_name_map(), prefix, allow_unexpected=True
+    )
+  else:
+    _restore_object_based(model, prefix)
+  return model, config
+
+
+def build_serving_module(
+  model,
+  kind,
+  tokenizer,
+  max_seq_length,
+  vocab_asset=None,
+  task=None,
+  top_k=5,
+  max_predictions=20,
+  max_query_length=64,
+):
+  """The serving module for `kind` ("discriminator", "generator", "task").
+
+  Args:
+    model: an `ElectraPretrainer` (discriminator/generator), a
+      `FinetuningModel` (task), or directly an `ElectraDiscriminator` /
+      `ElectraGenerator`.
+    kind: what to serve.
+    tokenizer: an `ElectraTokenizer` with the model's vocab.
+    max_seq_length: S of every signature.
+    vocab_asset: path of a file named `vocab.txt` to ship in `assets/`.
+    task: the task head (needed when the model has several).
+    top_k, max_predictions: generator options.
+    max_query_length: QA question budget.
+  """
+  if kind not in MODEL_KINDS:
+    raise ValueError(f"--model {kind!r}; expected one of {MODEL_KINDS}")
+  if _is_finetuning_model(model):
+    if kind != "task":
+      raise ValueError(
+        f"the model is a fine-tuned model (tasks {model.task_names}); use --model task"
+      )
+    if task is None:
+      if len(model.task_names) != 1:
+        raise ValueError(f"the model has several heads {model.task_names}; choose one with --task")
+      task = model.task_names[0]
+    bert_config = model.bert_config
+    module = serving_modules.TaskHeadServingModule(
+      model, task, tokenizer, max_seq_length, vocab_asset, max_query_length=max_query_length
+    )
+  else:
+    if kind == "task":
+      raise ValueError(
+        "--model task needs a fine-tuned model (FinetuningModel or a "
+        "fine-tuning checkpoint with fine-tuning --hparams)"
+      )
+    network = find_network(model, kind)
+    if network is None:
+      raise ValueError(
+        f"the model ({type(model).__name__} {model.name!r}) has no {kind} network"
+        + (
+          " (MLM-only pre-training); export --model generator"
+          if kind == "discriminator"
+          else " (uniform_generator=True?)"
+        )
+      )
+    bert_config = network.bert_config
+    if kind == "discriminator":
+      module = serving_modules.DiscriminatorServingModule(
+        network, tokenizer, max_seq_length, vocab_asset
+      )
+    else:
+      module = serving_modules.MaskedLMServingModule(
+        network,
+        tokenizer,
+        max_seq_length,
+        vocab_asset,
+        top_k=top_k,
+        max_predictions=max_predictions,
+      )
+  # S must fit the served network's position table; the tokenizer must use its vocab.
+  if max_seq_length > bert_config["max_position_embeddings"]:
+    raise ValueError(
+      f"--max-seq-length {max_seq_length} exceeds the model's "
+      f"max_position_embeddings {bert_config['max_position_embeddings']}"
+    )
+  if tokenizer.vocab_size != bert_config["vocab_size"]:
+    raise ValueError(
+      f"--vocab-file {tokenizer.vocab_file!r} has {tokenizer.vocab_size} entries "
+      f"but the model's vocab_size is {bert_config['vocab_size']}"
+    )
+  return module
+
+
+def next_version(export_dir):
+  """1 + the largest numeric version under `export_dir` (1 if none)."""
+  if not tf.io.gfile.isdir(export_dir):
+    return 1
+  versions = [
+    int(n.rstrip("/")) for n in tf.io.gfile.listdir(export_dir) if re.fullmatch(r"\d+/?", n)
+  ]
+  return max(versions, default=0) + 1
+
+
+def save_module(module, export_dir, version=None, overwrite=False):
+  """Saves `module` with its signatures to `<export_dir>/<version>`, atomically
+  (a hidden temp directory, then a rename TF Serving never sees half-done).
+
+  Returns:
+    the version directory.
+  """
+  if version is None:
+    version = next_version(export_dir)
+  if int(version) < 0:
+    raise ValueError(f"--version {version}; TF Serving needs a non-negative integer")
+  os.makedirs(export_dir, exist_ok=True)
+  final = os.path.join(export_dir, str(int(version)))
+  if os.path.exists(final) and not overwrite:
+    raise ValueError(f"{final!r} already exists; pass --overwrite or another --version")
+  if os.path.exists(final):
+    shutil.rmtree(final)
+  with atomic_path(final) as tmp:  # a hidden name: TF Serving only loads integer names
+    tf.saved_model.save(module, tmp, signatures=module.get_signatures())
+  return final
+
+
+def export(
+  model,
+  kind,
+  vocab_file,
+  export_dir,
+  max_seq_length=128,
+  version=None,
+  task=None,
+  do_lower_case=True,
+  strip_accents=True,
+  top_k=5,
+  max_predictions=20,
+  max_query_length=64,
+  mixed_precision=False,
+  overwrite=False,
+):
+  """Builds the serving module for `model` and writes the SavedModel.
+
+  Returns:
+    the version directory written.
+  """
+  if not os.path.isfile(vocab_file):
+    raise ValueError(f"--vocab-file {vocab_file!r} does not exist")
+  model = with_dtype_policy(model, MIXED_POLICY if mixed_precision else "float32")
+  tokenizer = ElectraTokenizer(
+    vocab_file=vocab_file, do_lower_case=do_lower_case, strip_accents=strip_accents
+  )
+  asset_dir = tempfile.mkdtemp(prefix="electra_vocab_")
+  try:
+    asset = os.path.join(asset_dir, "vocab.txt")
+    shutil.copyfile(vocab_file, asset)
+    module = build_serving_module(
+      model,
+      kind,
+      tokenizer,
+      max_seq_length,
+      asset,
+      task=task,
+      top_k=top_k,
+      max_predictions=max_predictions,
+      max_query_length=max_query_length,
+    )
+    return save_module(module, export_dir, version, overwrite)
+  finally:
+    shutil.rmtree(asset_dir, ignore_errors=True)
+
+
+def load_model(
+  keras_model=None,
+  checkpoint=None,
+  hparams=None,
+  kind="discriminator",
+  model_name="electra",
+  data_dir=None,
+):
+  """The model to export from exactly one source, and its config (None for a
+  `.keras` file).
+
+  Args:
+    keras_model: a `.keras` file (see `load_keras_model`).
+    checkpoint: a checkpoint prefix or directory: fine-tuned when `kind` is
+      "task" (needs the fine-tuning `hparams`), else pre-training (see
+      `load_pretraining_checkpoint`).
+    hparams: the run's hparams (dict, JSON string or `.json` path).
+    kind: what will be served (one of `MODEL_KINDS`).
+    model_name, data_dir: the run's config arguments (checkpoints).
+
+  Returns:
+    `(model, config_or_None)`.
+  """
+  if (keras_model is None) == (checkpoint is None):
+    raise ValueError("give exactly one of --keras-model and --checkpoint")
+  if keras_model is not None:
+    return load_keras_model(keras_model), None
+  if not hparams and kind == "task":
+    raise ValueError(
+      "--checkpoint with --model task needs the fine-tuning --hparams (task_names and model size)"
+    )
+  loader = load_finetuning_checkpoint if kind == "task" else load_pretraining_checkpoint
+  return loader(checkpoint, hparams, model_name, data_dir)
