@@ -185,13 +185,13 @@ class PeriodicEvaluation:
   def __init__(self, out, every):
     import keras
 
-    from electra_tf import run_pretraining
+    from electra_tf.training import pretraining_run
 
     self.every = every
     self.history_path = _paths(out)["history"]
     self.history = _load_history(self.history_path)
     eval_config = pretraining_config(out, for_eval=True)
-    self.dataset = run_pretraining.make_dataset(eval_config, is_training=False)
+    self.dataset = pretraining_run.make_dataset(eval_config, is_training=False)
     self.steps = eval_config.num_eval_steps
     parent = self
 
@@ -218,17 +218,17 @@ class PeriodicEvaluation:
 
 
 def stage_pretrain(out, args):
-  from electra_tf import run_pretraining
+  from electra_tf.training import pretraining_run
 
   config = pretraining_config(out, args.train_steps)
-  run_pretraining.validate_config(config)
+  pretraining_run.validate_config(config)
   periodic = PeriodicEvaluation(out, every=max(1, config.num_train_steps // 6))
   _say(
     f"pretrain: {config.num_train_steps} steps of batch {config.train_batch_size} "
     f"(H=128, L=4, generator H=32) in {config.model_dir}"
   )
   start = time.time()
-  run_pretraining.train_or_eval(config, callbacks=[periodic.callback])
+  pretraining_run.train_or_eval(config, callbacks=[periodic.callback])
   _say(f"pretrain: done in {time.time() - start:.0f} s")
 
 
@@ -254,16 +254,16 @@ def measure_against_baselines(config, num_batches=20):
   import numpy as np
   import tensorflow as tf
 
-  from electra_tf import run_pretraining
   from electra_tf.pretraining import step as pretraining_step
   from electra_tf.training import checkpointing
   from electra_tf.training import distribution
+  from electra_tf.training import pretraining_run
 
   strategy = distribution.setup_distribution(config)
-  model = run_pretraining.build_pretrainer(config, strategy)
+  model = pretraining_run.build_pretrainer(config, strategy)
   manager = checkpointing.TrainingCheckpointManager(model, config.model_dir, chief=True)
   step = manager.restore_latest()
-  dataset = run_pretraining.make_dataset(config, is_training=False).take(num_batches)
+  dataset = pretraining_run.make_dataset(config, is_training=False).take(num_batches)
   forward = tf.function(
     lambda f, i: pretraining_step.forward(model, f, training=False, seed=12345, step=i)
   )
@@ -292,13 +292,13 @@ def measure_against_baselines(config, num_batches=20):
 
 
 def stage_eval(out, args):
-  from electra_tf import run_pretraining
+  from electra_tf.training import pretraining_run
   from electra_tf.utils.curves import write_training_curves_png
 
   paths = _paths(out)
   eval_config = pretraining_config(out, args.train_steps, for_eval=True)
   eval_config.num_eval_steps = max(eval_config.num_eval_steps, 20)
-  results = run_pretraining.train_or_eval(eval_config)
+  results = pretraining_run.train_or_eval(eval_config)
   measured = measure_against_baselines(eval_config)
   _say(
     f"evaluation of step {measured['global_step']} on the held-out shard "

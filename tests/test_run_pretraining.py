@@ -1,7 +1,8 @@
-"""`python -m electra_tf.run_pretraining`: input checks, results files,
-resume, kill -9, eval, init from the original's checkpoint, strategies and
-precisions. The end-to-end runs use a tiny config; the subprocess ones are
-marked slow."""
+"""`python -m electra_tf.run_pretraining`: bad input gives one clear error
+line before anything is trained; the command trains, resumes (also after
+kill -9), continues from the original's checkpoint and evaluates on the
+original's data. The library under it is tested in
+tests/training/test_pretraining_run.py."""
 
 import json
 import os
@@ -11,46 +12,18 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 import pytest
-import tensorflow as tf
 
 from electra_tf import run_pretraining
-from electra_tf.configs.pretraining import PretrainingConfig
-from electra_tf.training import checkpointing
 from tests.conftest import REPO_ROOT
 from tests.helpers.pretraining_data import ETA_LINE
+from tests.helpers.pretraining_data import EVAL_NAMES
 from tests.helpers.pretraining_data import SPECIAL
-from tests.helpers.pretraining_data import TINY
 from tests.helpers.pretraining_data import eta_steps
+from tests.helpers.pretraining_data import latest_step
 from tests.helpers.pretraining_data import make_data_dir
+from tests.helpers.pretraining_data import original_hparams
 from tests.helpers.pretraining_data import self_made_hparams
-
-EVAL_NAMES = {
-  "disc_accuracy",
-  "disc_auc",
-  "disc_loss",
-  "disc_precision",
-  "disc_recall",
-  "global_step",
-  "loss",
-  "masked_lm_accuracy",
-  "masked_lm_loss",
-  "sampled_masked_lm_accuracy",
-}
-# ----------------------------------------------------------------------------
-# Self-made data: a vocab and TFRecords in the original's format
-# ----------------------------------------------------------------------------
-
-
-def original_hparams(fixtures, **kwargs):
-  hparams = json.loads((fixtures / "models" / "tiny_hparams.json").read_text())
-  hparams.update(
-    pretrain_tfrecords=str(fixtures / "pretrain_tfrecords" / "pretrain_data.tfrecord*"),
-    vocab_file=str(fixtures / "vocab.txt"),
-  )
-  hparams.update(kwargs)
-  return hparams
 
 
 def run_cli(data_dir, model_name, hparams, timeout=600):
@@ -73,11 +46,6 @@ def run_cli(data_dir, model_name, hparams, timeout=600):
     text=True,
     timeout=timeout,
   )
-
-
-def latest_step(model_dir):
-  path = tf.train.latest_checkpoint(str(model_dir))
-  return None if path is None else int(path.rsplit("-", 1)[1])
 
 
 # ----------------------------------------------------------------------------
@@ -142,216 +110,6 @@ def test_missing_init_checkpoint(tmp_path, capsys):
     self_made_hparams(init_checkpoint=str(tmp_path / "nope")),
     r"hparam init_checkpoint=.*nope",
   )
-
-
-def test_eval_without_checkpoint_is_an_error(tmp_path):
-  make_data_dir(tmp_path)
-  config = PretrainingConfig("m", str(tmp_path), **self_made_hparams(do_train=False, do_eval=True))
-  with pytest.raises(ValueError, match="no checkpoint found"):
-    run_pretraining.train_or_eval(config)
-
-
-def test_relative_pattern_is_found_under_data_dir(tmp_path, monkeypatch):
-  make_data_dir(tmp_path)
-  monkeypatch.chdir("/")
-  config = PretrainingConfig(
-    "m",
-    str(tmp_path),
-    **self_made_hparams(pretrain_tfrecords="pretrain_tfrecords/pretrain_data.tfrecord*"),
-  )
-  assert len(run_pretraining.find_pretraining_files(config)) == 3
-
-
-def test_write_eval_results(tmp_path):
-  config = PretrainingConfig("m", str(tmp_path))
-  results = {"masked_lm_loss": 2.5, "disc_auc": 0.75, "global_step": np.int64(7)}
-  txt, json_path = run_pretraining.write_eval_results(results, config)
-  assert txt == str(tmp_path / "models" / "m" / "results" / "unsup_results.txt")
-  assert open(txt).read() == "disc_auc = 0.75\nglobal_step = 7\nmasked_lm_loss = 2.5\n"
-  assert json.load(open(json_path)) == {"disc_auc": 0.75, "global_step": 7, "masked_lm_loss": 2.5}
-  assert os.path.exists(config.results_pkl)
-  # No temporary files are left next to the results.
-  assert sorted(os.listdir(os.path.dirname(txt))) == [
-    "unsup_results.json",
-    "unsup_results.pkl",
-    "unsup_results.txt",
-  ]
-
-
-# ----------------------------------------------------------------------------
-# In-process runs on self-made data
-# ----------------------------------------------------------------------------
-
-
-@pytest.mark.slow
-def test_train_resume_and_eval_in_process(tmp_path, capsys):
-  make_data_dir(tmp_path)
-  config = PretrainingConfig("m", str(tmp_path), **self_made_hparams(num_train_steps=4, seed=3))
-  assert run_pretraining.train_or_eval(config) == 4
-  model_dir = tmp_path / "models" / "m"
-  assert latest_step(model_dir) == 4
-  first = capsys.readouterr().out
-  assert eta_steps(first) == [1, 2, 3, 4, 4]
-  # Same command with a later target: continues from step 4.
-  config = PretrainingConfig("m", str(tmp_path), **self_made_hparams(num_train_steps=7, seed=3))
-  assert run_pretraining.train_or_eval(config) == 7
-  out = capsys.readouterr().out
-  assert "Restored" in out and "model.ckpt-4" in out
-  assert eta_steps(out) == [5, 6, 7, 7]
-  assert latest_step(model_dir) == 7
-  # Already at the target: nothing to do.
-  assert run_pretraining.train_or_eval(config) == 7
-  assert "nothing to train" in capsys.readouterr().out
-  # Eval writes the results.
-  config = PretrainingConfig(
-    "m", str(tmp_path), **self_made_hparams(do_train=False, do_eval=True, num_eval_steps=2, seed=3)
-  )
-  results = run_pretraining.train_or_eval(config)
-  assert set(results) == EVAL_NAMES and results["global_step"] == 7
-  lines = open(config.results_txt).read().splitlines()
-  assert [line.split(" = ")[0] for line in lines] == sorted(EVAL_NAMES)
-  # TensorBoard events: training scalars at global steps, eval under eval/.
-  assert any(name.startswith("events.out.tfevents") for name in os.listdir(model_dir))
-  assert any(name.startswith("events.out.tfevents") for name in os.listdir(model_dir / "eval"))
-
-
-@pytest.mark.slow
-def test_debug_deletes_model_dir_with_a_warning(tmp_path, capsys):
-  make_data_dir(tmp_path)
-  model_dir = tmp_path / "models" / "m"
-  os.makedirs(model_dir)
-  (model_dir / "stale.txt").write_text("x")
-  config = PretrainingConfig(
-    "m",
-    str(tmp_path),
-    **self_made_hparams(
-      debug=True, num_train_steps=1, model_hparam_overrides={}, train_batch_size=2
-    ),
-  )
-  run_pretraining.train_or_eval(config)
-  assert "WARNING: debug=True deletes the model dir" in capsys.readouterr().out
-  assert not (model_dir / "stale.txt").exists()
-  assert latest_step(model_dir) == 1
-
-
-def _summaries(path):
-  values = {}
-  for name in os.listdir(path):
-    if name.startswith("events.out.tfevents"):
-      for record in tf.data.TFRecordDataset(os.path.join(path, name)):
-        event = tf.compat.v1.Event.FromString(record.numpy())
-        for value in event.summary.value:
-          values.setdefault(value.tag, []).append(
-            (event.step, float(tf.make_ndarray(value.tensor)))
-          )
-  return values
-
-
-def test_training_summaries_have_losses_and_learning_rate(tmp_path):
-  make_data_dir(tmp_path)
-  config = PretrainingConfig(
-    "m",
-    str(tmp_path),
-    **self_made_hparams(
-      num_train_steps=4, save_summary_steps=2, learning_rate=1e-3, steps_per_execution=2
-    ),
-  )
-  run_pretraining.train_or_eval(config)
-  values = _summaries(tmp_path / "models" / "m")
-  assert [s for s, _ in values["loss"]] == [2, 4]  # every 2 steps; the end is step 4
-  assert "disc_loss" in values
-  # The original's schedule: warmup 2 of 4 steps, linear decay, lr(2) = 5e-4.
-  assert values["learning_rate"][0] == (2, pytest.approx(5e-4))
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
-def test_mixed_precision_end_to_end(tmp_path, policy):
-  make_data_dir(tmp_path)
-  config = PretrainingConfig(
-    "m", str(tmp_path), **self_made_hparams(num_train_steps=3, mixed_precision=policy)
-  )
-  assert run_pretraining.train_or_eval(config) == 3
-  config = PretrainingConfig(
-    "m",
-    str(tmp_path),
-    **self_made_hparams(do_train=False, do_eval=True, num_eval_steps=1, mixed_precision=policy),
-  )
-  results = run_pretraining.train_or_eval(config)
-  assert all(np.isfinite(v) for v in results.values())
-  # Variables stay float32 in the checkpoint.
-  reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(config.model_dir))
-  dtypes = reader.get_variable_to_dtype_map()
-  assert all(
-    d in (tf.float32, tf.int64) for n, d in dtypes.items() if "kernel" in n or "embeddings" in n
-  ), dtypes
-
-
-@pytest.mark.slow
-def test_mirrored_matches_one_device(tmp_path, two_replica_strategy):
-  make_data_dir(tmp_path, num_examples=24)
-  import keras
-
-  losses, weights = {}, {}
-  for strategy_name in ("one_device", "mirrored"):
-    config = PretrainingConfig(
-      strategy_name,
-      str(tmp_path),
-      **self_made_hparams(
-        num_train_steps=3,
-        seed=11,
-        distribution_strategy=strategy_name,
-        model_hparam_overrides=dict(
-          TINY["model_hparam_overrides"], hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0
-        ),
-      ),
-    )
-    strategy = run_pretraining.distribution.setup_distribution(config)
-    if strategy_name == "mirrored":
-      assert isinstance(strategy, tf.distribute.MirroredStrategy)
-      # One MirroredStrategy per process: a second one would reuse the
-      # session's collective instance keys (TensorFlow then fails with
-      # "Shape mismatch in the collective instance").
-      strategy = two_replica_strategy
-    keras.utils.set_random_seed(11)
-    model = run_pretraining.build_pretrainer(config, strategy)
-    assert strategy.num_replicas_in_sync == (2 if strategy_name == "mirrored" else 1)
-    batch = next(iter(run_pretraining.make_dataset(config, is_training=False)))
-    dataset = tf.data.Dataset.from_tensors(batch).repeat()
-    history = model.fit(dataset, steps_per_epoch=3, verbose=0, shuffle=False)
-    losses[strategy_name] = history.history["loss"]
-    weights[strategy_name] = [v.numpy() for v in model.trainable_variables]
-    keras.utils.clear_session()
-  np.testing.assert_allclose(losses["mirrored"], losses["one_device"], rtol=1e-5)
-  for a, b in zip(weights["mirrored"], weights["one_device"]):
-    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
-
-
-# ----------------------------------------------------------------------------
-# On the original's data and checkpoint
-# ----------------------------------------------------------------------------
-
-
-def test_init_checkpoint_starts_at_step_50_with_the_original_weights(tmp_path, original_fixtures):
-  config = PretrainingConfig(
-    "cont",
-    str(tmp_path),
-    **original_hparams(
-      original_fixtures,
-      init_checkpoint=str(original_fixtures / "models" / "tiny"),
-      num_train_steps=52,
-    ),
-  )
-  strategy = run_pretraining.distribution.setup_distribution(config)
-  model = run_pretraining.build_pretrainer(config, strategy)
-  assert checkpointing.global_step(model) == 50
-  ckpt = str(original_fixtures / "models" / "tiny" / "model.ckpt-50")
-  expected = tf.train.load_variable(ckpt, "electra/embeddings/word_embeddings")
-  tables = [v.numpy() for v in model.trainable_variables if tuple(v.shape) == expected.shape]
-  assert any(np.array_equal(t, expected) for t in tables)
-  # Fresh optimizer slots.
-  slots = [v for v in model.optimizer.variables if tuple(v.shape) == expected.shape]
-  assert slots and all(not np.any(v.numpy()) for v in slots)
 
 
 @pytest.mark.slow
@@ -450,69 +208,3 @@ def test_kill_9_then_rerun_resumes_and_finishes(tmp_path, original_fixtures):
   steps = eta_steps(result.stdout)
   assert steps[0] == resumed_from + 1 and steps[-1] == 30
   assert latest_step(model_dir) == 30
-
-
-USER_SCRIPT = '''
-import keras
-from electra_tf.training import checkpointing
-from electra_tf.training import distribution
-from electra_tf.training import callbacks as eta_logger
-from electra_tf.data import pretraining_dataset as pretrain_data
-from electra_tf.models.electra_pretrainer import ElectraPretrainer
-from electra_tf.configs.pretraining import PretrainingConfig
-
-config = PretrainingConfig("my_model", DATA_DIR, **HPARAMS)
-strategy = distribution.setup_distribution(config)  # precision + strategy
-with strategy.scope():
-  model = ElectraPretrainer.from_pretraining_config(config)
-  model.compile(pretraining_config=config)  # AdamWeightDecay + the original's schedule
-  manager = checkpointing.TrainingCheckpointManager(
-      model, config.model_dir, keep_checkpoint_max=config.keep_checkpoint_max)
-dataset = pretrain_data.get_dataset(
-    config.pretrain_tfrecords, config.max_seq_length, config.train_batch_size,
-    is_training=True)
-model.fit(dataset, epochs=1, steps_per_epoch=config.num_train_steps, verbose=0,
-          shuffle=False, callbacks=[
-    # resumes from the newest checkpoint, saves every N steps and at the end,
-    # stops at the absolute step num_train_steps
-    checkpointing.PretrainingCheckpoint(manager, config.save_checkpoints_steps,
-                                        num_train_steps=config.num_train_steps),
-    eta_logger.ETALogger(config.num_train_steps),
-])
-'''
-
-
-@pytest.mark.slow
-def test_user_script_trains_and_resumes_like_the_cli(tmp_path, capsys):
-  make_data_dir(tmp_path)
-  hparams = self_made_hparams(num_train_steps=3, save_checkpoints_steps=2)
-  hparams["pretrain_tfrecords"] = str(tmp_path / "pretrain_tfrecords" / "pretrain_data.tfrecord*")
-  exec(USER_SCRIPT, {"DATA_DIR": str(tmp_path), "HPARAMS": hparams})  # pylint: disable=exec-used
-  assert latest_step(tmp_path / "models" / "my_model") == 3
-  assert eta_steps(capsys.readouterr().out) == [1, 2, 3, 3]
-  # The CLI continues the user's run.
-  hparams["num_train_steps"] = 5
-  config = PretrainingConfig("my_model", str(tmp_path), **hparams)
-  assert run_pretraining.train_or_eval(config) == 5
-  assert eta_steps(capsys.readouterr().out) == [4, 5, 5]
-
-
-def test_checkpoint_restores_every_pretrainer_variable(tmp_path):
-  make_data_dir(tmp_path)
-  config = PretrainingConfig("m", str(tmp_path), **self_made_hparams(num_train_steps=2))
-  strategy = tf.distribute.get_strategy()
-  model = run_pretraining.build_pretrainer(config, strategy)
-  model.fit(run_pretraining.make_dataset(config, True), steps_per_epoch=2, verbose=0, shuffle=False)
-  manager = checkpointing.TrainingCheckpointManager(model, config.model_dir, chief=True)
-  manager.save()
-  restored = run_pretraining.build_pretrainer(config, strategy)
-  assert (
-    checkpointing.TrainingCheckpointManager(restored, config.model_dir, chief=True).restore_latest()
-    == 2
-  )
-  assert len(model.weights) == len(restored.weights)
-  for a, b in zip(model.weights, restored.weights):
-    np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
-  assert len(model.optimizer.variables) == len(restored.optimizer.variables)
-  for a, b in zip(model.optimizer.variables, restored.optimizer.variables):
-    np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)

@@ -1,10 +1,16 @@
-"""The original's ETA progress line as a Keras callback (`run_pretraining.py:train_or_eval`, `ETAHook`)."""
+"""Pre-training callbacks: the original's ETA progress line
+(`run_pretraining.py:train_or_eval`, `ETAHook`) and TensorBoard scalars at
+the global step (the Estimator's summaries)."""
 
 import datetime
 import re
 import time
 
 import keras
+import tensorflow as tf
+
+from electra_tf.training import checkpointing
+from electra_tf.utils import keras_compat
 
 
 def secs_to_str(secs):
@@ -128,3 +134,80 @@ class ETALogger(keras.callbacks.Callback):
       return
     elapsed = time.time() - self._start_time
     self.print_fn(self.format_line(step, elapsed, step - self._start_step, logs))
+
+
+def _write_scalar(name, value, step):
+  """A TensorBoard scalar through the core summary op: the same event as
+  `tf.summary.scalar`, without needing the `tensorboard` package installed."""
+  tf.summary.write(name, tf.constant(value, tf.float32), step=step, metadata=_SCALAR_METADATA)
+
+
+_SCALAR_METADATA = keras_compat.summary_pb2.SummaryMetadata(
+  plugin_data=keras_compat.summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")
+).SerializeToString()
+
+
+class TrainingSummaries(keras.callbacks.Callback):
+  """TensorBoard scalars at the global step: the batch logs (losses) and the
+  learning rate every `every_n_steps`; `write_eval` for evaluation metrics.
+
+  Args:
+    log_dir: event file directory (the model dir, like the Estimator's).
+    every_n_steps: write period in global steps.
+    enabled: False on non-chief workers.
+  """
+
+  def __init__(self, log_dir, every_n_steps=100, enabled=True):
+    super().__init__()
+    self.log_dir = log_dir
+    self.every_n_steps = max(1, int(every_n_steps or 1))
+    self.enabled = enabled
+    self._writer = None
+    self._last_step = None
+    self._pending = None
+
+  def _get_writer(self):
+    if self._writer is None:
+      self._writer = tf.summary.create_file_writer(self.log_dir)
+    return self._writer
+
+  def _learning_rate(self):
+    lr = self.model.optimizer.learning_rate
+    return float(lr.numpy() if hasattr(lr, "numpy") else lr)
+
+  def on_train_batch_end(self, batch, logs=None):
+    step = checkpointing.global_step(self.model)
+    self._pending = (step, logs)
+    if self._last_step is not None and step // self.every_n_steps <= (
+      self._last_step // self.every_n_steps
+    ):
+      return
+    self._last_step = step
+    self._pending = None
+    self.write(step, logs)
+
+  def on_train_begin(self, logs=None):
+    self._last_step = checkpointing.global_step(self.model)
+    self._pending = None
+
+  def on_train_end(self, logs=None):
+    # The last step is always written, like the final checkpoint.
+    if self._pending is not None:
+      self.write(*self._pending)
+      self._pending = None
+    if self._writer is not None:
+      self._writer.flush()
+
+  def write(self, step, logs, learning_rate=True):
+    if not self.enabled:
+      return
+    with self._get_writer().as_default(step=step):
+      for name, value in (logs or {}).items():
+        try:
+          value = float(value)
+        except (TypeError, ValueError):
+          continue
+        _write_scalar(name, value, step)
+      if learning_rate:
+        _write_scalar("learning_rate", self._learning_rate(), step)
+    self._writer.flush()

@@ -210,14 +210,14 @@ def test_run_pretraining_resumes_from_converted_checkpoint(original_fixtures, tm
   """The training checkpoint written by to-keras is what run_pretraining's
   model/optimizer restore: weights, slots and step of the original."""
   from electra_tf.training import checkpointing
-  from electra_tf import run_pretraining
+  from electra_tf.training import pretraining_run
 
   hparams = json.loads((original_fixtures / "models" / "tiny_hparams.json").read_text())
   hparams.pop("pretrain_tfrecords")
   model_dir = tmp_path / "models" / "tiny"
   convert.official_to_keras(original_fixtures / "models" / "tiny", model_dir, hparams=hparams)
   config = PretrainingConfig("tiny", str(tmp_path), **hparams)
-  model = run_pretraining.build_pretrainer(config, tf.distribute.get_strategy())
+  model = pretraining_run.build_pretrainer(config, tf.distribute.get_strategy())
   manager = checkpointing.TrainingCheckpointManager(model, config.model_dir)
   assert manager.restore_latest() == 50
   original, _ = _read_all(original_fixtures / "models" / "tiny" / "model.ckpt-50")

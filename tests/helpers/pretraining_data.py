@@ -1,6 +1,9 @@
-"""Self-made pre-training data for tests: a vocab and TFRecords in the
-original's format, a tiny model config, and the progress line's step numbers."""
+"""Pre-training data for tests: a self-made vocab and TFRecords in the
+original's format, hparams for the original's data, a tiny model config, the
+progress line's step numbers, the evaluation's metric names and the newest
+checkpoint's step."""
 
+import json
 import os
 import re
 
@@ -75,3 +78,32 @@ def self_made_hparams(**kwargs):
 
 def eta_steps(stdout):
   return [int(m.group(1)) for m in map(ETA_LINE.match, stdout.splitlines()) if m]
+
+
+EVAL_NAMES = {
+  "disc_accuracy",
+  "disc_auc",
+  "disc_loss",
+  "disc_precision",
+  "disc_recall",
+  "global_step",
+  "loss",
+  "masked_lm_accuracy",
+  "masked_lm_loss",
+  "sampled_masked_lm_accuracy",
+}
+
+
+def original_hparams(fixtures, **kwargs):
+  hparams = json.loads((fixtures / "models" / "tiny_hparams.json").read_text())
+  hparams.update(
+    pretrain_tfrecords=str(fixtures / "pretrain_tfrecords" / "pretrain_data.tfrecord*"),
+    vocab_file=str(fixtures / "vocab.txt"),
+  )
+  hparams.update(kwargs)
+  return hparams
+
+
+def latest_step(model_dir):
+  path = tf.train.latest_checkpoint(str(model_dir))
+  return None if path is None else int(path.rsplit("-", 1)[1])

@@ -11,9 +11,9 @@ import sys
 import pytest
 import tensorflow as tf
 
-from electra_tf import run_pretraining
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.training import checkpointing
+from electra_tf.training import pretraining_run
 from tests.conftest import REPO_ROOT
 from tests.helpers.pretraining_data import eta_steps
 from tests.helpers.pretraining_data import make_data_dir
@@ -91,6 +91,6 @@ def test_two_local_workers_train_and_the_chief_checkpoint_restores(tmp_path):
   # The chief's checkpoint restores into a single-process model.
   config = PretrainingConfig("mw", str(tmp_path), **hparams)
   config.distribution_strategy = "default"
-  model = run_pretraining.build_pretrainer(config, tf.distribute.get_strategy())
+  model = pretraining_run.build_pretrainer(config, tf.distribute.get_strategy())
   manager = checkpointing.TrainingCheckpointManager(model, config.model_dir, chief=True)
   assert manager.restore_latest() == 4

@@ -1,0 +1,325 @@
+"""Pre-training and evaluation as a library: the original's
+`run_pretraining.py:train_or_eval` (checks before any model is built, debug
+wipe, training to the absolute step `num_train_steps` with resumption, or
+evaluation of the newest checkpoint with its results files).
+
+`python -m electra_tf.run_pretraining` is the command line over
+`make_config`, `validate_config` and `train_or_eval`. Training goes through
+`ElectraPretrainer.fit` with the callbacks of `electra_tf.training.callbacks`, the
+same path a user's own Keras script takes (`make_dataset`, `build_pretrainer`).
+Evaluation writes `<model_dir>/results/unsup_results.txt` (`name = value`
+lines), a JSON twin and the `.pkl` the original's config names.
+
+Example:
+  >>> config = make_config("/tmp/data", "tiny", {"debug": True})
+  >>> config.model_dir.endswith("tiny")
+  True
+  >>> # train_or_eval(config)
+"""
+
+import json
+import os
+import pickle
+
+import keras
+import tensorflow as tf
+
+from electra_tf.configs.hparams import load_hparams
+from electra_tf.configs.pretraining import PretrainingConfig
+from electra_tf.data import pretraining_dataset as pretrain_data
+from electra_tf.training import callbacks as training_callbacks
+from electra_tf.training import checkpointing
+from electra_tf.training import distribution
+from electra_tf.utils.file_io import write_atomic
+
+# ----------------------------------------------------------------------------
+# Input checks (all before any model is built)
+# ----------------------------------------------------------------------------
+
+
+def resolve_file_patterns(config):
+  """The `pretrain_tfrecords` globs as a list. A relative pattern that
+  matches nothing from the working directory (the original's rule) is tried
+  under `data_dir`, so `pretrain_tfrecords/...` works from anywhere."""
+  patterns = []
+  for pattern in str(config.pretrain_tfrecords).split(","):
+    pattern = pattern.strip()
+    if not pattern:
+      continue
+    if (
+      not os.path.isabs(pattern)
+      and "://" not in pattern
+      and not tf.io.gfile.glob(pattern)
+      and config.data_dir
+    ):
+      pattern = os.path.join(config.data_dir, pattern)
+    patterns.append(pattern)
+  return patterns
+
+
+def find_pretraining_files(config):
+  """The TFRecord files of hparam `pretrain_tfrecords`; a clear error if none."""
+  patterns = resolve_file_patterns(config)
+  try:
+    return pretrain_data.find_files(patterns)
+  except ValueError:
+    raise ValueError(
+      f"No pre-training TFRecords found for hparam pretrain_tfrecords="
+      f"{config.pretrain_tfrecords!r} (searched {patterns}); build them with "
+      "`python -m electra_tf.build_pretraining_dataset` or set pretrain_tfrecords"
+    ) from None
+
+
+def validate_config(config):
+  """Every check that can fail before training starts; returns the data files."""
+  if config.do_train == config.do_eval:
+    raise ValueError("Exactly one of `do_train` or `do_eval` must be True.")
+  for name in (
+    "num_train_steps",
+    "train_batch_size",
+    "eval_batch_size",
+    "max_seq_length",
+    "steps_per_execution",
+  ):
+    if int(getattr(config, name)) <= 0:
+      raise ValueError(f"hparam {name}={getattr(config, name)}; expected a positive integer")
+  if config.do_eval and int(config.num_eval_steps) <= 0:
+    raise ValueError(f"hparam num_eval_steps={config.num_eval_steps}; expected > 0")
+  if config.save_checkpoints_steps is not None and config.save_checkpoints_steps < 0:
+    raise ValueError(
+      f"hparam save_checkpoints_steps={config.save_checkpoints_steps}; expected >= 0"
+    )
+  if config.init_checkpoint:
+    from electra_tf.checkpoints import official as official_checkpoint  # pylint: disable=g-import-not-at-top
+
+    try:
+      official_checkpoint.resolve_checkpoint_path(config.init_checkpoint)
+    except (ValueError, OSError) as e:
+      raise ValueError(f"hparam init_checkpoint={config.init_checkpoint!r}: {e}") from e
+  files = find_pretraining_files(config)
+  try:
+    pretrain_data.validate_pretraining_files(
+      files, config.max_seq_length, vocab_size=config.vocab_size
+    )
+  except ValueError as e:
+    raise ValueError(
+      f"{e} (hparams max_seq_length={config.max_seq_length}, vocab_size={config.vocab_size})"
+    ) from e
+  return files
+
+
+# ----------------------------------------------------------------------------
+# Pieces a user's own script uses too
+# ----------------------------------------------------------------------------
+
+
+def make_dataset(config, is_training):
+  """The global-batch input pipeline; `fit` splits each batch over replicas."""
+  batch_size = config.train_batch_size if is_training else config.eval_batch_size
+  dataset = pretrain_data.get_dataset(
+    resolve_file_patterns(config),
+    config.max_seq_length,
+    batch_size,
+    is_training=is_training,
+    seed=config.seed,
+  )
+  options = tf.data.Options()
+  # Multi-worker: each worker takes every n-th batch (the shards are uneven).
+  options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+  return dataset.with_options(options)
+
+
+def build_pretrainer(config, strategy):
+  """Builds and compiles the pretrainer under `strategy`. With
+  `init_checkpoint` (and no checkpoint in the model dir yet) the weights and
+  the global step come from that name-based TF1 checkpoint; the optimizer
+  slots start fresh."""
+  from electra_tf.models.electra_pretrainer import ElectraPretrainer  # pylint: disable=g-import-not-at-top
+
+  init_step = None
+  with strategy.scope():
+    if config.init_checkpoint and tf.train.latest_checkpoint(config.model_dir) is None:
+      from electra_tf.checkpoints import official as official_checkpoint  # pylint: disable=g-import-not-at-top
+
+      model = official_checkpoint.load_official_checkpoint(config.init_checkpoint, config)
+      info = getattr(model, "official_checkpoint_info", None) or {}
+      init_step = info.get("global_step")
+      print(f"Initialized from {config.init_checkpoint} (global_step={init_step})", flush=True)
+    else:
+      model = ElectraPretrainer.from_pretraining_config(config)
+      model.build()
+    model.compile(
+      pretraining_config=config,
+      jit_compile=config.jit_compile,
+      steps_per_execution=config.steps_per_execution,
+    )
+    checkpointing.build_optimizer(model)
+    if init_step:
+      model.optimizer.iterations.assign(int(init_step))
+  return model
+
+
+def write_eval_results(results, config):
+  """Writes `results` to `results_txt` (one `name = value` line each,
+  sorted), a `.json` twin, and `results_pkl`; atomically."""
+  results = {k: (int(v) if k == "global_step" else float(v)) for k, v in results.items()}
+  txt = "".join(f"{name} = {value}\n" for name, value in sorted(results.items()))
+  json_path = os.path.splitext(config.results_txt)[0] + ".json"
+  write_atomic(config.results_txt, txt)
+  write_atomic(json_path, json.dumps(results, indent=2, sort_keys=True) + "\n")
+  if config.results_pkl:
+    write_atomic(config.results_pkl, pickle.dumps(results))
+  return config.results_txt, json_path
+
+
+# ----------------------------------------------------------------------------
+# The loop
+# ----------------------------------------------------------------------------
+
+
+def _heading(text):
+  print("=" * 80 + "\n" + text + "\n" + "=" * 80, flush=True)
+
+
+def train(config, strategy=None, callbacks=()):
+  """Trains to the absolute step `num_train_steps`, resuming from the model
+  dir's newest checkpoint. `callbacks` are extra Keras callbacks (they run
+  after checkpointing, logging and summaries). Returns the final global step."""
+  strategy = strategy or distribution.setup_distribution(config)
+  chief = distribution.is_chief(strategy)
+  model = build_pretrainer(config, strategy)
+  with strategy.scope():
+    manager = checkpointing.TrainingCheckpointManager(
+      model, config.model_dir, keep_checkpoint_max=config.keep_checkpoint_max, chief=chief
+    )
+    single_worker = distribution.num_workers(strategy) == 1
+    checkpoint_callback = checkpointing.PretrainingCheckpoint(
+      manager,
+      config.save_checkpoints_steps,
+      num_train_steps=config.num_train_steps,
+      handle_sigterm=single_worker,
+      save_initial=single_worker,
+    )
+    step = checkpoint_callback.restore()
+  if manager.latest_checkpoint is not None:
+    print(f"Restored {manager.latest_checkpoint} (global step {step})", flush=True)
+  if step >= config.num_train_steps:
+    print(
+      f"Global step {step} >= num_train_steps={config.num_train_steps}: nothing to train.",
+      flush=True,
+    )
+    return step
+  callbacks = [
+    checkpoint_callback,
+    training_callbacks.ETALogger(
+      config.num_train_steps, is_training=True, log_every=config.log_every_steps
+    ),
+    training_callbacks.TrainingSummaries(
+      config.model_dir, config.save_summary_steps, enabled=chief
+    ),
+  ] + list(callbacks)
+  dataset = make_dataset(config, is_training=True)
+  # One `fit` normally; more only when steps did not count (mixed_float16
+  # skips the update, and the step, of a batch with non-finite gradients).
+  while step < config.num_train_steps:
+    model.fit(
+      dataset,
+      epochs=1,
+      steps_per_epoch=config.num_train_steps - step,
+      verbose=0,
+      shuffle=False,
+      callbacks=callbacks,
+    )
+    step = checkpointing.global_step(model)
+    if checkpoint_callback.preempted:
+      break
+  return step
+
+
+def evaluate(config, strategy=None):
+  """Evaluates the newest checkpoint on `num_eval_steps` batches, prints the
+  metrics as the original does and writes the results files."""
+  strategy = strategy or distribution.setup_distribution(config)
+  if tf.train.latest_checkpoint(config.model_dir) is None:
+    raise ValueError(
+      f"do_eval: no checkpoint found in model dir {config.model_dir!r}; "
+      "train first (do_train) or check --data-dir/--model-name"
+    )
+  model = build_pretrainer(config, strategy)
+  with strategy.scope():
+    manager = checkpointing.TrainingCheckpointManager(
+      model,
+      config.model_dir,
+      keep_checkpoint_max=config.keep_checkpoint_max,
+      chief=distribution.is_chief(strategy),
+    )
+    step = manager.restore_latest()
+  print(f"Evaluating {manager.latest_checkpoint}", flush=True)
+  results = model.evaluate(
+    make_dataset(config, is_training=False),
+    steps=config.num_eval_steps,
+    verbose=0,
+    return_dict=True,
+    callbacks=[training_callbacks.ETALogger(config.num_eval_steps, is_training=False)],
+  )
+  results = {k: float(v) for k, v in results.items()}
+  results["global_step"] = step
+  _heading("Eval results")
+  for name in sorted(results):
+    print(f"  {name} = {results[name]}", flush=True)
+  if distribution.is_chief(strategy):
+    training_callbacks.TrainingSummaries(os.path.join(config.model_dir, "eval")).write(
+      step, {k: v for k, v in results.items() if k != "global_step"}, learning_rate=False
+    )
+    paths = write_eval_results(results, config)
+    print("Wrote " + ", ".join(paths), flush=True)
+  return results
+
+
+def early_strategy(config):
+  """The multi-worker strategy, or None for the others (made later).
+
+  Collective ops must be configured before anything starts TensorFlow's
+  context, such as reading the data to validate it.
+  """
+  if config.distribution_strategy == "multi_worker_mirrored":
+    return distribution.setup_distribution(config)
+  return None
+
+
+def train_or_eval(config, files=None, strategy=None, callbacks=()):
+  """The original's `train_or_eval`: validation (unless `files` says it was
+  done), debug wipe, config log, then training or evaluation. `strategy`
+  defaults to `distribution.setup_distribution(config)`; `callbacks` are
+  extra Keras callbacks for training."""
+  if strategy is None:
+    strategy = early_strategy(config)
+  if files is None:
+    files = validate_config(config)
+  if config.debug and config.do_train:
+    print(
+      f"WARNING: debug=True deletes the model dir {config.model_dir} before training "
+      "(as the original does).",
+      flush=True,
+    )
+    if tf.io.gfile.exists(config.model_dir):
+      tf.io.gfile.rmtree(config.model_dir)
+  tf.io.gfile.makedirs(config.model_dir)
+  _heading("Config")
+  print(repr(config), flush=True)
+  print(f"{len(files)} pre-training file(s)", flush=True)
+  if config.seed is not None:
+    keras.utils.set_random_seed(int(config.seed))
+  if strategy is None:
+    strategy = distribution.setup_distribution(config)
+  if config.do_train:
+    _heading("Training")
+    return train(config, strategy, callbacks)
+  _heading("Evaluation")
+  return evaluate(config, strategy)
+
+
+def make_config(data_dir, model_name, hparams):
+  """`PretrainingConfig` from the three flags (hparams: JSON string, dict or
+  `.json` path)."""
+  return PretrainingConfig(model_name, data_dir, **load_hparams(hparams))
