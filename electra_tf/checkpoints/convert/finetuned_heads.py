@@ -13,7 +13,7 @@ from electra_tf.checkpoints import names as checkpoint_names
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints.convert.layout import NO_DATA_DIR
 from electra_tf.checkpoints.convert.layout import check_shapes
-from electra_tf.checkpoints.convert.layout import infer
+from electra_tf.checkpoints.convert.layout import infer_config_and_model
 from electra_tf.checkpoints.convert.reader import assign_tensors
 from electra_tf.checkpoints.convert.reader import read_name_based_checkpoint
 from electra_tf.configs.hparams import load_hparams
@@ -255,7 +255,7 @@ def load_official_finetuning_model(path, hparams=None):
       f"{checkpoint_names.TASK_SCOPE}/..."
     )
   user, model_hparams, ft_config, task_types = _finetuning_hparams(hparams)
-  config, merged, layout, notes, _ = infer(shapes, model_hparams, source=prefix)
+  config, merged, layout, notes, _ = infer_config_and_model(shapes, model_hparams, source=prefix)
   unknown = sorted(set(task_types) - set(groups))
   if unknown:
     raise ValueError(

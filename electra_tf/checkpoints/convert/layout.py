@@ -246,14 +246,23 @@ def infer_config_from_checkpoint(path, hparams=None):
       inferred) does not give the checkpoint's names and shapes — the message
       lists each tensor with the config's and the checkpoint's shape.
   """
-  config, _, layout, notes, _ = infer(path, hparams)
+  config, _, layout, notes, _ = infer_config_and_model(path, hparams)
   return config, layout, notes
 
 
-def infer(path, hparams, source=None):
+def infer_config_and_model(path, hparams, source=None):
   """`infer_config_from_checkpoint` that also returns the merged hparams and
   the model built to check the shapes (`_layout_model`), for the caller to
-  reuse: `(config, merged, layout, notes, model)`."""
+  reuse.
+
+  Args:
+    path: checkpoint prefix or directory, or a `{name: shape}` dict.
+    hparams: optional user hparams (dict, JSON string or `.json` path).
+    source: how to name a `{name: shape}` dict in messages (its checkpoint).
+
+  Returns:
+    `(config, merged_hparams, layout, notes, model)`.
+  """
   if isinstance(path, dict):
     shapes, source = path, repr(source) if source else "(given shapes)"
   else:

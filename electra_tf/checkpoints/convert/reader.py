@@ -24,6 +24,8 @@ _READ_ERRORS = (tf.errors.OpError, ValueError, IndexError, RuntimeError)
 
 
 def open_reader(prefix):
+  """`tf.train.load_checkpoint(prefix)`, with one clear error for a damaged
+  index or data file."""
   try:
     return tf.train.load_checkpoint(prefix)
   except _READ_ERRORS as e:
@@ -66,10 +68,13 @@ def is_object_based(prefix):
 
 
 def assign_tensors(name_map, tensors):
+  """Assigns `tensors[name]` to each variable of `name_map`
+  (`{official name: variable}`)."""
   for name, variable in name_map.items():
     variable.assign(np.asarray(tensors[name]))
 
 
 def global_step_of(tensors):
+  """The checkpoint's `global_step` as an int, or None when it has none."""
   value = tensors.get(checkpoint_names.GLOBAL_STEP_NAME)
   return None if value is None else int(value)

@@ -15,7 +15,7 @@ from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints.convert.finetuned_heads import load_official_finetuning_model
 from electra_tf.checkpoints.convert.finetuned_heads import task_groups
 from electra_tf.checkpoints.convert.layout import build_encoder
-from electra_tf.checkpoints.convert.layout import infer
+from electra_tf.checkpoints.convert.layout import infer_config_and_model
 from electra_tf.checkpoints.convert.layout import needs_pretrainer
 from electra_tf.checkpoints.convert.reader import assign_tensors
 from electra_tf.checkpoints.convert.reader import global_step_of
@@ -65,7 +65,7 @@ def load_official_pretrainer(path, hparams=None):
   """
   prefix, tensors = read_name_based_checkpoint(path)
   shapes = {n: t.shape for n, t in tensors.items()}
-  config, _, layout, notes, pretrainer = infer(shapes, hparams, source=prefix)
+  config, _, layout, notes, pretrainer = infer_config_and_model(shapes, hparams, source=prefix)
   if not needs_pretrainer(layout):
     raise ValueError(
       f"checkpoint {prefix!r} holds an encoder only (no generator or discriminator head, "
@@ -148,7 +148,9 @@ def official_to_keras(input_path, output_path, part=None, hparams=None):
     check_output_dir(output_path)
   prefix, tensors = read_name_based_checkpoint(input_path)
   shapes = {n: t.shape for n, t in tensors.items()}
-  config, merged_hparams, layout, notes, layout_model = infer(shapes, hparams, source=prefix)
+  config, merged_hparams, layout, notes, layout_model = infer_config_and_model(
+    shapes, hparams, source=prefix
+  )
   step = global_step_of(tensors)
 
   if not needs_pretrainer(layout):

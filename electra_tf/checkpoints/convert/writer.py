@@ -29,7 +29,7 @@ HPARAMS_FILE = "converted_hparams.json"
 
 def write_training_checkpoint(pretrainer, config, output_dir, step=0, slots=None):
   """Writes an electra_tf training checkpoint `<output_dir>/model.ckpt-<step>`
-  (the format of `electra_tf.checkpointing`, which `run_pretraining` resumes
+  (the format of `electra_tf.training.checkpointing`, which `run_pretraining` resumes
   from): the pretrainer compiled with the original's optimizer, its
   `iterations` set to `step` and, if given, its slots from `slots`
   (`{"<official name>/adam_m": array, ...}`)."""
@@ -51,15 +51,18 @@ def write_training_checkpoint(pretrainer, config, output_dir, step=0, slots=None
 
 
 def inner_optimizer(optimizer):
+  """The optimizer inside a `LossScaleOptimizer` (mixed_float16), else `optimizer`."""
   return getattr(optimizer, "inner_optimizer", optimizer)
 
 
 def optimizer_slots(optimizer, name_map):
+  """`{"<official name>/adam_m" | "/adam_v": slot variable}` of the model's
+  `AdamWeightDecay` for the variables of `name_map`."""
   inner = inner_optimizer(optimizer)
   if not hasattr(inner, "official_slots"):
     raise ValueError(
       f"the model's optimizer {type(inner).__name__} has no official slot "
-      "names (expected electra_tf.adam_weight_decay.AdamWeightDecay)"
+      "names (expected electra_tf.optimization.adam_weight_decay.AdamWeightDecay)"
     )
   return inner.official_slots(name_map)
 
