@@ -1,6 +1,8 @@
-"""`python -m electra_tf.convert_checkpoint`: official ↔ electra_tf in both
-directions, bit-exact round trips for every layout of the variable names of the original's checkpoints–8.4, the
-original's variable listings, TF1 graph-mode loading, and error messages."""
+"""The converter (`electra_tf.checkpoints.convert` and its CLI
+`python -m electra_tf.convert_checkpoint`): official ↔ electra_tf in both
+directions, bit-exact round trips for every layout of the original's
+checkpoints, the original's variable listings, TF1 graph-mode loading, and
+error messages."""
 
 import json
 
