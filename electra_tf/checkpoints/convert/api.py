@@ -25,6 +25,8 @@ DIRECTIONS = ("to-keras", "to-official")
 
 
 def detect_direction(input_path):
+  """The direction for `input_path`: "to-official" for a `.keras` file or an
+  electra_tf (object-based) checkpoint, "to-keras" for a name-based one."""
   path = os.fspath(input_path)
   if path.endswith(KERAS_SUFFIX):
     return "to-official"
@@ -41,9 +43,23 @@ def convert(
   with_optimizer_slots=False,
   global_step=None,
 ):
-  """Runs one conversion; `direction` None detects it from the input, `part`
-  None (to-keras) picks "finetuned" for a checkpoint with task heads, else
-  "pretrainer"."""
+  """Runs one conversion, as `python -m electra_tf.convert_checkpoint` does.
+
+  Args:
+    input_path: checkpoint prefix or directory (official or electra_tf), or
+      a `.keras` file.
+    output_path: see `official_to_keras` and `keras_to_official`.
+    direction: one of `DIRECTIONS`, or None to detect it from the input (a
+      given direction must match the input).
+    part: to-keras only (see `official_to_keras`); None picks "finetuned"
+      for a checkpoint with task heads, else "pretrainer".
+    hparams: dict, JSON string or `.json` path, checked against the shapes.
+    with_optimizer_slots, global_step: to-official only (see
+      `keras_to_official`).
+
+  Returns:
+    The report dict of the direction's function (`format_report` prints it).
+  """
   detected = detect_direction(input_path)
   if direction is None:
     direction = detected
