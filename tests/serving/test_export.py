@@ -856,6 +856,10 @@ def test_bad_options_raise_clear_errors(tmp_path):
   with pytest.raises(ValueError, match="already exists"):
     export_lib.save_module(None, str(tmp_path / "e"), version=1)
   assert export_lib.next_version(str(tmp_path / "e")) == 2
+  # The library's loader takes exactly one source (the CLI's flags are exclusive).
+  for sources in ({}, {"keras_model": "m.keras", "checkpoint": str(tmp_path)}):
+    with pytest.raises(ValueError, match="exactly one of --keras-model and --checkpoint"):
+      export_lib.load_model(**sources)
 
 
 def test_cli_reports_bad_input(tmp_path, capsys):
