@@ -69,6 +69,8 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.checkpoints import finetuned as checkpoint_io
+from electra_tf.checkpoints import huggingface
+from electra_tf.checkpoints import keras_hub
 from electra_tf.checkpoints import names as checkpoint_names
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.configs import pretraining as pretraining_config_lib
@@ -1464,6 +1466,142 @@ def keras_to_official(
 
 
 # -----------------------------------------------------------------------------
+# Publishing to Hugging Face / keras-hub, and reading Hugging Face directories
+# -----------------------------------------------------------------------------
+
+TARGETS = ("huggingface", "keras-hub")
+
+
+def _publishing_hparams(hparams):
+  """The user's hparams, validated as pre-training hparams (unknown keys raise)."""
+  user = load_hparams(hparams) if hparams is not None else {}
+  pretraining_config_lib.PretrainingConfig("converted", _NO_DATA_DIR, **user)
+  return user
+
+
+def load_part_for_publishing(input_path, part, hparams=None):
+  """The discriminator or generator of any source as a `huggingface.ElectraPart`.
+
+  Sources: an official (name-based) checkpoint, an electra_tf training
+  checkpoint, a `.keras` model written by electra_tf, or a Hugging Face
+  ELECTRA directory. Returns `(part, do_lower_case, source)`; `do_lower_case`
+  is the run's (hparams) or the Hugging Face tokenizer's, else True.
+  """
+  from electra_tf.models.electra_discriminator import ElectraDiscriminator
+  from electra_tf.models.electra_generator import ElectraGenerator
+  from electra_tf.models.electra_pretrainer import ElectraPretrainer
+
+  path = os.fspath(input_path)
+  user = _publishing_hparams(hparams)
+  do_lower_case = bool(user.get("do_lower_case", True))
+  if huggingface.is_huggingface_dir(path):
+    model, found, _, notes = huggingface.load_huggingface(path)
+    if found != part:
+      raise ValueError(f"--input {path!r} holds the {found}; use --part {found}")
+    tokenizer_config = os.path.join(path, huggingface.TOKENIZER_CONFIG_FILE)
+    if os.path.isfile(tokenizer_config) and "do_lower_case" not in user:
+      with open(tokenizer_config, encoding="utf-8") as f:
+        do_lower_case = bool(json.load(f).get("do_lower_case", True))
+    if found == huggingface.PART_DISCRIMINATOR:
+      return huggingface.discriminator_part(model, notes=notes), do_lower_case, path
+    scopes = [checkpoint_names.GENERATOR_SCOPE]
+    return huggingface.generator_part(model, scopes, True, notes=notes), do_lower_case, path
+  if path.endswith(KERAS_SUFFIX):
+    if not os.path.isfile(path):
+      raise ValueError(f"--input {path!r}: no such .keras file")
+    model = keras.saving.load_model(path, compile=False)
+    if isinstance(model, ElectraPretrainer):
+      model.build()
+      return huggingface.pretrainer_part(model, part), do_lower_case, path
+    discriminator = _find_layer(model, ElectraDiscriminator)
+    generator = _find_layer(model, ElectraGenerator)
+    if part == huggingface.PART_DISCRIMINATOR and discriminator is not None:
+      return huggingface.discriminator_part(discriminator), do_lower_case, path
+    if part == huggingface.PART_GENERATOR and generator is not None:
+      scopes = model.name[len("electra_generator__") :].split("__")
+      shared = generator.get_config()["embeddings"] is not None
+      return huggingface.generator_part(generator, scopes, shared), do_lower_case, path
+    raise ValueError(f"--input {path!r} holds no ElectraPretrainer or electra_tf {part} model")
+  prefix = official_checkpoint.resolve_checkpoint_path(path)
+  if _is_object_based(prefix):
+    name_map, _, _, prefix, notes = load_keras_source(prefix, hparams)
+    tensors = {n: keras.ops.convert_to_numpy(v) for n, v in name_map.items()}
+    saved = os.path.join(os.path.dirname(prefix), HPARAMS_FILE)
+    if hparams is None and os.path.isfile(saved):
+      hparams = saved
+    shapes = {n: t.shape for n, t in tensors.items()}
+    config, _, _, more_notes, pretrainer = _infer(shapes, hparams, source=prefix)
+    _assign(checkpoint_names.official_name_map(pretrainer), tensors)
+    other = ["optimizer state and step (not part of a published model)"]
+  else:
+    pretrainer, config, tensors, info = load_official_pretrainer(prefix, hparams)
+    notes, more_notes = [], info["notes"]
+    other = [n for n in tensors if checkpoint_names.is_non_model_entry(n)]
+  result = huggingface.pretrainer_part(pretrainer, part, other, notes + more_notes)
+  return result, config.do_lower_case, prefix
+
+
+def _default_vocab_file(input_path, hparams):
+  user = load_hparams(hparams) if hparams is not None else {}
+  if user.get("vocab_file"):
+    return user["vocab_file"]
+  path = os.fspath(input_path)
+  directory = path if os.path.isdir(path) else os.path.dirname(path)
+  candidate = os.path.join(directory, huggingface.VOCAB_FILE)
+  return candidate if os.path.isfile(candidate) else None
+
+
+def publish(input_path, output_dir, to, part=None, hparams=None, vocab_file=None):
+  """Writes a Hugging Face directory (`to="huggingface"`) or keras-hub preset
+  (`to="keras-hub"`) of the discriminator (default) or generator."""
+  if to not in TARGETS:
+    raise ValueError(f"--to {to!r}; expected one of {TARGETS}")
+  part = part or huggingface.PART_DISCRIMINATOR
+  if part not in (huggingface.PART_DISCRIMINATOR, huggingface.PART_GENERATOR):
+    raise ValueError(f"--to {to}: --part {part!r}; expected discriminator or generator")
+  huggingface.check_new_output_dir(os.fspath(output_dir))
+  vocab_file = vocab_file or _default_vocab_file(input_path, hparams)
+  if vocab_file is None:
+    raise ValueError(
+      f"--to {to}: give --vocab-file (the vocab the model was trained with; none in --hparams "
+      f"or next to --input {os.fspath(input_path)!r})"
+    )
+  electra_part, do_lower_case, source = load_part_for_publishing(input_path, part, hparams)
+  writer = (
+    huggingface.write_huggingface if to == "huggingface" else keras_hub.write_keras_hub_preset
+  )
+  report = writer(electra_part, output_dir, vocab_file, do_lower_case, do_lower_case)
+  report.update(input=source, part=part)
+  report["notes"].append(f"tokenizer: do_lower_case={do_lower_case}, vocab {vocab_file}")
+  return report
+
+
+def huggingface_to_keras(input_dir, output_path):
+  """A Hugging Face ELECTRA directory as a `.keras` discriminator or generator
+  (what `--part discriminator|generator` writes; `--direction to-official`
+  turns it into the original's checkpoint)."""
+  if not os.fspath(output_path).endswith(KERAS_SUFFIX):
+    raise ValueError(
+      f"--input {os.fspath(input_dir)!r} is a Hugging Face directory: give an --output "
+      f"ending in {KERAS_SUFFIX}"
+    )
+  model, part, name_map, notes = huggingface.load_huggingface(input_dir)
+  if part == huggingface.PART_DISCRIMINATOR:
+    keras_model = _discriminator_model(model)
+  else:
+    keras_model = _generator_model(model, [checkpoint_names.GENERATOR_SCOPE])
+  _save_keras(keras_model, output_path)
+  return {
+    "input": os.fspath(input_dir),
+    "output": os.fspath(output_path),
+    "part": part,
+    "notes": notes,
+    "converted": sorted(name_map),
+    "not_converted": [],
+  }
+
+
+# -----------------------------------------------------------------------------
 # CLI
 # -----------------------------------------------------------------------------
 
@@ -1487,7 +1625,15 @@ def convert(
 ):
   """Runs one conversion; `direction` None detects it from the input, `part`
   None (to-keras) picks "finetuned" for a checkpoint with task heads, else
-  "pretrainer"."""
+  "pretrainer". A Hugging Face ELECTRA directory becomes a `.keras` model."""
+  if huggingface.is_huggingface_dir(input_path):
+    if direction not in (None, "to-keras") or part is not None or hparams is not None:
+      raise ValueError(
+        f"--input {os.fspath(input_path)!r} is a Hugging Face directory: it becomes a "
+        ".keras discriminator or generator (as its architecture says); --direction, --part "
+        "and --hparams do not apply"
+      )
+    return huggingface_to_keras(input_path, output_path)
   detected = _detect_direction(input_path)
   if direction is None:
     direction = detected
@@ -1606,8 +1752,30 @@ def main(argv=None):
     help="to-official: the global_step to write (default: the training "
     "checkpoint's step; 0 for a .keras model)",
   )
+  parser.add_argument(
+    "--to",
+    choices=TARGETS,
+    default=None,
+    help="publish the discriminator (or, with --part generator, the generator) as a "
+    "Hugging Face transformers directory or a keras-hub preset directory (--output)",
+  )
+  parser.add_argument(
+    "--vocab-file",
+    default=None,
+    help="--to: the vocab the model was trained with (default: vocab_file in --hparams, "
+    "else vocab.txt beside --input)",
+  )
   args = parser.parse_args(argv)
   try:
+    if args.to is not None:
+      if args.direction or args.with_optimizer_slots or args.global_step is not None:
+        raise ValueError(
+          "--to publishes a model; --direction, --with-optimizer-slots and "
+          "--global-step do not apply"
+        )
+      report = publish(args.input, args.output, args.to, args.part, args.hparams, args.vocab_file)
+      print(format_report(report))
+      return 0
     report = convert(
       args.input,
       args.output,
