@@ -16,7 +16,8 @@ Hugging Face names are derived from the original's names
 (`electra_tf.checkpoints.names`) by one table, `_HF_NAME_TABLE`; PyTorch's
 `Linear` stores `[out, in]`, so every `kernel` is transposed.
 
-Example:
+Example (`write_huggingface(discriminator_part(disc), "out", "vocab.txt")`
+publishes a discriminator):
 >>> hf_name("electra/encoder/layer_3/attention/self/query/kernel")
 'electra.encoder.layer.3.attention.self.query.weight'
 >>> hf_name("discriminator_predictions/dense_1/bias")

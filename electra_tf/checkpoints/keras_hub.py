@@ -20,9 +20,15 @@ Two things differ from the original's model:
   gives the measured size).
 
 Example:
->>> config = keras_hub_backbone_config(part)  # part: huggingface.ElectraPart
->>> config["hidden_dim"], config["embedding_dim"]
-(256, 128)
+>>> from electra_tf.models import ElectraDiscriminator
+>>> disc = ElectraDiscriminator({"vocab_size": 100, "hidden_size": 16,
+...     "num_hidden_layers": 1, "num_attention_heads": 2,
+...     "intermediate_size": 64}, embedding_size=8)
+>>> disc.build()
+>>> part = huggingface.discriminator_part(disc)
+>>> backbone, converted, not_converted = build_keras_hub_backbone(part)
+>>> backbone.embedding_dim, not_converted[0]
+(8, 'discriminator_predictions/dense/bias')
 """
 
 import os
