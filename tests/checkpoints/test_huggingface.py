@@ -339,3 +339,31 @@ def test_two_tower_generator_is_refused(tmp_path, capsys):
   assert convert_checkpoint.main(argv) == 1
   assert "two-tower" in capsys.readouterr().err
   assert checkpoint_names.GENERATOR_LTR_SCOPE  # the layout under test
+
+
+def test_publishes_from_keras_files_and_hugging_face_dirs(tmp_path):
+  """Other sources: `.keras` parts written by the converter, and a Hugging
+  Face directory republished (Hugging Face -> keras-hub goes the same way)."""
+  source, hparams, original = _official(tmp_path / "ckpt")
+  vocab = _vocab(tmp_path, SMALL["V"])
+  for part in ("discriminator", "generator"):
+    keras_path = str(tmp_path / f"{part}.keras")
+    convert_checkpoint.official_to_keras(source, keras_path, part=part, hparams=hparams)
+    from_keras = _publish(keras_path, tmp_path / f"{part}_from_keras", part, vocab)
+    from_hf = _publish(from_keras, tmp_path / f"{part}_from_hf", part, vocab)
+    from safetensors.numpy import load_file
+
+    scopes = ("electra/", "discriminator_predictions/")
+    if part == "generator":
+      scopes = ("electra/embeddings/", "generator/", "generator_predictions/")
+    by_hf_name = {huggingface.hf_name(n): n for n in original if n.startswith(scopes)}
+    for directory in (from_keras, from_hf):
+      stored = load_file(os.path.join(directory, huggingface.WEIGHTS_FILE))
+      assert sorted(stored) == sorted(by_hf_name)
+      for name, value in stored.items():
+        official = by_hf_name[name]
+        expected = original[official].T if huggingface.is_transposed(official) else original[official]
+        assert value.tobytes() == np.ascontiguousarray(expected).tobytes(), name
+  # The tokenizer settings travel with a Hugging Face directory.
+  config = json.loads((tmp_path / "generator_from_hf" / "tokenizer_config.json").read_text())
+  assert config["do_lower_case"] is True and config["strip_accents"] is True
