@@ -1545,10 +1545,13 @@ def _default_vocab_file(input_path, hparams):
   user = load_hparams(hparams) if hparams is not None else {}
   if user.get("vocab_file"):
     return user["vocab_file"]
-  path = os.fspath(input_path)
+  path = os.path.abspath(os.fspath(input_path))
   directory = path if os.path.isdir(path) else os.path.dirname(path)
-  candidate = os.path.join(directory, huggingface.VOCAB_FILE)
-  return candidate if os.path.isfile(candidate) else None
+  candidates = [os.path.join(directory, huggingface.VOCAB_FILE)]
+  models_dir = os.path.dirname(directory)
+  if os.path.basename(models_dir) == "models":  # a run's <data_dir>/models/<model_name>
+    candidates.append(os.path.join(os.path.dirname(models_dir), huggingface.VOCAB_FILE))
+  return next((c for c in candidates if os.path.isfile(c)), None)
 
 
 def publish(input_path, output_dir, to, part=None, hparams=None, vocab_file=None):
@@ -1563,8 +1566,8 @@ def publish(input_path, output_dir, to, part=None, hparams=None, vocab_file=None
   vocab_file = vocab_file or _default_vocab_file(input_path, hparams)
   if vocab_file is None:
     raise ValueError(
-      f"--to {to}: give --vocab-file (the vocab the model was trained with; none in --hparams "
-      f"or next to --input {os.fspath(input_path)!r})"
+      f"--to {to}: give --vocab-file (the vocab the model was trained with; none in --hparams, "
+      f"next to --input {os.fspath(input_path)!r} or in its run's data dir)"
     )
   electra_part, do_lower_case, source = load_part_for_publishing(input_path, part, hparams)
   writer = (
@@ -1763,7 +1766,8 @@ def main(argv=None):
     "--vocab-file",
     default=None,
     help="--to: the vocab the model was trained with (default: vocab_file in --hparams, "
-    "else vocab.txt beside --input)",
+    "else vocab.txt beside --input, else <data_dir>/vocab.txt for a run's "
+    "<data_dir>/models/<model_name>)",
   )
   args = parser.parse_args(argv)
   try:

@@ -51,7 +51,8 @@ def _official(directory, layout="default", seed=0, **dims):
 
 def _publish(source, output, part, vocab_file, hparams=None, to="huggingface"):
   argv = ["--input", str(source), "--output", str(output), "--to", to, "--part", part]
-  argv += ["--vocab-file", str(vocab_file)]
+  if vocab_file is not None:
+    argv += ["--vocab-file", str(vocab_file)]
   if hparams is not None:
     argv += ["--hparams", str(hparams)]
   assert convert_checkpoint.main(argv) == 0
@@ -165,7 +166,9 @@ def test_tiny_fixture_matches_transformers(original_fixtures, tmp_path):
 def test_trained_model_matches_transformers(tmp_path):
   model_dir, hparams, vocab = interop.trained_run(tmp_path / "run")
   hparams_json = json.dumps(hparams)
-  disc_dir = _publish(model_dir, tmp_path / "d", "discriminator", vocab, hparams_json)
+  # No --vocab-file: the run's <data_dir>/vocab.txt is found from its model dir.
+  disc_dir = _publish(model_dir, tmp_path / "d", "discriminator", None, hparams_json)
+  assert (tmp_path / "d" / "vocab.txt").read_text() == vocab.read_text()
   gen_dir = _publish(model_dir, tmp_path / "g", "generator", vocab, hparams_json)
   # electra_tf's own view of the checkpoint, through the official converter.
   official = convert_checkpoint.keras_to_official(model_dir, tmp_path / "o", hparams=hparams)
@@ -362,7 +365,9 @@ def test_publishes_from_keras_files_and_hugging_face_dirs(tmp_path):
       assert sorted(stored) == sorted(by_hf_name)
       for name, value in stored.items():
         official = by_hf_name[name]
-        expected = original[official].T if huggingface.is_transposed(official) else original[official]
+        expected = (
+          original[official].T if huggingface.is_transposed(official) else original[official]
+        )
         assert value.tobytes() == np.ascontiguousarray(expected).tobytes(), name
   # The tokenizer settings travel with a Hugging Face directory.
   config = json.loads((tmp_path / "generator_from_hf" / "tokenizer_config.json").read_text())
