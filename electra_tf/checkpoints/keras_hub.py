@@ -36,6 +36,7 @@ import os
 import numpy as np
 
 from electra_tf.checkpoints import huggingface
+from electra_tf.utils import keras_compat
 from electra_tf.utils.file_io import atomic_path
 
 BACKBONE_CLASS = "keras_hub.models.ElectraBackbone"
@@ -101,29 +102,22 @@ def _backbone_assignments(backbone, part):
     add(backbone.embeddings_projection.bias, f"{scope}/embeddings_project/bias")
   for i, layer in enumerate(backbone.transformer_layers):
     p = f"{scope}/encoder/layer_{i}"
-    attention = layer._self_attention_layer
-    for dense, name in (
-      (attention._query_dense, "query"),
-      (attention._key_dense, "key"),
-      (attention._value_dense, "value"),
+    parts = keras_compat.keras_hub_transformer_encoder_parts(layer)
+    for key in ("query", "key", "value"):
+      add(parts[key].kernel, f"{p}/attention/self/{key}/kernel", (hidden, heads, head_size))
+      add(parts[key].bias, f"{p}/attention/self/{key}/bias", (heads, head_size))
+    output = parts["attention_output"]
+    add(output.kernel, f"{p}/attention/output/dense/kernel", (heads, head_size, hidden))
+    add(output.bias, f"{p}/attention/output/dense/bias")
+    for key, name in (
+      ("attention_layer_norm", "attention/output/LayerNorm"),
+      ("output_layer_norm", "output/LayerNorm"),
     ):
-      add(dense.kernel, f"{p}/attention/self/{name}/kernel", (hidden, heads, head_size))
-      add(dense.bias, f"{p}/attention/self/{name}/bias", (heads, head_size))
-    add(
-      attention._output_dense.kernel,
-      f"{p}/attention/output/dense/kernel",
-      (heads, head_size, hidden),
-    )
-    add(attention._output_dense.bias, f"{p}/attention/output/dense/bias")
-    norm = layer._self_attention_layer_norm
-    add(norm.gamma, f"{p}/attention/output/LayerNorm/gamma")
-    add(norm.beta, f"{p}/attention/output/LayerNorm/beta")
-    add(layer._feedforward_intermediate_dense.kernel, f"{p}/intermediate/dense/kernel")
-    add(layer._feedforward_intermediate_dense.bias, f"{p}/intermediate/dense/bias")
-    add(layer._feedforward_output_dense.kernel, f"{p}/output/dense/kernel")
-    add(layer._feedforward_output_dense.bias, f"{p}/output/dense/bias")
-    add(layer._feedforward_layer_norm.gamma, f"{p}/output/LayerNorm/gamma")
-    add(layer._feedforward_layer_norm.beta, f"{p}/output/LayerNorm/beta")
+      add(parts[key].gamma, f"{p}/{name}/gamma")
+      add(parts[key].beta, f"{p}/{name}/beta")
+    for key, name in (("intermediate", "intermediate/dense"), ("output", "output/dense")):
+      add(parts[key].kernel, f"{p}/{name}/kernel")
+      add(parts[key].bias, f"{p}/{name}/bias")
   out.append((backbone.pooled_dense.kernel, None, np.eye(hidden, dtype=np.float32)))
   out.append((backbone.pooled_dense.bias, None, np.zeros((hidden,), np.float32)))
   return out

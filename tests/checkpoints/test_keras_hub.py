@@ -15,6 +15,7 @@ from electra_tf import convert_checkpoint
 from electra_tf.checkpoints import huggingface
 from electra_tf.checkpoints import keras_hub as keras_hub_preset
 from electra_tf.text.tokenizer import ElectraTokenizer
+from electra_tf.utils import keras_compat
 from tests.helpers import interop
 from tests.helpers.official_checkpoint_helper import spec_checkpoint_shapes
 from tests.helpers.official_checkpoint_helper import write_name_based_checkpoint
@@ -60,7 +61,8 @@ def _ids(batch):
 
 def _use_exact_gelu(backbone):
   for layer in backbone.transformer_layers:
-    layer._feedforward_intermediate_dense.activation = keras.activations.gelu
+    parts = keras_compat.keras_hub_transformer_encoder_parts(layer)
+    parts["intermediate"].activation = keras.activations.gelu
 
 
 def _sequence_differences(backbone, encoder_outputs, feats):
