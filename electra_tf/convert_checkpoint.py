@@ -39,6 +39,13 @@ original's names, shapes and dtypes: both towers and heads, `global_step`
 electra_tf's fine-tuning runs need no conversion: they already write
 name-based checkpoints with the original's names, slots and `global_step`.
 
+Publishing (`--to huggingface` / `--to keras-hub`): the discriminator (or,
+with `--part generator`, the generator) of any of these sources, or of a
+Hugging Face ELECTRA directory, becomes a transformers directory
+(`electra_tf.checkpoints.huggingface`) or a keras-hub preset
+(`electra_tf.checkpoints.keras_hub`); `--input <Hugging Face dir>` without
+`--to` writes a `.keras` discriminator or generator.
+
 Names come from `electra_tf.checkpoint_names`, the one map used by both
 directions and by the loader. Sizes and layout are read from the shapes
 (`infer_config_from_checkpoint` for official checkpoints,

@@ -3,8 +3,11 @@ and reading its directories back: transformers' ElectraForPreTraining /
 ElectraForMaskedLM and tokenizer against electra_tf, and bit-exact
 Hugging Face -> electra_tf -> official round trips."""
 
+import ast
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -17,6 +20,7 @@ from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.models import ElectraPretrainer
 from electra_tf.text import wordpiece as tokenization
 from electra_tf.text.tokenizer import ElectraTokenizer
+from tests.conftest import REPO_ROOT
 from tests.helpers import interop
 from tests.helpers import reference_hard_text
 from tests.helpers.official_checkpoint_helper import spec_checkpoint_shapes
@@ -372,3 +376,46 @@ def test_publishes_from_keras_files_and_hugging_face_dirs(tmp_path):
   # The tokenizer settings travel with a Hugging Face directory.
   config = json.loads((tmp_path / "generator_from_hf" / "tokenizer_config.json").read_text())
   assert config["do_lower_case"] is True and config["strip_accents"] is True
+
+
+def test_electra_tf_never_imports_torch_or_transformers():
+  from tests.test_module_graph import module_files
+
+  offenders = []
+  for name, path in module_files().items():
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+      if isinstance(node, ast.Import):
+        modules = [alias.name for alias in node.names]
+      elif isinstance(node, ast.ImportFrom) and node.module:
+        modules = [node.module]
+      else:
+        continue
+      offenders += [f"{name}: {m}" for m in modules if m.split(".")[0] in ("torch", "transformers")]
+  assert not offenders, offenders
+
+
+@pytest.mark.slow
+def test_publishing_needs_no_torch(tmp_path):
+  """A fresh process where importing torch or transformers fails writes the
+  Hugging Face directory all the same."""
+  source, hparams, _ = _official(tmp_path / "ckpt")
+  vocab = _vocab(tmp_path, SMALL["V"])
+  argv = ["--input", source, "--output", str(tmp_path / "hf"), "--to", "huggingface"]
+  argv += ["--vocab-file", vocab, "--hparams", hparams]
+  script = (
+    "import sys\n"
+    "sys.modules['torch'] = None\n"
+    "sys.modules['transformers'] = None\n"
+    "from electra_tf import convert_checkpoint\n"
+    f"sys.exit(convert_checkpoint.main({argv!r}))\n"
+  )
+  result = subprocess.run(
+    [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=REPO_ROOT
+  )
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert sorted(os.listdir(tmp_path / "hf")) == [
+    "config.json",
+    "model.safetensors",
+    "tokenizer_config.json",
+    "vocab.txt",
+  ]
