@@ -30,6 +30,12 @@ converter's own, `task_types`: `{"<task>": "classification" | "regression" |
 regression and tagging heads have the same variables, so an unknown task
 without a type is an error).
 
+Publishing (`--to huggingface` / `--to keras-hub`): the discriminator (or,
+with `--part generator`, the generator) of any of these sources, or of a
+Hugging Face ELECTRA directory, becomes a transformers directory or a
+keras-hub preset; `--input <Hugging Face dir>` without `--to` writes a
+`.keras` discriminator or generator.
+
 Keras → official (`--direction to-official`): an electra_tf training
 checkpoint (or a `.keras` pretrainer/discriminator/generator or fine-tuning
 model written here, or a `FinetuningModel` saved as `.keras`) becomes a
@@ -74,7 +80,8 @@ def main(argv=None):
   parser.add_argument(
     "--input",
     required=True,
-    help="checkpoint prefix or directory (official or electra_tf), or a .keras file",
+    help="checkpoint prefix or directory (official or electra_tf), a .keras file, or a "
+    "Hugging Face ELECTRA directory",
   )
   parser.add_argument(
     "--output",
@@ -118,8 +125,33 @@ def main(argv=None):
     help="to-official: the global_step to write (default: the training "
     "checkpoint's step; 0 for a .keras model)",
   )
+  parser.add_argument(
+    "--to",
+    choices=convert.TARGETS,
+    default=None,
+    help="publish the discriminator (or, with --part generator, the generator) as a "
+    "Hugging Face transformers directory or a keras-hub preset directory (--output)",
+  )
+  parser.add_argument(
+    "--vocab-file",
+    default=None,
+    help="--to: the vocab the model was trained with (default: vocab_file in --hparams, "
+    "else vocab.txt beside --input, else <data_dir>/vocab.txt for a run's "
+    "<data_dir>/models/<model_name>)",
+  )
   args = parser.parse_args(argv)
   try:
+    if args.to is not None:
+      if args.direction or args.with_optimizer_slots or args.global_step is not None:
+        raise ValueError(
+          "--to publishes a model; --direction, --with-optimizer-slots and "
+          "--global-step do not apply"
+        )
+      report = convert.publish(
+        args.input, args.output, args.to, args.part, args.hparams, args.vocab_file
+      )
+      print(convert.format_report(report))
+      return 0
     report = convert.convert(
       args.input,
       args.output,

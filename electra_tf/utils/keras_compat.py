@@ -45,3 +45,22 @@ def apply_distributed_update(optimizer, grads_and_vars, learning_rate):
     grads_and_vars,
     learning_rate,
   )
+
+
+def keras_hub_transformer_encoder_parts(layer):
+  """The weight-holding sublayers of a built `keras_hub.layers.TransformerEncoder`
+  (private attributes in keras-hub 0.32): `query`, `key`, `value`,
+  `attention_output` (`EinsumDense`s of its `MultiHeadAttention`),
+  `attention_layer_norm`, `intermediate`, `output` (`Dense`) and
+  `output_layer_norm`."""
+  attention = layer._self_attention_layer  # pylint: disable=protected-access
+  return {
+    "query": attention._query_dense,  # pylint: disable=protected-access
+    "key": attention._key_dense,  # pylint: disable=protected-access
+    "value": attention._value_dense,  # pylint: disable=protected-access
+    "attention_output": attention._output_dense,  # pylint: disable=protected-access
+    "attention_layer_norm": layer._self_attention_layer_norm,  # pylint: disable=protected-access
+    "intermediate": layer._feedforward_intermediate_dense,  # pylint: disable=protected-access
+    "output": layer._feedforward_output_dense,  # pylint: disable=protected-access
+    "output_layer_norm": layer._feedforward_layer_norm,  # pylint: disable=protected-access
+  }

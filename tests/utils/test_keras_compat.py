@@ -69,6 +69,19 @@ def test_protos_are_importable():
   assert len(graph.nodes) == 1
 
 
+def test_keras_hub_transformer_encoder_parts():
+  import keras_hub
+
+  layer = keras_hub.layers.TransformerEncoder(intermediate_dim=12, num_heads=2)
+  layer.build((None, None, 8))
+  parts = keras_compat.keras_hub_transformer_encoder_parts(layer)
+  assert tuple(parts["query"].kernel.shape) == (8, 2, 4)
+  assert tuple(parts["attention_output"].kernel.shape) == (2, 4, 8)
+  assert tuple(parts["intermediate"].kernel.shape) == (8, 12)
+  assert tuple(parts["output"].kernel.shape) == (12, 8)
+  assert {id(v) for part in parts.values() for v in part.weights} == {id(v) for v in layer.weights}
+
+
 def test_no_private_paths_outside_the_compat_module():
   """`keras.src`, `tf.__internal__` and `tensorflow.core` appear only in
   keras_compat, so an upgrade has one place to mend."""

@@ -12,6 +12,8 @@ One module per job:
   TF2 object graph;
 - `writer`: `.keras` files, training checkpoints and name-based checkpoints;
 - `to_keras` / `to_official`: the two directions;
+- `publish`: any of these (or a Hugging Face directory) as a Hugging Face
+  transformers directory or a keras-hub preset;
 - `api`: `convert` (direction detected from the input) and the report.
 
 `python -m electra_tf.convert_checkpoint` is the command line over `convert`.
@@ -40,6 +42,8 @@ from electra_tf.checkpoints.convert.layout import LAYOUT_UNIFORM
 from electra_tf.checkpoints.convert.layout import LAYOUT_UNTIED_EMBEDDINGS
 from electra_tf.checkpoints.convert.layout import infer_config_from_checkpoint
 from electra_tf.checkpoints.convert.object_graph import infer_hparams_from_training_checkpoint
+from electra_tf.checkpoints.convert.publish import TARGETS
+from electra_tf.checkpoints.convert.publish import publish
 from electra_tf.checkpoints.convert.reader import read_name_based_checkpoint
 from electra_tf.checkpoints.convert.to_keras import PARTS
 from electra_tf.checkpoints.convert.to_keras import load_official_pretrainer

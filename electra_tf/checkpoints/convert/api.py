@@ -12,9 +12,11 @@ Example:
 import json
 import os
 
+from electra_tf.checkpoints import huggingface
 from electra_tf.checkpoints import names as checkpoint_names
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints.convert.finetuned_heads import task_groups
+from electra_tf.checkpoints.convert.publish import huggingface_to_keras
 from electra_tf.checkpoints.convert.reader import is_object_based
 from electra_tf.checkpoints.convert.reader import open_reader
 from electra_tf.checkpoints.convert.to_keras import official_to_keras
@@ -46,8 +48,9 @@ def convert(
   """Runs one conversion, as `python -m electra_tf.convert_checkpoint` does.
 
   Args:
-    input_path: checkpoint prefix or directory (official or electra_tf), or
-      a `.keras` file.
+    input_path: checkpoint prefix or directory (official or electra_tf), a
+      `.keras` file, or a Hugging Face ELECTRA directory (written as a
+      `.keras` discriminator or generator).
     output_path: see `official_to_keras` and `keras_to_official`.
     direction: one of `DIRECTIONS`, or None to detect it from the input (a
       given direction must match the input).
@@ -60,6 +63,14 @@ def convert(
   Returns:
     The report dict of the direction's function (`format_report` prints it).
   """
+  if huggingface.is_huggingface_dir(input_path):
+    if direction not in (None, "to-keras") or part is not None or hparams is not None:
+      raise ValueError(
+        f"--input {os.fspath(input_path)!r} is a Hugging Face directory: it becomes a "
+        ".keras discriminator or generator (as its architecture says); --direction, --part "
+        "and --hparams do not apply"
+      )
+    return huggingface_to_keras(input_path, output_path)
   detected = detect_direction(input_path)
   if direction is None:
     direction = detected

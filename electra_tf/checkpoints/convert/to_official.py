@@ -31,7 +31,7 @@ from electra_tf.configs.hparams import load_hparams
 from electra_tf.training import distribution
 
 
-def _find_layer(model, cls):
+def find_layer(model, cls):
   for layer in model.layers:
     if isinstance(layer, cls):
       return layer
@@ -75,10 +75,10 @@ def load_keras_source(input_path, hparams=None):
         path,
         [f"fine-tuning model with tasks {model.task_names}"],
       )
-    discriminator = _find_layer(model, ElectraDiscriminator)
+    discriminator = find_layer(model, ElectraDiscriminator)
     if discriminator is not None:
       return checkpoint_names.discriminator_name_map(discriminator), None, None, path, []
-    generator = _find_layer(model, ElectraGenerator)
+    generator = find_layer(model, ElectraGenerator)
     if generator is not None and model.name.startswith(GENERATOR_MODEL_PREFIX):
       scopes = model.name[len(GENERATOR_MODEL_PREFIX) :].split("__")
       # `standalone_generator` passes the embeddings in exactly when they

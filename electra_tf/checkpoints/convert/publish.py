@@ -1,0 +1,170 @@
+"""Publishing: the discriminator or generator of any checkpoint the converter
+reads (official, electra_tf training checkpoint, `.keras`, or a Hugging Face
+ELECTRA directory) as a Hugging Face transformers directory
+(`electra_tf.checkpoints.huggingface`) or a keras-hub preset
+(`electra_tf.checkpoints.keras_hub`); and a Hugging Face directory back to a
+`.keras` model.
+
+Example:
+  >>> from electra_tf.checkpoints.convert import publish
+  >>> publish.TARGETS
+  ('huggingface', 'keras-hub')
+"""
+
+import json
+import os
+
+import keras
+
+from electra_tf.checkpoints import huggingface
+from electra_tf.checkpoints import keras_hub
+from electra_tf.checkpoints import names as checkpoint_names
+from electra_tf.checkpoints import official as official_checkpoint
+from electra_tf.checkpoints.convert.layout import NO_DATA_DIR
+from electra_tf.checkpoints.convert.layout import infer_config_and_model
+from electra_tf.checkpoints.convert.reader import assign_tensors
+from electra_tf.checkpoints.convert.reader import is_object_based
+from electra_tf.checkpoints.convert.standalone import discriminator_model
+from electra_tf.checkpoints.convert.standalone import generator_model
+from electra_tf.checkpoints.convert.to_keras import load_official_pretrainer
+from electra_tf.checkpoints.convert.to_official import find_layer
+from electra_tf.checkpoints.convert.to_official import load_keras_source
+from electra_tf.checkpoints.convert.writer import HPARAMS_FILE
+from electra_tf.checkpoints.convert.writer import KERAS_SUFFIX
+from electra_tf.checkpoints.convert.writer import save_keras
+from electra_tf.configs import pretraining as pretraining_config_lib
+from electra_tf.configs.hparams import load_hparams
+
+TARGETS = ("huggingface", "keras-hub")
+
+
+def _publishing_hparams(hparams):
+  """The user's hparams, validated as pre-training hparams (unknown keys raise)."""
+  user = load_hparams(hparams) if hparams is not None else {}
+  pretraining_config_lib.PretrainingConfig("converted", NO_DATA_DIR, **user)
+  return user
+
+
+def load_part_for_publishing(input_path, part, hparams=None):
+  """The discriminator or generator of any source as a `huggingface.ElectraPart`.
+
+  Sources: an official (name-based) checkpoint, an electra_tf training
+  checkpoint, a `.keras` model written by electra_tf, or a Hugging Face
+  ELECTRA directory. Returns `(part, do_lower_case, source)`; `do_lower_case`
+  is the run's (hparams) or the Hugging Face tokenizer's, else True.
+  """
+  from electra_tf.models.electra_discriminator import ElectraDiscriminator
+  from electra_tf.models.electra_generator import ElectraGenerator
+  from electra_tf.models.electra_pretrainer import ElectraPretrainer
+
+  path = os.fspath(input_path)
+  user = _publishing_hparams(hparams)
+  do_lower_case = bool(user.get("do_lower_case", True))
+  if huggingface.is_huggingface_dir(path):
+    model, found, _, notes = huggingface.load_huggingface(path)
+    if found != part:
+      raise ValueError(f"--input {path!r} holds the {found}; use --part {found}")
+    tokenizer_config = os.path.join(path, huggingface.TOKENIZER_CONFIG_FILE)
+    if os.path.isfile(tokenizer_config) and "do_lower_case" not in user:
+      with open(tokenizer_config, encoding="utf-8") as f:
+        do_lower_case = bool(json.load(f).get("do_lower_case", True))
+    if found == huggingface.PART_DISCRIMINATOR:
+      return huggingface.discriminator_part(model, notes=notes), do_lower_case, path
+    scopes = [checkpoint_names.GENERATOR_SCOPE]
+    return huggingface.generator_part(model, scopes, True, notes=notes), do_lower_case, path
+  if path.endswith(KERAS_SUFFIX):
+    if not os.path.isfile(path):
+      raise ValueError(f"--input {path!r}: no such .keras file")
+    model = keras.saving.load_model(path, compile=False)
+    if isinstance(model, ElectraPretrainer):
+      model.build()
+      return huggingface.pretrainer_part(model, part), do_lower_case, path
+    discriminator = find_layer(model, ElectraDiscriminator)
+    generator = find_layer(model, ElectraGenerator)
+    if part == huggingface.PART_DISCRIMINATOR and discriminator is not None:
+      return huggingface.discriminator_part(discriminator), do_lower_case, path
+    if part == huggingface.PART_GENERATOR and generator is not None:
+      scopes = model.name[len("electra_generator__") :].split("__")
+      shared = generator.get_config()["embeddings"] is not None
+      return huggingface.generator_part(generator, scopes, shared), do_lower_case, path
+    raise ValueError(f"--input {path!r} holds no ElectraPretrainer or electra_tf {part} model")
+  prefix = official_checkpoint.resolve_checkpoint_path(path)
+  if is_object_based(prefix):
+    name_map, _, _, prefix, notes = load_keras_source(prefix, hparams)
+    tensors = {n: keras.ops.convert_to_numpy(v) for n, v in name_map.items()}
+    saved = os.path.join(os.path.dirname(prefix), HPARAMS_FILE)
+    if hparams is None and os.path.isfile(saved):
+      hparams = saved
+    shapes = {n: t.shape for n, t in tensors.items()}
+    config, _, _, more_notes, pretrainer = infer_config_and_model(shapes, hparams, source=prefix)
+    assign_tensors(checkpoint_names.official_name_map(pretrainer), tensors)
+    other = ["optimizer state and step (not part of a published model)"]
+  else:
+    pretrainer, config, tensors, info = load_official_pretrainer(prefix, hparams)
+    notes, more_notes = [], info["notes"]
+    other = [n for n in tensors if checkpoint_names.is_non_model_entry(n)]
+  result = huggingface.pretrainer_part(pretrainer, part, other, notes + more_notes)
+  return result, config.do_lower_case, prefix
+
+
+def _default_vocab_file(input_path, hparams):
+  user = load_hparams(hparams) if hparams is not None else {}
+  if user.get("vocab_file"):
+    return user["vocab_file"]
+  path = os.path.abspath(os.fspath(input_path))
+  directory = path if os.path.isdir(path) else os.path.dirname(path)
+  candidates = [os.path.join(directory, huggingface.VOCAB_FILE)]
+  models_dir = os.path.dirname(directory)
+  if os.path.basename(models_dir) == "models":  # a run's <data_dir>/models/<model_name>
+    candidates.append(os.path.join(os.path.dirname(models_dir), huggingface.VOCAB_FILE))
+  return next((c for c in candidates if os.path.isfile(c)), None)
+
+
+def publish(input_path, output_dir, to, part=None, hparams=None, vocab_file=None):
+  """Writes a Hugging Face directory (`to="huggingface"`) or keras-hub preset
+  (`to="keras-hub"`) of the discriminator (default) or generator."""
+  if to not in TARGETS:
+    raise ValueError(f"--to {to!r}; expected one of {TARGETS}")
+  part = part or huggingface.PART_DISCRIMINATOR
+  if part not in (huggingface.PART_DISCRIMINATOR, huggingface.PART_GENERATOR):
+    raise ValueError(f"--to {to}: --part {part!r}; expected discriminator or generator")
+  huggingface.check_new_output_dir(os.fspath(output_dir))
+  vocab_file = vocab_file or _default_vocab_file(input_path, hparams)
+  if vocab_file is None:
+    raise ValueError(
+      f"--to {to}: give --vocab-file (the vocab the model was trained with; none in --hparams, "
+      f"next to --input {os.fspath(input_path)!r} or in its run's data dir)"
+    )
+  electra_part, do_lower_case, source = load_part_for_publishing(input_path, part, hparams)
+  writer = (
+    huggingface.write_huggingface if to == "huggingface" else keras_hub.write_keras_hub_preset
+  )
+  report = writer(electra_part, output_dir, vocab_file, do_lower_case, do_lower_case)
+  report.update(input=source, part=part)
+  report["notes"].append(f"tokenizer: do_lower_case={do_lower_case}, vocab {vocab_file}")
+  return report
+
+
+def huggingface_to_keras(input_dir, output_path):
+  """A Hugging Face ELECTRA directory as a `.keras` discriminator or generator
+  (what `--part discriminator|generator` writes; `--direction to-official`
+  turns it into the original's checkpoint)."""
+  if not os.fspath(output_path).endswith(KERAS_SUFFIX):
+    raise ValueError(
+      f"--input {os.fspath(input_dir)!r} is a Hugging Face directory: give an --output "
+      f"ending in {KERAS_SUFFIX}"
+    )
+  model, part, name_map, notes = huggingface.load_huggingface(input_dir)
+  if part == huggingface.PART_DISCRIMINATOR:
+    keras_model = discriminator_model(model)
+  else:
+    keras_model = generator_model(model, [checkpoint_names.GENERATOR_SCOPE])
+  save_keras(keras_model, output_path)
+  return {
+    "input": os.fspath(input_dir),
+    "output": os.fspath(output_path),
+    "part": part,
+    "notes": notes,
+    "converted": sorted(name_map),
+    "not_converted": [],
+  }
