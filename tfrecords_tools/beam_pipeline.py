@@ -37,6 +37,7 @@ import os
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.options import pipeline_options as beam_pipeline_options
 from apache_beam.options.pipeline_options import PipelineOptions
 import tensorflow as tf
 
@@ -61,7 +62,7 @@ def pipeline_options(runner, beam_args):
   options = PipelineOptions(flags)
   # Beam only warns about flags it cannot parse; a typo such as
   # --temp-location would otherwise be dropped silently.
-  unknown = _unknown_flags(options, flags)
+  unknown = _unknown_flags(flags)
   if unknown:
     raise ValueError(
       f"unknown command-line flags {unknown}: expected the builder's flags or Beam pipeline "
@@ -70,19 +71,19 @@ def pipeline_options(runner, beam_args):
   return options
 
 
-def _unknown_flags(options, flags):
-  """The flags in `flags` that no registered `PipelineOptions` class defines."""
-  known = set()
-  for name in options.get_all_options(drop_default=False, retain_unknown_options=False):
-    known.add(name)
-  unknown = []
-  for flag in flags:
-    if not flag.startswith("--"):
-      continue
-    name = flag[2:].split("=", 1)[0]
-    if name.replace("-", "_") not in known and name not in known:
-      unknown.append(flag.split("=", 1)[0])
-  return unknown
+def _unknown_flags(flags):
+  """The flags in `flags` that no registered `PipelineOptions` class defines.
+
+  Parses them as `PipelineOptions.get_all_options` does (Beam's own parser
+  class and each options class's `_add_argparse_args`), but returns what is
+  left over instead of logging it.
+  """
+  parser = beam_pipeline_options._BeamArgumentParser(allow_abbrev=False)  # pylint: disable=protected-access
+  classes = {str(cls): cls for cls in PipelineOptions.__subclasses__()}
+  for cls in classes.values():
+    cls._add_argparse_args(parser)  # pylint: disable=protected-access
+  _, unknown = parser.parse_known_args(flags)
+  return [arg.split("=", 1)[0] for arg in unknown if arg.startswith("-")]
 
 
 class _ProgressCounters:
