@@ -122,10 +122,14 @@ class ExampleWriter:
     # into place; unwinding it with an error removes the temporary files.
     self._files = contextlib.ExitStack()
     attempt = f".{uuid.uuid4().hex[:12]}"
-    self._temp_paths = [
-      self._files.enter_context(atomic_path(p, suffix=attempt)) for p in self._final_paths
-    ]
-    self._writers = [self._files.enter_context(tf.io.TFRecordWriter(p)) for p in self._temp_paths]
+    try:
+      self._temp_paths = [
+        self._files.enter_context(atomic_path(p, suffix=attempt)) for p in self._final_paths
+      ]
+      self._writers = [self._files.enter_context(tf.io.TFRecordWriter(p)) for p in self._temp_paths]
+    except BaseException:
+      self.abort()  # the shards opened so far
+      raise
     self.n_written = 0
     self.bytes_read = 0
     self.bad_bytes = 0
