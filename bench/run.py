@@ -20,6 +20,7 @@ BENCHMARKS = (
   "bench_pretraining_step",
   "bench_hf_peer",
   "bench_build_dataset",
+  "bench_beam",
   "bench_tokenizer",
   "bench_serving",
 )

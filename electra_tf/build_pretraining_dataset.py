@@ -1,7 +1,8 @@
 """Raw text → pre-training TFRecords: `python -m electra_tf.build_pretraining_dataset`.
 
 Accepts the original's flags with their spellings (`build_pretraining_dataset.py` flags), plus `--seed`,
-`--num-out-files`, `--overwrite` and a TFDS source. Unlike the original,
+`--num-out-files`, `--overwrite`, a TFDS source and `--runner` (Apache Beam, with
+Beam's own pipeline options passed through). Unlike the original,
 `--blanks-separate-docs false` means false, and the output directory is never
 deleted. The work is done by `tfrecords_tools.text_corpus`.
 
@@ -9,11 +10,16 @@ Example:
 
     python -m electra_tf.build_pretraining_dataset --corpus-dir corpus \
         --vocab-file vocab.txt --output-dir pretrain_tfrecords --seed 0
+
+    python -m electra_tf.build_pretraining_dataset --corpus-dir corpus \
+        --vocab-file vocab.txt --output-dir pretrain_tfrecords --seed 0 \
+        --num-processes 8 --runner DirectRunner --direct_num_workers 2
 """
 
 import argparse
 import sys
 
+from tfrecords_tools import runner_flags
 from tfrecords_tools.text_corpus import BuildOptions
 from tfrecords_tools.text_corpus import build_pretraining_dataset
 
@@ -90,6 +96,7 @@ def make_parser():
   parser.add_argument("--tfds-split", default="train", help="TFDS split.")
   parser.add_argument("--tfds-text-key", default="text", help="TFDS feature holding the text.")
   parser.add_argument("--tfds-data-dir", default=None, help="TFDS data_dir.")
+  runner_flags.add_runner_flag(parser)
   return parser
 
 
@@ -116,14 +123,19 @@ def options_from_args(args):
 
 
 def main(argv=None):
-  args = make_parser().parse_args(argv)
-  options = options_from_args(args)
+  parser = make_parser()
   try:
-    stats = build_pretraining_dataset(options)
+    args, beam_options = runner_flags.parse_args(parser, argv)
+    options = options_from_args(args)
+    stats = build_pretraining_dataset(options, beam_options)
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
-  total = sum(s["examples"] for s in stats)
+  if beam_options is not None:
+    print(f"Beam counters: {stats}")
+    total = stats["examples"]
+  else:
+    total = sum(s["examples"] for s in stats)
   print(f"Wrote {total} examples to {options.output_dir}")
   return 0
 

@@ -2,13 +2,15 @@
 `python -m tfrecords_tools.build_openwebtext_pretraining_dataset --data-dir DIR`.
 
 The original's flags (`build_openwebtext_pretraining_dataset.py`) plus `--seed`, `--num-out-files` and
-`--overwrite`. Reads `<data-dir>/vocab.txt` and `<data-dir>/openwebtext/*`,
+`--overwrite`, and `--runner` to run the jobs on Apache Beam (Beam's own
+pipeline options passed through, as `electra_tf.build_pretraining_dataset`). Reads `<data-dir>/vocab.txt` and `<data-dir>/openwebtext/*`,
 writes `<data-dir>/pretrain_tfrecords/`.
 """
 
 import argparse
 import sys
 
+from tfrecords_tools import runner_flags
 from tfrecords_tools.openwebtext import OpenWebTextOptions
 from tfrecords_tools.openwebtext import build_openwebtext
 
@@ -28,11 +30,17 @@ def make_parser():
   parser.add_argument("--seed", default=None, type=int)
   parser.add_argument("--num-out-files", default=1000, type=int)
   parser.add_argument("--overwrite", action="store_true")
+  runner_flags.add_runner_flag(parser)
   return parser
 
 
 def main(argv=None):
-  args = make_parser().parse_args(argv)
+  parser = make_parser()
+  try:
+    args, beam_options = runner_flags.parse_args(parser, argv)
+  except ValueError as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 2
   options = OpenWebTextOptions(
     data_dir=args.data_dir,
     max_seq_length=args.max_seq_length,
@@ -44,11 +52,16 @@ def main(argv=None):
     overwrite=args.overwrite,
   )
   try:
-    stats = build_openwebtext(options)
+    stats = build_openwebtext(options, beam_options)
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
-  print(f"Wrote {sum(s['examples'] for s in stats)} examples to {options.output_dir}")
+  if beam_options is not None:
+    print(f"Beam counters: {stats}")
+    total = stats["examples"]
+  else:
+    total = sum(s["examples"] for s in stats)
+  print(f"Wrote {total} examples to {options.output_dir}")
   return 0
 
 

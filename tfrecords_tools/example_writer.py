@@ -1,8 +1,10 @@
 """Writes pre-training examples round-robin over a job's shards (`build_pretraining_dataset.py:ExampleWriter`).
 
 Differences from the original, all on the side of safety: shards are written
-under a temporary name (`.incomplete-<name>`) and renamed when the job
-finishes, so an interrupted run never leaves files that look complete; text is
+through `electra_tf.utils.file_io.atomic_path` under a hidden temporary name
+(`.pretrain_data.tfrecord-…tmp.<attempt>`, unique per attempt so that a retried
+or duplicated job never writes into another attempt's file) and renamed when
+the job finishes, so an interrupted run never leaves files that look complete; text is
 tokenized in large batches with the in-graph `ElectraTokenizer`; records are
 serialised by hand (same parsed content as the original's protos); bytes that
 are not UTF-8 are ignored and counted.
@@ -18,19 +20,25 @@ writer.finish()
 """
 
 import concurrent.futures
+import contextlib
 import logging
 import os
+import sys
 import time
+import uuid
 
 import tensorflow as tf
 
 from electra_tf.text.tokenizer import ElectraTokenizer
+from electra_tf.utils.file_io import atomic_path
 from tfrecords_tools.example_builder import ExampleBuilder
 from tfrecords_tools.example_builder import examples_to_features
 from tfrecords_tools.example_builder import serialize_examples
 
 SHARD_PREFIX = "pretrain_data.tfrecord"
-INCOMPLETE_PREFIX = ".incomplete-"
+# Every temporary shard name starts with this (`atomic_path` hides it behind a
+# dot); earlier versions used ".incomplete-<name>".
+TEMP_PREFIXES = ("." + SHARD_PREFIX, ".incomplete-")
 # Lines tokenized per call of the in-graph tokenizer.
 TOKENIZE_BATCH_LINES = 2048
 
@@ -68,6 +76,8 @@ class ExampleWriter:
     do_lower_case, strip_accents: tokenizer options.
     num_out_files: total number of shards over all jobs.
     tokenizer: an already built `ElectraTokenizer` (optional).
+    rng: the job's random source (a `random.Random`); the module-level
+      `random` when None.
   """
 
   def __init__(
@@ -82,6 +92,7 @@ class ExampleWriter:
     strip_accents=True,
     num_out_files=1000,
     tokenizer=None,
+    rng=None,
   ):
     self._blanks_separate_docs = blanks_separate_docs
     self._max_seq_length = max_seq_length
@@ -94,7 +105,11 @@ class ExampleWriter:
     # Trace and optimise the graph now (seconds), as part of the set-up.
     self._tokenize(tf.constant(["warm up", "réchauffer ΟΔΟΣ"]))
     self._builder = ExampleBuilder(
-      None, max_seq_length, cls_id=self._tokenizer.cls_id, sep_id=self._tokenizer.sep_id
+      None,
+      max_seq_length,
+      cls_id=self._tokenizer.cls_id,
+      sep_id=self._tokenizer.sep_id,
+      rng=rng,
     )
     indices = job_shard_indices(job_id, num_jobs, num_out_files)
     if not indices:
@@ -103,10 +118,18 @@ class ExampleWriter:
         f"files: use at most --num-out-files={num_out_files} processes"
       )
     self._final_paths = [os.path.join(output_dir, shard_name(i, num_out_files)) for i in indices]
-    self._temp_paths = [
-      os.path.join(output_dir, INCOMPLETE_PREFIX + shard_name(i, num_out_files)) for i in indices
-    ]
-    self._writers = [tf.io.TFRecordWriter(p) for p in self._temp_paths]
+    # Closing the stack closes the record writers, then renames every shard
+    # into place; unwinding it with an error removes the temporary files.
+    self._files = contextlib.ExitStack()
+    attempt = f".{uuid.uuid4().hex[:12]}"
+    try:
+      self._temp_paths = [
+        self._files.enter_context(atomic_path(p, suffix=attempt)) for p in self._final_paths
+      ]
+      self._writers = [self._files.enter_context(tf.io.TFRecordWriter(p)) for p in self._temp_paths]
+    except BaseException:
+      self.abort()  # the shards opened so far
+      raise
     self.n_written = 0
     self.bytes_read = 0
     self.bad_bytes = 0
@@ -193,21 +216,14 @@ class ExampleWriter:
 
   def finish(self):
     """Closes the shards and gives them their final names."""
-    for writer in self._writers:
-      writer.close()
-    for temp, final in zip(self._temp_paths, self._final_paths):
-      tf.io.gfile.rename(temp, final, overwrite=True)
+    self._files.close()
 
   def abort(self):
     """Closes and deletes the temporary shards (after an error)."""
-    for writer in self._writers:
-      try:
-        writer.close()
-      except Exception:  # pylint: disable=broad-except
-        pass
-    for temp in self._temp_paths:
-      if tf.io.gfile.exists(temp):
-        tf.io.gfile.remove(temp)
+    error = sys.exc_info()
+    if error[0] is None:
+      error = (RuntimeError, RuntimeError("example writer aborted"), None)
+    self._files.__exit__(*error)
 
 
 class ProgressLog:

@@ -3,8 +3,8 @@
 `<data-dir>/openwebtext/` holds `.xz` tar archives of `.txt` files; each file
 is one document (blank lines are skipped, never document ends). Archives are
 split over jobs by their index in the sorted listing and shuffled per job;
-each archive's files are shuffled too, all with Python's `random` in the
-original's order (seeded per job with `seed`, as the text builder).
+each archive's files are shuffled too, all in the original's order with the
+job's `random.Random(seed)` (as the text builder).
 
 Differences from the original: members are read straight from the archive
 into memory, so no temporary files are written (the original extracts into
@@ -22,7 +22,6 @@ build_openwebtext(OpenWebTextOptions(data_dir="data", seed=0))
 
 import dataclasses
 import os
-import random
 import tarfile
 from typing import Optional
 
@@ -81,10 +80,11 @@ def read_archive(path):
   return contents
 
 
-def run_job(job_id, options, cpu=None):
+def run_job(job_id, options, cpu=None, on_file=None):
   """One job: its archives → its shards. Returns stats. `cpu`: the core to
-  pin this process to (see `text_corpus.start_job`)."""
-  text_corpus.start_job(options.seed, cpu)
+  pin this process to (see `text_corpus.start_job`); `on_file`: called with
+  the `ExampleWriter` after each archive is read (progress counters)."""
+  rng = text_corpus.start_job(options.seed, cpu)
   progress = example_writer.ProgressLog(job_id, 0, unit="archives")
   progress.log("Creating example writer")
   writer = example_writer.ExampleWriter(
@@ -97,12 +97,13 @@ def run_job(job_id, options, cpu=None):
     do_lower_case=options.do_lower_case,
     strip_accents=options.strip_accents,
     num_out_files=options.num_out_files,
+    rng=rng,
   )
   progress.log("Writing tf examples")
   try:
     names = list_archives(options.archive_dir)
     names = [n for i, n in enumerate(names) if i % options.num_processes == job_id]
-    random.shuffle(names)
+    rng.shuffle(names)
     progress.total = len(names)
     for file_no, name in enumerate(names):
       if file_no > 0 and file_no % 10 == 0:
@@ -111,7 +112,7 @@ def run_job(job_id, options, cpu=None):
       members = sorted(contents)
       # Drawn after every example of the previous archive, as in the original
       # (so the pipelined writer is only fed one archive at a time).
-      random.shuffle(members)
+      rng.shuffle(members)
       texts = []
       for member in members:
         data = contents[member]
@@ -119,6 +120,8 @@ def run_job(job_id, options, cpu=None):
         writer.bytes_read += len(data)
         writer.bad_bytes += bad
         texts.append(text)
+      if on_file is not None:
+        on_file(writer)
       writer.write_texts(texts)
     writer.finish()
   except BaseException:
@@ -129,12 +132,16 @@ def run_job(job_id, options, cpu=None):
     "job_id": job_id,
     "examples": writer.n_written,
     "bytes": writer.bytes_read,
+    "lines": writer.lines_read,
     "bad_bytes": writer.bad_bytes,
   }
 
 
-def build_openwebtext(options):
-  """Validates, then runs the jobs (spawned processes when more than one)."""
+def build_openwebtext(options, beam_options=None):
+  """Validates, then runs the jobs: in spawned processes (when more than
+  one), or on Apache Beam with `beam_options`
+  (`beam_pipeline.pipeline_options(...)`). Returns the jobs' stats, or with
+  Beam the build's counters."""
   if not tf.io.gfile.isdir(options.data_dir):
     raise ValueError(f"--data-dir {options.data_dir!r} is not a directory")
   if not tf.io.gfile.exists(options.vocab_file):
@@ -146,4 +153,8 @@ def build_openwebtext(options):
       f"--num-processes must be in [1, {options.num_out_files}], got {options.num_processes}"
     )
   text_corpus.prepare_output_dir(options.output_dir, options.overwrite)
+  if beam_options is not None:
+    from tfrecords_tools import beam_pipeline  # pylint: disable=g-import-not-at-top
+
+    return beam_pipeline.run_jobs_on_beam(run_job, options, beam_options)
   return text_corpus.run_jobs(run_job, options)

@@ -1,10 +1,11 @@
 """Builds pre-training TFRecords from a directory of text files or a TFDS
 dataset (`build_pretraining_dataset.py`–4.4), with one or more job processes.
 
-Reproducibility: with `seed` set, every job starts from the state of
-`random.seed(seed)` (in its own process when `num_processes > 1`), shuffles its
-file list with `random.shuffle` and then draws per example in the original's
-order. With one process and seed S the records therefore equal those of the
+Reproducibility: with `seed` set, every job draws from its own
+`random.Random(seed)` (the state `random.seed(seed)` gives the original's
+process), shuffles its file list with it and then draws per example in the
+original's order. A job never touches the module-level `random`, so jobs that
+share a process (Beam workers run bundles in threads) stay independent. With one process and seed S the records therefore equal those of the
 original run under `random.seed(S)`. Without a seed, Python seeds from the OS
 as in the original (not reproducible).
 
@@ -74,9 +75,7 @@ def prepare_output_dir(output_dir, overwrite):
         "pass --overwrite to replace its shards"
       )
     for name in entries:
-      if name.startswith(example_writer.SHARD_PREFIX) or name.startswith(
-        example_writer.INCOMPLETE_PREFIX
-      ):
+      if name.startswith((example_writer.SHARD_PREFIX,) + example_writer.TEMP_PREFIXES):
         tf.io.gfile.remove(os.path.join(output_dir, name))
   else:
     tf.io.gfile.makedirs(output_dir)
@@ -97,15 +96,12 @@ def list_corpus_files(corpus_dir):
 
 def start_job(seed, cpu=None):
   """What every job does first: pin its process to core `cpu` (if given; see
-  `job_cpus`), so the threads TensorFlow starts afterwards inherit it, then
-  seed Python's `random` (from the OS when `seed` is None, as an unseeded
-  original run)."""
+  `job_cpus`), so the threads TensorFlow starts afterwards inherit it. Returns
+  the job's random source, `random.Random(seed)` (seeded from the OS when
+  `seed` is None, as an unseeded original run)."""
   if cpu is not None:
     os.sched_setaffinity(0, {cpu})
-  if seed is None:
-    random.seed()
-  else:
-    random.seed(seed)
+  return random.Random(seed)
 
 
 def job_cpus(num_processes):
@@ -140,12 +136,17 @@ def run_jobs(job_fn, options):
     return [f.result() for f in futures]
 
 
-def run_job(job_id, options, cpu=None):
+def run_job(job_id, options, cpu=None, on_file=None):
   """One job: its files (or TFDS documents) → its shards. Returns stats.
 
-  `cpu`: the core to pin this process to (see `start_job`).
+  Args:
+    job_id: which job (its files are those with `index % num_processes == job_id`).
+    options: the `BuildOptions`.
+    cpu: the core to pin this process to (see `start_job`).
+    on_file: called with the `ExampleWriter` after each file (or TFDS
+      document) is read, for progress counters.
   """
-  start_job(options.seed, cpu)
+  rng = start_job(options.seed, cpu)
   progress = example_writer.ProgressLog(job_id, 0)
   progress.log("Creating example writer")
   writer = example_writer.ExampleWriter(
@@ -158,6 +159,7 @@ def run_job(job_id, options, cpu=None):
     do_lower_case=options.do_lower_case,
     strip_accents=options.strip_accents,
     num_out_files=options.num_out_files,
+    rng=rng,
   )
   progress.log("Writing tf examples")
   start = time.time()
@@ -179,13 +181,15 @@ def run_job(job_id, options, cpu=None):
           if doc_no and doc_no % 10000 == 0:
             progress.log(f"processed {doc_no} documents, {writer.n_written} examples written")
           writer.bytes_read += len(doc.encode("utf-8"))
+          if on_file is not None:
+            on_file(writer)
           yield doc
 
       writer.write_texts(texts())
     else:
       names = list_corpus_files(options.corpus_dir)
       names = [n for i, n in enumerate(names) if i % options.num_processes == job_id]
-      random.shuffle(names)
+      rng.shuffle(names)
       progress.total = len(names)
 
       def texts():
@@ -196,7 +200,10 @@ def run_job(job_id, options, cpu=None):
           if tf.io.gfile.isdir(path):
             logging.warning("skipping %s: a directory, not a text file", path)
             continue
-          yield writer.read_file(path)
+          text = writer.read_file(path)
+          if on_file is not None:
+            on_file(writer)
+          yield text
 
       writer.write_texts(texts())
     writer.finish()
@@ -214,6 +221,7 @@ def run_job(job_id, options, cpu=None):
     "job_id": job_id,
     "examples": writer.n_written,
     "bytes": writer.bytes_read,
+    "lines": writer.lines_read,
     "bad_bytes": writer.bad_bytes,
     "seconds": elapsed,
     "start_time": start,
@@ -222,8 +230,8 @@ def run_job(job_id, options, cpu=None):
   }
 
 
-def build_pretraining_dataset(options):
-  """Validates the options, then runs the jobs. Returns the jobs' stats."""
+def check_options(options):
+  """Every check that needs no output: flags, vocab, corpus. Raises ValueError."""
   if options.max_seq_length < 5:
     raise ValueError(f"--max-seq-length must be at least 5, got {options.max_seq_length}")
   if options.num_processes < 1:
@@ -236,5 +244,24 @@ def build_pretraining_dataset(options):
   check_vocab(options.vocab_file)
   if not options.tfds_name:
     list_corpus_files(options.corpus_dir)
+
+
+def build_pretraining_dataset(options, beam_options=None):
+  """Validates the options, then runs the jobs.
+
+  Args:
+    options: the `BuildOptions`.
+    beam_options: `beam_pipeline.pipeline_options(...)` to run the jobs on
+      Apache Beam; None runs them in local processes.
+
+  Returns:
+    The jobs' stats (a list of dicts), or with Beam the build's counters
+    (`beam_pipeline.counter_totals`).
+  """
+  check_options(options)
   prepare_output_dir(options.output_dir, options.overwrite)
+  if beam_options is not None:
+    from tfrecords_tools import beam_pipeline  # pylint: disable=g-import-not-at-top
+
+    return beam_pipeline.run_jobs_on_beam(run_job, options, beam_options)
   return run_jobs(run_job, options)

@@ -104,7 +104,7 @@ def test_matches_plain_reference(small_corpus, tmp_path, blanks, lower, strip, m
   got = read_shards(out, 5)
   assert got == expected
   assert stats[0]["examples"] == sum(len(r) for r in expected.values()) > 30
-  assert not [n for n in os.listdir(out) if n.startswith(".incomplete")]
+  assert not [n for n in os.listdir(out) if n.startswith(".")]  # no temporary shards
 
 
 def test_builder_random_draw_order_and_truncation():

@@ -98,3 +98,17 @@ def test_openwebtext_bad_input(tmp_path):
     openwebtext.build_openwebtext(
       openwebtext.OpenWebTextOptions(data_dir=str(tmp_path / "novocab"))
     )
+
+
+@pytest.mark.slow
+def test_openwebtext_on_beam_matches_reference(tmp_path):
+  pytest.importorskip("apache_beam")
+  data_dir = _make_data_dir(tmp_path / "data", n_archives=4)
+  flags = ["--data-dir", str(data_dir), "--max-seq-length", "24", "--seed", "4"]
+  flags += ["--num-processes", "2", "--num-out-files", "4", "--runner", "DirectRunner"]
+  assert owt_cli.main(flags) == 0
+  got = read_shards(data_dir / "pretrain_tfrecords", 4)
+  expected = _reference(data_dir, 24, 2, 4, 4)
+  assert got == expected
+  assert all(expected[i] for i in range(4))
+  assert len(os.listdir(data_dir / "pretrain_tfrecords")) == 4

@@ -67,3 +67,31 @@ def test_tfds_build_matches_reference(tmp_path, vocab_file):
     writer.write_text(doc)
   assert read_shards(out, 3) == writer.out
   assert stats[0]["examples"] == writer.n_written > 10
+
+
+@pytest.mark.slow
+def test_tfds_build_on_beam_equals_local_jobs(tmp_path, vocab_file):
+  pytest.importorskip("apache_beam")
+  from tfrecords_tools import beam_pipeline  # pylint: disable=g-import-not-at-top
+
+  def options(out):
+    return text_corpus.BuildOptions(
+      vocab_file=vocab_file,
+      output_dir=str(out),
+      tfds_name="lm1b",
+      max_seq_length=16,
+      seed=3,
+      num_processes=2,
+      num_out_files=4,
+    )
+
+  with tfds.testing.mock_data(as_dataset_fn=_as_dataset_fn):
+    # DirectRunner with one worker runs in this process, where the mock holds.
+    counters = text_corpus.build_pretraining_dataset(
+      options(tmp_path / "beam"), beam_pipeline.pipeline_options("DirectRunner", [])
+    )
+    text_corpus.prepare_output_dir(str(tmp_path / "local"), overwrite=False)
+    stats = [text_corpus.run_job(job, options(tmp_path / "local")) for job in range(2)]
+  assert read_shards(tmp_path / "beam", 4) == read_shards(tmp_path / "local", 4)
+  assert counters["examples"] == sum(s["examples"] for s in stats) > 10
+  assert counters["files"] == len(DOCS)
