@@ -137,7 +137,7 @@ class FinetuningConfig(ConfigBase):
 
   # paths (defaults computed from data_dir, model_name and task_names)
   data_dir: str = hparam(None, "Root of data and models (the `--data-dir` flag).")
-  vocab_file: str = hparam(None, "WordPiece vocab (special-token ids are looked up in it).")
+  vocab_file: str | None = hparam(None, "WordPiece vocab (special-token ids are looked up in it).")
   init_checkpoint: str | None = hparam(None, "Checkpoint to start from.")
   model_dir: str = hparam(None, "Where checkpoints and logs go.")
   results_txt: str = hparam(None, "Results text file.")

@@ -5,7 +5,9 @@ import copy
 import dataclasses
 import difflib
 import json
+import numbers
 import os
+import types
 
 
 def load_hparams(hparams):
@@ -109,7 +111,8 @@ class ConfigBase:
 
   def update(self, values):
     """Sets hparams from a dict; a key that is not a settable field raises
-    `ValueError` naming it, the closest valid name and every valid name."""
+    `ValueError` naming it, the closest valid name and every valid name, and
+    a value that does not fit the field's type raises one naming the key."""
     fields = dataclasses.fields(self)
     settable = [f.name for f in fields if not f.metadata.get("derived")]
     derived = {f.name for f in fields if f.metadata.get("derived")}
@@ -121,6 +124,7 @@ class ConfigBase:
         )
       if key not in settable:
         raise ValueError(unknown_hparam_message(key, settable))
+      check_type(key, value, self.__dataclass_fields__[key].type)
       setattr(self, key, value)
 
   def to_dict(self):
@@ -143,3 +147,46 @@ def unknown_hparam_message(key, valid_names):
   close = difflib.get_close_matches(str(key), valid, n=1)
   hint = f" — did you mean {close[0]!r}?" if close else "."
   return f"Unknown hparam {key!r}{hint} Valid hparams: {', '.join(valid)}"
+
+
+# What a field's annotation accepts, and how the error names it. Integral
+# floats pass as ints (JSON `1e6`), paths as strings; bools are not numbers.
+_TYPE_CHECKS = {
+  bool: (lambda v: isinstance(v, bool), "true or false"),
+  int: (
+    lambda v: (
+      (isinstance(v, numbers.Integral) and not isinstance(v, bool))
+      or (isinstance(v, float) and v.is_integer())
+    ),
+    "an integer",
+  ),
+  float: (lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool), "a number"),
+  str: (lambda v: isinstance(v, (str, os.PathLike)), "a string"),
+  list: (lambda v: isinstance(v, (list, tuple)), "a list"),
+  dict: (lambda v: isinstance(v, dict), "a JSON object"),
+}
+
+
+def check_type(name, value, annotation):
+  """Raises `ValueError` naming the hparam when `value` does not fit its
+  annotation (`bool`, `int`, `float`, `str`, `list`, `dict`, or `X | None`).
+
+  Example:
+  >>> check_type("debug", "false", bool)
+  Traceback (most recent call last):
+  ...
+  ValueError: hparam 'debug' must be true or false, got the str 'false'
+  """
+  optional = False
+  if isinstance(annotation, types.UnionType):
+    members = [a for a in annotation.__args__ if a is not type(None)]
+    optional = len(members) < len(annotation.__args__)
+    (annotation,) = members
+  accepts, expected = _TYPE_CHECKS[annotation]
+  if value is None and optional:
+    return
+  if value is None or not accepts(value):
+    expected += " or null" if optional else ""
+    raise ValueError(
+      f"hparam {name!r} must be {expected}, got the {type(value).__name__} {value!r}"
+    )

@@ -122,7 +122,7 @@ class PretrainingConfig(ConfigBase):
 
   # paths (defaults computed from data_dir and model_name)
   pretrain_tfrecords: str = hparam(None, "Comma-separated globs of the pre-training TFRecords.")
-  vocab_file: str = hparam(None, "WordPiece vocab (special-token ids are looked up in it).")
+  vocab_file: str | None = hparam(None, "WordPiece vocab (special-token ids are looked up in it).")
   model_dir: str = hparam(None, "Where checkpoints and logs go.")
   results_txt: str = hparam(None, "Results text file.")
   results_pkl: str = hparam(None, "Evaluation results pickle (also written, with a JSON twin).")

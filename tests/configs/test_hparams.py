@@ -105,3 +105,42 @@ def test_reference_reads_help_and_catches_undeclared_attributes():
 
   with pytest.raises(KeyError, match="'steps'.*no help"):
     reference._table(NoHelp(), "/root")
+
+
+@pytest.mark.parametrize(
+  "key,value,message",
+  [
+    ("debug", "false", "hparam 'debug' must be true or false, got the str 'false'"),
+    ("num_train_steps", "100", "hparam 'num_train_steps' must be an integer, got the str '100'"),
+    ("num_train_steps", 2.5, "hparam 'num_train_steps' must be an integer, got the float 2.5"),
+    ("learning_rate", True, "hparam 'learning_rate' must be a number, got the bool True"),
+    ("mask_prob", None, "hparam 'mask_prob' must be a number, got the NoneType None"),
+    ("seed", "1", "hparam 'seed' must be an integer or null, got the str '1'"),
+    ("model_hparam_overrides", [], "hparam 'model_hparam_overrides' must be a JSON object"),
+    ("model_size", 1, "hparam 'model_size' must be a string, got the int 1"),
+  ],
+)
+def test_values_of_the_wrong_type_name_the_key(tmp_path, key, value, message):
+  with pytest.raises(ValueError) as info:
+    PretrainingConfig("m", str(tmp_path), **{key: value})
+  assert str(info.value).startswith(message)
+
+
+def test_values_that_fit_their_types(tmp_path):
+  import numpy as np
+
+  config = PretrainingConfig(
+    "m",
+    str(tmp_path),
+    num_train_steps=1e6,  # JSON's 1e6 is a float
+    learning_rate=1,
+    vocab_size=np.int64(64),
+    seed=None,
+    keep_checkpoint_max=None,
+    init_checkpoint=tmp_path / "ckpt",
+  )
+  assert config.num_train_steps == 1e6 and config.learning_rate == 1
+  finetuning = FinetuningConfig("m", str(tmp_path), task_names=("rte",), tfds_data_dir=None)
+  assert finetuning.task_names == ("rte",)
+  with pytest.raises(ValueError, match="hparam 'task_names' must be a list"):
+    FinetuningConfig("m", str(tmp_path), task_names={"rte": 1})
