@@ -228,7 +228,7 @@ class ElectraPretrainer(keras.Model):
 
   # ---------------------------------------------------------------------------
   # Training: `compile` / `train_step` / `test_step`. This block is owned by
-  # the pre-training step (`electra_tf/pretraining_step.py` does the work).
+  # the pre-training step (`electra_tf/pretraining/step.py` does the work).
   # ---------------------------------------------------------------------------
 
   def compile(

@@ -1,13 +1,15 @@
 """The forward pass of one pre-training step (`run_pretraining.py:PretrainingModel`): mask → generator →
 sample → discriminator → losses. `ElectraPretrainer.train_step/test_step`
-call `forward` and differentiate its `loss`.
+call `forward` and differentiate its `loss`. Every setting of what is
+computed (masking rate, loss weights, sampling, generator mode, special ids)
+comes from the pretrainer's `objective` (`PretrainingObjective`).
 
 Distribution: every loss divides this replica's numerator by the GLOBAL
 denominator (all-reduced), so the replicas' losses — and their gradients,
 which the optimizer sums — add up to the single-device values for the same
 global batch. The random draws are keyed per example by (seed, step, row
-in the global batch), see `electra_tf.sampling`, so masks and samples do not
-depend on how the batch is split either.
+in the global batch), see `electra_tf.pretraining.random_streams`, so
+masks and samples do not depend on how the batch is split either.
 """
 
 import tensorflow as tf
