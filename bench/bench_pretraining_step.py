@@ -114,7 +114,7 @@ def step_flops(model):
   for config in towers:
     flops += 12 * SEQ**2 * config["hidden_size"] * config["num_hidden_layers"] * BATCH
   width = model.embedding_size or model.bert_config["hidden_size"]
-  flops += 6 * model.max_predictions_per_seq * width * model.vocab_size * BATCH
+  flops += 6 * model.objective.max_predictions_per_seq * width * model.vocab_size * BATCH
   return flops, non_embedding
 
 

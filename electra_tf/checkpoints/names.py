@@ -142,8 +142,7 @@ def generator_scopes(pretrainer):
   `["electra"]` (full-size tied/MLM generator) or `[]` (uniform)."""
   if pretrainer.generator is None:
     return []
-  has_discriminator = pretrainer.electra_objective or pretrainer.electric_objective
-  if not (has_discriminator and pretrainer.untied_generator):
+  if not (pretrainer.objective.has_discriminator and pretrainer.untied_generator):
     return [DISCRIMINATOR_SCOPE]
   if pretrainer.generator.is_two_tower:
     return [GENERATOR_LTR_SCOPE, GENERATOR_RTL_SCOPE]

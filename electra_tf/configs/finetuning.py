@@ -11,18 +11,21 @@ into the normal cache and later non-debug runs silently trained on it
 (a quirk of the original (README: Differences from the original)). Here a debug run always uses the `-debug` directory.
 """
 
+import dataclasses
 import os
 
 import tensorflow as tf
 
-from electra_tf.configs.hparams import HParams
+from electra_tf.configs.hparams import ConfigBase
+from electra_tf.configs.hparams import hparam
 
 QA_TASK_SUBSTRINGS = ("squad", "qa")
 LAYERWISE_LR_VARIANTS = ("faithful", "fixed")
 DATA_SOURCES = ("files", "tfds")
 
 
-class FinetuningConfig(HParams):
+@dataclasses.dataclass(init=False, repr=False, eq=False)
+class FinetuningConfig(ConfigBase):
   """Every fine-tuning hparam of the original, plus a few for TF2.
 
   Args:
@@ -30,7 +33,8 @@ class FinetuningConfig(HParams):
       `<data_dir>/models/<model_name>`; all outputs are written under it.
     data_dir: root holding `finetuning_data/<task>/`, `models/` and
       (optionally) `vocab.txt`.
-    **kwargs: hparam overrides; an unknown key raises `ValueError` naming it.
+    **kwargs: hparam overrides; an unknown key raises `ValueError` naming it
+      and the closest valid name.
 
   Example:
   >>> config = FinetuningConfig("electra_small", "/tmp/data", task_names=["rte"])
@@ -38,75 +42,111 @@ class FinetuningConfig(HParams):
   (10.0, 128)
   """
 
+  # general
+  model_name: str = hparam(None, "Model directory name (the `--model-name` flag).")
+  debug: bool = hparam(
+    False, "Tiny model (3 layers, H=144) and few steps, as the original's debug mode."
+  )
+  log_examples: bool = hparam(False, "Log the first example's features.")
+  num_trials: int = hparam(
+    1, "Fine-tuning runs with fresh initialisation; the median is reported. Negative: forever."
+  )
+  do_train: bool = hparam(True, "Train.")
+  do_eval: bool = hparam(True, "Evaluate.")
+  keep_all_models: bool = hparam(True, "Keep every trial's model dir (false keeps the last).")
+
+  # model
+  model_size: str = hparam("small", "`small`, `base` or `large` (size table of the original).")
+  task_names: list = hparam(
+    ["chunk"], 'Tasks to fine-tune on jointly (e.g. `["mnli"]`, `["rte", "sts"]`).'
+  )
+  model_hparam_overrides: dict = hparam(
+    {}, "Dict of `BertConfig` fields overriding the size table."
+  )
+  embedding_size: int | None = hparam(
+    None, "Embedding width E; null means the hidden size; `small` forces 128."
+  )
+  vocab_size: int = hparam(30522, "Model vocabulary size (rows of the word-embedding table).")
+  do_lower_case: bool = hparam(True, "Lower-case text when tokenizing.")
+
+  # training
+  learning_rate: float = hparam(
+    1e-4, "Peak learning rate before decay (the warm-up multiplies the decayed rate)."
+  )
+  weight_decay_rate: float = hparam(
+    0.01, "Decoupled weight decay, scaled by the learning rate; not for LayerNorm/bias."
+  )
+  layerwise_lr_decay: float = hparam(0.8, "Layer-wise learning-rate decay factor; ≤ 0 disables it.")
+  num_train_epochs: float = hparam(3.0, "Epochs (task defaults apply for one task).")
+  warmup_proportion: float = hparam(0.1, "Warm-up as a fraction of the training steps.")
+  save_checkpoints_steps: int = hparam(1000000, "Checkpoint period in steps.")
+  iterations_per_loop: int = hparam(
+    1000, "TPU loop size in the original; see `steps_per_execution`."
+  )
+  use_tfrecords_if_existing: bool = hparam(True, "Reuse the cached featurised TFRecords.")
+
+  # writing model outputs to disk
+  write_test_outputs: bool = hparam(False, "Write test-set predictions (GLUE and SQuAD 2.0).")
+  n_writes_test: int = hparam(5, "Only trials ≤ this write test predictions.")
+
+  # sizing
+  max_seq_length: int = hparam(128, "Tokens per example, including [CLS]/[SEP].")
+  train_batch_size: int = hparam(32, "Global training batch size.")
+  eval_batch_size: int = hparam(32, "Global evaluation batch size.")
+  predict_batch_size: int = hparam(32, "Prediction batch size.")
+  double_unordered: bool = hparam(True, "Add swapped sentence pairs for MRPC and STS training.")
+
+  # QA
+  max_query_length: int = hparam(64, "QA: question tokens kept.")
+  doc_stride: int = hparam(128, "QA: stride of the sliding document windows.")
+  n_best_size: int = hparam(20, "QA: candidates kept per window.")
+  max_answer_length: int = hparam(30, "QA: longest answer in tokens.")
+  answerable_classifier: bool = hparam(True, "QA: train the answerable classifier.")
+  answerable_uses_start_logits: bool = hparam(
+    True, "QA: the answerable classifier reads the start logits."
+  )
+  answerable_weight: float = hparam(0.5, "QA: weight of the answerable loss.")
+  joint_prediction: bool = hparam(
+    True, "QA: predict the end conditioned on the start (beam search)."
+  )
+  beam_size: int = hparam(20, "QA: beam size of joint prediction.")
+  qa_na_threshold: float = hparam(-2.75, "SQuAD 2.0 no-answer threshold.")
+
+  # TPU
+  use_tpu: bool = hparam(False, "Train on a TPU (`TPUClusterResolver` + `TPUStrategy`).")
+  num_tpu_cores: int = hparam(1, "TPU cores (the original's `num_shards`).")
+  tpu_job_name: str | None = hparam(None, "TPU job name for the cluster resolver.")
+  tpu_name: str | None = hparam(None, "TPU name or grpc address for the cluster resolver.")
+  tpu_zone: str | None = hparam(None, "GCE zone of the TPU.")
+  gcp_project: str | None = hparam(None, "GCP project of the TPU.")
+
+  # --- Beyond the original (TF2); documented in the README. ---
+  # "faithful": embeddings decay^(n+2) ... top layer decay^2, heads 1 (the
+  # original); "fixed": embeddings decay^(n+1) ... top layer decay^1.
+  layerwise_lr_decay_variant: str = hparam(
+    "faithful", "`faithful` (top layer decay², as the original) or `fixed` (decay¹)."
+  )
+  data_source: str = hparam(
+    "files", "`files` (the original's layouts) or `tfds` (prepared TFDS GLUE/SQuAD)."
+  )
+  tfds_data_dir: str | None = hparam(None, "TFDS data dir for `data_source: tfds`.")
+  seed: int | None = hparam(
+    None, "Seeds initialisation, masking/sampling and the input order; null = random."
+  )
+  log_every_steps: int = hparam(10, "Period of the progress (ETA) line.")
+
+  # paths (defaults computed from data_dir, model_name and task_names)
+  data_dir: str = hparam(None, "Root of data and models (the `--data-dir` flag).")
+  vocab_file: str | None = hparam(None, "WordPiece vocab (special-token ids are looked up in it).")
+  init_checkpoint: str | None = hparam(None, "Checkpoint to start from.")
+  model_dir: str = hparam(None, "Where checkpoints and logs go.")
+  results_txt: str = hparam(None, "Results text file.")
+  results_json: str = hparam(None, "Results as JSON (replaces the original's pickle).")
+  preprocessed_data_dir: str = hparam(None, "Cache of featurised TFRecords.")
+
   def __init__(self, model_name, data_dir, **kwargs):
-    # general
+    self.set_defaults()
     self.model_name = model_name
-    self.debug = False
-    self.log_examples = False
-    self.num_trials = 1  # negative: loop forever
-    self.do_train = True
-    self.do_eval = True
-    self.keep_all_models = True
-
-    # model
-    self.model_size = "small"
-    self.task_names = ["chunk"]
-    self.model_hparam_overrides = {}
-    self.embedding_size = None
-    self.vocab_size = 30522
-    self.do_lower_case = True
-
-    # training
-    self.learning_rate = 1e-4
-    self.weight_decay_rate = 0.01
-    self.layerwise_lr_decay = 0.8  # <= 0 disables it
-    self.num_train_epochs = 3.0
-    self.warmup_proportion = 0.1
-    self.save_checkpoints_steps = 1000000
-    self.iterations_per_loop = 1000
-    self.use_tfrecords_if_existing = True
-
-    # writing model outputs to disk
-    self.write_test_outputs = False
-    self.n_writes_test = 5
-
-    # sizing
-    self.max_seq_length = 128
-    self.train_batch_size = 32
-    self.eval_batch_size = 32
-    self.predict_batch_size = 32
-    self.double_unordered = True
-
-    # QA
-    self.max_query_length = 64
-    self.doc_stride = 128
-    self.n_best_size = 20
-    self.max_answer_length = 30
-    self.answerable_classifier = True
-    self.answerable_uses_start_logits = True
-    self.answerable_weight = 0.5
-    self.joint_prediction = True
-    self.beam_size = 20
-    self.qa_na_threshold = -2.75
-
-    # TPU
-    self.use_tpu = False
-    self.num_tpu_cores = 1
-    self.tpu_job_name = None
-    self.tpu_name = None
-    self.tpu_zone = None
-    self.gcp_project = None
-
-    # --- Beyond the original (TF2); documented in the README. ---
-    # "faithful": embeddings decay^(n+2) ... top layer decay^2, heads 1 (the
-    # original); "fixed": embeddings decay^(n+1) ... top layer decay^1.
-    self.layerwise_lr_decay_variant = "faithful"
-    # "files": the original's file layouts; "tfds": GLUE/SQuAD from prepared
-    # TensorFlow Datasets (`glue/<task>`, `squad/v1.1`, `squad/v2.0`).
-    self.data_source = "files"
-    self.tfds_data_dir = None  # None: TFDS's default data dir
-    self.seed = None  # seeds shuffling/initialisation per trial (seed + trial)
-    self.log_every_steps = 10  # ETA line frequency (the original's ETAHook)
 
     # default locations of data files
     self.data_dir = data_dir

@@ -1,7 +1,13 @@
-"""What pre-training and fine-tuning configs share: strict updates and `--hparams` parsing."""
+"""What pre-training and fine-tuning configs share: typed fields with help
+text, strict updates and `--hparams` parsing."""
 
+import copy
+import dataclasses
+import difflib
 import json
+import numbers
 import os
+import types
 
 
 def load_hparams(hparams):
@@ -37,19 +43,150 @@ def load_hparams(hparams):
   return values
 
 
-class HParams:
-  """Attribute bag whose `update` rejects keys that are not already attributes."""
+def hparam(default, help, *, derived=False):  # pylint: disable=redefined-builtin
+  """Declares one config field: its default and the help text the README's
+  hparam reference shows.
 
-  def update(self, kwargs):
-    for key, value in kwargs.items():
-      if key not in self.__dict__:
-        valid = ", ".join(sorted(k for k in self.__dict__ if not k.startswith("_")))
-        raise ValueError(f"Unknown hparam {key!r}. Valid hparams: {valid}")
-      self.__dict__[key] = value
+  Args:
+    default: the default value; a list or dict is copied for every instance.
+    help: one-line description of the hparam.
+    derived: True for a value the config computes itself, which `update`
+      refuses (the original creates it only after applying the user's values).
+
+  Returns:
+    A `dataclasses.Field`.
+
+  Example:
+  >>> @dataclasses.dataclass(init=False, repr=False, eq=False)
+  ... class Tiny(ConfigBase):
+  ...   steps: int = hparam(10, "Training steps.")
+  >>> Tiny.field_help()["steps"]
+  'Training steps.'
+  """
+  metadata = {"help": help, "derived": derived}
+  if isinstance(default, (dict, list)):
+    return dataclasses.field(default_factory=lambda: copy.deepcopy(default), metadata=metadata)
+  return dataclasses.field(default=default, metadata=metadata)
+
+
+@dataclasses.dataclass(init=False, repr=False, eq=False)
+class ConfigBase:
+  """Base of the dataclass configs: the fields are the hparams.
+
+  Subclasses are `@dataclasses.dataclass(init=False, repr=False, eq=False)`
+  classes whose fields are declared with `hparam` and whose own `__init__`
+  calls `set_defaults` and then `update` in the original's order. Attributes
+  that are not fields (private paths, helpers) are not hparams.
+
+  Example:
+  >>> @dataclasses.dataclass(init=False, repr=False, eq=False)
+  ... class Tiny(ConfigBase):
+  ...   learning_rate: float = hparam(1e-3, "Peak learning rate.")
+  ...   def __init__(self, **kwargs):
+  ...     self.set_defaults()
+  ...     self.update(kwargs)
+  >>> Tiny(learning_rate=0.1).to_dict()
+  {'learning_rate': 0.1}
+  >>> Tiny(lerning_rate=0.1)
+  Traceback (most recent call last):
+  ...
+  ValueError: Unknown hparam 'lerning_rate' — did you mean 'learning_rate'? Valid hparams: learning_rate
+  """
+
+  @classmethod
+  def field_help(cls):
+    """Maps every field name to its help text (empty when a field has none)."""
+    return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(cls)}
+
+  def set_defaults(self):
+    """Sets every field to its declared default."""
+    for f in dataclasses.fields(self):
+      if f.default_factory is not dataclasses.MISSING:
+        value = f.default_factory()
+      elif f.default is not dataclasses.MISSING:
+        value = f.default
+      else:
+        value = None
+      setattr(self, f.name, value)
+
+  def update(self, values):
+    """Sets hparams from a dict; a key that is not a settable field raises
+    `ValueError` naming it, the closest valid name and every valid name, and
+    a value that does not fit the field's type raises one naming the key."""
+    fields = dataclasses.fields(self)
+    settable = [f.name for f in fields if not f.metadata.get("derived")]
+    derived = {f.name for f in fields if f.metadata.get("derived")}
+    for key, value in values.items():
+      if key in derived:
+        # Unknown, as in the original, where the attribute does not exist yet.
+        raise ValueError(
+          f"Unknown hparam {key!r}: it is derived from other hparams and cannot be set"
+        )
+      if key not in settable:
+        raise ValueError(unknown_hparam_message(key, settable))
+      check_type(key, value, self.__dataclass_fields__[key].type)
+      setattr(self, key, value)
 
   def to_dict(self):
-    return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+    """The hparams (every field) in declaration order."""
+    return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
   def __repr__(self):
     lines = [f"{k} {v}" for k, v in sorted(self.to_dict().items())]
     return "\n".join(lines)
+
+
+def unknown_hparam_message(key, valid_names):
+  """The error for an unknown hparam, with a "did you mean" when one is close.
+
+  Example:
+  >>> unknown_hparam_message("lerning_rate", ["learning_rate", "seed"])
+  "Unknown hparam 'lerning_rate' — did you mean 'learning_rate'? Valid hparams: learning_rate, seed"
+  """
+  valid = sorted(valid_names)
+  close = difflib.get_close_matches(str(key), valid, n=1)
+  hint = f" — did you mean {close[0]!r}?" if close else "."
+  return f"Unknown hparam {key!r}{hint} Valid hparams: {', '.join(valid)}"
+
+
+# What a field's annotation accepts, and how the error names it. Integral
+# floats pass as ints (JSON `1e6`), paths as strings; bools are not numbers.
+_TYPE_CHECKS = {
+  bool: (lambda v: isinstance(v, bool), "true or false"),
+  int: (
+    lambda v: (
+      (isinstance(v, numbers.Integral) and not isinstance(v, bool))
+      or (isinstance(v, float) and v.is_integer())
+    ),
+    "an integer",
+  ),
+  float: (lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool), "a number"),
+  str: (lambda v: isinstance(v, (str, os.PathLike)), "a string"),
+  list: (lambda v: isinstance(v, (list, tuple)), "a list"),
+  dict: (lambda v: isinstance(v, dict), "a JSON object"),
+}
+
+
+def check_type(name, value, annotation):
+  """Raises `ValueError` naming the hparam when `value` does not fit its
+  annotation (`bool`, `int`, `float`, `str`, `list`, `dict`, or `X | None`).
+
+  Example:
+  >>> check_type("debug", "false", bool)
+  Traceback (most recent call last):
+  ...
+  ValueError: hparam 'debug' must be true or false, got the str 'false'
+  """
+  optional = False
+  if isinstance(annotation, types.UnionType):
+    members = [a for a in annotation.__args__ if a is not type(None)]
+    optional = len(members) < len(annotation.__args__)
+    (annotation,) = members
+  accepts, expected = _TYPE_CHECKS[annotation]
+  if value is None and optional:
+    return
+  if value is None or not accepts(value):
+    expected += " or null" if optional else ""
+    raise ValueError(
+      f"hparam {name!r} must be {expected}, got the {type(value).__name__} {value!r}"
+    )

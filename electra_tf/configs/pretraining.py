@@ -5,10 +5,12 @@ user values → derived `max_predictions_per_seq` → debug settings → size
 defaults → Electric → user values again.
 """
 
+import dataclasses
 import os
 
 from electra_tf.configs.bert_config import BertConfig
-from electra_tf.configs.hparams import HParams
+from electra_tf.configs.hparams import ConfigBase
+from electra_tf.configs.hparams import hparam
 
 MODEL_SIZES = {
   # size: (hidden_size, num_hidden_layers); heads and FFN derive from H.
@@ -21,101 +23,145 @@ DISTRIBUTION_STRATEGIES = ("default", "one_device", "mirrored", "multi_worker_mi
 MIXED_PRECISION_POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
 
 
-class PretrainingConfig(HParams):
+@dataclasses.dataclass(init=False, repr=False, eq=False)
+class PretrainingConfig(ConfigBase):
   """Every pre-training hparam of the original, plus a few for TF2 training.
 
   Args:
     model_name: model directory name; the model lives in
       `<data_dir>/models/<model_name>`.
     data_dir: root of data and models.
-    **kwargs: hparam overrides; an unknown key raises `ValueError` naming it.
+    **kwargs: hparam overrides; an unknown key raises `ValueError` naming it
+      and the closest valid name.
 
   Example:
   >>> config = PretrainingConfig("tiny", "/tmp/data", model_size="small",
   ...                            num_train_steps=100)
   >>> config.max_predictions_per_seq
   19
+  >>> PretrainingConfig.field_help()["disc_weight"]
+  'Weight of the discriminator loss.'
   """
 
+  model_name: str = hparam(None, "Model directory name (the `--model-name` flag).")
+  debug: bool = hparam(
+    False, "Tiny model (3 layers, H=144) and few steps, as the original's debug mode."
+  )
+  do_train: bool = hparam(True, "Train.")
+  do_eval: bool = hparam(False, "Evaluate.")
+
+  # objectives
+  electra_objective: bool = hparam(True, "Replaced-token detection (ELECTRA).")
+  electric_objective: bool = hparam(
+    False, "Electric (energy-based cloze); forces `two_tower_generator`."
+  )
+  gen_weight: float = hparam(1.0, "Weight of the generator (MLM or cloze) loss.")
+  disc_weight: float = hparam(50.0, "Weight of the discriminator loss.")
+  mask_prob: float = hparam(0.15, "Fraction of tokens masked (85% become [MASK], 15% stay).")
+
+  # optimization
+  learning_rate: float = hparam(
+    5e-4, "Peak learning rate before decay (the warm-up multiplies the decayed rate)."
+  )
+  lr_decay_power: float = hparam(1.0, "Polynomial decay power (1 = linear).")
+  weight_decay_rate: float = hparam(
+    0.01, "Decoupled weight decay, scaled by the learning rate; not for LayerNorm/bias."
+  )
+  num_warmup_steps: int = hparam(10000, "Warm-up steps.")
+
+  # training loop
+  iterations_per_loop: int = hparam(
+    200, "TPU loop size in the original; see `steps_per_execution`."
+  )
+  save_checkpoints_steps: int = hparam(1000, "Checkpoint period in steps.")
+  num_train_steps: int = hparam(1000000, "Absolute step to train to (also the decay horizon).")
+  num_eval_steps: int = hparam(100, "Batches evaluated by `do_eval`.")
+  keep_checkpoint_max: int | None = hparam(5, "Checkpoints kept; 0 or null keeps all.")
+
+  # model size
+  model_size: str = hparam("small", "`small`, `base` or `large` (size table of the original).")
+  model_hparam_overrides: dict = hparam(
+    {}, "Dict of `BertConfig` fields overriding the size table."
+  )
+  embedding_size: int | None = hparam(
+    None, "Embedding width E; null means the hidden size; `small` forces 128."
+  )
+  vocab_size: int = hparam(30522, "Model vocabulary size (rows of the word-embedding table).")
+  do_lower_case: bool = hparam(True, "Lower-case text when tokenizing.")
+
+  # generator
+  uniform_generator: bool = hparam(
+    False, "Sample fakes uniformly over the vocab (no generator network)."
+  )
+  two_tower_generator: bool = hparam(
+    False, "Two-tower (left-to-right + right-to-left) cloze generator."
+  )
+  untied_generator_embeddings: bool = hparam(False, "Give the generator its own embedding tables.")
+  untied_generator: bool = hparam(
+    True, "Separate generator transformer; false shares the discriminator's (full size)."
+  )
+  generator_layers: float = hparam(1.0, "Generator layers as a fraction of the discriminator's.")
+  generator_hidden_size: float = hparam(
+    0.25, "Generator hidden size as a fraction of the discriminator's."
+  )
+  disallow_correct: bool = hparam(False, "Forbid the generator from sampling the original token.")
+  temperature: float = hparam(1.0, "Sampling temperature (logits are divided by it).")
+
+  # batch and sequence sizes
+  max_seq_length: int = hparam(128, "Tokens per example, including [CLS]/[SEP].")
+  train_batch_size: int = hparam(128, "Global training batch size.")
+  eval_batch_size: int = hparam(128, "Global evaluation batch size.")
+
+  # TPU (mapped onto TPUClusterResolver + TPUStrategy)
+  use_tpu: bool = hparam(False, "Train on a TPU (`TPUClusterResolver` + `TPUStrategy`).")
+  num_tpu_cores: int = hparam(1, "TPU cores (the original's `num_shards`).")
+  tpu_job_name: str | None = hparam(None, "TPU job name for the cluster resolver.")
+  tpu_name: str | None = hparam(None, "TPU name or grpc address for the cluster resolver.")
+  tpu_zone: str | None = hparam(None, "GCE zone of the TPU.")
+  gcp_project: str | None = hparam(None, "GCP project of the TPU.")
+
+  # paths (defaults computed from data_dir and model_name)
+  pretrain_tfrecords: str = hparam(None, "Comma-separated globs of the pre-training TFRecords.")
+  vocab_file: str | None = hparam(None, "WordPiece vocab (special-token ids are looked up in it).")
+  model_dir: str = hparam(None, "Where checkpoints and logs go.")
+  results_txt: str = hparam(None, "Results text file.")
+  results_pkl: str = hparam(None, "Evaluation results pickle (also written, with a JSON twin).")
+
+  # --- Beyond the original (TF2 training); documented in the README. ---
+  distribution_strategy: str = hparam(
+    "default",
+    "`default`, `one_device`, `mirrored`, `multi_worker_mirrored` or `tpu`.",
+  )
+  num_gpus: int | None = hparam(None, "GPUs used by `mirrored`; null = all visible.")
+  mixed_precision: str = hparam(
+    "float32", "`float32`, `mixed_float16` (dynamic loss scaling) or `mixed_bfloat16`."
+  )
+  jit_compile: bool = hparam(False, "XLA-compile the training step.")
+  steps_per_execution: int = hparam(1, "Training steps per `tf.function` call.")
+  init_checkpoint: str | None = hparam(None, "Checkpoint to start from.")
+  seed: int | None = hparam(
+    None, "Seeds initialisation, masking/sampling and the input order; null = random."
+  )
+  log_every_steps: int = hparam(1, "Period of the progress (ETA) line.")
+  save_summary_steps: int = hparam(100, "TensorBoard scalar period in steps.")
+
+  max_predictions_per_seq: int = hparam(
+    None,
+    "Derived: int((mask_prob + 0.005) · max_seq_length); not settable.",
+    derived=True,
+  )
+
   def __init__(self, model_name, data_dir, **kwargs):
+    self.set_defaults()
     self.model_name = model_name
-    self.debug = False
-    self.do_train = True
-    self.do_eval = False
-
-    # objectives
-    self.electra_objective = True
-    self.electric_objective = False
-    self.gen_weight = 1.0
-    self.disc_weight = 50.0
-    self.mask_prob = 0.15
-
-    # optimization
-    self.learning_rate = 5e-4
-    self.lr_decay_power = 1.0
-    self.weight_decay_rate = 0.01
-    self.num_warmup_steps = 10000
-
-    # training loop
-    self.iterations_per_loop = 200
-    self.save_checkpoints_steps = 1000
-    self.num_train_steps = 1000000
-    self.num_eval_steps = 100
-    self.keep_checkpoint_max = 5
-
-    # model size
-    self.model_size = "small"
+    # The original takes the overrides at once (before the first update).
     self.model_hparam_overrides = kwargs.get("model_hparam_overrides", {})
-    self.embedding_size = None
-    self.vocab_size = 30522
-    self.do_lower_case = True
-
-    # generator
-    self.uniform_generator = False
-    self.two_tower_generator = False
-    self.untied_generator_embeddings = False
-    self.untied_generator = True
-    self.generator_layers = 1.0
-    self.generator_hidden_size = 0.25
-    self.disallow_correct = False
-    self.temperature = 1.0
-
-    # batch and sequence sizes
-    self.max_seq_length = 128
-    self.train_batch_size = 128
-    self.eval_batch_size = 128
-
-    # TPU (mapped onto TPUClusterResolver + TPUStrategy)
-    self.use_tpu = False
-    self.num_tpu_cores = 1
-    self.tpu_job_name = None
-    self.tpu_name = None
-    self.tpu_zone = None
-    self.gcp_project = None
-
-    # paths
     self.pretrain_tfrecords = os.path.join(data_dir, "pretrain_tfrecords/pretrain_data.tfrecord*")
     self.vocab_file = os.path.join(data_dir, "vocab.txt")
     self.model_dir = os.path.join(data_dir, "models", model_name)
     results_dir = os.path.join(self.model_dir, "results")
     self.results_txt = os.path.join(results_dir, "unsup_results.txt")
     self.results_pkl = os.path.join(results_dir, "unsup_results.pkl")
-
-    # --- Beyond the original (TF2 training); documented in the README. ---
-    # "default" picks TPU if use_tpu, else mirrored over num_gpus GPUs if >1,
-    # else the default (single-device) strategy.
-    self.distribution_strategy = "default"
-    self.num_gpus = None  # None: all visible GPUs
-    self.mixed_precision = "float32"
-    self.jit_compile = False
-    self.steps_per_execution = 1  # analogue of iterations_per_loop
-    # A name-based TF1 checkpoint (official/original) to start from when the
-    # model dir holds no checkpoint yet: weights and global_step are restored.
-    self.init_checkpoint = None
-    self.seed = None  # seeds masking/sampling/dropout and the input order
-    self.log_every_steps = 1  # ETA line frequency (the original logs every step)
-    self.save_summary_steps = 100  # TensorBoard scalars every N steps (Estimator's default)
-
     self._data_dir = data_dir
     self.update(kwargs)
 

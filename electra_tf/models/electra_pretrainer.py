@@ -11,10 +11,28 @@ from electra_tf.layers.electra_embeddings import ElectraEmbeddings
 from electra_tf.models import model_utils
 from electra_tf.models.electra_discriminator import ElectraDiscriminator
 from electra_tf.models.electra_generator import ElectraGenerator
+from electra_tf.pretraining.objective import PretrainingObjective
+from electra_tf.pretraining.objective import generator_mode_from_flags
 from electra_tf.text import vocab as vocab_lib
 
-# BERT-uncased layout, used when the vocab file is not available.
-DEFAULT_SPECIAL_IDS = {"pad": 0, "unk": 100, "cls": 101, "sep": 102, "mask": 103}
+# `get_config` keys of `.keras` files saved before the objective became one
+# object; `from_config` folds them into `objective`.
+_FLAT_OBJECTIVE_KEYS = (
+  "electra_objective",
+  "electric_objective",
+  "uniform_generator",
+  "two_tower_generator",
+  "gen_weight",
+  "disc_weight",
+  "mask_prob",
+  "max_predictions_per_seq",
+  "temperature",
+  "disallow_correct",
+  "pad_id",
+  "cls_id",
+  "sep_id",
+  "mask_id",
+)
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -22,10 +40,11 @@ class ElectraPretrainer(keras.Model):
   """Holds the shared embeddings, the generator and the discriminator.
 
   Which networks exist follows the original's branches (`run_pretraining.py:PretrainingModel`):
-  - `uniform_generator`: `generator` is None (uniform sampling, no weights);
+  - generator mode `uniform`: `generator` is None (uniform sampling, no
+    weights);
   - ELECTRA/Electric with `untied_generator`: a small generator (scope
-    `generator`, or Electric's two towers `generator_ltr`/`generator_rtl`)
-    reading the shared `electra/embeddings` block unless
+    `generator`, or the two towers `generator_ltr`/`generator_rtl` in mode
+    `two_tower`) reading the shared `electra/embeddings` block unless
     `untied_generator_embeddings`;
   - otherwise (MLM-only, or `untied_generator=False`): a full-size generator;
     with a discriminator it IS the discriminator's transformer.
@@ -38,20 +57,18 @@ class ElectraPretrainer(keras.Model):
       (`get_generator_config`); only used for an untied generator.
     vocab_size: V; must match `bert_config["vocab_size"]`.
     embedding_size: width E of the shared embedding tables; None means H.
-    electra_objective, electric_objective: the objectives.
-    uniform_generator, untied_generator, untied_generator_embeddings,
-      two_tower_generator: generator options as in the original.
-    gen_weight, disc_weight, mask_prob, max_predictions_per_seq, temperature,
-      disallow_correct: hparams read by the training step.
-    pad_id, cls_id, sep_id, mask_id: special token ids.
+    objective: the `PretrainingObjective` (or its `to_dict()`) the training
+      step computes; None means the original's defaults.
+    untied_generator, untied_generator_embeddings: generator weight sharing
+      as in the original.
     **kwargs: standard `keras.Model` arguments.
 
   Example:
   >>> config = PretrainingConfig("m", "/tmp/none", vocab_size=100,
   ...     model_hparam_overrides={"hidden_size": 16, "num_hidden_layers": 1})
   >>> model = ElectraPretrainer.from_pretraining_config(config)
-  >>> model.generator.encoder.hidden_size
-  4
+  >>> model.generator.encoder.hidden_size, model.objective.mask_prob
+  (4, 0.15)
   """
 
   def __init__(
@@ -60,22 +77,9 @@ class ElectraPretrainer(keras.Model):
     generator_config=None,
     vocab_size=None,
     embedding_size=None,
-    electra_objective=True,
-    electric_objective=False,
-    uniform_generator=False,
+    objective=None,
     untied_generator=True,
     untied_generator_embeddings=False,
-    two_tower_generator=False,
-    gen_weight=1.0,
-    disc_weight=50.0,
-    mask_prob=0.15,
-    max_predictions_per_seq=19,
-    temperature=1.0,
-    disallow_correct=False,
-    pad_id=0,
-    cls_id=101,
-    sep_id=102,
-    mask_id=103,
     **kwargs,
   ):
     super().__init__(**kwargs)
@@ -92,41 +96,33 @@ class ElectraPretrainer(keras.Model):
       model_utils.bert_config_dict(generator_config) if generator_config is not None else None
     )
     self.embedding_size = int(embedding_size) if embedding_size is not None else None
-    self.electra_objective = bool(electra_objective)
-    self.electric_objective = bool(electric_objective)
-    self.uniform_generator = bool(uniform_generator)
+    if objective is None:
+      objective = PretrainingObjective()
+    elif isinstance(objective, dict):
+      objective = PretrainingObjective.from_dict(objective)
+    elif not isinstance(objective, PretrainingObjective):
+      raise ValueError(
+        f"objective must be a PretrainingObjective or its dict, got {type(objective).__name__}"
+      )
+    self.objective = objective
     self.untied_generator = bool(untied_generator)
     self.untied_generator_embeddings = bool(untied_generator_embeddings)
-    # The original's config forces the two towers for Electric.
-    self.two_tower_generator = bool(two_tower_generator) or self.electric_objective
-    self.gen_weight = float(gen_weight)
-    self.disc_weight = float(disc_weight)
-    self.mask_prob = float(mask_prob)
-    self.max_predictions_per_seq = int(max_predictions_per_seq)
-    self.temperature = float(temperature)
-    self.disallow_correct = bool(disallow_correct)
-    self.pad_id, self.cls_id = int(pad_id), int(cls_id)
-    self.sep_id, self.mask_id = int(sep_id), int(mask_id)
 
-    has_discriminator = self.electra_objective or self.electric_objective
-    if self.electric_objective and (self.uniform_generator or not self.untied_generator):
-      # The original crashes while building the graph here (a quirk of the original (README: Differences from the original)).
-      raise ValueError(
-        "electric_objective=True needs untied_generator=True and uniform_generator=False"
-      )
-    if self.uniform_generator and not has_discriminator:
-      raise ValueError(
-        "uniform_generator=True with electra_objective=False and electric_objective=False "
-        "leaves no network to train"
-      )
-    small_generator = not self.uniform_generator and has_discriminator and self.untied_generator
-    if small_generator and self.generator_config is None:
-      raise ValueError("an untied generator needs generator_config (get_generator_config)")
-    if self.two_tower_generator and not small_generator:
+    has_discriminator = objective.has_discriminator
+    mode = objective.generator_mode
+    small_generator = mode != "uniform" and has_discriminator and self.untied_generator
+    if mode == "two_tower" and not small_generator:
+      if objective.electric_objective:
+        # The original crashes while building the graph here (a quirk of the original (README: Differences from the original)).
+        raise ValueError(
+          "electric_objective=True needs untied_generator=True and uniform_generator=False"
+        )
       raise ValueError(
         "two_tower_generator=True needs an untied, non-uniform generator with "
         "electra_objective or electric_objective"
       )
+    if small_generator and self.generator_config is None:
+      raise ValueError("an untied generator needs generator_config (get_generator_config)")
 
     c = self.bert_config
     width = self.embedding_size if self.embedding_size is not None else c["hidden_size"]
@@ -154,7 +150,7 @@ class ElectraPretrainer(keras.Model):
     else:
       self.discriminator = None
 
-    if self.uniform_generator:
+    if mode == "uniform":
       self.generator = None
     elif small_generator:
       untied = self.untied_generator_embeddings
@@ -162,7 +158,7 @@ class ElectraPretrainer(keras.Model):
         self.generator_config,
         embedding_size=None if untied else width,
         embeddings=None if untied else self.embeddings,
-        two_tower=self.two_tower_generator,
+        two_tower=mode == "two_tower",
         dtype=self.dtype_policy,
         name="generator",
       )
@@ -184,31 +180,18 @@ class ElectraPretrainer(keras.Model):
     included); special ids come from `config.vocab_file` when it exists."""
     bert_config = pretraining_config_lib.get_pretraining_bert_config(config)
     generator_config = pretraining_config_lib.get_generator_config(config, bert_config)
+    vocab = None
     if config.vocab_file and os.path.exists(config.vocab_file):
-      special = vocab_lib.special_token_ids(config.vocab_file)
-    else:
-      special = DEFAULT_SPECIAL_IDS
+      vocab = vocab_lib.load_vocab(config.vocab_file)
+      vocab_lib.check_special_tokens(vocab, config.vocab_file)
     return cls(
       bert_config=bert_config.to_dict(),
       generator_config=generator_config.to_dict(),
       vocab_size=config.vocab_size,
       embedding_size=config.embedding_size,
-      electra_objective=config.electra_objective,
-      electric_objective=config.electric_objective,
-      uniform_generator=config.uniform_generator,
+      objective=PretrainingObjective.from_config(config, vocab),
       untied_generator=config.untied_generator,
       untied_generator_embeddings=config.untied_generator_embeddings,
-      two_tower_generator=config.two_tower_generator,
-      gen_weight=config.gen_weight,
-      disc_weight=config.disc_weight,
-      mask_prob=config.mask_prob,
-      max_predictions_per_seq=config.max_predictions_per_seq,
-      temperature=config.temperature,
-      disallow_correct=config.disallow_correct,
-      pad_id=special["pad"],
-      cls_id=special["cls"],
-      sep_id=special["sep"],
-      mask_id=special["mask"],
       **kwargs,
     )
 
@@ -234,7 +217,7 @@ class ElectraPretrainer(keras.Model):
       positions = features.get("masked_lm_positions")
       if positions is None and not self.generator.is_two_tower:
         shape = ops.shape(inputs["input_ids"])
-        num = ops.minimum(self.max_predictions_per_seq, shape[1])
+        num = ops.minimum(self.objective.max_predictions_per_seq, shape[1])
         positions = ops.broadcast_to(ops.arange(num, dtype="int32")[None, :], (shape[0], num))
       outputs["generator"] = self.generator(
         inputs, masked_lm_positions=positions, training=training
@@ -245,7 +228,7 @@ class ElectraPretrainer(keras.Model):
 
   # ---------------------------------------------------------------------------
   # Training: `compile` / `train_step` / `test_step`. This block is owned by
-  # the pre-training step (`electra_tf/pretraining_step.py` does the work).
+  # the pre-training step (`electra_tf/pretraining/step.py` does the work).
   # ---------------------------------------------------------------------------
 
   def compile(
@@ -291,7 +274,7 @@ class ElectraPretrainer(keras.Model):
     if self.discriminator is None:
       del train_metrics["disc_loss"]
     eval_metrics = pretraining_metrics.make_pretraining_metrics(
-      self.discriminator is not None, self.disc_weight
+      self.discriminator is not None, self.objective.disc_weight
     )
     eval_metrics["loss"] = keras.metrics.Mean(name="loss")
     object.__setattr__(self, "_electra_train_metrics", train_metrics)
@@ -389,26 +372,35 @@ class ElectraPretrainer(keras.Model):
         ),
         "vocab_size": self.vocab_size,
         "embedding_size": self.embedding_size,
-        "electra_objective": self.electra_objective,
-        "electric_objective": self.electric_objective,
-        "uniform_generator": self.uniform_generator,
+        "objective": self.objective.to_dict(),
         "untied_generator": self.untied_generator,
         "untied_generator_embeddings": self.untied_generator_embeddings,
-        "two_tower_generator": self.two_tower_generator,
-        "gen_weight": self.gen_weight,
-        "disc_weight": self.disc_weight,
-        "mask_prob": self.mask_prob,
-        "max_predictions_per_seq": self.max_predictions_per_seq,
-        "temperature": self.temperature,
-        "disallow_correct": self.disallow_correct,
-        "pad_id": self.pad_id,
-        "cls_id": self.cls_id,
-        "sep_id": self.sep_id,
-        "mask_id": self.mask_id,
       }
     )
     return config
 
   @classmethod
   def from_config(cls, config):
+    config = dict(config)
+    flat = {k: config.pop(k) for k in _FLAT_OBJECTIVE_KEYS if k in config}
+    if flat:
+      # Saved before the objective became one object: its settings were
+      # constructor arguments of their own.
+      if "objective" in config:
+        raise ValueError(
+          f"ElectraPretrainer config has both 'objective' and the old keys {sorted(flat)}"
+        )
+      config["objective"] = _objective_from_flat_keys(flat)
     return cls(**config)
+
+
+def _objective_from_flat_keys(flat):
+  """The objective dict for the flat keys of an older `get_config`; keys it
+  lacks keep the defaults those versions had."""
+  values = dict(flat)
+  uniform = values.pop("uniform_generator", False)
+  two_tower = values.pop("two_tower_generator", False)
+  values["generator_mode"] = generator_mode_from_flags(
+    uniform, two_tower, values.get("electric_objective", False)
+  )
+  return PretrainingObjective.from_dict(values).to_dict()

@@ -1,13 +1,15 @@
 """The forward pass of one pre-training step (`run_pretraining.py:PretrainingModel`): mask → generator →
 sample → discriminator → losses. `ElectraPretrainer.train_step/test_step`
-call `forward` and differentiate its `loss`.
+call `forward` and differentiate its `loss`. Every setting of what is
+computed (masking rate, loss weights, sampling, generator mode, special ids)
+comes from the pretrainer's `objective` (`PretrainingObjective`).
 
 Distribution: every loss divides this replica's numerator by the GLOBAL
 denominator (all-reduced), so the replicas' losses — and their gradients,
 which the optimizer sums — add up to the single-device values for the same
 global batch. The random draws are keyed per example by (seed, step, row
-in the global batch), see `electra_tf.sampling`, so masks and samples do not
-depend on how the batch is split either.
+in the global batch), see `electra_tf.pretraining.random_streams`, so
+masks and samples do not depend on how the batch is split either.
 """
 
 import tensorflow as tf
@@ -51,11 +53,9 @@ def forward(pretrainer, features, *, training, seed, step):
   """Runs one pre-training step's forward pass.
 
   Args:
-    pretrainer: an `ElectraPretrainer` (its `generator`, `discriminator` and
-      hparam attributes: `vocab_size, electra_objective, electric_objective,
-      gen_weight, disc_weight, mask_prob, max_predictions_per_seq,
-      temperature, disallow_correct, uniform_generator, two_tower_generator,
-      cls_id, sep_id, mask_id`).
+    pretrainer: an `ElectraPretrainer`: its `generator`, `discriminator`,
+      `vocab_size` and `objective` (a `PretrainingObjective`, which says what
+      the step computes).
     features: dict with int `input_ids`, `input_mask`, `segment_ids` `[B, S]`.
     training: dropout on/off.
     seed: int, the run's seed (masking and sampling).
@@ -70,6 +70,7 @@ def forward(pretrainer, features, *, training, seed, step):
     `disc_per_example_loss`, `input_mask`).
   """
   p = pretrainer
+  o = pretrainer.objective
   input_ids = tf.cast(features["input_ids"], tf.int32)
   input_mask = tf.cast(features["input_mask"], tf.int32)
   segment_ids = tf.cast(features["segment_ids"], tf.int32)
@@ -81,11 +82,11 @@ def forward(pretrainer, features, *, training, seed, step):
   masked = masking.mask(
     input_ids,
     input_mask,
-    mask_prob=p.mask_prob,
-    max_predictions_per_seq=p.max_predictions_per_seq,
-    cls_id=p.cls_id,
-    sep_id=p.sep_id,
-    mask_id=p.mask_id,
+    mask_prob=o.mask_prob,
+    max_predictions_per_seq=o.max_predictions_per_seq,
+    cls_id=o.cls_id,
+    sep_id=o.sep_id,
+    mask_id=o.mask_id,
     position_seeds=seeds[random_streams.STREAM_MASK_POSITIONS],
     replace_seeds=seeds[random_streams.STREAM_MASK_REPLACE],
   )
@@ -96,14 +97,14 @@ def forward(pretrainer, features, *, training, seed, step):
   masked_inputs = dict(unmasked_inputs, input_ids=masked["input_ids"])
 
   cloze_logits = None
-  if p.uniform_generator:
+  if o.generator_mode == "uniform":
     # All-zero logits: uniform over the whole vocabulary, loss log V.
-    mlm_logits = tf.zeros([batch_size, p.max_predictions_per_seq, p.vocab_size], tf.float32)
+    mlm_logits = tf.zeros([batch_size, o.max_predictions_per_seq, p.vocab_size], tf.float32)
     mlm = pretraining_losses.softmax_output(mlm_logits, masked_lm_ids, masked_lm_weights, reduce_fn)
     gen_loss = mlm["loss"]
-  elif p.two_tower_generator:
+  elif o.generator_mode == "two_tower":
     cloze_logits = p.generator(unmasked_inputs, training=training)["logits"]
-    candidates = masking.get_candidates_mask(input_ids, input_mask, (p.cls_id, p.sep_id, p.mask_id))
+    candidates = masking.get_candidates_mask(input_ids, input_mask, o.special_ids)
     cloze = pretraining_losses.cloze_output(cloze_logits, input_ids, candidates, reduce_fn)
     mlm = pretraining_losses.softmax_output(
       gather_positions(cloze_logits, positions), masked_lm_ids, masked_lm_weights, reduce_fn
@@ -116,7 +117,7 @@ def forward(pretrainer, features, *, training, seed, step):
     )
     gen_loss = mlm["loss"]
 
-  loss = p.gen_weight * gen_loss
+  loss = o.gen_weight * gen_loss
   outputs = {
     "masked_lm_ids": masked_lm_ids,
     "masked_lm_preds": mlm["preds"],
@@ -125,28 +126,28 @@ def forward(pretrainer, features, *, training, seed, step):
     "input_mask": input_mask,
   }
   disc_loss = None
-  if p.electra_objective or p.electric_objective:
+  if o.has_discriminator:
     fake = sampling.get_fake_data(
       input_ids,
       positions,
       masked_lm_ids,
       mlm["logits"],
-      temperature=p.temperature,
-      disallow_correct=p.disallow_correct,
-      electric_labels=p.electric_objective,
+      temperature=o.temperature,
+      disallow_correct=o.disallow_correct,
+      electric_labels=o.electric_objective,
       row_seeds=seeds[random_streams.STREAM_GENERATOR_SAMPLE],
     )
     fake_inputs = dict(unmasked_inputs, input_ids=fake["input_ids"])
     disc_logits = p.discriminator(fake_inputs, training=training)["logits"]
-    if p.electric_objective:
+    if o.electric_objective:
       disc_logits = tf.cast(disc_logits, tf.float32) + pretraining_losses.electric_logit_adjustment(
-        cloze_logits, fake["input_ids"], p.mask_prob
+        cloze_logits, fake["input_ids"], o.mask_prob
       )
     disc = pretraining_losses.discriminator_output(
       disc_logits, fake["is_fake_tokens"], input_mask, reduce_fn
     )
     disc_loss = disc["loss"]
-    loss += p.disc_weight * disc_loss
+    loss += o.disc_weight * disc_loss
     outputs.update(
       {
         "sampled_tokens": fake["sampled_tokens"],

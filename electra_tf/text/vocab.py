@@ -40,10 +40,19 @@ def check_special_tokens(vocab, vocab_file="<vocab>"):
 
 
 def special_token_ids(vocab_file):
+  """`special_ids_of` the vocab in `vocab_file`."""
+  return special_ids_of(load_vocab(vocab_file), vocab_file)
+
+
+def special_ids_of(vocab, vocab_file="<vocab>"):
   """`{"pad": id, "unk": id, "cls": id, "sep": id, "mask": id}` looked up by
   string, as the original does (it never hard-codes ids). `[PAD]` defaults to
-  0 when absent (the original never looks it up)."""
-  vocab = load_vocab(vocab_file)
+  0 when absent (the original never looks it up).
+
+  Example:
+  >>> special_ids_of({"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "[MASK]": 3})["mask"]
+  3
+  """
   check_special_tokens(vocab, vocab_file)
   return {
     "pad": vocab.get("[PAD]", 0),

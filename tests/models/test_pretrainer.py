@@ -8,6 +8,7 @@ import pytest
 from electra_tf.checkpoints import names as checkpoint_names
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.models import ElectraPretrainer
+from electra_tf.pretraining.objective import PretrainingObjective
 
 OVERRIDES = {
   "hidden_size": 32,
@@ -51,8 +52,9 @@ def _config(tmp_path, mode, **extra):
 def test_modes_build_run_and_follow_the_contract(tmp_path, mode):
   config = _config(tmp_path, mode)
   model = ElectraPretrainer.from_pretraining_config(config)
+  objective = model.objective
+  assert model.vocab_size == config.vocab_size
   for name in (
-    "vocab_size",
     "electra_objective",
     "electric_objective",
     "gen_weight",
@@ -61,11 +63,13 @@ def test_modes_build_run_and_follow_the_contract(tmp_path, mode):
     "max_predictions_per_seq",
     "temperature",
     "disallow_correct",
-    "uniform_generator",
-    "two_tower_generator",
   ):
-    assert getattr(model, name) == getattr(config, name), name
-  assert (model.pad_id, model.cls_id, model.sep_id, model.mask_id) == (0, 101, 102, 103)
+    assert getattr(objective, name) == getattr(config, name), name
+  expected_mode = {"uniform": "uniform", "electric": "two_tower", "two_tower_electra": "two_tower"}
+  assert objective.generator_mode == expected_mode.get(mode, "masked_lm")
+  assert objective.has_discriminator == (mode != "mlm")
+  o = objective
+  assert (o.pad_id, o.cls_id, o.sep_id, o.mask_id) == (0, 101, 102, 103)
 
   outputs = model(FEATURES, training=False)
   gen, disc = model.generator, model.discriminator
@@ -155,7 +159,11 @@ def test_special_ids_come_from_the_vocab_file(tmp_path):
   tokens = ["[PAD]", "hello", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(20)]
   (tmp_path / "vocab.txt").write_text("\n".join(tokens) + "\n")
   model = ElectraPretrainer.from_pretraining_config(_config(tmp_path, "default"))
-  assert (model.pad_id, model.cls_id, model.sep_id, model.mask_id) == (0, 3, 4, 5)
+  o = model.objective
+  assert (o.pad_id, o.cls_id, o.sep_id, o.mask_id) == (0, 3, 4, 5)
+  (tmp_path / "vocab.txt").write_text("[PAD]\n[CLS]\n[SEP]\n")
+  with pytest.raises(ValueError, match=r"vocab.txt.*\[UNK\]"):
+    ElectraPretrainer.from_pretraining_config(_config(tmp_path, "default"))
 
 
 def test_debug_config_is_shrunk(tmp_path):
@@ -170,10 +178,20 @@ def test_debug_config_is_shrunk(tmp_path):
 def test_invalid_combinations_are_rejected(tmp_path):
   config = _config(tmp_path, "default")
   bert = {"vocab_size": 120, "hidden_size": 32, "num_attention_heads": 2}
+  electric = PretrainingObjective(
+    electra_objective=False, electric_objective=True, generator_mode="two_tower"
+  )
   with pytest.raises(ValueError, match="untied_generator=True"):
-    ElectraPretrainer(bert, bert, electric_objective=True, untied_generator=False)
+    ElectraPretrainer(bert, bert, objective=electric, untied_generator=False)
+  two_tower = PretrainingObjective(generator_mode="two_tower")
+  with pytest.raises(ValueError, match="untied, non-uniform"):
+    ElectraPretrainer(bert, bert, objective=two_tower, untied_generator=False)
+  with pytest.raises(ValueError, match="needs generator_config"):
+    ElectraPretrainer(bert, objective=two_tower)
+  with pytest.raises(ValueError, match="objective must be"):
+    ElectraPretrainer(bert, bert, objective=[0.15])
   with pytest.raises(ValueError, match="no network"):
-    ElectraPretrainer(bert, electra_objective=False, uniform_generator=True)
+    ElectraPretrainer.from_pretraining_config(_config(tmp_path, "mlm", uniform_generator=True))
   with pytest.raises(ValueError, match="vocab_size"):
     ElectraPretrainer(bert, bert, vocab_size=7)
   with pytest.raises(ValueError, match="input_mask"):
@@ -189,7 +207,7 @@ def test_call_with_dynamic_shapes_and_int64_inputs(tmp_path):
   forward = tf.function(lambda f: model(f, training=False), input_signature=[spec])
   outputs = forward({k: tf.constant(v, tf.int64) for k, v in FEATURES.items()})
   # default positions 0..min(N, S)-1 with N = max_predictions_per_seq
-  n = min(model.max_predictions_per_seq, 8)
+  n = min(model.objective.max_predictions_per_seq, 8)
   assert outputs["generator"]["mlm_logits"].shape == (2, n, 120)
   eager = model(FEATURES, training=False)
   np.testing.assert_allclose(
@@ -222,3 +240,61 @@ def test_object_checkpoint_holds_every_weight(tmp_path):
   saved = [name for name, _ in tf.train.list_variables(path) if name.startswith("model/")]
   assert len(saved) == len({id(w) for w in model.weights})
   assert any("transformer_layers_1" in name for name in saved)
+
+
+def _old_flat_config(model):
+  """`model.get_config()` in the form saved before the objective was one
+  object: every objective setting a constructor argument of its own."""
+  config = model.get_config()
+  objective = config.pop("objective")
+  mode = objective.pop("generator_mode")
+  config.update(objective)
+  config["uniform_generator"] = mode == "uniform"
+  config["two_tower_generator"] = mode == "two_tower"
+  return config
+
+
+@pytest.mark.parametrize("mode", ["default", "uniform", "electric", "mlm"])
+def test_old_flat_config_still_loads(tmp_path, mode):
+  model = ElectraPretrainer.from_pretraining_config(
+    _config(tmp_path, mode, mask_prob=0.25, disc_weight=20.0, temperature=0.5)
+  )
+  old = _old_flat_config(model)
+  assert "objective" not in old and old["mask_prob"] == 0.25
+  restored = ElectraPretrainer.from_config(old)
+  assert restored.objective == model.objective
+  assert restored.get_config() == model.get_config()
+  # Electric forced two towers even when an old config said otherwise.
+  if mode == "electric":
+    old["two_tower_generator"] = False
+    assert ElectraPretrainer.from_config(old).objective.generator_mode == "two_tower"
+  with pytest.raises(ValueError, match="both 'objective' and the old keys"):
+    ElectraPretrainer.from_config(dict(old, objective=model.objective.to_dict()))
+
+
+def test_keras_file_saved_with_old_flat_config_loads(tmp_path):
+  import json
+  import zipfile
+
+  model = ElectraPretrainer.from_pretraining_config(_config(tmp_path, "default", mask_prob=0.2))
+  expected = model(FEATURES, training=False)
+  new_path, old_path = str(tmp_path / "new.keras"), str(tmp_path / "old.keras")
+  model.save(new_path)
+  # Rewrite the archive's config.json into the old form; weights stay as saved.
+  with zipfile.ZipFile(new_path) as src, zipfile.ZipFile(old_path, "w") as dst:
+    for item in src.infolist():
+      data = src.read(item.filename)
+      if item.filename == "config.json":
+        saved = json.loads(data)
+        assert "objective" in saved["config"]
+        saved["config"] = _old_flat_config(model) | {
+          k: v for k, v in saved["config"].items() if k not in model.get_config()
+        }
+        data = json.dumps(saved).encode()
+      dst.writestr(item, data)
+  restored = keras.saving.load_model(old_path)
+  assert restored.objective == model.objective and restored.objective.mask_prob == 0.2
+  actual = restored(FEATURES, training=False)
+  np.testing.assert_allclose(
+    actual["discriminator"]["logits"], expected["discriminator"]["logits"], atol=1e-6
+  )
