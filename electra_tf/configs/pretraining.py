@@ -108,6 +108,9 @@ class PretrainingConfig(HParams):
     self.num_gpus = None  # None: all visible GPUs
     self.mixed_precision = "float32"
     self.jit_compile = False
+    # XLA-fused elementwise kernels in the transformers' training path
+    # (false: plain TF ops, same math and dropout masks).
+    self.fused_training_kernels = True
     self.steps_per_execution = 1  # analogue of iterations_per_loop
     # A name-based TF1 checkpoint (official/original) to start from when the
     # model dir holds no checkpoint yet: weights and global_step are restored.

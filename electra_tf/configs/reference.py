@@ -71,6 +71,7 @@ PRETRAINING = {
   "num_gpus": "GPUs used by `mirrored`; null = all visible.",
   "mixed_precision": "`float32`, `mixed_float16` (dynamic loss scaling) or `mixed_bfloat16`.",
   "jit_compile": "XLA-compile the training step.",
+  "fused_training_kernels": "XLA-fused elementwise kernels in training (false: plain TF ops).",
   "steps_per_execution": "Training steps per `tf.function` call.",
   "save_summary_steps": "TensorBoard scalar period in steps.",
   "max_predictions_per_seq": "Derived: int((mask_prob + 0.005) · max_seq_length); not settable.",

@@ -44,6 +44,8 @@ class ElectraPretrainer(keras.Model):
     gen_weight, disc_weight, mask_prob, max_predictions_per_seq, temperature,
       disallow_correct: hparams read by the training step.
     pad_id, cls_id, sep_id, mask_id: special token ids.
+    fused_training_kernels: the transformers' training path runs XLA-fused
+      elementwise kernels; False = plain TF ops (same math and masks).
     **kwargs: standard `keras.Model` arguments.
 
   Example:
@@ -76,6 +78,7 @@ class ElectraPretrainer(keras.Model):
     cls_id=101,
     sep_id=102,
     mask_id=103,
+    fused_training_kernels=True,
     **kwargs,
   ):
     super().__init__(**kwargs)
@@ -107,6 +110,7 @@ class ElectraPretrainer(keras.Model):
     self.disallow_correct = bool(disallow_correct)
     self.pad_id, self.cls_id = int(pad_id), int(cls_id)
     self.sep_id, self.mask_id = int(sep_id), int(mask_id)
+    self.fused_training_kernels = bool(fused_training_kernels)
 
     has_discriminator = self.electra_objective or self.electric_objective
     if self.electric_objective and (self.uniform_generator or not self.untied_generator):
@@ -148,6 +152,7 @@ class ElectraPretrainer(keras.Model):
         c,
         embedding_size=width,
         embeddings=self.embeddings,
+        fused_training_kernels=self.fused_training_kernels,
         dtype=self.dtype_policy,
         name="discriminator",
       )
@@ -163,6 +168,7 @@ class ElectraPretrainer(keras.Model):
         embedding_size=None if untied else width,
         embeddings=None if untied else self.embeddings,
         two_tower=self.two_tower_generator,
+        fused_training_kernels=self.fused_training_kernels,
         dtype=self.dtype_policy,
         name="generator",
       )
@@ -174,6 +180,7 @@ class ElectraPretrainer(keras.Model):
         embedding_size=width,
         embeddings=self.embeddings,
         encoder=self.discriminator.encoder if self.discriminator is not None else None,
+        fused_training_kernels=self.fused_training_kernels,
         dtype=self.dtype_policy,
         name="generator",
       )
@@ -209,6 +216,7 @@ class ElectraPretrainer(keras.Model):
       cls_id=special["cls"],
       sep_id=special["sep"],
       mask_id=special["mask"],
+      fused_training_kernels=config.fused_training_kernels,
       **kwargs,
     )
 
@@ -405,6 +413,7 @@ class ElectraPretrainer(keras.Model):
         "cls_id": self.cls_id,
         "sep_id": self.sep_id,
         "mask_id": self.mask_id,
+        "fused_training_kernels": self.fused_training_kernels,
       }
     )
     return config
