@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from electra_tf.layers import ElectraEncoder
 from electra_tf.layers import ElectraTransformerLayer
 from electra_tf.layers import fused_ops
 
@@ -237,6 +238,12 @@ def test_counters_are_64_bit_and_first_example_indexes_the_global_batch():
   # The carry: a block straddling 2**32 equals its two halves.
   straddle = fused_ops.dropout_keep_mask([4, 64], SEED, rate, first_example=rows - 2).numpy()
   np.testing.assert_array_equal(straddle[2:], high[:2])
+  # A shape unknown when traced takes the 64-bit-iota path: the same bits.
+  unknown_shape = tf.function(
+    lambda shape: fused_ops.keep_mask(shape, SEED, rate, first_example=rows - 2),
+    input_signature=[tf.TensorSpec([2], tf.int32)],
+  )
+  np.testing.assert_array_equal(unknown_shape(tf.constant([4, 64])).numpy(), straddle)
 
 
 def test_plain_dropout_matches_the_fused_mask_and_keeps_dtype():
@@ -339,3 +346,11 @@ def test_replicas_draw_different_masks_and_match_one_device(two_replica_strategy
   assert not np.allclose(outputs[0], outputs[1])
   expected = tf.function(lambda x: single(x, None, training=True))(tf.concat([local, local], 0))
   np.testing.assert_allclose(np.concatenate(outputs), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_fused_training_kernels_is_saved_in_the_config():
+  layer = ElectraTransformerLayer(16, 2, 32, fused_training_kernels=False)
+  assert ElectraTransformerLayer.from_config(layer.get_config()).fused_training_kernels is False
+  encoder = ElectraEncoder(16, 2, 2, 32, fused_training_kernels=False)
+  restored = ElectraEncoder.from_config(encoder.get_config())
+  assert [l.fused_training_kernels for l in restored.transformer_layers] == [False, False]

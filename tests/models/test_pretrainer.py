@@ -222,3 +222,25 @@ def test_object_checkpoint_holds_every_weight(tmp_path):
   saved = [name for name, _ in tf.train.list_variables(path) if name.startswith("model/")]
   assert len(saved) == len({id(w) for w in model.weights})
   assert any("transformer_layers_1" in name for name in saved)
+
+
+@pytest.mark.parametrize("mode", ["default", "tied_generator", "electric"])
+def test_fused_training_kernels_reaches_every_transformer_layer(tmp_path, mode):
+  """The hparam turns the fused kernels off for the whole model, and the
+  setting survives `get_config`/`from_config`."""
+  from electra_tf.layers import ElectraTransformerLayer
+  from electra_tf.utils import keras_compat
+
+  def settings(model):
+    return {
+      layer.fused_training_kernels
+      for layer in keras_compat.flatten_layers(model)
+      if isinstance(layer, ElectraTransformerLayer)
+    }
+
+  model = ElectraPretrainer.from_pretraining_config(
+    _config(tmp_path, mode, fused_training_kernels=False)
+  )
+  assert settings(model) == {False}
+  assert settings(ElectraPretrainer.from_config(model.get_config())) == {False}
+  assert settings(ElectraPretrainer.from_pretraining_config(_config(tmp_path, mode))) == {True}
