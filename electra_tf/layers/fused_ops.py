@@ -31,6 +31,7 @@ import tensorflow as tf
 
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_GOLDEN_RATIO = tf.constant(0x9E3779B9, tf.uint32)  # 2³²/φ, odd
 
 
 # ---------------------------------------------------------------------------
@@ -74,19 +75,22 @@ def _seed_keys(seed):
   return first, second
 
 
-def _element_counters(count, static_count, offset):
-  """Low and high uint32 words of the 64-bit counters `offset + i`, i < count.
+def _counter_words(count, static_count, offset, second_key):
+  """The low word of each 64-bit counter `offset + i` (i < count), and its
+  second-round key `second_key + high word·φ`.
 
   When the element count is static and below 2³¹ (always, inside XLA, for
   layer-sized tensors), the low word is a 32-bit iota plus the offset's low
-  word and the carry goes into the high word: 32-bit vector ops only, twice
-  as fast on CPU as a 64-bit iota, which is the fallback."""
+  word, and the high word is the offset's, plus one past a carry out of the
+  low word: the key is then one of two scalars, so the per-element work is
+  32-bit only. Otherwise a 64-bit iota."""
   offset_low, offset_high = _low_high_words(offset)
   if static_count is not None and static_count < 2**31:
     low = tf.bitcast(tf.range(static_count, dtype=tf.int32), tf.uint32) + offset_low
-    carry = tf.cast(low < offset_low, tf.uint32)
-    return low, offset_high + carry
-  return _low_high_words(tf.range(tf.cast(count, tf.int64), dtype=tf.int64) + offset)
+    block_key = second_key + offset_high * _GOLDEN_RATIO
+    return low, tf.where(low < offset_low, block_key + _GOLDEN_RATIO, block_key)
+  low, high = _low_high_words(tf.range(tf.cast(count, tf.int64), dtype=tf.int64) + offset)
+  return low, second_key + high * _GOLDEN_RATIO
 
 
 def keep_mask(shape, seed, rate, first_example=0):
@@ -121,10 +125,10 @@ def keep_mask(shape, seed, rate, first_example=0):
   count = tf.reduce_prod(shape)
   per_example = count // tf.maximum(shape[0], 1)
   offset = tf.cast(first_example, tf.int64) * per_example
-  low, high = _element_counters(count, static_count, offset)
   first_key, second_key = _seed_keys(tf.cast(seed, tf.int64))
+  low, round_key = _counter_words(count, static_count, offset, second_key)
   bits = _mix32(tf.bitwise.bitwise_xor(low, first_key))
-  bits = _mix32(tf.bitwise.bitwise_xor(bits, second_key + high * _uint32(0x9E3779B9)))
+  bits = _mix32(tf.bitwise.bitwise_xor(bits, round_key))
   threshold = _uint32(min(int(round(rate * 2.0**32)), 2**32 - 1))
   return tf.reshape(bits >= threshold, shape)
 
