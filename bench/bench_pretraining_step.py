@@ -19,7 +19,8 @@ Non-embedding parameters exclude the word, position and token-type tables.
 
 The training step runs the transformer's elementwise chains as XLA-fused
 kernels (`electra_tf.layers.fused_ops`); one extra row measures the fp32 step
-with them off (`fused_ops.unfused()`, plain TF ops) as the in-run baseline.
+with them off (hparam `fused_training_kernels: false`, plain TF ops) as the
+in-run baseline.
 Those chains are memory-bound, so each row also carries the machine's
 memory bandwidth, measured in the same run (`x·2` over 256 MB, read + write).
 One more row replays only the fp32 step's matmuls (`matmuls_only`): the
@@ -50,7 +51,7 @@ def _best_seconds(fn, repeats=3):
   return best
 
 
-def _pretrainer(vocab_size, precision="float32", jit_compile=False):
+def _pretrainer(vocab_size, precision="float32", jit_compile=False, fused=True):
   """A compiled ELECTRA-Small `ElectraPretrainer` for batch BATCH, seq SEQ."""
   import keras  # pylint: disable=g-import-not-at-top
 
@@ -67,6 +68,7 @@ def _pretrainer(vocab_size, precision="float32", jit_compile=False):
     max_seq_length=SEQ,
     train_batch_size=BATCH,
     seed=0,
+    fused_training_kernels=fused,
   )
   model = electra_pretrainer.ElectraPretrainer.from_pretraining_config(config)
   model.compile(pretraining_config=config, jit_compile=jit_compile)
@@ -207,14 +209,10 @@ def _batch(vocab_size):
 
 def measure(vocab_size, precision, jit_compile, warmup_steps, measured_steps, fused=True):
   """Sequences/s of `fit` steps after `warmup_steps` (tracing, compiling)."""
-  import contextlib  # pylint: disable=g-import-not-at-top
-
   import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-  from electra_tf.layers import fused_ops  # pylint: disable=g-import-not-at-top
-
-  model = _pretrainer(vocab_size, precision, jit_compile)
+  model = _pretrainer(vocab_size, precision, jit_compile, fused)
   dataset = tf.data.Dataset.from_tensors(_batch(vocab_size)).repeat()
 
   times = []
@@ -224,14 +222,13 @@ def measure(vocab_size, precision, jit_compile, warmup_steps, measured_steps, fu
       times.append(time.perf_counter())
 
   start = time.perf_counter()
-  with contextlib.nullcontext() if fused else fused_ops.unfused():
-    model.fit(
-      dataset,
-      steps_per_epoch=warmup_steps + measured_steps,
-      epochs=1,
-      verbose=0,
-      callbacks=[Timer()],
-    )
+  model.fit(
+    dataset,
+    steps_per_epoch=warmup_steps + measured_steps,
+    epochs=1,
+    verbose=0,
+    callbacks=[Timer()],
+  )
   first_step = times[0] - start
   seconds = (times[-1] - times[warmup_steps - 1]) / measured_steps
   flops, non_embedding = step_flops(model)

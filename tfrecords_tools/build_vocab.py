@@ -16,6 +16,8 @@ Example:
 
 import argparse
 import collections
+import dataclasses
+import logging
 import os
 import sys
 
@@ -27,16 +29,120 @@ from tfrecords_tools.example_writer import decode_utf8
 from tfrecords_tools.text_corpus import list_corpus_files
 
 SPECIAL_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[MASK]")
+# Longer lines are cut at spaces into pieces of at most this many characters
+# (the normaliser's memory grows with lines × longest line in a batch).
+MAX_PIECE_CHARS = 10_000
+# Lines × longest line per normaliser batch (~100 MB of intermediates).
+MAX_BATCH_CELLS = 1 << 22
 
 
 def reserved_tokens(num_unused=99):
   return ["[PAD]"] + [f"[unused{i}]" for i in range(num_unused)] + list(SPECIAL_TOKENS)
 
 
-def count_words(corpus_dir, do_lower_case=True, strip_accents=True, batch_lines=8192):
-  """{word: count} over every file in `corpus_dir`, normalised as the builder."""
+@dataclasses.dataclass
+class CountReport:
+  """What `count_words` had to change in the corpus (all totals)."""
+
+  bad_bytes: int = 0  # bytes dropped because they are not UTF-8
+  split_lines: int = 0  # lines longer than MAX_PIECE_CHARS, cut at spaces
+  skipped_words: int = 0  # space-free runs longer than MAX_PIECE_CHARS
+  skipped_chars: int = 0
+
+  def summary(self):
+    """One line per kind of change, empty when nothing changed."""
+    lines = []
+    if self.bad_bytes:
+      lines.append(f"ignored {self.bad_bytes} bytes that are not UTF-8")
+    if self.split_lines:
+      lines.append(
+        f"split {self.split_lines} lines longer than {MAX_PIECE_CHARS} characters at spaces"
+      )
+    if self.skipped_words:
+      lines.append(
+        f"skipped {self.skipped_words} words longer than {MAX_PIECE_CHARS} characters "
+        f"({self.skipped_chars} characters; the tokenizer maps words over 200 characters "
+        "to [UNK])"
+      )
+    return lines
+
+
+def split_long_line(line, max_chars=MAX_PIECE_CHARS):
+  """Cuts `line` at spaces into pieces of at most `max_chars` characters.
+
+  Words are split at whitespace by the normaliser anyway, so the pieces give
+  the same words as the whole line; a run without a space longer than
+  `max_chars` cannot be cut there and is dropped.
+
+  Args:
+    line: a str.
+    max_chars: the longest piece.
+
+  Returns:
+    `(pieces, skipped_words, skipped_chars)`.
+
+  Example:
+  >>> split_long_line("aa bb cc " + "x" * 9 + " dd", max_chars=5)
+  (['aa bb', 'cc', 'dd'], 1, 9)
+  """
+  if len(line) <= max_chars:
+    return [line], 0, 0
+  pieces, skipped_words, skipped_chars = [], 0, 0
+  start, n = 0, len(line)
+  while start < n:
+    while start < n and line[start] == " ":
+      start += 1
+    if n - start <= max_chars:
+      if start < n:
+        pieces.append(line[start:])
+      break
+    cut = line.rfind(" ", start, start + max_chars + 1)
+    if cut > start:
+      pieces.append(line[start:cut])
+      start = cut + 1
+      continue
+    end = line.find(" ", start)
+    end = n if end < 0 else end
+    skipped_words += 1
+    skipped_chars += end - start
+    start = end
+  return pieces, skipped_words, skipped_chars
+
+
+def _batches(lines, max_cells=MAX_BATCH_CELLS):
+  """Lines grouped so that lines × longest line stays under `max_cells`
+  (sorted by length, so each batch holds lines of similar length)."""
+  batch, longest = [], 0
+  for line in sorted(lines, key=len):
+    longest_with = max(longest, len(line))
+    if batch and (len(batch) + 1) * longest_with > max_cells:
+      yield batch
+      batch, longest_with = [], len(line)
+    batch.append(line)
+    longest = longest_with
+  if batch:
+    yield batch
+
+
+def count_words(corpus_dir, do_lower_case=True, strip_accents=True, report=None):
+  """{word: count} over every file in `corpus_dir`, normalised as the builder.
+
+  Memory is bounded per batch whatever the line lengths: long lines are cut
+  at spaces (`split_long_line`) and batches hold at most `MAX_BATCH_CELLS`
+  lines × characters. Bytes that are not UTF-8 are dropped with a warning per
+  file, as the dataset builder does.
+
+  Args:
+    corpus_dir: directory of text files (one sentence or paragraph a line).
+    do_lower_case, strip_accents: the builder's normalisation flags.
+    report: a `CountReport` to add this corpus' changes to (optional).
+
+  Returns:
+    A `collections.Counter` of normalised words.
+  """
   from electra_tf.text.tokenizer import ElectraTokenizer  # pylint: disable=g-import-not-at-top
 
+  report = report if report is not None else CountReport()
   # Only its normalisation is used; the vocab just has to be valid.
   normalizer = ElectraTokenizer(
     vocabulary=list(SPECIAL_TOKENS) + ["a"],
@@ -52,12 +158,26 @@ def count_words(corpus_dir, do_lower_case=True, strip_accents=True, batch_lines=
     if tf.io.gfile.isdir(path):
       continue
     with tf.io.gfile.GFile(path, "rb") as f:
-      text, _ = decode_utf8(f.read())
-    lines = [line for line in text.split("\n") if line.strip()]
-    for start in range(0, len(lines), batch_lines):
-      words = normalize(
-        tf.constant([l.encode("utf-8") for l in lines[start : start + batch_lines]])
-      )
+      text, bad = decode_utf8(f.read())
+    if bad:
+      report.bad_bytes += bad
+      logging.warning("%s: ignored %d bytes that are not UTF-8", path, bad)
+    lines = []
+    for line in text.split("\n"):
+      if not line.strip():
+        continue
+      if len(line) > MAX_PIECE_CHARS:
+        # Tabs and carriage returns separate words like spaces do.
+        line = line.replace("\t", " ").replace("\r", " ")
+      pieces, skipped_words, skipped_chars = split_long_line(line, MAX_PIECE_CHARS)
+      if len(pieces) > 1 or skipped_words:
+        report.split_lines += 1
+        report.skipped_words += skipped_words
+        report.skipped_chars += skipped_chars
+      lines.extend(pieces)
+    del text
+    for batch in _batches(lines, MAX_BATCH_CELLS):
+      words = normalize(tf.constant([line.encode("utf-8") for line in batch]))
       unique, n = np.unique(words.flat_values.numpy(), return_counts=True)
       for word, c in zip(unique.tolist(), n.tolist()):
         counts[word.decode("utf-8")] += c
@@ -111,14 +231,24 @@ def main(argv=None):
   parser.add_argument("--no-strip-accents", dest="strip_accents", action="store_false")
   parser.set_defaults(do_lower_case=True, strip_accents=True)
   args = parser.parse_args(argv)
+  report = CountReport()
   try:
-    counts = count_words(args.corpus_dir, args.do_lower_case, args.strip_accents)
+    counts = count_words(args.corpus_dir, args.do_lower_case, args.strip_accents, report)
     tokens = learn_vocab(counts, args.vocab_size, args.num_unused)
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return 2
   write_vocab(tokens, args.output)
+  for line in report.summary():
+    print(f"warning: {args.corpus_dir}: {line}", file=sys.stderr)
   print(f"Wrote {len(tokens)} tokens to {args.output}")
+  if len(tokens) < args.vocab_size:
+    print(
+      f"warning: the vocab has {len(tokens)} tokens, fewer than --vocab-size {args.vocab_size}: "
+      f"the corpus has only {len(counts)} distinct words; set vocab_size to {len(tokens)} "
+      "in the pre-training hparams (or use a larger corpus)",
+      file=sys.stderr,
+    )
   return 0
 
 

@@ -137,6 +137,11 @@ class PretrainingConfig(ConfigBase):
     "float32", "`float32`, `mixed_float16` (dynamic loss scaling) or `mixed_bfloat16`."
   )
   jit_compile: bool = hparam(False, "XLA-compile the training step.")
+  fused_training_kernels: bool = hparam(
+    True,
+    "XLA-fused elementwise kernels in the transformers' training path (false: plain TF ops, "
+    "same math and dropout masks).",
+  )
   steps_per_execution: int = hparam(1, "Training steps per `tf.function` call.")
   init_checkpoint: str | None = hparam(None, "Checkpoint to start from.")
   seed: int | None = hparam(

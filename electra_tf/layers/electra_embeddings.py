@@ -87,7 +87,7 @@ class ElectraEmbeddings(keras.layers.Layer):
     x = x + ops.take(ops.cast(self.token_type_embeddings, dtype), segment_ids, axis=0)
     x = x + ops.cast(self.position_embedding(x), dtype)
     x = self.layer_norm(x)
-    return self.dropout(x, training=training)
+    return layer_utils.dropout(self.dropout, x, training)
 
   @property
   def position_embeddings(self):

@@ -28,6 +28,8 @@ class ElectraEncoder(keras.layers.Layer):
     initializer_range: stddev of the truncated-normal initializers.
     attention_direction: "bidirectional", "ltr" (position i sees keys j ≤ i)
       or "rtl" (j ≥ i); the last two are Electric's towers.
+    fused_training_kernels: the blocks' training path runs XLA-fused
+      elementwise kernels (see `ElectraTransformerLayer`); False = plain ops.
     **kwargs: standard `keras.layers.Layer` arguments.
 
   Call args:
@@ -59,6 +61,7 @@ class ElectraEncoder(keras.layers.Layer):
     attention_probs_dropout_prob=0.1,
     initializer_range=0.02,
     attention_direction="bidirectional",
+    fused_training_kernels=True,
     **kwargs,
   ):
     super().__init__(**kwargs)
@@ -77,6 +80,7 @@ class ElectraEncoder(keras.layers.Layer):
     self.attention_probs_dropout_prob = float(attention_probs_dropout_prob)
     self.initializer_range = float(initializer_range)
     self.attention_direction = attention_direction
+    self.fused_training_kernels = bool(fused_training_kernels)
 
     input_width = self.embedding_size if self.embedding_size is not None else self.hidden_size
     self.input_width = input_width
@@ -100,6 +104,7 @@ class ElectraEncoder(keras.layers.Layer):
         hidden_dropout_prob=self.hidden_dropout_prob,
         attention_probs_dropout_prob=self.attention_probs_dropout_prob,
         initializer_range=self.initializer_range,
+        fused_training_kernels=self.fused_training_kernels,
         dtype=self.dtype_policy,
         name=f"layer_{i}",
       )
@@ -149,6 +154,7 @@ class ElectraEncoder(keras.layers.Layer):
         "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
         "initializer_range": self.initializer_range,
         "attention_direction": self.attention_direction,
+        "fused_training_kernels": self.fused_training_kernels,
       }
     )
     return config

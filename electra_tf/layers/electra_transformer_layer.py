@@ -40,6 +40,10 @@ class ElectraTransformerLayer(keras.layers.Layer):
       projections.
     attention_probs_dropout_prob: dropout on the attention probabilities.
     initializer_range: stddev of the truncated-normal kernel initializer.
+    fused_training_kernels: with `training=True`, run the elementwise chains
+      as XLA-fused kernels (`fused_ops`); False uses plain TF ops. The math
+      and the dropout masks are the same either way; inference always uses
+      plain ops.
     **kwargs: standard `keras.layers.Layer` arguments.
 
   Call args:
@@ -64,6 +68,7 @@ class ElectraTransformerLayer(keras.layers.Layer):
     hidden_dropout_prob=0.1,
     attention_probs_dropout_prob=0.1,
     initializer_range=0.02,
+    fused_training_kernels=True,
     **kwargs,
   ):
     super().__init__(**kwargs)
@@ -78,6 +83,7 @@ class ElectraTransformerLayer(keras.layers.Layer):
     self.hidden_dropout_prob = float(hidden_dropout_prob)
     self.attention_probs_dropout_prob = float(attention_probs_dropout_prob)
     self.initializer_range = float(initializer_range)
+    self.fused_training_kernels = bool(fused_training_kernels)
     self.head_size = self.hidden_size // self.num_attention_heads
 
     def dense(units, name, activation=None):
@@ -125,10 +131,11 @@ class ElectraTransformerLayer(keras.layers.Layer):
   def call(self, hidden_states, attention_mask_adder=None, training=None):
     # Training graphs use the XLA-fused elementwise kernels (same math, see
     # `fused_ops`); inference graphs keep plain ops.
-    if training and fused_ops.fused_training_ops():
+    if training and self.fused_training_kernels:
       return self._fused_call(hidden_states, attention_mask_adder)
     shape = ops.shape(hidden_states)
     batch, seq = shape[0], shape[1]
+    first_example = layer_utils.replica_first_example(batch)
     x = hidden_states
     q, k, v = (
       self._split_heads(dense(x), batch, seq) for dense in (self.query, self.key, self.value)
@@ -138,11 +145,13 @@ class ElectraTransformerLayer(keras.layers.Layer):
     if attention_mask_adder is not None:
       scores = scores + ops.cast(attention_mask_adder, "float32")
     probs = ops.softmax(scores, axis=-1)
-    probs = self.attention_probs_dropout(probs, training=training)
+    probs = layer_utils.dropout(self.attention_probs_dropout, probs, training, first_example)
     context = self._merge_heads(ops.matmul(ops.cast(probs, v.dtype), v), batch, seq)
 
     attention_output = self.attention_output_dense(context)
-    attention_output = self.attention_output_dropout(attention_output, training=training)
+    attention_output = layer_utils.dropout(
+      self.attention_output_dropout, attention_output, training, first_example
+    )
     # Residual sums and LayerNorm in float32 (matters under mixed precision).
     attention_output = self.attention_layer_norm(
       ops.cast(attention_output, "float32") + ops.cast(x, "float32")
@@ -153,7 +162,7 @@ class ElectraTransformerLayer(keras.layers.Layer):
     if self.intermediate_activation is not None:
       intermediate = self.intermediate_activation(intermediate)
     layer_output = self.output_dense(intermediate)
-    layer_output = self.output_dropout(layer_output, training=training)
+    layer_output = layer_utils.dropout(self.output_dropout, layer_output, training, first_example)
     layer_output = self.output_layer_norm(
       ops.cast(layer_output, "float32") + ops.cast(attention_output, "float32")
     )
@@ -164,6 +173,7 @@ class ElectraTransformerLayer(keras.layers.Layer):
     LayerNorm and softmax/dropout chains each one fused kernel."""
     shape = ops.shape(hidden_states)
     batch, seq = shape[0], shape[1]
+    first_example = layer_utils.replica_first_example(batch)
     x = hidden_states
     projections = (self.query, self.key, self.value)
     # One matmul for the three projections (one pass over x, one gradient).
@@ -177,9 +187,10 @@ class ElectraTransformerLayer(keras.layers.Layer):
       scores,
       0.0 if attention_mask_adder is None else attention_mask_adder,
       scale=1.0 / math.sqrt(float(self.head_size)),
-      seed=self._dropout_seed(self.attention_probs_dropout),
+      seed=layer_utils.dropout_seed(self.attention_probs_dropout),
       rate=self.attention_probs_dropout_prob,
       dtype=v.dtype,
+      first_example=first_example,
     )
     context = self._merge_heads(ops.matmul(probs, v), batch, seq)
 
@@ -189,6 +200,7 @@ class ElectraTransformerLayer(keras.layers.Layer):
       self.attention_output_dropout,
       x,
       self.attention_layer_norm,
+      first_example,
     )
     attention_output = ops.cast(attention_output, self.compute_dtype)
 
@@ -200,7 +212,12 @@ class ElectraTransformerLayer(keras.layers.Layer):
       if self.intermediate_activation is not None:
         intermediate = self.intermediate_activation(intermediate)
     layer_output = self._dense_dropout_residual_layer_norm(
-      self.output_dense, intermediate, self.output_dropout, attention_output, self.output_layer_norm
+      self.output_dense,
+      intermediate,
+      self.output_dropout,
+      attention_output,
+      self.output_layer_norm,
+      first_example,
     )
     return ops.cast(layer_output, self.compute_dtype)
 
@@ -211,24 +228,19 @@ class ElectraTransformerLayer(keras.layers.Layer):
     """A dense layer's matmul without its bias (the fused kernels add it)."""
     return ops.matmul(x, ops.cast(kernel, self.compute_dtype))
 
-  @staticmethod
-  def _dropout_seed(dropout):
-    # Drawn as `keras.random.dropout` draws it: one per call from the layer's
-    # SeedGenerator (a rate of 0 needs none).
-    if dropout.rate == 0.0:
-      return tf.zeros([2], tf.int64)
-    return dropout.seed_generator.next()
-
-  def _dense_dropout_residual_layer_norm(self, dense, x, dropout, residual, layer_norm):
+  def _dense_dropout_residual_layer_norm(
+    self, dense, x, dropout, residual, layer_norm, first_example
+  ):
     return fused_ops.bias_dropout_residual_layer_norm(
       self._matmul(x, dense.kernel),
       _float32(dense.bias),
       residual,
       _float32(layer_norm.gamma),
       _float32(layer_norm.beta),
-      seed=self._dropout_seed(dropout),
+      seed=layer_utils.dropout_seed(dropout),
       rate=dropout.rate,
       epsilon=layer_norm.epsilon,
+      first_example=first_example,
     )
 
   def compute_output_shape(self, hidden_states_shape, attention_mask_adder_shape=None):
@@ -245,6 +257,7 @@ class ElectraTransformerLayer(keras.layers.Layer):
         "hidden_dropout_prob": self.hidden_dropout_prob,
         "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
         "initializer_range": self.initializer_range,
+        "fused_training_kernels": self.fused_training_kernels,
       }
     )
     return config

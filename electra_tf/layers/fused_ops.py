@@ -13,39 +13,25 @@ LayerNorm over the last axis with population variance, softmax of
 `scores·scale + adder`. Dropout masks come from a counter-based hash of
 (seed, element index), so the backward pass regenerates the mask instead of
 storing it; the seed is drawn from the Keras `Dropout` layer's
-`SeedGenerator`, one per call, as `keras.random.dropout` draws it.
+`SeedGenerator`, one per call, as `keras.random.dropout` draws it. The
+element index is the element's position in the GLOBAL batch (`first_example`
+is the global row of this replica's first example), so replicas draw
+different masks for their examples, and one device draws the same masks as
+N replicas for the same global batch.
 
-Only the layers' training path calls these (`fused_training_ops()`);
-inference graphs (evaluation, export, serving) keep plain TensorFlow ops, so
-a SavedModel needs no XLA at serving time. `unfused()` turns them off, e.g.
-to compare against plain ops or to debug.
+Only the layers' training path calls these, and only when the layer's
+`fused_training_kernels` argument is True (the default); inference graphs
+(evaluation, export, serving) keep plain TensorFlow ops, so a SavedModel
+needs no XLA at serving time. `dropout` is the same dropout in plain ops.
 """
 
-import contextlib
 import math
 
 import tensorflow as tf
 
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-_enabled = True
-
-
-def fused_training_ops():
-  """Whether the layers' training path uses these kernels (default True)."""
-  return _enabled
-
-
-@contextlib.contextmanager
-def unfused():
-  """Within this block, layers traced for training use plain TF ops."""
-  global _enabled
-  previous = _enabled
-  _enabled = False
-  try:
-    yield
-  finally:
-    _enabled = previous
+_GOLDEN_RATIO = tf.constant(0x9E3779B9, tf.uint32)  # 2³²/φ, odd
 
 
 # ---------------------------------------------------------------------------
@@ -57,37 +43,125 @@ def _uint32(value):
   return tf.constant(value, tf.uint32)
 
 
-def _fmix32(x):
-  """MurmurHash3's 32-bit finalizer: every input bit flips each output bit
-  with probability ~1/2."""
+def _mix32(x):
+  """A 32-bit integer finalizer (xorshift-multiply, constants of Wellons'
+  "lowbias32"): a bijection in which every input bit flips each output bit
+  with probability close to 1/2."""
   x = tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, _uint32(16)))
-  x = x * _uint32(0x85EBCA6B)
-  x = tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, _uint32(13)))
-  x = x * _uint32(0xC2B2AE35)
+  x = x * _uint32(0x7FEB352D)
+  x = tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, _uint32(15)))
+  x = x * _uint32(0x846CA68B)
   return tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, _uint32(16)))
 
 
-def _keep_mask(shape, seed, rate):
+def _low_high_words(value):
+  """uint32 low and high words of an int64 tensor."""
+  value = tf.cast(value, tf.int64)
+  low = tf.cast(tf.bitwise.bitwise_and(value, tf.constant(0xFFFFFFFF, tf.int64)), tf.uint32)
+  high = tf.cast(tf.bitwise.right_shift(value, tf.constant(32, tf.int64)), tf.uint32)
+  return low, high
+
+
+def _seed_keys(seed):
+  """Two 32-bit keys, each hashed from all 128 bits of the int64 `[2]` seed
+  along a different chain, so two seeds share both keys with chance ~2⁻⁶⁴."""
+  words = [*_low_high_words(seed[0]), *_low_high_words(seed[1])]
+  first = _mix32(words[0] + _uint32(0x243F6A88))
+  second = _mix32(words[3] + _uint32(0x85A308D3))
+  for word in words[1:]:
+    first = _mix32(tf.bitwise.bitwise_xor(first, word))
+  for word in reversed(words[:3]):
+    second = _mix32(tf.bitwise.bitwise_xor(second, word))
+  return first, second
+
+
+def _counter_words(count, static_count, offset, second_key):
+  """The low word of each 64-bit counter `offset + i` (i < count), and its
+  second-round key `second_key + high word·φ`.
+
+  When the element count is static and below 2³¹ (always, inside XLA, for
+  layer-sized tensors), the low word is a 32-bit iota plus the offset's low
+  word, and the high word is the offset's, plus one past a carry out of the
+  low word: the key is then one of two scalars, so the per-element work is
+  32-bit only. Otherwise a 64-bit iota."""
+  offset_low, offset_high = _low_high_words(offset)
+  if static_count is not None and static_count < 2**31:
+    low = tf.bitcast(tf.range(static_count, dtype=tf.int32), tf.uint32) + offset_low
+    block_key = second_key + offset_high * _GOLDEN_RATIO
+    return low, tf.where(low < offset_low, block_key + _GOLDEN_RATIO, block_key)
+  low, high = _low_high_words(tf.range(tf.cast(count, tf.int64), dtype=tf.int64) + offset)
+  return low, second_key + high * _GOLDEN_RATIO
+
+
+def keep_mask(shape, seed, rate, first_example=0):
   """Boolean `shape` mask, each element kept with probability 1 − rate.
 
-  Element i's bits are fmix32(i·φ + key), φ the 32-bit golden ratio and key
-  a hash of the two seed words (a SplitMix-style counter hash). The keep
-  threshold is rate·2³², so the rate is exact to 2⁻³².
+  Element i (row-major, counted from `first_example`'s first element as a
+  64-bit counter with low/high words c₀, c₁) keeps iff
+  `mix(mix(c₀ ⊕ k₁) ⊕ (k₂ + c₁·φ)) ≥ rate·2³²`, `mix` a 32-bit integer
+  finalizer, φ the 32-bit golden ratio and k₁, k₂ keys hashed from all 128
+  seed bits. The key enters before each of the two rounds, so different
+  seeds give unrelated sequences rather than shifts of one sequence; the
+  rate is exact to 2⁻³². Plain TF ops: usable inside and outside XLA.
+
+  Args:
+    shape: 1-D int shape; `shape[0]` is the batch axis.
+    seed: int `[2]` seed (as a Keras `SeedGenerator` yields).
+    rate: Python float drop probability in [0, 1).
+    first_example: int scalar, global batch row of `shape`'s row 0 (the
+      replica's offset in the global batch); 0 on one device.
+
+  Returns:
+    bool tensor of `shape`.
+
+  Example:
+  >>> mask = keep_mask([10, 100], [1, 2], 0.1)
+  >>> 850 < int(tf.reduce_sum(tf.cast(mask, tf.int32))) < 950
+  True
   """
-  seed = tf.cast(seed, tf.uint32)
-  key = _fmix32(tf.bitwise.bitwise_xor(seed[0], _fmix32(seed[1] + _uint32(0x7F4A7C15))))
+  static_shape = tf.get_static_value(shape)
+  static_count = None if static_shape is None else math.prod(int(n) for n in static_shape)
+  shape = tf.cast(shape, tf.int64)
   count = tf.reduce_prod(shape)
-  index = tf.bitcast(tf.range(count, dtype=tf.int32), tf.uint32)
-  bits = _fmix32(index * _uint32(0x9E3779B9) + key)
+  per_example = count // tf.maximum(shape[0], 1)
+  offset = tf.cast(first_example, tf.int64) * per_example
+  first_key, second_key = _seed_keys(tf.cast(seed, tf.int64))
+  low, round_key = _counter_words(count, static_count, offset, second_key)
+  bits = _mix32(tf.bitwise.bitwise_xor(low, first_key))
+  bits = _mix32(tf.bitwise.bitwise_xor(bits, round_key))
   threshold = _uint32(min(int(round(rate * 2.0**32)), 2**32 - 1))
   return tf.reshape(bits >= threshold, shape)
 
 
-def _apply_dropout(x, seed, rate):
+def _apply_dropout(x, seed, rate, first_example):
   if rate == 0.0:
     return x
-  keep = _keep_mask(tf.shape(x), seed, rate)
+  keep = keep_mask(tf.shape(x), seed, rate, first_example)
   return tf.where(keep, x * (1.0 / (1.0 - rate)), tf.zeros_like(x))
+
+
+def dropout(x, *, seed, rate, first_example=0):
+  """Inverted dropout of `x` with the fused kernels' mask, in plain TF ops.
+
+  The same draws as the fused kernels for the same seed, shape and
+  `first_example`; the gradient is TensorFlow's (the mask is kept).
+
+  Args:
+    x: float tensor whose first axis is the batch.
+    seed: int `[2]` seed.
+    rate: Python float drop probability; 0 returns `x`.
+    first_example: int scalar, global batch row of `x[0]`.
+
+  Example:
+  >>> y = dropout(tf.ones([4, 8]), seed=[1, 2], rate=0.5)
+  >>> sorted(set(y.numpy().ravel().tolist())) in ([0.0, 2.0], [2.0], [0.0])
+  True
+  """
+  rate = float(rate)
+  if rate == 0.0:
+    return x
+  keep = keep_mask(tf.shape(x), seed, rate, first_example)
+  return tf.where(keep, x * tf.cast(1.0 / (1.0 - rate), x.dtype), tf.zeros_like(x))
 
 
 def _column_sums(x):
@@ -99,24 +173,30 @@ def _column_sums(x):
 
 
 @tf.function(jit_compile=True, autograph=False)
-def _compiled_keep_mask(shape, seed, rate):
-  return _keep_mask(shape, seed, rate)
+def _compiled_keep_mask(shape, seed, rate, first_example):
+  return keep_mask(shape, seed, rate, first_example)
 
 
-def dropout_keep_mask(shape, seed, rate):
-  """The keep mask the fused kernels use for `seed` (exposed for tests).
+def dropout_keep_mask(shape, seed, rate, first_example=0):
+  """`keep_mask` compiled with XLA, as the fused kernels run it (for tests).
 
   Args:
-    shape: 1-D int32 shape.
+    shape: 1-D int shape (a Python list: it is static in the kernel).
     seed: int `[2]` seed (as a Keras `SeedGenerator` yields).
     rate: drop probability in [0, 1).
+    first_example: global batch row of row 0.
 
   Example:
   >>> mask = dropout_keep_mask([1000], [1, 2], 0.1)
   >>> 850 < int(tf.reduce_sum(tf.cast(mask, tf.int32))) < 950
   True
   """
-  return _compiled_keep_mask(tf.constant(shape, tf.int32), tf.constant(seed, tf.int64), float(rate))
+  return _compiled_keep_mask(
+    tf.constant(shape, tf.int64),
+    tf.constant(seed, tf.int64),
+    float(rate),
+    tf.constant(first_example, tf.int64),
+  )
 
 
 # ---------------------------------------------------------------------------
@@ -222,8 +302,8 @@ def bias_gelu(z, bias):
 
 
 @tf.function(jit_compile=True, autograph=False)
-def _layer_norm_forward(z, bias, residual, gamma, beta, seed, rate, epsilon):
-  x = _apply_dropout(tf.cast(z, tf.float32) + bias, seed, rate)
+def _layer_norm_forward(z, bias, residual, gamma, beta, seed, rate, epsilon, first_example):
+  x = _apply_dropout(tf.cast(z, tf.float32) + bias, seed, rate, first_example)
   x = x + tf.cast(residual, tf.float32)
   mean = tf.reduce_mean(x, axis=-1, keepdims=True)
   centered = x - mean
@@ -234,14 +314,16 @@ def _layer_norm_forward(z, bias, residual, gamma, beta, seed, rate, epsilon):
 
 
 @tf.function(jit_compile=True, autograph=False)
-def _layer_norm_backward(dy, normalized, inv_std, gamma, seed, rate, z_dtype, residual_dtype):
+def _layer_norm_backward(
+  dy, normalized, inv_std, gamma, seed, rate, first_example, z_dtype, residual_dtype
+):
   d_normalized = dy * gamma
   dx = inv_std * (
     d_normalized
     - tf.reduce_mean(d_normalized, axis=-1, keepdims=True)
     - normalized * tf.reduce_mean(d_normalized * normalized, axis=-1, keepdims=True)
   )
-  dz = _apply_dropout(dx, seed, rate)  # the same mask, regenerated, and scale
+  dz = _apply_dropout(dx, seed, rate, first_example)  # the same mask, regenerated, and scale
   return (
     tf.cast(dz, z_dtype),
     _column_sums(dz),
@@ -251,7 +333,9 @@ def _layer_norm_backward(dy, normalized, inv_std, gamma, seed, rate, z_dtype, re
   )
 
 
-def bias_dropout_residual_layer_norm(z, bias, residual, gamma, beta, *, seed, rate, epsilon):
+def bias_dropout_residual_layer_norm(
+  z, bias, residual, gamma, beta, *, seed, rate, epsilon, first_example=0
+):
   """`LayerNorm(dropout(z + bias) + residual)` over the last axis, in float32.
 
   Args:
@@ -262,6 +346,7 @@ def bias_dropout_residual_layer_norm(z, bias, residual, gamma, beta, *, seed, ra
     seed: int `[2]` dropout seed (e.g. `Dropout.seed_generator.next()`).
     rate: Python float drop probability; 0 means no dropout.
     epsilon: Python float variance epsilon (the original's 1e-12).
+    first_example: int scalar, global batch row of `z[0]` (see `keep_mask`).
 
   Returns:
     float32 tensor of z's shape.
@@ -275,16 +360,17 @@ def bias_dropout_residual_layer_norm(z, bias, residual, gamma, beta, *, seed, ra
   """
   rate, epsilon = float(rate), float(epsilon)
   seed = tf.cast(seed, tf.int64)
+  first_example = tf.cast(first_example, tf.int64)
 
   @tf.custom_gradient
   def fused(z, bias, residual, gamma, beta):
     y, normalized, inv_std = _layer_norm_forward(
-      z, bias, residual, gamma, beta, seed, rate, epsilon
+      z, bias, residual, gamma, beta, seed, rate, epsilon, first_example
     )
 
     def grad(dy):
       return _layer_norm_backward(
-        dy, normalized, inv_std, gamma, seed, rate, z.dtype, residual.dtype
+        dy, normalized, inv_std, gamma, seed, rate, first_example, z.dtype, residual.dtype
       )
 
     return y, grad
@@ -299,19 +385,19 @@ def bias_dropout_residual_layer_norm(z, bias, residual, gamma, beta, *, seed, ra
 
 
 @tf.function(jit_compile=True, autograph=False)
-def _softmax_forward(scores, adder, scale, seed, rate, out_dtype):
+def _softmax_forward(scores, adder, scale, seed, rate, first_example, out_dtype):
   probs = tf.nn.softmax(tf.cast(scores, tf.float32) * scale + adder, axis=-1)
-  return tf.cast(_apply_dropout(probs, seed, rate), out_dtype), probs
+  return tf.cast(_apply_dropout(probs, seed, rate, first_example), out_dtype), probs
 
 
 @tf.function(jit_compile=True, autograph=False)
-def _softmax_backward(probs, d_out, scale, seed, rate, scores_dtype):
-  d_probs = _apply_dropout(tf.cast(d_out, tf.float32), seed, rate)
+def _softmax_backward(probs, d_out, scale, seed, rate, first_example, scores_dtype):
+  d_probs = _apply_dropout(tf.cast(d_out, tf.float32), seed, rate, first_example)
   d_logits = probs * (d_probs - tf.reduce_sum(d_probs * probs, axis=-1, keepdims=True))
   return tf.cast(d_logits * scale, scores_dtype)
 
 
-def attention_softmax_dropout(scores, adder, *, scale, seed, rate, dtype):
+def attention_softmax_dropout(scores, adder, *, scale, seed, rate, dtype, first_example=0):
   """`dropout(softmax(scores·scale + adder))` over the last axis.
 
   The softmax is computed in float32 (as the layers' plain path does).
@@ -324,6 +410,8 @@ def attention_softmax_dropout(scores, adder, *, scale, seed, rate, dtype):
     seed: int `[2]` dropout seed.
     rate: Python float drop probability; 0 means no dropout.
     dtype: dtype of the returned probabilities (the layer's compute dtype).
+    first_example: int scalar, global batch row of `scores[0]` (see
+      `keep_mask`).
 
   Example:
   >>> attention_softmax_dropout(tf.zeros([1, 1, 2, 2]), tf.zeros([1, 1, 1, 2]), scale=1.0,
@@ -332,15 +420,16 @@ def attention_softmax_dropout(scores, adder, *, scale, seed, rate, dtype):
   """
   scale, rate = float(scale), float(rate)
   seed = tf.cast(seed, tf.int64)
+  first_example = tf.cast(first_example, tf.int64)
   adder = tf.stop_gradient(tf.cast(adder, tf.float32))
   dtype = tf.as_dtype(dtype)
 
   @tf.custom_gradient
   def fused(scores):
-    out, probs = _softmax_forward(scores, adder, scale, seed, rate, dtype)
+    out, probs = _softmax_forward(scores, adder, scale, seed, rate, first_example, dtype)
 
     def grad(d_out):
-      return _softmax_backward(probs, d_out, scale, seed, rate, scores.dtype)
+      return _softmax_backward(probs, d_out, scale, seed, rate, first_example, scores.dtype)
 
     return out, grad
 

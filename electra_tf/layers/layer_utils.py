@@ -1,8 +1,11 @@
 """Small helpers shared by the layers: the original's initializers, LayerNorm,
-activations and attention-mask construction."""
+activations, attention-mask construction and replica-aware dropout."""
 
 import keras
 from keras import ops
+import tensorflow as tf
+
+from electra_tf.layers import fused_ops
 
 # The original adds this to the scores of masked keys (a quirk of the original (README: Differences from the original)).
 ATTENTION_MASK_ADDER = -10000.0
@@ -72,3 +75,56 @@ def add_list_children(children, save_type, **lists):
       for index, item in enumerate(items):
         children[f"{name}_{index}"] = item
   return children
+
+
+def replica_first_example(local_batch_size):
+  """Global-batch row of this replica's first example (0 on one device).
+
+  `Strategy.experimental_distribute_dataset` (used by `model.fit`) splits
+  each global batch into equal consecutive slices, replica i taking the i-th.
+
+  Example:
+  >>> int(replica_first_example(8))
+  0
+  """
+  ctx = tf.distribute.get_replica_context()
+  if ctx is None or ctx.num_replicas_in_sync == 1:
+    return tf.constant(0, tf.int64)
+  replica_id = tf.cast(ctx.replica_id_in_sync_group, tf.int64)
+  return replica_id * tf.cast(local_batch_size, tf.int64)
+
+
+def dropout_seed(dropout_layer):
+  """One int64 `[2]` seed from a Keras `Dropout` layer's `SeedGenerator`, drawn
+  as `keras.random.dropout` draws it (one per call; a rate of 0 draws none)."""
+  if dropout_layer.rate == 0.0:
+    return tf.zeros([2], tf.int64)
+  return tf.cast(dropout_layer.seed_generator.next(), tf.int64)
+
+
+def dropout(dropout_layer, x, training, first_example=None):
+  """`dropout_layer`'s dropout of `x` with the fused kernels' hashed mask.
+
+  The mask is indexed by position in the GLOBAL batch, so under a
+  distribution strategy the replicas drop different elements, and one device
+  drops the same elements as N replicas for the same global batch (Keras'
+  `Dropout` would give every replica the same mask).
+
+  Args:
+    dropout_layer: a `keras.layers.Dropout` (its rate and seed generator).
+    x: float tensor, batch first.
+    training: dropout only when true.
+    first_example: global batch row of `x[0]`; None asks the replica context.
+
+  Example:
+  >>> layer = keras.layers.Dropout(0.5, seed=1)
+  >>> dropout(layer, tf.ones([2, 3]), training=False).numpy().tolist()
+  [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
+  """
+  if not training or dropout_layer.rate == 0.0:
+    return x
+  if first_example is None:
+    first_example = replica_first_example(ops.shape(x)[0])
+  return fused_ops.dropout(
+    x, seed=dropout_seed(dropout_layer), rate=dropout_layer.rate, first_example=first_example
+  )

@@ -21,6 +21,8 @@ class ElectraDiscriminator(keras.layers.Layer):
       the generator); None creates one.
     include_head: False builds the encoder only (no
       `discriminator_predictions`), as for fine-tuning.
+    fused_training_kernels: the encoder's training path runs XLA-fused
+      elementwise kernels; False = plain TF ops (same math).
     **kwargs: standard `keras.layers.Layer` arguments.
 
   Call args:
@@ -44,12 +46,19 @@ class ElectraDiscriminator(keras.layers.Layer):
   """
 
   def __init__(
-    self, bert_config, embedding_size=None, embeddings=None, include_head=True, **kwargs
+    self,
+    bert_config,
+    embedding_size=None,
+    embeddings=None,
+    include_head=True,
+    fused_training_kernels=True,
+    **kwargs,
   ):
     super().__init__(**kwargs)
     self.bert_config = model_utils.bert_config_dict(bert_config)
     self.embedding_size = int(embedding_size) if embedding_size is not None else None
     self.include_head = bool(include_head)
+    self.fused_training_kernels = bool(fused_training_kernels)
     c = self.bert_config
     width = self.embedding_size if self.embedding_size is not None else c["hidden_size"]
     embeddings = model_utils.deserialize_layer(embeddings)
@@ -81,6 +90,7 @@ class ElectraDiscriminator(keras.layers.Layer):
       hidden_dropout_prob=c["hidden_dropout_prob"],
       attention_probs_dropout_prob=c["attention_probs_dropout_prob"],
       initializer_range=c["initializer_range"],
+      fused_training_kernels=self.fused_training_kernels,
       dtype=self.dtype_policy,
       name="encoder",
     )
@@ -121,6 +131,7 @@ class ElectraDiscriminator(keras.layers.Layer):
           model_utils.serialize_layer(self.embeddings) if self._embeddings_given else None
         ),
         "include_head": self.include_head,
+        "fused_training_kernels": self.fused_training_kernels,
       }
     )
     return config

@@ -30,6 +30,9 @@ class ElectraGenerator(keras.layers.Layer):
       discriminator's, for `untied_generator=False`.
     two_tower: build Electric's left-to-right and right-to-left towers and the
       cloze head instead of one tower and the MLM head.
+    fused_training_kernels: the encoders' training path runs XLA-fused
+      elementwise kernels; False = plain TF ops (same math). A given
+      `encoder` keeps its own setting.
     **kwargs: standard `keras.layers.Layer` arguments.
 
   Call args:
@@ -58,12 +61,20 @@ class ElectraGenerator(keras.layers.Layer):
   """
 
   def __init__(
-    self, bert_config, embedding_size=None, embeddings=None, encoder=None, two_tower=False, **kwargs
+    self,
+    bert_config,
+    embedding_size=None,
+    embeddings=None,
+    encoder=None,
+    two_tower=False,
+    fused_training_kernels=True,
+    **kwargs,
   ):
     super().__init__(**kwargs)
     self.bert_config = model_utils.bert_config_dict(bert_config)
     self.embedding_size = int(embedding_size) if embedding_size is not None else None
     self.two_tower = bool(two_tower)
+    self.fused_training_kernels = bool(fused_training_kernels)
     c = self.bert_config
     embeddings = model_utils.deserialize_layer(embeddings)
     encoder = model_utils.deserialize_layer(encoder)
@@ -101,6 +112,7 @@ class ElectraGenerator(keras.layers.Layer):
         attention_probs_dropout_prob=c["attention_probs_dropout_prob"],
         initializer_range=c["initializer_range"],
         attention_direction=direction,
+        fused_training_kernels=self.fused_training_kernels,
         dtype=self.dtype_policy,
         name=name,
       )
@@ -195,6 +207,7 @@ class ElectraGenerator(keras.layers.Layer):
         ),
         "encoder": model_utils.serialize_layer(self.encoder) if self._encoder_given else None,
         "two_tower": self.two_tower,
+        "fused_training_kernels": self.fused_training_kernels,
       }
     )
     return config

@@ -61,6 +61,8 @@ class ElectraPretrainer(keras.Model):
       step computes; None means the original's defaults.
     untied_generator, untied_generator_embeddings: generator weight sharing
       as in the original.
+    fused_training_kernels: the transformers' training path runs XLA-fused
+      elementwise kernels; False = plain TF ops (same math and masks).
     **kwargs: standard `keras.Model` arguments.
 
   Example:
@@ -80,6 +82,7 @@ class ElectraPretrainer(keras.Model):
     objective=None,
     untied_generator=True,
     untied_generator_embeddings=False,
+    fused_training_kernels=True,
     **kwargs,
   ):
     super().__init__(**kwargs)
@@ -107,6 +110,7 @@ class ElectraPretrainer(keras.Model):
     self.objective = objective
     self.untied_generator = bool(untied_generator)
     self.untied_generator_embeddings = bool(untied_generator_embeddings)
+    self.fused_training_kernels = bool(fused_training_kernels)
 
     has_discriminator = objective.has_discriminator
     mode = objective.generator_mode
@@ -144,6 +148,7 @@ class ElectraPretrainer(keras.Model):
         c,
         embedding_size=width,
         embeddings=self.embeddings,
+        fused_training_kernels=self.fused_training_kernels,
         dtype=self.dtype_policy,
         name="discriminator",
       )
@@ -159,6 +164,7 @@ class ElectraPretrainer(keras.Model):
         embedding_size=None if untied else width,
         embeddings=None if untied else self.embeddings,
         two_tower=mode == "two_tower",
+        fused_training_kernels=self.fused_training_kernels,
         dtype=self.dtype_policy,
         name="generator",
       )
@@ -170,6 +176,7 @@ class ElectraPretrainer(keras.Model):
         embedding_size=width,
         embeddings=self.embeddings,
         encoder=self.discriminator.encoder if self.discriminator is not None else None,
+        fused_training_kernels=self.fused_training_kernels,
         dtype=self.dtype_policy,
         name="generator",
       )
@@ -192,6 +199,7 @@ class ElectraPretrainer(keras.Model):
       objective=PretrainingObjective.from_config(config, vocab),
       untied_generator=config.untied_generator,
       untied_generator_embeddings=config.untied_generator_embeddings,
+      fused_training_kernels=config.fused_training_kernels,
       **kwargs,
     )
 
@@ -375,6 +383,7 @@ class ElectraPretrainer(keras.Model):
         "objective": self.objective.to_dict(),
         "untied_generator": self.untied_generator,
         "untied_generator_embeddings": self.untied_generator_embeddings,
+        "fused_training_kernels": self.fused_training_kernels,
       }
     )
     return config

@@ -14,6 +14,7 @@ masks and samples do not depend on how the batch is split either.
 
 import tensorflow as tf
 
+from electra_tf.layers import layer_utils
 from electra_tf.optimization.adam_weight_decay import AdamWeightDecay
 from electra_tf.optimization.schedule import ElectraLearningRateSchedule
 from electra_tf.pretraining import losses as pretraining_losses
@@ -37,16 +38,9 @@ def cross_replica_sum(value):
 
 
 def replica_first_row(local_batch_size):
-  """Global-batch row of this replica's first example.
-
-  `Strategy.experimental_distribute_dataset` (used by `model.fit`) splits
-  each global batch into equal consecutive slices, replica i taking the i-th.
-  """
-  ctx = tf.distribute.get_replica_context()
-  if ctx is None or ctx.num_replicas_in_sync == 1:
-    return tf.constant(0, tf.int32)
-  replica_id = tf.cast(ctx.replica_id_in_sync_group, tf.int32)
-  return replica_id * tf.cast(local_batch_size, tf.int32)
+  """Global-batch row of this replica's first example, as int32 (the
+  dropout masks use the same row, `layer_utils.replica_first_example`)."""
+  return tf.cast(layer_utils.replica_first_example(local_batch_size), tf.int32)
 
 
 def forward(pretrainer, features, *, training, seed, step):

@@ -298,3 +298,25 @@ def test_keras_file_saved_with_old_flat_config_loads(tmp_path):
   np.testing.assert_allclose(
     actual["discriminator"]["logits"], expected["discriminator"]["logits"], atol=1e-6
   )
+
+
+@pytest.mark.parametrize("mode", ["default", "tied_generator", "electric"])
+def test_fused_training_kernels_reaches_every_transformer_layer(tmp_path, mode):
+  """The hparam turns the fused kernels off for the whole model, and the
+  setting survives `get_config`/`from_config`."""
+  from electra_tf.layers import ElectraTransformerLayer
+  from electra_tf.utils import keras_compat
+
+  def settings(model):
+    return {
+      layer.fused_training_kernels
+      for layer in keras_compat.flatten_layers(model)
+      if isinstance(layer, ElectraTransformerLayer)
+    }
+
+  model = ElectraPretrainer.from_pretraining_config(
+    _config(tmp_path, mode, fused_training_kernels=False)
+  )
+  assert settings(model) == {False}
+  assert settings(ElectraPretrainer.from_config(model.get_config())) == {False}
+  assert settings(ElectraPretrainer.from_pretraining_config(_config(tmp_path, mode))) == {True}

@@ -1,11 +1,15 @@
 """The WordPiece vocab learner writes a usable BERT-layout vocab."""
 
+import os
 import random
+import subprocess
+import sys
 
 import pytest
 
 from electra_tf.text import wordpiece as tokenization
 from electra_tf.text.vocab import special_token_ids
+from tests.conftest import REPO_ROOT
 from tfrecords_tools import build_vocab
 
 
@@ -99,3 +103,94 @@ def test_errors(tmp_path, corpus_dir):
     )
     == 2
   )
+
+
+def test_split_long_line_cuts_at_spaces_and_drops_unsplittable_runs():
+  line = " ".join(f"w{i}" for i in range(1000))
+  pieces, skipped, skipped_chars = build_vocab.split_long_line(line, max_chars=50)
+  assert all(len(p) <= 50 for p in pieces) and len(pieces) > 1
+  assert " ".join(pieces).split() == line.split()  # the same words
+  pieces, skipped, skipped_chars = build_vocab.split_long_line("ab " + "x" * 60 + " cd", 50)
+  assert (pieces, skipped, skipped_chars) == (["ab", "cd"], 1, 60)
+  assert build_vocab.split_long_line("short line", 50) == (["short line"], 0, 0)
+
+
+def test_long_lines_give_the_same_counts_and_are_reported(tmp_path, monkeypatch, capsys, caplog):
+  """A long line counts the same words as its pieces would; the run reports
+  the split line, the dropped space-free run, the non-UTF-8 bytes and a
+  vocab smaller than asked."""
+  rng = random.Random(1)
+  words = [f"tok{rng.randint(0, 300)}" for _ in range(3000)]
+  long_line = " ".join(words) + " " + "z" * 400 + "\tend"
+  short = "\n".join(" ".join(words[i : i + 10]) for i in range(0, 3000, 10)) + "\nend\n"
+  whole = tmp_path / "whole"
+  whole.mkdir()
+  (whole / "a.txt").write_bytes(b"\xff" + long_line.encode() + b"\n\xfe\n")
+  pieces = tmp_path / "pieces"
+  pieces.mkdir()
+  (pieces / "a.txt").write_text(short)
+  monkeypatch.setattr(build_vocab, "MAX_PIECE_CHARS", 200)
+  report = build_vocab.CountReport()
+  counts = build_vocab.count_words(str(whole), report=report)
+  assert counts == build_vocab.count_words(str(pieces))
+  assert (report.bad_bytes, report.split_lines, report.skipped_words) == (2, 1, 1)
+  assert report.skipped_chars == 400
+  assert "ignored 2 bytes that are not UTF-8" in caplog.text
+
+  out = tmp_path / "vocab.txt"
+  args = ["--corpus-dir", str(whole), "--vocab-size", "5000", "--output", str(out)]
+  assert build_vocab.main(args) == 0
+  err = capsys.readouterr().err
+  assert "ignored 2 bytes that are not UTF-8" in err
+  assert "split 1 lines longer than 200 characters" in err
+  assert "skipped 1 words longer than 200 characters (400 characters" in err
+  n_tokens = len(out.read_text("utf-8").splitlines())
+  assert n_tokens < 5000
+  assert f"the vocab has {n_tokens} tokens, fewer than --vocab-size 5000" in err
+
+
+def test_batches_bound_lines_times_longest_line():
+  lines = ["a" * n for n in (1, 5, 200, 3, 900, 7, 50)] * 20
+  batches = list(build_vocab._batches(lines, max_cells=1000))
+  assert sorted(l for b in batches for l in b) == sorted(lines)
+  assert all(len(b) * max(map(len, b)) <= 1000 or len(b) == 1 for b in batches)
+
+
+@pytest.mark.slow
+def test_a_multi_megabyte_line_stays_within_bounded_memory(tmp_path):
+  """A 3 MB line among 2,000 short ones: before, the normaliser's batch grew as
+  lines × longest line (tens of GB here); now the run's peak RSS stays near
+  TensorFlow's own footprint. The address-space limit turns a regression into
+  a failed run instead of a swapping machine."""
+  rng = random.Random(2)
+  words = "alpha beta gamma delta epsilon zeta eta theta".split()
+  lines = [" ".join(rng.choice(words) for _ in range(10)) for _ in range(2000)]
+  lines.insert(1000, " ".join(f"{rng.choice(words)}{rng.randint(0, 99)}" for _ in range(500_000)))
+  corpus = tmp_path / "corpus"
+  corpus.mkdir()
+  (corpus / "a.txt").write_text("\n".join(lines) + "\n")
+  assert len(lines[1000]) > 3_000_000
+  script = (
+    "import resource, sys\n"
+    "resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))\n"
+    "from tfrecords_tools import build_vocab\n"
+    "code = build_vocab.main(sys.argv[1:])\n"
+    "print('peak_rss_kb', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    "sys.exit(code)\n"
+  )
+  out = tmp_path / "vocab.txt"
+  result = subprocess.run(
+    [sys.executable, "-c", script, "--corpus-dir", str(corpus), "--vocab-size", "500"]
+    + ["--output", str(out)],
+    cwd=REPO_ROOT,
+    capture_output=True,
+    text=True,
+    env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    timeout=600,
+  )
+  assert result.returncode == 0, result.stderr[-3000:]
+  peak_kb = int(result.stdout.split("peak_rss_kb")[1].split()[0])
+  assert peak_kb < 2 * 2**20, f"peak RSS {peak_kb / 2**20:.2f} GB"
+  assert "split 1 lines longer than 10000 characters" in result.stderr
+  tokens = out.read_text("utf-8").splitlines()
+  assert {"alpha", "theta", "##99"} <= set(tokens)
