@@ -93,7 +93,7 @@ def _step_fn(vocab_size):
     loss.backward()
     torch.nn.utils.clip_grad_norm_(params, 1.0)
     optimizer.step()
-    return float(loss)
+    return float(loss.detach())
 
   return step
 
@@ -122,7 +122,8 @@ def _finetuning_step_fn(task, vocab_size, num_labels=3):
     num_attention_heads=4,
     intermediate_size=1024,
     max_position_embeddings=512,
-    num_labels=num_labels,
+    # the span head reads its start and end logits from two labels
+    num_labels=num_labels if task == "classification" else 2,
   )
   if task == "classification":
     model = ElectraForSequenceClassification(config)
@@ -156,7 +157,7 @@ def _finetuning_step_fn(task, vocab_size, num_labels=3):
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     optimizer.step()
-    return float(loss)
+    return float(loss.detach())
 
   return step
 

@@ -383,7 +383,8 @@ def measure_cli(precision, jit_compile, warmup_steps, measured_steps, vocab_size
     for line in proc.stdout:
       match = _STEP_LINE.match(line)
       if match:
-        arrivals[int(match.group(1))] = time.perf_counter()
+        # the first line of a step (the last step is logged again at the end)
+        arrivals.setdefault(int(match.group(1)), time.perf_counter())
       tail = (tail + [line])[-20:]
     # wait4: this process's own peak RSS, not the maximum over all children
     _, status, usage = os.wait4(proc.pid, 0)
