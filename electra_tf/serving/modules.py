@@ -67,7 +67,8 @@ class ElectraServingModule(tf.Module):
   """Base class: tokenisation, packing, parsing and the three signatures.
 
   Subclasses implement `serve(features)` (int32 `[B, S]` features → dict of
-  output tensors) and may override `pack_text`.
+  output tensors; the network runs on `trim(features, encoder_length(...))`
+  and per-position outputs go through `pad_back`) and may override `pack_text`.
 
   Args:
     tokenizer: an `ElectraTokenizer`.
