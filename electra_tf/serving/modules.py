@@ -78,8 +78,10 @@ class ElectraServingModule(tf.Module):
     name: module name.
     real_length: run the encoder on the batch's longest real row instead of
       all S positions.
-    length_multiple: round that length up to a multiple of this (8 keeps
-      GPU matmul shapes aligned; 1 runs on the exact length).
+    length_multiple: round that length up to a multiple of this. 1 (the
+      default) runs on the exact length: TF Serving runs the graph without
+      XLA, so a new length costs no compilation; 8 keeps the matmul shapes
+      of a float16 GPU export aligned for tensor cores.
   """
 
   def __init__(
@@ -89,7 +91,7 @@ class ElectraServingModule(tf.Module):
     vocab_asset=None,
     name=None,
     real_length=True,
-    length_multiple=8,
+    length_multiple=1,
   ):
     super().__init__(name=name)
     if max_seq_length < 3:
@@ -241,7 +243,7 @@ class DiscriminatorServingModule(ElectraServingModule):
     vocab_asset=None,
     name=None,
     real_length=True,
-    length_multiple=8,
+    length_multiple=1,
   ):
     super().__init__(tokenizer, max_seq_length, vocab_asset, name, real_length, length_multiple)
     if getattr(discriminator, "head", None) is None:
@@ -293,7 +295,7 @@ class MaskedLMServingModule(ElectraServingModule):
     top_k=5,
     max_predictions=20,
     real_length=True,
-    length_multiple=8,
+    length_multiple=1,
   ):
     super().__init__(tokenizer, max_seq_length, vocab_asset, name, real_length, length_multiple)
     vocab_size = generator.bert_config["vocab_size"]
@@ -384,7 +386,7 @@ class TaskHeadServingModule(ElectraServingModule):
     name=None,
     max_query_length=64,
     real_length=True,
-    length_multiple=8,
+    length_multiple=1,
   ):
     super().__init__(tokenizer, max_seq_length, vocab_asset, name, real_length, length_multiple)
     heads = {h.task_name: h for h in model.heads}

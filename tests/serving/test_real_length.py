@@ -170,7 +170,7 @@ def test_saved_models_in_a_fresh_process_equal_full_padding(networks):
   paths, requests, lengths = {}, {}, {}
   for name in ("disc", "gen"):
     texts_a, texts_b, features = inputs_for(networks, name)
-    lengths[name] = encoder_length(features["input_mask"], 8)
+    lengths[name] = encoder_length(features["input_mask"], 1)  # the default multiple
     for variant, kwargs in (("real", {}), ("full", {"real_length": False})):
       module = build_module(networks, name, **kwargs)
       path = os.path.join(root, f"{name}_{variant}", "1")
