@@ -6,6 +6,12 @@ I=1024, E=128; generator 0.25 (Hg=64, Ag=1, Ig=256, 12 layers); tied
 embeddings; 15% dynamic masking (85% [MASK]); Gumbel-max sampling; loss
 MLM + 50·RTD; AdamW; global-norm clipping at 1.0. Batch 128, sequence 128.
 
+`finetuning_examples_per_s` is the fine-tuning peer: ELECTRA-Small with a
+classification head (`ElectraForSequenceClassification`, a GLUE-style
+sentence-pair task) or a span head (`ElectraForQuestionAnswering`, SQuAD
+shapes), batch 32 × 128, AdamW, clipping at 1.0, in examples/s; the
+fine-tuning benchmark puts its rows next to electra_tf's.
+
 Needs the `bench` extra: `pip install -e '.[bench]'` (torch==2.13.0, transformers).
 """
 
@@ -87,9 +93,112 @@ def _step_fn(vocab_size):
     loss.backward()
     torch.nn.utils.clip_grad_norm_(params, 1.0)
     optimizer.step()
-    return float(loss)
+    return float(loss.detach())
 
   return step
+
+
+FINETUNE_BATCH = 32
+FINETUNE_SEQ = 128
+FINETUNE_TASKS = ("classification", "squad")
+
+
+def _finetuning_step_fn(task, vocab_size, num_labels=3):
+  """One fine-tuning step of ELECTRA-Small on `task` ("classification" or
+  "squad") at FINETUNE_BATCH × FINETUNE_SEQ, on random token ids."""
+  import torch
+  from transformers import ElectraConfig
+  from transformers import ElectraForQuestionAnswering
+  from transformers import ElectraForSequenceClassification
+
+  if task not in FINETUNE_TASKS:
+    raise ValueError(f"task={task!r}; expected one of {FINETUNE_TASKS}")
+  torch.manual_seed(0)
+  config = ElectraConfig(
+    vocab_size=vocab_size,
+    embedding_size=128,
+    hidden_size=256,
+    num_hidden_layers=12,
+    num_attention_heads=4,
+    intermediate_size=1024,
+    max_position_embeddings=512,
+    # the span head reads its start and end logits from two labels
+    num_labels=num_labels if task == "classification" else 2,
+  )
+  if task == "classification":
+    model = ElectraForSequenceClassification(config)
+  else:
+    model = ElectraForQuestionAnswering(config)
+  model.train()
+  optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, eps=1e-6, weight_decay=0.01)
+  b, s = FINETUNE_BATCH, FINETUNE_SEQ
+  generator = torch.Generator().manual_seed(1)
+
+  def step():
+    input_ids = torch.randint(1000, vocab_size, (b, s), generator=generator)
+    input_ids[:, 0] = 101
+    input_ids[:, s // 2] = 102
+    input_ids[:, -1] = 102
+    token_type_ids = torch.zeros_like(input_ids)
+    token_type_ids[:, s // 2 + 1 :] = 1
+    inputs = dict(
+      input_ids=input_ids,
+      attention_mask=torch.ones_like(input_ids),
+      token_type_ids=token_type_ids,
+    )
+    if task == "classification":
+      inputs["labels"] = torch.randint(0, num_labels, (b,), generator=generator)
+    else:
+      start = torch.randint(s // 2 + 1, s - 8, (b,), generator=generator)
+      inputs["start_positions"] = start
+      inputs["end_positions"] = start + torch.randint(0, 8, (b,), generator=generator)
+    loss = model(**inputs).loss
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    return float(loss.detach())
+
+  return step
+
+
+def finetuning_examples_per_s(task, vocab_size=30522, warmup=2, measured=5):
+  """The HF transformers / PyTorch fine-tuning step's speed on this CPU.
+
+  Args:
+    task: "classification" (GLUE-style, 3 labels) or "squad" (start/end
+      span head).
+    vocab_size: ELECTRA-Small's 30,522 by default.
+    warmup: untimed steps first.
+    measured: timed steps.
+
+  Returns:
+    dict with `name`, `examples_per_s`, `seconds_per_step` and the shapes.
+
+  Example:
+    >>> finetuning_examples_per_s("squad", warmup=1, measured=1)["examples_per_s"] > 0
+    True
+  """
+  import torch
+
+  step = _finetuning_step_fn(task, vocab_size)
+  for _ in range(warmup):
+    step()
+  start = time.perf_counter()
+  for _ in range(measured):
+    step()
+  seconds = (time.perf_counter() - start) / measured
+  return {
+    "name": f"hf_transformers_pytorch_finetune_{task}",
+    "framework": "pytorch",
+    "torch": torch.__version__,
+    "task": task,
+    "vocab_size": vocab_size,
+    "batch": FINETUNE_BATCH,
+    "seq": FINETUNE_SEQ,
+    "seconds_per_step": round(seconds, 3),
+    "examples_per_s": round(FINETUNE_BATCH / seconds, 2),
+  }
 
 
 def run(quick=False):
@@ -97,6 +206,9 @@ def run(quick=False):
 
   torch.set_num_threads(torch.get_num_threads())
   rows = []
+  for task in FINETUNE_TASKS:
+    warmup, measured = (1, 1) if quick else (2, 5)
+    rows.append(finetuning_examples_per_s(task, warmup=warmup, measured=measured))
   for vocab_size in (7814, 30522):
     step = _step_fn(vocab_size)
     warmup, measured = (1, 2) if quick else (2, 5)
@@ -122,4 +234,7 @@ def run(quick=False):
 
 
 if __name__ == "__main__":
-  main(run, "ELECTRA-Small RTD training step in HF transformers / PyTorch (peer)")
+  main(
+    run,
+    "ELECTRA-Small RTD pre-training and fine-tuning steps in HF transformers / PyTorch (peer)",
+  )

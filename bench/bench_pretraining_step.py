@@ -27,17 +27,47 @@ One more row replays only the fp32 step's matmuls (`matmuls_only`): the
 speed the step would have if everything else took no time. Its FLOPs are
 counted from the traced ops themselves.
 
+The user's path is timed too: `python -m electra_tf.run_pretraining` end to
+end on real TFRecords (the shared fixtures' when present, else records this
+benchmark writes), its steps 6–25 timed from the arrival of its own
+per-step log lines, next to the `fit` row of the same precision, which then
+also times steps 6–25.
+
+Every row runs in its own process and carries that process's peak RSS, the
+machine's fp32 (and, where native, bf16) matmul rate and the step's fraction
+of the matmuls-only ceiling of its precision, all measured in the same run.
+When a GPU is visible, the `fit` and CLI rows also run there with XLA on in
+`mixed_float16` and `mixed_bfloat16`.
+
   python -m bench.bench_pretraining_step [--quick] [--json out.json]
 """
 
+import glob
+import os
+import re
+import subprocess
+import sys
+import tempfile
 import time
 
+from bench.common import FIXTURE_VOCAB
+from bench.common import REPO_ROOT
+from bench.common import call_in_child
 from bench.common import main
 
-BATCH = 128
+# The environment override exists for smoke runs on small machines only;
+# the figures the README quotes are at 128.
+BATCH = int(os.environ.get("BENCH_PRETRAINING_BATCH", "128"))
 SEQ = 128
 VOCABS = (7814, 30522)
 PRECISIONS = ("float32", "mixed_bfloat16")
+# The matmul dtype of each precision's step, for its matmuls-only ceiling.
+MATMUL_DTYPES = {"float32": "float32", "mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
+FIXTURE_TFRECORDS = os.path.join(
+  os.path.dirname(FIXTURE_VOCAB), "pretrain_tfrecords", "pretrain_data.tfrecord*"
+)
+# The run_pretraining ETA line: "<step>/<n_steps> = <pct>%, SPS: ..."
+_STEP_LINE = re.compile(r"^(\d+)/(\d+) = ")
 
 
 def _best_seconds(fn, repeats=3):
@@ -75,14 +105,14 @@ def _pretrainer(vocab_size, precision="float32", jit_compile=False, fused=True):
   return model
 
 
-def matmul_flops_per_s(n=2048, repeats=10):
-  """This machine's fp32 matmul rate (FLOP/s), from a compiled loop."""
+def matmul_flops_per_s(n=2048, repeats=10, dtype="float32"):
+  """This machine's matmul rate (FLOP/s) in `dtype`, from a compiled loop."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-  a = tf.random.normal([n, n])
+  a = tf.cast(tf.random.normal([n, n]), dtype)
   # Scaled so that the chained products stay finite; a chain cannot be
   # merged by common-subexpression elimination, unlike repeated a·b.
-  b = tf.random.normal([n, n]) / float(n) ** 0.5
+  b = tf.cast(tf.random.normal([n, n]) / float(n) ** 0.5, dtype)
 
   @tf.function
   def run(a, b):
@@ -135,8 +165,37 @@ def _matmul_flops(op):
   return 2 * batch * rows * inner * cols, (tuple(a), tuple(b), transpose_a, transpose_b)
 
 
-def matmuls_only(vocab_size, repeats=3):
-  """The fp32 step's matmuls alone: an upper bound on the step's speed.
+def machine_rates():
+  """The machine's matmul rates and memory bandwidth, and whether bf16 is native.
+
+  Returns:
+    dict: `fp32_matmul_gflop_per_s`, `memory_copy_gb_per_s`, `gpus`,
+    `bf16_native`, and `bf16_matmul_gflop_per_s` where bf16 is native
+    (`fp16_matmul_gflop_per_s` on a GPU).
+  """
+  from electra_tf.training import distribution  # pylint: disable=g-import-not-at-top
+
+  capabilities = distribution.gpu_compute_capabilities()
+  if capabilities:
+    slow = distribution.bf16_slowdown_reason("gpu", gpu_capabilities=capabilities)
+  else:
+    slow = distribution.bf16_slowdown_reason("cpu", distribution.read_cpu_flags())
+  rates = {
+    "fp32_matmul_gflop_per_s": round(matmul_flops_per_s() / 1e9, 1),
+    "memory_copy_gb_per_s": round(memory_copy_bytes_per_s() / 1e9, 1),
+    "gpus": len(capabilities),
+    "bf16_native": slow is None,
+  }
+  if slow is None:
+    rates["bf16_matmul_gflop_per_s"] = round(matmul_flops_per_s(dtype="bfloat16") / 1e9, 1)
+  if capabilities:
+    rates["fp16_matmul_gflop_per_s"] = round(matmul_flops_per_s(dtype="float16") / 1e9, 1)
+  return rates
+
+
+def matmuls_only(vocab_size, repeats=3, dtype="float32"):
+  """The fp32 step's matmuls alone, in `dtype`: an upper bound on the speed
+  of the step whose matmuls run in that dtype.
 
   Traces `train_step` for one batch and replays every MatMul and
   BatchMatMulV2 of the step's graph (forward and gradient, both towers and
@@ -176,7 +235,7 @@ def matmuls_only(vocab_size, repeats=3):
     copies[b] = max(copies[b], b_copy + 1)
     plan.append(((a, a_copy), (b, b_copy), transpose_a, transpose_b))
   keys = sorted((shape, i) for shape, n in copies.items() for i in range(n))
-  values = [tf.random.normal(shape) for shape, _ in keys]
+  values = [tf.cast(tf.random.normal(shape), dtype) for shape, _ in keys]
 
   @tf.function
   def replay(values):
@@ -235,55 +294,224 @@ def measure(vocab_size, precision, jit_compile, warmup_steps, measured_steps, fu
   keras.mixed_precision.set_global_policy("float32")
   return {
     "seconds_per_step": seconds,
+    "device": "GPU" if tf.config.list_logical_devices("GPU") else "CPU",
     "first_step_s": first_step,
     "flops_per_step": flops,
     "non_embedding_params": non_embedding,
   }
 
 
-def run(quick=False):
-  matmul_rate = matmul_flops_per_s()
-  copy_rate = memory_copy_bytes_per_s()
+def _write_tfrecords(directory, vocab_size, num=256):
+  """Records in the original's layout (`input_ids`, `input_mask`,
+  `segment_ids`, int64 × SEQ) for when the fixtures are absent."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  os.makedirs(directory, exist_ok=True)
+  rng = np.random.RandomState(0)
+  path = os.path.join(directory, "pretrain_data.tfrecord-0-of-1")
+  with tf.io.TFRecordWriter(path) as writer:
+    for _ in range(num):
+      length = rng.randint(SEQ // 2, SEQ + 1)
+      ids = np.zeros(SEQ, np.int64)
+      ids[:length] = rng.randint(1000, vocab_size, size=length)
+      ids[0], ids[length // 2], ids[length - 1] = 101, 102, 102
+      mask = (np.arange(SEQ) < length).astype(np.int64)
+      segments = ((np.arange(SEQ) > length // 2) & (mask == 1)).astype(np.int64)
+      feature = {
+        k: tf.train.Feature(int64_list=tf.train.Int64List(value=v))
+        for k, v in (("input_ids", ids), ("input_mask", mask), ("segment_ids", segments))
+      }
+      writer.write(
+        tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+      )
+  return os.path.join(directory, "pretrain_data.tfrecord*")
+
+
+def measure_cli(precision, jit_compile, warmup_steps, measured_steps, vocab_size=VOCABS[0]):
+  """Runs `python -m electra_tf.run_pretraining` for `warmup_steps +
+  measured_steps` steps on real TFRecords and times the measured steps by
+  the arrival of its per-step log lines (step `warmup_steps` to the last).
+
+  Returns:
+    dict: `seconds_per_step`, `first_step_s`, `tfrecords` and `peak_rss_mb`,
+    the run_pretraining process's own peak.
+  """
+  import json  # pylint: disable=g-import-not-at-top
+
+  steps = warmup_steps + measured_steps
+  with tempfile.TemporaryDirectory() as data_dir:
+    if vocab_size == 7814 and glob.glob(FIXTURE_TFRECORDS):
+      tfrecords, source = FIXTURE_TFRECORDS, "shared fixtures (the original's)"
+    else:
+      tfrecords, source = _write_tfrecords(os.path.join(data_dir, "records"), vocab_size), "own"
+    hparams = {
+      "model_size": "small",
+      "vocab_size": vocab_size,
+      "max_seq_length": SEQ,
+      "train_batch_size": BATCH,
+      "num_train_steps": steps,
+      "save_checkpoints_steps": 10 * steps,  # none inside the timed steps
+      "log_every_steps": 1,
+      "mixed_precision": precision,
+      "jit_compile": jit_compile,
+      "pretrain_tfrecords": tfrecords,
+      "seed": 0,
+    }
+    if os.path.isfile(FIXTURE_VOCAB) and vocab_size == 7814:
+      hparams["vocab_file"] = FIXTURE_VOCAB
+    cmd = [
+      sys.executable,
+      "-m",
+      "electra_tf.run_pretraining",
+      "--data-dir",
+      data_dir,
+      "--model-name",
+      "bench",
+      "--hparams",
+      json.dumps(hparams),
+    ]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+      cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    arrivals, tail = {}, []
+    for line in proc.stdout:
+      match = _STEP_LINE.match(line)
+      if match:
+        # the first line of a step (the last step is logged again at the end)
+        arrivals.setdefault(int(match.group(1)), time.perf_counter())
+      tail = (tail + [line])[-20:]
+    # wait4: this process's own peak RSS, not the maximum over all children
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+  if proc.returncode != 0 or warmup_steps not in arrivals or steps not in arrivals:
+    raise RuntimeError(
+      f"run_pretraining exited with {proc.returncode}; last lines:\n" + "".join(tail)
+    )
+  return {
+    "seconds_per_step": (arrivals[steps] - arrivals[warmup_steps]) / measured_steps,
+    "first_step_s": min(arrivals.values()) - start,
+    "tfrecords": source,
+    "peak_rss_mb": round(usage.ru_maxrss / 1024.0, 1),
+  }
+
+
+def _configs(quick, gpu):
+  """`(vocab, precision, xla, fused, with a CLI row)` of every `fit` row."""
   if quick:
-    configs = [(7814, "float32", False, True)]
-    warmup, measured = 1, 2
-  else:
-    configs = [(v, p, x, True) for v in VOCABS for p in PRECISIONS for x in (False, True)]
-    configs.insert(1, (VOCABS[0], "float32", False, False))
-    warmup, measured = 2, 5
-  rows = []
-  for vocab_size, precision, jit, fused in configs:
-    result = measure(vocab_size, precision, jit, warmup, measured, fused=fused)
+    return [(VOCABS[0], "float32", False, True, True)]
+  configs = [
+    (v, p, x, True, v == VOCABS[0] and not x)
+    for v in VOCABS
+    for p in PRECISIONS
+    for x in (False, True)
+  ]
+  configs.insert(1, (VOCABS[0], "float32", False, False, False))
+  if gpu:
+    configs += [(VOCABS[0], p, True, True, True) for p in ("mixed_float16", "mixed_bfloat16")]
+  return configs
+
+
+def run(quick=False):
+  module = "bench.bench_pretraining_step"
+  rates = call_in_child(module, "machine_rates")
+  rates.pop("peak_rss_mb", None)
+  machine = {k: v for k, v in rates.items() if k.endswith("_per_s")}
+  configs = _configs(quick, rates["gpus"] > 0)
+  # Steps 6–25 for the rows compared with the CLI (the steps the issue's
+  # table times), steps 3–7 for the rest; a quick run times steps 2–3.
+  short, long = ((1, 2), (1, 2)) if quick else ((2, 5), (5, 20))
+
+  ceilings = {}
+  for precision in sorted({c[1] for c in configs}):
+    ceiling = call_in_child(
+      module, "matmuls_only", vocab_size=VOCABS[0], dtype=MATMUL_DTYPES[precision]
+    )
+    ceilings[precision] = ceiling
+
+  def describe(vocab_size, precision, result, steps):
     seconds = result["seconds_per_step"]
+    row = {
+      "sequences_per_s": round(BATCH / seconds, 2),
+      "seconds_per_step": round(seconds, 3),
+      "timed_steps": f"{steps[0] + 1}-{sum(steps)}",
+    }
+    if "flops_per_step" in result:
+      row["utilisation_of_fp32_matmul"] = round(
+        result["flops_per_step"] / seconds / (rates["fp32_matmul_gflop_per_s"] * 1e9), 3
+      )
+      row["step_gflop"] = round(result["flops_per_step"] / 1e9, 1)
+    if vocab_size == VOCABS[0]:
+      row["fraction_of_matmul_ceiling"] = round(ceilings[precision]["seconds"] / seconds, 3)
+    row.update(machine)
+    row["peak_rss_mb"] = result["peak_rss_mb"]
+    return row
+
+  rows = []
+  for vocab_size, precision, jit, fused, with_cli in configs:
+    steps = long if with_cli else short
+    result = call_in_child(
+      module,
+      "measure",
+      vocab_size=vocab_size,
+      precision=precision,
+      jit_compile=jit,
+      warmup_steps=steps[0],
+      measured_steps=steps[1],
+      fused=fused,
+    )
+    name = (
+      f"electra_small_step fit vocab={vocab_size} {precision} xla={'on' if jit else 'off'}"
+      + ("" if fused else " plain ops (fused kernels off)")
+      + (" GPU" if result["device"] == "GPU" else "")
+    )
+    fit_row = {"name": name, **describe(vocab_size, precision, result, steps)}
+    fit_row["first_step_s"] = round(result["first_step_s"], 1)
+    fit_row["non_embedding_params"] = result["non_embedding_params"]
+    rows.append(fit_row)
+    if with_cli:
+      cli = call_in_child(
+        module,
+        "measure_cli",
+        precision=precision,
+        jit_compile=jit,
+        warmup_steps=steps[0],
+        measured_steps=steps[1],
+        vocab_size=vocab_size,
+      )
+      cli_row = {
+        "name": name.replace("step fit", "step `python -m electra_tf.run_pretraining`"),
+        **describe(vocab_size, precision, cli, steps),
+      }
+      cli_row["ratio_to_fit_row"] = round(
+        cli_row["sequences_per_s"] / fit_row["sequences_per_s"], 3
+      )
+      cli_row["first_step_s"] = round(cli["first_step_s"], 1)
+      cli_row["tfrecords"] = cli["tfrecords"]
+      rows.append(cli_row)
+
+  for precision, ceiling in ceilings.items():
     rows.append(
       {
         "name": (
-          f"electra_small_step vocab={vocab_size} {precision} xla={'on' if jit else 'off'}"
-          + ("" if fused else " plain ops (fused kernels off)")
+          f"electra_small_step vocab={VOCABS[0]} {precision} matmuls only in "
+          f"{MATMUL_DTYPES[precision]} (upper bound)"
         ),
-        "sequences_per_s": round(BATCH / seconds, 2),
-        "utilisation_of_fp32_matmul": round(result["flops_per_step"] / seconds / matmul_rate, 3),
-        "step_gflop": round(result["flops_per_step"] / 1e9, 1),
-        "fp32_matmul_gflop_per_s": round(matmul_rate / 1e9, 1),
-        "memory_copy_gb_per_s": round(copy_rate / 1e9, 1),
-        "first_step_s": round(result["first_step_s"], 1),
-        "non_embedding_params": result["non_embedding_params"],
+        "sequences_per_s": round(BATCH / ceiling["seconds"], 2),
+        "seconds_per_step": round(ceiling["seconds"], 3),
+        "utilisation_of_fp32_matmul": round(
+          ceiling["flops"] / ceiling["seconds"] / (rates["fp32_matmul_gflop_per_s"] * 1e9), 3
+        ),
+        "step_gflop": round(ceiling["flops"] / 1e9, 1),
+        "matmul_ops": ceiling["ops"],
+        **machine,
+        "peak_rss_mb": ceiling["peak_rss_mb"],
       }
     )
-  ceiling = matmuls_only(VOCABS[0])
-  rows.insert(
-    min(2, len(rows)),
-    {  # after the fp32 rows it bounds
-      "name": f"electra_small_step vocab={VOCABS[0]} float32 matmuls only (upper bound)",
-      "sequences_per_s": round(BATCH / ceiling["seconds"], 2),
-      "utilisation_of_fp32_matmul": round(ceiling["flops"] / ceiling["seconds"] / matmul_rate, 3),
-      "step_gflop": round(ceiling["flops"] / 1e9, 1),
-      "fp32_matmul_gflop_per_s": round(matmul_rate / 1e9, 1),
-      "matmul_ops": ceiling["ops"],
-    },
-  )
   return rows
 
 
 if __name__ == "__main__":
-  main(run, "ELECTRA-Small pre-training step (fit), batch 128, seq 128")
+  main(run, "ELECTRA-Small pre-training step (fit and the run_pretraining CLI), batch 128, seq 128")

@@ -1,7 +1,10 @@
 """Serving: latency of the exported `serving_default` signature (raw text in,
-replaced-token-detection probabilities out) on one sentence, and its
-throughput at batch 32, for ELECTRA-Small (H=256, L=12, A=4, I=1024, E=128)
-at random init, max_seq_length 128, float32, on this CPU.
+replaced-token-detection probabilities out) on one short sentence (12
+tokens, p50 and p90), and its throughput on a batch of 32 requests of mixed
+lengths, for ELECTRA-Small (H=256, L=12, A=4, I=1024, E=128) at random init,
+max_seq_length 128, float32, on this CPU. Both before (every request padded
+to 128, `real_length=False`) and after (the encoder runs on the batch's
+longest row, the export's default), in the same run.
 
 The SavedModel is written by `electra_tf.serving.export` and loaded back
 with `tf.saved_model.load`, so the tokenizer and packing run in the graph as
@@ -20,12 +23,34 @@ from bench.common import main
 
 SEQ = 128
 BATCH = 32
+# About 12 tokens with [CLS] and [SEP]: the one-sentence request.
+SHORT_SENTENCE = "The quick brown fox jumps over the lazy dog."
 SENTENCES = [
   "The quick brown fox jumps over the lazy dog near the river bank this morning.",
   "ELECTRA trains a discriminator to tell original tokens from replaced ones.",
   "Serving latency matters when a model answers requests one sentence at a time.",
   "A small model with twelve layers and hidden size 256 runs well on a CPU.",
 ]
+# Words per request in the batch of 32: mostly short queries and sentences,
+# a few paragraphs (the longest about 60 words, under half of S), the mix a
+# search or classification service sees.
+MIXED_WORDS = [4, 6, 7, 9, 10, 12, 14, 16, 18, 20, 22, 25, 28, 32, 40, 60]
+
+
+def mixed_batch(size):
+  """`size` texts of the mixed lengths above, every third one a pair."""
+  words = " ".join(SENTENCES).split()
+  texts_a, texts_b = [], []
+  for i in range(size):
+    n = MIXED_WORDS[i % len(MIXED_WORDS)]
+    text = " ".join(words[(i * 7 + j) % len(words)] for j in range(n))
+    if i % 3 == 2:
+      texts_a.append(text[: len(text) // 2])
+      texts_b.append(text[len(text) // 2 :])
+    else:
+      texts_a.append(text)
+      texts_b.append("")
+  return texts_a, texts_b
 
 
 def _vocab_file(directory):
@@ -51,6 +76,11 @@ def _time_calls(fn, repeats):
   return times
 
 
+def _percentile(times, fraction):
+  ordered = sorted(times)
+  return ordered[int(fraction * (len(ordered) - 1))]
+
+
 def run(quick=False):
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
   import keras
@@ -59,8 +89,15 @@ def run(quick=False):
   from electra_tf.configs.pretraining import PretrainingConfig
   from electra_tf.models.electra_pretrainer import ElectraPretrainer
   from electra_tf.serving import export as export_lib
+  from electra_tf.serving import modules as serving_modules
+  from electra_tf.text.tokenizer import ElectraTokenizer
 
   keras.mixed_precision.set_global_policy("float32")
+  one_a, one_b = tf.constant([SHORT_SENTENCE]), tf.constant([""])
+  texts_a, texts_b = mixed_batch(BATCH)
+  batch_a, batch_b = tf.constant(texts_a), tf.constant(texts_b)
+  warmup, repeats = (2, 5) if quick else (10, 100)
+  batch_repeats = 3 if quick else 30
   with tempfile.TemporaryDirectory() as tmp:
     vocab_file = _vocab_file(tmp)
     with open(vocab_file) as f:
@@ -76,52 +113,63 @@ def run(quick=False):
     keras.utils.set_random_seed(0)
     model = ElectraPretrainer.from_pretraining_config(config)
     model.build()
+    # "after": the export as users make it (the encoder runs on the real length)
     start = time.perf_counter()
     path = export_lib.export(
       model, "discriminator", vocab_file, os.path.join(tmp, "export"), max_seq_length=SEQ
     )
     export_s = time.perf_counter() - start
-    loaded = tf.saved_model.load(path)
-    serve = loaded.signatures["serving_default"]
-
-    one_a = tf.constant(SENTENCES[:1])
-    one_b = tf.constant([""])
-    batch_a = tf.constant([SENTENCES[i % len(SENTENCES)] for i in range(BATCH)])
-    batch_b = tf.constant(
-      [SENTENCES[(i + 1) % len(SENTENCES)] if i % 2 else "" for i in range(BATCH)]
+    # "before": the same network with every request padded to S
+    full = serving_modules.DiscriminatorServingModule(
+      model.discriminator, ElectraTokenizer(vocab_file=vocab_file), SEQ, real_length=False
     )
-    warmup, repeats = (2, 5) if quick else (10, 100)
-    batch_repeats = 3 if quick else 30
-    _time_calls(lambda: serve(text_a=one_a, text_b=one_b), warmup)
-    single = _time_calls(lambda: serve(text_a=one_a, text_b=one_b), repeats)
-    _time_calls(lambda: serve(text_a=batch_a, text_b=batch_b), 2)
-    batched = _time_calls(lambda: serve(text_a=batch_a, text_b=batch_b), batch_repeats)
+    full_path = os.path.join(tmp, "full_padding", "1")
+    tf.saved_model.save(full, full_path, signatures=full.get_signatures())
 
-  p50 = statistics.median(single)
-  batch_p50 = statistics.median(batched)
+    timings = {}
+    for variant, model_path in (("full padding", full_path), ("real length", path)):
+      serve = tf.saved_model.load(model_path).signatures["serving_default"]
+      _time_calls(lambda: serve(text_a=one_a, text_b=one_b), warmup)
+      single = _time_calls(lambda: serve(text_a=one_a, text_b=one_b), repeats)
+      _time_calls(lambda: serve(text_a=batch_a, text_b=batch_b), 2)
+      batched = _time_calls(lambda: serve(text_a=batch_a, text_b=batch_b), batch_repeats)
+      lengths = serve(text_a=batch_a, text_b=batch_b)["input_mask"].numpy().sum(axis=1)
+      timings[variant] = (single, batched, lengths)
+
   common = {"vocab_size": vocab_size, "max_seq_length": SEQ, "threads": os.cpu_count()}
-  return [
-    dict(
-      name="serving_default, 1 sentence (ELECTRA-Small, fp32)",
-      latency_ms=round(1000 * p50, 2),
-      latency_p90_ms=round(1000 * sorted(single)[int(0.9 * (len(single) - 1))], 2),
-      sequences_per_s=round(1 / p50, 1),
-      calls=repeats,
-      export_seconds=round(export_s, 1),
-      **common,
-    ),
-    dict(
-      name=f"serving_default, batch {BATCH} (ELECTRA-Small, fp32)",
-      latency_ms=round(1000 * batch_p50, 2),
-      sequences_per_s=round(BATCH / batch_p50, 1),
-      tokens_per_s=round(BATCH * SEQ / batch_p50, 1),
-      calls=batch_repeats,
-      **common,
-    ),
-  ]
+  rows = []
+  single_p50 = {v: statistics.median(t[0]) for v, t in timings.items()}
+  batch_p50 = {v: statistics.median(t[1]) for v, t in timings.items()}
+  for variant, (single, batched, lengths) in timings.items():
+    rows.append(
+      dict(
+        name=f"serving_default, 1 sentence of 12 tokens, {variant} (ELECTRA-Small, fp32)",
+        latency_ms=round(1000 * single_p50[variant], 2),
+        latency_p90_ms=round(1000 * _percentile(single, 0.9), 2),
+        sequences_per_s=round(1 / single_p50[variant], 1),
+        speedup_over_full_padding=round(single_p50["full padding"] / single_p50[variant], 2),
+        calls=repeats,
+        **common,
+      )
+    )
+    rows.append(
+      dict(
+        name=f"serving_default, batch {BATCH} of mixed lengths, {variant} (ELECTRA-Small, fp32)",
+        latency_ms=round(1000 * batch_p50[variant], 2),
+        sequences_per_s=round(BATCH / batch_p50[variant], 1),
+        speedup_over_full_padding=round(batch_p50["full padding"] / batch_p50[variant], 2),
+        tokens_per_row=f"{int(lengths.min())}..{int(lengths.max())} (mean {lengths.mean():.0f})",
+        calls=batch_repeats,
+        **common,
+      )
+    )
+  rows[-1]["export_seconds"] = round(export_s, 1)
+  return rows
 
 
 if __name__ == "__main__":
   main(
-    run, "TF Serving export: serving_default latency and batch-32 throughput, ELECTRA-Small, CPU"
+    run,
+    "TF Serving export: serving_default latency (1 sentence) and batch-32 throughput, "
+    "full padding vs the request's real length, ELECTRA-Small, CPU",
   )

@@ -6,7 +6,9 @@ import json
 import os
 import platform
 import resource
+import subprocess
 import sys
+import tempfile
 import time
 
 # The original's vocab from the shared fixtures (../shared beside the repo);
@@ -45,6 +47,43 @@ def machine_description():
 def peak_rss_mb():
   """Peak resident memory of this process in MiB (Linux reports KiB)."""
   return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def call_in_child(module, function, **kwargs):
+  """Runs `module.function(**kwargs)` in a fresh Python process and returns
+  its dict with that process's own `peak_rss_mb` added, so that every row's
+  memory is its own and not the maximum over the rows before it.
+
+  Example:
+    >>> call_in_child("bench.common", "machine_description_row")["peak_rss_mb"] > 0
+    True
+  """
+  with tempfile.TemporaryDirectory() as tmp:
+    out = os.path.join(tmp, "result.json")
+    code = "import sys\nfrom bench.common import _child\n_child(*sys.argv[1:])"
+    args = [sys.executable, "-c", code, module, function, json.dumps(kwargs), out]
+    proc = subprocess.run(args, cwd=REPO_ROOT)
+    if proc.returncode != 0 or not os.path.exists(out):
+      raise RuntimeError(f"{module}.{function}({kwargs}) failed with exit code {proc.returncode}")
+    with open(out) as f:
+      return json.load(f)
+
+
+def _child(module, function, kwargs_json, out):
+  import importlib  # pylint: disable=g-import-not-at-top
+
+  result = getattr(importlib.import_module(module), function)(**json.loads(kwargs_json))
+  result = dict(result)
+  result.setdefault("peak_rss_mb", round(peak_rss_mb(), 1))
+  write_atomic(out, json.dumps(result))
+
+
+def machine_description_row():
+  """The machine description as a row (a cheap child for `call_in_child`)."""
+  return {"machine": machine_description()}
 
 
 def write_atomic(path, text):

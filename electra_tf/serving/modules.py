@@ -21,6 +21,15 @@ Every signature also returns the packed `input_ids`, `input_mask` and
 `segment_ids` it ran on, so a client can line outputs up with tokens.
 All float outputs are float32.
 
+The encoder runs on the batch's longest real row (the last `input_mask` 1,
+rounded up to `length_multiple`, at most S), not on all S positions: one
+short sentence costs a short sentence. Outputs keep their `[B, S, ...]`
+shapes; per-position outputs past that length (padding in every row) are
+filled with 0 (-1000 for QA logits, the value the head gives masked
+positions), where full padding would hold values computed on padding
+tokens that no caller reads. Everything else equals a full-padding run
+within float rounding. `real_length=False` builds the full-padding module.
+
 Example:
 
 ```python
@@ -44,6 +53,10 @@ SIGNATURE_EXAMPLES = "serve_examples"
 # tokenizer alone would split "[MASK]" into "[", "mask", "]", `model/tokenization.py:BasicTokenizer`).
 MASK_PLACEHOLDER = "[MASK]"
 PACKED_KEYS = ("input_ids", "input_mask", "segment_ids")
+# What the QA head adds to the logits of positions that cannot hold an answer
+# (`finetune/qa/qa_tasks.py:QATask.get_prediction_module`); the fill of QA
+# logits past the encoder's length.
+QA_MASKED_LOGIT = -1000.0
 
 
 def _float32(x):
@@ -54,7 +67,8 @@ class ElectraServingModule(tf.Module):
   """Base class: tokenisation, packing, parsing and the three signatures.
 
   Subclasses implement `serve(features)` (int32 `[B, S]` features → dict of
-  output tensors) and may override `pack_text`.
+  output tensors; the network runs on `trim(features, encoder_length(...))`
+  and per-position outputs go through `pad_back`) and may override `pack_text`.
 
   Args:
     tokenizer: an `ElectraTokenizer`.
@@ -62,17 +76,35 @@ class ElectraServingModule(tf.Module):
     vocab_asset: optional path of the vocab, saved as `assets/vocab.txt`
       (the file must already be named `vocab.txt`).
     name: module name.
+    real_length: run the encoder on the batch's longest real row instead of
+      all S positions.
+    length_multiple: round that length up to a multiple of this. 1 (the
+      default) runs on the exact length: TF Serving runs the graph without
+      XLA, so a new length costs no compilation; 8 keeps the matmul shapes
+      of a float16 GPU export aligned for tensor cores.
   """
 
-  def __init__(self, tokenizer, max_seq_length, vocab_asset=None, name=None):
+  def __init__(
+    self,
+    tokenizer,
+    max_seq_length,
+    vocab_asset=None,
+    name=None,
+    real_length=True,
+    length_multiple=1,
+  ):
     super().__init__(name=name)
     if max_seq_length < 3:
       raise ValueError(
         f"max_seq_length={max_seq_length}; expected at least 3 "
         "([CLS] a [SEP] needs room for one token)"
       )
+    if length_multiple < 1:
+      raise ValueError(f"length_multiple={length_multiple}; expected at least 1")
     self.tokenizer = tokenizer
     self.max_seq_length = int(max_seq_length)
+    self.real_length = bool(real_length)
+    self.length_multiple = int(length_multiple)
     if vocab_asset is not None:
       self.vocab_file = tf.saved_model.Asset(vocab_asset)
 
@@ -80,6 +112,37 @@ class ElectraServingModule(tf.Module):
 
   def serve(self, features):
     raise NotImplementedError
+
+  # --- running on the real length --------------------------------------------
+
+  def encoder_length(self, input_mask, minimum=1):
+    """The length the encoder runs on: one past the batch's last real
+    position (at least `minimum`), rounded up to `length_multiple`, at most S.
+
+    A Python int (S) for the full-padding module, else an int32 scalar.
+    """
+    s = self.max_seq_length
+    if not self.real_length:
+      return s
+    positions = tf.range(1, s + 1)[None, :]
+    longest = tf.reduce_max(tf.where(tf.not_equal(input_mask, 0), positions, 0))
+    longest = tf.maximum(longest, minimum)
+    m = self.length_multiple
+    return tf.minimum((longest + m - 1) // m * m, s)
+
+  def trim(self, features, length):
+    """Features cut to their first `length` positions."""
+    return {k: v[:, :length] for k, v in features.items()}
+
+  def pad_back(self, x, length, fill=0):
+    """Pads axis 1 of `x` (`[B, length, ...]`) back to S with `fill`."""
+    s = self.max_seq_length
+    if isinstance(length, int):
+      return x
+    paddings = [[0, 0], [0, s - length]] + [[0, 0]] * (x.shape.rank - 2)
+    padded = tf.pad(x, paddings, constant_values=tf.cast(fill, x.dtype))
+    # The static shape keeps the signature's [B, S, ...] outputs.
+    return tf.ensure_shape(padded, [None, s] + x.shape[2:].as_list())
 
   # --- text → ids ------------------------------------------------------------
 
@@ -168,11 +231,21 @@ class DiscriminatorServingModule(ElectraServingModule):
 
   Args:
     discriminator: an `ElectraDiscriminator` with its head.
-    tokenizer, max_seq_length, vocab_asset, name: see `ElectraServingModule`.
+    tokenizer, max_seq_length, vocab_asset, name, real_length, length_multiple:
+      see `ElectraServingModule`.
   """
 
-  def __init__(self, discriminator, tokenizer, max_seq_length, vocab_asset=None, name=None):
-    super().__init__(tokenizer, max_seq_length, vocab_asset, name)
+  def __init__(
+    self,
+    discriminator,
+    tokenizer,
+    max_seq_length,
+    vocab_asset=None,
+    name=None,
+    real_length=True,
+    length_multiple=1,
+  ):
+    super().__init__(tokenizer, max_seq_length, vocab_asset, name, real_length, length_multiple)
     if getattr(discriminator, "head", None) is None:
       raise ValueError(
         "the discriminator has no replaced-token-detection head "
@@ -181,13 +254,14 @@ class DiscriminatorServingModule(ElectraServingModule):
     self.discriminator = discriminator
 
   def serve(self, features):
-    out = self.discriminator(features, training=False)
+    length = self.encoder_length(features["input_mask"])
+    out = self.discriminator(self.trim(features, length), training=False)
     logits = _float32(out["logits"])
     return {
-      "rtd_logits": logits,
-      "rtd_probs": tf.sigmoid(logits),
+      "rtd_logits": self.pad_back(logits, length),
+      "rtd_probs": self.pad_back(tf.sigmoid(logits), length),
       "cls_output": _float32(out["pooled_output"]),
-      "sequence_output": _float32(out["sequence_output"]),
+      "sequence_output": self.pad_back(_float32(out["sequence_output"]), length),
     }
 
 
@@ -205,7 +279,8 @@ class MaskedLMServingModule(ElectraServingModule):
 
   Args:
     generator: an `ElectraGenerator` (one tower or Electric's two towers).
-    tokenizer, max_seq_length, vocab_asset, name: see `ElectraServingModule`.
+    tokenizer, max_seq_length, vocab_asset, name, real_length, length_multiple:
+      see `ElectraServingModule`.
     top_k: K.
     max_predictions: N before capping at S.
   """
@@ -219,8 +294,10 @@ class MaskedLMServingModule(ElectraServingModule):
     name=None,
     top_k=5,
     max_predictions=20,
+    real_length=True,
+    length_multiple=1,
   ):
-    super().__init__(tokenizer, max_seq_length, vocab_asset, name)
+    super().__init__(tokenizer, max_seq_length, vocab_asset, name, real_length, length_multiple)
     vocab_size = generator.bert_config["vocab_size"]
     if not 1 <= top_k <= vocab_size:
       raise ValueError(f"top_k={top_k}; expected 1..{vocab_size} (the vocab size)")
@@ -257,8 +334,11 @@ class MaskedLMServingModule(ElectraServingModule):
     return tf.where(real, key, 0), tf.cast(real, tf.float32)
 
   def serve(self, features):
+    # On the full rows, so that N stays N; the positions are real tokens,
+    # all inside the encoder's length.
     positions, weights = self.mask_positions(features["input_ids"], features["input_mask"])
-    out = self.generator(features, masked_lm_positions=positions, training=False)
+    length = self.encoder_length(features["input_mask"])
+    out = self.generator(self.trim(features, length), masked_lm_positions=positions, training=False)
     probs = tf.nn.softmax(_float32(out["mlm_logits"]), axis=-1)
     top_probs, top_ids = tf.math.top_k(probs, k=self.top_k)
     return {
@@ -291,7 +371,8 @@ class TaskHeadServingModule(ElectraServingModule):
   Args:
     model: a `FinetuningModel`.
     task_name: which of its heads to serve.
-    tokenizer, max_seq_length, vocab_asset, name: see `ElectraServingModule`.
+    tokenizer, max_seq_length, vocab_asset, name, real_length, length_multiple:
+      see `ElectraServingModule`.
     max_query_length: the QA question budget (the original's 64).
   """
 
@@ -304,8 +385,10 @@ class TaskHeadServingModule(ElectraServingModule):
     vocab_asset=None,
     name=None,
     max_query_length=64,
+    real_length=True,
+    length_multiple=1,
   ):
-    super().__init__(tokenizer, max_seq_length, vocab_asset, name)
+    super().__init__(tokenizer, max_seq_length, vocab_asset, name, real_length, length_multiple)
     heads = {h.task_name: h for h in model.heads}
     if task_name not in heads:
       raise ValueError(f"task {task_name!r} is not a head of the model; it has {sorted(heads)}")
@@ -342,7 +425,7 @@ class TaskHeadServingModule(ElectraServingModule):
   def _dummy_features(self, features):
     """The label features a head reads; unused at prediction."""
     batch = tf.shape(features["input_ids"])[0]
-    s = self.max_seq_length
+    s = tf.shape(features["input_ids"])[1]
     zeros = tf.zeros([batch], tf.int32)
     name = self.task_name
     head_features = {name + "_eid": zeros}
@@ -360,6 +443,10 @@ class TaskHeadServingModule(ElectraServingModule):
     return head_features
 
   def serve(self, features):
+    # The QA beam takes the top K positions, so it needs at least K.
+    minimum = self.head.beam_size if self.kind == "qa" else 1
+    length = self.encoder_length(features["input_mask"], minimum)
+    features = self.trim(features, length)
     encoded = self.model.encoder(features, training=False)
     head_features = dict(features)
     head_features.update(self._dummy_features(features))
@@ -374,9 +461,11 @@ class TaskHeadServingModule(ElectraServingModule):
     if self.kind == "regression":
       return {"predictions": _float32(out["predictions"])}
     if self.kind == "tagging":
-      logits = _float32(out["logits"])
+      logits = self.pad_back(_float32(out["logits"]), length)
       return {"logits": logits, "predictions": tf.cast(tf.argmax(logits, axis=-1), tf.int32)}
-    outputs = {"start_logits": _float32(out["start_logits"])}
+    outputs = {
+      "start_logits": self.pad_back(_float32(out["start_logits"]), length, QA_MASKED_LOGIT)
+    }
     if self.head.joint_prediction:
       outputs.update(
         start_top_log_probs=_float32(out["start_top_log_probs"]),
@@ -385,7 +474,7 @@ class TaskHeadServingModule(ElectraServingModule):
         end_top_index=tf.cast(out["end_top_index"], tf.int32),
       )
     else:
-      outputs["end_logits"] = _float32(out["end_logits"])
+      outputs["end_logits"] = self.pad_back(_float32(out["end_logits"]), length, QA_MASKED_LOGIT)
     if self.head.answerable_classifier:
       outputs["answerable_logit"] = _float32(out["answerable_logit"])
     return outputs

@@ -137,11 +137,84 @@ def get_strategy(config):
   return strategy
 
 
+# CPU flags (Linux /proc/cpuinfo names) of native bfloat16 matmuls; without
+# one, oneDNN converts bf16 to fp32 and back around every matmul.
+NATIVE_BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
+# GPUs from Ampere (compute capability 8.0) have bfloat16 tensor cores.
+NATIVE_BF16_GPU_CAPABILITY = (8, 0)
+
+
+def read_cpu_flags(cpuinfo_path="/proc/cpuinfo"):
+  """The CPU's feature flags as Linux lists them, or None where unknown
+  (another OS, an unreadable file)."""
+  try:
+    with open(cpuinfo_path) as f:
+      for line in f:
+        if line.startswith("flags"):
+          return frozenset(line.split(":", 1)[1].split())
+  except OSError:
+    pass
+  return None
+
+
+def gpu_compute_capabilities():
+  """`(major, minor)` (None where TF does not say) of every visible GPU."""
+  return [
+    tf.config.experimental.get_device_details(gpu).get("compute_capability")
+    for gpu in tf.config.list_physical_devices("GPU")
+  ]
+
+
+def bf16_slowdown_reason(device, cpu_flags=None, gpu_capabilities=()):
+  """Why `mixed_bfloat16` would run slower than float32 on this hardware.
+
+  Args:
+    device: "tpu", "gpu" or "cpu", where the model runs.
+    cpu_flags: the CPU's flags (`read_cpu_flags()`); None when unknown,
+      which gives no reason.
+    gpu_capabilities: `(major, minor)` of every GPU (`gpu_compute_capabilities()`).
+
+  Returns:
+    A short reason, or None where bf16 is native (TPU; GPU 8.0+; CPU with
+    AVX512_BF16 or AMX) or the hardware is unknown.
+
+  Example:
+  >>> bf16_slowdown_reason("cpu", {"avx2", "fma"})
+  'the CPU has no native bfloat16 matmuls (neither AVX512_BF16 nor AMX)'
+  >>> bf16_slowdown_reason("gpu", gpu_capabilities=[(8, 6)]) is None
+  True
+  """
+  if device == "tpu":
+    return None
+  if device == "gpu":
+    old = [
+      cc for cc in gpu_capabilities if cc is not None and tuple(cc) < NATIVE_BF16_GPU_CAPABILITY
+    ]
+    if old:
+      major, minor = old[0]
+      return f"GPU compute capability {major}.{minor} has no bfloat16 tensor cores (8.0+ has)"
+    return None
+  if cpu_flags is None or set(NATIVE_BF16_CPU_FLAGS) & set(cpu_flags):
+    return None
+  return "the CPU has no native bfloat16 matmuls (neither AVX512_BF16 nor AMX)"
+
+
+def _bf16_slowdown_reason_here(config):
+  if resolve_strategy_name(config) == "tpu":
+    return bf16_slowdown_reason("tpu")
+  capabilities = gpu_compute_capabilities()
+  if capabilities:
+    return bf16_slowdown_reason("gpu", gpu_capabilities=capabilities)
+  return bf16_slowdown_reason("cpu", cpu_flags=read_cpu_flags())
+
+
 def set_mixed_precision(config):
   """Sets the global Keras dtype policy from hparam `mixed_precision`.
 
   `mixed_float16` needs loss scaling, which Keras' `compile` adds by wrapping
   the optimizer in `LossScaleOptimizer`; `mixed_bfloat16` does not.
+  `mixed_bfloat16` on hardware without native bf16 matmuls prints one
+  warning line (see `bf16_slowdown_reason`).
   """
   policy = config.mixed_precision
   if policy not in MIXED_PRECISION_POLICIES:
@@ -152,6 +225,14 @@ def set_mixed_precision(config):
     raise ValueError(
       "hparam mixed_precision='mixed_float16' is not supported on TPU; use 'mixed_bfloat16'"
     )
+  if policy == "mixed_bfloat16":
+    reason = _bf16_slowdown_reason_here(config)
+    if reason:
+      print(
+        f"WARNING: mixed_precision='mixed_bfloat16' will be slower than float32 here: {reason}; "
+        "use float32 (or mixed_float16 on a GPU)",
+        flush=True,
+      )
   keras.mixed_precision.set_global_policy(policy)
   return keras.mixed_precision.global_policy()
 

@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.models.electra_pretrainer import ElectraPretrainer
+from electra_tf.training import distribution
 
 SEQ_LEN = 32
 VOCAB = 128  # the default special ids (101–103) fit in it
@@ -90,22 +91,31 @@ def _read_original_tfrecords(pattern, batch_size):
 
 
 @pytest.mark.slow
-def test_learns_like_the_original_on_its_tiny_run(original_fixtures):
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+def test_learns_like_the_original_on_its_tiny_run(original_fixtures, policy):
   hparams = json.loads((original_fixtures / "models" / "tiny_hparams.json").read_text())
   config = PretrainingConfig("tiny", str(original_fixtures), seed=0, **hparams)
   assert (config.train_batch_size, config.num_train_steps) == (8, 50)
   # the hparams file gives the pattern relative to the data dir
   pattern = str(original_fixtures / config.pretrain_tfrecords)
   dataset = _read_original_tfrecords(pattern, config.train_batch_size)
-  _, history = _fit_losses(config, dataset, config.num_train_steps)
+  with distribution.dtype_policy(policy):
+    model, history = _fit_losses(config, dataset, config.num_train_steps)
+    # about one pass over the 812 records, at the original's eval batch size
+    results = model.evaluate(
+      _read_original_tfrecords(pattern, 128), steps=7, verbose=0, return_dict=True
+    )
   loss = np.array(history["loss"])
   # The original on the same data and settings: 43.4 at step 1, 30.4 at
-  # step 10, 22.7 at step 20, mean of steps 41–50 about 21.0.
+  # step 10, 22.7 at step 20, mean of steps 41–50 about 21.0; its eval of
+  # the step-50 checkpoint: loss 20.65, discriminator AUC 0.907.
   assert loss[0] == pytest.approx(43.4, abs=1.0)  # ln(7814) + 50 ln 2
   assert loss[9] < 34.0
   assert loss[19] < 27.0
   assert loss[40:].mean() == pytest.approx(21.0, abs=2.0)
   assert np.all(np.isfinite(loss))
+  assert results["loss"] == pytest.approx(20.65, abs=2.0)
+  assert results["disc_auc"] == pytest.approx(0.907, abs=0.05)
 
 
 def test_mlm_objective_loss_falls(tmp_path):

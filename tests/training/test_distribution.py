@@ -127,6 +127,47 @@ def test_setup_sets_the_keras_policy(policy):
   )
 
 
+@pytest.mark.parametrize(
+  "device, cpu_flags, capabilities, slower",
+  [
+    ("cpu", {"avx2", "fma"}, (), True),
+    ("cpu", {"avx512f", "avx512_bf16"}, (), False),
+    ("cpu", {"avx512f", "amx_bf16", "amx_tile"}, (), False),
+    ("cpu", {"avx512f", "avx512_vnni"}, (), True),  # AVX-512 without its bf16 extension
+    ("cpu", None, (), False),  # unknown (not Linux): no claim
+    ("gpu", None, [(7, 0)], True),  # V100
+    ("gpu", None, [(7, 5)], True),  # T4
+    ("gpu", None, [(8, 0)], False),  # A100
+    ("gpu", None, [(9, 0), (7, 5)], True),  # one old GPU slows the whole step
+    ("gpu", None, [None], False),
+    ("tpu", {"avx2"}, (), False),
+  ],
+)
+def test_bf16_slowdown_decision(device, cpu_flags, capabilities, slower):
+  reason = distribution.bf16_slowdown_reason(device, cpu_flags, capabilities)
+  assert (reason is not None) == slower
+
+
+def test_cpu_flags_from_cpuinfo(tmp_path):
+  cpuinfo = tmp_path / "cpuinfo"
+  cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512_bf16\nbugs\t\t: x\n")
+  assert distribution.read_cpu_flags(str(cpuinfo)) == {"fpu", "avx2", "avx512_bf16"}
+  assert distribution.read_cpu_flags(str(tmp_path / "missing")) is None
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+def test_bf16_warning_is_one_line_only_where_bf16_is_slow(policy, capsys):
+  distribution.set_mixed_precision(_config(mixed_precision=policy))
+  printed = capsys.readouterr().out
+  flags = distribution.read_cpu_flags()
+  slow_here = distribution.bf16_slowdown_reason("cpu", flags) is not None
+  if policy == "mixed_bfloat16" and slow_here and not tf.config.list_physical_devices("GPU"):
+    assert printed.count("\n") == 1 and "slower than float32" in printed
+  else:
+    assert "slower than float32" not in printed
+  keras.mixed_precision.set_global_policy("float32")
+
+
 def test_unknown_precision_is_rejected():
   with pytest.raises(ValueError, match="mixed_precision"):
     _config(mixed_precision="float16")

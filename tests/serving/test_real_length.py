@@ -1,0 +1,195 @@
+"""Serving on the batch's real length: every signature of every module equals
+the full-padding module (`real_length=False`) within 1e-5, in process and
+from SavedModels loaded in a fresh process; per-position outputs past the
+longest row hold the documented fill and every output keeps its shape.
+"""
+
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from electra_tf.finetune.classification.head import ClassificationHead
+from electra_tf.finetune.qa.head import QAHead
+from electra_tf.finetune.tagging.head import TaggingHead
+from electra_tf.serving import modules as serving_modules
+from electra_tf.text import wordpiece as tokenization
+from electra_tf.text.tokenizer import ElectraTokenizer
+from tests.serving.test_export import S
+from tests.serving.test_export import _requests_for
+from tests.serving.test_export import _tiny_finetuning_model
+from tests.serving.test_export import _tiny_pretrainer
+from tests.serving.test_export import _write_vocab
+from tests.serving.test_export import featurize
+from tests.serving.test_export import serialize_examples
+from tests.serving.test_export import serve_in_fresh_process
+
+TOLERANCE = 1e-5
+# Short rows (longest 7 of S=16 tokens), one- and two-segment rows mixed.
+SHORT_A = [b"the quick fox", b"hello", b"", b"a big red cat"]
+SHORT_B = [b"", b"world", b"", b""]
+GEN_A = [b"the [MASK] fox", b"[MASK] cat", b"no mask here", b"[MASK]"]
+GEN_B = [b"", b"sat", b"", b""]
+QA_A = [b"what?", b"who", b"red"]
+QA_B = [b"red cat", b"the cat sat", b"a big dog"]
+# Per-position outputs and what they hold past the encoder's length.
+SEQUENCE_FILLS = {
+  "rtd_logits": 0.0,
+  "rtd_probs": 0.0,
+  "sequence_output": 0.0,
+  "logits": 0.0,  # tagging only; classification logits are [B, C]
+  "predictions": 0,
+  "start_logits": serving_modules.QA_MASKED_LOGIT,
+  "end_logits": serving_modules.QA_MASKED_LOGIT,
+}
+
+
+def encoder_length(input_mask, multiple, minimum=1):
+  longest = max(int(np.flatnonzero(row).max()) + 1 if row.any() else 0 for row in input_mask)
+  return min(S, -(-max(longest, minimum) // multiple) * multiple)
+
+
+def assert_equals_full_padding(real, full, length, what):
+  assert sorted(real) == sorted(full), what
+  for key, expected in full.items():
+    actual = real[key]
+    assert actual.shape == expected.shape and actual.dtype == expected.dtype, f"{what} {key}"
+    per_position = key in SEQUENCE_FILLS and expected.ndim >= 2 and expected.shape[1] == S
+    if per_position:
+      np.testing.assert_array_equal(actual[:, length:], SEQUENCE_FILLS[key], f"{what} {key} fill")
+      actual, expected = actual[:, :length], expected[:, :length]
+    if np.issubdtype(expected.dtype, np.floating):
+      np.testing.assert_allclose(actual, expected, rtol=0, atol=TOLERANCE, err_msg=f"{what} {key}")
+    else:
+      np.testing.assert_array_equal(actual, expected, err_msg=f"{what} {key}")
+
+
+def run_signatures(module, texts_a, texts_b, features):
+  """`{signature kind: {output: array}}` of the module's three signatures."""
+  as_numpy = lambda out: {k: v.numpy() for k, v in out.items()}  # noqa: E731
+  return {
+    "text": as_numpy(module.serve_text(tf.constant(texts_a), tf.constant(texts_b))),
+    "ids": as_numpy(module.serve_ids(**{k: tf.constant(v) for k, v in features.items()})),
+    "examples": as_numpy(module.serve_examples(tf.constant(serialize_examples(features)))),
+  }
+
+
+@pytest.fixture(scope="module")
+def networks(tmp_path_factory):
+  keras.mixed_precision.set_global_policy("float32")
+  root = str(tmp_path_factory.mktemp("real_length"))
+  vocab_file = _write_vocab(root)
+  finetuned = _tiny_finetuning_model(
+    [
+      ClassificationHead("rte", 3, name="task_specific_rte"),
+      QAHead("squad", beam_size=2, name="task_specific_squad"),
+      TaggingHead("chunk", 4, name="task_specific_chunk"),
+    ]
+  )
+  return {
+    "root": root,
+    "tokenizer": ElectraTokenizer(vocab_file=vocab_file),
+    "py_tokenizer": tokenization.FullTokenizer(vocab_file, do_lower_case=True),
+    "pretrainer": _tiny_pretrainer(root),
+    "finetuned": finetuned,
+  }
+
+
+def build_module(networks, name, **kwargs):
+  tokenizer = networks["tokenizer"]
+  if name == "disc":
+    disc = networks["pretrainer"].discriminator
+    return serving_modules.DiscriminatorServingModule(disc, tokenizer, S, **kwargs)
+  if name == "gen":
+    gen = networks["pretrainer"].generator
+    return serving_modules.MaskedLMServingModule(
+      gen, tokenizer, S, top_k=3, max_predictions=4, **kwargs
+    )
+  return serving_modules.TaskHeadServingModule(
+    networks["finetuned"], name, tokenizer, S, max_query_length=4, **kwargs
+  )
+
+
+def inputs_for(networks, name):
+  py_tokenizer = networks["py_tokenizer"]
+  if name == "gen":
+    return GEN_A, GEN_B, featurize(py_tokenizer, GEN_A, GEN_B, mode="generator")
+  if name == "squad":
+    return QA_A, QA_B, featurize(py_tokenizer, QA_A, QA_B, mode="qa")
+  if name == "chunk":
+    return SHORT_A, SHORT_B, featurize(py_tokenizer, SHORT_A, SHORT_B, mode="tagging")
+  return SHORT_A, SHORT_B, featurize(py_tokenizer, SHORT_A, SHORT_B)
+
+
+@pytest.mark.parametrize(
+  "name, multiple",
+  [("disc", 8)]
+  + [
+    pytest.param(name, multiple, marks=pytest.mark.slow)
+    for name, multiple in [("disc", 1), ("gen", 8), ("rte", 8), ("squad", 1), ("chunk", 8)]
+  ],
+)
+def test_every_signature_equals_full_padding(networks, name, multiple):
+  texts_a, texts_b, features = inputs_for(networks, name)
+  minimum = 2 if name == "squad" else 1  # the QA beam's K
+  length = encoder_length(features["input_mask"], multiple, minimum)
+  assert length < S  # the test must exercise a shorter encoder run
+  full = run_signatures(build_module(networks, name, real_length=False), texts_a, texts_b, features)
+  real = run_signatures(
+    build_module(networks, name, length_multiple=multiple), texts_a, texts_b, features
+  )
+  for kind in full:
+    assert_equals_full_padding(real[kind], full[kind], length, f"{name} {kind}")
+
+
+def test_a_full_row_runs_on_every_position(networks):
+  module = build_module(networks, "disc", length_multiple=8)
+  mask = np.zeros((2, S), np.int32)
+  mask[1, : S - 1] = 1
+  assert int(module.encoder_length(tf.constant(mask))) == S
+  # an all-padding batch (and an empty one) still runs on one bucket
+  assert int(module.encoder_length(tf.zeros((2, S), tf.int32))) == 8
+  assert int(module.encoder_length(tf.zeros((0, S), tf.int32))) == 8
+  assert build_module(networks, "disc", real_length=False).encoder_length(mask) == S
+  with pytest.raises(ValueError, match="length_multiple=0"):
+    build_module(networks, "disc", length_multiple=0)
+
+
+def test_signature_shapes_stay_static(networks):
+  module = build_module(networks, "disc")
+  outputs = module.get_signatures()["serve_ids"].structured_outputs
+  assert outputs["rtd_logits"].shape.as_list() == [None, S]
+  assert outputs["sequence_output"].shape.as_list()[:2] == [None, S]
+
+
+@pytest.mark.slow
+def test_saved_models_in_a_fresh_process_equal_full_padding(networks):
+  root = networks["root"]
+  paths, requests, lengths = {}, {}, {}
+  for name in ("disc", "gen"):
+    texts_a, texts_b, features = inputs_for(networks, name)
+    lengths[name] = encoder_length(features["input_mask"], 1)  # the default multiple
+    for variant, kwargs in (("real", {}), ("full", {"real_length": False})):
+      module = build_module(networks, name, **kwargs)
+      path = os.path.join(root, f"{name}_{variant}", "1")
+      tf.saved_model.save(module, path, signatures=module.get_signatures())
+      model_name = f"{name}_{variant}"
+      paths[model_name] = path
+      requests.update(_requests_for(model_name, texts_a, texts_b, features))
+  results = serve_in_fresh_process(str(tmp_dir(root)), paths, requests)
+  for name in ("disc", "gen"):
+    for kind in ("text", "ids", "examples"):
+      assert_equals_full_padding(
+        results[f"{name}_real_{kind}"],
+        results[f"{name}_full_{kind}"],
+        lengths[name],
+        f"{name} {kind} (SavedModel)",
+      )
+
+
+def tmp_dir(root):
+  path = os.path.join(root, "serving")
+  os.makedirs(path, exist_ok=True)
+  return path
