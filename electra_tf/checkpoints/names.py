@@ -7,9 +7,9 @@ the official shape and no reshape is needed in either direction. The
 converter (both directions), `load_official_checkpoint` and fine-tuning all
 read names from here.
 
-Example:
->>> name_map = official_name_map(pretrainer)
->>> name_map["electra/embeddings/word_embeddings"].shape
+Usage (needs a built `ElectraPretrainer`, so not run as a doctest):
+  name_map = official_name_map(pretrainer)
+  name_map["electra/embeddings/word_embeddings"].shape
 (30522, 128)
 """
 

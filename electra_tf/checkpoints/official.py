@@ -143,9 +143,9 @@ def load_official_checkpoint(path, config):
       belongs to no model variable (optimizer slots and `global_step` are
       ignored), with names and expected/found shapes.
 
-  Example:
-  >>> config = PretrainingConfig("tiny", "/data", **hparams)
-  >>> pretrainer = load_official_checkpoint("/data/models/tiny", config)
+  Usage (needs an official checkpoint, so not run as a doctest):
+    config = PretrainingConfig("tiny", "/data", **hparams)
+    pretrainer = load_official_checkpoint("/data/models/tiny", config)
   """
   from electra_tf.models.electra_pretrainer import ElectraPretrainer  # avoid import cycle
 

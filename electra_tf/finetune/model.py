@@ -35,6 +35,7 @@ class FinetuningModel(keras.Model):
     outputs per task name (each with a per-example `"loss"`).
 
   Example:
+  >>> from electra_tf.finetune.classification.head import ClassificationHead
   >>> head = ClassificationHead("rte", 2, name="task_specific_rte")
   >>> model = FinetuningModel({"vocab_size": 100, "hidden_size": 16,
   ...     "num_hidden_layers": 2, "num_attention_heads": 2,

@@ -30,6 +30,7 @@ class ElectraClozeHead(ElectraMaskedLMHead):
     `[B, S, V]`.
 
   Example:
+  >>> import numpy as np
   >>> head = ElectraClozeHead(vocab_size=100, embedding_size=8)
   >>> table = np.random.normal(size=(100, 8)).astype("float32")
   >>> x = np.ones((2, 5, 4), "float32")

@@ -18,6 +18,7 @@ class ElectraDiscriminatorHead(keras.layers.Layer):
     **kwargs: standard `keras.layers.Layer` arguments.
 
   Example:
+  >>> import numpy as np
   >>> head = ElectraDiscriminatorHead(hidden_size=16)
   >>> head(np.ones((2, 5, 16), "float32")).shape
   TensorShape([2, 5])

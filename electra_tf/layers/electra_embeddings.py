@@ -29,6 +29,7 @@ class ElectraEmbeddings(keras.layers.Layer):
     **kwargs: standard `keras.layers.Layer` arguments.
 
   Example:
+  >>> import numpy as np
   >>> layer = ElectraEmbeddings(vocab_size=100, embedding_size=8)
   >>> out = layer(np.zeros((2, 5), "int32"), np.zeros((2, 5), "int32"))
   >>> out.shape

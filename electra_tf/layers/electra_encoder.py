@@ -43,6 +43,7 @@ class ElectraEncoder(keras.layers.Layer):
     `"sequence_output"` (the last one).
 
   Example:
+  >>> import numpy as np
   >>> encoder = ElectraEncoder(16, 2, 2, 64, embedding_size=8)
   >>> out = encoder(np.ones((2, 5, 8), "float32"), np.ones((2, 5), "int32"))
   >>> out["sequence_output"].shape

@@ -28,6 +28,7 @@ class ElectraMaskedLMHead(keras.layers.Layer):
     embedding_table: `[V, E]` word-embedding table (variable or tensor).
 
   Example:
+  >>> import numpy as np
   >>> head = ElectraMaskedLMHead(vocab_size=100, embedding_size=8)
   >>> table = np.random.normal(size=(100, 8)).astype("float32")
   >>> head(np.ones((2, 3, 16), "float32"), table).shape

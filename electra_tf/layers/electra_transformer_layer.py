@@ -54,6 +54,7 @@ class ElectraTransformerLayer(keras.layers.Layer):
     training: enables dropout.
 
   Example:
+  >>> import numpy as np
   >>> layer = ElectraTransformerLayer(16, 2, 64)
   >>> layer(np.ones((2, 5, 16), "float32")).shape
   TensorShape([2, 5, 16])

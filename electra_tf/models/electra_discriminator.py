@@ -37,6 +37,7 @@ class ElectraDiscriminator(keras.layers.Layer):
     with the head, float32 `"logits"` `[B, S]` (RTD logits).
 
   Example:
+  >>> import numpy as np
   >>> disc = ElectraDiscriminator({"vocab_size": 100, "hidden_size": 16,
   ...     "num_hidden_layers": 2, "num_attention_heads": 2,
   ...     "intermediate_size": 64}, embedding_size=8)

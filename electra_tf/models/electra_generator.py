@@ -50,6 +50,7 @@ class ElectraGenerator(keras.layers.Layer):
     are given, and for two towers float32 `"logits"` `[B, S, V]`.
 
   Example:
+  >>> import numpy as np
   >>> gen = ElectraGenerator({"vocab_size": 100, "hidden_size": 16,
   ...     "num_hidden_layers": 1, "num_attention_heads": 1,
   ...     "intermediate_size": 64}, embedding_size=8)

@@ -66,6 +66,7 @@ class ElectraPretrainer(keras.Model):
     **kwargs: standard `keras.Model` arguments.
 
   Example:
+  >>> from electra_tf.configs.pretraining import PretrainingConfig
   >>> config = PretrainingConfig("m", "/tmp/none", vocab_size=100,
   ...     model_hparam_overrides={"hidden_size": 16, "num_hidden_layers": 1})
   >>> model = ElectraPretrainer.from_pretraining_config(config)

@@ -246,10 +246,9 @@ class FullTokenizer:
     do_lower_case: lower-case the text.
     strip_accents: strip accents (only when lower-casing).
 
-  Example:
-
-  >>> tok = FullTokenizer("vocab.txt")
-  >>> tok.convert_tokens_to_ids(tok.tokenize("hello world"))
+  Usage (needs a vocab file, so not run as a doctest):
+    tok = FullTokenizer("vocab.txt")
+    tok.convert_tokens_to_ids(tok.tokenize("hello world"))
   """
 
   def __init__(self, vocab_file, do_lower_case=True, strip_accents=True):

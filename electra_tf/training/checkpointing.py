@@ -17,12 +17,12 @@ Multi-worker: every worker takes part in a save (saving distributed
 variables may need all of them), but only the chief writes into `model_dir`;
 the others write into a private temporary directory that is removed at once.
 
-Example:
->>> manager = TrainingCheckpointManager(model, "/tmp/model", keep_checkpoint_max=5)
->>> manager.restore_latest()  # None on a fresh model dir
->>> model.fit(dataset, steps_per_epoch=100, callbacks=[
-...     PretrainingCheckpoint(manager, save_checkpoints_steps=25,
-...                           num_train_steps=100)])
+Usage (needs a compiled model and a dataset, so not run as a doctest):
+  manager = TrainingCheckpointManager(model, "/tmp/model", keep_checkpoint_max=5)
+  manager.restore_latest()  # None on a fresh model dir
+  model.fit(dataset, steps_per_epoch=100, callbacks=[
+      PretrainingCheckpoint(manager, save_checkpoints_steps=25,
+                            num_train_steps=100)])
 """
 
 import shutil
@@ -161,9 +161,9 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
       original's step-0 checkpoint). Off with several workers, where whether
       the dir is fresh could be seen differently by racing workers.
 
-  Example:
-  >>> callback = PretrainingCheckpoint(manager, 1000, num_train_steps=10000)
-  >>> # model.fit(ds, steps_per_epoch=10000, callbacks=[callback])
+  Usage (not run as a doctest):
+    callback = PretrainingCheckpoint(manager, 1000, num_train_steps=10000)
+    # model.fit(ds, steps_per_epoch=10000, callbacks=[callback])
   """
 
   def __init__(

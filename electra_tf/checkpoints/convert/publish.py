@@ -6,8 +6,8 @@ ELECTRA directory) as a Hugging Face transformers directory
 `.keras` model.
 
 Example:
-  >>> from electra_tf.checkpoints.convert import publish
-  >>> publish.TARGETS
+  >>> from electra_tf.checkpoints.convert.publish import TARGETS
+  >>> TARGETS
   ('huggingface', 'keras-hub')
 """
 

@@ -32,6 +32,7 @@ class ClassificationHead(keras.layers.Layer):
     `eid`, and `logits` for classification.
 
   Example:
+  >>> import numpy as np
   >>> head = ClassificationHead("rte", num_labels=2)
   >>> out = head(np.zeros((2, 4, 8), "float32"),
   ...            {"rte_label_ids": np.array([0, 1]), "rte_eid": np.array([0, 1])})

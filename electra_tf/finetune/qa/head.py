@@ -45,6 +45,7 @@ class QAHead(keras.layers.Layer):
     `end_top_log_probs` / `end_top_index` `[B, K, K]`, `eid`.
 
   Example:
+  >>> import numpy as np
   >>> head = QAHead("squad", beam_size=2)
   >>> f = {"input_mask": np.ones((1, 4), "int32"), "segment_ids": np.array([[0, 0, 1, 1]]),
   ...      "squad_start_positions": np.array([2]), "squad_end_positions": np.array([3]),

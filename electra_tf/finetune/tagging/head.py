@@ -30,6 +30,7 @@ class TaggingHead(keras.layers.Layer):
     `labels`, `labels_mask`, `eid`.
 
   Example:
+  >>> import numpy as np
   >>> head = TaggingHead("chunk", num_labels=5)
   >>> f = {"chunk_labels": np.zeros((1, 4), "int32"),
   ...      "chunk_labels_mask": np.ones((1, 4), "float32"),

@@ -1,0 +1,45 @@
+"""Every `>>>` example in the package's docstrings runs and prints what it
+says (examples that need a model or data on disk are written as plain usage
+text instead)."""
+
+import doctest
+import importlib
+import os
+import pkgutil
+
+import pytest
+
+import electra_tf
+import tfrecords_tools
+
+
+def _modules():
+  names = []
+  for package in (electra_tf, tfrecords_tools):
+    names += [m.name for m in pkgutil.walk_packages(package.__path__, package.__name__ + ".")]
+  return sorted(names)
+
+
+def _needs_beam(name):
+  return name == "tfrecords_tools.beam_pipeline"
+
+
+@pytest.mark.parametrize("module_name", _modules())
+def test_docstring_examples_run(module_name, tmp_path, monkeypatch):
+  if _needs_beam(module_name):
+    pytest.importorskip("apache_beam", reason="the beam extra is not installed")
+  monkeypatch.chdir(tmp_path)  # examples that write files write here or under /tmp
+  module = importlib.import_module(module_name)
+  result = doctest.testmod(
+    module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, report=True
+  )
+  assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed"
+
+
+def test_examples_are_found():
+  """Guards the test above against silently finding nothing."""
+  from electra_tf.pretraining import positions
+
+  finder = doctest.DocTestFinder()
+  assert sum(len(t.examples) for t in finder.find(positions)) >= 2
+  assert os.path.basename(positions.__file__) == "positions.py"
