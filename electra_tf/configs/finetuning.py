@@ -16,6 +16,8 @@ import os
 import tensorflow as tf
 
 from electra_tf.configs.hparams import HParams
+from electra_tf.configs.pretraining import DISTRIBUTION_STRATEGIES
+from electra_tf.configs.pretraining import MIXED_PRECISION_POLICIES
 
 QA_TASK_SUBSTRINGS = ("squad", "qa")
 LAYERWISE_LR_VARIANTS = ("faithful", "fixed")
@@ -107,6 +109,18 @@ class FinetuningConfig(HParams):
     self.tfds_data_dir = None  # None: TFDS's default data dir
     self.seed = None  # seeds shuffling/initialisation per trial (seed + trial)
     self.log_every_steps = 10  # ETA line frequency (the original's ETAHook)
+    # Where and in which precision training runs: the same hparams as
+    # pre-training, decided by `electra_tf.training.distribution`.
+    self.distribution_strategy = "default"
+    self.num_gpus = None  # None: all visible GPUs
+    self.mixed_precision = "float32"
+    self.jit_compile = False
+    self.steps_per_execution = 1  # analogue of iterations_per_loop
+    self.save_summary_steps = 100  # TensorBoard scalars every N steps
+    self.keep_checkpoint_max = 5  # the Estimator's default
+    # The original batches predictions by predict_batch_size with
+    # drop_remainder, losing the tail when it differs from eval_batch_size.
+    self.drop_predict_tail = False
 
     # default locations of data files
     self.data_dir = data_dir
@@ -190,6 +204,23 @@ class FinetuningConfig(HParams):
       )
     if self.data_source not in DATA_SOURCES:
       raise ValueError(f"hparam data_source={self.data_source!r}; expected one of {DATA_SOURCES}")
+    if self.distribution_strategy not in DISTRIBUTION_STRATEGIES:
+      raise ValueError(
+        f"hparam distribution_strategy={self.distribution_strategy!r}; "
+        f"expected one of {DISTRIBUTION_STRATEGIES}"
+      )
+    if self.mixed_precision not in MIXED_PRECISION_POLICIES:
+      raise ValueError(
+        f"hparam mixed_precision={self.mixed_precision!r}; expected one of {MIXED_PRECISION_POLICIES}"
+      )
+    for name in (
+      "train_batch_size",
+      "eval_batch_size",
+      "predict_batch_size",
+      "steps_per_execution",
+    ):
+      if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+        raise ValueError(f"hparam {name}={getattr(self, name)!r}; expected a positive integer")
     if not isinstance(self.model_hparam_overrides, dict):
       raise ValueError("hparam model_hparam_overrides must be a JSON object of BertConfig fields")
     if len(set(self.task_names)) != len(self.task_names):

@@ -44,6 +44,13 @@ COMMON = {
   "seed": "Seeds initialisation, masking/sampling and the input order; null = random.",
   "log_every_steps": "Period of the progress (ETA) line.",
   "data_dir": "Root of data and models (the `--data-dir` flag).",
+  "distribution_strategy": "`default`, `one_device`, `mirrored`, `multi_worker_mirrored` or `tpu`.",
+  "num_gpus": "GPUs used by `mirrored`; null = all visible.",
+  "mixed_precision": "`float32`, `mixed_float16` (dynamic loss scaling) or `mixed_bfloat16`.",
+  "jit_compile": "XLA-compile the training step.",
+  "steps_per_execution": "Training steps per `tf.function` call.",
+  "save_summary_steps": "TensorBoard scalar period in steps.",
+  "keep_checkpoint_max": "Checkpoints kept; 0 or null keeps all.",
 }
 
 PRETRAINING = {
@@ -56,7 +63,6 @@ PRETRAINING = {
   "num_warmup_steps": "Warm-up steps.",
   "num_train_steps": "Absolute step to train to (also the decay horizon).",
   "num_eval_steps": "Batches evaluated by `do_eval`.",
-  "keep_checkpoint_max": "Checkpoints kept; 0 or null keeps all.",
   "uniform_generator": "Sample fakes uniformly over the vocab (no generator network).",
   "two_tower_generator": "Two-tower (left-to-right + right-to-left) cloze generator.",
   "untied_generator_embeddings": "Give the generator its own embedding tables.",
@@ -67,12 +73,6 @@ PRETRAINING = {
   "temperature": "Sampling temperature (logits are divided by it).",
   "pretrain_tfrecords": "Comma-separated globs of the pre-training TFRecords.",
   "results_pkl": "Evaluation results pickle (also written, with a JSON twin).",
-  "distribution_strategy": "`default`, `one_device`, `mirrored`, `multi_worker_mirrored` or `tpu`.",
-  "num_gpus": "GPUs used by `mirrored`; null = all visible.",
-  "mixed_precision": "`float32`, `mixed_float16` (dynamic loss scaling) or `mixed_bfloat16`.",
-  "jit_compile": "XLA-compile the training step.",
-  "steps_per_execution": "Training steps per `tf.function` call.",
-  "save_summary_steps": "TensorBoard scalar period in steps.",
   "max_predictions_per_seq": "Derived: int((mask_prob + 0.005) · max_seq_length); not settable.",
 }
 
@@ -104,6 +104,10 @@ FINETUNING = {
   "tfds_data_dir": "TFDS data dir for `data_source: tfds`.",
   "results_json": "Results as JSON (replaces the original's pickle).",
   "preprocessed_data_dir": "Cache of featurised TFRecords.",
+  "drop_predict_tail": (
+    "Drop the last partial `predict_batch_size` batch as the original does (and print what "
+    "was dropped); false scores every example."
+  ),
 }
 
 
