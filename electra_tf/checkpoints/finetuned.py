@@ -98,10 +98,10 @@ def load_pretrained(model, path):
   encoder = model.encoder
   # Object-based: variables are matched through the checkpoint's object
   # graph (its keys may name them by another path, e.g. the optimizer's).
-  status = tf.train.Checkpoint(model=_EncoderHolder(encoder)).restore(prefix)
   try:
+    status = tf.train.Checkpoint(model=_EncoderHolder(encoder)).restore(prefix)
     status.assert_existing_objects_matched()
-  except AssertionError as e:
+  except (AssertionError, ValueError) as e:
     raise ValueError(
       f"checkpoint {prefix!r} has neither the original's variable names nor the "
       f"discriminator of an electra_tf pre-training checkpoint of this model size "

@@ -45,7 +45,7 @@ def make_optimizer(
   ...     "intermediate_size": 16}, [ClassificationHead("rte", 2)])
   >>> model.build()
   >>> optimizer = make_optimizer(model.official_name_map(), 2, 100)
-  >>> float(optimizer.learning_rate_multipliers["electra/encoder/layer_1/output/dense/kernel"])
+  >>> round(optimizer.learning_rate_multipliers["electra/encoder/layer_1/output/dense/kernel"], 4)
   0.64
   """
   names = list(official_name_map)
