@@ -51,9 +51,9 @@ def main(argv=None):
   logging.set_verbosity(logging.INFO)
   try:
     config = FinetuningConfig(args.model_name, args.data_dir, **load_hparams(args.hparams))
-    runner.validate_inputs(config)
     # Collective ops (multi-worker) must be configured before TF starts.
     strategy = distribution.setup_distribution(config)
+    runner.validate_inputs(config)
   except ValueError as e:
     print(f"run_finetuning: error: {e}", file=sys.stderr, flush=True)
     return EXIT_BAD_INPUT

@@ -56,6 +56,55 @@ def is_name_based(prefix):
   return any(n.startswith(("electra/", "task_specific/")) for n in names)
 
 
+def _source_name_map(source):
+  """`{official name: variable}` of a loaded model: a fine-tuning model
+  (encoder and heads), a model wrapping one, a pretrainer's discriminator
+  encoder, or a lone `ElectraDiscriminator`."""
+  from electra_tf.models.electra_discriminator import ElectraDiscriminator  # pylint: disable=g-import-not-at-top
+
+  if hasattr(source, "official_name_map") and hasattr(source, "heads"):
+    return source.official_name_map()
+  inner = getattr(source, "finetuning_model", None)
+  if inner is not None:
+    return inner.official_name_map()
+  encoder = getattr(source, "discriminator", source)
+  if isinstance(encoder, ElectraDiscriminator):
+    return checkpoint_names.discriminator_name_map(encoder, include_head=False)
+  raise ValueError(
+    f"{type(source).__name__} holds no ELECTRA discriminator encoder to fine-tune from"
+  )
+
+
+def load_from_keras_file(model, path):
+  """Initialises `model` from a `.keras` file (`ElectraPretrainer`,
+  `FinetuningModel`, `ElectraClassifier`, `ElectraDiscriminator`): every
+  variable whose official name both models have (encoder; heads of the
+  same task name). Returns the names loaded."""
+  import keras  # pylint: disable=g-import-not-at-top
+
+  import electra_tf.models  # noqa: F401  (registers the classes)  # pylint: disable=g-import-not-at-top
+
+  if not tf.io.gfile.exists(path):
+    raise ValueError(f"init_checkpoint {path!r} does not exist")
+  source = _source_name_map(keras.saving.load_model(path, compile=False))
+  target = model.official_name_map()
+  names = sorted(n for n in target if n in source)
+  mismatched = [
+    f"{n}: {list(source[n].shape)} vs {list(target[n].shape)}"
+    for n in names
+    if list(source[n].shape) != list(target[n].shape)
+  ]
+  if mismatched or not any(n.startswith("electra/encoder/") for n in names):
+    raise ValueError(
+      f"{path!r} does not fit the model (another size or vocab?): "
+      + ("; ".join(mismatched[:5]) or "no encoder variables in common")
+    )
+  for name in names:
+    target[name].assign(tf.cast(source[name], target[name].dtype))
+  logging.info("Loaded %d variables from %s", len(names), path)
+  return names
+
+
 class _EncoderHolder(tf.Module):
   """Mirrors the attribute path of `ElectraPretrainer` to its discriminator
   so an electra_tf object-based checkpoint restores into a lone encoder."""
@@ -83,6 +132,8 @@ def load_pretrained(model, path):
   Returns:
     the list of official names loaded (object-based: those of the encoder).
   """
+  if os.fspath(path).endswith(".keras"):
+    return load_from_keras_file(model, path)
   prefix = official_checkpoint.resolve_checkpoint_path(path)
   if is_name_based(prefix):
     info = official_checkpoint.restore_from_name_map(

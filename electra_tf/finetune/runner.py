@@ -320,7 +320,7 @@ def run_finetuning(config, strategy=None):
   tasks = task_builder.get_tasks(config, tokenizer)
   while config.num_trials < 0 or trial <= config.num_trials:
     config.model_dir = generic_model_dir + "_" + str(trial)
-    if config.do_train:
+    if config.do_train and chief:
       _prepare_model_dir(config)
     runner = ModelRunner(config, tasks, trial, strategy=strategy)
     if config.do_train:

@@ -4,6 +4,7 @@ initialisation from a pre-training model dir, no dropped examples."""
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -362,3 +363,54 @@ def test_finetunes_from_a_run_pretraining_model_dir(rte_data):
   for name in encoder_names:
     np.testing.assert_array_equal(runner.name_map[name].numpy(), expected[name].numpy())
   assert len(runner.train()) == runner.train_steps
+
+
+def _free_ports(n):
+  sockets = [socket.socket() for _ in range(n)]
+  for s in sockets:
+    s.bind(("127.0.0.1", 0))
+  ports = [s.getsockname()[1] for s in sockets]
+  for s in sockets:
+    s.close()
+  return ports
+
+
+@pytest.mark.slow
+def test_two_local_workers_finetune_and_only_the_chief_writes(rte_data):
+  data_dir, vocab_size = rte_data
+  hparams = tiny_hparams(
+    vocab_size,
+    task_names=["rte"],
+    init_checkpoint=None,
+    save_checkpoints_steps=3,
+    log_every_steps=1,
+    distribution_strategy="multi_worker_mirrored",
+  )
+  workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
+  procs = []
+  for index in range(2):
+    tf_config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+    procs.append(
+      _cli(data_dir, hparams, wait=False, extra_env={"TF_CONFIG": json.dumps(tf_config)})
+    )
+  outputs = []
+  try:
+    for proc in procs:
+      outputs.append(proc.communicate(timeout=600)[0])
+      assert proc.returncode == 0, outputs[-1][-3000:]
+  finally:
+    for proc in procs:
+      if proc.poll() is None:
+        proc.kill()
+  # Both trained to the end (24 examples / 4 per batch = 6 steps); only the
+  # chief (worker 0) evaluated and wrote.
+  for out in outputs:
+    assert "6/6 = 100.0%" in out, out[-3000:]
+  assert "rte: accuracy:" in outputs[0] and "rte: accuracy:" not in outputs[1]
+  root = os.path.join(data_dir, "models", "m")
+  model_dir = os.path.join(root, "finetuning_models", "rte_model_1")
+  names = set(os.listdir(model_dir))
+  assert {"model.ckpt-0.index", "model.ckpt-3.index", "model.ckpt-6.index", "checkpoint"} <= names
+  assert all(n.startswith(("model.ckpt-", "checkpoint", "events.out.tfevents")) for n in names)
+  with open(os.path.join(root, "results", "rte_results.json")) as f:
+    assert len(json.load(f)) == 1
