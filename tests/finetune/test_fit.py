@@ -414,3 +414,30 @@ def test_two_local_workers_finetune_and_only_the_chief_writes(rte_data):
   assert all(n.startswith(("model.ckpt-", "checkpoint", "events.out.tfevents")) for n in names)
   with open(os.path.join(root, "results", "rte_results.json")) as f:
     assert len(json.load(f)) == 1
+
+
+def test_finetuned_checkpoint_through_keras_and_back_evaluates_the_same(rte_data, tmp_path):
+  from electra_tf import convert_checkpoint  # pylint: disable=g-import-not-at-top
+
+  data_dir, vocab_size = rte_data
+  hparams = tiny_hparams(vocab_size, task_names=["rte"], init_checkpoint=None)
+  config = FinetuningConfig("m", data_dir, **hparams)
+  config.model_dir += "_1"
+  tasks = task_builder.get_tasks(config, tokenization.FullTokenizer(config.vocab_file))
+  trained = runner_lib.ModelRunner(config, tasks)
+  trained.train()
+  results = trained.evaluate()
+  rows = {int(r["eid"]): r["logits"] for r in trained.predict(tasks[0], "dev")}
+  assert len(rows) == 7
+
+  keras_path = str(tmp_path / "rte.keras")
+  official_dir = str(tmp_path / "official")
+  convert_checkpoint.convert(config.model_dir, keras_path, hparams=hparams)
+  convert_checkpoint.convert(keras_path, official_dir, global_step=6)
+  for source in (official_dir, keras_path):
+    eval_config = _config(rte_data, do_train=False, init_checkpoint=source)
+    eval_config.model_dir = str(tmp_path / "no_model_dir")
+    evaluator = runner_lib.ModelRunner(eval_config, tasks)
+    assert evaluator.evaluate()["rte"] == pytest.approx(results["rte"], abs=1e-5)
+    for row in evaluator.predict(tasks[0], "dev"):
+      np.testing.assert_allclose(row["logits"], rows[int(row["eid"])], rtol=1e-5, atol=1e-6)
