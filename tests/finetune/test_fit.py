@@ -441,3 +441,26 @@ def test_finetuned_checkpoint_through_keras_and_back_evaluates_the_same(rte_data
     assert evaluator.evaluate()["rte"] == pytest.approx(results["rte"], abs=1e-5)
     for row in evaluator.predict(tasks[0], "dev"):
       np.testing.assert_allclose(row["logits"], rows[int(row["eid"])], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_runner_under_mirrored_strategy_trains_checkpoints_resumes_and_scores(
+  rte_data, two_replica_strategy
+):
+  config = _config(rte_data, save_checkpoints_steps=3)
+  config.model_dir += "_1"
+  tasks = task_builder.get_tasks(config, tokenization.FullTokenizer(config.vocab_file))
+  runner = runner_lib.ModelRunner(config, tasks, strategy=two_replica_strategy)
+  losses = runner.train()
+  assert len(losses) == 6 and np.all(np.isfinite(losses))
+  assert tf.train.latest_checkpoint(config.model_dir).endswith("model.ckpt-6")
+  results = runner.evaluate()
+  # The mirrored checkpoint restores into a single-device evaluation.
+  eval_config = _config(rte_data, do_train=False, init_checkpoint=config.model_dir)
+  eval_config.model_dir = config.model_dir
+  assert runner_lib.ModelRunner(eval_config, tasks).evaluate()["rte"] == pytest.approx(
+    results["rte"], abs=1e-5
+  )
+  # And a mirrored re-run resumes at the end: nothing left to train.
+  again = runner_lib.ModelRunner(config, tasks, strategy=two_replica_strategy)
+  assert again.train() == []
