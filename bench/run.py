@@ -18,6 +18,7 @@ from bench.common import write_atomic
 
 BENCHMARKS = (
   "bench_pretraining_step",
+  "bench_finetuning",
   "bench_hf_peer",
   "bench_build_dataset",
   "bench_beam",

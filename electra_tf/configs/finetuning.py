@@ -18,6 +18,8 @@ import tensorflow as tf
 
 from electra_tf.configs.hparams import ConfigBase
 from electra_tf.configs.hparams import hparam
+from electra_tf.configs.pretraining import DISTRIBUTION_STRATEGIES
+from electra_tf.configs.pretraining import MIXED_PRECISION_POLICIES
 
 QA_TASK_SUBSTRINGS = ("squad", "qa")
 LAYERWISE_LR_VARIANTS = ("faithful", "fixed")
@@ -134,6 +136,26 @@ class FinetuningConfig(ConfigBase):
     None, "Seeds initialisation, masking/sampling and the input order; null = random."
   )
   log_every_steps: int = hparam(10, "Period of the progress (ETA) line.")
+  # Where and in which precision training runs: the same hparams as
+  # pre-training, decided by `electra_tf.training.distribution`.
+  distribution_strategy: str = hparam(
+    "default", "`default`, `one_device`, `mirrored`, `multi_worker_mirrored` or `tpu`."
+  )
+  num_gpus: int | None = hparam(None, "GPUs used by `mirrored`; null = all visible.")
+  mixed_precision: str = hparam(
+    "float32", "`float32`, `mixed_float16` (dynamic loss scaling) or `mixed_bfloat16`."
+  )
+  jit_compile: bool = hparam(False, "XLA-compile the training step.")
+  steps_per_execution: int = hparam(1, "Training steps per `tf.function` call.")
+  save_summary_steps: int = hparam(100, "TensorBoard scalar period in steps.")
+  keep_checkpoint_max: int | None = hparam(5, "Checkpoints kept; 0 or null keeps all.")
+  # The original batches predictions by predict_batch_size with
+  # drop_remainder, losing the tail when it differs from eval_batch_size.
+  drop_predict_tail: bool = hparam(
+    False,
+    "Drop the last partial `predict_batch_size` batch as the original does (and print what "
+    "was dropped); false scores every example.",
+  )
 
   # paths (defaults computed from data_dir, model_name and task_names)
   data_dir: str = hparam(None, "Root of data and models (the `--data-dir` flag).")
@@ -230,6 +252,23 @@ class FinetuningConfig(ConfigBase):
       )
     if self.data_source not in DATA_SOURCES:
       raise ValueError(f"hparam data_source={self.data_source!r}; expected one of {DATA_SOURCES}")
+    if self.distribution_strategy not in DISTRIBUTION_STRATEGIES:
+      raise ValueError(
+        f"hparam distribution_strategy={self.distribution_strategy!r}; "
+        f"expected one of {DISTRIBUTION_STRATEGIES}"
+      )
+    if self.mixed_precision not in MIXED_PRECISION_POLICIES:
+      raise ValueError(
+        f"hparam mixed_precision={self.mixed_precision!r}; expected one of {MIXED_PRECISION_POLICIES}"
+      )
+    for name in (
+      "train_batch_size",
+      "eval_batch_size",
+      "predict_batch_size",
+      "steps_per_execution",
+    ):
+      if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+        raise ValueError(f"hparam {name}={getattr(self, name)!r}; expected a positive integer")
     if not isinstance(self.model_hparam_overrides, dict):
       raise ValueError("hparam model_hparam_overrides must be a JSON object of BertConfig fields")
     if len(set(self.task_names)) != len(self.task_names):

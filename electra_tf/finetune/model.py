@@ -3,11 +3,13 @@
 
 import keras
 from keras import ops
+import tensorflow as tf
 
 from electra_tf.checkpoints import names as checkpoint_names
 from electra_tf.configs import pretraining as pretraining_config
 from electra_tf.layers import layer_utils
 from electra_tf.models.electra_discriminator import ElectraDiscriminator
+from electra_tf.pretraining import step as pretraining_step
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -103,6 +105,50 @@ class FinetuningModel(keras.Model):
     )
     outputs["loss"] = ops.sum(ops.stack(per_task_losses, axis=-1) * task_one_hot)
     return outputs
+
+  # ---------------------------------------------------------------------------
+  # Training with `fit`: the original's summed multi-task loss.
+  # ---------------------------------------------------------------------------
+
+  def compile(self, optimizer="adam", jit_compile=False, **kwargs):
+    """Prepares `fit` with the custom step below; `optimizer` is usually
+    `electra_tf.finetune.optimizer.make_optimizer(...)` (the original's).
+    Under a `mixed_float16` policy Keras wraps it in a `LossScaleOptimizer`.
+
+    Args:
+      optimizer: a Keras optimizer.
+      jit_compile: compile the step with XLA.
+      **kwargs: passed to `keras.Model.compile` (e.g. `steps_per_execution`).
+    """
+    # Kept out of Keras' attribute tracking (the model is already built);
+    # `metrics` exposes it so the logs carry this step's loss.
+    object.__setattr__(self, "_step_loss", keras.metrics.Mean(name="loss"))
+    super().compile(optimizer=optimizer, jit_compile=jit_compile, **kwargs)
+
+  @property
+  def metrics(self):
+    step_loss = getattr(self, "_step_loss", None)
+    return [step_loss] if step_loss is not None else super().metrics
+
+  def train_step(self, data):
+    """One step: the loss is summed over this replica's examples, so the
+    gradients the optimizer sums over replicas equal one device's for the
+    same global batch. Logs `loss`: this step's global summed loss."""
+    features = data[0] if isinstance(data, (tuple, list)) else data
+    variables = self.trainable_variables
+    with tf.GradientTape() as tape:
+      loss = self(features, training=True)["loss"]
+      # LossScaleOptimizer (mixed_float16) scales here and unscales in
+      # `apply`; identity otherwise.
+      scaled_loss = self.optimizer.scale_loss(loss)
+    grads = tape.gradient(scaled_loss, variables)
+    # Dense gradients (the original's Adam densifies the embedding's), and
+    # every replica skips a step whose gradients are non-finite anywhere.
+    grads = pretraining_step.agree_on_finite_gradients(grads)
+    self.optimizer.apply(grads, variables)
+    self._step_loss.reset_state()
+    self._step_loss.update_state(pretraining_step.cross_replica_sum(loss))
+    return {"loss": self._step_loss.result()}
 
   def official_name_map(self):
     """`{official TF1 name: variable}`: `electra/embeddings/*`,

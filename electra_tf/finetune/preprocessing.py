@@ -113,14 +113,14 @@ class Preprocessor:
     example = tf.io.parse_single_example(record, name_to_features)
     return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v for k, v in example.items()}
 
-  def dataset(self, tfrecords_path, batch_size, is_training, seed=None):
-    """Batches with `drop_remainder=True`; training repeats and shuffles
-    with a buffer of 100, as the original."""
+  def dataset(self, tfrecords_path, batch_size, is_training, seed=None, drop_remainder=True):
+    """Batches (with `drop_remainder`, as the original); training repeats
+    and shuffles with a buffer of 100, as the original."""
     d = tf.data.TFRecordDataset(tfrecords_path)
     if is_training:
       d = d.repeat().shuffle(100, seed=seed)
     d = d.map(self.decode, num_parallel_calls=tf.data.AUTOTUNE)
-    return d.batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+    return d.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
 
   def prepare_train(self):
     """`(dataset, train_steps)` with `train_steps = int(n_records //
@@ -132,7 +132,22 @@ class Preprocessor:
 
   def prepare_predict(self, tasks, split):
     """`(dataset, n_records)` of a split, padded to `eval_batch_size` and
-    batched by `predict_batch_size` (a mismatch can drop the tail, as the
-    original)."""
+    batched by `predict_batch_size`. Every record is scored: the last batch
+    may be smaller. With `drop_predict_tail` the original's
+    `drop_remainder=True` is kept, which loses the records past the last
+    full batch when the two batch sizes differ; what is lost is printed."""
+    config = self._config
     path, n_records = self.serialize(tasks, False, split)
-    return self.dataset(path, self._config.predict_batch_size, False), n_records
+    dropped = n_records % config.predict_batch_size if config.drop_predict_tail else 0
+    if dropped:
+      print(
+        f"drop_predict_tail: the last {dropped} of {n_records} {split} records "
+        f"(padding included) of {','.join(t.name for t in tasks)} are not scored "
+        f"(predict_batch_size={config.predict_batch_size}, "
+        f"eval_batch_size={config.eval_batch_size})",
+        flush=True,
+      )
+    dataset = self.dataset(
+      path, config.predict_batch_size, False, drop_remainder=config.drop_predict_tail
+    )
+    return dataset, n_records

@@ -148,3 +148,26 @@ def test_unknown_and_bad_values(tmp_path):
     FinetuningConfig("m", str(tmp_path), layerwise_lr_decay_variant="other")
   with pytest.raises(ValueError, match="task_names"):
     FinetuningConfig("m", str(tmp_path), task_names="rte")
+
+
+def test_distribution_and_precision_hparams_are_pretrainings(tmp_path):
+  from electra_tf.training import distribution
+
+  with pytest.raises(ValueError, match="distribution_strategy='gpus'"):
+    FinetuningConfig("m", str(tmp_path), distribution_strategy="gpus")
+  with pytest.raises(ValueError, match="mixed_precision='float16'"):
+    FinetuningConfig("m", str(tmp_path), mixed_precision="float16")
+  with pytest.raises(ValueError, match="predict_batch_size=0"):
+    FinetuningConfig("m", str(tmp_path), predict_batch_size=0)
+  tpu = FinetuningConfig(
+    "m", str(tmp_path), use_tpu=True, tpu_name="t1", tpu_zone="z", gcp_project="p"
+  )
+  assert distribution.resolve_strategy_name(tpu, num_visible_gpus=0) == "tpu"
+  assert distribution.tpu_cluster_resolver_kwargs(tpu) == {"tpu": "t1", "zone": "z", "project": "p"}
+  with pytest.raises(ValueError, match="not supported on TPU"):
+    distribution.set_mixed_precision(
+      FinetuningConfig("m", str(tmp_path), use_tpu=True, mixed_precision="mixed_float16")
+    )
+  gpus = FinetuningConfig("m", str(tmp_path))
+  assert distribution.resolve_strategy_name(gpus, num_visible_gpus=2) == "mirrored"
+  assert distribution.resolve_strategy_name(gpus, num_visible_gpus=1) == "default"

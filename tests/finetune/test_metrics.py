@@ -33,7 +33,9 @@ def test_sentence_scorers():
   for label, pred, loss in [(1, 1, 0.5), (0, 1, 1.5), (2, 2, 1.0), (0, 0, 1.0)]:
     acc.update({"label_ids": label, "predictions": pred, "loss": loss})
   assert acc.get_results() == [("accuracy", 75.0), ("loss", 1.0)]
-  assert acc.results_str() == "accuracy: 75.00 - loss: 1.00"
+  # labels 1, 0, 2, 0: always answering 0 is right half the time
+  assert acc.majority_baseline() == 50.0
+  assert acc.results_str() == "accuracy: 75.00 (majority class: 50.00) - loss: 1.00"
   mcc = cs.MCCScorer()
   for label, pred in zip([1, 1, 1, 0, 0, 0], [1, 1, 0, 0, 0, 1]):
     mcc.update({"label_ids": label, "predictions": pred, "loss": 0.0})

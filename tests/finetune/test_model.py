@@ -8,6 +8,7 @@ import pytest
 
 from electra_tf import run_finetuning
 from electra_tf.configs.finetuning import FinetuningConfig
+from electra_tf.finetune import optimizer as finetuning_optimizer
 from electra_tf.finetune import task_builder
 from electra_tf.finetune.classification.head import ClassificationHead
 from electra_tf.finetune.model import FinetuningModel
@@ -106,7 +107,7 @@ def test_optimizer_gets_layerwise_rates(tmp_path, variant, embedding_exponent, t
   config.model_dir += "_1"
   tasks = task_builder.get_tasks(config, tokenization.FullTokenizer(config.vocab_file))
   runner = run_finetuning.ModelRunner(config, tasks)
-  optimizer = runner._make_optimizer(10)
+  optimizer = finetuning_optimizer.make_optimizer_from_config(config, runner.model, 10)
   m = optimizer.learning_rate_multipliers
   assert m["electra/embeddings/word_embeddings"] == 0.5**embedding_exponent
   assert m["electra/embeddings_project/kernel"] == 0.5**embedding_exponent

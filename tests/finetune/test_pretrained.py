@@ -152,8 +152,8 @@ def test_learning_check_on_real_text(tmp_path, original_fixtures):
 
 
 def test_encoder_from_an_electra_tf_pretraining_checkpoint(tmp_path):
-  """electra_tf training checkpoint → `convert_checkpoint --direction
-  to-official` → fine-tuning loads the discriminator's encoder."""
+  """An electra_tf training checkpoint, directly and after `convert_checkpoint
+  --direction to-official`: fine-tuning loads the discriminator's encoder."""
   from electra_tf.checkpoints import convert
   from electra_tf.configs.pretraining import PretrainingConfig
   from electra_tf.models.electra_pretrainer import ElectraPretrainer
@@ -179,21 +179,29 @@ def test_encoder_from_an_electra_tf_pretraining_checkpoint(tmp_path):
   checkpointing.TrainingCheckpointManager(pretrainer, keras_dir).save(0)
   official_dir = str(tmp_path / "official")
   convert.convert(keras_dir, official_dir, direction="to-official", hparams=hparams)
-  with pytest.raises(ValueError, match="convert"):  # the object checkpoint itself is refused
-    checkpoint_io.load_pretrained(_model(pretraining_config), keras_dir)
-  model = _model(pretraining_config)
-  loaded = checkpoint_io.load_pretrained(model, official_dir)
-  assert loaded and all(n.startswith("electra/") for n in loaded)
-  names = model.official_name_map()
-  query = "electra/encoder/layer_1/attention/self/query/kernel"
-  np.testing.assert_array_equal(
-    np.asarray(names[query]),
-    np.asarray(pretrainer.discriminator.encoder.transformer_layers[1].query.kernel),
-  )
-  np.testing.assert_array_equal(
-    np.asarray(names["electra/embeddings/word_embeddings"]),
-    np.asarray(pretrainer.embeddings.word_embeddings),
-  )
+  for source in (keras_dir, official_dir):
+    model = _model(pretraining_config)
+    loaded = checkpoint_io.load_pretrained(model, source)
+    assert loaded and all(n.startswith("electra/") for n in loaded)
+    names = model.official_name_map()
+    query = "electra/encoder/layer_1/attention/self/query/kernel"
+    np.testing.assert_array_equal(
+      np.asarray(names[query]),
+      np.asarray(pretrainer.discriminator.encoder.transformer_layers[1].query.kernel),
+    )
+    np.testing.assert_array_equal(
+      np.asarray(names["electra/embeddings/word_embeddings"]),
+      np.asarray(pretrainer.embeddings.word_embeddings),
+    )
+  # A checkpoint of another model size is refused with one clear error.
+  small = PretrainingConfig("m", str(tmp_path), **dict(hparams, embedding_size=4))
+  other = ElectraPretrainer.from_pretraining_config(small)
+  other.build()
+  other.compile(pretraining_config=small)
+  other_dir = str(tmp_path / "other_ckpt")
+  checkpointing.TrainingCheckpointManager(other, other_dir).save(0)
+  with pytest.raises(ValueError, match="electra_tf pre-training checkpoint"):
+    checkpoint_io.load_pretrained(_model(pretraining_config), other_dir)
 
 
 def _model(pretraining_config):

@@ -92,6 +92,23 @@ class AccuracyScorer(SentenceLevelScorer):
       ("loss", self.get_loss()),
     ]
 
+  def majority_baseline(self):
+    """Accuracy (percent) of always predicting the most frequent true label."""
+    if not self._true_labels:
+      return 0.0
+    _, counts = np.unique(np.asarray(self._true_labels), return_counts=True)
+    return 100.0 * int(counts.max()) / len(self._true_labels)
+
+  def results_str(self):
+    """The metrics line with the majority-class baseline after accuracy
+    (display only; the results files keep the original's metrics)."""
+    parts = []
+    for name, value in self.get_results():
+      parts.append(f"{name}: {value:.2f}")
+      if name == "accuracy":
+        parts[-1] += f" (majority class: {self.majority_baseline():.2f})"
+    return " - ".join(parts)
+
 
 class MCCScorer(SentenceLevelScorer):
   """`mcc` (Matthews correlation × 100) and `loss`; used for CoLA."""

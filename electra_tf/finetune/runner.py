@@ -1,0 +1,339 @@
+"""Fine-tuning runs: build the model for a trial, train it with `fit`
+(resumable), evaluate, write results (`run_finetuning.py`'s library).
+
+Training goes through `FinetuningModel.train_step` (the original's summed
+multi-task loss) with the original's optimizer, schedule and layer-wise
+decay, under the `tf.distribute` strategy and precision policy chosen by
+`electra_tf.training.distribution` from the same hparams as pre-training.
+Checkpoints keep the original's names and are written every
+`save_checkpoints_steps`; re-running the same command resumes from the
+newest one, and SIGTERM saves before stopping.
+
+Example:
+>>> config = FinetuningConfig("electra_small", "/data", task_names=["rte"])
+>>> results = run_finetuning(config)  # [{"rte": {"accuracy": ..., "loss": ...}}]
+"""
+
+import json
+import statistics
+
+from absl import logging
+import keras
+import numpy as np
+import tensorflow as tf
+
+from electra_tf.checkpoints import finetuned as checkpoint_io
+from electra_tf.configs.pretraining import get_pretraining_bert_config
+from electra_tf.finetune import optimizer as finetuning_optimizer
+from electra_tf.finetune import preprocessing
+from electra_tf.finetune import task_builder
+from electra_tf.finetune.model import FinetuningModel
+from electra_tf.text import wordpiece as tokenization
+from electra_tf.training import checkpointing
+from electra_tf.training import distribution
+from electra_tf.training.callbacks import ETALogger
+from electra_tf.training.callbacks import TrainingSummaries
+from electra_tf.utils.file_io import write_atomic
+
+GLUE_TASKS = ("cola", "mrpc", "mnli", "sst", "rte", "qnli", "qqp", "sts")
+
+
+class TrainingPreempted(Exception):
+  """SIGTERM stopped training after saving a checkpoint; re-run to resume."""
+
+
+def get_finetuning_bert_config(config):
+  """The encoder's `BertConfig`: the size table, shrunk in debug mode (3
+  layers, 144 hidden) as the original's `get_bert_config`."""
+  bert_config = get_pretraining_bert_config(config)
+  if config.max_seq_length > bert_config.max_position_embeddings:
+    raise ValueError(
+      f"hparam max_seq_length={config.max_seq_length} exceeds the model's "
+      f"max_position_embeddings={bert_config.max_position_embeddings}"
+    )
+  return bert_config
+
+
+def validate_inputs(config):
+  """Checks what can be checked before anything is written: the vocab and
+  each task's data directory (`data_source: files`)."""
+  if not tf.io.gfile.exists(config.vocab_file):
+    raise ValueError(f"vocab file {config.vocab_file} does not exist (hparam vocab_file)")
+  if config.data_source == "files" and (config.do_train or config.do_eval):
+    for name in config.task_names:
+      path = config.raw_data_dir(name)
+      if not tf.io.gfile.isdir(path):
+        raise ValueError(f"hparam task_names: no data directory {path} for task {name!r}")
+
+
+def _numpy_rows(outputs, task_ids, n_tasks):
+  """Yields one dict of numpy values per non-padding row."""
+  outputs = {k: np.asarray(v) for k, v in outputs.items()}
+  for i, task_id in enumerate(np.asarray(task_ids)):
+    if task_id == n_tasks:
+      continue  # padding record
+    yield {k: v[i] for k, v in outputs.items()}
+
+
+class _StepLosses(keras.callbacks.Callback):
+  """Collects the loss of every training step (for callers and tests)."""
+
+  def __init__(self):
+    super().__init__()
+    self.losses = []
+
+  def on_train_batch_end(self, batch, logs=None):
+    if logs and "loss" in logs:
+      self.losses.append(float(logs["loss"]))
+
+
+class ModelRunner:
+  """Builds the model for one trial, trains it and runs predictions.
+
+  Args:
+    config: a `FinetuningConfig` (its `model_dir` is this trial's).
+    tasks: the task objects.
+    trial: 1-based trial number (seeds `seed + trial` when `seed` is set).
+    strategy: the `tf.distribute.Strategy` to build and train under
+      (default: the current one).
+  """
+
+  def __init__(self, config, tasks, trial=1, strategy=None):
+    self._config = config
+    self._tasks = tasks
+    self._strategy = strategy or tf.distribute.get_strategy()
+    self.chief = distribution.is_chief(self._strategy)
+    self._preprocessor = preprocessing.Preprocessor(config, tasks)
+    if config.seed is not None:
+      keras.utils.set_random_seed(config.seed + trial)
+    self.bert_config = get_finetuning_bert_config(config)
+    heads = [task.create_head() for task in tasks]
+    with self._strategy.scope():
+      self.model = FinetuningModel.from_finetuning_config(config, heads)
+    self.name_map = self.model.official_name_map()
+    self.train_steps = None
+    self._init_weights()
+    self._predict_fn = tf.function(lambda features: self.model(features, training=False))
+
+  def _init_weights(self):
+    config = self._config
+    if config.init_checkpoint:
+      checkpoint_io.load_pretrained(self.model, config.init_checkpoint)
+    elif config.do_train:
+      logging.warning("No init_checkpoint: fine-tuning from random initialisation")
+    if not config.do_train:
+      # As the Estimator: a checkpoint in the model dir wins over init_checkpoint.
+      if tf.train.latest_checkpoint(config.model_dir):
+        checkpoint_io.load_pretrained(self.model, config.model_dir)
+      elif not config.init_checkpoint:
+        raise ValueError(
+          "do_train=false needs a trained model: pass hparam init_checkpoint "
+          "(e.g. <...>/finetuning_models/<tasks>_model_1)"
+        )
+
+  @staticmethod
+  def _distributable(dataset, skip_batches):
+    options = tf.data.Options()
+    # Multi-worker: each worker takes every n-th batch.
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    # A resumed run continues the (seeded) input order where it stopped.
+    return dataset.skip(skip_batches).with_options(options)
+
+  def train(self):
+    """Trains to `train_steps`, resuming from the model dir's newest
+    checkpoint; saves `model.ckpt-0` on a fresh dir, every
+    `save_checkpoints_steps` and at the end. Returns the losses of the steps
+    run here. Raises `TrainingPreempted` after a SIGTERM (checkpoint saved)."""
+    config = self._config
+    dataset, self.train_steps = self._preprocessor.prepare_train()
+    if self.train_steps <= 0:
+      raise ValueError(
+        f"no training steps: train_steps = n_records // train_batch_size "
+        f"({config.train_batch_size}) * num_train_epochs ({config.num_train_epochs}) is 0"
+      )
+    model = self.model
+    single_worker = distribution.num_workers(self._strategy) == 1
+    with self._strategy.scope():
+      model.compile(
+        optimizer=finetuning_optimizer.make_optimizer_from_config(config, model, self.train_steps),
+        jit_compile=config.jit_compile,
+        steps_per_execution=config.steps_per_execution,
+      )
+      checkpointing.build_optimizer(model)
+      manager = checkpoint_io.NameBasedCheckpointManager(
+        model, config.model_dir, config.keep_checkpoint_max, chief=self.chief
+      )
+      checkpoint_callback = checkpointing.PretrainingCheckpoint(
+        manager,
+        config.save_checkpoints_steps,
+        num_train_steps=self.train_steps,
+        handle_sigterm=single_worker,
+      )
+      step = checkpoint_callback.restore()
+    if step:
+      logging.info("Resuming from %s at step %d", manager.latest_checkpoint, step)
+    step_losses = _StepLosses()
+    callbacks = [
+      checkpoint_callback,
+      ETALogger(self.train_steps, log_every=config.log_every_steps, print_fn=logging.info),
+      TrainingSummaries(config.model_dir, config.save_summary_steps, enabled=self.chief),
+      step_losses,
+    ]
+    # More than one `fit` only when steps did not count (mixed_float16 skips
+    # the update, and the step, of a batch with non-finite gradients).
+    while step < self.train_steps:
+      model.fit(
+        self._distributable(dataset, step),
+        epochs=1,
+        steps_per_epoch=self.train_steps - step,
+        verbose=0,
+        shuffle=False,
+        callbacks=callbacks,
+      )
+      step = checkpointing.global_step(model)
+      if checkpoint_callback.preempted:
+        raise TrainingPreempted(
+          f"SIGTERM: saved {manager.latest_checkpoint} at step {step}; re-run to resume"
+        )
+    return step_losses.losses
+
+  def predict(self, task, split):
+    """Yields each non-padding row's outputs for `task` on `split`."""
+    dataset, _ = self._preprocessor.prepare_predict([task], split)
+    n_tasks = len(self._tasks)
+    for features in dataset:
+      outputs = self._predict_fn(features)
+      yield from _numpy_rows(outputs[task.name], features["task_id"], n_tasks)
+
+  def evaluate_task(self, task, split="dev"):
+    scorer = task.get_scorer(split)
+    for row in self.predict(task, split):
+      scorer.update(row)
+    return scorer
+
+  def evaluate(self):
+    """`{task: {metric: value}}` on the dev sets."""
+    results = {}
+    for task in self._tasks:
+      scorer = self.evaluate_task(task, "dev")
+      results[task.name] = {k: float(v) for k, v in scorer.get_results()}
+      logging.info("%s: %s", task.name, scorer.results_str())
+    return results
+
+  def write_test_outputs(self, trial):
+    """GLUE: `{eid: logits}` (regression: the normalised prediction) per test
+    split; SQuAD 2.0: `{id: answer or ""}` with the no-answer threshold."""
+    config = self._config
+    for task in self._tasks:
+      if task.name in GLUE_TASKS:
+        for split in task.get_test_splits():
+          predictions = {}
+          for row in self.predict(task, split):
+            value = row["logits"] if "logits" in row else row["predictions"]
+            predictions[int(row["eid"])] = np.asarray(value, np.float32).tolist()
+          write_atomic(
+            config.test_predictions(task.name, split, trial), json.dumps(predictions, indent=2)
+          )
+      elif task.name == "squad":
+        # The original decodes *dev* examples against test features and
+        # overwrites the dev prediction files (README: Differences from the
+        # original); here the test scorer uses the test examples and its own files.
+        scorer = task.get_scorer("test")
+        for row in self.predict(task, "test"):
+          scorer.update(row)
+        preds_file = config.test_predictions(task.name, "test", trial)
+        predictions, null_odds = scorer.write_predictions(
+          preds_file=preds_file[: -len(".json")] + "_preds.json",
+          na_file=preds_file[: -len(".json")] + "_null_odds.json",
+        )
+        answers = {
+          qid: ("" if null_odds[qid] > config.qa_na_threshold else text)
+          for qid, text in predictions.items()
+        }
+        write_atomic(preds_file, json.dumps(answers, indent=2))
+      else:
+        logging.info(
+          "Skipping task %s - writing predictions is not supported for this task", task.name
+        )
+
+
+def results_lines(results):
+  """The original's results.txt lines: one per (trial, task)."""
+  lines = []
+  for trial_results in results:
+    for task_name, task_results in trial_results.items():
+      if task_name in ("time", "global_step"):
+        continue
+      lines.append(task_name + ": " + " - ".join(f"{k}: {v:.2f}" for k, v in task_results.items()))
+  return lines
+
+
+def median_results(results):
+  """`{task: {metric: median over trials}}`."""
+  medians = {}
+  for trial_results in results:
+    for task_name, task_results in trial_results.items():
+      for metric, value in task_results.items():
+        medians.setdefault(task_name, {}).setdefault(metric, []).append(value)
+  return {t: {m: float(statistics.median(v)) for m, v in ms.items()} for t, ms in medians.items()}
+
+
+def write_results(config, results):
+  """Rewrites `results_txt` and `results_json` with all trials so far, plus
+  `<tasks>_results_median.json` with the per-metric median over trials."""
+  write_atomic(config.results_txt, "".join(line + "\n" for line in results_lines(results)))
+  write_atomic(config.results_json, json.dumps(results, indent=2))
+  median_path = config.results_json[: -len(".json")] + "_median.json"
+  write_atomic(median_path, json.dumps(median_results(results), indent=2))
+
+
+def _prepare_model_dir(config):
+  """A fresh trial dir, unless it holds a checkpoint to resume from (the
+  original always deleted it)."""
+  if tf.train.latest_checkpoint(config.model_dir):
+    logging.info(
+      "%s holds a checkpoint: resuming it (delete the directory to start over)", config.model_dir
+    )
+    return
+  if tf.io.gfile.exists(config.model_dir):
+    tf.io.gfile.rmtree(config.model_dir)
+  tf.io.gfile.makedirs(config.model_dir)
+
+
+def run_finetuning(config, strategy=None):
+  """Runs `num_trials` trials of train → evaluate (→ test outputs); returns
+  the list of per-trial results. `strategy` defaults to the one the hparams
+  choose (`electra_tf.training.distribution.setup_distribution`)."""
+  validate_inputs(config)
+  if strategy is None:
+    strategy = distribution.setup_distribution(config)
+  chief = distribution.is_chief(strategy)
+  results = []
+  trial = 1
+  # The original's heading never updates its trial number (README:
+  # Differences from the original).
+  logging.info(
+    "Config: model=%s, trial %d/%d\n%s", config.model_name, trial, config.num_trials, config
+  )
+  generic_model_dir = config.model_dir
+  tokenizer = tokenization.FullTokenizer(config.vocab_file, do_lower_case=config.do_lower_case)
+  tasks = task_builder.get_tasks(config, tokenizer)
+  while config.num_trials < 0 or trial <= config.num_trials:
+    config.model_dir = generic_model_dir + "_" + str(trial)
+    if config.do_train and chief:
+      _prepare_model_dir(config)
+    runner = ModelRunner(config, tasks, trial, strategy=strategy)
+    if config.do_train:
+      logging.info("Training for %s", ",".join(config.task_names))
+      runner.train()
+    if config.do_eval and chief:
+      results.append(runner.evaluate())
+      write_results(config, results)
+      if config.write_test_outputs and trial <= config.n_writes_test:
+        runner.write_test_outputs(trial)
+    if trial != config.num_trials and not config.keep_all_models and chief:
+      tf.io.gfile.rmtree(config.model_dir)
+    trial += 1
+  if results:
+    logging.info("Median over %d trial(s): %s", len(results), median_results(results))
+  return results

@@ -1,0 +1,466 @@
+"""Fine-tuning through `fit`: distribution, precision, resume, SIGTERM,
+initialisation from a pre-training model dir, no dropped examples."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from electra_tf.checkpoints import finetuned as checkpoint_io
+from electra_tf.checkpoints import names as checkpoint_names
+from electra_tf.configs.finetuning import FinetuningConfig
+from electra_tf.configs.pretraining import PretrainingConfig
+from electra_tf.finetune import optimizer as finetuning_optimizer
+from electra_tf.finetune import runner as runner_lib
+from electra_tf.finetune import task_builder
+from electra_tf.finetune.classification.head import ClassificationHead
+from electra_tf.finetune.model import FinetuningModel
+from electra_tf.models.electra_pretrainer import ElectraPretrainer
+from electra_tf.optimization.schedule import ElectraLearningRateSchedule
+from electra_tf.text import wordpiece as tokenization
+from electra_tf.training import checkpointing
+from electra_tf.training import distribution
+from tests.conftest import REPO_ROOT
+from tests.helpers.finetuning_testdata import make_data_dir
+from tests.helpers.finetuning_testdata import tiny_hparams
+from tests.helpers.finetuning_testdata import tsv
+from tests.helpers.finetuning_testdata import write_task_file
+
+BERT = {
+  "vocab_size": 40,
+  "hidden_size": 16,
+  "num_hidden_layers": 2,
+  "num_attention_heads": 2,
+  "intermediate_size": 32,
+  "max_position_embeddings": 32,
+  "hidden_dropout_prob": 0.0,
+  "attention_probs_dropout_prob": 0.0,
+}
+SEQ = 12
+SENTENCES = [
+  "the cat sat on the mat",
+  "a dog ran fast",
+  "he walks in paris",
+  "she is sad",
+  "the red fox jumps over the dog",
+  "they ran fast",
+  "it was a great film",
+  "the movie is awful",
+]
+
+
+def _model():
+  heads = [
+    ClassificationHead("rte", 2, dropout_rate=0.0, name="task_specific_rte"),
+    ClassificationHead("sts", 1, regression=True, dropout_rate=0.0, name="task_specific_sts"),
+  ]
+  model = FinetuningModel(BERT, heads, embedding_size=8, name="finetuning_model")
+  model.build()
+  return model
+
+
+def _multitask_batch(n=8, seed=0):
+  """Rows of both tasks plus one padding row (task_id 2)."""
+  rng = np.random.default_rng(seed)
+  ids = rng.integers(5, 40, size=(n, SEQ)).astype("int32")
+  task_id = np.array([i % 2 for i in range(n)], "int32")
+  task_id[-1] = 2
+  return {
+    "input_ids": ids,
+    "input_mask": np.ones((n, SEQ), "int32"),
+    "segment_ids": np.zeros((n, SEQ), "int32"),
+    "task_id": task_id,
+    "rte_eid": np.arange(n, dtype="int32"),
+    "rte_label_ids": (ids[:, 0] % 2).astype("int32"),
+    "sts_eid": np.arange(n, dtype="int32"),
+    "sts_targets": (ids[:, 1] % 5).astype("float32"),
+  }
+
+
+def _one_step(model, optimizer, batch, global_batch):
+  model.compile(optimizer=optimizer)
+  dataset = tf.data.Dataset.from_tensors(batch).unbatch().batch(global_batch)
+  history = model.fit(dataset, epochs=1, steps_per_epoch=1, verbose=0)
+  return history.history["loss"][0]
+
+
+@pytest.mark.slow
+def test_mirrored_first_step_equals_one_device(two_replica_strategy):
+  batch = _multitask_batch()
+  single = _model()
+  before = [w.numpy() for w in single.trainable_weights]
+  # SGD with rate 1: each weight's change is minus its (replica-summed) gradient.
+  loss_single = _one_step(single, keras.optimizers.SGD(1.0), batch, 8)
+  with two_replica_strategy.scope():
+    mirrored = _model()
+    for w, value in zip(mirrored.trainable_weights, before):
+      w.assign(value)
+    loss_mirrored = _one_step(mirrored, keras.optimizers.SGD(1.0), batch, 8)
+  assert loss_mirrored == pytest.approx(loss_single, rel=1e-5)
+  changed = 0
+  for a, b, w0 in zip(single.trainable_weights, mirrored.trainable_weights, before):
+    np.testing.assert_allclose(b.numpy() - w0, a.numpy() - w0, rtol=1e-4, atol=1e-6)
+    changed += int(np.abs(a.numpy() - w0).max() > 0)
+  assert changed > len(before) // 2  # both heads and the encoder received gradients
+  # The original's optimizer (AdamWeightDecay, layer-wise decay) too.
+  names_single = single.official_name_map()
+  single2, weights = _model(), [w.numpy() for w in single.trainable_weights]
+  for w, v in zip(single2.trainable_weights, weights):
+    w.assign(v)
+  loss_a = _one_step(
+    single2, finetuning_optimizer.make_optimizer(single2.official_name_map(), 2, 10), batch, 8
+  )
+  with two_replica_strategy.scope():
+    mirrored2 = _model()
+    for w, v in zip(mirrored2.trainable_weights, weights):
+      w.assign(v)
+    loss_b = _one_step(
+      mirrored2, finetuning_optimizer.make_optimizer(mirrored2.official_name_map(), 2, 10), batch, 8
+    )
+  assert sorted(names_single) == sorted(mirrored2.official_name_map())
+  assert loss_b == pytest.approx(loss_a, rel=1e-5)
+  for a, b in zip(single2.trainable_weights, mirrored2.trainable_weights):
+    np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def _learnable_data(n, seed):
+  """rte-only batches whose label is whether token 7 occurs."""
+  rng = np.random.default_rng(seed)
+  ids = rng.integers(8, 40, size=(n, SEQ)).astype("int32")
+  labels = rng.integers(0, 2, size=n).astype("int32")
+  ids[labels == 1, 3] = 7
+  return {
+    "input_ids": ids,
+    "input_mask": np.ones((n, SEQ), "int32"),
+    "segment_ids": np.zeros((n, SEQ), "int32"),
+    "task_id": np.zeros(n, "int32"),
+    "rte_eid": np.arange(n, dtype="int32"),
+    "rte_label_ids": labels,
+    "sts_eid": np.zeros(n, "int32"),
+    "sts_targets": np.zeros(n, "float32"),
+  }
+
+
+def _train_and_score(policy):
+  keras.utils.set_random_seed(3)
+  with distribution.dtype_policy(policy):
+    model = _model()
+    optimizer = finetuning_optimizer.make_optimizer(
+      model.official_name_map(), 2, 60, learning_rate=3e-3, layerwise_lr_decay=0.0
+    )
+    model.compile(optimizer=optimizer)
+    train = tf.data.Dataset.from_tensor_slices(_learnable_data(256, 1)).repeat().batch(16)
+    losses = model.fit(train, epochs=1, steps_per_epoch=60, verbose=0).history["loss"]
+    dev = _learnable_data(128, 2)
+    logits = model(dev, training=False)["rte"]["logits"]
+  accuracy = float(np.mean(np.argmax(np.asarray(logits, np.float32), -1) == dev["rte_label_ids"]))
+  return model, losses, accuracy
+
+
+@pytest.mark.slow
+def test_mixed_precision_matches_float32():
+  _, losses32, accuracy32 = _train_and_score("float32")
+  assert accuracy32 > 0.8  # learnable, so the comparison below means something
+  for policy in ("mixed_float16", "mixed_bfloat16"):
+    model, losses, accuracy = _train_and_score(policy)
+    assert np.all(np.isfinite(losses)), (policy, losses)
+    assert model.compute_dtype == policy.split("_")[1]
+    assert isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer) == (
+      policy == "mixed_float16"
+    )
+    assert abs(accuracy - accuracy32) <= 0.1, (policy, accuracy, accuracy32)
+
+
+# ---------------------------------------------------------------------------
+# Whole runs on files: the runner and the CLI.
+# ---------------------------------------------------------------------------
+
+
+def _write_rte(data_dir, n_train=24, n_dev=7):
+  header = [["index", "sentence1", "sentence2", "label"]]
+  rows = []
+  for i in range(max(n_train, n_dev)):
+    a, b = SENTENCES[i % 8], SENTENCES[(i * 3 + 1) % 8]
+    rows.append([i, a, b, "entailment" if i % 2 else "not_entailment"])
+  write_task_file(data_dir, "rte", "train.tsv", tsv(header + rows[:n_train]))
+  write_task_file(data_dir, "rte", "dev.tsv", tsv(header + rows[:n_dev]))
+
+
+@pytest.fixture
+def rte_data(tmp_path):
+  data_dir, vocab_size = make_data_dir(tmp_path)
+  _write_rte(data_dir)
+  return data_dir, vocab_size
+
+
+def _config(rte_data, **kwargs):
+  data_dir, vocab_size = rte_data
+  kwargs.setdefault("init_checkpoint", None)
+  return FinetuningConfig("m", data_dir, **tiny_hparams(vocab_size, task_names=["rte"], **kwargs))
+
+
+def test_every_dev_example_is_scored_whatever_the_batch_sizes(rte_data, capsys):
+  # 7 dev examples padded to 8 records (eval_batch_size 4), batched by 5:
+  # the original's drop_remainder loses records 5-7, two of them real.
+  config = _config(rte_data, eval_batch_size=4, predict_batch_size=5)
+  config.model_dir += "_1"
+  tasks = task_builder.get_tasks(config, tokenization.FullTokenizer(config.vocab_file))
+  runner = runner_lib.ModelRunner(config, tasks)
+  eids = sorted(int(row["eid"]) for row in runner.predict(tasks[0], "dev"))
+  assert eids == list(range(7))
+  config.drop_predict_tail = True
+  eids = sorted(int(row["eid"]) for row in runner.predict(tasks[0], "dev"))
+  assert eids == list(range(5))
+  assert "the last 3 of 8 dev records" in capsys.readouterr().out
+
+
+def test_resume_restores_step_slots_and_learning_rate(rte_data):
+  config = _config(rte_data, save_checkpoints_steps=4, num_train_epochs=2.0)
+  config.model_dir += "_1"
+  tasks = task_builder.get_tasks(config, tokenization.FullTokenizer(config.vocab_file))
+  runner = runner_lib.ModelRunner(config, tasks)
+  losses = runner.train()
+  assert runner.train_steps == 24 // 4 * 2 == len(losses)
+  state = tf.train.get_checkpoint_state(config.model_dir)
+  steps = sorted(int(p.rsplit("-", 1)[1]) for p in state.all_model_checkpoint_paths)
+  assert steps == [0, 4, 8, 12]
+  # A new run on the same dir after "losing" the last checkpoint resumes at 8.
+  os.remove(os.path.join(config.model_dir, "checkpoint"))
+  state_lines = [
+    'model_checkpoint_path: "model.ckpt-8"',
+    'all_model_checkpoint_paths: "model.ckpt-8"',
+  ]
+  with open(os.path.join(config.model_dir, "checkpoint"), "w") as f:
+    f.write("\n".join(state_lines) + "\n")
+  resumed = runner_lib.ModelRunner(config, tasks)
+  resumed.model.compile(
+    optimizer=finetuning_optimizer.make_optimizer_from_config(config, resumed.model, 12)
+  )
+  manager = checkpoint_io.NameBasedCheckpointManager(resumed.model, config.model_dir)
+  assert manager.restore_latest() == 8
+  reader = tf.train.load_checkpoint(os.path.join(config.model_dir, "model.ckpt-8"))
+  kernel = "electra/encoder/layer_1/output/dense/kernel"
+  np.testing.assert_array_equal(resumed.name_map[kernel].numpy(), reader.get_tensor(kernel))
+  slots = resumed.model.optimizer.official_slots(resumed.name_map)
+  np.testing.assert_array_equal(
+    slots[kernel + "/adam_v"].numpy(), reader.get_tensor(kernel + "/adam_v")
+  )
+  schedule = ElectraLearningRateSchedule(config.learning_rate, 12, warmup_proportion=0.1)
+  assert float(resumed.model.optimizer.learning_rate) == pytest.approx(float(schedule(8)))
+  # Training continues from 8 to 12 (4 steps), not from 0.
+  assert len(resumed.train()) == 4
+  assert tf.train.latest_checkpoint(config.model_dir).endswith("model.ckpt-12")
+
+
+def test_missing_task_dir_is_one_line_and_writes_nothing(rte_data):
+  data_dir, vocab_size = rte_data
+  hparams = tiny_hparams(vocab_size, task_names=["mnli"], init_checkpoint=None)
+  result = _cli(data_dir, hparams)
+  assert result.returncode == 2
+  lines = result.stderr.strip().splitlines()
+  assert lines[-1].startswith("run_finetuning: error: hparam task_names: no data directory")
+  assert "mnli" in lines[-1]
+  assert not os.path.exists(os.path.join(data_dir, "models", "m", "finetuning_models"))
+
+
+def _cli(data_dir, hparams, wait=True, extra_env=None):
+  cmd = [
+    sys.executable,
+    "-m",
+    "electra_tf.run_finetuning",
+    "--data-dir",
+    data_dir,
+    "--model-name",
+    "m",
+    "--hparams",
+    json.dumps(hparams),
+  ]
+  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": "", **(extra_env or {})}
+  if wait:
+    return subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, env=env, timeout=600)
+  return subprocess.Popen(
+    cmd, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+  )
+
+
+def _wait_for_checkpoint(model_dir, proc, min_step=1, timeout=300):
+  deadline = time.time() + timeout
+  while time.time() < deadline:
+    prefix = tf.train.latest_checkpoint(model_dir) if os.path.isdir(model_dir) else None
+    if prefix and int(prefix.rsplit("-", 1)[1]) >= min_step:
+      return int(prefix.rsplit("-", 1)[1])
+    assert proc.poll() is None, proc.stdout.read()
+    time.sleep(0.2)
+  raise AssertionError("no checkpoint appeared")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_cli_interrupted_then_rerun_resumes(rte_data, sig):
+  data_dir, vocab_size = rte_data
+  hparams = tiny_hparams(
+    vocab_size,
+    task_names=["rte"],
+    init_checkpoint=None,
+    num_train_epochs=40.0,
+    save_checkpoints_steps=5,
+    log_every_steps=1,
+  )
+  model_dir = os.path.join(data_dir, "models", "m", "finetuning_models", "rte_model_1")
+  proc = _cli(data_dir, hparams, wait=False)
+  _wait_for_checkpoint(model_dir, proc, min_step=5)
+  proc.send_signal(sig)
+  output = proc.communicate(timeout=300)[0]
+  saved = int(tf.train.latest_checkpoint(model_dir).rsplit("-", 1)[1])
+  if sig == signal.SIGTERM:
+    assert proc.returncode == 143, output
+    assert f"saved {model_dir}/model.ckpt-{saved} at step {saved}" in output
+  else:
+    assert proc.returncode == -signal.SIGKILL
+  assert 5 <= saved < 240
+  result = _cli(data_dir, hparams)
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert f"Resuming from {model_dir}/model.ckpt-{saved} at step {saved}" in result.stderr
+  assert tf.train.latest_checkpoint(model_dir).endswith("model.ckpt-240")
+  with open(os.path.join(data_dir, "models", "m", "results", "rte_results.json")) as f:
+    assert list(json.load(f)[0]["rte"]) == ["accuracy", "loss"]
+
+
+def test_finetunes_from_a_run_pretraining_model_dir(rte_data):
+  data_dir, vocab_size = rte_data
+  overrides = tiny_hparams(vocab_size)["model_hparam_overrides"]
+  pretraining_config = PretrainingConfig(
+    "m",
+    data_dir,
+    model_size="base",
+    vocab_size=vocab_size,
+    embedding_size=8,
+    model_hparam_overrides=overrides,
+    max_seq_length=32,
+  )
+  pretrainer = ElectraPretrainer.from_pretraining_config(pretraining_config)
+  pretrainer.build()
+  pretrainer.compile(pretraining_config=pretraining_config)
+  checkpointing.TrainingCheckpointManager(pretrainer, pretraining_config.model_dir).save(0)
+  # The default init_checkpoint: models/<model-name>, as written by run_pretraining.
+  config = FinetuningConfig(
+    "m", data_dir, **tiny_hparams(vocab_size, task_names=["rte"], num_train_epochs=1.0)
+  )
+  config.model_dir += "_1"
+  tasks = task_builder.get_tasks(config, tokenization.FullTokenizer(config.vocab_file))
+  runner = runner_lib.ModelRunner(config, tasks)
+  expected = checkpoint_names.discriminator_name_map(pretrainer.discriminator, include_head=False)
+  encoder_names = [n for n in runner.name_map if n.startswith("electra/")]
+  assert len(encoder_names) == len(runner.model.encoder.weights)
+  for name in encoder_names:
+    np.testing.assert_array_equal(runner.name_map[name].numpy(), expected[name].numpy())
+  assert len(runner.train()) == runner.train_steps
+
+
+def _free_ports(n):
+  sockets = [socket.socket() for _ in range(n)]
+  for s in sockets:
+    s.bind(("127.0.0.1", 0))
+  ports = [s.getsockname()[1] for s in sockets]
+  for s in sockets:
+    s.close()
+  return ports
+
+
+@pytest.mark.slow
+def test_two_local_workers_finetune_and_only_the_chief_writes(rte_data):
+  data_dir, vocab_size = rte_data
+  hparams = tiny_hparams(
+    vocab_size,
+    task_names=["rte"],
+    init_checkpoint=None,
+    save_checkpoints_steps=3,
+    log_every_steps=1,
+    distribution_strategy="multi_worker_mirrored",
+  )
+  workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
+  procs = []
+  for index in range(2):
+    tf_config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+    procs.append(
+      _cli(data_dir, hparams, wait=False, extra_env={"TF_CONFIG": json.dumps(tf_config)})
+    )
+  outputs = []
+  try:
+    for proc in procs:
+      outputs.append(proc.communicate(timeout=600)[0])
+      assert proc.returncode == 0, outputs[-1][-3000:]
+  finally:
+    for proc in procs:
+      if proc.poll() is None:
+        proc.kill()
+  # Both trained to the end (24 examples / 4 per batch = 6 steps); only the
+  # chief (worker 0) evaluated and wrote.
+  for out in outputs:
+    assert "6/6 = 100.0%" in out, out[-3000:]
+  assert "rte: accuracy:" in outputs[0] and "rte: accuracy:" not in outputs[1]
+  root = os.path.join(data_dir, "models", "m")
+  model_dir = os.path.join(root, "finetuning_models", "rte_model_1")
+  names = set(os.listdir(model_dir))
+  assert {"model.ckpt-0.index", "model.ckpt-3.index", "model.ckpt-6.index", "checkpoint"} <= names
+  assert all(n.startswith(("model.ckpt-", "checkpoint", "events.out.tfevents")) for n in names)
+  with open(os.path.join(root, "results", "rte_results.json")) as f:
+    assert len(json.load(f)) == 1
+
+
+def test_finetuned_checkpoint_through_keras_and_back_evaluates_the_same(rte_data, tmp_path):
+  from electra_tf.checkpoints import convert  # pylint: disable=g-import-not-at-top
+
+  data_dir, vocab_size = rte_data
+  hparams = tiny_hparams(vocab_size, task_names=["rte"], init_checkpoint=None)
+  config = FinetuningConfig("m", data_dir, **hparams)
+  config.model_dir += "_1"
+  tasks = task_builder.get_tasks(config, tokenization.FullTokenizer(config.vocab_file))
+  trained = runner_lib.ModelRunner(config, tasks)
+  trained.train()
+  results = trained.evaluate()
+  rows = {int(r["eid"]): r["logits"] for r in trained.predict(tasks[0], "dev")}
+  assert len(rows) == 7
+
+  keras_path = str(tmp_path / "rte.keras")
+  official_dir = str(tmp_path / "official")
+  convert.convert(config.model_dir, keras_path, hparams=hparams)
+  convert.convert(keras_path, official_dir, global_step=6)
+  for source in (official_dir, keras_path):
+    eval_config = _config(rte_data, do_train=False, init_checkpoint=source)
+    eval_config.model_dir = str(tmp_path / "no_model_dir")
+    evaluator = runner_lib.ModelRunner(eval_config, tasks)
+    assert evaluator.evaluate()["rte"] == pytest.approx(results["rte"], abs=1e-5)
+    for row in evaluator.predict(tasks[0], "dev"):
+      np.testing.assert_allclose(row["logits"], rows[int(row["eid"])], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_runner_under_mirrored_strategy_trains_checkpoints_resumes_and_scores(
+  rte_data, two_replica_strategy
+):
+  config = _config(rte_data, save_checkpoints_steps=3)
+  config.model_dir += "_1"
+  tasks = task_builder.get_tasks(config, tokenization.FullTokenizer(config.vocab_file))
+  runner = runner_lib.ModelRunner(config, tasks, strategy=two_replica_strategy)
+  losses = runner.train()
+  assert len(losses) == 6 and np.all(np.isfinite(losses))
+  assert tf.train.latest_checkpoint(config.model_dir).endswith("model.ckpt-6")
+  results = runner.evaluate()
+  # The mirrored checkpoint restores into a single-device evaluation.
+  eval_config = _config(rte_data, do_train=False, init_checkpoint=config.model_dir)
+  eval_config.model_dir = config.model_dir
+  assert runner_lib.ModelRunner(eval_config, tasks).evaluate()["rte"] == pytest.approx(
+    results["rte"], abs=1e-5
+  )
+  # And a mirrored re-run resumes at the end: nothing left to train.
+  again = runner_lib.ModelRunner(config, tasks, strategy=two_replica_strategy)
+  assert again.train() == []
