@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -97,7 +98,8 @@ def _bad_input(capsys, data_dir, hparams, expected):
 
 
 def test_no_tfrecords(tmp_path, capsys):
-  (tmp_path / "vocab.txt").write_text("\n".join(SPECIAL) + "\n")
+  words = SPECIAL + [f"w{i}" for i in range(60 - len(SPECIAL))]
+  (tmp_path / "vocab.txt").write_text("\n".join(words) + "\n")
   _bad_input(
     capsys,
     tmp_path,
@@ -115,6 +117,75 @@ def test_records_of_another_max_seq_length(tmp_path, capsys):
 def test_vocab_smaller_than_ids(tmp_path, capsys):
   make_data_dir(tmp_path, vocab_size=60, max_id=99)
   _bad_input(capsys, tmp_path, self_made_hparams(vocab_size=60), r"(?i)vocab_size")
+
+
+def test_vocab_size_must_match_the_vocab_file(tmp_path, capsys):
+  make_data_dir(tmp_path, vocab_size=60)
+  _bad_input(
+    capsys,
+    tmp_path,
+    self_made_hparams(vocab_size=30522),
+    r"hparam vocab_size=30522 but vocab file '.*vocab.txt' has 60 entries; set vocab_size to 60",
+  )
+
+
+def test_missing_vocab_file_is_an_error(tmp_path, capsys):
+  make_data_dir(tmp_path)
+  (tmp_path / "vocab.txt").unlink()
+  _bad_input(
+    capsys, tmp_path, self_made_hparams(), r"hparam vocab_file='.*vocab.txt' does not exist"
+  )
+
+
+def test_vocab_without_mask_is_one_line_before_the_config_dump(tmp_path, capsys):
+  make_data_dir(tmp_path)
+  words = (tmp_path / "vocab.txt").read_text().splitlines()
+  (tmp_path / "vocab.txt").write_text("\n".join(w if w != "[MASK]" else "mask" for w in words))
+  err = _bad_input(
+    capsys, tmp_path, self_made_hparams(), r"lacks the special token\(s\) \['\[MASK\]'\]"
+  )
+  assert len(err.strip().splitlines()) == 1
+  assert "Config" not in capsys.readouterr().out
+
+
+def test_corrupt_shard_past_record_100_is_named_before_training(tmp_path, capsys):
+  make_data_dir(tmp_path, num_examples=330)  # 110 records per file
+  path = tmp_path / "pretrain_tfrecords" / "pretrain_data.tfrecord-1-of-3"
+  data = bytearray(path.read_bytes())
+  assert len(data) == 110 * 175  # every record of make_data_dir has 175 bytes
+  data[-40] ^= 1  # inside the last record
+  path.write_bytes(bytes(data))
+  _bad_input(
+    capsys,
+    tmp_path,
+    self_made_hparams(num_train_steps=1),
+    r"pretrain_data.tfrecord-1-of-3': record 109 at byte \d+ fails its checksum",
+  )
+  # Cut inside record 55 (a cut exactly between records leaves a valid,
+  # shorter file: no checksum can tell).
+  path.write_bytes(bytes(data[: 55 * 175 + 7]))
+  _bad_input(
+    capsys,
+    tmp_path,
+    self_made_hparams(num_train_steps=1),
+    r"tfrecord-1-of-3': record 55 at byte 9625 is cut short inside its header",
+  )
+
+
+def test_corrupt_record_met_while_training_names_file_and_checkpoint(tmp_path):
+  make_data_dir(tmp_path, num_examples=30)
+  path = tmp_path / "pretrain_tfrecords" / "pretrain_data.tfrecord-2-of-3"
+  data = bytearray(path.read_bytes())
+  data[5 * 175 + 30] ^= 1
+  path.write_bytes(bytes(data))
+  # Without the start-up check (a direct `train` call, no seed), training
+  # reads the bad record and stops with the file, record and checkpoint.
+  config = PretrainingConfig("m", str(tmp_path), **self_made_hparams(num_train_steps=100))
+  with pytest.raises(run_pretraining.TrainingDataError) as info:
+    run_pretraining.train(config)
+  message = str(info.value)
+  assert "tfrecord-2-of-3': record 5 at byte 875 fails its checksum" in message, message
+  assert "Last checkpoint: " + str(tmp_path / "models" / "m" / "model.ckpt-0") in message
 
 
 def test_unknown_hparam(tmp_path, capsys):
@@ -516,3 +587,141 @@ def test_checkpoint_restores_every_pretrainer_variable(tmp_path):
   assert len(model.optimizer.variables) == len(restored.optimizer.variables)
   for a, b in zip(model.optimizer.variables, restored.optimizer.variables):
     np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
+
+
+# ----------------------------------------------------------------------------
+# Exact resume, preemption exit status, presets
+# ----------------------------------------------------------------------------
+
+
+def _checkpoint_values(model_dir):
+  """{name: value} of the newest checkpoint, without the save counter (how
+  many saves a run made is not part of its state)."""
+  path = tf.train.latest_checkpoint(str(model_dir))
+  reader = tf.train.load_checkpoint(path)
+  return {
+    name: reader.get_tensor(name)
+    for name in reader.get_variable_to_shape_map()
+    if not name.startswith("save_counter") and name != "_CHECKPOINTABLE_OBJECT_GRAPH"
+  }
+
+
+class _StepLosses(keras.callbacks.Callback):
+  """Each step's own loss, from the running mean Keras reports."""
+
+  def __init__(self):
+    super().__init__()
+    self.losses = []
+    self._mean = 0.0
+
+  def on_train_begin(self, logs=None):
+    self._mean = 0.0
+
+  def on_train_batch_end(self, batch, logs=None):
+    mean = float(logs["loss"])
+    self.losses.append(mean * (batch + 1) - self._mean * batch)
+    self._mean = mean
+
+
+def _assert_same_checkpoints(a, b):
+  values_a, values_b = _checkpoint_values(a), _checkpoint_values(b)
+  assert sorted(values_a) == sorted(values_b)
+  for name in values_a:
+    np.testing.assert_array_equal(values_a[name], values_b[name], err_msg=name)
+
+
+def test_stop_and_rerun_matches_an_uninterrupted_run_bit_for_bit(tmp_path, capsys):
+  make_data_dir(tmp_path)  # 40 records: 8-record batches cross an epoch at step 5
+  hparams = self_made_hparams(seed=7, train_batch_size=8, save_checkpoints_steps=100)
+  full = _StepLosses()
+  config = PretrainingConfig("full", str(tmp_path), **dict(hparams, num_train_steps=7))
+  assert run_pretraining.train_or_eval(config, callbacks=[full]) == 7
+  split = _StepLosses()
+  for target in (3, 7):
+    config = PretrainingConfig("split", str(tmp_path), **dict(hparams, num_train_steps=target))
+    assert run_pretraining.train_or_eval(config, callbacks=[split]) == target
+  assert "Input pipeline resumes after 3 batches" in capsys.readouterr().out
+  np.testing.assert_allclose(split.losses, full.losses, rtol=1e-5)
+  _assert_same_checkpoints(tmp_path / "models" / "full", tmp_path / "models" / "split")
+  assert _checkpoint_values(tmp_path / "models" / "split")[checkpointing.INPUT_POSITION_KEY] == 7
+
+
+def test_sigterm_saves_then_raises_preempted(tmp_path):
+  make_data_dir(tmp_path)
+
+  class Terminate(keras.callbacks.Callback):
+    def on_train_batch_end(self, batch, logs=None):
+      if batch == 1:
+        os.kill(os.getpid(), signal.SIGTERM)
+
+  config = PretrainingConfig("m", str(tmp_path), **self_made_hparams(num_train_steps=10, seed=1))
+  with pytest.raises(run_pretraining.TrainingPreempted, match="global step 2"):
+    run_pretraining.train_or_eval(config, callbacks=[Terminate()])
+  assert latest_step(tmp_path / "models" / "m") == 2
+
+
+def test_results_files_have_normal_permissions(tmp_path):
+  config = PretrainingConfig("m", str(tmp_path), **self_made_hparams())
+  previous = os.umask(0o022)
+  try:
+    paths = run_pretraining.write_eval_results({"loss": 1.0, "global_step": 3}, config)
+  finally:
+    os.umask(previous)
+  for path in list(paths) + [config.results_pkl]:
+    assert os.stat(path).st_mode & 0o777 == 0o644, path
+
+
+def test_debug_preset_is_the_debug_model_without_deleting_the_model_dir(tmp_path):
+  from electra_tf.configs.pretraining import get_pretraining_bert_config
+
+  preset = PretrainingConfig(
+    "m", str(tmp_path), **json.loads((REPO_ROOT / "configs" / "debug.json").read_text())
+  )
+  debug = PretrainingConfig("m", str(tmp_path), debug=True)
+  assert preset.debug is False
+  assert get_pretraining_bert_config(preset) == get_pretraining_bert_config(debug)
+  for name in ("train_batch_size", "eval_batch_size", "num_train_steps", "num_eval_steps"):
+    assert getattr(preset, name) == getattr(debug, name), name
+
+
+@pytest.mark.slow
+def test_sigterm_exits_143_and_kill_9_resume_is_exact(tmp_path):
+  make_data_dir(tmp_path)
+  hparams = self_made_hparams(
+    seed=4, train_batch_size=8, num_train_steps=12, save_checkpoints_steps=2
+  )
+  assert run_cli(tmp_path, "full", hparams).returncode == 0
+  for signum, expected in ((signal.SIGTERM, 143), (signal.SIGKILL, -signal.SIGKILL)):
+    proc = subprocess.Popen(
+      [
+        sys.executable,
+        "-m",
+        "electra_tf.run_pretraining",
+        "--data-dir",
+        str(tmp_path),
+        "--model-name",
+        "split",
+        "--hparams",
+        json.dumps(hparams),
+      ],
+      cwd=REPO_ROOT,
+      stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE,
+      text=True,
+    )
+    deadline = time.time() + 300
+    for line in proc.stdout:
+      match = ETA_LINE.match(line)
+      if match and int(match.group(1)) >= (3 if signum == signal.SIGTERM else 7):
+        os.kill(proc.pid, signum)
+        break
+      assert time.time() < deadline
+    proc.stdout.read()
+    err = proc.stderr.read()
+    assert proc.wait() == expected, err
+    if signum == signal.SIGTERM:
+      assert "preempted" in err and "Traceback" not in err
+  result = run_cli(tmp_path, "split", hparams)
+  assert result.returncode == 0, result.stderr
+  assert "Input pipeline resumes after" in result.stdout
+  _assert_same_checkpoints(tmp_path / "models" / "full", tmp_path / "models" / "split")

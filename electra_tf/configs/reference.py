@@ -16,13 +16,15 @@ END = "<!-- hparams:end -->"
 # Descriptions shared by both configs where the name means the same thing.
 COMMON = {
   "model_name": "Model directory name (the `--model-name` flag).",
-  "debug": "Tiny model (3 layers, H=144) and few steps, as the original's debug mode.",
+  "debug": "Tiny model (3 layers, H=144) and few steps, as the original's debug mode; "
+  "pre-training also deletes the model dir first (configs/debug.json: same sizes, no deletion).",
   "do_train": "Train.",
   "do_eval": "Evaluate.",
   "model_size": "`small`, `base` or `large` (size table of the original).",
   "model_hparam_overrides": "Dict of `BertConfig` fields overriding the size table.",
   "embedding_size": "Embedding width E; null means the hidden size; `small` forces 128.",
-  "vocab_size": "Model vocabulary size (rows of the word-embedding table).",
+  "vocab_size": "Model vocabulary size (rows of the word-embedding table); pre-training checks "
+  "that it equals the vocab file's line count.",
   "do_lower_case": "Lower-case text when tokenizing.",
   "learning_rate": "Peak learning rate before decay (the warm-up multiplies the decayed rate).",
   "weight_decay_rate": "Decoupled weight decay, scaled by the learning rate; not for LayerNorm/bias.",
@@ -37,11 +39,12 @@ COMMON = {
   "tpu_name": "TPU name or grpc address for the cluster resolver.",
   "tpu_zone": "GCE zone of the TPU.",
   "gcp_project": "GCP project of the TPU.",
-  "vocab_file": "WordPiece vocab (special-token ids are looked up in it).",
+  "vocab_file": "WordPiece vocab (special-token ids are looked up in it); must exist.",
   "init_checkpoint": "Checkpoint to start from.",
   "model_dir": "Where checkpoints and logs go.",
   "results_txt": "Results text file.",
-  "seed": "Seeds initialisation, masking/sampling and the input order; null = random.",
+  "seed": "Seeds initialisation, masking/sampling and the input order; with a seed a resumed "
+  "run continues with the next batch; null = random.",
   "log_every_steps": "Period of the progress (ETA) line.",
   "data_dir": "Root of data and models (the `--data-dir` flag).",
 }
