@@ -6,7 +6,9 @@ schedule continues from the restored step) and the input position: how many
 batches training has consumed, so a seeded input pipeline resumes at the
 next batch (`pretraining_dataset.get_dataset(start_batch=...)`). It usually
 equals the global step; it differs where mixed_float16 skipped the update
-of a batch with non-finite gradients. Files are named like the
+of a batch with non-finite gradients. It also holds the state of the
+model's random seed generators (dropout), so a resumed run draws the masks
+an uninterrupted run would. Files are named like the
 original's, `<model_dir>/model.ckpt-<step>.{index,data-*}`, with the
 `checkpoint` state file next to them.
 
@@ -46,6 +48,13 @@ INPUT_POSITION_KEY = "input_position/.ATTRIBUTES/VARIABLE_VALUE"
 def global_step(model):
   """The global step: the optimizer's `iterations`."""
   return int(model.optimizer.iterations.numpy())
+
+
+def seed_generator_states(model):
+  """The state variables of the model's `keras.random.SeedGenerator`s
+  (dropout), in model order: variables that are not weights."""
+  weights = {id(v) for v in model.weights}
+  return [v for v in model.variables if id(v) not in weights]
 
 
 def build_optimizer(model):
@@ -92,7 +101,12 @@ class TrainingCheckpointManager:
       aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
     )
     self.checkpoint = tf.train.Checkpoint(
-      model=model, optimizer=model.optimizer, input_position=self.input_position
+      model=model,
+      optimizer=model.optimizer,
+      input_position=self.input_position,
+      # Keras keeps these out of the model's checkpointed weights; in model
+      # order, as their names depend on what else the process has built.
+      seed_generator_states=seed_generator_states(model),
     )
     tf.io.gfile.makedirs(model_dir)
     self._manager = tf.train.CheckpointManager(
@@ -128,7 +142,8 @@ class TrainingCheckpointManager:
     if tf.train.load_checkpoint(path).has_tensor(INPUT_POSITION_KEY):
       status = self.checkpoint.restore(path)
     else:
-      # Written before checkpoints held the input position: it was the step.
+      # Written before checkpoints held the input position (it was the step)
+      # and the seed generators' states (they start again from the seed).
       status = tf.train.Checkpoint(model=self.model, optimizer=self.model.optimizer).restore(path)
     # Every variable of the model and optimizer must come from the file.
     status.assert_existing_objects_matched()
