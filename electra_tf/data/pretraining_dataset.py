@@ -68,7 +68,7 @@ def _seeded_records(files, seed, cycle_length, skip_records, num_records):
 
   Epoch `e` reads every file once, in an order drawn from `(seed, e)`,
   `cycle_length` files interleaved in a fixed order, through a 100-record
-  shuffle seeded by `(seed, e)`. Every epoch has exactly `num_records`
+  shuffle seeded by `seed` (and TensorFlow's global seed, if set). Every epoch has exactly `num_records`
   records, so record `k` of the stream is record `k % num_records` of epoch
   `k // num_records`: a resumed run starts at its epoch and reads (without
   parsing) at most one epoch's records to reach its position.
@@ -85,10 +85,9 @@ def _seeded_records(files, seed, cycle_length, skip_records, num_records):
       num_parallel_calls=tf.data.AUTOTUNE,
       deterministic=True,
     )
-    shuffle_seed = tf.random.stateless_uniform(
-      [], seed=epoch_seed, minval=None, maxval=None, dtype=tf.int64
-    )
-    return records.shuffle(buffer_size=100, seed=shuffle_seed)
+    # A Python seed (tf.data takes no tensor seed here); each epoch's buffer
+    # still sees its own record order.
+    return records.shuffle(buffer_size=100, seed=int(seed))
 
   first_epoch, offset = divmod(int(skip_records), int(num_records))
   first = epoch_records(tf.constant(first_epoch, tf.int64)).skip(offset)
@@ -111,9 +110,10 @@ def get_dataset(
 
   Without a seed this is the original's pipeline: files shuffled and
   repeated, read interleaved (order not guaranteed when training), a
-  100-record shuffle. With a seed the same steps run per epoch with seeds
-  drawn from `(seed, epoch)` and a fixed interleave order, so the stream is
-  a function of the seed alone and `start_batch` can resume it exactly.
+  100-record shuffle. With a seed the same steps run per epoch, the file
+  order drawn from `(seed, epoch)`, with a fixed interleave order, so the stream is
+  a function of the seed (and TensorFlow's global seed, which
+  `run_pretraining` sets to it) and `start_batch` can resume it exactly.
 
   Args:
     file_patterns: glob patterns (a list, or one comma-separated string).

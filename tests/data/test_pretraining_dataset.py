@@ -147,3 +147,21 @@ def test_shared_fixture_records_validate(original_fixtures):
   assert len(checked.files) == 1000 and sum(checked.record_counts) > 0
   with pytest.raises(ValueError, match="expected max_seq_length=64"):
     pretrain_data.validate_pretraining_files(pattern, 64)
+
+
+def _first_ids(dataset, num_batches):
+  return [b["input_ids"][:, 0].numpy().tolist() for b in dataset.take(num_batches)]
+
+
+def test_seeded_stream_resumes_at_any_batch_across_epochs(tmp_path, shards):
+  # 30 records in 4 files (one empty), batches of 7: epochs end mid-batch.
+  full = _first_ids(pretrain_data.get_dataset(shards, 8, 7, True, seed=3), 16)
+  assert sorted(sum(full[:4], [])[:30]) != sum(full[:4], [])[:30]  # shuffled
+  assert sorted(sum(full, [])[:30]) == sorted([i + 1 for i in range(10)] * 3)  # one epoch
+  counts = pretrain_data.validate_pretraining_files(shards, 8).record_counts
+  for start in (1, 4, 5, 9):
+    resumed = pretrain_data.get_dataset(
+      shards, 8, 7, True, seed=3, start_batch=start, record_counts=counts
+    )
+    assert _first_ids(resumed, 16 - start) == full[start:], start
+  assert _first_ids(pretrain_data.get_dataset(shards, 8, 7, True, seed=4), 16) != full
