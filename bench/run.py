@@ -4,6 +4,7 @@ and writes `bench/results/benchmarks.{json,md}`.
   python -m bench            # everything
   python -m bench --quick    # a short smoke run of everything
   python -m bench --only bench_serving,bench_tokenizer
+  python -m bench --only bench_record_check
 """
 
 import argparse
@@ -24,6 +25,7 @@ BENCHMARKS = (
   "bench_beam",
   "bench_tokenizer",
   "bench_serving",
+  "bench_record_check",
 )
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 _COLUMNS = (

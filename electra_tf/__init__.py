@@ -1,5 +1,35 @@
 """electra_tf: ELECTRA (google-research/electra) on TensorFlow 2 / Keras 3."""
 
+import os as _os
+import sys as _sys
+
+
+def _quiet_tensorflow_start_up():
+  """For `python -m electra_tf.<tool>` / `tfrecords_tools.<tool>` runs: hide
+  TensorFlow's C++ start-up lines (CUDA probes and cuInit errors on machines
+  without a GPU, oneDNN notices), which are printed before its logging is set
+  up and so ignore `TF_CPP_MIN_LOG_LEVEL`. A user who set
+  `TF_CPP_MIN_LOG_LEVEL` sees everything they asked for; imported as a
+  library, nothing changes. Python errors still surface: only C++ log lines
+  written while `tensorflow` is imported are dropped."""
+  if _sys.argv[:1] != ["-m"] or "TF_CPP_MIN_LOG_LEVEL" in _os.environ:
+    return
+  if "tensorflow" in _sys.modules:
+    return
+  _os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+  saved_stderr = _os.dup(2)
+  devnull = _os.open(_os.devnull, _os.O_WRONLY)
+  _os.dup2(devnull, 2)
+  try:
+    import tensorflow  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  finally:
+    _os.dup2(saved_stderr, 2)
+    _os.close(saved_stderr)
+    _os.close(devnull)
+
+
+_quiet_tensorflow_start_up()
+
 from electra_tf.configs.bert_config import BertConfig
 from electra_tf.configs.hparams import load_hparams
 from electra_tf.configs.pretraining import PretrainingConfig

@@ -11,7 +11,13 @@ The original's command line and semantics (`run_pretraining.py` flags, `run_pret
 - exactly one of `do_train` / `do_eval`;
 - training resumes from the newest checkpoint in the model dir and stops at
   the absolute step `num_train_steps` (nothing to do if already there);
-- `debug` deletes the model dir before training, as the original does.
+- `debug` deletes the model dir before training, as the original does;
+- every record of every file is checksum-verified before training; with a
+  `seed`, the input position is saved with each checkpoint and a resumed
+  run continues with the next batch (the same batches as an uninterrupted
+  run);
+- exit status: 0 done, 2 bad input (one line on stderr), 1 corrupt data met
+  while training, 143 stopped by SIGTERM after saving a checkpoint.
 
 The work is done by `electra_tf.training.pretraining_run`: training goes
 through `ElectraPretrainer.fit` with the callbacks of
@@ -24,6 +30,9 @@ import argparse
 import sys
 
 from electra_tf.training import pretraining_run
+
+# 128 + SIGTERM, what a shell reports for a process the signal ended.
+EXIT_PREEMPTED = 128 + 15
 
 
 def main(argv=None):
@@ -44,7 +53,15 @@ def main(argv=None):
     # Bad input: one clear line, no traceback, nothing trained.
     print(f"run_pretraining: error: {e}", file=sys.stderr, flush=True)
     return 2
-  pretraining_run.train_or_eval(config, files, strategy)
+  try:
+    pretraining_run.train_or_eval(config, files, strategy)
+  except pretraining_run.TrainingPreempted as e:
+    # Non-zero, so schedulers do not take a preempted job as finished.
+    print(f"run_pretraining: {e}; re-run to resume.", file=sys.stderr, flush=True)
+    return EXIT_PREEMPTED
+  except pretraining_run.TrainingDataError as e:
+    print(f"run_pretraining: error: {e}", file=sys.stderr, flush=True)
+    return 1
   return 0
 
 

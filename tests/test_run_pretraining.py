@@ -12,9 +12,15 @@ import subprocess
 import sys
 import time
 
+import keras
+import numpy as np
 import pytest
+import tensorflow as tf
 
 from electra_tf import run_pretraining
+from electra_tf.configs.pretraining import PretrainingConfig
+from electra_tf.training import checkpointing
+from electra_tf.training import pretraining_run
 from tests.conftest import REPO_ROOT
 from tests.helpers.pretraining_data import ETA_LINE
 from tests.helpers.pretraining_data import EVAL_NAMES
@@ -65,7 +71,8 @@ def _bad_input(capsys, data_dir, hparams, expected):
 
 
 def test_no_tfrecords(tmp_path, capsys):
-  (tmp_path / "vocab.txt").write_text("\n".join(SPECIAL) + "\n")
+  words = SPECIAL + [f"w{i}" for i in range(60 - len(SPECIAL))]
+  (tmp_path / "vocab.txt").write_text("\n".join(words) + "\n")
   _bad_input(
     capsys,
     tmp_path,
@@ -83,6 +90,75 @@ def test_records_of_another_max_seq_length(tmp_path, capsys):
 def test_vocab_smaller_than_ids(tmp_path, capsys):
   make_data_dir(tmp_path, vocab_size=60, max_id=99)
   _bad_input(capsys, tmp_path, self_made_hparams(vocab_size=60), r"(?i)vocab_size")
+
+
+def test_vocab_size_must_match_the_vocab_file(tmp_path, capsys):
+  make_data_dir(tmp_path, vocab_size=60)
+  _bad_input(
+    capsys,
+    tmp_path,
+    self_made_hparams(vocab_size=30522),
+    r"hparam vocab_size=30522 but vocab file '.*vocab.txt' has 60 entries; set vocab_size to 60",
+  )
+
+
+def test_missing_vocab_file_is_an_error(tmp_path, capsys):
+  make_data_dir(tmp_path)
+  (tmp_path / "vocab.txt").unlink()
+  _bad_input(
+    capsys, tmp_path, self_made_hparams(), r"hparam vocab_file='.*vocab.txt' does not exist"
+  )
+
+
+def test_vocab_without_mask_is_one_line_before_the_config_dump(tmp_path, capsys):
+  make_data_dir(tmp_path)
+  words = (tmp_path / "vocab.txt").read_text().splitlines()
+  (tmp_path / "vocab.txt").write_text("\n".join(w if w != "[MASK]" else "mask" for w in words))
+  err = _bad_input(
+    capsys, tmp_path, self_made_hparams(), r"lacks the special token\(s\) \['\[MASK\]'\]"
+  )
+  assert len(err.strip().splitlines()) == 1
+  assert "Config" not in capsys.readouterr().out
+
+
+def test_corrupt_shard_past_record_100_is_named_before_training(tmp_path, capsys):
+  make_data_dir(tmp_path, num_examples=330)  # 110 records per file
+  path = tmp_path / "pretrain_tfrecords" / "pretrain_data.tfrecord-1-of-3"
+  data = bytearray(path.read_bytes())
+  assert len(data) == 110 * 175  # every record of make_data_dir has 175 bytes
+  data[-40] ^= 1  # inside the last record
+  path.write_bytes(bytes(data))
+  _bad_input(
+    capsys,
+    tmp_path,
+    self_made_hparams(num_train_steps=1),
+    r"pretrain_data.tfrecord-1-of-3': record 109 at byte \d+ fails its checksum",
+  )
+  # Cut inside record 55 (a cut exactly between records leaves a valid,
+  # shorter file: no checksum can tell).
+  path.write_bytes(bytes(data[: 55 * 175 + 7]))
+  _bad_input(
+    capsys,
+    tmp_path,
+    self_made_hparams(num_train_steps=1),
+    r"tfrecord-1-of-3': record 55 at byte 9625 is cut short inside its header",
+  )
+
+
+def test_corrupt_record_met_while_training_names_file_and_checkpoint(tmp_path):
+  make_data_dir(tmp_path, num_examples=30)
+  path = tmp_path / "pretrain_tfrecords" / "pretrain_data.tfrecord-2-of-3"
+  data = bytearray(path.read_bytes())
+  data[5 * 175 + 30] ^= 1
+  path.write_bytes(bytes(data))
+  # Without the start-up check (a direct `train` call, no seed), training
+  # reads the bad record and stops with the file, record and checkpoint.
+  config = PretrainingConfig("m", str(tmp_path), **self_made_hparams(num_train_steps=100))
+  with pytest.raises(pretraining_run.TrainingDataError) as info:
+    pretraining_run.train(config)
+  message = str(info.value)
+  assert "tfrecord-2-of-3': record 5 at byte 875 fails its checksum" in message, message
+  assert "Last checkpoint: " + str(tmp_path / "models" / "m" / "model.ckpt-0") in message
 
 
 def test_unknown_hparam(tmp_path, capsys):
@@ -208,3 +284,169 @@ def test_kill_9_then_rerun_resumes_and_finishes(tmp_path, original_fixtures):
   steps = eta_steps(result.stdout)
   assert steps[0] == resumed_from + 1 and steps[-1] == 30
   assert latest_step(model_dir) == 30
+
+
+# ----------------------------------------------------------------------------
+# ----------------------------------------------------------------------------
+# Exact resume, preemption exit status, presets
+# ----------------------------------------------------------------------------
+
+
+def _checkpoint_values(model_dir):
+  """{name: value} of the newest checkpoint, without the save counter (how
+  many saves a run made is not part of its state)."""
+  path = tf.train.latest_checkpoint(str(model_dir))
+  reader = tf.train.load_checkpoint(path)
+  return {
+    name: reader.get_tensor(name)
+    for name in reader.get_variable_to_shape_map()
+    if not name.startswith("save_counter") and name != "_CHECKPOINTABLE_OBJECT_GRAPH"
+  }
+
+
+class _StepLosses(keras.callbacks.Callback):
+  """Each step's loss (the pretrainer logs per-step values, not running means)."""
+
+  def __init__(self):
+    super().__init__()
+    self.losses = []
+
+  def on_train_batch_end(self, batch, logs=None):
+    self.losses.append(float(logs["loss"]))
+
+
+class _TerminateAfter(keras.callbacks.Callback):
+  """Sends this process SIGTERM so that the first `fit` stops after `steps`
+  steps: the checkpoint callback runs first, so it sees the signal at the
+  end of the step after the one that sent it."""
+
+  def __init__(self, steps):
+    super().__init__()
+    self.steps = steps
+
+  def on_train_batch_end(self, batch, logs=None):
+    if self.steps is not None and batch + 2 == self.steps:
+      self.steps = None
+      os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _assert_same_checkpoints(a, b):
+  values_a, values_b = _checkpoint_values(a), _checkpoint_values(b)
+  assert sorted(values_a) == sorted(values_b)
+  for name in values_a:
+    np.testing.assert_array_equal(values_a[name], values_b[name], err_msg=name)
+
+
+def test_stop_and_rerun_matches_an_uninterrupted_run_bit_for_bit(tmp_path, capsys):
+  make_data_dir(tmp_path)  # 40 records: 8-record batches cross an epoch at step 5
+  hparams = self_made_hparams(
+    seed=7, train_batch_size=8, num_train_steps=7, save_checkpoints_steps=100
+  )
+  full = _StepLosses()
+  config = PretrainingConfig("full", str(tmp_path), **hparams)
+  assert pretraining_run.train_or_eval(config, callbacks=[full]) == 7
+  # The same run, stopped by SIGTERM after step 3 (it saves, then raises),
+  # and re-run with the same command.
+  split = _StepLosses()
+  config = PretrainingConfig("split", str(tmp_path), **hparams)
+  with pytest.raises(pretraining_run.TrainingPreempted, match="global step 3"):
+    pretraining_run.train_or_eval(config, callbacks=[split, _TerminateAfter(3)])
+  assert latest_step(tmp_path / "models" / "split") == 3
+  assert pretraining_run.train_or_eval(config, callbacks=[split]) == 7
+  assert "Input pipeline resumes after 3 batches" in capsys.readouterr().out
+  assert len(full.losses) == 7
+  np.testing.assert_array_equal(split.losses, full.losses)
+  _assert_same_checkpoints(tmp_path / "models" / "full", tmp_path / "models" / "split")
+  assert _checkpoint_values(tmp_path / "models" / "split")[checkpointing.INPUT_POSITION_KEY] == 7
+
+
+def test_results_files_have_normal_permissions(tmp_path):
+  config = PretrainingConfig("m", str(tmp_path), **self_made_hparams())
+  previous = os.umask(0o022)
+  try:
+    paths = pretraining_run.write_eval_results({"loss": 1.0, "global_step": 3}, config)
+  finally:
+    os.umask(previous)
+  for path in list(paths) + [config.results_pkl]:
+    assert os.stat(path).st_mode & 0o777 == 0o644, path
+
+
+def test_debug_preset_is_the_debug_model_without_deleting_the_model_dir(tmp_path):
+  from electra_tf.configs.pretraining import get_pretraining_bert_config
+
+  preset = PretrainingConfig(
+    "m", str(tmp_path), **json.loads((REPO_ROOT / "configs" / "debug.json").read_text())
+  )
+  debug = PretrainingConfig("m", str(tmp_path), debug=True)
+  assert preset.debug is False
+  assert get_pretraining_bert_config(preset) == get_pretraining_bert_config(debug)
+  for name in ("train_batch_size", "eval_batch_size", "num_train_steps", "num_eval_steps"):
+    assert getattr(preset, name) == getattr(debug, name), name
+
+
+@pytest.mark.slow
+def test_sigterm_exits_143_and_kill_9_resume_is_exact(tmp_path):
+  make_data_dir(tmp_path)
+  hparams = self_made_hparams(
+    seed=4, train_batch_size=8, num_train_steps=12, save_checkpoints_steps=2
+  )
+  assert run_cli(tmp_path, "full", hparams).returncode == 0
+  for signum, expected in ((signal.SIGTERM, 143), (signal.SIGKILL, -signal.SIGKILL)):
+    proc = subprocess.Popen(
+      [
+        sys.executable,
+        "-m",
+        "electra_tf.run_pretraining",
+        "--data-dir",
+        str(tmp_path),
+        "--model-name",
+        "split",
+        "--hparams",
+        json.dumps(hparams),
+      ],
+      cwd=REPO_ROOT,
+      stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE,
+      text=True,
+    )
+    deadline = time.time() + 300
+    for line in proc.stdout:
+      match = ETA_LINE.match(line)
+      if match and int(match.group(1)) >= (3 if signum == signal.SIGTERM else 7):
+        os.kill(proc.pid, signum)
+        break
+      assert time.time() < deadline
+    proc.stdout.read()
+    err = proc.stderr.read()
+    assert proc.wait() == expected, err
+    if signum == signal.SIGTERM:
+      assert "preempted" in err and "Traceback" not in err
+  result = run_cli(tmp_path, "split", hparams)
+  assert result.returncode == 0, result.stderr
+  assert "Input pipeline resumes after" in result.stdout
+  _assert_same_checkpoints(tmp_path / "models" / "full", tmp_path / "models" / "split")
+
+
+@pytest.mark.slow
+def test_entry_points_hide_tensorflow_start_up_lines_unless_the_user_sets_the_level():
+  env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+
+  def run(args, **extra):
+    return subprocess.run(
+      [sys.executable] + args,
+      cwd=REPO_ROOT,
+      env=dict(env, **extra),
+      capture_output=True,
+      text=True,
+      timeout=300,
+    )
+
+  for module in ("electra_tf.run_pretraining", "tfrecords_tools.build_vocab"):
+    result = run(["-m", module, "--help"])
+    assert result.returncode == 0 and "usage" in result.stdout
+    assert result.stderr == "", result.stderr
+  # The user's own setting is left alone: whatever TensorFlow prints on this
+  # machine at level 0 is printed.
+  bare = run(["-c", "import tensorflow"], TF_CPP_MIN_LOG_LEVEL="0")
+  asked = run(["-m", "electra_tf.run_pretraining", "--help"], TF_CPP_MIN_LOG_LEVEL="0")
+  assert bool(asked.stderr.strip()) == bool(bare.stderr.strip())

@@ -45,7 +45,9 @@ class PretrainingConfig(ConfigBase):
 
   model_name: str = hparam(None, "Model directory name (the `--model-name` flag).")
   debug: bool = hparam(
-    False, "Tiny model (3 layers, H=144) and few steps, as the original's debug mode."
+    False,
+    "Tiny model (3 layers, H=144) and few steps, as the original's debug mode; also deletes "
+    "the model dir first (configs/debug.json: same sizes, no deletion).",
   )
   do_train: bool = hparam(True, "Train.")
   do_eval: bool = hparam(False, "Evaluate.")
@@ -86,7 +88,11 @@ class PretrainingConfig(ConfigBase):
   embedding_size: int | None = hparam(
     None, "Embedding width E; null means the hidden size; `small` forces 128."
   )
-  vocab_size: int = hparam(30522, "Model vocabulary size (rows of the word-embedding table).")
+  vocab_size: int = hparam(
+    30522,
+    "Model vocabulary size (rows of the word-embedding table); checked against the vocab "
+    "file's line count.",
+  )
   do_lower_case: bool = hparam(True, "Lower-case text when tokenizing.")
 
   # generator
@@ -122,7 +128,9 @@ class PretrainingConfig(ConfigBase):
 
   # paths (defaults computed from data_dir and model_name)
   pretrain_tfrecords: str = hparam(None, "Comma-separated globs of the pre-training TFRecords.")
-  vocab_file: str | None = hparam(None, "WordPiece vocab (special-token ids are looked up in it).")
+  vocab_file: str | None = hparam(
+    None, "WordPiece vocab (special-token ids are looked up in it); must exist."
+  )
   model_dir: str = hparam(None, "Where checkpoints and logs go.")
   results_txt: str = hparam(None, "Results text file.")
   results_pkl: str = hparam(None, "Evaluation results pickle (also written, with a JSON twin).")
@@ -145,7 +153,9 @@ class PretrainingConfig(ConfigBase):
   steps_per_execution: int = hparam(1, "Training steps per `tf.function` call.")
   init_checkpoint: str | None = hparam(None, "Checkpoint to start from.")
   seed: int | None = hparam(
-    None, "Seeds initialisation, masking/sampling and the input order; null = random."
+    None,
+    "Seeds initialisation, masking/sampling and the input order; with a seed a resumed run "
+    "continues with the next batch; null = random.",
   )
   log_every_steps: int = hparam(1, "Period of the progress (ETA) line.")
   save_summary_steps: int = hparam(100, "TensorBoard scalar period in steps.")

@@ -20,9 +20,20 @@ dataset = get_dataset("data/pretrain_tfrecords/pretrain_data.tfrecord*", 128,
 ```
 """
 
+import typing
+
 import tensorflow as tf
 
+from electra_tf.data import record_check
+
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
+
+
+class PretrainingFiles(typing.NamedTuple):
+  """The checked pre-training files and how many records each holds."""
+
+  files: list
+  record_counts: list
 
 
 def _split_patterns(file_patterns):
@@ -51,6 +62,39 @@ def decode_record(record, max_seq_length):
   return {name: tf.cast(t, tf.int32) for name, t in example.items()}
 
 
+def _seeded_records(files, seed, cycle_length, skip_records, num_records):
+  """The records of `files` as a seeded, epoch-indexed stream that starts
+  `skip_records` records in.
+
+  Epoch `e` reads every file once, in an order drawn from `(seed, e)`,
+  `cycle_length` files interleaved in a fixed order, through a 100-record
+  shuffle seeded by `seed` (and TensorFlow's global seed, if set). Every epoch has exactly `num_records`
+  records, so record `k` of the stream is record `k % num_records` of epoch
+  `k // num_records`: a resumed run starts at its epoch and reads (without
+  parsing) at most one epoch's records to reach its position.
+  """
+  paths = tf.constant(files, tf.string)
+  base_seed = tf.constant(int(seed), tf.int64)
+
+  def epoch_records(epoch):
+    epoch_seed = tf.stack([base_seed, epoch])
+    order = tf.random.experimental.stateless_shuffle(paths, seed=epoch_seed)
+    records = tf.data.Dataset.from_tensor_slices(order).interleave(
+      tf.data.TFRecordDataset,
+      cycle_length=min(cycle_length, len(files)),
+      num_parallel_calls=tf.data.AUTOTUNE,
+      deterministic=True,
+    )
+    # A Python seed (tf.data takes no tensor seed here); each epoch's buffer
+    # still sees its own record order.
+    return records.shuffle(buffer_size=100, seed=int(seed))
+
+  first_epoch, offset = divmod(int(skip_records), int(num_records))
+  first = epoch_records(tf.constant(first_epoch, tf.int64)).skip(offset)
+  later = tf.data.Dataset.range(first_epoch + 1, 2**62).flat_map(epoch_records)
+  return first.concatenate(later)
+
+
 def get_dataset(
   file_patterns,
   max_seq_length,
@@ -59,8 +103,17 @@ def get_dataset(
   input_context=None,
   seed=None,
   cycle_length=4,
+  start_batch=0,
+  record_counts=None,
 ):
   """The training/eval `tf.data.Dataset` of the original's `input_fn`.
+
+  Without a seed this is the original's pipeline: files shuffled and
+  repeated, read interleaved (order not guaranteed when training), a
+  100-record shuffle. With a seed the same steps run per epoch, the file
+  order drawn from `(seed, epoch)`, with a fixed interleave order, so the stream is
+  a function of the seed (and TensorFlow's global seed, which
+  `run_pretraining` sets to it) and `start_batch` can resume it exactly.
 
   Args:
     file_patterns: glob patterns (a list, or one comma-separated string).
@@ -71,36 +124,59 @@ def get_dataset(
       eval also repeats, shuffles and drops the remainder, as the original.
     input_context: a `tf.distribute.InputContext`; with several input
       pipelines, each reads only its share of the files (sharding by file).
-    seed: seed for the two shuffles (None: nondeterministic, as the original).
+    seed: seed of the order (None: nondeterministic, as the original).
     cycle_length: files read at once (the original's `num_cpu_threads`, 4).
+    start_batch: with a seed, the number of batches already consumed (the
+      input position saved with a checkpoint); the dataset starts after them.
+    record_counts: with a seed, the record count of each matched file, as
+      `validate_pretraining_files` returns them (None: counted here, which
+      reads every file once).
 
   Returns:
     An infinite dataset of dicts `input_ids`, `input_mask`, `segment_ids`:
     int32 [B, S].
+
+  Example:
+  >>> import tensorflow as tf
+  >>> ex = tf.train.Example(features=tf.train.Features(feature={
+  ...     n: tf.train.Feature(int64_list=tf.train.Int64List(value=[1] * 4))
+  ...     for n in FEATURE_NAMES}))
+  >>> with tf.io.TFRecordWriter("/tmp/electra_tf_doc/p.tfrecord") as w:
+  ...   for _ in range(3): w.write(ex.SerializeToString())
+  >>> ds = get_dataset("/tmp/electra_tf_doc/p.tfrecord", 4, 2, True, seed=0, start_batch=5)
+  >>> ds.element_spec["input_ids"].shape
+  TensorShape([2, 4])
   """
   files = find_files(file_patterns)
   if input_context is not None:
     batch_size = input_context.get_per_replica_batch_size(batch_size)
-  dataset = tf.data.Dataset.from_tensor_slices(tf.constant(files))
+  if seed is not None and record_counts is None:
+    record_counts = record_check.check_tfrecord_files(files)
   if input_context is not None and input_context.num_input_pipelines > 1:
     if len(files) < input_context.num_input_pipelines:
       raise ValueError(
         f"{len(files)} pre-training files cannot be sharded over "
         f"{input_context.num_input_pipelines} input pipelines"
       )
-    dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-    n_files = len(files[input_context.input_pipeline_id :: input_context.num_input_pipelines])
+    shard = slice(input_context.input_pipeline_id, None, input_context.num_input_pipelines)
+    files = files[shard]
+    record_counts = None if record_counts is None else list(record_counts)[shard]
+  if seed is not None:
+    num_records = sum(record_counts)
+    if num_records == 0:
+      raise ValueError(f"the pre-training files {files!r} hold no records")
+    dataset = _seeded_records(files, seed, cycle_length, int(start_batch) * batch_size, num_records)
   else:
-    n_files = len(files)
-  dataset = dataset.repeat()
-  dataset = dataset.shuffle(buffer_size=n_files, seed=seed)
-  dataset = dataset.interleave(
-    tf.data.TFRecordDataset,
-    cycle_length=min(cycle_length, n_files),
-    num_parallel_calls=tf.data.AUTOTUNE,
-    deterministic=not is_training,
-  )
-  dataset = dataset.shuffle(buffer_size=100, seed=seed)
+    dataset = tf.data.Dataset.from_tensor_slices(tf.constant(files))
+    dataset = dataset.repeat()
+    dataset = dataset.shuffle(buffer_size=len(files))
+    dataset = dataset.interleave(
+      tf.data.TFRecordDataset,
+      cycle_length=min(cycle_length, len(files)),
+      num_parallel_calls=tf.data.AUTOTUNE,
+      deterministic=not is_training,
+    )
+    dataset = dataset.shuffle(buffer_size=100)
   dataset = dataset.map(
     lambda r: decode_record(r, max_seq_length), num_parallel_calls=tf.data.AUTOTUNE
   )
@@ -142,38 +218,46 @@ def _check_example(raw, path, index, max_seq_length, vocab_size):
 
 
 def validate_pretraining_files(
-  file_patterns, max_seq_length, vocab_size=None, records_per_file=100
+  file_patterns, max_seq_length, vocab_size=None, records_per_file=100, log=None
 ):
   """Checks the pre-training records before training starts.
 
-  Reads the first `records_per_file` records of every matched file and
-  raises ValueError naming the file for: no files matching, a corrupt or
-  truncated record, a missing or non-int64 feature, a feature whose length
-  is not `max_seq_length`, an id outside `[0, vocab_size)`, or no records
-  at all (an infinite repeat of nothing would hang).
+  Verifies the framing and checksums of every record of every matched file
+  (`record_check`), parses the first `records_per_file` records of each,
+  and raises ValueError naming the file for: no files matching, a corrupt or
+  truncated record (with its index and byte offset), a missing or non-int64
+  feature, a feature whose length is not `max_seq_length`, an id outside
+  `[0, vocab_size)`, or no records at all (an infinite repeat of nothing
+  would hang).
+
+  Args:
+    file_patterns: glob patterns (a list, or one comma-separated string).
+    max_seq_length: the length every feature must have.
+    vocab_size: ids must be below it (None: not checked).
+    records_per_file: how many records of each file are parsed.
+    log: optional callable taking one progress line per file.
 
   Returns:
-    The matched files.
+    A `PretrainingFiles`: the matched files and their record counts.
   """
   files = find_files(file_patterns)
-  total = 0
-  for path in files:
-    index = 0
-    try:
-      for raw in tf.compat.v1.io.tf_record_iterator(path):
-        _check_example(raw, path, index, max_seq_length, vocab_size)
-        index += 1
-        if index >= records_per_file:
-          break
-    except tf.errors.OpError as e:
-      raise ValueError(
-        f"pre-training file {path!r}: corrupt or truncated TFRecord "
-        f"data after {index} good records ({e.message})"
-      ) from e
-    total += index
-  if total == 0:
+  counts = record_check.check_tfrecord_files(files, log=log)
+  # The first records of every file, in one pass (a pipeline per file costs
+  # more than reading 100 records).
+  heads = tf.data.Dataset.from_tensor_slices(tf.range(len(files)))
+  heads = heads.flat_map(
+    lambda i: (
+      tf.data.TFRecordDataset(tf.gather(files, i))
+      .take(records_per_file)
+      .enumerate()
+      .map(lambda index, raw: (i, index, raw))
+    )
+  )
+  for file_index, index, raw in heads.as_numpy_iterator():
+    _check_example(raw, files[file_index], index, max_seq_length, vocab_size)
+  if sum(counts) == 0:
     raise ValueError(
       f"the {len(files)} pre-training files matching "
       f"{_split_patterns(file_patterns)!r} hold no records"
     )
-  return files
+  return PretrainingFiles(files, counts)

@@ -61,3 +61,41 @@ def special_ids_of(vocab, vocab_file="<vocab>"):
     "sep": vocab["[SEP]"],
     "mask": vocab["[MASK]"],
   }
+
+
+def check_vocab_file(vocab_file, vocab_size, what="hparam"):
+  """Checks that `vocab_file` exists, holds the special tokens and has
+  exactly `vocab_size` ids (its line count); raises a one-line ValueError
+  naming the file and the setting otherwise.
+
+  A vocab_size larger than the file leaves embedding rows no token ever
+  uses; a smaller one makes ids out of range. The released checkpoints'
+  30,522 matches the released vocab.txt.
+
+  Args:
+    vocab_file: the WordPiece vocab path.
+    vocab_size: the model's vocab size.
+    what: how the setting is named in errors ("hparam" or "flag").
+
+  Example:
+  >>> import pathlib
+  >>> _ = pathlib.Path("/tmp/electra_tf_doc").mkdir(exist_ok=True)
+  >>> _ = pathlib.Path("/tmp/electra_tf_doc/vocab.txt").write_text(
+  ...     "[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\n[MASK]\\nword\\n")
+  >>> check_vocab_file("/tmp/electra_tf_doc/vocab.txt", 6)
+  """
+  if not vocab_file:
+    raise ValueError(f"{what} vocab_file is not set; expected the WordPiece vocab.txt")
+  if not tf.io.gfile.exists(vocab_file):
+    raise ValueError(
+      f"{what} vocab_file={vocab_file!r} does not exist; expected the WordPiece vocab "
+      "the TFRecords were built with"
+    )
+  vocab = load_vocab(vocab_file)
+  check_special_tokens(vocab, vocab_file)
+  num_ids = max(vocab.values()) + 1
+  if int(vocab_size) != num_ids:
+    raise ValueError(
+      f"{what} vocab_size={vocab_size} but vocab file {vocab_file!r} has {num_ids} "
+      f"entries; set vocab_size to {num_ids}"
+    )

@@ -1,8 +1,14 @@
 """Training checkpoints: periodic, atomic, resumable, multi-worker aware.
 
-A checkpoint holds the model's weights and the optimizer's variables: its
+A checkpoint holds the model's weights, the optimizer's variables (its
 slots and `iterations`, which is the global step, so the learning-rate
-schedule continues from the restored step. Files are named like the
+schedule continues from the restored step) and the input position: how many
+batches training has consumed, so a seeded input pipeline resumes at the
+next batch (`pretraining_dataset.get_dataset(start_batch=...)`). It usually
+equals the global step; it differs where mixed_float16 skipped the update
+of a batch with non-finite gradients. It also holds the state of the
+model's random seed generators (dropout), so a resumed run draws the masks
+an uninterrupted run would. Files are named like the
 original's, `<model_dir>/model.ckpt-<step>.{index,data-*}`, with the
 `checkpoint` state file next to them.
 
@@ -35,11 +41,20 @@ import tensorflow as tf
 from electra_tf.training import distribution
 
 CHECKPOINT_NAME = "model.ckpt"
+# The input position's key in the checkpoint.
+INPUT_POSITION_KEY = "input_position/.ATTRIBUTES/VARIABLE_VALUE"
 
 
 def global_step(model):
   """The global step: the optimizer's `iterations`."""
   return int(model.optimizer.iterations.numpy())
+
+
+def seed_generator_states(model):
+  """The state variables of the model's `keras.random.SeedGenerator`s
+  (dropout), in model order: variables that are not weights."""
+  weights = {id(v) for v in model.weights}
+  return [v for v in model.variables if id(v) not in weights]
 
 
 def build_optimizer(model):
@@ -78,7 +93,21 @@ class TrainingCheckpointManager:
       chief = distribution.is_chief(tf.distribute.get_strategy())
     self.chief = chief
     build_optimizer(model)
-    self.checkpoint = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
+    self.input_position = tf.Variable(
+      tf.constant(0, tf.int64),
+      trainable=False,
+      name="input_position",
+      synchronization=tf.VariableSynchronization.ON_WRITE,
+      aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+    )
+    self.checkpoint = tf.train.Checkpoint(
+      model=model,
+      optimizer=model.optimizer,
+      input_position=self.input_position,
+      # Keras keeps these out of the model's checkpointed weights; in model
+      # order, as their names depend on what else the process has built.
+      seed_generator_states=seed_generator_states(model),
+    )
     tf.io.gfile.makedirs(model_dir)
     self._manager = tf.train.CheckpointManager(
       self.checkpoint,
@@ -110,10 +139,23 @@ class TrainingCheckpointManager:
     """Restores the checkpoint at `path` (a prefix like `.../model.ckpt-25`)."""
     if not tf.io.gfile.exists(path + ".index"):
       raise ValueError(f"checkpoint {path!r} not found (no {path}.index)")
-    status = self.checkpoint.restore(path)
+    if tf.train.load_checkpoint(path).has_tensor(INPUT_POSITION_KEY):
+      status = self.checkpoint.restore(path)
+    else:
+      # Written before checkpoints held the input position (it was the step)
+      # and the seed generators' states (they start again from the seed).
+      status = tf.train.Checkpoint(model=self.model, optimizer=self.model.optimizer).restore(path)
     # Every variable of the model and optimizer must come from the file.
     status.assert_existing_objects_matched()
+    if not tf.train.load_checkpoint(path).has_tensor(INPUT_POSITION_KEY):
+      self.input_position.assign(global_step(self.model))
     return status
+
+  @property
+  def batches_consumed(self):
+    """The input position: batches training has consumed (restored with the
+    checkpoint)."""
+    return int(self.input_position.numpy())
 
   def save(self, step=None):
     """Writes a checkpoint for `step` (default: the global step) and returns
@@ -147,7 +189,10 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
     `save_checkpoints_steps` and stops training once it reaches
     `num_train_steps` (an absolute target step, as in the original).
   - On SIGTERM (preemption) it saves at the next batch end and stops;
-    re-running resumes from there (the role of Keras' `BackupAndRestore`).
+    re-running resumes from there (the role of Keras' `BackupAndRestore`);
+    `preempted` then tells the caller to exit non-zero.
+  - It keeps the manager's input position (batches consumed) up to date, so
+    every checkpoint records where the input pipeline stands.
 
   Args:
     manager: a `TrainingCheckpointManager`.
@@ -184,6 +229,7 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
     self.preempted = False
     self._last_saved_step = None
     self._previous_sigterm_handler = None
+    self._position_at_fit_start = 0
 
   def _on_sigterm(self, signum, frame):
     del signum, frame
@@ -199,6 +245,7 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
   def on_train_begin(self, logs=None):
     had_checkpoint = self.manager.latest_checkpoint is not None
     step = self.restore()
+    self._position_at_fit_start = self.manager.batches_consumed
     if had_checkpoint or not self.save_initial:
       self._last_saved_step = step
     else:
@@ -210,6 +257,8 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
         self._previous_sigterm_handler = None
 
   def on_train_batch_end(self, batch, logs=None):
+    # `batch` is the index (in this `fit`) of the last batch just trained.
+    self.manager.input_position.assign(self._position_at_fit_start + batch + 1)
     step = global_step(self.manager.model)
     every = self.save_checkpoints_steps
     if (

@@ -27,6 +27,8 @@ import tensorflow as tf
 from electra_tf.configs.hparams import load_hparams
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.data import pretraining_dataset as pretrain_data
+from electra_tf.data import record_check
+from electra_tf.text import vocab as vocab_lib
 from electra_tf.training import callbacks as training_callbacks
 from electra_tf.training import checkpointing
 from electra_tf.training import distribution
@@ -96,16 +98,21 @@ def validate_config(config):
       official_checkpoint.resolve_checkpoint_path(config.init_checkpoint)
     except (ValueError, OSError) as e:
       raise ValueError(f"hparam init_checkpoint={config.init_checkpoint!r}: {e}") from e
+  vocab_lib.check_vocab_file(config.vocab_file, config.vocab_size)
   files = find_pretraining_files(config)
   try:
-    pretrain_data.validate_pretraining_files(
-      files, config.max_seq_length, vocab_size=config.vocab_size
+    return pretrain_data.validate_pretraining_files(
+      files,
+      config.max_seq_length,
+      vocab_size=config.vocab_size,
+      log=lambda line: print(line, flush=True),
     )
+  except record_check.CorruptRecordError:
+    raise
   except ValueError as e:
     raise ValueError(
       f"{e} (hparams max_seq_length={config.max_seq_length}, vocab_size={config.vocab_size})"
     ) from e
-  return files
 
 
 # ----------------------------------------------------------------------------
@@ -113,8 +120,9 @@ def validate_config(config):
 # ----------------------------------------------------------------------------
 
 
-def make_dataset(config, is_training):
-  """The global-batch input pipeline; `fit` splits each batch over replicas."""
+def make_dataset(config, is_training, start_batch=0, record_counts=None):
+  """The global-batch input pipeline; `fit` splits each batch over replicas.
+  With a seed it starts after `start_batch` batches (the input position)."""
   batch_size = config.train_batch_size if is_training else config.eval_batch_size
   dataset = pretrain_data.get_dataset(
     resolve_file_patterns(config),
@@ -122,6 +130,8 @@ def make_dataset(config, is_training):
     batch_size,
     is_training=is_training,
     seed=config.seed,
+    start_batch=start_batch,
+    record_counts=record_counts,
   )
   options = tf.data.Options()
   # Multi-worker: each worker takes every n-th batch (the shards are uneven).
@@ -181,10 +191,39 @@ def _heading(text):
   print("=" * 80 + "\n" + text + "\n" + "=" * 80, flush=True)
 
 
-def train(config, strategy=None, callbacks=()):
+class TrainingPreempted(Exception):
+  """SIGTERM stopped training early; the checkpoint of `step` was saved."""
+
+  def __init__(self, step):
+    self.step = step
+    super().__init__(f"preempted: stopped at global step {step} after saving its checkpoint")
+
+
+class TrainingDataError(RuntimeError):
+  """Corrupt data met while training; the message names the file (as far as
+  it can be found), the byte offset and the checkpoint to resume from."""
+
+
+def _data_loss_message(error, files, manager, step):
+  found = record_check.find_corrupt_file(files)
+  where = str(found) if found is not None else f"{error.message.strip()} (file not identified)"
+  return (
+    f"corrupt pre-training data at global step {step}: {where} Last checkpoint: "
+    f"{manager.latest_checkpoint}; fix or remove the file and re-run to resume."
+  )
+
+
+def train(config, strategy=None, callbacks=(), record_counts=None):
   """Trains to the absolute step `num_train_steps`, resuming from the model
-  dir's newest checkpoint. `callbacks` are extra Keras callbacks (they run
-  after checkpointing, logging and summaries). Returns the final global step."""
+  dir's newest checkpoint (and, with a seed, from its input position).
+  `callbacks` are extra Keras callbacks (they run after checkpointing, logging
+  and summaries); `record_counts` are the files' record counts if already
+  known. Returns the final global step.
+
+  Raises:
+    TrainingPreempted: SIGTERM stopped training (after saving).
+    TrainingDataError: a corrupt record was met while training.
+  """
   strategy = strategy or distribution.setup_distribution(config)
   chief = distribution.is_chief(strategy)
   model = build_pretrainer(config, strategy)
@@ -218,21 +257,34 @@ def train(config, strategy=None, callbacks=()):
       config.model_dir, config.save_summary_steps, enabled=chief
     ),
   ] + list(callbacks)
-  dataset = make_dataset(config, is_training=True)
+  if config.seed is not None and record_counts is None:
+    record_counts = record_check.check_tfrecord_files(find_pretraining_files(config))
   # One `fit` normally; more only when steps did not count (mixed_float16
   # skips the update, and the step, of a batch with non-finite gradients).
   while step < config.num_train_steps:
-    model.fit(
-      dataset,
-      epochs=1,
-      steps_per_epoch=config.num_train_steps - step,
-      verbose=0,
-      shuffle=False,
-      callbacks=callbacks,
+    position = manager.batches_consumed
+    if config.seed is not None and position:
+      print(f"Input pipeline resumes after {position} batches", flush=True)
+    dataset = make_dataset(
+      config, is_training=True, start_batch=position, record_counts=record_counts
     )
+    try:
+      model.fit(
+        dataset,
+        epochs=1,
+        steps_per_epoch=config.num_train_steps - step,
+        verbose=0,
+        shuffle=False,
+        callbacks=callbacks,
+      )
+    except tf.errors.DataLossError as e:
+      step = checkpointing.global_step(model)
+      raise TrainingDataError(
+        _data_loss_message(e, find_pretraining_files(config), manager, step)
+      ) from None
     step = checkpointing.global_step(model)
     if checkpoint_callback.preempted:
-      break
+      raise TrainingPreempted(step)
   return step
 
 
@@ -296,6 +348,8 @@ def train_or_eval(config, files=None, strategy=None, callbacks=()):
     strategy = early_strategy(config)
   if files is None:
     files = validate_config(config)
+  if not isinstance(files, pretrain_data.PretrainingFiles):
+    files = pretrain_data.PretrainingFiles(list(files), None)
   if config.debug and config.do_train:
     print(
       f"WARNING: debug=True deletes the model dir {config.model_dir} before training "
@@ -307,14 +361,14 @@ def train_or_eval(config, files=None, strategy=None, callbacks=()):
   tf.io.gfile.makedirs(config.model_dir)
   _heading("Config")
   print(repr(config), flush=True)
-  print(f"{len(files)} pre-training file(s)", flush=True)
+  print(f"{len(files.files)} pre-training file(s)", flush=True)
   if config.seed is not None:
     keras.utils.set_random_seed(int(config.seed))
   if strategy is None:
     strategy = distribution.setup_distribution(config)
   if config.do_train:
     _heading("Training")
-    return train(config, strategy, callbacks)
+    return train(config, strategy, callbacks, record_counts=files.record_counts)
   _heading("Evaluation")
   return evaluate(config, strategy)
 
@@ -323,3 +377,7 @@ def make_config(data_dir, model_name, hparams):
   """`PretrainingConfig` from the three flags (hparams: JSON string, dict or
   `.json` path)."""
   return PretrainingConfig(model_name, data_dir, **load_hparams(hparams))
+
+
+# 128 + SIGTERM, what a shell reports for a process the signal ended.
+EXIT_PREEMPTED = 128 + 15

@@ -82,7 +82,8 @@ def test_records_from_the_builder_serialiser_decode(tmp_path):
 
 
 def test_validation_errors_name_the_file(tmp_path, shards):
-  assert len(pretrain_data.validate_pretraining_files(shards, 8, vocab_size=11)) == 4
+  checked = pretrain_data.validate_pretraining_files(shards, 8, vocab_size=11)
+  assert len(checked.files) == 4 and checked.record_counts == [10, 10, 10, 0]
   with pytest.raises(ValueError, match="no pre-training files match"):
     pretrain_data.validate_pretraining_files(str(tmp_path / "nothing*"), 8)
   with pytest.raises(
@@ -126,7 +127,7 @@ def test_validation_errors_name_the_file(tmp_path, shards):
   _write(good, 3)
   corrupt = tmp_path / "corrupt.tfrecord"
   corrupt.write_bytes(good.read_bytes()[:-7])
-  with pytest.raises(ValueError, match="corrupt.tfrecord.*corrupt or truncated"):
+  with pytest.raises(ValueError, match=r"corrupt.tfrecord': record 2 at byte \d+ is cut short"):
     pretrain_data.validate_pretraining_files(str(corrupt), 8)
   garbage = tmp_path / "garbage.tfrecord"
   garbage.write_bytes(b"this is not a tfrecord file at all")
@@ -142,7 +143,25 @@ def test_validation_errors_name_the_file(tmp_path, shards):
 
 def test_shared_fixture_records_validate(original_fixtures):
   pattern = str(original_fixtures / "pretrain_tfrecords" / "pretrain_data.tfrecord*")
-  files = pretrain_data.validate_pretraining_files(pattern, 128, vocab_size=7814)
-  assert len(files) == 1000
+  checked = pretrain_data.validate_pretraining_files(pattern, 128, vocab_size=7814)
+  assert len(checked.files) == 1000 and sum(checked.record_counts) > 0
   with pytest.raises(ValueError, match="expected max_seq_length=64"):
     pretrain_data.validate_pretraining_files(pattern, 64)
+
+
+def _first_ids(dataset, num_batches):
+  return [b["input_ids"][:, 0].numpy().tolist() for b in dataset.take(num_batches)]
+
+
+def test_seeded_stream_resumes_at_any_batch_across_epochs(tmp_path, shards):
+  # 30 records in 4 files (one empty), batches of 7: epochs end mid-batch.
+  full = _first_ids(pretrain_data.get_dataset(shards, 8, 7, True, seed=3), 16)
+  assert sorted(sum(full[:4], [])[:30]) != sum(full[:4], [])[:30]  # shuffled
+  assert sorted(sum(full, [])[:30]) == sorted([i + 1 for i in range(10)] * 3)  # one epoch
+  counts = pretrain_data.validate_pretraining_files(shards, 8).record_counts
+  for start in (1, 4, 5, 9):
+    resumed = pretrain_data.get_dataset(
+      shards, 8, 7, True, seed=3, start_batch=start, record_counts=counts
+    )
+    assert _first_ids(resumed, 16 - start) == full[start:], start
+  assert _first_ids(pretrain_data.get_dataset(shards, 8, 7, True, seed=4), 16) != full
