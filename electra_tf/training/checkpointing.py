@@ -230,6 +230,7 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
     self._last_saved_step = None
     self._previous_sigterm_handler = None
     self._position_at_fit_start = 0
+    self._tracks_position = False
 
   def _on_sigterm(self, signum, frame):
     del signum, frame
@@ -245,7 +246,10 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
   def on_train_begin(self, logs=None):
     had_checkpoint = self.manager.latest_checkpoint is not None
     step = self.restore()
-    self._position_at_fit_start = self.manager.batches_consumed
+    # Fine-tuning's name-based manager keeps no input position (its input
+    # skips ahead by the restored step instead).
+    self._tracks_position = hasattr(self.manager, "input_position")
+    self._position_at_fit_start = self.manager.batches_consumed if self._tracks_position else 0
     if had_checkpoint or not self.save_initial:
       self._last_saved_step = step
     else:
@@ -258,7 +262,8 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
 
   def on_train_batch_end(self, batch, logs=None):
     # `batch` is the index (in this `fit`) of the last batch just trained.
-    self.manager.input_position.assign(self._position_at_fit_start + batch + 1)
+    if self._tracks_position:
+      self.manager.input_position.assign(self._position_at_fit_start + batch + 1)
     step = global_step(self.manager.model)
     every = self.save_checkpoints_steps
     if (
