@@ -28,6 +28,10 @@ Example:
   python -m electra_tf.export_saved_model --checkpoint data/models/tiny \\
       --model discriminator --export-dir /tmp/electra_serving --max-seq-length 128
 
+Loading the export in Python: `electra_tf.serving.load(path)`, or `import
+tensorflow_text` before `tf.saved_model.load` (the raw-text signature's
+tokenizer op is registered by that import).
+
 The weights are served in float32 unless `--mixed-precision` is given
 (bfloat16 compute, float32 outputs).
 """
@@ -39,6 +43,7 @@ import sys
 import keras
 
 from electra_tf.serving import export as export_lib
+from electra_tf.serving import loading as serving_loading
 from electra_tf.serving import modules as serving_modules
 
 
@@ -139,6 +144,9 @@ def main(argv=None):
     f"Exported {args.model} SavedModel to {path} with signatures "
     f"{serving_modules.SIGNATURE_TEXT}, {serving_modules.SIGNATURE_IDS}, "
     f"{serving_modules.SIGNATURE_EXAMPLES}"
+  )
+  print(
+    f"Load it in Python with electra_tf.serving.load({path!r}), or {serving_loading.LOADING_HINT}"
   )
   return 0
 

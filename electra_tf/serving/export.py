@@ -27,11 +27,13 @@ from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints.convert import load_official_pretrainer
 from electra_tf.configs import hparams as hparams_lib
 from electra_tf.configs import model_dir as model_dir_lib
+from electra_tf.serving import loading as serving_loading
 from electra_tf.serving import modules as serving_modules
 from electra_tf.text.tokenizer import ElectraTokenizer
 from electra_tf.training import distribution
 from electra_tf.utils import keras_compat
 from electra_tf.utils.file_io import atomic_path
+from electra_tf.utils.file_io import write_atomic
 
 MODEL_KINDS = ("discriminator", "generator", "task")
 MIXED_POLICY = "mixed_bfloat16"
@@ -401,6 +403,9 @@ def export(
       max_predictions=max_predictions,
       max_query_length=max_query_length,
     )
+    readme = os.path.join(asset_dir, "README.txt")
+    write_atomic(readme, serving_loading.export_readme(kind, max_seq_length))
+    module.readme = tf.saved_model.Asset(readme)
     return save_module(module, export_dir, version, overwrite)
   finally:
     shutil.rmtree(asset_dir, ignore_errors=True)
