@@ -55,11 +55,15 @@ def _vocab_description(vocab_file, do_lower_case):
 
 
 def _architecture(config):
-  """The `BertConfig` dicts of the towers a `PretrainingConfig` builds."""
+  """The `BertConfig` dicts of the towers a `PretrainingConfig` builds, or of
+  the encoder a `FinetuningConfig` builds (sized by the same rules)."""
   from electra_tf.configs import pretraining as pretraining_lib
 
   discriminator = pretraining_lib.get_pretraining_bert_config(config)
   towers = {"embedding_size": config.embedding_size or discriminator.hidden_size}
+  if not hasattr(config, "uniform_generator"):  # fine-tuning: the encoder alone
+    towers["encoder"] = discriminator.to_dict()
+    return towers
   if config.electra_objective or config.electric_objective:
     towers["discriminator"] = discriminator.to_dict()
   if not config.uniform_generator:
@@ -77,8 +81,9 @@ def run_config_dict(config, kind=KIND_PRETRAINING, architecture=None):
   Args:
     config: the run's `PretrainingConfig` (or `FinetuningConfig`).
     kind: "pretraining" or "finetuning".
-    architecture: `{tower: BertConfig dict}`; None computes it for a
-      `PretrainingConfig` (fine-tuning passes its encoder's).
+    architecture: `{tower: BertConfig dict}`; None computes it from the
+      config (the discriminator and generator of a `PretrainingConfig`, the
+      encoder of a `FinetuningConfig`).
 
   Returns:
     A JSON-serialisable dict.

@@ -181,3 +181,19 @@ def test_part_on_an_official_output_names_the_fix(trained_run, tmp_path):
     convert.convert(str(model_dir), str(tmp_path / "official"), part="discriminator")
   with pytest.raises(ValueError, match="give an --output ending in .keras"):
     convert.convert(str(model_dir), str(tmp_path / "o"), direction="to-keras")
+
+
+def test_finetuning_runs_describe_their_encoder(tmp_path):
+  from electra_tf.configs.finetuning import FinetuningConfig
+
+  overrides = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": HEADS}
+  config = FinetuningConfig(
+    "m", str(tmp_path), task_names=["rte"], model_hparam_overrides=overrides
+  )
+  path = model_dir_lib.write_run_config(config, str(tmp_path / "ft"), kind="finetuning")
+  run_config = model_dir_lib.read_run_config(path)
+  assert run_config["kind"] == "finetuning"
+  assert run_config["architecture"]["encoder"]["num_attention_heads"] == HEADS
+  assert run_config["hparams"]["task_names"] == ["rte"]
+  with pytest.raises(ValueError, match="of a finetuning run, not a pre-training run"):
+    model_dir_lib.pretraining_config_from_run_config(run_config)
