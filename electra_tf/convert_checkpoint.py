@@ -36,6 +36,12 @@ Hugging Face ELECTRA directory, becomes a transformers directory or a
 keras-hub preset; `--input <Hugging Face dir>` without `--to` writes a
 `.keras` discriminator or generator.
 
+An electra_tf run's model dir (or any training checkpoint prefix in it)
+becomes a `.keras` pretrainer, discriminator or generator in one hop
+(`--output x.keras --part ...`; the direction is to-keras); the model is
+rebuilt from the dir's `config.json` (written by `run_pretraining`: hparams,
+attention heads, vocab), with `--hparams` over it.
+
 Keras → official (`--direction to-official`): an electra_tf training
 checkpoint (or a `.keras` pretrainer/discriminator/generator or fine-tuning
 model written here, or a `FinetuningModel` saved as `.keras`) becomes a
@@ -46,7 +52,8 @@ electra_tf's fine-tuning runs need no conversion: they already write
 name-based checkpoints with the original's names, slots and `global_step`.
 
 Names come from `electra_tf.checkpoints.names`, the one map used by both
-directions and by the loader. Sizes and layout are read from the shapes
+directions and by the loader. A model dir's `config.json` gives the model
+where there is one; otherwise sizes and layout are read from the shapes
 (`electra_tf.checkpoints.convert`: `infer_config_from_checkpoint` for
 official checkpoints, `infer_hparams_from_training_checkpoint` for electra_tf
 ones); `--hparams` adds what shapes cannot tell (attention heads, which only
@@ -55,9 +62,8 @@ Nothing is skipped silently: every checkpoint entry that is not converted is
 listed.
 
 Example:
-  python -m electra_tf.convert_checkpoint --input models/tiny \
-      --output /tmp/tiny_disc.keras --part discriminator \
-      --hparams models/tiny_hparams.json
+  python -m electra_tf.convert_checkpoint --input data/models/tiny \
+      --output /tmp/tiny_disc.keras --part discriminator
   python -m electra_tf.convert_checkpoint \
       --input models/tiny/finetuning_models/rte,chunk_model_1 --output /tmp/rte_chunk.keras \
       --hparams '{"task_names": ["rte", "chunk"]}'
@@ -96,7 +102,8 @@ def main(argv=None):
     "--part",
     choices=convert.PARTS,
     default=None,
-    help="to-keras: what to convert. finetuned: a fine-tuned checkpoint's "
+    help="to-keras (.keras output of an official or electra_tf checkpoint): what to "
+    "convert. finetuned: a fine-tuned checkpoint's "
     "encoder and task_specific/<task>/ heads as a .keras FinetuningModel. "
     "Default: finetuned when the checkpoint has task heads, else "
     "pretrainer",
@@ -105,7 +112,7 @@ def main(argv=None):
     "--hparams",
     default=None,
     help="JSON dict or .json path of pre-training hparams (as for "
-    "run_pretraining); for a fine-tuned checkpoint (--part finetuned), "
+    "run_pretraining; over the model dir's config.json when it has one); for a fine-tuned checkpoint (--part finetuned), "
     "fine-tuning hparams (as for "
     "run_finetuning: task_names gives the heads' order, beam_size, ...) "
     "plus task_types, e.g. {\"task_types\": {\"mytask\": "

@@ -419,7 +419,9 @@ def stage_score(out, args):
 
   paths = _paths(out)
   export_path = os.path.join(paths["export"], "1")
-  loaded = tf.saved_model.load(export_path)
+  from electra_tf import serving
+
+  loaded = serving.load(export_path)  # imports tensorflow_text (the tokenizer ops)
   serve = loaded.signatures["serving_default"]
   text, replaced = corrupt(DEMO_SENTENCE, DEMO_REPLACEMENTS)
   outputs = serve(text_a=tf.constant([text]), text_b=tf.constant([""]))

@@ -10,7 +10,8 @@ Sources (exactly one):
   `FinetuningModel`, or a discriminator/generator `.keras` written by
   `convert_checkpoint`;
 - `--checkpoint DIR_OR_PREFIX [--hparams JSON]`: an electra_tf training
-  checkpoint (needs the run's hparams), an original/official name-based
+  checkpoint (its model dir's `config.json` describes the model; runs
+  without one need the run's hparams), an original/official name-based
   pre-training checkpoint (read by the converter's loader, sizes inferred
   from the shapes; hparams optional) or a fine-tuned name-based checkpoint
   (`--model task` with the fine-tuning hparams, `task_names` included).
@@ -24,9 +25,12 @@ What is served (`--model`):
 
 Example:
 
-  python -m electra_tf.export_saved_model --checkpoint models/tiny \\
-      --hparams models/tiny_hparams.json --vocab-file vocab.txt \\
+  python -m electra_tf.export_saved_model --checkpoint data/models/tiny \\
       --model discriminator --export-dir /tmp/electra_serving --max-seq-length 128
+
+Loading the export in Python: `electra_tf.serving.load(path)`, or `import
+tensorflow_text` before `tf.saved_model.load` (the raw-text signature's
+tokenizer op is registered by that import).
 
 The weights are served in float32 unless `--mixed-precision` is given
 (bfloat16 compute, float32 outputs).
@@ -39,6 +43,7 @@ import sys
 import keras
 
 from electra_tf.serving import export as export_lib
+from electra_tf.serving import loading as serving_loading
 from electra_tf.serving import modules as serving_modules
 
 
@@ -59,12 +64,13 @@ def _parse_args(argv):
   parser.add_argument(
     "--hparams",
     help="hparams of the run (JSON string or .json file): "
-    "required for electra_tf checkpoints and --model task; optional for "
-    "official pre-training checkpoints (sizes come from the shapes)",
+    "over the model dir's config.json for electra_tf checkpoints (required for runs "
+    "without one, and for --model task); optional for official pre-training "
+    "checkpoints (sizes come from the shapes)",
   )
   parser.add_argument("--model-name", default="electra", help="the run's model name")
   parser.add_argument("--data-dir", help="the run's data dir (default: the checkpoint's dir)")
-  parser.add_argument("--vocab-file", help="the WordPiece vocab (default: the hparams' vocab_file)")
+  parser.add_argument("--vocab-file", help="the WordPiece vocab (default: the run's vocab_file)")
   parser.add_argument("--export-dir", required=True, help="writes <export-dir>/<version>/")
   parser.add_argument(
     "--model",
@@ -138,6 +144,9 @@ def main(argv=None):
     f"Exported {args.model} SavedModel to {path} with signatures "
     f"{serving_modules.SIGNATURE_TEXT}, {serving_modules.SIGNATURE_IDS}, "
     f"{serving_modules.SIGNATURE_EXAMPLES}"
+  )
+  print(
+    f"Load it in Python with electra_tf.serving.load({path!r}), or {serving_loading.LOADING_HINT}"
   )
   return 0
 

@@ -1,0 +1,10 @@
+"""Serving: export modules (`modules`), exporting (`export`) and loading an
+export in Python (`load`, which imports `tensorflow_text` first).
+
+Example:
+  >>> from electra_tf import serving
+  >>> callable(serving.load)
+  True
+"""
+
+from electra_tf.serving.loading import load

@@ -9,7 +9,7 @@ is the command line over `load_model` and `export`.
 Example:
   >>> next_version("/nonexistent/export_dir")
   1
-  >>> # model, config = load_model(checkpoint="models/tiny", hparams="models/tiny_hparams.json")
+  >>> # model, config = load_model(checkpoint="data/models/tiny")  # reads its config.json
   >>> # export(model, "discriminator", "vocab.txt", "/tmp/electra_serving")
 """
 
@@ -26,11 +26,14 @@ from electra_tf.checkpoints import finetuned as checkpoint_io
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints.convert import load_official_pretrainer
 from electra_tf.configs import hparams as hparams_lib
+from electra_tf.configs import model_dir as model_dir_lib
+from electra_tf.serving import loading as serving_loading
 from electra_tf.serving import modules as serving_modules
 from electra_tf.text.tokenizer import ElectraTokenizer
 from electra_tf.training import distribution
 from electra_tf.utils import keras_compat
 from electra_tf.utils.file_io import atomic_path
+from electra_tf.utils.file_io import write_atomic
 
 MODEL_KINDS = ("discriminator", "generator", "task")
 MIXED_POLICY = "mixed_bfloat16"
@@ -117,7 +120,7 @@ def load_keras_model(path):
   return keras.saving.load_model(path, compile=False)
 
 
-def _restore_object_based(model, prefix):
+def _restore_object_based(model, prefix, source="the given hparams"):
   """Restores an electra_tf (object-based) checkpoint into `model`.
 
   Training checkpoints are `tf.train.Checkpoint(model=..., optimizer=...)`.
@@ -144,7 +147,7 @@ def _restore_object_based(model, prefix):
   if n_model + n_optimizer != len(model.weights):
     raise ValueError(
       f"checkpoint {prefix!r} holds {n_model} model variables and {n_optimizer} through its "
-      f"optimizer, but the model built from the given hparams has {len(model.weights)}; "
+      f"optimizer, but the model built from {source} has {len(model.weights)}; "
       "it cannot restore the whole model (check the hparams). Export from a training "
       "checkpoint, a .keras file (--keras-model) or a name-based checkpoint"
     )
@@ -152,15 +155,14 @@ def _restore_object_based(model, prefix):
     status = tf.train.Checkpoint(**roots).read(prefix)
   except (ValueError, tf.errors.OpError) as e:
     raise ValueError(
-      f"checkpoint {prefix!r} does not fit the model built from the given hparams: {e}"
+      f"checkpoint {prefix!r} does not fit the model built from {source}: {e}"
     ) from None
   status.expect_partial()
   try:
     status.assert_existing_objects_matched()
   except AssertionError as e:
     raise ValueError(
-      f"checkpoint {prefix!r} does not hold this model's weights "
-      f"(built from the given hparams): {e}"
+      f"checkpoint {prefix!r} does not hold this model's weights (built from {source}): {e}"
     ) from None
 
 
@@ -170,13 +172,15 @@ def load_pretraining_checkpoint(path, hparams=None, model_name="electra", data_d
   Official (name-based) checkpoints are read by the converter
   (`electra_tf.checkpoints.convert.load_official_pretrainer`), which infers the sizes
   from the shapes; `hparams` then only adds what shapes cannot tell.
-  electra_tf training checkpoints need the run's `hparams`.
+  electra_tf training checkpoints are rebuilt from their model dir's
+  `config.json` (`electra_tf.configs.model_dir`) with `hparams` over it;
+  older runs without one need the run's `hparams`.
 
   Args:
     path: checkpoint prefix or directory.
     hparams: pre-training hparams (dict, JSON string or `.json` path).
     model_name, data_dir: the `PretrainingConfig` arguments (electra_tf
-      checkpoints).
+      checkpoints without `config.json`).
 
   Returns:
     `(pretrainer, config)`.
@@ -188,17 +192,27 @@ def load_pretraining_checkpoint(path, hparams=None, model_name="electra", data_d
   if checkpoint_io.is_name_based(prefix):
     pretrainer, config, _, _ = load_official_pretrainer(prefix, hparams)
     return pretrainer, config
-  if hparams is None:
+  run_config = model_dir_lib.read_run_config(prefix)
+  if run_config is not None:
+    user = hparams_lib.load_hparams(hparams)
+    config = model_dir_lib.pretraining_config_from_run_config(run_config, user)
+    source = f"{run_config['path']}" + (" and --hparams" if user else "")
+  elif hparams is None:
     raise ValueError(
-      f"--checkpoint {prefix!r} is an electra_tf checkpoint: pass the run's "
-      "--hparams (its sizes and layout come from them)"
+      f"--checkpoint {prefix!r} is an electra_tf checkpoint without "
+      f"{model_dir_lib.RUN_CONFIG_FILE} (written by run_pretraining since it describes its "
+      "model dir): pass the run's --hparams (its sizes and layout come from them)"
     )
-  config = PretrainingConfig(
-    model_name, data_dir or os.path.dirname(prefix), **hparams_lib.load_hparams(hparams)
-  )
-  model = ElectraPretrainer.from_pretraining_config(config)
-  model.build()
-  _restore_object_based(model, prefix)
+  else:
+    config = PretrainingConfig(
+      model_name, data_dir or os.path.dirname(prefix), **hparams_lib.load_hparams(hparams)
+    )
+    source = "--hparams"
+  # Weights are float32 whatever the run's precision; `export` picks the serving policy.
+  with distribution.dtype_policy("float32"):
+    model = ElectraPretrainer.from_pretraining_config(config)
+    model.build()
+  _restore_object_based(model, prefix, source)
   return model, config
 
 
@@ -389,6 +403,9 @@ def export(
       max_predictions=max_predictions,
       max_query_length=max_query_length,
     )
+    readme = os.path.join(asset_dir, "README.txt")
+    write_atomic(readme, serving_loading.export_readme(kind, max_seq_length))
+    module.readme = tf.saved_model.Asset(readme)
     return save_module(module, export_dir, version, overwrite)
   finally:
     shutil.rmtree(asset_dir, ignore_errors=True)

@@ -17,6 +17,13 @@ computation:
   int64 features `input_ids`, `input_mask`, `segment_ids` of length S (the
   layout of the original's TFRecords).
 
+Loading: the raw-text signature uses tensorflow-text's
+`FastWordpieceTokenizeWithOffsets` op, so in Python `import tensorflow_text`
+before `tf.saved_model.load` (or call `electra_tf.serving.load(path)`, which
+does); without it the load fails with "Op type not registered". A TF Serving
+binary must include TF Text's ops. Every export carries this note in
+`assets/README.txt` (`loaded.readme` is its asset).
+
 Every signature also returns the packed `input_ids`, `input_mask` and
 `segment_ids` it ran on, so a client can line outputs up with tokens.
 All float outputs are float32.

@@ -1,7 +1,7 @@
 """Pre-training and evaluation as a library: the original's
 `run_pretraining.py:train_or_eval` (checks before any model is built, debug
-wipe, training to the absolute step `num_train_steps` with resumption, or
-evaluation of the newest checkpoint with its results files).
+wipe, `<model_dir>/config.json` describing the run (`electra_tf.configs.model_dir`),
+training to the absolute step `num_train_steps` with resumption, or evaluation of the newest checkpoint with its results files).
 
 `python -m electra_tf.run_pretraining` is the command line over
 `make_config`, `validate_config` and `train_or_eval`. Training goes through
@@ -24,6 +24,7 @@ import pickle
 import keras
 import tensorflow as tf
 
+from electra_tf.configs import model_dir as model_dir_lib
 from electra_tf.configs.hparams import load_hparams
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.data import pretraining_dataset as pretrain_data
@@ -367,6 +368,9 @@ def train_or_eval(config, files=None, strategy=None, callbacks=()):
   if strategy is None:
     strategy = distribution.setup_distribution(config)
   if config.do_train:
+    if distribution.is_chief(strategy):
+      # The model dir describes itself: converter and exporter need no --hparams.
+      print(f"Wrote {model_dir_lib.write_run_config(config)}", flush=True)
     _heading("Training")
     return train(config, strategy, callbacks, record_counts=files.record_counts)
   _heading("Evaluation")

@@ -11,7 +11,9 @@ One module per job:
 - `object_graph`: the hparams of an electra_tf training checkpoint, from its
   TF2 object graph;
 - `writer`: `.keras` files, training checkpoints and name-based checkpoints;
-- `to_keras` / `to_official`: the two directions;
+- `to_keras` / `to_official`: the two directions (an electra_tf training
+  checkpoint, described by its model dir's `config.json`, goes to `.keras`
+  in one hop or to the original's format);
 - `publish`: any of these (or a Hugging Face directory) as a Hugging Face
   transformers directory or a keras-hub preset;
 - `api`: `convert` (direction detected from the input) and the report.
@@ -48,6 +50,7 @@ from electra_tf.checkpoints.convert.reader import read_name_based_checkpoint
 from electra_tf.checkpoints.convert.to_keras import PARTS
 from electra_tf.checkpoints.convert.to_keras import load_official_pretrainer
 from electra_tf.checkpoints.convert.to_keras import official_to_keras
+from electra_tf.checkpoints.convert.to_keras import training_checkpoint_to_keras
 from electra_tf.checkpoints.convert.to_official import keras_to_official
 from electra_tf.checkpoints.convert.to_official import load_keras_source
 from electra_tf.checkpoints.convert.writer import HPARAMS_FILE

@@ -20,20 +20,33 @@ from electra_tf.checkpoints.convert.publish import huggingface_to_keras
 from electra_tf.checkpoints.convert.reader import is_object_based
 from electra_tf.checkpoints.convert.reader import open_reader
 from electra_tf.checkpoints.convert.to_keras import official_to_keras
+from electra_tf.checkpoints.convert.to_keras import training_checkpoint_to_keras
 from electra_tf.checkpoints.convert.to_official import keras_to_official
 from electra_tf.checkpoints.convert.writer import KERAS_SUFFIX
 
 DIRECTIONS = ("to-keras", "to-official")
 
 
-def detect_direction(input_path):
-  """The direction for `input_path`: "to-official" for a `.keras` file or an
-  electra_tf (object-based) checkpoint, "to-keras" for a name-based one."""
+def _is_training_checkpoint(input_path):
+  path = os.fspath(input_path)
+  if path.endswith(KERAS_SUFFIX):
+    return False
+  return is_object_based(official_checkpoint.resolve_checkpoint_path(path))
+
+
+def detect_direction(input_path, output_path=None):
+  """The direction for `input_path`: "to-official" for a `.keras` file,
+  "to-keras" for a name-based checkpoint; an electra_tf (object-based)
+  training checkpoint goes "to-keras" when `output_path` ends in `.keras`
+  (its pretrainer, discriminator or generator as a `.keras` model), else
+  "to-official"."""
   path = os.fspath(input_path)
   if path.endswith(KERAS_SUFFIX):
     return "to-official"
-  prefix = official_checkpoint.resolve_checkpoint_path(path)
-  return "to-official" if is_object_based(prefix) else "to-keras"
+  if not _is_training_checkpoint(path):
+    return "to-keras"
+  to_keras_file = output_path is not None and os.fspath(output_path).endswith(KERAS_SUFFIX)
+  return "to-keras" if to_keras_file else "to-official"
 
 
 def convert(
@@ -52,10 +65,11 @@ def convert(
       `.keras` file, or a Hugging Face ELECTRA directory (written as a
       `.keras` discriminator or generator).
     output_path: see `official_to_keras` and `keras_to_official`.
-    direction: one of `DIRECTIONS`, or None to detect it from the input (a
-      given direction must match the input).
-    part: to-keras only (see `official_to_keras`); None picks "finetuned"
-      for a checkpoint with task heads, else "pretrainer".
+    direction: one of `DIRECTIONS`, or None to detect it (`detect_direction`;
+      a given direction must match a name-based or `.keras` input).
+    part: to-keras only (see `official_to_keras` and
+      `training_checkpoint_to_keras`); None picks "finetuned" for a
+      checkpoint with task heads, else "pretrainer".
     hparams: dict, JSON string or `.json` path, checked against the shapes.
     with_optimizer_slots, global_step: to-official only (see
       `keras_to_official`).
@@ -71,12 +85,13 @@ def convert(
         "and --hparams do not apply"
       )
     return huggingface_to_keras(input_path, output_path)
-  detected = detect_direction(input_path)
+  detected = detect_direction(input_path, output_path)
+  training_checkpoint = _is_training_checkpoint(input_path)
   if direction is None:
     direction = detected
   elif direction not in DIRECTIONS:
     raise ValueError(f"--direction {direction!r}; expected one of {DIRECTIONS}")
-  elif direction != detected:
+  elif direction != detected and not training_checkpoint:
     kind = (
       "an electra_tf checkpoint/.keras model"
       if detected == "to-official"
@@ -101,10 +116,13 @@ def convert(
         "to-official; to-keras carries the slots and step over whenever the "
         "output is a training checkpoint"
       )
+    if training_checkpoint:
+      return training_checkpoint_to_keras(input_path, output_path, part=part, hparams=hparams)
     return official_to_keras(input_path, output_path, part=part, hparams=hparams)
   if part is not None:
     raise ValueError(
-      "--part applies to --direction to-keras; to-official writes whatever the input holds"
+      f"--part applies to .keras outputs (--direction to-keras); --output {output_path!r} "
+      "is written in the original's format with whatever the input holds"
     )
   return keras_to_official(
     input_path,

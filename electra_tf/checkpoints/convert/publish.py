@@ -21,17 +21,15 @@ from electra_tf.checkpoints import keras_hub
 from electra_tf.checkpoints import names as checkpoint_names
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints.convert.layout import NO_DATA_DIR
-from electra_tf.checkpoints.convert.layout import infer_config_and_model
-from electra_tf.checkpoints.convert.reader import assign_tensors
 from electra_tf.checkpoints.convert.reader import is_object_based
 from electra_tf.checkpoints.convert.standalone import discriminator_model
 from electra_tf.checkpoints.convert.standalone import generator_model
 from electra_tf.checkpoints.convert.to_keras import load_official_pretrainer
 from electra_tf.checkpoints.convert.to_official import find_layer
-from electra_tf.checkpoints.convert.to_official import load_keras_source
-from electra_tf.checkpoints.convert.writer import HPARAMS_FILE
+from electra_tf.checkpoints.convert.to_official import load_training_checkpoint
 from electra_tf.checkpoints.convert.writer import KERAS_SUFFIX
 from electra_tf.checkpoints.convert.writer import save_keras
+from electra_tf.configs import model_dir as model_dir_lib
 from electra_tf.configs import pretraining as pretraining_config_lib
 from electra_tf.configs.hparams import load_hparams
 
@@ -90,14 +88,9 @@ def load_part_for_publishing(input_path, part, hparams=None):
     raise ValueError(f"--input {path!r} holds no ElectraPretrainer or electra_tf {part} model")
   prefix = official_checkpoint.resolve_checkpoint_path(path)
   if is_object_based(prefix):
-    name_map, _, _, prefix, notes = load_keras_source(prefix, hparams)
-    tensors = {n: keras.ops.convert_to_numpy(v) for n, v in name_map.items()}
-    saved = os.path.join(os.path.dirname(prefix), HPARAMS_FILE)
-    if hparams is None and os.path.isfile(saved):
-      hparams = saved
-    shapes = {n: t.shape for n, t in tensors.items()}
-    config, _, _, more_notes, pretrainer = infer_config_and_model(shapes, hparams, source=prefix)
-    assign_tensors(checkpoint_names.official_name_map(pretrainer), tensors)
+    # Built as the run built it (its config.json: attention heads included).
+    pretrainer, config, notes = load_training_checkpoint(prefix, hparams)
+    more_notes = []
     other = ["optimizer state and step (not part of a published model)"]
   else:
     pretrainer, config, tensors, info = load_official_pretrainer(prefix, hparams)
@@ -111,6 +104,12 @@ def _default_vocab_file(input_path, hparams):
   user = load_hparams(hparams) if hparams is not None else {}
   if user.get("vocab_file"):
     return user["vocab_file"]
+  path = os.fspath(input_path)
+  if not path.endswith(KERAS_SUFFIX) and not huggingface.is_huggingface_dir(path):
+    run_config = model_dir_lib.read_run_config(input_path)
+    run_vocab = (run_config or {}).get("vocab", {}).get("file")
+    if run_vocab and os.path.isfile(run_vocab):
+      return run_vocab
   path = os.path.abspath(os.fspath(input_path))
   directory = path if os.path.isdir(path) else os.path.dirname(path)
   candidates = [os.path.join(directory, huggingface.VOCAB_FILE)]

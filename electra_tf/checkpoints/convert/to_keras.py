@@ -1,6 +1,7 @@
 """Official → electra_tf: a name-based checkpoint becomes an electra_tf
 training checkpoint (pretrainer, optimizer slots and step) or a `.keras`
-model (pretrainer, discriminator, generator or fine-tuning model).
+model (pretrainer, discriminator, generator or fine-tuning model); and an
+electra_tf training checkpoint becomes a `.keras` model in one hop.
 
 Example:
   >>> PARTS
@@ -9,6 +10,8 @@ Example:
 
 import json
 import os
+
+import keras
 
 from electra_tf.checkpoints import names as checkpoint_names
 from electra_tf.checkpoints import official as official_checkpoint
@@ -213,4 +216,69 @@ def official_to_keras(input_path, output_path, part=None, hparams=None):
     "not_converted": not_converted,
     "global_step": step,
     "hparams": merged_hparams,
+  }
+
+
+def training_checkpoint_to_keras(input_path, output_path, part=None, hparams=None):
+  """An electra_tf training checkpoint (a run's model dir or a prefix) as a
+  `.keras` model of its pretrainer, discriminator or generator, in one hop.
+
+  The model comes from the model dir's `config.json` (attention heads
+  included), with `hparams` over it; see `to_official.load_training_checkpoint`.
+  The weights are written in float32, without optimizer state.
+
+  Returns:
+    A report dict as `official_to_keras` returns.
+  """
+  from electra_tf.checkpoints.convert.layout import build_pretrainer
+  from electra_tf.checkpoints.convert.to_official import load_training_checkpoint
+  from electra_tf.training import checkpointing
+  from electra_tf.training import distribution
+
+  part = part or "pretrainer"
+  if part not in PARTS or part == PART_FINETUNED:
+    raise ValueError(
+      f"--part {part!r}: an electra_tf pre-training checkpoint gives one of "
+      f"{PARTS[:-1]} (fine-tuning runs write name-based checkpoints)"
+    )
+  if not os.fspath(output_path).endswith(KERAS_SUFFIX):
+    raise ValueError(
+      f"--input {os.fspath(input_path)!r} is already an electra_tf training checkpoint: give "
+      f"an --output ending in {KERAS_SUFFIX} for a .keras {part}, or --direction to-official "
+      "for the original's format"
+    )
+  prefix = official_checkpoint.resolve_checkpoint_path(input_path)
+  trained, config, notes = load_training_checkpoint(prefix, hparams)
+  tensors = {
+    n: keras.ops.convert_to_numpy(v).astype("float32")
+    for n, v in checkpoint_names.official_name_map(trained).items()
+  }
+  step = checkpointing.global_step(trained)
+  with distribution.dtype_policy("float32"):
+    pretrainer = build_pretrainer(config)
+    assign_tensors(checkpoint_names.official_name_map(pretrainer), tensors)
+    if part == "pretrainer":
+      model, name_map = pretrainer, checkpoint_names.official_name_map(pretrainer)
+    elif part == "discriminator":
+      if pretrainer.discriminator is None:
+        raise ValueError(
+          f"checkpoint {prefix!r} has no discriminator (an MLM-only run); use --part generator"
+        )
+      encoder = build_encoder(config, include_head=True)
+      name_map = checkpoint_names.discriminator_name_map(encoder)
+      assign_tensors(name_map, tensors)
+      model = discriminator_model(encoder)
+    else:
+      generator, name_map = standalone_generator(pretrainer)
+      assign_tensors(name_map, tensors)
+      model = generator_model(generator, checkpoint_names.generator_scopes(pretrainer))
+  save_keras(model, output_path)
+  return {
+    "input": prefix,
+    "output": os.fspath(output_path),
+    "part": part,
+    "notes": notes,
+    "converted": sorted(name_map),
+    "not_converted": sorted(set(tensors) - set(name_map)),
+    "global_step": step,
   }

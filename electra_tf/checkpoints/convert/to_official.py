@@ -26,6 +26,7 @@ from electra_tf.checkpoints.convert.writer import KERAS_SUFFIX
 from electra_tf.checkpoints.convert.writer import check_output_dir
 from electra_tf.checkpoints.convert.writer import official_tensors
 from electra_tf.checkpoints.convert.writer import write_official_checkpoint
+from electra_tf.configs import model_dir as model_dir_lib
 from electra_tf.configs import pretraining as pretraining_config_lib
 from electra_tf.configs.hparams import load_hparams
 from electra_tf.training import distribution
@@ -45,9 +46,8 @@ def load_keras_source(input_path, hparams=None):
     input_path: a `.keras` file (a pretrainer or `FinetuningModel`, or a
       discriminator/generator written by `official_to_keras`), or an
       electra_tf training checkpoint (prefix or model dir).
-    hparams: the training run's hparams (dict / JSON / `.json` path) for a
-      training checkpoint; None reads `converted_hparams.json` next to it
-      (written by `official_to_keras`) or infers them from its shapes.
+    hparams: hparams (dict / JSON / `.json` path) for a training
+      checkpoint, see `load_training_checkpoint`.
 
   Returns:
     `(name_map, optimizer_or_None, global_step_or_None, source, notes)`.
@@ -97,53 +97,9 @@ def load_keras_source(input_path, hparams=None):
       f"--input {prefix!r} is a name-based (official) checkpoint, not an "
       "electra_tf one; use --direction to-keras"
     )
-  notes = []
-  if hparams is None:
-    saved = os.path.join(os.path.dirname(prefix), HPARAMS_FILE)
-    if os.path.isfile(saved):
-      hparams = saved
-      notes.append(f"hparams from {saved}")
-    else:
-      hparams, inferred_notes = infer_hparams_from_training_checkpoint(prefix)
-      notes += inferred_notes
   from electra_tf.training import checkpointing  # pylint: disable=g-import-not-at-top
 
-  hparams = load_hparams(hparams)
-  config = pretraining_config_lib.PretrainingConfig("converted", NO_DATA_DIR, **hparams)
-  # Infer precision from the object graph too: mixed_float16 runs save a
-  # LossScaleOptimizer around the AdamWeightDecay.
-  graph = ObjectGraph(prefix)
-  if graph.node("optimizer/inner_optimizer") is not None:
-    config.mixed_precision = "mixed_float16"
-  elif config.mixed_precision == "mixed_float16":
-    config.mixed_precision = "float32"
-  with distribution.dtype_policy(config.mixed_precision):
-    pretrainer = build_pretrainer(config)
-    expected = [tuple(int(d) for d in v.shape) for v in pretrainer.trainable_variables]
-    found = graph.trainable_shapes()
-    if expected != found:
-      first = next(
-        (i for i, (a, b) in enumerate(zip(expected, found)) if a != b),
-        min(len(expected), len(found)),
-      )
-      given = json.dumps(hparams, sort_keys=True)
-      raise ValueError(
-        f"electra_tf checkpoint {prefix!r} does not match the model built from the hparams "
-        f"{given}: the model has {len(expected)} trainable variables, the checkpoint "
-        f"{len(found)}; from variable #{first} the model's shapes are "
-        f"{describe_shapes(expected[first:])}, the checkpoint's {describe_shapes(found[first:])}"
-      )
-    pretrainer.compile(pretraining_config=config)
-    manager = checkpointing.TrainingCheckpointManager(
-      pretrainer, os.path.dirname(prefix), keep_checkpoint_max=None, chief=True
-    )
-    try:
-      manager.restore(prefix)
-    except (AssertionError, ValueError, tf.errors.OpError) as e:
-      raise ValueError(
-        f"electra_tf checkpoint {prefix!r} does not match the model built from --hparams "
-        f"(or is truncated): {e}"
-      ) from e
+  pretrainer, _, notes = load_training_checkpoint(prefix, hparams)
   name_map = checkpoint_names.official_name_map(pretrainer)
   return name_map, pretrainer.optimizer, checkpointing.global_step(pretrainer), prefix, notes
 
@@ -183,3 +139,80 @@ def keras_to_official(
     "global_step": int(step or 0),
     "notes": notes,
   }
+
+
+def load_training_checkpoint(prefix, hparams=None):
+  """The `ElectraPretrainer` (with its optimizer) of an electra_tf training checkpoint.
+
+  The model comes from the model dir's `config.json` (`electra_tf.configs.model_dir`)
+  with `hparams` over it; without one, from `hparams`, else from
+  `converted_hparams.json` next to it (written by `official_to_keras`), else
+  from the shapes of its object graph (attention heads by the size rule).
+
+  Args:
+    prefix: the checkpoint prefix.
+    hparams: dict, JSON string or `.json` path, or None.
+
+  Returns:
+    `(pretrainer, config, notes)`.
+
+  Raises:
+    ValueError: when the model built does not match the checkpoint's shapes.
+  """
+  from electra_tf.training import checkpointing  # pylint: disable=g-import-not-at-top
+
+  notes = []
+  run_config = model_dir_lib.read_run_config(prefix)
+  if run_config is not None:
+    user = load_hparams(hparams)
+    config = model_dir_lib.pretraining_config_from_run_config(run_config, user)
+    described = f"{run_config['path']}" + (
+      f" with --hparams {json.dumps(user, sort_keys=True)} over it" if user else ""
+    )
+    notes.append(f"model from {described}")
+  else:
+    if hparams is None:
+      saved = os.path.join(os.path.dirname(prefix), HPARAMS_FILE)
+      if os.path.isfile(saved):
+        hparams = saved
+        notes.append(f"hparams from {saved}")
+      else:
+        hparams, inferred_notes = infer_hparams_from_training_checkpoint(prefix)
+        notes += inferred_notes
+    hparams = load_hparams(hparams)
+    config = pretraining_config_lib.PretrainingConfig("converted", NO_DATA_DIR, **hparams)
+    described = f"the hparams {json.dumps(hparams, sort_keys=True)}"
+  # Infer precision from the object graph too: mixed_float16 runs save a
+  # LossScaleOptimizer around the AdamWeightDecay.
+  graph = ObjectGraph(prefix)
+  if graph.node("optimizer/inner_optimizer") is not None:
+    config.mixed_precision = "mixed_float16"
+  elif config.mixed_precision == "mixed_float16":
+    config.mixed_precision = "float32"
+  with distribution.dtype_policy(config.mixed_precision):
+    pretrainer = build_pretrainer(config)
+    expected = [tuple(int(d) for d in v.shape) for v in pretrainer.trainable_variables]
+    found = graph.trainable_shapes()
+    if expected != found:
+      first = next(
+        (i for i, (a, b) in enumerate(zip(expected, found)) if a != b),
+        min(len(expected), len(found)),
+      )
+      raise ValueError(
+        f"electra_tf checkpoint {prefix!r} does not match the model built from "
+        f"{described}: the model has {len(expected)} trainable variables, the checkpoint "
+        f"{len(found)}; from variable #{first} the model's shapes are "
+        f"{describe_shapes(expected[first:])}, the checkpoint's {describe_shapes(found[first:])}"
+      )
+    pretrainer.compile(pretraining_config=config)
+    manager = checkpointing.TrainingCheckpointManager(
+      pretrainer, os.path.dirname(prefix), keep_checkpoint_max=None, chief=True
+    )
+    try:
+      manager.restore(prefix)
+    except (AssertionError, ValueError, tf.errors.OpError) as e:
+      raise ValueError(
+        f"electra_tf checkpoint {prefix!r} does not match the model built from {described} "
+        f"(or is truncated): {e}"
+      ) from e
+  return pretrainer, config, notes

@@ -1,0 +1,84 @@
+"""Loading an exported SavedModel in Python.
+
+The raw-text signature (`serving_default`) tokenizes in the graph with
+tensorflow-text's `FastWordpieceTokenizeWithOffsets` op. TensorFlow only
+knows that op once `tensorflow_text` is imported, so a bare
+`tf.saved_model.load` in a fresh process fails with "Op type not registered
+'FastWordpieceTokenizeWithOffsets'". `load` imports it first; `load_error_hint`
+turns that error into one that says so.
+
+Example:
+  >>> LOADING_HINT.split(";")[0]
+  'import tensorflow_text before tf.saved_model.load (or use electra_tf.serving.load(path))'
+"""
+
+import tensorflow as tf
+
+TOKENIZER_OP = "FastWordpieceTokenizeWithOffsets"
+LOADING_HINT = (
+  "import tensorflow_text before tf.saved_model.load (or use electra_tf.serving.load(path)); "
+  f"the raw-text signature tokenizes with its {TOKENIZER_OP} op"
+)
+
+
+def import_tensorflow_text():
+  """Imports `tensorflow_text`, which registers the tokenizer ops; a clear
+  error when it is not installed."""
+  try:
+    import tensorflow_text  # noqa: F401  pylint: disable=unused-import,import-outside-toplevel
+  except ImportError as e:
+    raise ImportError(
+      "loading an electra_tf export needs tensorflow-text (its raw-text signature "
+      f"tokenizes with the {TOKENIZER_OP} op): pip install tensorflow-text"
+    ) from e
+
+
+def load_error_hint(error, path):
+  """A `ValueError` naming `path` and the fix when `error` is TensorFlow's
+  "Op type not registered" for the tokenizer op; None for other errors."""
+  if "Op type not registered" in str(error) and TOKENIZER_OP in str(error):
+    return ValueError(f"cannot load the SavedModel {path!r}: {LOADING_HINT}")
+  return None
+
+
+def load(path):
+  """Loads an export of `electra_tf.export_saved_model` with its signatures.
+
+  Imports `tensorflow_text` (the tokenizer ops of `serving_default`), then
+  calls `tf.saved_model.load`. Plain TensorFlow works the same once
+  `import tensorflow_text` has run.
+
+  Args:
+    path: the version directory, e.g. `/tmp/electra_serving/1`.
+
+  Returns:
+    The loaded object; `.signatures["serving_default"]`,
+    `["serve_ids"]` and `["serve_examples"]` are the signatures.
+
+  Example:
+    >>> # model = load("/tmp/electra_serving/1")
+    >>> # model.signatures["serving_default"](text_a=tf.constant(["Hi."]), text_b=tf.constant([""]))
+  """
+  import_tensorflow_text()
+  try:
+    return tf.saved_model.load(path)
+  except tf.errors.NotFoundError as e:
+    hint = load_error_hint(e, path)
+    if hint is None:
+      raise
+    raise hint from e
+
+
+def export_readme(kind, max_seq_length):
+  """The `assets/README.txt` every export carries: its signatures and how to load it."""
+  return (
+    f"electra_tf SavedModel: {kind}, max_seq_length {max_seq_length}.\n"
+    "Signatures: serving_default (raw text: text_a, text_b; tokenized in the graph), "
+    "serve_ids (input_ids, input_mask, segment_ids), serve_examples (serialized "
+    "tf.Example).\n"
+    f"Loading in Python: {LOADING_HINT}.\n"
+    "  import tensorflow as tf\n"
+    "  import tensorflow_text  # registers the tokenizer ops\n"
+    '  model = tf.saved_model.load("<export_dir>/<version>")\n'
+    "TF Serving: the server binary must include TF Text's ops.\n"
+  )

@@ -1,0 +1,199 @@
+"""A model dir describes itself (`electra_tf.configs.model_dir`): a tiny
+`run_pretraining` run writes `config.json`, and the exporter and the converter
+rebuild the model from it with no `--hparams` (attention heads included)."""
+
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from electra_tf import convert_checkpoint
+from electra_tf import export_saved_model
+from electra_tf.configs import model_dir as model_dir_lib
+from electra_tf.configs.pretraining import PretrainingConfig
+from electra_tf.serving import export as export_lib
+from electra_tf.training import pretraining_run
+from tests.helpers.pretraining_data import make_data_dir
+from tests.helpers.pretraining_data import self_made_hparams
+
+# Heads differ from the size rule max(1, H // 64) = 1, so a rebuild that
+# guessed them from shapes would differ from the trained model.
+HEADS = 4
+
+
+def _hparams(**kwargs):
+  hparams = self_made_hparams(seed=5, do_lower_case=False, **kwargs)
+  hparams["model_hparam_overrides"] = dict(
+    hparams["model_hparam_overrides"], num_attention_heads=HEADS
+  )
+  return hparams
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory):
+  """A 2-step run of `train_or_eval` on self-made data: `(data_dir, model_dir)`."""
+  data_dir = tmp_path_factory.mktemp("run")
+  make_data_dir(data_dir)
+  config = PretrainingConfig("m", str(data_dir), **_hparams(num_train_steps=2))
+  assert pretraining_run.train_or_eval(config) == 2
+  return data_dir, data_dir / "models" / "m"
+
+
+def test_write_and_read_back_without_training(tmp_path):
+  config = PretrainingConfig("m", str(tmp_path), **_hparams(uniform_generator=True))
+  path = model_dir_lib.write_run_config(config)
+  assert path == str(tmp_path / "models" / "m" / "config.json")
+  run_config = model_dir_lib.read_run_config(os.path.dirname(path))
+  assert "generator" not in run_config["architecture"]  # uniform sampling: no generator network
+  assert run_config["vocab"]["file"] == str(tmp_path / "vocab.txt")
+  assert run_config["vocab"]["size"] is None  # no vocab file yet: nothing made up
+  again = model_dir_lib.pretraining_config_from_run_config(run_config, {"temperature": 2.0})
+  assert again.to_dict() == dict(config.to_dict(), temperature=2.0)
+
+
+@pytest.mark.slow
+def test_config_json_describes_the_run(trained_run):
+  data_dir, model_dir = trained_run
+  run_config = model_dir_lib.read_run_config(str(model_dir))
+  assert run_config["kind"] == "pretraining"
+  assert run_config["architecture"]["discriminator"]["num_attention_heads"] == HEADS
+  assert run_config["architecture"]["discriminator"]["hidden_size"] == 32
+  assert run_config["architecture"]["generator"]["hidden_size"] == 8
+  assert run_config["architecture"]["embedding_size"] == 16
+  assert run_config["vocab"] == {
+    "file": str(data_dir / "vocab.txt"),
+    "size": 60,
+    "special_ids": {"pad": 0, "unk": 1, "cls": 2, "sep": 3, "mask": 4},
+    "do_lower_case": False,
+  }
+  assert run_config["hparams"]["num_train_steps"] == 2
+  # The file is plain JSON and only the config is next to the checkpoints (no temp file).
+  assert not [n for n in os.listdir(model_dir) if n.startswith(".") or n.endswith(".tmp")]
+  # Read through a checkpoint prefix too; the config rebuilds the same hparams.
+  prefix = tf.train.latest_checkpoint(str(model_dir))
+  again = model_dir_lib.pretraining_config_from_run_config(model_dir_lib.read_run_config(prefix))
+  assert again.model_hparam_overrides["num_attention_heads"] == HEADS
+  assert again.do_lower_case is False and again.max_predictions_per_seq == 4
+
+
+def test_read_run_config_rejects_foreign_files(tmp_path):
+  assert model_dir_lib.read_run_config(str(tmp_path)) is None
+  (tmp_path / "config.json").write_text('{"model_type": "electra"}')
+  with pytest.raises(ValueError, match="config.json' is not an electra_tf run config"):
+    model_dir_lib.read_run_config(str(tmp_path))
+  (tmp_path / "config.json").write_text("{")
+  with pytest.raises(ValueError, match="is not valid JSON"):
+    model_dir_lib.read_run_config(str(tmp_path))
+
+
+def _restored_discriminator_logits(model_dir, features):
+  """Logits of the run's newest checkpoint in a model built from the run's
+  hparams directly (not from config.json), so wrong heads would show."""
+  from electra_tf.models.electra_pretrainer import ElectraPretrainer
+
+  config = PretrainingConfig("m", os.path.dirname(os.path.dirname(model_dir)), **_hparams())
+  model = ElectraPretrainer.from_pretraining_config(config)
+  model.build()
+  export_lib._restore_object_based(model, tf.train.latest_checkpoint(str(model_dir)))  # pylint: disable=protected-access
+  return np.asarray(model.discriminator(features)["logits"])
+
+
+S = 16  # the export's --max-seq-length: `serve_ids` takes [batch, S]
+FEATURES = {
+  "input_ids": np.array([[2, 7, 9, 11, 4, 3] + [0] * (S - 6)], np.int32),
+  "input_mask": np.array([[1] * 6 + [0] * (S - 6)], np.int32),
+  "segment_ids": np.zeros((1, S), np.int32),
+}
+
+
+@pytest.mark.slow
+def test_export_needs_no_hparams(trained_run, tmp_path):
+  _, model_dir = trained_run
+  export_dir = tmp_path / "serving"
+  args = [
+    "--checkpoint",
+    str(model_dir),
+    "--export-dir",
+    str(export_dir),
+    "--max-seq-length",
+    str(S),
+  ]
+  assert export_saved_model.main(args) == 0
+  loaded = tf.saved_model.load(str(export_dir / "1"))
+  out = loaded.signatures["serve_ids"](**{k: tf.constant(v) for k, v in FEATURES.items()})
+  expected = _restored_discriminator_logits(model_dir, FEATURES)
+  mask = FEATURES["input_mask"].astype(bool)
+  np.testing.assert_allclose(out["rtd_logits"].numpy()[mask], expected[mask], atol=1e-5)
+
+
+@pytest.mark.slow
+def test_convert_to_discriminator_in_one_hop(trained_run, tmp_path, capsys):
+  _, model_dir = trained_run
+  output = tmp_path / "disc.keras"
+  args = ["--input", str(model_dir), "--output", str(output), "--part", "discriminator"]
+  assert convert_checkpoint.main(args) == 0
+  assert "config.json" in capsys.readouterr().out  # the report says where the model came from
+  disc = keras.saving.load_model(str(output), compile=False)
+  encoder = next(layer for layer in disc.layers if type(layer).__name__ == "ElectraDiscriminator")
+  assert encoder.bert_config["num_attention_heads"] == HEADS
+  logits = np.asarray(disc(FEATURES)["logits"])
+  mask = FEATURES["input_mask"].astype(bool)
+  expected = _restored_discriminator_logits(model_dir, FEATURES)
+  np.testing.assert_allclose(logits[mask], expected[mask], atol=1e-5)
+
+
+@pytest.mark.slow
+def test_contradicting_hparams_are_a_clear_error(trained_run, tmp_path, capsys):
+  _, model_dir = trained_run
+  wrong = json.dumps({"model_hparam_overrides": {"hidden_size": 48, "num_attention_heads": 4}})
+  args = ["--input", str(model_dir), "--output", str(tmp_path / "d.keras"), "--hparams", wrong]
+  assert convert_checkpoint.main(args + ["--part", "discriminator"]) == 1
+  err = capsys.readouterr().err
+  assert "does not match the model built from" in err and "config.json with --hparams" in err
+  assert not (tmp_path / "d.keras").exists()
+  args = ["--checkpoint", str(model_dir), "--export-dir", str(tmp_path / "out"), "--hparams", wrong]
+  assert export_saved_model.main(args) == 2
+  assert "config.json and --hparams" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_without_config_json_export_asks_for_hparams(trained_run, tmp_path, capsys):
+  _, model_dir = trained_run
+  copy = tmp_path / "old_run"
+  copy.mkdir()
+  for name in os.listdir(model_dir):
+    if name.startswith(("model.ckpt", "checkpoint")):
+      tf.io.gfile.copy(str(model_dir / name), str(copy / name))
+  args = ["--checkpoint", str(copy), "--export-dir", str(tmp_path / "out")]
+  assert export_saved_model.main(args) == 2
+  assert "without config.json" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_part_on_an_official_output_names_the_fix(trained_run, tmp_path):
+  _, model_dir = trained_run
+  from electra_tf.checkpoints import convert
+
+  with pytest.raises(ValueError, match="--part applies to .keras outputs"):
+    convert.convert(str(model_dir), str(tmp_path / "official"), part="discriminator")
+  with pytest.raises(ValueError, match="give an --output ending in .keras"):
+    convert.convert(str(model_dir), str(tmp_path / "o"), direction="to-keras")
+
+
+def test_finetuning_runs_describe_their_encoder(tmp_path):
+  from electra_tf.configs.finetuning import FinetuningConfig
+
+  overrides = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": HEADS}
+  config = FinetuningConfig(
+    "m", str(tmp_path), task_names=["rte"], model_hparam_overrides=overrides
+  )
+  path = model_dir_lib.write_run_config(config, str(tmp_path / "ft"), kind="finetuning")
+  run_config = model_dir_lib.read_run_config(path)
+  assert run_config["kind"] == "finetuning"
+  assert run_config["architecture"]["encoder"]["num_attention_heads"] == HEADS
+  assert run_config["hparams"]["task_names"] == ["rte"]
+  with pytest.raises(ValueError, match="of a finetuning run, not a pre-training run"):
+    model_dir_lib.pretraining_config_from_run_config(run_config)

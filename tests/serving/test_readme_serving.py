@@ -1,0 +1,122 @@
+"""The README's serving commands run as written (extracted from README.md, so
+the two cannot drift), and loading an export in plain TensorFlow behaves as
+the README says: without `import tensorflow_text` a fresh process fails with
+"Op type not registered", with it (or `electra_tf.serving.load`) it works."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+from electra_tf.configs.pretraining import PretrainingConfig
+from electra_tf.serving import loading
+from electra_tf.training import pretraining_run
+from tests.conftest import REPO_ROOT
+from tests.helpers.pretraining_data import make_data_dir
+from tests.helpers.pretraining_data import self_made_hparams
+
+SECTION = "### Export and serve with TF Serving"
+
+
+def serving_blocks():
+  """The section's first ```bash block (export and inspection; the later one
+  needs a TF Serving server) and its ```python block."""
+  readme = (REPO_ROOT / "README.md").read_text()
+  start = readme.index(SECTION)
+  end = readme.index("\n## ", start)
+  section = readme[start:end]
+  bash = re.findall(r"```bash\n(.*?)```", section, flags=re.S)
+  python = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+  assert bash and len(python) == 1, "the README's serving section lost its commands"
+  return bash[0], python[0]
+
+
+def _env(data_dir):
+  env = dict(os.environ, DATA_DIR=str(data_dir))
+  # `python` in the README is this interpreter (the venv's).
+  env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+  env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+  return env
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+  """A 1-step `electra_small` run (tiny sizes) exported by the README's commands."""
+  data_dir = tmp_path_factory.mktemp("readme")
+  make_data_dir(data_dir)
+  config = PretrainingConfig("electra_small", str(data_dir), **self_made_hparams(num_train_steps=1))
+  pretraining_run.train_or_eval(config)
+  bash, _ = serving_blocks()
+  result = subprocess.run(
+    ["bash", "-e", "-c", bash],
+    env=_env(data_dir),
+    cwd=data_dir,
+    capture_output=True,
+    text=True,
+    timeout=600,
+  )
+  assert result.returncode == 0, result.stderr[-3000:]
+  return data_dir, result.stdout
+
+
+def _run_python(code, data_dir):
+  return subprocess.run(
+    [sys.executable, "-c", code],
+    env=_env(data_dir),
+    cwd=data_dir,
+    capture_output=True,
+    text=True,
+    timeout=600,
+  )
+
+
+@pytest.mark.slow
+def test_readme_export_commands(exported):
+  data_dir, stdout = exported
+  version = data_dir / "serving" / "electra_small" / "1"
+  assert (version / "saved_model.pb").is_file()
+  assert "tensorflow_text" in (version / "assets" / "README.txt").read_text()
+  assert "electra_tf.serving.load" in stdout  # the export says how to load it
+  assert "text_a" in stdout and "rtd_probs" in stdout  # saved_model_cli listed the signature
+
+
+@pytest.mark.slow
+def test_readme_python_snippet_in_a_fresh_process(exported):
+  data_dir, _ = exported
+  _, python = serving_blocks()
+  result = _run_python(python, data_dir)
+  assert result.returncode == 0, result.stderr[-3000:]
+  probs = [float(x) for x in re.findall(r"\d+\.\d*", result.stdout)]
+  # rtd_probs [1, 128] (the README's --max-seq-length): one probability per position.
+  assert len(probs) == 128 and all(0 <= p <= 1 for p in probs), result.stdout
+
+
+@pytest.mark.slow
+def test_plain_load_without_tensorflow_text_fails_as_documented(exported):
+  data_dir, _ = exported
+  path = str(data_dir / "serving" / "electra_small" / "1")
+  code = (
+    "import sys\nimport tensorflow as tf\n"
+    f"try:\n  tf.saved_model.load({path!r})\n"
+    "except Exception as e:\n  print(type(e).__name__, e)\n  sys.exit(3)\n"
+  )
+  result = _run_python(code, data_dir)
+  assert result.returncode == 3, result.stdout + result.stderr[-2000:]
+  assert "Op type not registered" in result.stdout
+  assert loading.TOKENIZER_OP in result.stdout
+  # The hint electra_tf gives for exactly this error names the fix.
+  hint = loading.load_error_hint(Exception(result.stdout), path)
+  assert "import tensorflow_text" in str(hint) and path in str(hint)
+
+
+def test_load_error_hint_only_for_the_tokenizer_op():
+  error = tf.errors.NotFoundError(
+    None, None, "Op type not registered 'FastWordpieceTokenizeWithOffsets' in binary"
+  )
+  hint = loading.load_error_hint(error, "/x/1")
+  assert isinstance(hint, ValueError)
+  assert str(hint).startswith("cannot load the SavedModel '/x/1': import tensorflow_text")
+  assert loading.load_error_hint(tf.errors.NotFoundError(None, None, "no file"), "/x/1") is None
