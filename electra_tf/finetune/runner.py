@@ -23,6 +23,8 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.checkpoints import finetuned as checkpoint_io
+from electra_tf.configs.model_dir import KIND_FINETUNING
+from electra_tf.configs.model_dir import write_run_config
 from electra_tf.configs.pretraining import get_pretraining_bert_config
 from electra_tf.finetune import optimizer as finetuning_optimizer
 from electra_tf.finetune import preprocessing
@@ -322,6 +324,7 @@ def run_finetuning(config, strategy=None):
     config.model_dir = generic_model_dir + "_" + str(trial)
     if config.do_train and chief:
       _prepare_model_dir(config)
+      write_run_config(config, config.model_dir, kind=KIND_FINETUNING)
     runner = ModelRunner(config, tasks, trial, strategy=strategy)
     if config.do_train:
       logging.info("Training for %s", ",".join(config.task_names))

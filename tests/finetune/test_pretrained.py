@@ -145,6 +145,12 @@ def test_learning_check_on_real_text(tmp_path, original_fixtures):
     seed=0,
   )
   results = run_finetuning.run_finetuning(config)
+  # The trial dir describes itself, as pre-training model dirs do.
+  from electra_tf.configs import model_dir as model_dir_lib  # pylint: disable=g-import-not-at-top
+
+  run_config = model_dir_lib.read_run_config(config.model_dir)
+  assert run_config["kind"] == model_dir_lib.KIND_FINETUNING
+  assert run_config["hparams"]["task_names"] == ["sst"]
   accuracy = results[0]["sst"]["accuracy"]
   majority = 100.0 * max(np.mean([l == "1" for _, l in dev]), np.mean([l == "0" for _, l in dev]))
   print(f"learning check: dev accuracy {accuracy:.1f} vs majority baseline {majority:.1f}")
