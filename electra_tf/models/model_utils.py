@@ -3,6 +3,8 @@
 import keras
 
 from electra_tf.configs.bert_config import BertConfig
+from electra_tf.layers.electra_embeddings import ElectraEmbeddings
+from electra_tf.layers.electra_encoder import ElectraEncoder
 
 INPUT_KEYS = ("input_ids", "input_mask", "segment_ids")
 
@@ -46,3 +48,36 @@ def deserialize_layer(config):
 def build_once(layer, *shapes):
   if not layer.built:
     layer.build(*shapes)
+
+
+def make_embeddings(config, width, dtype, name):
+  """The `ElectraEmbeddings` block of width `width` that a BertConfig dict describes."""
+  return ElectraEmbeddings(
+    vocab_size=config["vocab_size"],
+    embedding_size=width,
+    max_position_embeddings=config["max_position_embeddings"],
+    type_vocab_size=config["type_vocab_size"],
+    initializer_range=config["initializer_range"],
+    dropout_rate=config["hidden_dropout_prob"],
+    dtype=dtype,
+    name=name,
+  )
+
+
+def make_encoder(config, width, fused_training_kernels, dtype, name, direction="bidirectional"):
+  """The `ElectraEncoder` a BertConfig dict describes, reading embeddings of width `width`."""
+  return ElectraEncoder(
+    hidden_size=config["hidden_size"],
+    num_hidden_layers=config["num_hidden_layers"],
+    num_attention_heads=config["num_attention_heads"],
+    intermediate_size=config["intermediate_size"],
+    embedding_size=width,
+    hidden_act=config["hidden_act"],
+    hidden_dropout_prob=config["hidden_dropout_prob"],
+    attention_probs_dropout_prob=config["attention_probs_dropout_prob"],
+    initializer_range=config["initializer_range"],
+    attention_direction=direction,
+    fused_training_kernels=fused_training_kernels,
+    dtype=dtype,
+    name=name,
+  )
