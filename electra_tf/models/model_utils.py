@@ -50,14 +50,30 @@ def build_once(layer, *shapes):
     layer.build(*shapes)
 
 
+# The BertConfig fields the embeddings and the encoder take under the same names.
+_EMBEDDINGS_FIELDS = (
+  "vocab_size",
+  "max_position_embeddings",
+  "type_vocab_size",
+  "initializer_range",
+)
+_ENCODER_FIELDS = (
+  "hidden_size",
+  "num_hidden_layers",
+  "num_attention_heads",
+  "intermediate_size",
+  "hidden_act",
+  "hidden_dropout_prob",
+  "attention_probs_dropout_prob",
+  "initializer_range",
+)
+
+
 def make_embeddings(config, width, dtype, name):
   """The `ElectraEmbeddings` block of width `width` that a BertConfig dict describes."""
   return ElectraEmbeddings(
-    vocab_size=config["vocab_size"],
+    **{field: config[field] for field in _EMBEDDINGS_FIELDS},
     embedding_size=width,
-    max_position_embeddings=config["max_position_embeddings"],
-    type_vocab_size=config["type_vocab_size"],
-    initializer_range=config["initializer_range"],
     dropout_rate=config["hidden_dropout_prob"],
     dtype=dtype,
     name=name,
@@ -67,15 +83,8 @@ def make_embeddings(config, width, dtype, name):
 def make_encoder(config, width, fused_training_kernels, dtype, name, direction="bidirectional"):
   """The `ElectraEncoder` a BertConfig dict describes, reading embeddings of width `width`."""
   return ElectraEncoder(
-    hidden_size=config["hidden_size"],
-    num_hidden_layers=config["num_hidden_layers"],
-    num_attention_heads=config["num_attention_heads"],
-    intermediate_size=config["intermediate_size"],
+    **{field: config[field] for field in _ENCODER_FIELDS},
     embedding_size=width,
-    hidden_act=config["hidden_act"],
-    hidden_dropout_prob=config["hidden_dropout_prob"],
-    attention_probs_dropout_prob=config["attention_probs_dropout_prob"],
-    initializer_range=config["initializer_range"],
     attention_direction=direction,
     fused_training_kernels=fused_training_kernels,
     dtype=dtype,
