@@ -21,6 +21,18 @@ from bench.common import main
 
 BATCH = 128
 SEQ = 128
+# `ElectraConfig` arguments of ELECTRA-Small's discriminator and of its 0.25 generator.
+SMALL_DISCRIMINATOR = dict(
+  embedding_size=128,
+  hidden_size=256,
+  num_hidden_layers=12,
+  num_attention_heads=4,
+  intermediate_size=1024,
+  max_position_embeddings=512,
+)
+SMALL_GENERATOR = dict(
+  SMALL_DISCRIMINATOR, hidden_size=64, num_attention_heads=1, intermediate_size=256
+)
 
 
 def _step_fn(vocab_size):
@@ -30,24 +42,8 @@ def _step_fn(vocab_size):
   from transformers import ElectraForPreTraining
 
   torch.manual_seed(0)
-  disc_config = ElectraConfig(
-    vocab_size=vocab_size,
-    embedding_size=128,
-    hidden_size=256,
-    num_hidden_layers=12,
-    num_attention_heads=4,
-    intermediate_size=1024,
-    max_position_embeddings=512,
-  )
-  gen_config = ElectraConfig(
-    vocab_size=vocab_size,
-    embedding_size=128,
-    hidden_size=64,
-    num_hidden_layers=12,
-    num_attention_heads=1,
-    intermediate_size=256,
-    max_position_embeddings=512,
-  )
+  disc_config = ElectraConfig(vocab_size=vocab_size, **SMALL_DISCRIMINATOR)
+  gen_config = ElectraConfig(vocab_size=vocab_size, **SMALL_GENERATOR)
   discriminator = ElectraForPreTraining(disc_config)
   generator = ElectraForMaskedLM(gen_config)
   # Tie the whole embedding block, as the original does.
@@ -116,12 +112,7 @@ def _finetuning_step_fn(task, vocab_size, num_labels=3):
   torch.manual_seed(0)
   config = ElectraConfig(
     vocab_size=vocab_size,
-    embedding_size=128,
-    hidden_size=256,
-    num_hidden_layers=12,
-    num_attention_heads=4,
-    intermediate_size=1024,
-    max_position_embeddings=512,
+    **SMALL_DISCRIMINATOR,
     # the span head reads its start and end logits from two labels
     num_labels=num_labels if task == "classification" else 2,
   )
@@ -162,6 +153,16 @@ def _finetuning_step_fn(task, vocab_size, num_labels=3):
   return step
 
 
+def _seconds_per_step(step, warmup, measured):
+  """Mean wall-clock seconds of `measured` calls of `step` after `warmup` untimed ones."""
+  for _ in range(warmup):
+    step()
+  start = time.perf_counter()
+  for _ in range(measured):
+    step()
+  return (time.perf_counter() - start) / measured
+
+
 def finetuning_examples_per_s(task, vocab_size=30522, warmup=2, measured=5):
   """The HF transformers / PyTorch fine-tuning step's speed on this CPU.
 
@@ -181,13 +182,7 @@ def finetuning_examples_per_s(task, vocab_size=30522, warmup=2, measured=5):
   """
   import torch
 
-  step = _finetuning_step_fn(task, vocab_size)
-  for _ in range(warmup):
-    step()
-  start = time.perf_counter()
-  for _ in range(measured):
-    step()
-  seconds = (time.perf_counter() - start) / measured
+  seconds = _seconds_per_step(_finetuning_step_fn(task, vocab_size), warmup, measured)
   return {
     "name": f"hf_transformers_pytorch_finetune_{task}",
     "framework": "pytorch",
@@ -210,14 +205,8 @@ def run(quick=False):
     warmup, measured = (1, 1) if quick else (2, 5)
     rows.append(finetuning_examples_per_s(task, warmup=warmup, measured=measured))
   for vocab_size in (7814, 30522):
-    step = _step_fn(vocab_size)
     warmup, measured = (1, 2) if quick else (2, 5)
-    for _ in range(warmup):
-      step()
-    start = time.perf_counter()
-    for _ in range(measured):
-      step()
-    seconds = (time.perf_counter() - start) / measured
+    seconds = _seconds_per_step(_step_fn(vocab_size), warmup, measured)
     rows.append(
       {
         "name": f"hf_transformers_pytorch_rtd_step_v{vocab_size}",

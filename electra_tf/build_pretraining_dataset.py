@@ -103,41 +103,11 @@ def make_parser():
 def options_from_args(args):
   if not args.corpus_dir and not args.tfds_name:
     raise SystemExit("error: one of --corpus-dir or --tfds-name is required")
-  return BuildOptions(
-    corpus_dir=args.corpus_dir,
-    vocab_file=args.vocab_file,
-    output_dir=args.output_dir,
-    max_seq_length=args.max_seq_length,
-    num_processes=args.num_processes,
-    blanks_separate_docs=args.blanks_separate_docs,
-    do_lower_case=args.do_lower_case,
-    strip_accents=args.strip_accents,
-    seed=args.seed,
-    num_out_files=args.num_out_files,
-    overwrite=args.overwrite,
-    tfds_name=args.tfds_name,
-    tfds_split=args.tfds_split,
-    tfds_text_key=args.tfds_text_key,
-    tfds_data_dir=args.tfds_data_dir,
-  )
+  return runner_flags.options_from_args(BuildOptions, args)
 
 
 def main(argv=None):
-  parser = make_parser()
-  try:
-    args, beam_options = runner_flags.parse_args(parser, argv)
-    options = options_from_args(args)
-    stats = build_pretraining_dataset(options, beam_options)
-  except ValueError as e:
-    print(f"error: {e}", file=sys.stderr)
-    return 2
-  if beam_options is not None:
-    print(f"Beam counters: {stats}")
-    total = stats["examples"]
-  else:
-    total = sum(s["examples"] for s in stats)
-  print(f"Wrote {total} examples to {options.output_dir}")
-  return 0
+  return runner_flags.run_builder(make_parser(), argv, options_from_args, build_pretraining_dataset)
 
 
 if __name__ == "__main__":

@@ -30,22 +30,14 @@ from tests.helpers.pretraining_data import latest_step
 from tests.helpers.pretraining_data import make_data_dir
 from tests.helpers.pretraining_data import original_hparams
 from tests.helpers.pretraining_data import self_made_hparams
+from tests.helpers.subprocesses import quiet_env
+from tests.helpers.subprocesses import run_pretraining_command
 
 
 def run_cli(data_dir, model_name, hparams, timeout=600):
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+  env = quiet_env()
   return subprocess.run(
-    [
-      sys.executable,
-      "-m",
-      "electra_tf.run_pretraining",
-      "--data-dir",
-      str(data_dir),
-      "--model-name",
-      model_name,
-      "--hparams",
-      json.dumps(hparams),
-    ],
+    run_pretraining_command(data_dir, model_name, hparams),
     cwd=REPO_ROOT,
     env=env,
     capture_output=True,
@@ -245,19 +237,9 @@ def test_kill_9_then_rerun_resumes_and_finishes(tmp_path, original_fixtures):
   hparams = original_hparams(
     original_fixtures, num_train_steps=30, save_checkpoints_steps=4, keep_checkpoint_max=2
   )
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+  env = quiet_env()
   proc = subprocess.Popen(
-    [
-      sys.executable,
-      "-m",
-      "electra_tf.run_pretraining",
-      "--data-dir",
-      str(tmp_path),
-      "--model-name",
-      "tiny",
-      "--hparams",
-      json.dumps(hparams),
-    ],
+    run_pretraining_command(tmp_path, "tiny", hparams),
     cwd=REPO_ROOT,
     env=env,
     stdout=subprocess.PIPE,
@@ -393,17 +375,7 @@ def test_sigterm_exits_143_and_kill_9_resume_is_exact(tmp_path):
   assert run_cli(tmp_path, "full", hparams).returncode == 0
   for signum, expected in ((signal.SIGTERM, 143), (signal.SIGKILL, -signal.SIGKILL)):
     proc = subprocess.Popen(
-      [
-        sys.executable,
-        "-m",
-        "electra_tf.run_pretraining",
-        "--data-dir",
-        str(tmp_path),
-        "--model-name",
-        "split",
-        "--hparams",
-        json.dumps(hparams),
-      ],
+      run_pretraining_command(tmp_path, "split", hparams),
       cwd=REPO_ROOT,
       stdout=subprocess.PIPE,
       stderr=subprocess.PIPE,

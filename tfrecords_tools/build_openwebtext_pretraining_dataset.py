@@ -35,34 +35,12 @@ def make_parser():
 
 
 def main(argv=None):
-  parser = make_parser()
-  try:
-    args, beam_options = runner_flags.parse_args(parser, argv)
-  except ValueError as e:
-    print(f"error: {e}", file=sys.stderr)
-    return 2
-  options = OpenWebTextOptions(
-    data_dir=args.data_dir,
-    max_seq_length=args.max_seq_length,
-    num_processes=args.num_processes,
-    do_lower_case=args.do_lower_case,
-    strip_accents=args.strip_accents,
-    seed=args.seed,
-    num_out_files=args.num_out_files,
-    overwrite=args.overwrite,
+  return runner_flags.run_builder(
+    make_parser(),
+    argv,
+    lambda args: runner_flags.options_from_args(OpenWebTextOptions, args),
+    build_openwebtext,
   )
-  try:
-    stats = build_openwebtext(options, beam_options)
-  except ValueError as e:
-    print(f"error: {e}", file=sys.stderr)
-    return 2
-  if beam_options is not None:
-    print(f"Beam counters: {stats}")
-    total = stats["examples"]
-  else:
-    total = sum(s["examples"] for s in stats)
-  print(f"Wrote {total} examples to {options.output_dir}")
-  return 0
 
 
 if __name__ == "__main__":

@@ -87,18 +87,7 @@ def run_job(job_id, options, cpu=None, on_file=None):
   rng = text_corpus.start_job(options.seed, cpu)
   progress = example_writer.ProgressLog(job_id, 0, unit="archives")
   progress.log("Creating example writer")
-  writer = example_writer.ExampleWriter(
-    job_id=job_id,
-    vocab_file=options.vocab_file,
-    output_dir=options.output_dir,
-    max_seq_length=options.max_seq_length,
-    num_jobs=options.num_processes,
-    blanks_separate_docs=False,
-    do_lower_case=options.do_lower_case,
-    strip_accents=options.strip_accents,
-    num_out_files=options.num_out_files,
-    rng=rng,
-  )
+  writer = text_corpus.make_example_writer(job_id, options, rng, blanks_separate_docs=False)
   progress.log("Writing tf examples")
   try:
     names = list_archives(options.archive_dir)
@@ -128,13 +117,7 @@ def run_job(job_id, options, cpu=None, on_file=None):
     writer.abort()
     raise
   progress.log(f"Done! {writer.n_written} examples written")
-  return {
-    "job_id": job_id,
-    "examples": writer.n_written,
-    "bytes": writer.bytes_read,
-    "lines": writer.lines_read,
-    "bad_bytes": writer.bad_bytes,
-  }
+  return text_corpus.job_stats(job_id, writer)
 
 
 def build_openwebtext(options, beam_options=None):

@@ -15,6 +15,9 @@ args, beam_options = parse_args(parser, ["--runner", "DirectRunner"])
 ```
 """
 
+import dataclasses
+import sys
+
 
 def add_runner_flag(parser):
   parser.add_argument(
@@ -46,3 +49,40 @@ def parse_args(parser, argv=None):
       f"--runner {args.runner} needs Apache Beam: pip install -e '.[beam]' ({e})"
     ) from e
   return args, beam_pipeline.pipeline_options(args.runner, rest)
+
+
+def options_from_args(options_class, args):
+  """An `options_class` (a dataclass) whose fields take the values of the
+  parsed flags of the same names; fields without a flag keep their defaults."""
+  names = [f.name for f in dataclasses.fields(options_class) if hasattr(args, f.name)]
+  return options_class(**{name: getattr(args, name) for name in names})
+
+
+def run_builder(parser, argv, options_from_args, build):
+  """The builders' `main`: parses `argv`, builds the options, runs `build` and
+  prints how many examples were written.
+
+  Args:
+    parser: the builder's `argparse.ArgumentParser` (with `--runner`).
+    argv: the command line without the program name; None means `sys.argv`.
+    options_from_args: makes the builder's options from the parsed args.
+    build: `build(options, beam_options)`; returns the Beam counters (a dict)
+      or, for local jobs, one stats dict per job.
+
+  Returns:
+    The exit status: 0, or 2 after one `error: ...` line for bad input.
+  """
+  try:
+    args, beam_options = parse_args(parser, argv)
+    options = options_from_args(args)
+    stats = build(options, beam_options)
+  except ValueError as e:
+    print(f"error: {e}", file=sys.stderr)
+    return 2
+  if beam_options is not None:
+    print(f"Beam counters: {stats}")
+    total = stats["examples"]
+  else:
+    total = sum(s["examples"] for s in stats)
+  print(f"Wrote {total} examples to {options.output_dir}")
+  return 0

@@ -54,6 +54,34 @@ class BuildOptions:
   tfds_data_dir: Optional[str] = None
 
 
+def make_example_writer(job_id, options, rng, blanks_separate_docs):
+  """The `ExampleWriter` of one job of a build with `options` (a `BuildOptions`
+  or any options object with the same fields)."""
+  return example_writer.ExampleWriter(
+    job_id=job_id,
+    vocab_file=options.vocab_file,
+    output_dir=options.output_dir,
+    max_seq_length=options.max_seq_length,
+    num_jobs=options.num_processes,
+    blanks_separate_docs=blanks_separate_docs,
+    do_lower_case=options.do_lower_case,
+    strip_accents=options.strip_accents,
+    num_out_files=options.num_out_files,
+    rng=rng,
+  )
+
+
+def job_stats(job_id, writer):
+  """What one finished job reports: its id and its writer's counters."""
+  return {
+    "job_id": job_id,
+    "examples": writer.n_written,
+    "bytes": writer.bytes_read,
+    "lines": writer.lines_read,
+    "bad_bytes": writer.bad_bytes,
+  }
+
+
 def check_vocab(vocab_file):
   """Clear errors for a missing vocab or one without the special tokens."""
   if not vocab_file or not tf.io.gfile.exists(vocab_file):
@@ -149,18 +177,7 @@ def run_job(job_id, options, cpu=None, on_file=None):
   rng = start_job(options.seed, cpu)
   progress = example_writer.ProgressLog(job_id, 0)
   progress.log("Creating example writer")
-  writer = example_writer.ExampleWriter(
-    job_id=job_id,
-    vocab_file=options.vocab_file,
-    output_dir=options.output_dir,
-    max_seq_length=options.max_seq_length,
-    num_jobs=options.num_processes,
-    blanks_separate_docs=options.blanks_separate_docs,
-    do_lower_case=options.do_lower_case,
-    strip_accents=options.strip_accents,
-    num_out_files=options.num_out_files,
-    rng=rng,
-  )
+  writer = make_example_writer(job_id, options, rng, options.blanks_separate_docs)
   progress.log("Writing tf examples")
   start = time.time()
   try:
@@ -218,11 +235,7 @@ def run_job(job_id, options, cpu=None, on_file=None):
     f"in {elapsed:.1f}s ({writer.bytes_read / 1e6 / max(elapsed, 1e-9):.2f} MB/s)"
   )
   return {
-    "job_id": job_id,
-    "examples": writer.n_written,
-    "bytes": writer.bytes_read,
-    "lines": writer.lines_read,
-    "bad_bytes": writer.bad_bytes,
+    **job_stats(job_id, writer),
     "seconds": elapsed,
     "start_time": start,
     "end_time": start + elapsed,

@@ -4,8 +4,6 @@ replaced-token-detection head."""
 import keras
 
 from electra_tf.layers.electra_discriminator_head import ElectraDiscriminatorHead
-from electra_tf.layers.electra_embeddings import ElectraEmbeddings
-from electra_tf.layers.electra_encoder import ElectraEncoder
 from electra_tf.models import model_utils
 
 
@@ -65,35 +63,15 @@ class ElectraDiscriminator(keras.layers.Layer):
     embeddings = model_utils.deserialize_layer(embeddings)
     self._embeddings_given = embeddings is not None
     if embeddings is None:
-      embeddings = ElectraEmbeddings(
-        vocab_size=c["vocab_size"],
-        embedding_size=width,
-        max_position_embeddings=c["max_position_embeddings"],
-        type_vocab_size=c["type_vocab_size"],
-        initializer_range=c["initializer_range"],
-        dropout_rate=c["hidden_dropout_prob"],
-        dtype=self.dtype_policy,
-        name="embeddings",
-      )
+      embeddings = model_utils.make_embeddings(c, width, self.dtype_policy, "embeddings")
     elif embeddings.embedding_size != width:
       raise ValueError(
         f"the given embeddings have width {embeddings.embedding_size} but "
         f"embedding_size={embedding_size} (hidden_size={c['hidden_size']}) needs {width}"
       )
     self.embeddings = embeddings
-    self.encoder = ElectraEncoder(
-      hidden_size=c["hidden_size"],
-      num_hidden_layers=c["num_hidden_layers"],
-      num_attention_heads=c["num_attention_heads"],
-      intermediate_size=c["intermediate_size"],
-      embedding_size=width,
-      hidden_act=c["hidden_act"],
-      hidden_dropout_prob=c["hidden_dropout_prob"],
-      attention_probs_dropout_prob=c["attention_probs_dropout_prob"],
-      initializer_range=c["initializer_range"],
-      fused_training_kernels=self.fused_training_kernels,
-      dtype=self.dtype_policy,
-      name="encoder",
+    self.encoder = model_utils.make_encoder(
+      c, width, self.fused_training_kernels, self.dtype_policy, "encoder"
     )
     if self.include_head:
       self.head = ElectraDiscriminatorHead(

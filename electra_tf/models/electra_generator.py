@@ -4,8 +4,6 @@ model) whose output layer is tied to its input word embeddings."""
 import keras
 
 from electra_tf.layers.electra_cloze_head import ElectraClozeHead
-from electra_tf.layers.electra_embeddings import ElectraEmbeddings
-from electra_tf.layers.electra_encoder import ElectraEncoder
 from electra_tf.layers.electra_masked_lm_head import ElectraMaskedLMHead
 from electra_tf.models import model_utils
 from electra_tf.pretraining.positions import gather_positions
@@ -90,34 +88,20 @@ class ElectraGenerator(keras.layers.Layer):
     self.embedding_width = width
 
     def make_embeddings(name):
-      return ElectraEmbeddings(
-        vocab_size=c["vocab_size"],
-        embedding_size=width,
-        max_position_embeddings=c["max_position_embeddings"],
-        type_vocab_size=c["type_vocab_size"],
-        initializer_range=c["initializer_range"],
-        dropout_rate=c["hidden_dropout_prob"],
-        dtype=self.dtype_policy,
-        name=name,
-      )
+      return model_utils.make_embeddings(c, width, self.dtype_policy, name)
 
     def make_encoder(name, direction):
-      return ElectraEncoder(
-        hidden_size=c["hidden_size"],
-        num_hidden_layers=c["num_hidden_layers"],
-        num_attention_heads=c["num_attention_heads"],
-        intermediate_size=c["intermediate_size"],
-        embedding_size=width,
-        hidden_act=c["hidden_act"],
-        hidden_dropout_prob=c["hidden_dropout_prob"],
-        attention_probs_dropout_prob=c["attention_probs_dropout_prob"],
-        initializer_range=c["initializer_range"],
-        attention_direction=direction,
-        fused_training_kernels=self.fused_training_kernels,
-        dtype=self.dtype_policy,
-        name=name,
+      return model_utils.make_encoder(
+        c, width, self.fused_training_kernels, self.dtype_policy, name, direction
       )
 
+    head_arguments = dict(
+      vocab_size=c["vocab_size"],
+      embedding_size=width,
+      hidden_act=c["hidden_act"],
+      initializer_range=c["initializer_range"],
+      dtype=self.dtype_policy,
+    )
     if self.two_tower:
       self.embeddings = embeddings if embeddings is not None else make_embeddings("ltr_embeddings")
       self.rtl_embeddings = (
@@ -125,14 +109,7 @@ class ElectraGenerator(keras.layers.Layer):
       )
       self.encoder = make_encoder("ltr_encoder", "ltr")
       self.rtl_encoder = make_encoder("rtl_encoder", "rtl")
-      self.head = ElectraClozeHead(
-        vocab_size=c["vocab_size"],
-        embedding_size=width,
-        hidden_act=c["hidden_act"],
-        initializer_range=c["initializer_range"],
-        dtype=self.dtype_policy,
-        name="cloze_predictions",
-      )
+      self.head = ElectraClozeHead(name="cloze_predictions", **head_arguments)
     else:
       self.embeddings = embeddings if embeddings is not None else make_embeddings("embeddings")
       self.rtl_embeddings = None
@@ -146,14 +123,7 @@ class ElectraGenerator(keras.layers.Layer):
       else:
         self.encoder = make_encoder("encoder", "bidirectional")
       self.rtl_encoder = None
-      self.head = ElectraMaskedLMHead(
-        vocab_size=c["vocab_size"],
-        embedding_size=width,
-        hidden_act=c["hidden_act"],
-        initializer_range=c["initializer_range"],
-        dtype=self.dtype_policy,
-        name="generator_predictions",
-      )
+      self.head = ElectraMaskedLMHead(name="generator_predictions", **head_arguments)
 
   @property
   def is_two_tower(self):

@@ -7,7 +7,6 @@ import keras
 from keras import ops
 
 from electra_tf.configs import pretraining as pretraining_config_lib
-from electra_tf.layers.electra_embeddings import ElectraEmbeddings
 from electra_tf.models import model_utils
 from electra_tf.models.electra_discriminator import ElectraDiscriminator
 from electra_tf.models.electra_generator import ElectraGenerator
@@ -133,16 +132,7 @@ class ElectraPretrainer(keras.Model):
     width = self.embedding_size if self.embedding_size is not None else c["hidden_size"]
     # The `electra/embeddings` block: word/position/token-type tables and
     # LayerNorm, shared by every tower that does not have untied embeddings.
-    self.embeddings = ElectraEmbeddings(
-      vocab_size=c["vocab_size"],
-      embedding_size=width,
-      max_position_embeddings=c["max_position_embeddings"],
-      type_vocab_size=c["type_vocab_size"],
-      initializer_range=c["initializer_range"],
-      dropout_rate=c["hidden_dropout_prob"],
-      dtype=self.dtype_policy,
-      name="embeddings",
-    )
+    self.embeddings = model_utils.make_embeddings(c, width, self.dtype_policy, "embeddings")
 
     if has_discriminator:
       self.discriminator = ElectraDiscriminator(

@@ -3,6 +3,8 @@
 import keras
 
 from electra_tf.configs.bert_config import BertConfig
+from electra_tf.layers.electra_embeddings import ElectraEmbeddings
+from electra_tf.layers.electra_encoder import ElectraEncoder
 
 INPUT_KEYS = ("input_ids", "input_mask", "segment_ids")
 
@@ -46,3 +48,45 @@ def deserialize_layer(config):
 def build_once(layer, *shapes):
   if not layer.built:
     layer.build(*shapes)
+
+
+# The BertConfig fields the embeddings and the encoder take under the same names.
+_EMBEDDINGS_FIELDS = (
+  "vocab_size",
+  "max_position_embeddings",
+  "type_vocab_size",
+  "initializer_range",
+)
+_ENCODER_FIELDS = (
+  "hidden_size",
+  "num_hidden_layers",
+  "num_attention_heads",
+  "intermediate_size",
+  "hidden_act",
+  "hidden_dropout_prob",
+  "attention_probs_dropout_prob",
+  "initializer_range",
+)
+
+
+def make_embeddings(config, width, dtype, name):
+  """The `ElectraEmbeddings` block of width `width` that a BertConfig dict describes."""
+  return ElectraEmbeddings(
+    **{field: config[field] for field in _EMBEDDINGS_FIELDS},
+    embedding_size=width,
+    dropout_rate=config["hidden_dropout_prob"],
+    dtype=dtype,
+    name=name,
+  )
+
+
+def make_encoder(config, width, fused_training_kernels, dtype, name, direction="bidirectional"):
+  """The `ElectraEncoder` a BertConfig dict describes, reading embeddings of width `width`."""
+  return ElectraEncoder(
+    **{field: config[field] for field in _ENCODER_FIELDS},
+    embedding_size=width,
+    attention_direction=direction,
+    fused_training_kernels=fused_training_kernels,
+    dtype=dtype,
+    name=name,
+  )

@@ -692,42 +692,33 @@ def test_wrong_direction_and_options(tmp_path):
 def spec_task_head_shapes(task, kind, H, n=None):
   """A task's head variables as the variable names of the original's fine-tuned checkpoints lists them."""
   p = f"task_specific/{task}"
+
+  def dense(name, n_in, n_out):
+    return {f"{p}/{name}/kernel": (n_in, n_out), f"{p}/{name}/bias": (n_out,)}
+
   if kind in ("classification", "regression", "tagging"):
-    return {f"{p}/dense/kernel": (H, n), f"{p}/dense/bias": (n,)}
+    return dense("dense", H, n)
   if kind == "qa":  # joint_prediction, answerable_classifier, answerable_uses_start_logits
     return {
-      f"{p}/dense/kernel": (H, 1),
-      f"{p}/dense/bias": (1,),
-      f"{p}/qa_hidden/kernel": (2 * H, 512),
-      f"{p}/qa_hidden/bias": (512,),
-      f"{p}/dense_1/kernel": (512, 1),
-      f"{p}/dense_1/bias": (1,),
-      f"{p}/dense_2/kernel": (2 * H, 512),
-      f"{p}/dense_2/bias": (512,),
-      f"{p}/dense_3/kernel": (512, 1),
-      f"{p}/dense_3/bias": (1,),
+      **dense("dense", H, 1),
+      **dense("qa_hidden", 2 * H, 512),
+      **dense("dense_1", 512, 1),
+      **dense("dense_2", 2 * H, 512),
+      **dense("dense_3", 512, 1),
     }
   if kind == "qa_no_joint":  # joint_prediction=False
     return {
-      f"{p}/dense/kernel": (H, 1),
-      f"{p}/dense/bias": (1,),
-      f"{p}/dense_1/kernel": (H, 1),
-      f"{p}/dense_1/bias": (1,),
-      f"{p}/dense_2/kernel": (2 * H, 512),
-      f"{p}/dense_2/bias": (512,),
-      f"{p}/dense_3/kernel": (512, 1),
-      f"{p}/dense_3/bias": (1,),
+      **dense("dense", H, 1),
+      **dense("dense_1", H, 1),
+      **dense("dense_2", 2 * H, 512),
+      **dense("dense_3", 512, 1),
     }
   if kind == "qa_plain_answerable":  # answerable_uses_start_logits=False
     return {
-      f"{p}/dense/kernel": (H, 1),
-      f"{p}/dense/bias": (1,),
-      f"{p}/qa_hidden/kernel": (2 * H, 512),
-      f"{p}/qa_hidden/bias": (512,),
-      f"{p}/dense_1/kernel": (512, 1),
-      f"{p}/dense_1/bias": (1,),
-      f"{p}/dense_2/kernel": (H, 1),
-      f"{p}/dense_2/bias": (1,),
+      **dense("dense", H, 1),
+      **dense("qa_hidden", 2 * H, 512),
+      **dense("dense_1", 512, 1),
+      **dense("dense_2", H, 1),
     }
   raise ValueError(kind)
 

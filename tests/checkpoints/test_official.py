@@ -66,17 +66,19 @@ def test_tiny_checkpoint_restores_every_variable(tiny_parity_outputs):
   assert all(n == "global_step" or n.endswith(("/adam_m", "/adam_v")) for n in info["ignored"])
 
 
-@pytest.mark.parametrize(
-  "ours,theirs",
-  [
-    ("embedding_output", "gen_embedding_output"),
-    ("sequence_output", "gen_sequence_output"),
-    ("mlm_logits", "gen_mlm_logits"),
-  ],
-)
-def test_generator_matches_original(tiny_parity_outputs, ours, theirs):
-  _, golden, gen, _ = tiny_parity_outputs
-  np.testing.assert_allclose(np.asarray(gen[ours]), golden[theirs], atol=PARITY_ATOL, rtol=0)
+# The original's fixture names these outputs `gen_<name>` and `disc_<name>`.
+_PARITY_OUTPUTS = [
+  ("gen", name) for name in ("embedding_output", "sequence_output", "mlm_logits")
+] + [("disc", name) for name in ("embedding_output", "sequence_output", "pooled_output", "logits")]
+
+
+@pytest.mark.parametrize("network,name", _PARITY_OUTPUTS)
+def test_generator_and_discriminator_match_original(tiny_parity_outputs, network, name):
+  _, golden, gen, disc = tiny_parity_outputs
+  outputs = gen if network == "gen" else disc
+  np.testing.assert_allclose(
+    np.asarray(outputs[name]), golden[f"{network}_{name}"], atol=PARITY_ATOL, rtol=0
+  )
 
 
 def test_generator_mlm_loss_and_preds_match_original(tiny_parity_outputs):
@@ -84,20 +86,6 @@ def test_generator_mlm_loss_and_preds_match_original(tiny_parity_outputs):
   loss = _weighted_mlm_loss(gen["mlm_logits"], golden["masked_lm_ids"], golden["masked_lm_weights"])
   np.testing.assert_allclose(float(loss), float(golden["gen_mlm_loss"]), atol=PARITY_ATOL)
   np.testing.assert_array_equal(np.argmax(gen["mlm_logits"], -1), golden["gen_mlm_preds"])
-
-
-@pytest.mark.parametrize(
-  "ours,theirs",
-  [
-    ("embedding_output", "disc_embedding_output"),
-    ("sequence_output", "disc_sequence_output"),
-    ("pooled_output", "disc_pooled_output"),
-    ("logits", "disc_logits"),
-  ],
-)
-def test_discriminator_matches_original(tiny_parity_outputs, ours, theirs):
-  _, golden, _, disc = tiny_parity_outputs
-  np.testing.assert_allclose(np.asarray(disc[ours]), golden[theirs], atol=PARITY_ATOL, rtol=0)
 
 
 def test_discriminator_hidden_layers_and_probs_match_original(tiny_parity_outputs):

@@ -4,7 +4,6 @@ initialisation from a pre-training model dir, no dropped examples."""
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -33,6 +32,8 @@ from tests.helpers.finetuning_testdata import make_data_dir
 from tests.helpers.finetuning_testdata import tiny_hparams
 from tests.helpers.finetuning_testdata import tsv
 from tests.helpers.finetuning_testdata import write_task_file
+from tests.helpers.subprocesses import local_worker_tf_configs
+from tests.helpers.subprocesses import quiet_env
 
 BERT = {
   "vocab_size": 40,
@@ -283,7 +284,7 @@ def _cli(data_dir, hparams, wait=True, extra_env=None):
     "--hparams",
     json.dumps(hparams),
   ]
-  env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": "", **(extra_env or {})}
+  env = quiet_env(**(extra_env or {}))
   if wait:
     return subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, env=env, timeout=600)
   return subprocess.Popen(
@@ -365,16 +366,6 @@ def test_finetunes_from_a_run_pretraining_model_dir(rte_data):
   assert len(runner.train()) == runner.train_steps
 
 
-def _free_ports(n):
-  sockets = [socket.socket() for _ in range(n)]
-  for s in sockets:
-    s.bind(("127.0.0.1", 0))
-  ports = [s.getsockname()[1] for s in sockets]
-  for s in sockets:
-    s.close()
-  return ports
-
-
 @pytest.mark.slow
 def test_two_local_workers_finetune_and_only_the_chief_writes(rte_data):
   data_dir, vocab_size = rte_data
@@ -386,13 +377,10 @@ def test_two_local_workers_finetune_and_only_the_chief_writes(rte_data):
     log_every_steps=1,
     distribution_strategy="multi_worker_mirrored",
   )
-  workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
-  procs = []
-  for index in range(2):
-    tf_config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
-    procs.append(
-      _cli(data_dir, hparams, wait=False, extra_env={"TF_CONFIG": json.dumps(tf_config)})
-    )
+  procs = [
+    _cli(data_dir, hparams, wait=False, extra_env={"TF_CONFIG": tf_config})
+    for tf_config in local_worker_tf_configs(2)
+  ]
   outputs = []
   try:
     for proc in procs:

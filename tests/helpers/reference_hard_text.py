@@ -13,6 +13,8 @@ import string
 import sys
 import unicodedata
 
+from electra_tf.text import wordpiece
+
 FRAGMENTS = [
   # accents and combining marks
   "Héllo",
@@ -208,3 +210,44 @@ def make_vocab(lines, basic_tokenizers, seed=99):
             seen.add(c)
             tokens.append(c)
   return tokens
+
+
+def write_corpus(
+  root,
+  num_files,
+  lines_per_file,
+  words,
+  max_words,
+  seed,
+  num_hard_lines=80,
+  blank_prob=0.1,
+  hard_prob=0.2,
+):
+  """Writes `root/corpus/part<i>.txt` (blank lines, hard lines and runs of up to
+  `max_words` of `words`, mixed at random; the hard lines are drawn from the
+  first `num_hard_lines` of `hard_lines`) and `root/vocab.txt` covering them.
+
+  Returns:
+    (corpus directory, vocab file) as strings.
+  """
+  corpus_dir = root / "corpus"
+  corpus_dir.mkdir()
+  rng = random.Random(seed)
+  hard = hard_lines(num_hard_lines)
+  all_lines = []
+  for f in range(num_files):
+    lines = []
+    for _ in range(lines_per_file):
+      r = rng.random()
+      if r < blank_prob:
+        lines.append("")
+      elif r < blank_prob + hard_prob:
+        lines.append(rng.choice(hard))
+      else:
+        lines.append(" ".join(rng.choice(words) for _ in range(rng.randint(1, max_words))))
+    all_lines += lines
+    (corpus_dir / f"part{f}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+  tokens = make_vocab(all_lines, [wordpiece.BasicTokenizer(True, True)])
+  vocab = root / "vocab.txt"
+  vocab.write_text("".join(t + "\n" for t in tokens), encoding="utf-8")
+  return str(corpus_dir), str(vocab)

@@ -8,21 +8,13 @@ from electra_tf.layers import ElectraClozeHead
 from electra_tf.layers import ElectraDiscriminatorHead
 from electra_tf.layers import ElectraMaskedLMHead
 from tests.helpers.layer_test_helper import run_layer_test
+from tests.helpers.numpy_reference import erf_gelu
+from tests.helpers.numpy_reference import layer_norm
 
 RNG = np.random.default_rng(0)
 V, E, HG = 30, 6, 4
 TABLE = RNG.normal(size=(V, E)).astype(np.float32)
 REPRS = RNG.normal(size=(2, 3, HG)).astype(np.float32)
-
-
-def _erf_gelu(x):
-  return x * 0.5 * (1.0 + np.vectorize(math.erf)(x / math.sqrt(2.0)))
-
-
-def _layer_norm(x, gamma, beta):
-  mean = x.mean(-1, keepdims=True)
-  var = ((x - mean) ** 2).mean(-1, keepdims=True)
-  return (x - mean) / np.sqrt(var + 1e-12) * gamma + beta
 
 
 def _randomize(layer):
@@ -31,8 +23,8 @@ def _randomize(layer):
 
 
 def _numpy_token_logits(head, x):
-  h = _erf_gelu(x @ head.dense.kernel.numpy() + head.dense.bias.numpy())
-  h = _layer_norm(h, head.layer_norm.gamma.numpy(), head.layer_norm.beta.numpy())
+  h = erf_gelu(x @ head.dense.kernel.numpy() + head.dense.bias.numpy())
+  h = layer_norm(h, head.layer_norm.gamma.numpy(), head.layer_norm.beta.numpy())
   return h @ TABLE.T + head.output_bias.numpy()
 
 
@@ -107,6 +99,6 @@ def test_discriminator_head_math_and_inits():
   assert np.abs(head.dense_1.kernel.numpy()).max() <= math.sqrt(6 / 65)
   assert np.abs(head.dense.kernel.numpy()).max() <= 0.04 + 1e-7
   _randomize(head)
-  h = _erf_gelu(x @ head.dense.kernel.numpy() + head.dense.bias.numpy())
+  h = erf_gelu(x @ head.dense.kernel.numpy() + head.dense.bias.numpy())
   want = (h @ head.dense_1.kernel.numpy() + head.dense_1.bias.numpy())[..., 0]
   np.testing.assert_allclose(np.asarray(head(x)), want, atol=2e-5)

@@ -9,6 +9,8 @@ from electra_tf.layers import ElectraEncoder
 from electra_tf.layers import ElectraTransformerLayer
 from electra_tf.layers import layer_utils
 from tests.helpers.layer_test_helper import run_layer_test
+from tests.helpers.numpy_reference import erf_gelu
+from tests.helpers.numpy_reference import layer_norm
 
 B, S, H, A, I = 2, 5, 8, 2, 16
 RNG = np.random.default_rng(0)
@@ -37,16 +39,6 @@ ENCODER_INIT = {
 }
 
 
-def _erf_gelu(x):
-  return x * 0.5 * (1.0 + np.vectorize(math.erf)(x / math.sqrt(2.0)))
-
-
-def _layer_norm(x, gamma, beta):
-  mean = x.mean(-1, keepdims=True)
-  var = ((x - mean) ** 2).mean(-1, keepdims=True)
-  return (x - mean) / np.sqrt(var + 1e-12) * gamma + beta
-
-
 def _numpy_block(layer, x, mask3d):
   """Spec `model/modeling.py:transformer_model` written out in NumPy."""
   w = lambda d: (d.kernel.numpy(), d.bias.numpy())  # noqa: E731
@@ -62,14 +54,14 @@ def _numpy_block(layer, x, mask3d):
   probs /= probs.sum(-1, keepdims=True)
   context = (probs @ v).transpose(0, 2, 1, 3).reshape(B, S, H)
   ln1 = layer.attention_layer_norm
-  attn = _layer_norm(
+  attn = layer_norm(
     context @ w(layer.attention_output_dense)[0] + w(layer.attention_output_dense)[1] + x,
     ln1.gamma.numpy(),
     ln1.beta.numpy(),
   )
-  inter = _erf_gelu(attn @ w(layer.intermediate_dense)[0] + w(layer.intermediate_dense)[1])
+  inter = erf_gelu(attn @ w(layer.intermediate_dense)[0] + w(layer.intermediate_dense)[1])
   ln2 = layer.output_layer_norm
-  return _layer_norm(
+  return layer_norm(
     inter @ w(layer.output_dense)[0] + w(layer.output_dense)[1] + attn,
     ln2.gamma.numpy(),
     ln2.beta.numpy(),
@@ -192,7 +184,7 @@ def test_mask_adder_values():
 def test_get_activation_follows_the_original():
   x = np.array([-1.5, 0.3, 2.0], np.float32)
   np.testing.assert_allclose(
-    np.asarray(layer_utils.get_activation("gelu")(x)), _erf_gelu(x), atol=1e-6
+    np.asarray(layer_utils.get_activation("gelu")(x)), erf_gelu(x), atol=1e-6
   )
   assert layer_utils.get_activation("linear") is None and layer_utils.get_activation("") is None
   np.testing.assert_allclose(np.asarray(layer_utils.get_activation("relu")(x)), [0, 0.3, 2.0])

@@ -76,13 +76,7 @@ def test_generator_contract(tmp_path, two_tower):
     float32.append("logits")
   run_layer_test(
     ElectraGenerator,
-    {
-      "bert_config": GEN,
-      "embedding_size": 12,
-      "embeddings": None,
-      "encoder": None,
-      "two_tower": two_tower,
-    },
+    dict(bert_config=GEN, embedding_size=12, embeddings=None, encoder=None, two_tower=two_tower),
     {"inputs": INPUTS, "masked_lm_positions": POSITIONS},
     tmp_path,
     expected_output_shape=shapes,
@@ -94,13 +88,7 @@ def test_generator_with_shared_embeddings_round_trips(tmp_path):
   embeddings = ElectraEmbeddings(V, 12, max_position_embeddings=16)
   run_layer_test(
     ElectraGenerator,
-    {
-      "bert_config": GEN,
-      "embedding_size": 12,
-      "embeddings": embeddings,
-      "encoder": None,
-      "two_tower": False,
-    },
+    dict(bert_config=GEN, embedding_size=12, embeddings=embeddings, encoder=None, two_tower=False),
     {"inputs": INPUTS, "masked_lm_positions": POSITIONS},
     tmp_path,
     run_mixed_precision_test=False,

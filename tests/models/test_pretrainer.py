@@ -54,16 +54,11 @@ def test_modes_build_run_and_follow_the_contract(tmp_path, mode):
   model = ElectraPretrainer.from_pretraining_config(config)
   objective = model.objective
   assert model.vocab_size == config.vocab_size
-  for name in (
-    "electra_objective",
-    "electric_objective",
-    "gen_weight",
-    "disc_weight",
-    "mask_prob",
-    "max_predictions_per_seq",
-    "temperature",
-    "disallow_correct",
-  ):
+  copied = (
+    "electra_objective electric_objective gen_weight disc_weight mask_prob "
+    "max_predictions_per_seq temperature disallow_correct"
+  ).split()
+  for name in copied:
     assert getattr(objective, name) == getattr(config, name), name
   expected_mode = {"uniform": "uniform", "electric": "two_tower", "two_tower_electra": "two_tower"}
   assert objective.generator_mode == expected_mode.get(mode, "masked_lm")

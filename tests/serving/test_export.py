@@ -887,6 +887,24 @@ def test_cli_reports_bad_input(tmp_path, capsys):
 # --- checkpoints ---------------------------------------------------------------
 
 
+def _export_pretraining_checkpoint(checkpoint, vocab_file, export_dir):
+  """The exit status of the export CLI on a pre-training checkpoint of `PRETRAIN_HPARAMS`."""
+  return export_saved_model.main(
+    [
+      "--checkpoint",
+      str(checkpoint),
+      "--hparams",
+      json.dumps(PRETRAIN_HPARAMS),
+      "--vocab-file",
+      vocab_file,
+      "--export-dir",
+      str(export_dir),
+      "--max-seq-length",
+      str(S),
+    ]
+  )
+
+
 @pytest.mark.slow
 def test_electra_tf_training_checkpoint_export(tmp_path):
   vocab_file = _write_vocab(str(tmp_path))
@@ -898,19 +916,8 @@ def test_electra_tf_training_checkpoint_export(tmp_path):
     str(tmp_path / "ckpt" / "model.ckpt-7")
   )
   assert (
-    export_saved_model.main(
-      [
-        "--checkpoint",
-        str(tmp_path / "ckpt" / "model.ckpt-7"),
-        "--hparams",
-        json.dumps(PRETRAIN_HPARAMS),
-        "--vocab-file",
-        vocab_file,
-        "--export-dir",
-        str(tmp_path / "out"),
-        "--max-seq-length",
-        str(S),
-      ]
+    _export_pretraining_checkpoint(
+      str(tmp_path / "ckpt" / "model.ckpt-7"), vocab_file, tmp_path / "out"
     )
     == 0
   )
@@ -937,23 +944,7 @@ def test_checkpoint_of_another_model_is_refused(tmp_path, capsys):
   )
   deeper.build()
   prefix = tf.train.Checkpoint(model=deeper).write(str(tmp_path / "ckpt" / "model.ckpt-7"))
-  assert (
-    export_saved_model.main(
-      [
-        "--checkpoint",
-        prefix,
-        "--hparams",
-        json.dumps(PRETRAIN_HPARAMS),
-        "--vocab-file",
-        vocab_file,
-        "--export-dir",
-        str(tmp_path / "out"),
-        "--max-seq-length",
-        str(S),
-      ]
-    )
-    == 2
-  )
+  assert _export_pretraining_checkpoint(prefix, vocab_file, tmp_path / "out") == 2
   assert "cannot restore the whole model" in capsys.readouterr().err
   assert not (tmp_path / "out").exists()
 

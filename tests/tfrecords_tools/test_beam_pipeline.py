@@ -3,14 +3,12 @@ retries that leave nothing behind, bad input caught before submission."""
 
 import json
 import os
-import random
 import subprocess
 import sys
 
 import pytest
 
 from electra_tf import build_pretraining_dataset as cli
-from electra_tf.text import wordpiece as tokenization
 from tests.conftest import REPO_ROOT
 from tests.helpers import reference_hard_text
 from tests.helpers.records import read_shards
@@ -29,29 +27,14 @@ NUM_OUT_FILES = 6
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
   """Six small files (three per job) of words and hard lines, and a vocab."""
-  root = tmp_path_factory.mktemp("beam_corpus")
-  corpus_dir = root / "corpus"
-  corpus_dir.mkdir()
-  rng = random.Random(3)
-  hard = reference_hard_text.hard_lines(80)
-  words = "the of and a to in is was beam worker shard record job run".split()
-  all_lines = []
-  for f in range(6):
-    lines = []
-    for _ in range(60):
-      r = rng.random()
-      if r < 0.1:
-        lines.append("")
-      elif r < 0.3:
-        lines.append(rng.choice(hard))
-      else:
-        lines.append(" ".join(rng.choice(words) for _ in range(rng.randint(1, 20))))
-    all_lines += lines
-    (corpus_dir / f"part{f}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-  tokens = reference_hard_text.make_vocab(all_lines, [tokenization.BasicTokenizer(True, True)])
-  vocab = root / "vocab.txt"
-  vocab.write_text("".join(t + "\n" for t in tokens), encoding="utf-8")
-  return str(corpus_dir), str(vocab)
+  return reference_hard_text.write_corpus(
+    tmp_path_factory.mktemp("beam_corpus"),
+    num_files=6,
+    lines_per_file=60,
+    words="the of and a to in is was beam worker shard record job run".split(),
+    max_words=20,
+    seed=3,
+  )
 
 
 def _flags(corpus_dir, vocab, out, *extra):

@@ -9,7 +9,6 @@ import sys
 import pytest
 
 from electra_tf import build_pretraining_dataset as cli
-from electra_tf.text import wordpiece as tokenization
 from tests.conftest import REPO_ROOT
 from tests.helpers import reference_hard_text
 from tests.helpers.records import read_shards
@@ -22,32 +21,20 @@ from tfrecords_tools.example_builder import examples_to_features
 @pytest.fixture(scope="module")
 def small_corpus(tmp_path_factory):
   """Three files of English-like and hard lines, plus a vocab that covers them."""
-  root = tmp_path_factory.mktemp("corpus")
-  corpus = root / "corpus"
-  corpus.mkdir()
-  rng = random.Random(5)
-  hard = reference_hard_text.hard_lines(150)
-  words = (
-    "the of and a to in is was he for it with as his on be at by had "
-    "electra model token text data run train"
-  ).split()
-  all_lines = []
-  for f in range(3):
-    lines = []
-    for _ in range(120):
-      if rng.random() < 0.12:
-        lines.append("")
-      elif rng.random() < 0.25:
-        lines.append(rng.choice(hard))
-      else:
-        lines.append(" ".join(rng.choice(words) for _ in range(rng.randint(1, 25))))
-    all_lines += lines
-    (corpus / f"doc{f}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-  basics = [tokenization.BasicTokenizer(True, True)]
-  tokens = reference_hard_text.make_vocab(all_lines, basics)
-  vocab = root / "vocab.txt"
-  vocab.write_text("".join(t + "\n" for t in tokens), encoding="utf-8")
-  return str(corpus), str(vocab)
+  return reference_hard_text.write_corpus(
+    tmp_path_factory.mktemp("corpus"),
+    num_files=3,
+    lines_per_file=120,
+    words=(
+      "the of and a to in is was he for it with as his on be at by had "
+      "electra model token text data run train"
+    ).split(),
+    max_words=25,
+    seed=5,
+    num_hard_lines=150,
+    blank_prob=0.12,
+    hard_prob=0.22,
+  )
 
 
 def _options(corpus, vocab, out, **kw):

@@ -2,11 +2,8 @@
 127.0.0.1 ports): both train, only the chief writes checkpoints, and the
 chief's checkpoint restores."""
 
-import json
 import os
-import socket
 import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
@@ -18,16 +15,9 @@ from tests.conftest import REPO_ROOT
 from tests.helpers.pretraining_data import eta_steps
 from tests.helpers.pretraining_data import make_data_dir
 from tests.helpers.pretraining_data import self_made_hparams
-
-
-def _free_ports(n):
-  sockets = [socket.socket() for _ in range(n)]
-  for s in sockets:
-    s.bind(("127.0.0.1", 0))
-  ports = [s.getsockname()[1] for s in sockets]
-  for s in sockets:
-    s.close()
-  return ports
+from tests.helpers.subprocesses import local_worker_tf_configs
+from tests.helpers.subprocesses import quiet_env
+from tests.helpers.subprocesses import run_pretraining_command
 
 
 @pytest.mark.slow
@@ -39,37 +29,17 @@ def test_two_local_workers_train_and_the_chief_checkpoint_restores(tmp_path):
     seed=5,
     distribution_strategy="multi_worker_mirrored",
   )
-  workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
-  procs = []
-  for index in range(2):
-    env = dict(
-      os.environ,
-      TF_CPP_MIN_LOG_LEVEL="3",
-      CUDA_VISIBLE_DEVICES="",
-      TF_CONFIG=json.dumps(
-        {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
-      ),
+  procs = [
+    subprocess.Popen(
+      run_pretraining_command(tmp_path, "mw", hparams),
+      cwd=REPO_ROOT,
+      env=quiet_env(TF_CONFIG=tf_config),
+      stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE,
+      text=True,
     )
-    procs.append(
-      subprocess.Popen(
-        [
-          sys.executable,
-          "-m",
-          "electra_tf.run_pretraining",
-          "--data-dir",
-          str(tmp_path),
-          "--model-name",
-          "mw",
-          "--hparams",
-          json.dumps(hparams),
-        ],
-        cwd=REPO_ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-      )
-    )
+    for tf_config in local_worker_tf_configs(2)
+  ]
   outputs = []
   try:
     for proc in procs:

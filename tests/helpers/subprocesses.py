@@ -1,0 +1,46 @@
+"""Helpers for tests that start the package's command lines in child processes."""
+
+import json
+import os
+import socket
+import sys
+
+
+def free_ports(n):
+  """`n` distinct free TCP ports on 127.0.0.1 (for local multi-worker clusters)."""
+  sockets = [socket.socket() for _ in range(n)]
+  for s in sockets:
+    s.bind(("127.0.0.1", 0))
+  ports = [s.getsockname()[1] for s in sockets]
+  for s in sockets:
+    s.close()
+  return ports
+
+
+def quiet_env(**extra):
+  """This process's environment with TF logging silenced and no GPU, plus `extra`."""
+  return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", **extra)
+
+
+def run_pretraining_command(data_dir, model_name, hparams):
+  """The argv of `python -m electra_tf.run_pretraining` on `data_dir` with `hparams` (a dict)."""
+  return [
+    sys.executable,
+    "-m",
+    "electra_tf.run_pretraining",
+    "--data-dir",
+    str(data_dir),
+    "--model-name",
+    model_name,
+    "--hparams",
+    json.dumps(hparams),
+  ]
+
+
+def local_worker_tf_configs(num_workers):
+  """One TF_CONFIG (JSON) per worker of a cluster on free 127.0.0.1 ports."""
+  workers = [f"127.0.0.1:{port}" for port in free_ports(num_workers)]
+  return [
+    json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
+    for index in range(num_workers)
+  ]
