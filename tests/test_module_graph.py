@@ -178,3 +178,25 @@ def test_tests_mirror_the_packages():
   ):
     assert (REPO_ROOT / "electra_tf" / package / "__init__.py").exists(), package
     assert list((tests_root / package).glob("test_*.py")), f"no tests under tests/{package}/"
+
+
+def test_importing_the_package_does_not_start_tensorflow():
+  """No eager op at import time: MultiWorkerMirroredStrategy must be created
+  before TensorFlow's context starts ("Collective ops must be configured at
+  program startup")."""
+  script = (
+    "import tensorflow\n"
+    "from tensorflow.python.eager import context\n"
+    "import electra_tf, electra_tf.training.pretraining_run, electra_tf.finetune.runner\n"
+    "import electra_tf.serving.export, electra_tf.checkpoints.convert\n"
+    "assert context.context()._context_handle is None, 'importing electra_tf started TF'\n"
+  )
+  result = subprocess.run(
+    [sys.executable, "-c", script],
+    cwd=REPO_ROOT,
+    capture_output=True,
+    text=True,
+    env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    timeout=600,
+  )
+  assert result.returncode == 0, result.stderr[-3000:]

@@ -27,11 +27,14 @@ needs no XLA at serving time. `dropout` is the same dropout in plain ops.
 
 import math
 
+import numpy as np
 import tensorflow as tf
 
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-_GOLDEN_RATIO = tf.constant(0x9E3779B9, tf.uint32)  # 2³²/φ, odd
+# 2³²/φ, odd. A NumPy scalar, not a tf.constant: an eager tensor at import
+# would start TensorFlow's context before a multi-worker strategy can be made.
+_GOLDEN_RATIO = np.uint32(0x9E3779B9)
 
 
 # ---------------------------------------------------------------------------

@@ -53,10 +53,12 @@ def test_two_local_workers_train_and_the_chief_checkpoint_restores(tmp_path):
   for out in outputs:
     assert eta_steps(out)[-1] == 4
   model_dir = tmp_path / "models" / "mw"
-  # Only the chief's files: checkpoints, the state file, event files.
+  # Only the chief's files: checkpoints, the state file, event files, the run config.
   names = sorted(os.listdir(model_dir))
   assert {"model.ckpt-2.index", "model.ckpt-4.index", "checkpoint"} <= set(names), names
-  assert all(n.startswith(("model.ckpt-", "checkpoint", "events.out.tfevents")) for n in names)
+  assert all(
+    n.startswith(("model.ckpt-", "checkpoint", "events.out.tfevents", "config.json")) for n in names
+  )
 
   # The chief's checkpoint restores into a single-process model.
   config = PretrainingConfig("mw", str(tmp_path), **hparams)
