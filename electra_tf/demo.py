@@ -9,10 +9,11 @@ Stages, in order (each can also be run alone with `--stages`):
   data      build the pre-training TFRecords → `<out>/pretrain_tfrecords/`
             (shard 7 of 8 is held out for evaluation)
   pretrain  pre-train a small ELECTRA on CPU with progress and ETA →
-            `<out>/models/demo/` (checkpoints, TensorBoard logs); evaluates on
-            the held-out shard every few hundred steps
-  eval      generator MLM accuracy and discriminator AUC/accuracy on the
-            held-out shard, next to their trivial baselines; writes the
+            `<out>/models/demo/` (checkpoints, TensorBoard logs); measures
+            the real-token metrics on the held-out shard every sixth of the run
+  eval      generator MLM accuracy and discriminator AUC/accuracy/recall on
+            the held-out shard's real tokens, next to their trivial
+            baselines with the margin ± 2 standard errors; writes the
             results files and `<out>/training_curves.png`
   export    SavedModel of the discriminator for TF Serving → `<out>/export/1`
   score     load the export, corrupt a sentence and show the tokens the
