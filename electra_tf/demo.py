@@ -228,11 +228,11 @@ def stage_pretrain(out, args):
   config = pretraining_config(out, args.train_steps)
   pretraining_run.validate_config(config)
   periodic = PeriodicEvaluation(out, every=max(1, config.num_train_steps // 6))
-  model = DEMO_HPARAMS["model_hparam_overrides"]
+  sizes = DEMO_HPARAMS["model_hparam_overrides"]
   _say(
     f"pretrain: {config.num_train_steps} steps of batch {config.train_batch_size} x "
-    f"{config.max_seq_length} tokens (H={model['hidden_size']}, L={model['num_hidden_layers']}, "
-    f"generator H={int(model['hidden_size'] * config.generator_hidden_size)}), held-out "
+    f"{config.max_seq_length} tokens (H={sizes['hidden_size']}, L={sizes['num_hidden_layers']}, "
+    f"generator H={int(sizes['hidden_size'] * config.generator_hidden_size)}), held-out "
     f"evaluation every {periodic.every} steps, in {config.model_dir}"
   )
   start = time.time()
@@ -289,13 +289,17 @@ def _batch_metrics(out):
   return {"targets": targets, "preds": preds, "labels": labels, "probs": probs}
 
 
-def _metrics(targets, preds, labels, probs):
+def _metrics(targets, preds, labels, probs, unigram_id=None):
+  """Pooled metrics of `_batch_metrics` arrays; `unigram_id` is the unigram
+  generator's one answer (default: the most frequent of `targets`)."""
   import numpy as np
 
+  if unigram_id is None:
+    unigram_id = int(np.bincount(targets).argmax())
   flagged = probs > 0.5
   return {
     "masked_lm_accuracy": float((targets == preds).mean()),
-    "unigram_masked_lm_accuracy": float(np.bincount(targets).max() / len(targets)),
+    "unigram_masked_lm_accuracy": float((targets == unigram_id).mean()),
     "disc_auc_real_tokens": _roc_auc(labels, probs),
     "disc_accuracy_real_tokens": float((flagged == labels).mean()),
     "all_original_accuracy": float(1.0 - labels.mean()),
@@ -344,7 +348,10 @@ def real_token_metrics(model, dataset, num_batches):
     batches.append(_batch_metrics(out))
   pooled = {k: np.concatenate([b[k] for b in batches]) for k in batches[0]}
   measured = _metrics(**pooled)
-  per_batch = [_metrics(**b) for b in batches]
+  # The same unigram answer in every batch, so its per-batch accuracy is not
+  # fitted to the batch.
+  unigram_id = int(np.bincount(pooled["targets"]).argmax())
+  per_batch = [_metrics(**b, unigram_id=unigram_id) for b in batches]
   for key, baseline, _, _ in METRIC_ROWS:
     margins = np.array(
       [m[key] - (m[baseline] if isinstance(baseline, str) else baseline) for m in per_batch]
