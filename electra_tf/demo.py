@@ -217,6 +217,7 @@ class PeriodicEvaluation:
       f"accuracy {entry['disc_accuracy_real_tokens']:.3f} "
       f"(all-original {entry['all_original_accuracy']:.3f}), "
       f"recall {entry['disc_recall_real_tokens']:.3f}, "
+      f"p(replaced) std {entry['disc_prob_std_real_tokens']:.1e}, "
       f"generator accuracy {entry['masked_lm_accuracy']:.3f}",
       flush=True,
     )
@@ -306,6 +307,9 @@ def _metrics(targets, preds, labels, probs, unigram_id=None):
     "disc_recall_real_tokens": float(flagged[labels].mean()) if labels.any() else float("nan"),
     "disc_precision_real_tokens": float(labels[flagged].mean()) if flagged.any() else float("nan"),
     "replaced_fraction": float(labels.mean()),
+    # ~0 when every token gets the same score: the discriminator's token
+    # representations have collapsed to one vector and it cannot recover.
+    "disc_prob_std_real_tokens": float(probs.std()),
   }
 
 
@@ -371,6 +375,11 @@ def real_token_metrics(model, dataset, num_batches):
   return measured
 
 
+# Below this spread of p(replaced) over real tokens, the discriminator scores
+# every token alike.
+COLLAPSED_PROB_STD = 1e-3
+
+
 def verdict(margin, standard_error):
   """ "above"/"below" only when the margin exceeds twice its standard error."""
   if not (standard_error == standard_error) or abs(margin) <= 2.0 * standard_error:
@@ -387,6 +396,13 @@ def format_against_baselines(measured):
     lines.append(
       f"  {name:31s} {measured[key]:.3f} vs {base:.3f} ({how}): "
       f"{margin:+.3f} ± {2 * se:.3f} -> {verdict(margin, se)}"
+    )
+  if measured.get("disc_prob_std_real_tokens", 1.0) < COLLAPSED_PROB_STD:
+    lines.append(
+      "  WARNING: the discriminator gives every token the same p(replaced) "
+      f"(std {measured['disc_prob_std_real_tokens']:.1e}): its token representations have "
+      "collapsed to one vector, so it cannot learn; lower learning_rate or lengthen "
+      "num_warmup_steps"
     )
   return lines
 

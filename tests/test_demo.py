@@ -53,6 +53,7 @@ def test_report_lines_show_value_baseline_margin_and_noise():
   }
   for key, (margin, se) in margins.items():
     measured[f"{key}_margin"], measured[f"{key}_margin_se"] = margin, se
+  measured["disc_prob_std_real_tokens"] = 0.05
   lines = demo.format_against_baselines(measured)
   assert len(lines) == 4
   assert "0.834 vs 0.500 (random scores): +0.334 ± 0.010 -> above" in lines[1]
@@ -121,3 +122,15 @@ def test_demo_runs_every_stage(tmp_path):
   assert "corrupted 'return the color of items" in stdout
   assert "most suspicious words" in stdout
   assert "baseline" in stdout and "Next steps" in stdout
+
+
+def test_report_warns_when_every_token_gets_the_same_score():
+  measured = {"all_original_accuracy": 0.88, "unigram_masked_lm_accuracy": 0.07}
+  for key, _, _, _ in demo.METRIC_ROWS:
+    measured[key], measured[f"{key}_margin"], measured[f"{key}_margin_se"] = 0.5, 0.0, 0.0
+  labels = np.arange(100) % 8 == 0
+  measured["disc_prob_std_real_tokens"] = demo._metrics(
+    np.array([1, 2]), np.array([1, 1]), labels, np.full(100, 0.12)
+  )["disc_prob_std_real_tokens"]
+  lines = demo.format_against_baselines(measured)
+  assert len(lines) == 5 and "collapsed" in lines[-1]
