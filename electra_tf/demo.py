@@ -436,8 +436,8 @@ def stage_eval(out, args):
     f"evaluation of step {measured['global_step']} on the held-out shard "
     f"({measured['real_tokens']} real tokens, {measured['masked_positions']} masked positions in "
     f"{measured['num_batches']} batches; the original's metrics above also count padding). "
-    "Margins are ± 2 standard errors over the batches; 'within noise' means the margin is "
-    "smaller than that:"
+    "Each metric is shown next to its trivial baseline; the margin is ± 2 standard errors over "
+    "the batches, and 'within noise' means it is smaller than that:"
   )
   for line in format_against_baselines(measured):
     print(line, flush=True)
