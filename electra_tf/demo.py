@@ -9,10 +9,11 @@ Stages, in order (each can also be run alone with `--stages`):
   data      build the pre-training TFRecords → `<out>/pretrain_tfrecords/`
             (shard 7 of 8 is held out for evaluation)
   pretrain  pre-train a small ELECTRA on CPU with progress and ETA →
-            `<out>/models/demo/` (checkpoints, TensorBoard logs); evaluates on
-            the held-out shard every few hundred steps
-  eval      generator MLM accuracy and discriminator AUC/accuracy on the
-            held-out shard, next to their trivial baselines; writes the
+            `<out>/models/demo/` (checkpoints, TensorBoard logs); measures
+            the real-token metrics on the held-out shard every sixth of the run
+  eval      generator MLM accuracy and discriminator AUC/accuracy/recall on
+            the held-out shard's real tokens, next to their trivial
+            baselines with the margin ± 2 standard errors; writes the
             results files and `<out>/training_curves.png`
   export    SavedModel of the discriminator for TF Serving → `<out>/export/1`
   score     load the export, corrupt a sentence and show the tokens the
@@ -34,8 +35,11 @@ MODEL_NAME = "demo"
 NUM_SHARDS = 8
 EVAL_SHARD = NUM_SHARDS - 1
 
-# A small ELECTRA that learns visibly in a few CPU minutes: H=128, L=4,
-# E=128, generator 1/4 wide (Hg=32). Everything else is the original's.
+# A small ELECTRA for a few CPU minutes: H=128, L=4, E=128, generator 1/4
+# wide (Hg=32). Everything else is the original's. In this budget the
+# discriminator barely gets past scoring every token at the replaced rate
+# (held-out real-token AUC about 0.55): with learning_rate 2e-3 or more its
+# token representations collapse to one vector (the eval stage warns).
 DEMO_HPARAMS = {
   "model_size": "small",
   "model_hparam_overrides": {
@@ -179,8 +183,9 @@ def stage_data(out, args):
 
 
 class PeriodicEvaluation:
-  """Evaluates on the held-out shard every `every` steps during training and
-  keeps the history (for the training-curve PNG)."""
+  """Measures the real-token metrics (`real_token_metrics`) on the held-out
+  shard every `every` steps during training and keeps the history (for the
+  training-curve PNG)."""
 
   def __init__(self, out, every):
     import keras
@@ -192,7 +197,7 @@ class PeriodicEvaluation:
     self.history = _load_history(self.history_path)
     eval_config = pretraining_config(out, for_eval=True)
     self.dataset = pretraining_run.make_dataset(eval_config, is_training=False)
-    self.steps = eval_config.num_eval_steps
+    self.num_batches = eval_config.num_eval_steps
     parent = self
 
     class _Callback(keras.callbacks.Callback):
@@ -206,13 +211,17 @@ class PeriodicEvaluation:
   def evaluate(self, model, step):
     from electra_tf.utils.file_io import write_atomic
 
-    results = model.evaluate(self.dataset, steps=self.steps, verbose=0, return_dict=True)
-    entry = {"step": step, **{k: float(v) for k, v in results.items()}}
+    measured = real_token_metrics(model, self.dataset, self.num_batches)
+    entry = {"step": step, **measured}
     self.history.append(entry)
     write_atomic(self.history_path, json.dumps(self.history, indent=1))
     print(
-      f"[demo] step {step}: held-out disc_auc {entry.get('disc_auc', float('nan')):.3f}, "
-      f"masked_lm_accuracy {entry.get('masked_lm_accuracy', float('nan')):.3f}",
+      f"[demo] step {step}: held-out real tokens: disc AUC {entry['disc_auc_real_tokens']:.3f}, "
+      f"accuracy {entry['disc_accuracy_real_tokens']:.3f} "
+      f"(all-original {entry['all_original_accuracy']:.3f}), "
+      f"recall {entry['disc_recall_real_tokens']:.3f}, "
+      f"p(replaced) std {entry['disc_prob_std_real_tokens']:.1e}, "
+      f"generator accuracy {entry['masked_lm_accuracy']:.3f}",
       flush=True,
     )
 
@@ -223,9 +232,12 @@ def stage_pretrain(out, args):
   config = pretraining_config(out, args.train_steps)
   pretraining_run.validate_config(config)
   periodic = PeriodicEvaluation(out, every=max(1, config.num_train_steps // 6))
+  sizes = DEMO_HPARAMS["model_hparam_overrides"]
   _say(
-    f"pretrain: {config.num_train_steps} steps of batch {config.train_batch_size} "
-    f"(H=128, L=4, generator H=32) in {config.model_dir}"
+    f"pretrain: {config.num_train_steps} steps of batch {config.train_batch_size} x "
+    f"{config.max_seq_length} tokens (H={sizes['hidden_size']}, L={sizes['num_hidden_layers']}, "
+    f"generator H={int(sizes['hidden_size'] * config.generator_hidden_size)}), held-out "
+    f"evaluation every {periodic.every} steps, in {config.model_dir}"
   )
   start = time.time()
   pretraining_run.train_or_eval(config, callbacks=[periodic.callback])
@@ -246,15 +258,161 @@ def _roc_auc(labels, scores):
   return float((ranks[labels].sum() - positives * (positives + 1) / 2.0) / (positives * negatives))
 
 
-def measure_against_baselines(config, num_batches=20):
-  """Generator and discriminator on the held-out shard, on real tokens only,
-  next to trivial baselines: the unigram generator (always the most
-  frequent target token) and the discriminator that calls every token
-  original (accuracy) or scores at random (AUC 0.5)."""
+# (key, baseline key or fixed baseline, row label, baseline description)
+METRIC_ROWS = (
+  (
+    "masked_lm_accuracy",
+    "unigram_masked_lm_accuracy",
+    "generator masked-LM accuracy",
+    "unigram: always the most frequent token",
+  ),
+  ("disc_auc_real_tokens", 0.5, "discriminator AUC", "random scores"),
+  (
+    "disc_accuracy_real_tokens",
+    "all_original_accuracy",
+    "discriminator accuracy",
+    "calling every token original",
+  ),
+  (
+    "disc_recall_real_tokens",
+    0.0,
+    "discriminator recall (p > 0.5)",
+    "calling every token original",
+  ),
+)
+
+
+def _batch_metrics(out):
+  """The real-token metrics of one batch of `pretraining_step.forward` outputs
+  (numpy): the masked positions' targets/predictions and the real tokens'
+  labels/scores."""
+  weights = out["masked_lm_weights"] > 0
+  targets, preds = out["masked_lm_ids"][weights], out["masked_lm_preds"][weights]
+  real = out["input_mask"] > 0
+  labels, probs = out["disc_labels"][real].astype(bool), out["disc_probs"][real]
+  return {"targets": targets, "preds": preds, "labels": labels, "probs": probs}
+
+
+def _metrics(targets, preds, labels, probs, unigram_id=None):
+  """Pooled metrics of `_batch_metrics` arrays; `unigram_id` is the unigram
+  generator's one answer (default: the most frequent of `targets`)."""
+  import numpy as np
+
+  if unigram_id is None:
+    unigram_id = int(np.bincount(targets).argmax())
+  flagged = probs > 0.5
+  return {
+    "masked_lm_accuracy": float((targets == preds).mean()),
+    "unigram_masked_lm_accuracy": float((targets == unigram_id).mean()),
+    "disc_auc_real_tokens": _roc_auc(labels, probs),
+    "disc_accuracy_real_tokens": float((flagged == labels).mean()),
+    "all_original_accuracy": float(1.0 - labels.mean()),
+    "disc_recall_real_tokens": float(flagged[labels].mean()) if labels.any() else float("nan"),
+    "disc_precision_real_tokens": float(labels[flagged].mean()) if flagged.any() else float("nan"),
+    "replaced_fraction": float(labels.mean()),
+    # ~0 when every token gets the same score: the discriminator's token
+    # representations have collapsed to one vector and it cannot recover.
+    "disc_prob_std_real_tokens": float(probs.std()),
+  }
+
+
+def real_token_metrics(model, dataset, num_batches):
+  """Generator and discriminator on `num_batches` batches of `dataset`, on
+  real tokens only (the original's `disc_auc` also counts padding), next to
+  trivial baselines: the unigram generator (always the most frequent target
+  token) and the discriminator that calls every token original (accuracy,
+  recall 0) or scores at random (AUC 0.5).
+
+  Each margin (metric minus its baseline) comes with its standard error over
+  the batches (`<key>_margin_se`), so a difference within noise is not
+  reported as a gain. The masking and sampling use a fixed seed, so repeated
+  calls see the same corruption.
+
+  Args:
+    model: an `ElectraPretrainer`.
+    dataset: batches of pre-training features (the held-out shard).
+    num_batches: how many batches to use.
+
+  Returns:
+    A dict of pooled metrics, baselines, margins and their standard errors,
+    plus `real_tokens`, `masked_positions` and `num_batches`.
+
+  Example:
+    measured = real_token_metrics(model, eval_dataset, num_batches=20)
+    print(measured["disc_auc_real_tokens"], measured["disc_auc_real_tokens_margin_se"])
+  """
   import numpy as np
   import tensorflow as tf
 
   from electra_tf.pretraining import step as pretraining_step
+
+  forward = tf.function(
+    lambda f, i: pretraining_step.forward(model, f, training=False, seed=12345, step=i)
+  )
+  batches = []
+  for index, features in enumerate(dataset.take(num_batches)):
+    out = {k: v.numpy() for k, v in forward(features, tf.constant(index)).items()}
+    batches.append(_batch_metrics(out))
+  pooled = {k: np.concatenate([b[k] for b in batches]) for k in batches[0]}
+  measured = _metrics(**pooled)
+  # The same unigram answer in every batch, so its per-batch accuracy is not
+  # fitted to the batch.
+  unigram_id = int(np.bincount(pooled["targets"]).argmax())
+  per_batch = [_metrics(**b, unigram_id=unigram_id) for b in batches]
+  for key, baseline, _, _ in METRIC_ROWS:
+    margins = np.array(
+      [m[key] - (m[baseline] if isinstance(baseline, str) else baseline) for m in per_batch]
+    )
+    margins = margins[np.isfinite(margins)]
+    measured[f"{key}_margin"] = measured[key] - (
+      measured[baseline] if isinstance(baseline, str) else baseline
+    )
+    measured[f"{key}_margin_se"] = (
+      float(margins.std(ddof=1) / np.sqrt(len(margins))) if len(margins) > 1 else float("nan")
+    )
+  measured.update(
+    real_tokens=int(len(pooled["labels"])),
+    masked_positions=int(len(pooled["targets"])),
+    num_batches=len(batches),
+  )
+  return measured
+
+
+# Below this spread of p(replaced) over real tokens, the discriminator scores
+# every token alike.
+COLLAPSED_PROB_STD = 1e-3
+
+
+def verdict(margin, standard_error):
+  """ "above"/"below" only when the margin exceeds twice its standard error."""
+  if not (standard_error == standard_error) or abs(margin) <= 2.0 * standard_error:
+    return "within noise"
+  return "above" if margin > 0 else "below"
+
+
+def format_against_baselines(measured):
+  """One line per metric: value, baseline, margin ± 2 s.e., verdict."""
+  lines = []
+  for key, baseline, name, how in METRIC_ROWS:
+    base = measured[baseline] if isinstance(baseline, str) else baseline
+    margin, se = measured[f"{key}_margin"], measured[f"{key}_margin_se"]
+    lines.append(
+      f"  {name:31s} {measured[key]:.3f} vs {base:.3f} ({how}): "
+      f"{margin:+.3f} ± {2 * se:.3f} -> {verdict(margin, se)}"
+    )
+  if measured.get("disc_prob_std_real_tokens", 1.0) < COLLAPSED_PROB_STD:
+    lines.append(
+      "  WARNING: the discriminator gives every token the same p(replaced) "
+      f"(std {measured['disc_prob_std_real_tokens']:.1e}): its token representations have "
+      "collapsed to one vector, so it cannot learn; lower learning_rate or lengthen "
+      "num_warmup_steps"
+    )
+  return lines
+
+
+def measure_against_baselines(config, num_batches=20):
+  """`real_token_metrics` of the latest checkpoint in `config.model_dir` on
+  the evaluation files of `config`."""
   from electra_tf.training import checkpointing
   from electra_tf.training import distribution
   from electra_tf.training import pretraining_run
@@ -263,37 +421,14 @@ def measure_against_baselines(config, num_batches=20):
   model = pretraining_run.build_pretrainer(config, strategy)
   manager = checkpointing.TrainingCheckpointManager(model, config.model_dir, chief=True)
   step = manager.restore_latest()
-  dataset = pretraining_run.make_dataset(config, is_training=False).take(num_batches)
-  forward = tf.function(
-    lambda f, i: pretraining_step.forward(model, f, training=False, seed=12345, step=i)
-  )
-  targets, preds, labels, probs = [], [], [], []
-  for index, features in enumerate(dataset):
-    out = forward(features, tf.constant(index))
-    weights = out["masked_lm_weights"].numpy() > 0
-    targets.append(out["masked_lm_ids"].numpy()[weights])
-    preds.append(out["masked_lm_preds"].numpy()[weights])
-    real = out["input_mask"].numpy() > 0
-    labels.append(out["disc_labels"].numpy()[real])
-    probs.append(out["disc_probs"].numpy()[real])
-  targets, preds = np.concatenate(targets), np.concatenate(preds)
-  labels, probs = np.concatenate(labels).astype(bool), np.concatenate(probs)
-  return {
-    "global_step": step,
-    "masked_positions": int(len(targets)),
-    "real_tokens": int(len(labels)),
-    "masked_lm_accuracy": float((targets == preds).mean()),
-    "unigram_masked_lm_accuracy": float(np.bincount(targets).max() / len(targets)),
-    "disc_auc_real_tokens": _roc_auc(labels, probs),
-    "disc_accuracy_real_tokens": float(((probs > 0.5) == labels).mean()),
-    "all_original_accuracy": float(1.0 - labels.mean()),
-    "replaced_fraction": float(labels.mean()),
-  }
+  dataset = pretraining_run.make_dataset(config, is_training=False)
+  return {"global_step": step, **real_token_metrics(model, dataset, num_batches)}
 
 
 def stage_eval(out, args):
   from electra_tf.training import pretraining_run
   from electra_tf.utils.curves import write_training_curves_png
+  from electra_tf.utils.file_io import write_atomic
 
   paths = _paths(out)
   eval_config = pretraining_config(out, args.train_steps, for_eval=True)
@@ -302,29 +437,17 @@ def stage_eval(out, args):
   measured = measure_against_baselines(eval_config)
   _say(
     f"evaluation of step {measured['global_step']} on the held-out shard "
-    f"({measured['real_tokens']} real tokens, {measured['masked_positions']} masked positions; "
-    "the original's metrics above also count padding and use the training files):"
+    f"({measured['real_tokens']} real tokens, {measured['masked_positions']} masked positions in "
+    f"{measured['num_batches']} batches; the original's metrics above also count padding). "
+    "Each metric is shown next to its trivial baseline; the margin is ± 2 standard errors over "
+    "the batches, and 'within noise' means it is smaller than that:"
   )
-  rows = [
-    (
-      "generator masked-LM accuracy",
-      measured["masked_lm_accuracy"],
-      measured["unigram_masked_lm_accuracy"],
-      "unigram: always the most frequent token",
-    ),
-    ("discriminator AUC", measured["disc_auc_real_tokens"], 0.5, "random scores"),
-    (
-      "discriminator accuracy",
-      measured["disc_accuracy_real_tokens"],
-      measured["all_original_accuracy"],
-      "calling every token original",
-    ),
-  ]
-  for name, value, baseline, how in rows:
-    verdict = "above" if value > baseline else "NOT above"
-    print(f"  {name:30s} {value:.3f}   {verdict} baseline {baseline:.3f} ({how})", flush=True)
-  with open(os.path.join(eval_config.model_dir, "results", "demo_vs_baselines.json"), "w") as f:
-    json.dump(measured, f, indent=1)
+  for line in format_against_baselines(measured):
+    print(line, flush=True)
+  write_atomic(
+    os.path.join(eval_config.model_dir, "results", "demo_vs_baselines.json"),
+    json.dumps(measured, indent=1),
+  )
   _write_curves(paths, write_training_curves_png)
   print(f"  training curves: {paths['png']}", flush=True)
   return results, measured
@@ -346,23 +469,40 @@ def _scalar_events(log_dir):
 
 
 def _write_curves(paths, write_png):
+  """Training losses (fitted axes) and the held-out real-token metrics on
+  fixed axes with their trivial baseline dashed, so noise stays flat."""
   series = _scalar_events(paths["model_dir"])
   panels = []
-  for tag, title in (
-    ("loss", "TOTAL LOSS"),
-    ("generator_loss", "GENERATOR MLM LOSS"),
-    ("disc_loss", "DISCRIMINATOR LOSS"),
-  ):
+  for tag, title in (("generator_loss", "GENERATOR MLM LOSS"), ("disc_loss", "DISCRIMINATOR LOSS")):
     points = series.get(tag, [])
-    panels.append((title, [p[0] for p in points], [p[1] for p in points]))
+    panels.append((title, [p[0] for p in points], [p[1] for p in points], None))
   history = _load_history(paths["history"])
-  panels.append(
+  steps = [h["step"] for h in history]
+
+  def values(key):
+    return [h.get(key, float("nan")) for h in history]
+
+  def mean(key):
+    return sum(values(key)) / len(history) if history else None
+
+  panels += [
+    ("HELD-OUT DISC AUC", steps, values("disc_auc_real_tokens"), (0.5, 1.0), 0.5),
     (
-      "HELD-OUT DISCRIMINATOR AUC",
-      [h["step"] for h in history],
-      [h.get("disc_auc", float("nan")) for h in history],
-    )
-  )
+      "HELD-OUT DISC ACCURACY",
+      steps,
+      values("disc_accuracy_real_tokens"),
+      (0.5, 1.0),
+      mean("all_original_accuracy"),
+    ),
+    ("HELD-OUT DISC RECALL", steps, values("disc_recall_real_tokens"), (0.0, 1.0), 0.0),
+    (
+      "HELD-OUT GENERATOR ACCURACY",
+      steps,
+      values("masked_lm_accuracy"),
+      (0.0, 1.0),
+      mean("unigram_masked_lm_accuracy"),
+    ),
+  ]
   write_png(paths["png"], panels)
 
 

@@ -5,9 +5,60 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
+from electra_tf import demo
 from tests.conftest import REPO_ROOT
+
+
+def test_verdict_calls_a_margin_within_two_standard_errors_noise():
+  assert demo.verdict(0.001, 0.002) == "within noise"
+  assert demo.verdict(-0.003, 0.002) == "within noise"
+  assert demo.verdict(0.33, 0.01) == "above"
+  assert demo.verdict(-0.05, 0.01) == "below"
+  # no noise estimate: no claim either way
+  assert demo.verdict(0.2, float("nan")) == "within noise"
+
+
+def test_metrics_on_real_tokens_against_baselines():
+  labels = np.array([1, 0, 0, 0, 1, 0, 0, 0], bool)
+  probs = np.array([0.9, 0.1, 0.2, 0.6, 0.4, 0.3, 0.1, 0.2])
+  targets = np.array([5, 5, 5, 7])
+  preds = np.array([5, 7, 5, 7])
+  m = demo._metrics(targets, preds, labels, probs)
+  assert m["masked_lm_accuracy"] == 0.75 and m["unigram_masked_lm_accuracy"] == 0.75
+  assert m["all_original_accuracy"] == 0.75 and m["replaced_fraction"] == 0.25
+  # flagged: positions 0 and 3 -> one hit of two replaced, one false alarm
+  assert m["disc_recall_real_tokens"] == 0.5 and m["disc_precision_real_tokens"] == 0.5
+  assert m["disc_accuracy_real_tokens"] == 0.75
+  # replaced scores 0.9 and 0.4 rank above 6 and 5 of the 6 originals
+  assert m["disc_auc_real_tokens"] == pytest.approx(11 / 12)
+
+
+def test_report_lines_show_value_baseline_margin_and_noise():
+  measured = {
+    "masked_lm_accuracy": 0.30,
+    "unigram_masked_lm_accuracy": 0.07,
+    "disc_auc_real_tokens": 0.834,
+    "disc_accuracy_real_tokens": 0.880,
+    "all_original_accuracy": 0.879,
+    "disc_recall_real_tokens": 0.011,
+  }
+  margins = {
+    "masked_lm_accuracy": (0.23, 0.01),
+    "disc_auc_real_tokens": (0.334, 0.005),
+    "disc_accuracy_real_tokens": (0.001, 0.002),
+    "disc_recall_real_tokens": (0.011, 0.004),
+  }
+  for key, (margin, se) in margins.items():
+    measured[f"{key}_margin"], measured[f"{key}_margin_se"] = margin, se
+  measured["disc_prob_std_real_tokens"] = 0.05
+  lines = demo.format_against_baselines(measured)
+  assert len(lines) == 4
+  assert "0.834 vs 0.500 (random scores): +0.334 ± 0.010 -> above" in lines[1]
+  assert "0.880 vs 0.879" in lines[2] and lines[2].endswith("+0.001 ± 0.004 -> within noise")
+  assert lines[3].endswith("+0.011 ± 0.008 -> above")
 
 
 @pytest.mark.slow
@@ -52,8 +103,18 @@ def test_demo_runs_every_stage(tmp_path):
   measured = json.loads((model_dir / "results" / "demo_vs_baselines.json").read_text())
   assert 0.0 <= measured["disc_auc_real_tokens"] <= 1.0
   assert 0.0 < measured["unigram_masked_lm_accuracy"] < 1.0
+  # the report's verdicts follow the margins and their noise, whatever 40 steps learned
+  for key, _, name, _ in demo.METRIC_ROWS:
+    margin, se = measured[f"{key}_margin"], measured[f"{key}_margin_se"]
+    assert se >= 0.0
+    line = next(line for line in stdout.splitlines() if line.strip().startswith(name))
+    assert f"{margin:+.3f} ± {2 * se:.3f} -> {demo.verdict(margin, se)}" in line
+  assert "NOT above" not in stdout and "above baseline" not in stdout
   history = json.loads((model_dir / "demo_eval_history.json").read_text())
   assert [h["step"] for h in history] == [6, 12, 18, 24, 30, 36]
+  # the held-out history holds the real-token metrics the PNG plots
+  assert all(0.0 <= h["disc_auc_real_tokens"] <= 1.0 for h in history)
+  assert all(h["real_tokens"] > 0 and "all_original_accuracy" in h for h in history)
   assert (out / "training_curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
   assert (out / "export" / "1" / "saved_model.pb").exists()
   assert (out / "export" / "1" / "assets" / "vocab.txt").exists()
@@ -61,3 +122,15 @@ def test_demo_runs_every_stage(tmp_path):
   assert "corrupted 'return the color of items" in stdout
   assert "most suspicious words" in stdout
   assert "baseline" in stdout and "Next steps" in stdout
+
+
+def test_report_warns_when_every_token_gets_the_same_score():
+  measured = {"all_original_accuracy": 0.88, "unigram_masked_lm_accuracy": 0.07}
+  for key, _, _, _ in demo.METRIC_ROWS:
+    measured[key], measured[f"{key}_margin"], measured[f"{key}_margin_se"] = 0.5, 0.0, 0.0
+  labels = np.arange(100) % 8 == 0
+  measured["disc_prob_std_real_tokens"] = demo._metrics(
+    np.array([1, 2]), np.array([1, 1]), labels, np.full(100, 0.12)
+  )["disc_prob_std_real_tokens"]
+  lines = demo.format_against_baselines(measured)
+  assert len(lines) == 5 and "collapsed" in lines[-1]

@@ -79,7 +79,7 @@ def _number(value):
   return text if len(text) <= 8 else f"{value:.1e}"
 
 
-def _panel(canvas, left, top, width, height, title, steps, values, color):
+def _panel(canvas, left, top, width, height, title, steps, values, color, y_range, reference):
   _text(canvas, left, top, title.upper())
   box_top, box_left = top + 24, left + 90
   box_w, box_h = width - 110, height - 60
@@ -93,13 +93,22 @@ def _panel(canvas, left, top, width, height, title, steps, values, color):
   steps, values = steps[keep], values[keep]
   if len(values) == 0:
     return
-  lo, hi = float(values.min()), float(values.max())
-  if hi - lo < 1e-12:
-    lo, hi = lo - 0.5, hi + 0.5
+  if y_range is not None:
+    # A fixed range keeps a wiggle of 0.01 from filling the panel like a trend.
+    lo, hi = float(y_range[0]), float(y_range[1])
+    values = np.clip(values, lo, hi)
+  else:
+    lo, hi = float(values.min()), float(values.max())
+    if hi - lo < 1e-12:
+      lo, hi = lo - 0.5, hi + 0.5
   first, last = float(steps.min()), float(steps.max())
   span = max(last - first, 1.0)
   xs = box_left + (steps - first) / span * (box_w - 1)
   ys = box_top + box_h - 1 - (values - lo) / (hi - lo) * (box_h - 1)
+  if reference is not None and lo <= reference <= hi:
+    y = int(round(box_top + box_h - 1 - (reference - lo) / (hi - lo) * (box_h - 1)))
+    for x in range(box_left + 1, box_left + box_w, 8):  # dashed grey line
+      canvas[y, x : min(x + 4, box_left + box_w)] = (150, 150, 150)
   if len(xs) == 1:
     canvas[int(ys[0]) - 2 : int(ys[0]) + 3, int(xs[0]) - 2 : int(xs[0]) + 3] = color
   for i in range(len(xs) - 1):
@@ -116,18 +125,32 @@ def write_training_curves_png(path, panels, width=1200, height=800):
 
   Args:
     path: output file; written to a temporary name, then renamed.
-    panels: list of `(title, steps, values)`; titles use A–Z, digits, spaces.
+    panels: list of `(title, steps, values)` or `(title, steps, values,
+      y_range)` or `(title, steps, values, y_range, reference)`. Titles use
+      A–Z, digits, spaces. `y_range` `(lo, hi)` fixes the vertical axis
+      (values outside are drawn at the edge); `None` fits it to the values.
+      `reference`, if given, is drawn as a dashed horizontal line (e.g. a
+      trivial baseline).
     width: image width in pixels.
     height: image height in pixels.
 
   Example:
-  >>> write_training_curves_png("/tmp/c.png", [("TOTAL LOSS", [1, 2], [3.0, 2.0])])
+  >>> write_training_curves_png(
+  ...   "/tmp/c.png",
+  ...   [("TOTAL LOSS", [1, 2], [3.0, 2.0]), ("AUC", [1, 2], [0.6, 0.8], (0.5, 1.0), 0.5)],
+  ... )
   """
   canvas = np.full((height, width, 3), 255, dtype=np.uint8)
   columns = 2 if len(panels) > 1 else 1
   rows = (len(panels) + columns - 1) // columns
   panel_w, panel_h = width // columns, height // rows
-  for index, (title, steps, values) in enumerate(panels):
+  for index, panel in enumerate(panels):
+    if not 3 <= len(panel) <= 5:
+      raise ValueError(
+        f"panel {index}: expected (title, steps, values[, y_range[, reference]]), got "
+        f"{len(panel)} items"
+      )
+    title, steps, values, y_range, reference = (*panel, None, None)[:5]
     row, col = divmod(index, columns)
     _panel(
       canvas,
@@ -139,6 +162,8 @@ def write_training_curves_png(path, panels, width=1200, height=800):
       steps,
       values,
       _COLORS[index % len(_COLORS)],
+      y_range,
+      reference,
     )
   with atomic_path(path) as tmp:
     tf.io.write_file(tmp, tf.io.encode_png(canvas))
