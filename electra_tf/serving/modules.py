@@ -362,7 +362,7 @@ class TaskHeadServingModule(ElectraServingModule):
   Outputs by head type:
   - classification: `logits` `[B, C]`, `probabilities` (softmax) `[B, C]`,
     `predictions` int32 `[B]` (argmax);
-  - regression: `predictions` `[B]` in the task's normalised units (spec
+  - regression: `predictions` `[B]` in the task's normalised units (the original's
     `finetune/classification/classification_tasks.py`: STS scores ÷ 5);
   - tagging: `logits` `[B, S, C]` and `predictions` int32 `[B, S]` at every
     token (the original scores each word's first sub-token; the client picks

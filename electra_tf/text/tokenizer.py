@@ -176,8 +176,8 @@ class ElectraTokenizer(keras.layers.Layer):
     vocabulary: the vocab as a list of tokens (id = position), instead of a
       file.
     do_lower_case: lower-case the text.
-    strip_accents: strip accents (only effective when lower-casing, spec
-      a quirk of the original (README: Differences from the original)).
+    strip_accents: strip accents (only effective when lower-casing, a quirk
+      of the original kept on purpose; README: Differences from the original).
     max_input_chars_per_word: words longer than this become `[UNK]`.
     **kwargs: standard Keras layer arguments.
 

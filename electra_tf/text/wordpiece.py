@@ -1,7 +1,7 @@
 """The original's WordPiece tokenizer in pure Python (`model/tokenization.py`).
 
 This is the reference that the fast in-graph `ElectraTokenizer` is tested
-against, and the featuriser used by fine-tuning. It follows the spec step by
+against, and the featuriser used by fine-tuning. It follows the original step by
 step: clean the text, space out CJK ideographs, split on whitespace,
 lower-case (and only then, optionally, strip accents), split off punctuation,
 then greedy longest-match-first WordPiece with a 200-character `[UNK]` rule.

@@ -26,7 +26,7 @@ from tests.helpers.official_checkpoint_helper import write_name_based_checkpoint
 # Small dims: V, H, L, I, E; generator Hg = H / 4 (Ig = 4 Hg), Lg = L.
 DIMS = dict(V=40, H=16, L=2, I=48, Hg=4, Lg=2, Ig=16, P=32)
 
-# name → (spec layout, E, dims override, what inference must find)
+# name → (the original's layout, E, dims override, what inference must find)
 LAYOUTS = {
   "default": ("default", 8, {}, {"generator_hidden_size": 0.25}),
   "small_plus_plus": ("default", 8, {"Hg": 16, "Ig": 64}, {"generator_hidden_size": 1.0}),
@@ -51,7 +51,7 @@ def _layout_shapes(name):
   d = dict(DIMS, **dims)
   if layout != "electric_untied":
     return spec_checkpoint_shapes(layout, E=embedding_size, **d)
-  # Spec `run_pretraining.py:PretrainingModel` (Electric two-tower generator): each tower has its own embeddings (width Hg, no projection);
+  # The original's `run_pretraining.py:PretrainingModel` (Electric two-tower generator): each tower has its own embeddings (width Hg, no projection);
   # the cloze head maps 2·Hg to the LTR tower's embedding width Hg.
   shapes = spec_checkpoint_shapes("uniform", E=embedding_size, **d)
   for tower in ("generator_ltr", "generator_rtl"):
@@ -941,7 +941,7 @@ def test_finetuned_keras_to_official_to_keras_gives_identical_outputs(tmp_path, 
 
   report = convert.keras_to_official(tmp_path / "m.keras", tmp_path / "official")
   written, dtypes = _read_all(report["output"])
-  # Exactly the spec's names and shapes, float32, and global_step int64.
+  # Exactly the original's names and shapes, float32, and global_step int64.
   spec = _finetuned_shapes(
     {
       "rte": ("classification", 2),

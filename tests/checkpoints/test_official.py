@@ -51,7 +51,7 @@ def tiny_parity_outputs(original_fixtures, tmp_path_factory):
 
 
 def _weighted_mlm_loss(logits, targets, weights):
-  """Spec `run_pretraining.py:PretrainingModel._get_masked_lm_output`: sum(w · nll) / (sum(w) + 1e-6)."""
+  """The original's `run_pretraining.py:PretrainingModel._get_masked_lm_output`: sum(w · nll) / (sum(w) + 1e-6)."""
   log_probs = tf.nn.log_softmax(logits, axis=-1)
   nll = -tf.reduce_sum(tf.one_hot(targets, logits.shape[-1]) * log_probs, axis=-1)
   return tf.reduce_sum(weights * nll) / (tf.reduce_sum(weights) + 1e-6)
@@ -125,7 +125,7 @@ TINY_OVERRIDES = {
   "max_position_embeddings": 64,
 }
 
-# layout name → (spec layout, E, Hg/Ig override, PretrainingConfig kwargs)
+# layout name → (the original's layout, E, Hg/Ig override, PretrainingConfig kwargs)
 LAYOUTS = {
   "default": ("default", 16, {}, {}),
   "small_plus_plus": ("default", 16, {"Hg": 32, "Ig": 128}, {"generator_hidden_size": 1.0}),
@@ -160,7 +160,7 @@ def test_self_made_checkpoint_loads_for_layout(tmp_path, layout):
   prefix.parent.mkdir()
   written = write_name_based_checkpoint(prefix, values)
   listed = [n for n, _ in tf.train.list_variables(str(prefix))]
-  assert listed == written  # the file holds exactly the spec's names
+  assert listed == written  # the file holds exactly the original's names
 
   pretrainer = load_official_checkpoint(str(prefix.parent), _layout_config(tmp_path, layout))
   info = pretrainer.official_checkpoint_info

@@ -1,4 +1,4 @@
-"""Test helpers: the spec's checkpoint names written out independently of
+"""Test helpers: the original's checkpoint names written out independently of
 `electra_tf.checkpoint_names`, and a writer of name-based TF1 checkpoints."""
 
 import os

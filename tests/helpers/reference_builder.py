@@ -1,4 +1,4 @@
-"""The original's example writing, written plainly from the spec (`build_pretraining_dataset.py`–4.5),
+"""The original's example writing, written plainly from the original's `build_pretraining_dataset.py` behaviour,
 with the reference FullTokenizer: the yardstick of the builder tests."""
 
 import os

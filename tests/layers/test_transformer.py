@@ -40,7 +40,7 @@ ENCODER_INIT = {
 
 
 def _numpy_block(layer, x, mask3d):
-  """Spec `model/modeling.py:transformer_model` written out in NumPy."""
+  """The original's `model/modeling.py:transformer_model` written out in NumPy."""
   w = lambda d: (d.kernel.numpy(), d.bias.numpy())  # noqa: E731
   d = H // A
 

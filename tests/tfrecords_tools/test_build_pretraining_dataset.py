@@ -96,7 +96,7 @@ def test_matches_plain_reference(small_corpus, tmp_path, blanks, lower, strip, m
 
 def test_builder_random_draw_order_and_truncation():
   # Two sentences exceed the budget: A is truncated to max_length - 2 and B
-  # gets nothing, exactly as the spec's truncation rule says.
+  # gets nothing, exactly as the original's truncation rule says.
   rng = random.Random(0)
   builder = ExampleBuilder(None, 10, cls_id=1, sep_id=2, rng=rng)
   assert builder.add_ids([5] * 4) is None
