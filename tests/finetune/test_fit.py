@@ -399,7 +399,9 @@ def test_two_local_workers_finetune_and_only_the_chief_writes(rte_data):
   model_dir = os.path.join(root, "finetuning_models", "rte_model_1")
   names = set(os.listdir(model_dir))
   assert {"model.ckpt-0.index", "model.ckpt-3.index", "model.ckpt-6.index", "checkpoint"} <= names
-  assert all(n.startswith(("model.ckpt-", "checkpoint", "events.out.tfevents")) for n in names)
+  assert all(
+    n.startswith(("model.ckpt-", "checkpoint", "events.out.tfevents", "config.json")) for n in names
+  )
   with open(os.path.join(root, "results", "rte_results.json")) as f:
     assert len(json.load(f)) == 1
 
