@@ -186,9 +186,9 @@ class NameBasedCheckpointManager:
     chief: whether this process writes (non-chief workers write nothing:
       reading mirrored variables needs no collective).
 
-  Example:
-  >>> manager = NameBasedCheckpointManager(model, "/tmp/ft", keep_checkpoint_max=5)
-  >>> manager.restore_latest()  # None on a fresh model dir
+  Usage (needs a compiled model, so not run as a doctest):
+    manager = NameBasedCheckpointManager(model, "/tmp/ft", keep_checkpoint_max=5)
+    manager.restore_latest()  # None on a fresh model dir
   """
 
   def __init__(self, model, model_dir, keep_checkpoint_max=5, chief=True):

@@ -9,9 +9,9 @@ Checkpoints keep the original's names and are written every
 `save_checkpoints_steps`; re-running the same command resumes from the
 newest one, and SIGTERM saves before stopping.
 
-Example:
->>> config = FinetuningConfig("electra_small", "/data", task_names=["rte"])
->>> results = run_finetuning(config)  # [{"rte": {"accuracy": ..., "loss": ...}}]
+Usage (needs task data, so not run as a doctest):
+  config = FinetuningConfig("electra_small", "/data", task_names=["rte"])
+  results = run_finetuning(config)  # [{"rte": {"accuracy": ..., "loss": ...}}]
 """
 
 import json

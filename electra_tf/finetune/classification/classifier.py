@@ -41,13 +41,14 @@ class ElectraClassifier(keras.Model):
   Returns (call):
     logits `[B, num_classes]` (float32).
 
-  Example:
-  >>> classifier = ElectraClassifier.from_checkpoint(
-  ...     "models/electra_small", vocab_file="models/electra_small/vocab.txt",
-  ...     num_classes=3, model_size="small")
-  >>> classifier.compile(num_train_steps=1000)
-  >>> classifier.fit(tf.data.Dataset.from_tensor_slices(((premises, hypotheses), labels)).batch(32))
-  >>> classifier.predict((["The chef cooked."], ["Someone cooked."]))
+  Usage (needs a checkpoint and a vocab, so not run as a doctest; the README's
+  complete example is run by a test):
+    classifier = ElectraClassifier.from_checkpoint(
+        "models/electra_small", vocab_file="models/electra_small/vocab.txt",
+        num_classes=3, model_size="small")
+    classifier.compile(num_train_steps=1000)
+    classifier.fit(tf.data.Dataset.from_tensor_slices(((premises, hypotheses), labels)).batch(32))
+    classifier.predict((["The chef cooked."], ["Someone cooked."]))
   """
 
   def __init__(
