@@ -6,8 +6,10 @@ An electra_tf or official checkpoint becomes a directory that
 `ElectraForMaskedLM.from_pretrained` (the generator) loads: `config.json`
 (an `ElectraConfig` with the exact erf GELU, `"gelu"`, and `layer_norm_eps`
 1e-12, as the original computes), `model.safetensors` (written through
-safetensors' NumPy API), `vocab.txt` and `tokenizer_config.json` (lower-casing
-and accent stripping as the model was trained). A Hugging Face ELECTRA
+safetensors' NumPy API), `vocab.txt`, `tokenizer.json` (a `tokenizers`
+pipeline that gives electra_tf's ids, `electra_tf.checkpoints.hf_tokenizer`)
+and `tokenizer_config.json` (lower-casing and accent stripping as the model was
+trained). A Hugging Face ELECTRA
 directory (safetensors) becomes a `.keras` discriminator or generator, whose
 official checkpoint (`convert_checkpoint --direction to-official`) then holds
 exactly the Hugging Face weights.
@@ -32,6 +34,7 @@ import re
 import keras
 import numpy as np
 
+from electra_tf.checkpoints import hf_tokenizer
 from electra_tf.checkpoints import names as checkpoint_names
 from electra_tf.utils.file_io import atomic_path
 
@@ -42,6 +45,7 @@ CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 VOCAB_FILE = "vocab.txt"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+TOKENIZER_FILE = "tokenizer.json"
 # contrib's layer_norm epsilon, which the original's checkpoints were trained with.
 LAYER_NORM_EPS = 1e-12
 SPECIAL_TOKENS = {
@@ -255,9 +259,17 @@ def read_vocab(vocab_file, vocab_size):
 
 
 def hf_tokenizer_config(do_lower_case, strip_accents, model_max_length):
-  """`tokenizer_config.json` for transformers' `ElectraTokenizer(Fast)`."""
+  """`tokenizer_config.json`: `tokenizer.json` as written is the tokenizer.
+
+  transformers 5's `ElectraTokenizer` rebuilds its own normaliser from these
+  settings (not the original's); `PreTrainedTokenizerFast` runs
+  `tokenizer.json` unchanged. The settings stay for readers (and for
+  `ElectraTokenizerFast.from_pretrained`, which approximates the original).
+  """
   return {
-    "tokenizer_class": "ElectraTokenizer",
+    "tokenizer_class": "PreTrainedTokenizerFast",
+    # The original splits "[MASK]" etc. in raw text like any other text.
+    "split_special_tokens": True,
     "do_lower_case": bool(do_lower_case),
     # The original strips accents only while lower-casing.
     "strip_accents": bool(do_lower_case and strip_accents),
@@ -279,9 +291,13 @@ def _write_json(path, data):
 
 
 def write_hf_tokenizer_files(directory, tokens, do_lower_case, strip_accents, model_max_length):
-  """Writes `vocab.txt` and `tokenizer_config.json` into `directory`."""
+  """Writes `vocab.txt`, `tokenizer.json` and `tokenizer_config.json` into `directory`."""
   with open(os.path.join(directory, VOCAB_FILE), "w", encoding="utf-8") as f:
     f.write("".join(t + "\n" for t in tokens))
+  with open(os.path.join(directory, TOKENIZER_FILE), "w", encoding="utf-8") as f:
+    json.dump(
+      hf_tokenizer.tokenizer_json(tokens, do_lower_case, strip_accents), f, ensure_ascii=False
+    )
   _write_json(
     os.path.join(directory, TOKENIZER_CONFIG_FILE),
     hf_tokenizer_config(do_lower_case, strip_accents, model_max_length),

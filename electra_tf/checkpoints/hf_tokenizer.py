@@ -1,0 +1,232 @@
+"""`tokenizer.json` (Hugging Face `tokenizers`) that reproduces electra_tf's ids.
+
+transformers' own BERT pipeline (`BertNormalizer` + `BertPreTokenizer`)
+differs from the original's `BasicTokenizer`: its character classes are
+Rust's Unicode tables, not Python's, it has no Greek final sigma, it matches
+`[MASK]` etc. in raw text, and transformers' BERT class cuts words at 100
+characters, not 200. This module therefore writes the pipeline out
+explicitly, every character class computed from Python's `unicodedata` (the
+database electra_tf's tokenizer uses). Only case mapping (`Lowercase`) and
+canonical decomposition (`NFD`) are left to Rust: they run after step 1, so
+only on characters Python's database knows, and for those Rust's tables agree
+(a decomposition never changes once assigned; the few that `tokenizers`' NFD
+table is too old for are written out). The tests check every code point
+against the installed `tokenizers`.
+
+1. drop NUL, U+FFFD and Unicode C* except tab/newline/CR (this removes every
+   code point Python's database does not know, so no later step sees one);
+2. map the original's whitespace (and `str.isspace`) to " ";
+3. lower-casing only: a capital sigma that Python's `str.lower` makes final
+   becomes "ς" (one regex with `\\K` and a look-ahead), then `Lowercase`;
+4. accent stripping only: `NFD` (after writing out the decompositions it
+   lacks), then drop category Mn. NFD's canonical
+   reordering, which the original (per token) and electra_tf (per character)
+   never apply to the marks that survive, is blocked by a private-use
+   placeholder (all private-use characters were dropped in step 1) inserted
+   after every character whose decomposition holds a non-Mn combining mark,
+   and removed with the Mn marks;
+5. split on " ", isolate punctuation (including the ASCII symbol ranges) and
+   CJK ideographs;
+6. WordPiece with the original's 200-character limit.
+
+transformers must not match `[MASK]` etc. in raw text either (the original
+splits them), which `split_special_tokens` in `tokenizer_config.json` says.
+"""
+
+import functools
+import unicodedata
+
+from electra_tf.text import wordpiece
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+_MAX_CODE_POINT = 0x110000
+_SURROGATES = range(0xD800, 0xE000)
+# electra_tf's limit per vocab piece (FastWordpieceTokenizer's).
+_MAX_PIECE_BYTES = 256
+_CAPITAL_SIGMA = "\u03a3"
+_FINAL_SIGMA = "\u03c2"
+# Private use, so dropped from the input in step 1; marks where NFD must not
+# reorder.
+_REORDER_GUARD = "\ue000"
+
+
+# Canonical decompositions that `tokenizers`' NFD table (the crate
+# unicode-normalization-alignments, older than Unicode 13) lacks; each is
+# written out as a replacement. Any other decomposition Python knows, Rust
+# knows too (decompositions never change once assigned).
+_DECOMPOSITIONS_RUST_LACKS = (0x11938,)
+
+
+def _is_dropped(char):
+  cp = ord(char)
+  return cp == 0 or cp == 0xFFFD or wordpiece._is_control(char)
+
+
+def _stripped(text):
+  """NFD without the Mn marks (the original's accent stripping)."""
+  return "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn")
+
+
+def _holds_kept_mark(char):
+  """Whether NFD(lower(char)) holds a combining mark that is not Mn."""
+  decomposed = unicodedata.normalize("NFD", char.lower())
+  return any(unicodedata.combining(c) and unicodedata.category(c) != "Mn" for c in decomposed)
+
+
+@functools.lru_cache(maxsize=1)
+def _char_lists():
+  """Every character class the pipeline needs, in one pass over Unicode.
+
+  The sigma classes are probed through `str.lower` itself: a character is
+  "cased" if a sigma right after it (and after a space) becomes final,
+  "ignorable" if it is skipped between a cased letter and a sigma.
+  """
+  names = ("dropped", "space", "cased", "ignorable", "kept_mark", "mn_or_guard", "split")
+  lists = {name: [] for name in names}
+  for cp in range(_MAX_CODE_POINT):
+    if cp in _SURROGATES:
+      continue
+    char = chr(cp)
+    if _is_dropped(char):
+      lists["dropped"].append(char)
+      continue
+    if wordpiece._is_whitespace(char) or char.isspace():
+      lists["space"].append(char)
+    if (" " + char + _CAPITAL_SIGMA).lower()[-1] == _FINAL_SIGMA:
+      lists["cased"].append(char)
+    elif ("A" + char + _CAPITAL_SIGMA).lower()[-1] == _FINAL_SIGMA:
+      lists["ignorable"].append(char)
+    if _holds_kept_mark(char):
+      lists["kept_mark"].append(char)
+    if unicodedata.category(char) == "Mn":
+      lists["mn_or_guard"].append(char)
+    if wordpiece._is_punctuation(char) or wordpiece._is_chinese_char(cp):
+      lists["split"].append(char)
+  lists["mn_or_guard"].append(_REORDER_GUARD)
+  return {name: char_class(chars) for name, chars in lists.items()}
+
+
+def char_class(chars):
+  """An Oniguruma bracket expression matching exactly `chars` (code point ranges)."""
+  cps = sorted(set(map(ord, chars)))
+  parts = []
+  start = prev = None
+  for cp in cps + [None]:
+    if cp is not None and prev is not None and cp == prev + 1:
+      prev = cp
+      continue
+    if start is not None:
+      parts.append(f"\\x{{{start:X}}}" + (f"-\\x{{{prev:X}}}" if prev > start else ""))
+    start = prev = cp
+  return "[" + "".join(parts) + "]"
+
+
+def _replace(regex, content):
+  return {"type": "Replace", "pattern": {"Regex": regex}, "content": content}
+
+
+def normalizer(do_lower_case, strip_accents):
+  """The `normalizer` entry (steps 1-4)."""
+  c = _char_lists()
+  steps = [_replace(c["dropped"], ""), _replace(c["space"], " ")]
+  if do_lower_case:
+    final_sigma = (
+      f"{c['cased']}{c['ignorable']}*\\K{_CAPITAL_SIGMA}(?!{c['ignorable']}*{c['cased']})"
+    )
+    steps += [_replace(final_sigma, _FINAL_SIGMA), {"type": "Lowercase"}]
+    if strip_accents:
+      steps.append(_replace(f"(?<={c['kept_mark']})", _REORDER_GUARD))
+      for cp in _DECOMPOSITIONS_RUST_LACKS:
+        char = chr(cp)
+        if unicodedata.decomposition(char) and not _is_dropped(char):
+          steps.append(_replace(char_class(char), _stripped(char)))
+      steps += [
+        {"type": "NFD"},
+        _replace(c["mn_or_guard"], ""),
+      ]
+  return {"type": "Sequence", "normalizers": steps}
+
+
+def pre_tokenizer():
+  """The `pre_tokenizer` entry (step 5)."""
+  return {
+    "type": "Sequence",
+    "pretokenizers": [
+      {"type": "Split", "pattern": {"String": " "}, "behavior": "Removed", "invert": False},
+      {
+        "type": "Split",
+        "pattern": {"Regex": _char_lists()["split"]},
+        "behavior": "Isolated",
+        "invert": False,
+      },
+    ],
+  }
+
+
+def wordpiece_vocab(tokens):
+  """{token: id} as electra_tf reads a vocab: stripped lines, a duplicate keeps
+  its last id; the empty token and pieces over electra_tf's byte limit are
+  never produced."""
+  vocab = {}
+  for index, token in enumerate(tokens):
+    vocab[token.strip()] = index
+  return {
+    token: index
+    for token, index in vocab.items()
+    if token and len(token.removeprefix("##").encode("utf-8")) <= _MAX_PIECE_BYTES
+  }
+
+
+def tokenizer_json(tokens, do_lower_case, strip_accents, max_input_chars_per_word=200):
+  """The whole `tokenizer.json` (a dict) for the vocab `tokens` (id = position).
+
+  `strip_accents` only acts with `do_lower_case`, as in the original.
+  """
+  vocab = wordpiece_vocab(tokens)
+  cls, sep = vocab["[CLS]"], vocab["[SEP]"]
+  return {
+    "version": "1.0",
+    "truncation": None,
+    "padding": None,
+    "added_tokens": [
+      {
+        "id": vocab[token],
+        "content": token,
+        "single_word": False,
+        "lstrip": False,
+        "rstrip": False,
+        "normalized": False,
+        "special": True,
+      }
+      for token in sorted((t for t in SPECIAL_TOKENS if t in vocab), key=vocab.get)
+    ],
+    "normalizer": normalizer(do_lower_case, do_lower_case and strip_accents),
+    "pre_tokenizer": pre_tokenizer(),
+    "post_processor": {
+      "type": "TemplateProcessing",
+      "single": [
+        {"SpecialToken": {"id": "[CLS]", "type_id": 0}},
+        {"Sequence": {"id": "A", "type_id": 0}},
+        {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
+      ],
+      "pair": [
+        {"SpecialToken": {"id": "[CLS]", "type_id": 0}},
+        {"Sequence": {"id": "A", "type_id": 0}},
+        {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
+        {"Sequence": {"id": "B", "type_id": 1}},
+        {"SpecialToken": {"id": "[SEP]", "type_id": 1}},
+      ],
+      "special_tokens": {
+        "[CLS]": {"id": "[CLS]", "ids": [cls], "tokens": ["[CLS]"]},
+        "[SEP]": {"id": "[SEP]", "ids": [sep], "tokens": ["[SEP]"]},
+      },
+    },
+    "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
+    "model": {
+      "type": "WordPiece",
+      "unk_token": "[UNK]",
+      "continuing_subword_prefix": "##",
+      "max_input_chars_per_word": int(max_input_chars_per_word),
+      "vocab": vocab,
+    },
+  }
