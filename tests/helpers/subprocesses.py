@@ -3,7 +3,10 @@
 import json
 import os
 import socket
+import subprocess
 import sys
+
+from tests.conftest import REPO_ROOT
 
 
 def free_ports(n):
@@ -20,6 +23,17 @@ def free_ports(n):
 def quiet_env(**extra):
   """This process's environment with TF logging silenced and no GPU, plus `extra`."""
   return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", **extra)
+
+
+def run_python(args, cwd=REPO_ROOT, env=None, timeout=600):
+  """Runs `python *args` in `cwd` and returns the finished process, its output
+  captured as text. `env` defaults to this process's environment with TF
+  logging silenced."""
+  if env is None:
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+  return subprocess.run(
+    [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+  )
 
 
 def run_pretraining_command(data_dir, model_name, hparams):
