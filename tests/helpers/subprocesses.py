@@ -51,6 +51,17 @@ def run_pretraining_command(data_dir, model_name, hparams):
   ]
 
 
+def build_dataset_flags(corpus_dir, vocab_file, output_dir, **flags):
+  """The argv of `build_pretraining_dataset` (and of the Beam runner): the
+  three paths, then `--name value` per keyword (`max_seq_length=24` gives
+  `--max-seq-length 24`)."""
+  argv = ["--corpus-dir", str(corpus_dir), "--vocab-file", str(vocab_file)]
+  argv += ["--output-dir", str(output_dir)]
+  for name, value in flags.items():
+    argv += ["--" + name.replace("_", "-"), str(value)]
+  return argv
+
+
 def local_worker_tf_configs(num_workers):
   """One TF_CONFIG (JSON) per worker of a cluster on free 127.0.0.1 ports."""
   workers = [f"127.0.0.1:{port}" for port in free_ports(num_workers)]
