@@ -148,31 +148,33 @@ def main(argv=None):
   )
   args = parser.parse_args(argv)
   try:
-    if args.to is not None:
-      if args.direction or args.with_optimizer_slots or args.global_step is not None:
-        raise ValueError(
-          "--to publishes a model; --direction, --with-optimizer-slots and "
-          "--global-step do not apply"
-        )
-      report = convert.publish(
-        args.input, args.output, args.to, args.part, args.hparams, args.vocab_file
-      )
-      print(convert.format_report(report))
-      return 0
-    report = convert.convert(
-      args.input,
-      args.output,
-      direction=args.direction,
-      part=args.part,
-      hparams=args.hparams,
-      with_optimizer_slots=args.with_optimizer_slots,
-      global_step=args.global_step,
-    )
+    report = _publish_or_convert(args)
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return 1
   print(convert.format_report(report))
   return 0
+
+
+def _publish_or_convert(args):
+  """Publishes (`--to`) or converts as the flags say; returns the report."""
+  if args.to is not None:
+    if args.direction or args.with_optimizer_slots or args.global_step is not None:
+      raise ValueError(
+        "--to publishes a model; --direction, --with-optimizer-slots and --global-step do not apply"
+      )
+    return convert.publish(
+      args.input, args.output, args.to, args.part, args.hparams, args.vocab_file
+    )
+  return convert.convert(
+    args.input,
+    args.output,
+    direction=args.direction,
+    part=args.part,
+    hparams=args.hparams,
+    with_optimizer_slots=args.with_optimizer_slots,
+    global_step=args.global_step,
+  )
 
 
 if __name__ == "__main__":

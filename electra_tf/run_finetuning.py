@@ -24,6 +24,7 @@ import sys
 from absl import logging
 
 from electra_tf.configs.finetuning import FinetuningConfig
+from electra_tf.configs.hparams import add_run_flags
 from electra_tf.configs.hparams import load_hparams
 from electra_tf.finetune import runner
 from electra_tf.finetune.runner import ModelRunner  # noqa: F401  (public API)
@@ -40,13 +41,7 @@ EXIT_SIGTERM = 143  # 128 + SIGTERM, what a shell reports for a killed job
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  parser.add_argument(
-    "--data-dir", required=True, help="Location of data files (model weights, etc)."
-  )
-  parser.add_argument("--model-name", required=True, help="The name of the model being fine-tuned.")
-  parser.add_argument(
-    "--hparams", default="{}", help="JSON dict of model hyperparameters or a path to a .json file."
-  )
+  add_run_flags(parser, "fine-tuned")
   args = parser.parse_args(argv)
   logging.set_verbosity(logging.INFO)
   try:

@@ -29,6 +29,7 @@ twin and the `.pkl` the original's config names.
 import argparse
 import sys
 
+from electra_tf.configs.hparams import add_run_flags
 from electra_tf.training import pretraining_run
 
 # 128 + SIGTERM, what a shell reports for a process the signal ended.
@@ -37,13 +38,7 @@ EXIT_PREEMPTED = 128 + 15
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument(
-    "--data-dir", required=True, help="Location of data files (model weights, etc)."
-  )
-  parser.add_argument("--model-name", required=True, help="The name of the model being trained.")
-  parser.add_argument(
-    "--hparams", default="{}", help="JSON dict of model hyperparameters, or a path ending in .json."
-  )
+  add_run_flags(parser, "trained")
   args = parser.parse_args(argv)
   try:
     config = pretraining_run.make_config(args.data_dir, args.model_name, args.hparams)

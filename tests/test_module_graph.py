@@ -3,12 +3,10 @@ library packages never import the corpus builders, and entry points stay thin.""
 
 import ast
 import importlib.util
-import os
 import pathlib
-import subprocess
-import sys
 
 from tests.conftest import REPO_ROOT
+from tests.helpers.subprocesses import run_python
 
 PACKAGES = ("electra_tf", "tfrecords_tools")
 # `python -m electra_tf.<name>` commands: the only electra_tf modules that may
@@ -148,14 +146,7 @@ def test_every_module_imports_on_its_own():
     "print('\\n'.join(failed))\n"
     "sys.exit(1 if failed else 0)\n"
   )
-  result = subprocess.run(
-    [sys.executable, "-c", script],
-    cwd=REPO_ROOT,
-    capture_output=True,
-    text=True,
-    env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-    timeout=600,
-  )
+  result = run_python(["-c", script])
   assert result.returncode == 0, result.stdout + result.stderr[-3000:]
 
 
@@ -191,12 +182,5 @@ def test_importing_the_package_does_not_start_tensorflow():
     "import electra_tf.serving.export, electra_tf.checkpoints.convert\n"
     "assert context.context()._context_handle is None, 'importing electra_tf started TF'\n"
   )
-  result = subprocess.run(
-    [sys.executable, "-c", script],
-    cwd=REPO_ROOT,
-    capture_output=True,
-    text=True,
-    env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-    timeout=600,
-  )
+  result = run_python(["-c", script])
   assert result.returncode == 0, result.stderr[-3000:]

@@ -43,6 +43,21 @@ def load_hparams(hparams):
   return values
 
 
+def add_run_flags(parser, model_role):
+  """Adds the original's three flags of `run_pretraining.py` and
+  `run_finetuning.py` to an `argparse` parser: `--data-dir`, `--model-name`
+  (the model being `model_role`, e.g. "trained") and `--hparams`."""
+  parser.add_argument(
+    "--data-dir", required=True, help="Location of data files (model weights, etc)."
+  )
+  parser.add_argument(
+    "--model-name", required=True, help=f"The name of the model being {model_role}."
+  )
+  parser.add_argument(
+    "--hparams", default="{}", help="JSON dict of model hyperparameters, or a path ending in .json."
+  )
+
+
 def hparam(default, help, *, derived=False):  # pylint: disable=redefined-builtin
   """Declares one config field: its default and the help text the README's
   hparam reference shows.

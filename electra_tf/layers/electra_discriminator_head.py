@@ -29,13 +29,8 @@ class ElectraDiscriminatorHead(keras.layers.Layer):
     self.hidden_size = int(hidden_size)
     self.hidden_act = hidden_act
     self.initializer_range = float(initializer_range)
-    self.dense = keras.layers.Dense(
-      self.hidden_size,
-      activation=layer_utils.get_activation(hidden_act),
-      kernel_initializer=layer_utils.truncated_normal(self.initializer_range),
-      bias_initializer="zeros",
-      dtype=self.dtype_policy,
-      name="dense",
+    self.dense = layer_utils.make_dense(
+      self.hidden_size, self.initializer_range, self.dtype_policy, "dense", activation=hidden_act
     )
     self.dense_1 = keras.layers.Dense(
       1,

@@ -46,13 +46,8 @@ class ElectraMaskedLMHead(keras.layers.Layer):
     self.embedding_size = int(embedding_size)
     self.hidden_act = hidden_act
     self.initializer_range = float(initializer_range)
-    self.dense = keras.layers.Dense(
-      self.embedding_size,
-      activation=layer_utils.get_activation(hidden_act),
-      kernel_initializer=layer_utils.truncated_normal(self.initializer_range),
-      bias_initializer="zeros",
-      dtype=self.dtype_policy,
-      name="dense",
+    self.dense = layer_utils.make_dense(
+      self.embedding_size, self.initializer_range, self.dtype_policy, "dense", activation=hidden_act
     )
     self.layer_norm = layer_utils.make_layer_norm("LayerNorm")
 

@@ -87,15 +87,8 @@ class ElectraTransformerLayer(keras.layers.Layer):
     self.fused_training_kernels = bool(fused_training_kernels)
     self.head_size = self.hidden_size // self.num_attention_heads
 
-    def dense(units, name, activation=None):
-      return keras.layers.Dense(
-        units,
-        activation=activation,
-        kernel_initializer=layer_utils.truncated_normal(self.initializer_range),
-        bias_initializer="zeros",
-        dtype=self.dtype_policy,
-        name=name,
-      )
+    def dense(units, name):
+      return layer_utils.make_dense(units, self.initializer_range, self.dtype_policy, name)
 
     self.query = dense(self.hidden_size, "query")
     self.key = dense(self.hidden_size, "key")

@@ -18,6 +18,20 @@ def truncated_normal(stddev):
   return keras.initializers.TruncatedNormal(stddev=stddev)
 
 
+def make_dense(units, initializer_range, dtype, name, activation=None):
+  """`tf.layers.dense` with `create_initializer(initializer_range)`: a
+  truncated-normal kernel and a zero bias. `activation` is a name for
+  `get_activation` (e.g. the config's `hidden_act`), a callable or None."""
+  return keras.layers.Dense(
+    units,
+    activation=get_activation(activation),
+    kernel_initializer=truncated_normal(initializer_range),
+    bias_initializer="zeros",
+    dtype=dtype,
+    name=name,
+  )
+
+
 def make_layer_norm(name):
   """`tf.contrib.layers.layer_norm`: last axis, ε=1e-12, always float32."""
   return keras.layers.LayerNormalization(

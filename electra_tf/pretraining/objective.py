@@ -20,6 +20,10 @@ GENERATOR_MODES = ("masked_lm", "two_tower", "uniform")
 # BERT-uncased layout, used when no vocab is available.
 DEFAULT_SPECIAL_IDS = {"pad": 0, "unk": 100, "cls": 101, "sep": 102, "mask": 103}
 
+# The objective's fields that `from_config` does not copy from the hparam of
+# the same name: the mode comes from three flags, the ids from the vocab.
+_NOT_HPARAMS = ("generator_mode", "pad_id", "cls_id", "sep_id", "mask_id")
+
 
 def generator_mode_from_flags(uniform_generator, two_tower_generator, electric_objective):
   """The generator mode for the original's boolean hparams; Electric always
@@ -133,18 +137,12 @@ class PretrainingObjective:
       A `PretrainingObjective`.
     """
     special = DEFAULT_SPECIAL_IDS if vocab is None else vocab_lib.special_ids_of(vocab)
+    names = [f.name for f in dataclasses.fields(cls) if f.name not in _NOT_HPARAMS]
     return cls(
-      electra_objective=config.electra_objective,
-      electric_objective=config.electric_objective,
+      **{name: getattr(config, name) for name in names},
       generator_mode=generator_mode_from_flags(
         config.uniform_generator, config.two_tower_generator, config.electric_objective
       ),
-      mask_prob=config.mask_prob,
-      max_predictions_per_seq=config.max_predictions_per_seq,
-      gen_weight=config.gen_weight,
-      disc_weight=config.disc_weight,
-      temperature=config.temperature,
-      disallow_correct=config.disallow_correct,
       pad_id=special["pad"],
       cls_id=special["cls"],
       sep_id=special["sep"],

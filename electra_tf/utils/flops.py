@@ -22,6 +22,7 @@ Example:
 """
 
 import collections
+import dataclasses
 
 # Cost, in operations per element, of the elementwise pieces.
 DROPOUT_FLOPS = 4
@@ -30,6 +31,7 @@ ACTIVATION_FLOPS = 8
 SOFTMAX_FLOPS = 5
 
 
+@dataclasses.dataclass(eq=False)
 class TransformerHparams:
   """Sizes of a BERT-style transformer, with FLOPs counters.
 
@@ -53,31 +55,28 @@ class TransformerHparams:
   6.428335104e+19
   """
 
-  def __init__(
-    self,
-    h,
-    l,
-    s=512,
-    v=30522,
-    e=None,
-    i=None,
-    heads=None,
-    head_size=None,
-    output_frac=0.15625,
-    sparse_embed_lookup=False,
-    decoder=False,
-  ):
-    self.h = h
-    self.l = l
-    self.s = s
-    self.v = v
-    self.e = h if e is None else e
-    self.i = h * 4 if i is None else i
-    self.kqv = h if head_size is None else head_size * heads
-    self.heads = max(h // 64, 1) if heads is None else heads
-    self.output_frac = output_frac
-    self.sparse_embed_lookup = sparse_embed_lookup
-    self.decoder = decoder
+  h: int
+  l: int
+  s: int = 512
+  v: int = 30522
+  e: int | None = None
+  i: int | None = None
+  heads: int | None = None
+  head_size: int | None = None
+  output_frac: float = 0.15625
+  sparse_embed_lookup: bool = False
+  decoder: bool = False
+
+  def __post_init__(self):
+    h = self.h
+    if self.e is None:
+      self.e = h
+    if self.i is None:
+      self.i = h * 4
+    # As the original: the given `heads` (not the default) times head_size.
+    self.kqv = h if self.head_size is None else self.head_size * self.heads
+    if self.heads is None:
+      self.heads = max(h // 64, 1)
 
   def get_block_flops(self):
     """FLOPs of one transformer layer over the whole sequence."""

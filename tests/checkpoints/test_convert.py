@@ -25,6 +25,13 @@ from tests.helpers.official_checkpoint_helper import write_name_based_checkpoint
 
 # Small dims: V, H, L, I, E; generator Hg = H / 4 (Ig = 4 Hg), Lg = L.
 DIMS = dict(V=40, H=16, L=2, I=48, Hg=4, Lg=2, Ig=16, P=32)
+# BertConfig fields of the transformer the round-trip tests build.
+TINY_TRANSFORMER = dict(
+  hidden_size=DIMS["H"],
+  num_hidden_layers=DIMS["L"],
+  num_attention_heads=2,
+  intermediate_size=DIMS["I"],
+)
 
 # name → (the original's layout, E, dims override, what inference must find)
 LAYOUTS = {
@@ -231,59 +238,21 @@ def test_run_pretraining_resumes_from_converted_checkpoint(original_fixtures, tm
 
 
 def test_cli_runs_both_directions(original_fixtures, tmp_path, capsys):
+  tiny = original_fixtures / "models" / "tiny"
   hparams = str(original_fixtures / "models" / "tiny_hparams.json")
-  assert (
-    convert_checkpoint.main(
-      [
-        "--input",
-        str(original_fixtures / "models" / "tiny"),
-        "--output",
-        str(tmp_path / "k"),
-        "--direction",
-        "to-keras",
-        "--hparams",
-        hparams,
-      ]
-    )
-    == 0
-  )
-  assert "global_step: 50" in capsys.readouterr().out
-  assert (
-    convert_checkpoint.main(
-      [
-        "--input",
-        str(tmp_path / "k"),
-        "--output",
-        str(tmp_path / "o"),
-        "--hparams",
-        hparams,
-        "--with-optimizer-slots",
-      ]
-    )
-    == 0
-  )
-  out = capsys.readouterr().out
+
+  def run_cli(source, output, *flags):
+    """`convert_checkpoint` with the tiny model's hparams; returns its stdout."""
+    argv = ["--input", str(source), "--output", str(output), "--hparams", hparams, *flags]
+    assert convert_checkpoint.main(argv) == 0
+    return capsys.readouterr().out
+
+  assert "global_step: 50" in run_cli(tiny, tmp_path / "k", "--direction", "to-keras")
+  out = run_cli(tmp_path / "k", tmp_path / "o", "--with-optimizer-slots")
   assert "converted: 247 entries" in out and "not converted: 0 entries" in out
-  assert_bit_exact(
-    original_fixtures / "models" / "tiny" / "model.ckpt-50", tmp_path / "o" / "model.ckpt-50"
-  )
+  assert_bit_exact(tiny / "model.ckpt-50", tmp_path / "o" / "model.ckpt-50")
   # What a .keras discriminator leaves out is listed.
-  assert (
-    convert_checkpoint.main(
-      [
-        "--input",
-        str(original_fixtures / "models" / "tiny"),
-        "--output",
-        str(tmp_path / "d.keras"),
-        "--part",
-        "discriminator",
-        "--hparams",
-        hparams,
-      ]
-    )
-    == 0
-  )
-  out = capsys.readouterr().out
+  out = run_cli(tiny, tmp_path / "d.keras", "--part", "discriminator")
   assert "164 optimizer slots" in out
   assert "    generator_predictions/output_bias\n" in out and "    global_step" in out
 
@@ -376,12 +345,7 @@ def test_keras_to_official_to_keras_gives_identical_outputs(tmp_path, kwargs):
   hparams = dict(
     vocab_size=40,
     embedding_size=8,
-    model_hparam_overrides={
-      "hidden_size": 16,
-      "num_hidden_layers": 2,
-      "num_attention_heads": 2,
-      "intermediate_size": 48,
-    },
+    model_hparam_overrides=dict(TINY_TRANSFORMER),
     **kwargs,
   )
   config = PretrainingConfig("m", str(tmp_path), **hparams)
@@ -409,12 +373,7 @@ def test_mixed_precision_training_checkpoint_to_official(tmp_path):
     vocab_size=40,
     embedding_size=8,
     mixed_precision="mixed_float16",
-    model_hparam_overrides={
-      "hidden_size": 16,
-      "num_hidden_layers": 1,
-      "num_attention_heads": 2,
-      "intermediate_size": 48,
-    },
+    model_hparam_overrides=dict(TINY_TRANSFORMER, num_hidden_layers=1),
   )
   config = PretrainingConfig("m", str(tmp_path), **hparams)
   keras.mixed_precision.set_global_policy("mixed_float16")
@@ -916,14 +875,7 @@ def test_finetuned_keras_to_official_to_keras_gives_identical_outputs(tmp_path, 
     "chunk": lambda: TaggingHead("chunk", 5, name="task_specific_chunk"),
     "squad": lambda: QAHead("squad", beam_size=3, name="task_specific_squad"),
   }
-  bert = {
-    "vocab_size": 40,
-    "hidden_size": 16,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 2,
-    "intermediate_size": 48,
-    "max_position_embeddings": 32,
-  }
+  bert = dict(TINY_TRANSFORMER, vocab_size=40, max_position_embeddings=32)
   keras.utils.set_random_seed(5)
   model = FinetuningModel(
     bert, [make[t]() for t in tasks], embedding_size=8, name="finetuning_model"

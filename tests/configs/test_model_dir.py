@@ -15,8 +15,7 @@ from electra_tf import export_saved_model
 from electra_tf.configs import model_dir as model_dir_lib
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.serving import export as export_lib
-from electra_tf.training import pretraining_run
-from tests.helpers.pretraining_data import make_data_dir
+from tests.helpers.pretraining_data import pretrain_on_self_made_data
 from tests.helpers.pretraining_data import self_made_hparams
 
 # Heads differ from the size rule max(1, H // 64) = 1, so a rebuild that
@@ -36,9 +35,7 @@ def _hparams(**kwargs):
 def trained_run(tmp_path_factory):
   """A 2-step run of `train_or_eval` on self-made data: `(data_dir, model_dir)`."""
   data_dir = tmp_path_factory.mktemp("run")
-  make_data_dir(data_dir)
-  config = PretrainingConfig("m", str(data_dir), **_hparams(num_train_steps=2))
-  assert pretraining_run.train_or_eval(config) == 2
+  assert pretrain_on_self_made_data(data_dir, _hparams(num_train_steps=2)) == 2
   return data_dir, data_dir / "models" / "m"
 
 

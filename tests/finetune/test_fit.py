@@ -202,10 +202,16 @@ def rte_data(tmp_path):
   return data_dir, vocab_size
 
 
+def _rte_hparams(vocab_size, **kwargs):
+  """Tiny RTE hparams; the model starts from random weights unless
+  `init_checkpoint` is given."""
+  kwargs.setdefault("init_checkpoint", None)
+  return tiny_hparams(vocab_size, task_names=["rte"], **kwargs)
+
+
 def _config(rte_data, **kwargs):
   data_dir, vocab_size = rte_data
-  kwargs.setdefault("init_checkpoint", None)
-  return FinetuningConfig("m", data_dir, **tiny_hparams(vocab_size, task_names=["rte"], **kwargs))
+  return FinetuningConfig("m", data_dir, **_rte_hparams(vocab_size, **kwargs))
 
 
 def test_every_dev_example_is_scored_whatever_the_batch_sizes(rte_data, capsys):
@@ -307,13 +313,8 @@ def _wait_for_checkpoint(model_dir, proc, min_step=1, timeout=300):
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
 def test_cli_interrupted_then_rerun_resumes(rte_data, sig):
   data_dir, vocab_size = rte_data
-  hparams = tiny_hparams(
-    vocab_size,
-    task_names=["rte"],
-    init_checkpoint=None,
-    num_train_epochs=40.0,
-    save_checkpoints_steps=5,
-    log_every_steps=1,
+  hparams = _rte_hparams(
+    vocab_size, num_train_epochs=40.0, save_checkpoints_steps=5, log_every_steps=1
   )
   model_dir = os.path.join(data_dir, "models", "m", "finetuning_models", "rte_model_1")
   proc = _cli(data_dir, hparams, wait=False)
@@ -369,10 +370,8 @@ def test_finetunes_from_a_run_pretraining_model_dir(rte_data):
 @pytest.mark.slow
 def test_two_local_workers_finetune_and_only_the_chief_writes(rte_data):
   data_dir, vocab_size = rte_data
-  hparams = tiny_hparams(
+  hparams = _rte_hparams(
     vocab_size,
-    task_names=["rte"],
-    init_checkpoint=None,
     save_checkpoints_steps=3,
     log_every_steps=1,
     distribution_strategy="multi_worker_mirrored",
@@ -410,7 +409,7 @@ def test_finetuned_checkpoint_through_keras_and_back_evaluates_the_same(rte_data
   from electra_tf.checkpoints import convert  # pylint: disable=g-import-not-at-top
 
   data_dir, vocab_size = rte_data
-  hparams = tiny_hparams(vocab_size, task_names=["rte"], init_checkpoint=None)
+  hparams = _rte_hparams(vocab_size)
   config = FinetuningConfig("m", data_dir, **hparams)
   config.model_dir += "_1"
   tasks = task_builder.get_tasks(config, tokenization.FullTokenizer(config.vocab_file))

@@ -34,13 +34,9 @@ def features(vocab_size, batch=3, length=24, seed=0):
 def trained_run(root, num_train_steps=3):
   """Trains the tiny self-made model for a few steps with run_pretraining;
   returns `(model_dir, hparams, vocab_file)`."""
-  from electra_tf.configs.pretraining import PretrainingConfig
-  from electra_tf.training import pretraining_run
-  from tests.helpers.pretraining_data import make_data_dir
+  from tests.helpers.pretraining_data import pretrain_on_self_made_data
   from tests.helpers.pretraining_data import self_made_hparams
 
-  make_data_dir(root)
   hparams = self_made_hparams(num_train_steps=num_train_steps, seed=5)
-  config = PretrainingConfig("m", str(root), **hparams)
-  assert pretraining_run.train_or_eval(config) == num_train_steps
+  assert pretrain_on_self_made_data(root, hparams) == num_train_steps
   return root / "models" / "m", hparams, root / "vocab.txt"

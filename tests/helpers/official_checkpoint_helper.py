@@ -7,27 +7,28 @@ import numpy as np
 import tensorflow as tf
 
 
+def _dense_shapes(scope, n_in, n_out):
+  return {f"{scope}/kernel": (n_in, n_out), f"{scope}/bias": (n_out,)}
+
+
+def _layer_norm_shapes(scope, width):
+  return {f"{scope}/gamma": (width,), f"{scope}/beta": (width,)}
+
+
 def spec_encoder_shapes(scope, h, f, num_layers, embedding_width):
   """Spec the variable names of the original's checkpoints block pattern plus the optional `embeddings_project`."""
   shapes = {}
   if embedding_width != h:
-    shapes[f"{scope}/embeddings_project/kernel"] = (embedding_width, h)
-    shapes[f"{scope}/embeddings_project/bias"] = (h,)
+    shapes.update(_dense_shapes(f"{scope}/embeddings_project", embedding_width, h))
   for i in range(num_layers):
     p = f"{scope}/encoder/layer_{i}"
     for part in ("query", "key", "value"):
-      shapes[f"{p}/attention/self/{part}/kernel"] = (h, h)
-      shapes[f"{p}/attention/self/{part}/bias"] = (h,)
-    shapes[f"{p}/attention/output/dense/kernel"] = (h, h)
-    shapes[f"{p}/attention/output/dense/bias"] = (h,)
-    shapes[f"{p}/attention/output/LayerNorm/gamma"] = (h,)
-    shapes[f"{p}/attention/output/LayerNorm/beta"] = (h,)
-    shapes[f"{p}/intermediate/dense/kernel"] = (h, f)
-    shapes[f"{p}/intermediate/dense/bias"] = (f,)
-    shapes[f"{p}/output/dense/kernel"] = (f, h)
-    shapes[f"{p}/output/dense/bias"] = (h,)
-    shapes[f"{p}/output/LayerNorm/gamma"] = (h,)
-    shapes[f"{p}/output/LayerNorm/beta"] = (h,)
+      shapes.update(_dense_shapes(f"{p}/attention/self/{part}", h, h))
+    shapes.update(_dense_shapes(f"{p}/attention/output/dense", h, h))
+    shapes.update(_layer_norm_shapes(f"{p}/attention/output/LayerNorm", h))
+    shapes.update(_dense_shapes(f"{p}/intermediate/dense", h, f))
+    shapes.update(_dense_shapes(f"{p}/output/dense", f, h))
+    shapes.update(_layer_norm_shapes(f"{p}/output/LayerNorm", h))
   return shapes
 
 
@@ -37,17 +38,14 @@ def spec_embedding_shapes(scope, vocab, width, positions, types):
     f"{p}/word_embeddings": (vocab, width),
     f"{p}/position_embeddings": (positions, width),
     f"{p}/token_type_embeddings": (types, width),
-    f"{p}/LayerNorm/gamma": (width,),
-    f"{p}/LayerNorm/beta": (width,),
+    **_layer_norm_shapes(f"{p}/LayerNorm", width),
   }
 
 
 def spec_head_shapes(scope, in_width, width, vocab):
   return {
-    f"{scope}/dense/kernel": (in_width, width),
-    f"{scope}/dense/bias": (width,),
-    f"{scope}/LayerNorm/gamma": (width,),
-    f"{scope}/LayerNorm/beta": (width,),
+    **_dense_shapes(f"{scope}/dense", in_width, width),
+    **_layer_norm_shapes(f"{scope}/LayerNorm", width),
     f"{scope}/output_bias": (vocab,),
   }
 
@@ -62,10 +60,8 @@ def spec_checkpoint_shapes(layout, V, H, L, I, E, Hg, Lg, Ig, P=512, T=2):
   shapes = spec_embedding_shapes("electra", V, E, P, T)
   shapes.update(spec_encoder_shapes("electra", H, I, L, E))
   disc_head = {
-    "discriminator_predictions/dense/kernel": (H, H),
-    "discriminator_predictions/dense/bias": (H,),
-    "discriminator_predictions/dense_1/kernel": (H, 1),
-    "discriminator_predictions/dense_1/bias": (1,),
+    **_dense_shapes("discriminator_predictions/dense", H, H),
+    **_dense_shapes("discriminator_predictions/dense_1", H, 1),
   }
   if layout == "default":
     shapes.update(spec_encoder_shapes("generator", Hg, Ig, Lg, E))

@@ -76,6 +76,17 @@ def self_made_hparams(**kwargs):
   return dict(dict(TINY, vocab_size=60), **kwargs)
 
 
+def pretrain_on_self_made_data(root, hparams, model_name="m"):
+  """Writes the self-made data dir at `root` (`make_data_dir`) and runs
+  `train_or_eval` there for `model_name` with `hparams`; returns its result
+  (the step reached)."""
+  from electra_tf.configs.pretraining import PretrainingConfig
+  from electra_tf.training import pretraining_run
+
+  make_data_dir(root)
+  return pretraining_run.train_or_eval(PretrainingConfig(model_name, str(root), **hparams))
+
+
 def eta_steps(stdout):
   return [int(m.group(1)) for m in map(ETA_LINE.match, stdout.splitlines()) if m]
 

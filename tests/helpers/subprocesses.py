@@ -3,7 +3,10 @@
 import json
 import os
 import socket
+import subprocess
 import sys
+
+from tests.conftest import REPO_ROOT
 
 
 def free_ports(n):
@@ -22,6 +25,17 @@ def quiet_env(**extra):
   return dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", **extra)
 
 
+def run_python(args, cwd=REPO_ROOT, env=None, timeout=600):
+  """Runs `python *args` in `cwd` and returns the finished process, its output
+  captured as text. `env` defaults to this process's environment with TF
+  logging silenced."""
+  if env is None:
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+  return subprocess.run(
+    [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+  )
+
+
 def run_pretraining_command(data_dir, model_name, hparams):
   """The argv of `python -m electra_tf.run_pretraining` on `data_dir` with `hparams` (a dict)."""
   return [
@@ -35,6 +49,17 @@ def run_pretraining_command(data_dir, model_name, hparams):
     "--hparams",
     json.dumps(hparams),
   ]
+
+
+def build_dataset_flags(corpus_dir, vocab_file, output_dir, **flags):
+  """The argv of `build_pretraining_dataset` (and of the Beam runner): the
+  three paths, then `--name value` per keyword (`max_seq_length=24` gives
+  `--max-seq-length 24`)."""
+  argv = ["--corpus-dir", str(corpus_dir), "--vocab-file", str(vocab_file)]
+  argv += ["--output-dir", str(output_dir)]
+  for name, value in flags.items():
+    argv += ["--" + name.replace("_", "-"), str(value)]
+  return argv
 
 
 def local_worker_tf_configs(num_workers):

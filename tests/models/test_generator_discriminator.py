@@ -67,6 +67,19 @@ def test_discriminator_rejects_bad_inputs():
     ElectraDiscriminator(dict(DISC, hidden_sise=3))
 
 
+def _generator_layer_test(tmp_path, embeddings=None, two_tower=False, **kwargs):
+  """`run_layer_test` of a generator (H=8, E=12) called on INPUTS at POSITIONS."""
+  run_layer_test(
+    ElectraGenerator,
+    dict(
+      bert_config=GEN, embedding_size=12, embeddings=embeddings, encoder=None, two_tower=two_tower
+    ),
+    {"inputs": INPUTS, "masked_lm_positions": POSITIONS},
+    tmp_path,
+    **kwargs,
+  )
+
+
 @pytest.mark.parametrize("two_tower", [False, True])
 def test_generator_contract(tmp_path, two_tower):
   shapes = {"sequence_output": (2, 6, 16 if two_tower else 8), "mlm_logits": (2, 3, V)}
@@ -74,25 +87,14 @@ def test_generator_contract(tmp_path, two_tower):
   if two_tower:
     shapes["logits"] = (2, 6, V)
     float32.append("logits")
-  run_layer_test(
-    ElectraGenerator,
-    dict(bert_config=GEN, embedding_size=12, embeddings=None, encoder=None, two_tower=two_tower),
-    {"inputs": INPUTS, "masked_lm_positions": POSITIONS},
-    tmp_path,
-    expected_output_shape=shapes,
-    float32_outputs=float32,
+  _generator_layer_test(
+    tmp_path, two_tower=two_tower, expected_output_shape=shapes, float32_outputs=float32
   )
 
 
 def test_generator_with_shared_embeddings_round_trips(tmp_path):
   embeddings = ElectraEmbeddings(V, 12, max_position_embeddings=16)
-  run_layer_test(
-    ElectraGenerator,
-    dict(bert_config=GEN, embedding_size=12, embeddings=embeddings, encoder=None, two_tower=False),
-    {"inputs": INPUTS, "masked_lm_positions": POSITIONS},
-    tmp_path,
-    run_mixed_precision_test=False,
-  )
+  _generator_layer_test(tmp_path, embeddings=embeddings, run_mixed_precision_test=False)
 
 
 def test_generator_mlm_logits_are_gathered_and_tied():

@@ -37,19 +37,19 @@ def test_from_config_generator_mode(tmp_path, hparams, mode, has_discriminator):
 
 
 def test_from_config_copies_the_settings(tmp_path):
-  config = _config(
-    tmp_path,
+  # Every copied hparam away from its default.
+  settings = dict(
+    electra_objective=False,
     mask_prob=0.25,
-    max_seq_length=64,
     gen_weight=2.0,
     disc_weight=10.0,
     temperature=0.7,
     disallow_correct=True,
   )
+  config = _config(tmp_path, max_seq_length=64, **settings)
   objective = PretrainingObjective.from_config(config)
+  assert {name: getattr(objective, name) for name in settings} == settings
   assert objective.max_predictions_per_seq == config.max_predictions_per_seq == 16
-  assert (objective.mask_prob, objective.gen_weight, objective.disc_weight) == (0.25, 2.0, 10.0)
-  assert (objective.temperature, objective.disallow_correct) == (0.7, True)
   assert (objective.pad_id, objective.cls_id, objective.sep_id, objective.mask_id) == (
     0,
     101,

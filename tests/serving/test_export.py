@@ -31,6 +31,7 @@ from electra_tf.serving import export as export_lib
 from electra_tf.serving import modules as serving_modules
 from electra_tf.text import wordpiece as tokenization
 from electra_tf.text.tokenizer import ElectraTokenizer
+from tests.helpers.subprocesses import run_python
 
 S = 16
 MAX_QUERY = 4
@@ -273,14 +274,7 @@ def serve_in_fresh_process(workdir, models, requests, rest_bodies=None):
   with open(script, "w") as f:
     f.write(_SERVER_SCRIPT)
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH="")
-  proc = subprocess.run(
-    [sys.executable, script, jobs_path],
-    cwd=workdir,
-    env=env,
-    capture_output=True,
-    text=True,
-    timeout=900,
-  )
+  proc = run_python([script, jobs_path], cwd=workdir, env=env, timeout=900)
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
   results = {}
   for key in list(requests) + list(rest_bodies or {}):

@@ -11,11 +11,9 @@ import sys
 import pytest
 import tensorflow as tf
 
-from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.serving import loading
-from electra_tf.training import pretraining_run
 from tests.conftest import REPO_ROOT
-from tests.helpers.pretraining_data import make_data_dir
+from tests.helpers.pretraining_data import pretrain_on_self_made_data
 from tests.helpers.pretraining_data import self_made_hparams
 
 SECTION = "### Export and serve with TF Serving"
@@ -46,9 +44,7 @@ def _env(data_dir):
 def exported(tmp_path_factory):
   """A 1-step `electra_small` run (tiny sizes) exported by the README's commands."""
   data_dir = tmp_path_factory.mktemp("readme")
-  make_data_dir(data_dir)
-  config = PretrainingConfig("electra_small", str(data_dir), **self_made_hparams(num_train_steps=1))
-  pretraining_run.train_or_eval(config)
+  pretrain_on_self_made_data(data_dir, self_made_hparams(num_train_steps=1), "electra_small")
   bash, _ = serving_blocks()
   result = subprocess.run(
     ["bash", "-e", "-c", bash],

@@ -13,6 +13,7 @@ from tests.conftest import REPO_ROOT
 from tests.helpers import reference_hard_text
 from tests.helpers.records import read_shards
 from tests.helpers.reference_builder import reference_build
+from tests.helpers.subprocesses import build_dataset_flags
 from tfrecords_tools import example_writer
 from tfrecords_tools import text_corpus
 
@@ -38,23 +39,16 @@ def corpus(tmp_path_factory):
 
 
 def _flags(corpus_dir, vocab, out, *extra):
-  return [
-    "--corpus-dir",
+  flags = build_dataset_flags(
     corpus_dir,
-    "--vocab-file",
     vocab,
-    "--output-dir",
-    str(out),
-    "--max-seq-length",
-    "24",
-    "--seed",
-    "5",
-    "--num-processes",
-    str(NUM_JOBS),
-    "--num-out-files",
-    str(NUM_OUT_FILES),
-    *extra,
-  ]
+    out,
+    max_seq_length=24,
+    seed=5,
+    num_processes=NUM_JOBS,
+    num_out_files=NUM_OUT_FILES,
+  )
+  return flags + list(extra)
 
 
 def _expected(corpus_dir, vocab):

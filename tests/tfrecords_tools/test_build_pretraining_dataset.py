@@ -13,6 +13,7 @@ from tests.conftest import REPO_ROOT
 from tests.helpers import reference_hard_text
 from tests.helpers.records import read_shards
 from tests.helpers.reference_builder import reference_build
+from tests.helpers.subprocesses import build_dataset_flags
 from tfrecords_tools import text_corpus
 from tfrecords_tools.example_builder import ExampleBuilder
 from tfrecords_tools.example_builder import examples_to_features
@@ -47,18 +48,7 @@ def test_exact_records_of_the_original(original_fixtures, tmp_path):
   (corpus / "lee.txt").write_bytes((original_fixtures / "corpus" / "lee.txt").read_bytes())
   out = tmp_path / "out"
   code = cli.main(
-    [
-      "--corpus-dir",
-      str(corpus),
-      "--vocab-file",
-      str(original_fixtures / "vocab.txt"),
-      "--output-dir",
-      str(out),
-      "--max-seq-length",
-      "128",
-      "--seed",
-      "0",
-    ]
+    build_dataset_flags(corpus, original_fixtures / "vocab.txt", out, max_seq_length=128, seed=0)
   )
   assert code == 0
   ours = read_shards(out, 1000)
@@ -116,25 +106,10 @@ def test_multi_process_is_reproducible_and_matches_reference(small_corpus, tmp_p
   corpus, vocab = small_corpus
   out = tmp_path / "out"
   subprocess.run(
-    [
-      sys.executable,
-      "-m",
-      "electra_tf.build_pretraining_dataset",
-      "--corpus-dir",
-      corpus,
-      "--vocab-file",
-      vocab,
-      "--output-dir",
-      str(out),
-      "--max-seq-length",
-      "24",
-      "--num-processes",
-      "2",
-      "--seed",
-      "11",
-      "--num-out-files",
-      "6",
-    ],
+    [sys.executable, "-m", "electra_tf.build_pretraining_dataset"]
+    + build_dataset_flags(
+      corpus, vocab, out, max_seq_length=24, num_processes=2, seed=11, num_out_files=6
+    ),
     check=True,
     cwd=REPO_ROOT,
     capture_output=True,
@@ -222,12 +197,7 @@ def test_bad_inputs(small_corpus, tmp_path):
     _options(corpus, vocab, busy, num_out_files=2, overwrite=True, max_seq_length=16)
   )
   assert (busy / "keep.txt").read_text() == "precious"
-  assert (
-    cli.main(
-      ["--corpus-dir", str(empty), "--vocab-file", vocab, "--output-dir", str(tmp_path / "o2")]
-    )
-    == 2
-  )
+  assert cli.main(build_dataset_flags(empty, vocab, tmp_path / "o2")) == 2
 
 
 def test_non_utf8_bytes_are_ignored_and_counted(small_corpus, tmp_path):

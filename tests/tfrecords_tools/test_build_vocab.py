@@ -1,15 +1,12 @@
 """The WordPiece vocab learner writes a usable BERT-layout vocab."""
 
-import os
 import random
-import subprocess
-import sys
 
 import pytest
 
 from electra_tf.text import wordpiece as tokenization
 from electra_tf.text.vocab import special_token_ids
-from tests.conftest import REPO_ROOT
+from tests.helpers.subprocesses import run_python
 from tfrecords_tools import build_vocab
 
 
@@ -179,14 +176,8 @@ def test_a_multi_megabyte_line_stays_within_bounded_memory(tmp_path):
     "sys.exit(code)\n"
   )
   out = tmp_path / "vocab.txt"
-  result = subprocess.run(
-    [sys.executable, "-c", script, "--corpus-dir", str(corpus), "--vocab-size", "500"]
-    + ["--output", str(out)],
-    cwd=REPO_ROOT,
-    capture_output=True,
-    text=True,
-    env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-    timeout=600,
+  result = run_python(
+    ["-c", script, "--corpus-dir", str(corpus), "--vocab-size", "500", "--output", str(out)]
   )
   assert result.returncode == 0, result.stderr[-3000:]
   # The guard is the 6 GB address-space limit above: the old batching needed

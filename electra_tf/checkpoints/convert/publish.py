@@ -14,8 +14,6 @@ Example:
 import json
 import os
 
-import keras
-
 from electra_tf.checkpoints import huggingface
 from electra_tf.checkpoints import keras_hub
 from electra_tf.checkpoints import names as checkpoint_names
@@ -26,7 +24,9 @@ from electra_tf.checkpoints.convert.standalone import discriminator_model
 from electra_tf.checkpoints.convert.standalone import generator_model
 from electra_tf.checkpoints.convert.to_keras import load_official_pretrainer
 from electra_tf.checkpoints.convert.to_official import find_layer
+from electra_tf.checkpoints.convert.to_official import load_keras_file
 from electra_tf.checkpoints.convert.to_official import load_training_checkpoint
+from electra_tf.checkpoints.convert.to_official import standalone_generator_layout
 from electra_tf.checkpoints.convert.writer import KERAS_SUFFIX
 from electra_tf.checkpoints.convert.writer import save_keras
 from electra_tf.configs import model_dir as model_dir_lib
@@ -71,19 +71,15 @@ def load_part_for_publishing(input_path, part, hparams=None):
     scopes = [checkpoint_names.GENERATOR_SCOPE]
     return huggingface.generator_part(model, scopes, True, notes=notes), do_lower_case, path
   if path.endswith(KERAS_SUFFIX):
-    if not os.path.isfile(path):
-      raise ValueError(f"--input {path!r}: no such .keras file")
-    model = keras.saving.load_model(path, compile=False)
+    model = load_keras_file(path)
     if isinstance(model, ElectraPretrainer):
-      model.build()
       return huggingface.pretrainer_part(model, part), do_lower_case, path
     discriminator = find_layer(model, ElectraDiscriminator)
     generator = find_layer(model, ElectraGenerator)
     if part == huggingface.PART_DISCRIMINATOR and discriminator is not None:
       return huggingface.discriminator_part(discriminator), do_lower_case, path
     if part == huggingface.PART_GENERATOR and generator is not None:
-      scopes = model.name[len("electra_generator__") :].split("__")
-      shared = generator.get_config()["embeddings"] is not None
+      scopes, shared = standalone_generator_layout(model, generator)
       return huggingface.generator_part(generator, scopes, shared), do_lower_case, path
     raise ValueError(f"--input {path!r} holds no ElectraPretrainer or electra_tf {part} model")
   prefix = official_checkpoint.resolve_checkpoint_path(path)

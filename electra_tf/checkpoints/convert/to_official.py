@@ -39,6 +39,28 @@ def find_layer(model, cls):
   return None
 
 
+def load_keras_file(path):
+  """The model of an electra_tf `.keras` file (uncompiled; a pretrainer comes
+  back built, so that all its variables exist)."""
+  from electra_tf.models.electra_pretrainer import ElectraPretrainer
+
+  if not os.path.isfile(path):
+    raise ValueError(f"--input {path!r}: no such .keras file")
+  model = keras.saving.load_model(path, compile=False)
+  if isinstance(model, ElectraPretrainer):
+    model.build()
+  return model
+
+
+def standalone_generator_layout(model, generator):
+  """`(scopes, shared_embeddings)` of a generator model written by
+  `standalone_generator`: its name lists the scopes, and it was given its
+  embeddings exactly when they are the shared `electra/embeddings` block."""
+  scopes = model.name[len(GENERATOR_MODEL_PREFIX) :].split("__")
+  shared = generator.get_config()["embeddings"] is not None
+  return scopes, shared
+
+
 def load_keras_source(input_path, hparams=None):
   """Reads an electra_tf checkpoint or `.keras` model for `to-official`.
 
@@ -59,11 +81,8 @@ def load_keras_source(input_path, hparams=None):
 
   path = os.fspath(input_path)
   if path.endswith(KERAS_SUFFIX):
-    if not os.path.isfile(path):
-      raise ValueError(f"--input {path!r}: no such .keras file")
-    model = keras.saving.load_model(path, compile=False)
+    model = load_keras_file(path)
     if isinstance(model, ElectraPretrainer):
-      model.build()
       return checkpoint_names.official_name_map(model), None, None, path, []
     if isinstance(model, FinetuningModel):
       # Before the discriminator search below: its encoder is one, but the
@@ -80,10 +99,7 @@ def load_keras_source(input_path, hparams=None):
       return checkpoint_names.discriminator_name_map(discriminator), None, None, path, []
     generator = find_layer(model, ElectraGenerator)
     if generator is not None and model.name.startswith(GENERATOR_MODEL_PREFIX):
-      scopes = model.name[len(GENERATOR_MODEL_PREFIX) :].split("__")
-      # `standalone_generator` passes the embeddings in exactly when they
-      # are the shared `electra/embeddings` block.
-      shared = generator.get_config()["embeddings"] is not None
+      scopes, shared = standalone_generator_layout(model, generator)
       name_map = checkpoint_names.generator_name_map(generator, scopes, shared)
       return name_map, None, None, path, []
     raise ValueError(

@@ -3,6 +3,7 @@ original's tsv layouts under `<data_dir>/finetuning_data/<task>/`."""
 
 import abc
 import csv
+import dataclasses
 import os
 
 import tensorflow as tf
@@ -15,16 +16,16 @@ from electra_tf.finetune.classification.head import ClassificationHead
 csv.field_size_limit(2**31 - 1)
 
 
+@dataclasses.dataclass(eq=False)
 class InputExample:
   """A sentence or sentence pair with a label (a string, or a float for
-  regression)."""
+  regression); compared by identity."""
 
-  def __init__(self, eid, task_name, text_a, text_b=None, label=None):
-    self.eid = eid
-    self.task_name = task_name
-    self.text_a = text_a
-    self.text_b = text_b
-    self.label = label
+  eid: int
+  task_name: str
+  text_a: str
+  text_b: str | None = None
+  label: str | float | None = None
 
 
 def read_tsv(path, max_lines=None):

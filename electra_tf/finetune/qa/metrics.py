@@ -31,14 +31,8 @@ def _tokens(text):
   return normalize_answer(text).split() if text else []
 
 
-def exact_match_score(prediction, ground_truth):
-  return normalize_answer(prediction) == normalize_answer(ground_truth)
-
-
-def f1_score_v1(prediction, ground_truth):
-  """v1.1/MRQA token F1: 0 when nothing is shared (also for two empties)."""
-  prediction_tokens = normalize_answer(prediction).split()
-  truth_tokens = normalize_answer(ground_truth).split()
+def _token_f1(prediction_tokens, truth_tokens):
+  """Harmonic mean of token precision and recall; 0 when nothing is shared."""
   common = collections.Counter(prediction_tokens) & collections.Counter(truth_tokens)
   num_same = sum(common.values())
   if num_same == 0:
@@ -48,19 +42,22 @@ def f1_score_v1(prediction, ground_truth):
   return 2 * precision * recall / (precision + recall)
 
 
+def exact_match_score(prediction, ground_truth):
+  return normalize_answer(prediction) == normalize_answer(ground_truth)
+
+
+def f1_score_v1(prediction, ground_truth):
+  """v1.1/MRQA token F1: 0 when nothing is shared (also for two empties)."""
+  return _token_f1(normalize_answer(prediction).split(), normalize_answer(ground_truth).split())
+
+
 def f1_score_v2(prediction, ground_truth):
   """v2.0 token F1: two empty answers score 1, one empty scores 0."""
   gold_tokens = _tokens(ground_truth)
   pred_tokens = _tokens(prediction)
   if not gold_tokens or not pred_tokens:
     return float(gold_tokens == pred_tokens)
-  common = collections.Counter(gold_tokens) & collections.Counter(pred_tokens)
-  num_same = sum(common.values())
-  if num_same == 0:
-    return 0.0
-  precision = num_same / len(pred_tokens)
-  recall = num_same / len(gold_tokens)
-  return 2 * precision * recall / (precision + recall)
+  return _token_f1(pred_tokens, gold_tokens)
 
 
 def _max_over_ground_truths(metric, prediction, ground_truths):

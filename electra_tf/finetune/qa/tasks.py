@@ -2,6 +2,7 @@
 sliding-window featurisation, n-best span decoding and scoring."""
 
 import collections
+import dataclasses
 import json
 import math
 import os
@@ -17,32 +18,20 @@ from electra_tf.text import wordpiece as tokenization
 from electra_tf.utils.file_io import write_atomic
 
 
+@dataclasses.dataclass(eq=False)
 class QAExample:
-  """One question over a whitespace-split context."""
+  """One question over a whitespace-split context (compared by identity)."""
 
-  def __init__(
-    self,
-    task_name,
-    eid,
-    qas_id,
-    qid,
-    question_text,
-    doc_tokens,
-    orig_answer_text=None,
-    start_position=None,
-    end_position=None,
-    is_impossible=False,
-  ):
-    self.task_name = task_name
-    self.eid = eid
-    self.qas_id = qas_id
-    self.qid = qid
-    self.question_text = question_text
-    self.doc_tokens = doc_tokens
-    self.orig_answer_text = orig_answer_text
-    self.start_position = start_position
-    self.end_position = end_position
-    self.is_impossible = is_impossible
+  task_name: str
+  eid: int
+  qas_id: str | None
+  qid: str | None
+  question_text: str
+  doc_tokens: list
+  orig_answer_text: str | None = None
+  start_position: int | None = None
+  end_position: int | None = None
+  is_impossible: bool = False
 
 
 def is_whitespace(c):

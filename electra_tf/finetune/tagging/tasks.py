@@ -2,6 +2,7 @@
 features with the original's truncation rule."""
 
 import collections
+import dataclasses
 import json
 import os
 
@@ -17,15 +18,15 @@ from electra_tf.utils.file_io import write_atomic
 LABEL_ENCODING = "BIOES"
 
 
+@dataclasses.dataclass(eq=False)
 class TaggingExample:
-  """A sentence: words, (converted) tags and their label ids."""
+  """A sentence: words, (converted) tags and their label ids; compared by identity."""
 
-  def __init__(self, eid, task_name, words, tags, labels):
-    self.eid = eid
-    self.task_name = task_name
-    self.words = words
-    self.tags = tags
-    self.labels = labels
+  eid: int
+  task_name: str
+  words: list
+  tags: list
+  labels: list
 
 
 def read_conll(path, debug=False):
