@@ -9,6 +9,10 @@ import tensorflow as tf
 from electra_tf.text.tokenizer import ElectraTokenizer
 
 PACKINGS = ("pair", "question_context", "tagging")
+# A word as the tokenizer splits text: runs between the characters it turns
+# into spaces (Python's whitespace except the control characters, which it
+# drops instead: \x0b, \x0c, \x1c-\x1f, \x85).
+_WORD = re.compile(r"(?:\S|[\x0b\x0c\x1c-\x1f\x85])+")
 
 
 def pack_question_context(tokenizer, question_ids, context_ids, max_seq_length, max_query_length):
@@ -140,13 +144,10 @@ class ElectraTextPreprocessor(keras.layers.Layer):
       empty, e.g. for a word of control characters).
     """
     texts = as_strings(texts)
-    spans = [[m.span() for m in re.finditer(r"\S+", t)] for t in texts]
+    spans = [[m.span() for m in _WORD.finditer(t)] for t in texts]
     pieces = self.token_ids([t[a:b] for t, row in zip(texts, spans) for a, b in row])
-    out = []
-    for row in spans:
-      out.append((row, pieces[: len(row)]))
-      pieces = pieces[len(row) :]
-    return out
+    ends = np.cumsum([len(row) for row in spans], dtype=int)
+    return [(row, pieces[end - len(row) : end]) for row, end in zip(spans, ends)]
 
   def get_config(self):
     config = super().get_config()

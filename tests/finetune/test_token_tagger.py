@@ -65,6 +65,11 @@ def test_labels_and_packing_follow_the_original_featuriser(tmp_path):
   long_sentence = " ".join(["the dog"] * 10)
   cut = tagger.wordpiece_labels([long_sentence], [[0, 1] * 10])
   assert cut[0].tolist() == [IGNORED] + [0, 1] * 5 + [IGNORED]
+  # Words are what the tokenizer splits on (its whitespace; control characters
+  # are dropped, not split on): their pieces, concatenated, are the sentence's.
+  tricky = ["a\x1cdog\u3000runs", "the\tcat\xa0sat ,on", ""]
+  pieces = [sum(p, []) for _, p in tagger.preprocessor.word_pieces(tricky)]
+  assert pieces == tagger.preprocessor.token_ids(tricky)
   with pytest.raises(ValueError, match="3 whitespace-separated words but 2 tags"):
     tagger.wordpiece_labels(["the cat sat"], [[0, 1]])
 
