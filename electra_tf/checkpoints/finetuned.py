@@ -77,7 +77,7 @@ def _source_name_map(source):
 
 def load_from_keras_file(model, path):
   """Initialises `model` from a `.keras` file (`ElectraPretrainer`,
-  `FinetuningModel`, `ElectraClassifier`, `ElectraDiscriminator`): every
+  `FinetuningModel`, the task models (`ElectraClassifier`...), `ElectraDiscriminator`): every
   variable whose official name both models have (encoder; heads of the
   same task name). Returns the names loaded."""
   import keras  # pylint: disable=g-import-not-at-top

@@ -25,3 +25,12 @@ def log_softmax_cross_entropy(logits, labels, depth):
 def gelu(x):
   """The exact (erf) GELU of the original."""
   return keras.activations.gelu(x, approximate=False)
+
+
+def prediction_features(features, **label_features):
+  """The label features a head reads, as placeholders for prediction:
+  `<name>_eid` zeros plus `label_features` (`{feature name: fn(batch,
+  seq_length) -> tensor}`); `features` gives the batch and length."""
+  batch = ops.shape(features["input_ids"])[0]
+  seq_length = ops.shape(features["input_ids"])[1]
+  return {name: make(batch, seq_length) for name, make in label_features.items()}

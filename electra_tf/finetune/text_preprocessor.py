@@ -1,9 +1,40 @@
 """Raw text → packed ELECTRA inputs, inside the model (keras-hub style)."""
 
+import re
+
 import keras
+import numpy as np
 import tensorflow as tf
 
 from electra_tf.text.tokenizer import ElectraTokenizer
+
+PACKINGS = ("pair", "question_context", "tagging")
+# A word as the tokenizer splits text: runs between the characters it turns
+# into spaces (Python's whitespace except the control characters, which it
+# drops instead: \x0b, \x0c, \x1c-\x1f, \x85).
+_WORD = re.compile(r"(?:\S|[\x0b\x0c\x1c-\x1f\x85])+")
+
+
+def pack_question_context(tokenizer, question_ids, context_ids, max_seq_length, max_query_length):
+  """The QA featuriser's layout (`finetune/qa/qa_tasks.py`), one window:
+  `[CLS] question [SEP] context [SEP]`, the question cut to
+  `max_query_length` tokens and the context to what is left of S."""
+  question_ids = question_ids[:, :max_query_length]
+  budget = max_seq_length - 3 - question_ids.row_lengths()
+  keep = tf.ragged.range(context_ids.row_lengths()) < tf.expand_dims(
+    tf.cast(budget, context_ids.row_splits.dtype), 1
+  )
+  return tokenizer.pack(
+    question_ids, tf.ragged.boolean_mask(context_ids, keep), max_seq_length=max_seq_length
+  )
+
+
+def pack_tagging(tokenizer, ids, max_seq_length):
+  """The tagging featuriser's layout (`finetune/tagging/tagging_tasks.py`):
+  `[CLS] sentence [SEP]` with segment ids 1 on every real position."""
+  packed = tokenizer.pack(ids, max_seq_length=max_seq_length)
+  packed["segment_ids"] = packed["input_mask"]
+  return packed
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -15,6 +46,12 @@ class ElectraTextPreprocessor(keras.layers.Layer):
   Args:
     tokenizer: an `ElectraTokenizer` (or its config dict).
     max_seq_length: S, the packed length.
+    packing: `"pair"` (one or two segments, the classification featuriser),
+      `"question_context"` (always two: the question cut to
+      `max_query_length` tokens, the context to the rest, as `pack_question_context`)
+      or `"tagging"` (one segment, segment ids 1, as `pack_tagging`).
+    max_query_length: the question budget of `"question_context"` (the
+      original's 64).
     **kwargs: standard Keras layer arguments.
 
   Call args:
@@ -33,15 +70,21 @@ class ElectraTextPreprocessor(keras.layers.Layer):
   ([[2, 5, 6, 3, 6, 3]], [[0, 0, 0, 0, 1, 1]])
   """
 
-  def __init__(self, tokenizer, max_seq_length=128, **kwargs):
+  def __init__(self, tokenizer, max_seq_length=128, packing="pair", max_query_length=64, **kwargs):
     kwargs.setdefault("trainable", False)
     super().__init__(**kwargs)
     if isinstance(tokenizer, dict):
       tokenizer = keras.saving.deserialize_keras_object(tokenizer)
     if max_seq_length < 3:
       raise ValueError(f"max_seq_length={max_seq_length}; expected at least 3")
+    if packing not in PACKINGS:
+      raise ValueError(f"packing={packing!r}; expected one of {PACKINGS}")
+    if max_query_length < 1:
+      raise ValueError(f"max_query_length={max_query_length}; expected at least 1")
     self.tokenizer = tokenizer
     self.max_seq_length = int(max_seq_length)
+    self.packing = packing
+    self.max_query_length = int(max_query_length)
 
   @classmethod
   def from_vocab_file(cls, vocab_file, max_seq_length=128, do_lower_case=True, **kwargs):
@@ -57,19 +100,54 @@ class ElectraTextPreprocessor(keras.layers.Layer):
   def call(self, inputs):
     if isinstance(inputs, dict):
       return {k: tf.cast(inputs[k], tf.int32) for k in ("input_ids", "input_mask", "segment_ids")}
-    if isinstance(inputs, (tuple, list)):
-      if len(inputs) == 1:
-        inputs = inputs[0]
-      elif len(inputs) == 2:
-        text_a, text_b = (tf.reshape(t, [-1]) for t in inputs)
-        ids = self.tokenizer(tf.concat([text_a, text_b], axis=0))
-        n = tf.shape(text_a, out_type=tf.int64)[0]
-        return self.tokenizer.pack(ids[:n], ids[n:], max_seq_length=self.max_seq_length)
-      else:
-        raise ValueError(f"expected one or two text segments, got {len(inputs)}")
-    return self.tokenizer.pack(
-      self.tokenizer(tf.reshape(inputs, [-1])), max_seq_length=self.max_seq_length
-    )
+    if isinstance(inputs, (tuple, list)) and len(inputs) == 1:
+      inputs = inputs[0]
+    segments = len(inputs) if isinstance(inputs, (tuple, list)) else 1
+    expected = {"pair": (1, 2), "question_context": (2,), "tagging": (1,)}[self.packing]
+    if segments not in expected:
+      raise ValueError(
+        f"{self.packing!r} packing takes {' or '.join(map(str, expected))} text segment(s) "
+        f"per example, got {segments}"
+        + (" (questions, contexts)" if self.packing == "question_context" else "")
+      )
+    s = self.max_seq_length
+    if segments == 1:
+      ids = self.tokenizer(tf.reshape(inputs, [-1]))
+      if self.packing == "tagging":
+        return pack_tagging(self.tokenizer, ids, s)
+      return self.tokenizer.pack(ids, max_seq_length=s)
+    text_a, text_b = (tf.reshape(t, [-1]) for t in inputs)
+    ids = self.tokenizer(tf.concat([text_a, text_b], axis=0))
+    n = tf.shape(text_a, out_type=tf.int64)[0]
+    if self.packing == "question_context":
+      return pack_question_context(self.tokenizer, ids[:n], ids[n:], s, self.max_query_length)
+    return self.tokenizer.pack(ids[:n], ids[n:], max_seq_length=s)
+
+  def token_ids(self, texts):
+    """The WordPiece ids of each text, as Python lists (eager)."""
+    texts = as_strings(texts)
+    return self.tokenizer(tf.constant(texts, tf.string)).to_list() if texts else []
+
+  def word_pieces(self, texts):
+    """How each text's whitespace-separated words tokenise (in Python, eager).
+
+    The original reads QA contexts and tagging sentences as words split on
+    whitespace and tokenises each word on its own; the tokenizer splits on
+    whitespace first, so the words' pieces, concatenated, are the text's.
+
+    Args:
+      texts: a list (or 1-D array/tensor) of strings.
+
+    Returns:
+      one `(spans, piece_ids)` per text: the words' `(start, end)` character
+      offsets in the text and each word's list of WordPiece ids (possibly
+      empty, e.g. for a word of control characters).
+    """
+    texts = as_strings(texts)
+    spans = [[m.span() for m in _WORD.finditer(t)] for t in texts]
+    pieces = self.token_ids([t[a:b] for t, row in zip(texts, spans) for a, b in row])
+    ends = np.cumsum([len(row) for row in spans], dtype=int)
+    return [(row, pieces[end - len(row) : end]) for row, end in zip(spans, ends)]
 
   def get_config(self):
     config = super().get_config()
@@ -77,6 +155,18 @@ class ElectraTextPreprocessor(keras.layers.Layer):
       {
         "tokenizer": keras.saving.serialize_keras_object(self.tokenizer),
         "max_seq_length": self.max_seq_length,
+        "packing": self.packing,
+        "max_query_length": self.max_query_length,
       }
     )
     return config
+
+
+def as_strings(texts):
+  """A list, 1-D array or string tensor of texts → a list of `str`."""
+  if isinstance(texts, tf.Tensor):
+    texts = texts.numpy()
+  return [
+    t.decode("utf-8", "replace") if isinstance(t, bytes) else str(t)
+    for t in np.asarray(texts, dtype=object).reshape(-1)
+  ]

@@ -49,6 +49,7 @@ tf.saved_model.save(module, "/tmp/export/1",
 
 import tensorflow as tf
 
+from electra_tf.finetune import text_preprocessor
 from electra_tf.finetune.classification.head import ClassificationHead
 from electra_tf.finetune.qa.head import QAHead
 from electra_tf.finetune.tagging.head import TaggingHead
@@ -414,40 +415,15 @@ class TaskHeadServingModule(ElectraServingModule):
 
   def pack_text(self, text_a, text_b):
     if self.kind == "tagging":
-      packed = self.tokenizer.pack(self.tokenize(text_a), max_seq_length=self.max_seq_length)
-      packed["segment_ids"] = packed["input_mask"]
-      return packed
+      return text_preprocessor.pack_tagging(
+        self.tokenizer, self.tokenize(text_a), self.max_seq_length
+      )
     if self.kind == "qa":
       question, context = self._tokenize_both(text_a, text_b)
-      question = question[:, : self.max_query_length]
-      budget = self.max_seq_length - 3 - question.row_lengths()
-      keep = tf.ragged.range(context.row_lengths()) < tf.expand_dims(
-        tf.cast(budget, context.row_splits.dtype), 1
-      )
-      return self.tokenizer.pack(
-        question, tf.ragged.boolean_mask(context, keep), max_seq_length=self.max_seq_length
+      return text_preprocessor.pack_question_context(
+        self.tokenizer, question, context, self.max_seq_length, self.max_query_length
       )
     return super().pack_text(text_a, text_b)
-
-  def _dummy_features(self, features):
-    """The label features a head reads; unused at prediction."""
-    batch = tf.shape(features["input_ids"])[0]
-    s = tf.shape(features["input_ids"])[1]
-    zeros = tf.zeros([batch], tf.int32)
-    name = self.task_name
-    head_features = {name + "_eid": zeros}
-    if self.kind == "classification":
-      head_features[name + "_label_ids"] = zeros
-    elif self.kind == "regression":
-      head_features[name + "_targets"] = tf.zeros([batch], tf.float32)
-    elif self.kind == "tagging":
-      head_features[name + "_labels"] = tf.zeros([batch, s], tf.int32)
-      head_features[name + "_labels_mask"] = tf.ones([batch, s], tf.float32)
-      head_features[name + "_labeled_positions"] = tf.tile(tf.range(s)[None, :], [batch, 1])
-    else:
-      for key in ("_start_positions", "_end_positions", "_is_impossible"):
-        head_features[name + key] = zeros
-    return head_features
 
   def serve(self, features):
     # The QA beam takes the top K positions, so it needs at least K.
@@ -456,7 +432,7 @@ class TaskHeadServingModule(ElectraServingModule):
     features = self.trim(features, length)
     encoded = self.model.encoder(features, training=False)
     head_features = dict(features)
-    head_features.update(self._dummy_features(features))
+    head_features.update(self.head.prediction_features(features))
     out = self.head(encoded["sequence_output"], head_features, training=False)
     if self.kind == "classification":
       logits = _float32(out["logits"])

@@ -76,6 +76,18 @@ class ClassificationHead(keras.layers.Layer):
       )
     return outputs
 
+  def prediction_features(self, features):
+    """Placeholder label features for prediction (the loss is unused)."""
+    name = self.task_name
+    labels = (name + "_targets", "float32") if self.regression else (name + "_label_ids", "int32")
+    return head_utils.prediction_features(
+      features,
+      **{
+        name + "_eid": lambda b, s: ops.zeros((b,), "int32"),
+        labels[0]: lambda b, s: ops.zeros((b,), labels[1]),
+      },
+    )
+
   def dense_layers(self):
     """`(official name, Dense)` pairs, for the checkpoint name map."""
     return [("dense", self.dense)]

@@ -185,6 +185,13 @@ class QAHead(keras.layers.Layer):
       "eid": features[name + "_eid"],
     }
 
+  def prediction_features(self, features):
+    """Placeholder label features for prediction (the loss is unused)."""
+    keys = ("_eid", "_start_positions", "_end_positions", "_is_impossible")
+    return head_utils.prediction_features(
+      features, **{self.task_name + k: lambda b, s: ops.zeros((b,), "int32") for k in keys}
+    )
+
   def dense_layers(self):
     """`(official name, Dense)` pairs, for the checkpoint name map."""
     layers = [self.start_dense]

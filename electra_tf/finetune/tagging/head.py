@@ -66,6 +66,22 @@ class TaggingHead(keras.layers.Layer):
       "eid": features[name + "_eid"],
     }
 
+  def prediction_features(self, features):
+    """Placeholder label features for prediction: every position is read
+    (`labeled_positions` = 0..S-1), so the logits are per token."""
+    name = self.task_name
+    return head_utils.prediction_features(
+      features,
+      **{
+        name + "_eid": lambda b, s: ops.zeros((b,), "int32"),
+        name + "_labels": lambda b, s: ops.zeros((b, s), "int32"),
+        name + "_labels_mask": lambda b, s: ops.ones((b, s), "float32"),
+        name + "_labeled_positions": lambda b, s: ops.tile(
+          ops.arange(s, dtype="int32")[None], (b, 1)
+        ),
+      },
+    )
+
   def dense_layers(self):
     """`(official name, Dense)` pairs, for the checkpoint name map."""
     return [("dense", self.dense)]

@@ -1,0 +1,258 @@
+"""The base of the keras-hub style task models (`ElectraClassifier`,
+`ElectraQuestionAnswerer`, `ElectraTokenTagger`): an in-model preprocessor,
+a one-head `FinetuningModel`, checkpoint loading, the original's optimizer as
+the `compile` default, and the SavedModel export."""
+
+import os
+import shutil
+import tempfile
+import types
+
+import keras
+import tensorflow as tf
+
+from electra_tf.checkpoints import finetuned as checkpoint_io
+from electra_tf.configs.pretraining import get_bert_config
+from electra_tf.finetune import optimizer as finetuning_optimizer
+from electra_tf.finetune.model import FinetuningModel
+from electra_tf.finetune.text_preprocessor import ElectraTextPreprocessor
+
+
+class ElectraTaskModel(keras.Model):
+  """Shared machinery; subclasses set their own attributes, then call this
+  constructor, and implement `make_head`, `task_outputs` and `default_loss`
+  (and may override `default_metrics`, `default_loss_weights`,
+  `prepare_labels`).
+
+  Args:
+    bert_config: dict of the encoder's `BertConfig` fields.
+    preprocessor: an `ElectraTextPreprocessor` (or its config), or None to
+      take packed `input_ids/input_mask/segment_ids` dicts.
+    embedding_size: embedding width E (None: the hidden size).
+    task_name: the head's name (`task_specific/<task_name>/...`).
+    **kwargs: standard `keras.Model` arguments.
+  """
+
+  # The preprocessor `from_checkpoint` builds: its packing, default length,
+  # and the `from_checkpoint` arguments that go to it.
+  packing = "pair"
+  default_max_seq_length = 128
+  preprocessor_args = ()
+
+  def __init__(
+    self, bert_config, preprocessor=None, embedding_size=None, task_name="task", **kwargs
+  ):
+    super().__init__(**kwargs)
+    if isinstance(preprocessor, dict):
+      preprocessor = keras.saving.deserialize_keras_object(preprocessor)
+    self.preprocessor = preprocessor
+    self.task_name = task_name
+    self.embedding_size = embedding_size
+    self.finetuning_model = FinetuningModel(
+      dict(bert_config), [self.make_head()], embedding_size=embedding_size, name="finetuning_model"
+    )
+    self.bert_config = self.finetuning_model.bert_config
+
+  def make_head(self):
+    """The task head (named `task_specific_<task_name>`)."""
+    raise NotImplementedError
+
+  @property
+  def head(self):
+    return self.finetuning_model.heads[0]
+
+  @classmethod
+  def from_checkpoint(
+    cls,
+    path,
+    vocab_file,
+    model_size="small",
+    embedding_size=None,
+    model_hparam_overrides=None,
+    max_seq_length=None,
+    do_lower_case=True,
+    **kwargs,
+  ):
+    """A model initialised from `path`: an original/released checkpoint,
+    an electra_tf pre-training or fine-tuning model dir, or a `.keras`
+    model. The encoder's size is given as in the hparams (`model_size`,
+    `embedding_size` — `small` defaults to 128 —, `model_hparam_overrides`);
+    the vocab size comes from `vocab_file`. `max_seq_length` defaults to the
+    class's `default_max_seq_length`; `kwargs` named in `preprocessor_args`
+    go to the preprocessor, the rest to the constructor."""
+    preprocessor = ElectraTextPreprocessor.from_vocab_file(
+      vocab_file,
+      max_seq_length=max_seq_length or cls.default_max_seq_length,
+      do_lower_case=do_lower_case,
+      packing=cls.packing,
+      **{k: kwargs.pop(k) for k in cls.preprocessor_args if k in kwargs},
+    )
+    size = types.SimpleNamespace(
+      model_size=model_size,
+      vocab_size=preprocessor.tokenizer.vocab_size,
+      model_hparam_overrides=dict(model_hparam_overrides or {}),
+    )
+    if embedding_size is None and model_size == "small":
+      embedding_size = 128
+    model = cls(
+      get_bert_config(size).to_dict(),
+      preprocessor=preprocessor,
+      embedding_size=embedding_size,
+      **kwargs,
+    )
+    model.build()
+    checkpoint_io.load_pretrained(model.finetuning_model, path)
+    return model
+
+  def build(self, input_shape=None):
+    self.finetuning_model.build()
+    self.built = True
+
+  def official_name_map(self):
+    return self.finetuning_model.official_name_map()
+
+  def pack(self, inputs):
+    """The packed `input_ids/input_mask/segment_ids` the network runs on."""
+    return self.preprocessor(inputs) if self.preprocessor is not None else dict(inputs)
+
+  def call(self, inputs, training=None):
+    features = self.pack(inputs)
+    features.update(self.head.prediction_features(features))
+    features["task_id"] = keras.ops.zeros_like(features[self.task_name + "_eid"])
+    outputs = self.finetuning_model(features, training=training)[self.task_name]
+    return self.task_outputs(outputs)
+
+  def task_outputs(self, head_outputs):
+    """What `call` returns, from the head's output dict."""
+    raise NotImplementedError
+
+  def predict(self, x, batch_size=None, **kwargs):
+    """Outputs for `x`: strings, a `(text_a, text_b)` pair of lists/tensors,
+    packed features, or a `tf.data.Dataset` (whose elements Keras reads as
+    `(x, y)`: pairs must come as `((text_a, text_b),)`)."""
+    if not isinstance(x, tf.data.Dataset):
+      if isinstance(x, (list, tuple)) and len(x) == 2 and not isinstance(x[0], str):
+        x = (tuple(x),)  # one input made of two segments, not (x, y)
+      x = tf.data.Dataset.from_tensor_slices(x).batch(batch_size or 32)
+      batch_size = None
+    return super().predict(x, batch_size=batch_size, **kwargs)
+
+  # --- training ----------------------------------------------------------------
+
+  def default_loss(self):
+    raise NotImplementedError
+
+  def default_metrics(self):
+    return None
+
+  def default_loss_weights(self):
+    return None
+
+  def prepare_labels(self, y):
+    """`y` as the Keras loss of `default_loss` takes it; raises a clear
+    error on labels of the wrong structure or shape."""
+    return y
+
+  def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+    return super().compute_loss(x, self.prepare_labels(y), y_pred, sample_weight, training)
+
+  def compute_metrics(self, x, y, y_pred, sample_weight=None):
+    return super().compute_metrics(x, self.prepare_labels(y), y_pred, sample_weight)
+
+  def compile(
+    self,
+    optimizer="auto",
+    loss="auto",
+    metrics="auto",
+    num_train_steps=None,
+    learning_rate=1e-4,
+    warmup_proportion=0.1,
+    weight_decay_rate=0.01,
+    layerwise_lr_decay=0.8,
+    **kwargs,
+  ):
+    """Defaults: the original's optimizer (`AdamWeightDecay`, warm-up ×
+    linear decay over `num_train_steps`, layer-wise decay), its loss (summed
+    over the batch) and accuracy.
+
+    Args:
+      optimizer: "auto" or a Keras optimizer.
+      loss: "auto" or a Keras loss (structure) on (labels, outputs).
+      metrics: "auto" (accuracy) or Keras metrics.
+      num_train_steps: the schedule's horizon; needed with "auto".
+      learning_rate, warmup_proportion, weight_decay_rate,
+        layerwise_lr_decay: the "auto" optimizer's hparams.
+      **kwargs: passed to `keras.Model.compile`.
+    """
+    if not self.built:
+      self.build()
+    if optimizer == "auto":
+      if not num_train_steps:
+        raise ValueError(
+          f"{type(self).__name__}.compile: the original's schedule decays over "
+          "num_train_steps; pass num_train_steps=<batches per epoch × epochs> "
+          "(or your own optimizer)"
+        )
+      optimizer = finetuning_optimizer.make_optimizer(
+        self.official_name_map(),
+        self.bert_config["num_hidden_layers"],
+        num_train_steps,
+        learning_rate=learning_rate,
+        warmup_proportion=warmup_proportion,
+        weight_decay_rate=weight_decay_rate,
+        layerwise_lr_decay=layerwise_lr_decay,
+      )
+    if loss == "auto":
+      loss = self.default_loss()
+      kwargs.setdefault("loss_weights", self.default_loss_weights())
+    if metrics == "auto":
+      metrics = self.default_metrics()
+    super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+  # --- export --------------------------------------------------------------------
+
+  def export(self, export_dir, version=None, overwrite=False):
+    """Writes the TF Serving SavedModel (`serving_default` on text, `serve_ids`,
+    `serve_examples` signatures) that `export_saved_model --model task`
+    writes; returns the version directory."""
+    from electra_tf.serving import export as export_lib  # pylint: disable=g-import-not-at-top
+    from electra_tf.serving import modules as serving_modules  # pylint: disable=g-import-not-at-top
+
+    if self.preprocessor is None:
+      raise ValueError("export needs the model's preprocessor (its tokenizer and length)")
+    tokenizer = self.preprocessor.tokenizer
+    asset_dir = tempfile.mkdtemp(prefix="electra_vocab_")
+    try:
+      asset = os.path.join(asset_dir, "vocab.txt")
+      if tokenizer.vocab_file:
+        shutil.copyfile(tokenizer.vocab_file, asset)
+      else:
+        with open(asset, "w", encoding="utf-8") as f:
+          f.write("".join(t + "\n" for t in tokenizer.vocabulary))
+      module = serving_modules.TaskHeadServingModule(
+        self.finetuning_model,
+        self.task_name,
+        tokenizer,
+        self.preprocessor.max_seq_length,
+        asset,
+        max_query_length=self.preprocessor.max_query_length,
+      )
+      return export_lib.save_module(module, export_dir, version, overwrite)
+    finally:
+      shutil.rmtree(asset_dir, ignore_errors=True)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(
+      {
+        "bert_config": dict(self.bert_config),
+        "preprocessor": (
+          None
+          if self.preprocessor is None
+          else keras.saving.serialize_keras_object(self.preprocessor)
+        ),
+        "embedding_size": self.embedding_size,
+        "task_name": self.task_name,
+      }
+    )
+    return config
