@@ -1,29 +1,62 @@
-"""Throughput of an ELECTRA-Small fine-tuning step, MNLI-sized batches
-(32 × 128, 3 classes): the `model.fit` path that `run_finetuning` uses now
-(`FinetuningModel.train_step`) against the hand-written `GradientTape` loop
-it used before, reproduced here as the baseline (a `tf.function` step that
-densifies the embedding gradients and applies `AdamWeightDecay`, called
-once per batch with the loss read back to Python for the progress line).
-Both in fp32 and `mixed_bfloat16`, in one run.
+"""Throughput of an ELECTRA-Small fine-tuning step (batch 32 × 128, vocab
+30,522) in examples/s, fp32 and `mixed_bfloat16`, for a GLUE-style
+classification task (MNLI, 3 classes) and SQuAD, against the HF
+transformers/PyTorch peer's fine-tuning step on the same shapes, in one run.
+
+Rows:
+
+- `fit <task> <precision>`: the `model.fit` path that `run_finetuning` uses
+  (`FinetuningModel.train_step`) with the head the task builds
+  (`task_builder.get_task(...).create_head()`): MNLI's `ClassificationHead`;
+  SQuAD's `QAHead` (joint start→end prediction with teacher forcing, beam 20,
+  answerable classifier) fed the features the SQuAD task writes
+  (`squad_start_positions`, `squad_end_positions`, `squad_is_impossible`,
+  `squad_eid`), spans inside the second segment.
+- `tape_loop mnli <precision>`: the hand-written `GradientTape` loop that
+  `run_finetuning` used before, reproduced here as the baseline (a
+  `tf.function` step that densifies the embedding gradients and applies
+  `AdamWeightDecay`, called once per batch with the loss read back to Python
+  for the progress line). `fit_vs_tape_loop` on the MNLI rows is the `fit`
+  step's speed over this one's (issue #18).
+- `hf_transformers_pytorch_finetune_<task>`: the peer,
+  `bench.bench_hf_peer.finetuning_examples_per_s` (`ElectraForSequenceClassification`
+  with 3 labels for MNLI, `ElectraForQuestionAnswering` for SQuAD; AdamW,
+  clipping at 1.0, fp32). `vs_hf_peer` on each electra_tf row is its
+  examples/s over the peer's for the same task. Without torch or
+  transformers the peer rows are skipped with a printed reason.
+
+Every row runs in its own process (`bench.common.call_in_child`) and carries
+that process's `peak_rss_mb`, and the machine's fp32 (and, where native,
+bf16) matmul rate and memory bandwidth measured in the same run
+(`bench.bench_pretraining_step.machine_rates`). The electra_tf rows are the
+fastest of 3 repeats of 10 steps after 2 warm-up steps; the peer's the mean
+of 5 steps after 2. A quick run uses batch 4 × 32, vocab 2,000, for every
+row including the peer's.
 
   python -m bench.bench_finetuning [--quick] [--json out.json]
 """
 
+import importlib.util
+import sys
 import time
 
+from bench.common import call_in_child
 from bench.common import main
 
 BATCH = 32
 SEQ = 128
 VOCAB = 30522
 PRECISIONS = ("float32", "mixed_bfloat16")
+# electra_tf task → the peer's task of the same shapes and head kind
+PEER_TASKS = {"mnli": "classification", "squad": "squad"}
+MODULE = "bench.bench_finetuning"
 
 
-def _model(precision, seq, vocab):
+def _model(task_name, precision, seq, vocab):
   import keras  # pylint: disable=g-import-not-at-top
 
   from electra_tf.configs.finetuning import FinetuningConfig  # pylint: disable=g-import-not-at-top
-  from electra_tf.finetune.classification.head import ClassificationHead  # pylint: disable=g-import-not-at-top
+  from electra_tf.finetune import task_builder  # pylint: disable=g-import-not-at-top
   from electra_tf.finetune.model import FinetuningModel  # pylint: disable=g-import-not-at-top
 
   keras.utils.clear_session()
@@ -33,14 +66,33 @@ def _model(precision, seq, vocab):
     "/nonexistent",
     model_size="small",
     vocab_size=vocab,
-    task_names=["mnli"],
+    task_names=[task_name],
     max_seq_length=seq,
   )
-  head = ClassificationHead("mnli", 3, name="task_specific_mnli")
+  head = task_builder.get_task(config, task_name, tokenizer=None).create_head()
   return config, FinetuningModel.from_finetuning_config(config, [head])
 
 
-def _dataset(batch, seq, vocab):
+def _task_features(task_name, rng, batch, seq):
+  """The label features the task's featuriser writes, on random values."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+
+  features = {f"{task_name}_eid": np.arange(batch, dtype="int32")}
+  if task_name == "mnli":
+    features["mnli_label_ids"] = rng.integers(0, 3, size=batch).astype("int32")
+  elif task_name == "squad":
+    # answers inside the second segment (the context), at most 8 tokens
+    start = rng.integers(seq // 2 + 1, seq - 1, size=batch)
+    end = np.minimum(start + rng.integers(0, 8, size=batch), seq - 2)
+    features["squad_start_positions"] = start.astype("int32")
+    features["squad_end_positions"] = end.astype("int32")
+    features["squad_is_impossible"] = (rng.random(batch) < 0.3).astype("int32")
+  else:
+    raise ValueError(f"task {task_name!r}; expected one of {sorted(PEER_TASKS)}")
+  return features
+
+
+def _dataset(task_name, batch, seq, vocab):
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
@@ -52,8 +104,7 @@ def _dataset(batch, seq, vocab):
       [np.zeros((batch, seq // 2)), np.ones((batch, seq - seq // 2))], 1
     ).astype("int32"),
     "task_id": np.zeros(batch, "int32"),
-    "mnli_eid": np.arange(batch, dtype="int32"),
-    "mnli_label_ids": rng.integers(0, 3, size=batch).astype("int32"),
+    **_task_features(task_name, rng, batch, seq),
   }
   return tf.data.Dataset.from_tensors(features).repeat().prefetch(2)
 
@@ -64,10 +115,10 @@ def _optimizer(config, model, steps):
   return finetuning_optimizer.make_optimizer_from_config(config, model, steps)
 
 
-def _time_fit(precision, batch, seq, vocab, steps, repeats):
-  config, model = _model(precision, seq, vocab)
+def _time_fit(task_name, precision, batch, seq, vocab, steps, repeats):
+  config, model = _model(task_name, precision, seq, vocab)
   model.compile(optimizer=_optimizer(config, model, 100000))
-  dataset = _dataset(batch, seq, vocab)
+  dataset = _dataset(task_name, batch, seq, vocab)
   model.fit(dataset, epochs=1, steps_per_epoch=2, verbose=0)  # trace + warm up
   best = float("inf")
   for _ in range(repeats):
@@ -77,11 +128,11 @@ def _time_fit(precision, batch, seq, vocab, steps, repeats):
   return best / steps
 
 
-def _time_tape_loop(precision, batch, seq, vocab, steps, repeats):
+def _time_tape_loop(task_name, precision, batch, seq, vocab, steps, repeats):
   """The previous `run_finetuning` loop (no loss scaling: it ran fp32 only)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-  config, model = _model(precision, seq, vocab)
+  config, model = _model(task_name, precision, seq, vocab)
   optimizer = _optimizer(config, model, 100000)
   optimizer.build(model.trainable_variables)
 
@@ -94,7 +145,7 @@ def _time_tape_loop(precision, batch, seq, vocab, steps, repeats):
     optimizer.apply(grads, model.trainable_variables)
     return loss
 
-  iterator = iter(_dataset(batch, seq, vocab))
+  iterator = iter(_dataset(task_name, batch, seq, vocab))
   for _ in range(2):
     float(train_step(next(iterator)))
   best = float("inf")
@@ -106,30 +157,83 @@ def _time_tape_loop(precision, batch, seq, vocab, steps, repeats):
   return best / steps
 
 
+_PATHS = {"fit": _time_fit, "tape_loop": _time_tape_loop}
+
+
+def measure(path, task_name, precision, batch, seq, vocab_size, steps, repeats):
+  """Seconds per step of `path` ("fit" or "tape_loop"); for `call_in_child`."""
+  seconds = _PATHS[path](task_name, precision, batch, seq, vocab_size, steps, repeats)
+  return {"seconds_per_step": seconds}
+
+
+def _peer_missing():
+  """Why the PyTorch peer cannot run here, or None."""
+  missing = [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
+  if missing:
+    return f"{' and '.join(missing)} not installed (pip install -e '.[bench]')"
+  return None
+
+
 def run(quick=False):
-  batch, seq, vocab = (4, 16, 1000) if quick else (BATCH, SEQ, VOCAB)
+  batch, seq, vocab = (4, 32, 2000) if quick else (BATCH, SEQ, VOCAB)
   steps, repeats = (2, 1) if quick else (10, 3)
-  rows = []
-  for precision in PRECISIONS:
-    per_step = {
-      "tape_loop": _time_tape_loop(precision, batch, seq, vocab, steps, repeats),
-      "fit": _time_fit(precision, batch, seq, vocab, steps, repeats),
-    }
-    for path, seconds in per_step.items():
-      rows.append(
-        {
-          "name": f"{path} {precision} b{batch} s{seq}",
-          "sequences_per_s": round(batch / seconds, 1),
-          "ms_per_step": round(1000 * seconds, 1),
-          "fit_vs_tape_loop": round(per_step["tape_loop"] / per_step["fit"], 3),
-        }
+  peer_warmup, peer_measured = (1, 2) if quick else (2, 5)
+  rates = call_in_child("bench.bench_pretraining_step", "machine_rates")
+  machine = {k: v for k, v in rates.items() if k.endswith("_per_s")}
+  shapes = dict(batch=batch, seq=seq, vocab_size=vocab)
+
+  peers = {}
+  reason = _peer_missing()
+  if reason:
+    print(f"bench_finetuning: HF peer rows skipped: {reason}", file=sys.stderr, flush=True)
+  else:
+    for task_name, peer_task in PEER_TASKS.items():
+      peers[task_name] = call_in_child(
+        "bench.bench_hf_peer",
+        "finetuning_examples_per_s",
+        task=peer_task,
+        warmup=peer_warmup,
+        measured=peer_measured,
+        **shapes,
       )
+
+  timing = dict(shapes, steps=steps, repeats=repeats)
+  rows = []
+  for task_name in PEER_TASKS:
+    # the tape-loop baseline is issue #18's, on MNLI-sized batches only
+    paths = ("tape_loop", "fit") if task_name == "mnli" else ("fit",)
+    for precision in PRECISIONS:
+      results = {
+        path: call_in_child(
+          MODULE, "measure", path=path, task_name=task_name, precision=precision, **timing
+        )
+        for path in paths
+      }
+      for path, result in results.items():
+        seconds = result["seconds_per_step"]
+        row = {
+          "name": f"{path} {task_name} {precision} b{batch} s{seq} v{vocab}",
+          "examples_per_s": round(batch / seconds, 2),
+          "ms_per_step": round(1000 * seconds, 1),
+        }
+        if "tape_loop" in results:
+          row["fit_vs_tape_loop"] = round(
+            results["tape_loop"]["seconds_per_step"] / results["fit"]["seconds_per_step"], 3
+          )
+        if task_name in peers:
+          row["vs_hf_peer"] = round(row["examples_per_s"] / peers[task_name]["examples_per_s"], 3)
+        rows.append({**row, **machine, "peak_rss_mb": result["peak_rss_mb"]})
+  for peer in peers.values():
+    row = dict(peer)
+    row["ms_per_step"] = round(1000 * row.pop("seconds_per_step"), 1)
+    peak_rss_mb = row.pop("peak_rss_mb")
+    rows.append({**row, **machine, "peak_rss_mb": peak_rss_mb})
   return rows
 
 
 if __name__ == "__main__":
   main(
     run,
-    f"ELECTRA-Small fine-tuning step, batch {BATCH} × seq {SEQ}: fit vs the previous "
-    "GradientTape loop, fp32 and mixed_bfloat16",
+    f"ELECTRA-Small fine-tuning step, batch {BATCH} × seq {SEQ}, MNLI and SQuAD, fp32 and "
+    "mixed_bfloat16: fit vs the previous GradientTape loop and vs the HF transformers/PyTorch peer",
   )

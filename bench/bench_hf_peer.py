@@ -99,9 +99,9 @@ FINETUNE_SEQ = 128
 FINETUNE_TASKS = ("classification", "squad")
 
 
-def _finetuning_step_fn(task, vocab_size, num_labels=3):
+def _finetuning_step_fn(task, vocab_size, num_labels=3, batch=FINETUNE_BATCH, seq=FINETUNE_SEQ):
   """One fine-tuning step of ELECTRA-Small on `task` ("classification" or
-  "squad") at FINETUNE_BATCH × FINETUNE_SEQ, on random token ids."""
+  "squad") at `batch` × `seq`, on random token ids."""
   import torch
   from transformers import ElectraConfig
   from transformers import ElectraForQuestionAnswering
@@ -122,7 +122,7 @@ def _finetuning_step_fn(task, vocab_size, num_labels=3):
     model = ElectraForQuestionAnswering(config)
   model.train()
   optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, eps=1e-6, weight_decay=0.01)
-  b, s = FINETUNE_BATCH, FINETUNE_SEQ
+  b, s = batch, seq
   generator = torch.Generator().manual_seed(1)
 
   def step():
@@ -163,7 +163,9 @@ def _seconds_per_step(step, warmup, measured):
   return (time.perf_counter() - start) / measured
 
 
-def finetuning_examples_per_s(task, vocab_size=30522, warmup=2, measured=5):
+def finetuning_examples_per_s(
+  task, vocab_size=30522, warmup=2, measured=5, batch=FINETUNE_BATCH, seq=FINETUNE_SEQ
+):
   """The HF transformers / PyTorch fine-tuning step's speed on this CPU.
 
   Args:
@@ -172,6 +174,8 @@ def finetuning_examples_per_s(task, vocab_size=30522, warmup=2, measured=5):
     vocab_size: ELECTRA-Small's 30,522 by default.
     warmup: untimed steps first.
     measured: timed steps.
+    batch, seq: the shapes (ELECTRA-Small fine-tuning's 32 × 128 by
+      default; a smoke run uses smaller ones: seq > 18, vocab > 1000).
 
   Returns:
     dict with `name`, `examples_per_s`, `seconds_per_step` and the shapes.
@@ -182,17 +186,18 @@ def finetuning_examples_per_s(task, vocab_size=30522, warmup=2, measured=5):
   """
   import torch
 
-  seconds = _seconds_per_step(_finetuning_step_fn(task, vocab_size), warmup, measured)
+  step = _finetuning_step_fn(task, vocab_size, batch=batch, seq=seq)
+  seconds = _seconds_per_step(step, warmup, measured)
   return {
     "name": f"hf_transformers_pytorch_finetune_{task}",
     "framework": "pytorch",
     "torch": torch.__version__,
     "task": task,
     "vocab_size": vocab_size,
-    "batch": FINETUNE_BATCH,
-    "seq": FINETUNE_SEQ,
+    "batch": batch,
+    "seq": seq,
     "seconds_per_step": round(seconds, 3),
-    "examples_per_s": round(FINETUNE_BATCH / seconds, 2),
+    "examples_per_s": round(batch / seconds, 2),
   }
 
 

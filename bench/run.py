@@ -31,6 +31,7 @@ RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"
 _COLUMNS = (
   "name",
   "sequences_per_s",
+  "examples_per_s",
   "mb_per_s",
   "tokens_per_s",
   "latency_ms",
