@@ -41,6 +41,7 @@ import sys
 import time
 
 from bench.common import call_in_child
+from bench.common import fresh_keras_session
 from bench.common import main
 
 BATCH = 32
@@ -53,14 +54,11 @@ MODULE = "bench.bench_finetuning"
 
 
 def _model(task_name, precision, seq, vocab):
-  import keras  # pylint: disable=g-import-not-at-top
-
   from electra_tf.configs.finetuning import FinetuningConfig  # pylint: disable=g-import-not-at-top
   from electra_tf.finetune import task_builder  # pylint: disable=g-import-not-at-top
   from electra_tf.finetune.model import FinetuningModel  # pylint: disable=g-import-not-at-top
 
-  keras.utils.clear_session()
-  keras.mixed_precision.set_global_policy(precision)
+  fresh_keras_session(precision)
   config = FinetuningConfig(
     "bench",
     "/nonexistent",

@@ -53,6 +53,7 @@ import time
 from bench.common import FIXTURE_VOCAB
 from bench.common import REPO_ROOT
 from bench.common import call_in_child
+from bench.common import fresh_keras_session
 from bench.common import main
 
 # The environment override exists for smoke runs on small machines only;
@@ -83,13 +84,11 @@ def _best_seconds(fn, repeats=3):
 
 def _pretrainer(vocab_size, precision="float32", jit_compile=False, fused=True):
   """A compiled ELECTRA-Small `ElectraPretrainer` for batch BATCH, seq SEQ."""
-  import keras  # pylint: disable=g-import-not-at-top
 
   from electra_tf.configs.pretraining import PretrainingConfig  # pylint: disable=g-import-not-at-top
   from electra_tf.models import electra_pretrainer  # pylint: disable=g-import-not-at-top
 
-  keras.utils.clear_session()
-  keras.mixed_precision.set_global_policy(precision)
+  fresh_keras_session(precision)
   config = PretrainingConfig(
     "bench",
     "/nonexistent",

@@ -86,6 +86,15 @@ def machine_description_row():
   return {"machine": machine_description()}
 
 
+def fresh_keras_session(precision):
+  """Clears Keras' state and sets `precision` as the global dtype policy, so
+  every row of a benchmark starts from the same state."""
+  import keras  # pylint: disable=g-import-not-at-top
+
+  keras.utils.clear_session()
+  keras.mixed_precision.set_global_policy(precision)
+
+
 def write_atomic(path, text):
   """Writes `text` to `path` through a temporary file, so an interrupted run
   never leaves a half-written result over the last good one.
