@@ -3,6 +3,8 @@
 import os as _os
 import sys as _sys
 
+_QUIET_MARKER = "ELECTRA_TF_QUIET_TF_START_UP"
+
 
 def _quiet_tensorflow_start_up():
   """For `python -m electra_tf.<tool>` / `tfrecords_tools.<tool>` runs: hide
@@ -12,11 +14,14 @@ def _quiet_tensorflow_start_up():
   `TF_CPP_MIN_LOG_LEVEL` sees everything they asked for; imported as a
   library, nothing changes. Python errors still surface: only C++ log lines
   written while `tensorflow` is imported are dropped."""
-  if _sys.argv[:1] != ["-m"] or "TF_CPP_MIN_LOG_LEVEL" in _os.environ:
-    return
-  if "tensorflow" in _sys.modules:
+  # A process that a quieted tool spawns (the builder's job processes)
+  # inherits the marker and is quieted too.
+  spawned_by_quiet_tool = _os.environ.get(_QUIET_MARKER) == "1"
+  started_as_tool = _sys.argv[:1] == ["-m"] and "TF_CPP_MIN_LOG_LEVEL" not in _os.environ
+  if not (started_as_tool or spawned_by_quiet_tool) or "tensorflow" in _sys.modules:
     return
   _os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+  _os.environ[_QUIET_MARKER] = "1"
   saved_stderr = _os.dup(2)
   devnull = _os.open(_os.devnull, _os.O_WRONLY)
   _os.dup2(devnull, 2)

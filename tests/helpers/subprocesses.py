@@ -2,11 +2,16 @@
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
 
 from tests.conftest import REPO_ROOT
+
+# Lines TensorFlow's C++ start-up prints on a machine without a GPU (CUDA
+# probes, oneDNN notices, absl's pre-initialisation banner).
+TF_START_UP_LINE = re.compile(r"cuda|cuInit|oneDNN|absl::InitializeLog|port\.cc", re.IGNORECASE)
 
 
 def free_ports(n):
@@ -34,6 +39,17 @@ def run_python(args, cwd=REPO_ROOT, env=None, timeout=600):
   return subprocess.run(
     [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
   )
+
+
+def tool_user_env(**extra):
+  """The environment of a user who has not set TF's log level (the tools quiet
+  TensorFlow's start-up themselves), plus `extra`."""
+  env = {
+    k: v
+    for k, v in os.environ.items()
+    if k not in ("TF_CPP_MIN_LOG_LEVEL", "ELECTRA_TF_QUIET_TF_START_UP")
+  }
+  return dict(env, **extra)
 
 
 def run_pretraining_command(data_dir, model_name, hparams):

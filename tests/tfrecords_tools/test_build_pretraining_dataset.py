@@ -13,7 +13,9 @@ from tests.conftest import REPO_ROOT
 from tests.helpers import reference_hard_text
 from tests.helpers.records import read_shards
 from tests.helpers.reference_builder import reference_build
+from tests.helpers.subprocesses import TF_START_UP_LINE
 from tests.helpers.subprocesses import build_dataset_flags
+from tests.helpers.subprocesses import tool_user_env
 from tfrecords_tools import text_corpus
 from tfrecords_tools.example_builder import ExampleBuilder
 from tfrecords_tools.example_builder import examples_to_features
@@ -105,7 +107,7 @@ def test_multi_process_is_reproducible_and_matches_reference(small_corpus, tmp_p
   # seeded single-job reference, which also makes runs reproducible.
   corpus, vocab = small_corpus
   out = tmp_path / "out"
-  subprocess.run(
+  proc = subprocess.run(
     [sys.executable, "-m", "electra_tf.build_pretraining_dataset"]
     + build_dataset_flags(
       corpus, vocab, out, max_seq_length=24, num_processes=2, seed=11, num_out_files=6
@@ -113,7 +115,11 @@ def test_multi_process_is_reproducible_and_matches_reference(small_corpus, tmp_p
     check=True,
     cwd=REPO_ROOT,
     capture_output=True,
+    text=True,
+    env=tool_user_env(),
   )
+  # The job processes' TensorFlow start-up lines are quieted like the tool's own.
+  assert not TF_START_UP_LINE.search(proc.stderr), proc.stderr[:2000]
   got = read_shards(out, 6)
   expected = {}
   for job in range(2):
