@@ -146,7 +146,9 @@ def main(argv=None):
     f"{serving_modules.SIGNATURE_EXAMPLES}"
   )
   print(
-    f"Load it in Python with electra_tf.serving.load({path!r}), or {serving_loading.LOADING_HINT}"
+    f"Load it in Python with electra_tf.serving.load({path!r}); with plain TensorFlow, "
+    f"import tensorflow_text before tf.saved_model.load (the raw-text signature tokenizes "
+    f"with its {serving_loading.TOKENIZER_OP} op)"
   )
   return 0
 
