@@ -31,6 +31,15 @@ import sys
 import time
 
 STAGES = ("corpus", "vocab", "data", "pretrain", "eval", "export", "score")
+# What each stage reads (a `_paths` key) and the stage that writes it.
+STAGE_INPUTS = {
+  "vocab": ("corpus", "corpus"),
+  "data": ("vocab", "vocab"),
+  "pretrain": ("tfrecords", "data"),
+  "eval": ("model_dir", "pretrain"),
+  "export": ("model_dir", "pretrain"),
+  "score": ("export", "export"),
+}
 MODEL_NAME = "demo"
 NUM_SHARDS = 8
 EVAL_SHARD = NUM_SHARDS - 1
@@ -621,6 +630,12 @@ def main(argv=None):
   for stage in STAGES:
     if stage in stages:
       _say(f"=== stage {stage} ===")
+      key, writer = STAGE_INPUTS.get(stage, (None, None))
+      if key and writer not in stages and not os.path.exists(_paths(out)[key]):
+        parser.error(
+          f"--stages {stage}: {_paths(out)[key]} does not exist; run the {writer} stage "
+          f"first (or add it to --stages)"
+        )
       globals()[f"stage_{stage}"](out, args)
   _say(f"all done in {time.time() - start:.0f} s. Everything is under {out}:")
   paths = _paths(out)

@@ -134,3 +134,16 @@ def test_report_warns_when_every_token_gets_the_same_score():
   )["disc_prob_std_real_tokens"]
   lines = demo.format_against_baselines(measured)
   assert len(lines) == 5 and "collapsed" in lines[-1]
+
+
+def test_a_stage_without_its_input_names_the_stage_to_run_first(tmp_path, capsys):
+  with pytest.raises(SystemExit) as exit_info:
+    demo.main(["--output-dir", str(tmp_path), "--stages", "score"])
+  assert exit_info.value.code == 2
+  err = capsys.readouterr().err
+  assert f"--stages score: {tmp_path / 'export'} does not exist; run the export stage first" in err
+  # Each stage names the one before it in the chain.
+  (tmp_path / "corpus").mkdir()
+  with pytest.raises(SystemExit):
+    demo.main(["--output-dir", str(tmp_path), "--stages", "data"])
+  assert "run the vocab stage first" in capsys.readouterr().err
