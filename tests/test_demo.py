@@ -73,7 +73,7 @@ def test_demo_runs_every_stage(tmp_path):
       "--output-dir",
       str(out),
       "--train-steps",
-      "40",
+      "200",
       "--corpus-mb",
       "0.6",
       "--vocab-size",
@@ -97,13 +97,23 @@ def test_demo_runs_every_stage(tmp_path):
   ]
   assert len(list((out / "pretrain_tfrecords").glob("pretrain_data.tfrecord-*-of-8"))) == 8
   model_dir = out / "models" / "demo"
-  assert (model_dir / "model.ckpt-40.index").exists()
+  assert (model_dir / "model.ckpt-200.index").exists()
   results = (model_dir / "results" / "unsup_results.txt").read_text()
   assert "disc_auc = " in results and "masked_lm_accuracy = " in results
   measured = json.loads((model_dir / "results" / "demo_vs_baselines.json").read_text())
   assert 0.0 <= measured["disc_auc_real_tokens"] <= 1.0
   assert 0.0 < measured["unigram_masked_lm_accuracy"] < 1.0
-  # the report's verdicts follow the margins and their noise, whatever 40 steps learned
+  # The discriminator learns visibly even in this short run on a tenth of the
+  # corpus (AUC about 0.82; the full demo reaches about 0.9).
+  assert measured["disc_auc_real_tokens"] >= 0.75
+  assert (
+    demo.verdict(
+      measured["disc_auc_real_tokens_margin"], measured["disc_auc_real_tokens_margin_se"]
+    )
+    == "above"
+  )
+  assert measured["disc_prob_std_real_tokens"] > 0.05  # no collapse to one score
+  # the report's verdicts follow the margins and their noise
   for key, _, name, _ in demo.METRIC_ROWS:
     margin, se = measured[f"{key}_margin"], measured[f"{key}_margin_se"]
     assert se >= 0.0
@@ -111,7 +121,7 @@ def test_demo_runs_every_stage(tmp_path):
     assert f"{margin:+.3f} ± {2 * se:.3f} -> {demo.verdict(margin, se)}" in line
   assert "NOT above" not in stdout and "above baseline" not in stdout
   history = json.loads((model_dir / "demo_eval_history.json").read_text())
-  assert [h["step"] for h in history] == [6, 12, 18, 24, 30, 36]
+  assert [h["step"] for h in history] == [33, 66, 99, 132, 165, 198]
   # the held-out history holds the real-token metrics the PNG plots
   assert all(0.0 <= h["disc_auc_real_tokens"] <= 1.0 for h in history)
   assert all(h["real_tokens"] > 0 and "all_original_accuracy" in h for h in history)
