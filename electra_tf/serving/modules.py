@@ -239,21 +239,12 @@ class DiscriminatorServingModule(ElectraServingModule):
 
   Args:
     discriminator: an `ElectraDiscriminator` with its head.
-    tokenizer, max_seq_length, vocab_asset, name, real_length, length_multiple:
-      see `ElectraServingModule`.
+    tokenizer, max_seq_length, vocab_asset: see `ElectraServingModule`.
+    **options: `name`, `real_length`, `length_multiple` of `ElectraServingModule`.
   """
 
-  def __init__(
-    self,
-    discriminator,
-    tokenizer,
-    max_seq_length,
-    vocab_asset=None,
-    name=None,
-    real_length=True,
-    length_multiple=1,
-  ):
-    super().__init__(tokenizer, max_seq_length, vocab_asset, name, real_length, length_multiple)
+  def __init__(self, discriminator, tokenizer, max_seq_length, vocab_asset=None, **options):
+    super().__init__(tokenizer, max_seq_length, vocab_asset, **options)
     if getattr(discriminator, "head", None) is None:
       raise ValueError(
         "the discriminator has no replaced-token-detection head "
@@ -287,10 +278,10 @@ class MaskedLMServingModule(ElectraServingModule):
 
   Args:
     generator: an `ElectraGenerator` (one tower or Electric's two towers).
-    tokenizer, max_seq_length, vocab_asset, name, real_length, length_multiple:
-      see `ElectraServingModule`.
+    tokenizer, max_seq_length, vocab_asset: see `ElectraServingModule`.
     top_k: K.
     max_predictions: N before capping at S.
+    **options: `name`, `real_length`, `length_multiple` of `ElectraServingModule`.
   """
 
   def __init__(
@@ -299,13 +290,11 @@ class MaskedLMServingModule(ElectraServingModule):
     tokenizer,
     max_seq_length,
     vocab_asset=None,
-    name=None,
     top_k=5,
     max_predictions=20,
-    real_length=True,
-    length_multiple=1,
+    **options,
   ):
-    super().__init__(tokenizer, max_seq_length, vocab_asset, name, real_length, length_multiple)
+    super().__init__(tokenizer, max_seq_length, vocab_asset, **options)
     vocab_size = generator.bert_config["vocab_size"]
     if not 1 <= top_k <= vocab_size:
       raise ValueError(f"top_k={top_k}; expected 1..{vocab_size} (the vocab size)")
@@ -379,9 +368,9 @@ class TaskHeadServingModule(ElectraServingModule):
   Args:
     model: a `FinetuningModel`.
     task_name: which of its heads to serve.
-    tokenizer, max_seq_length, vocab_asset, name, real_length, length_multiple:
-      see `ElectraServingModule`.
+    tokenizer, max_seq_length, vocab_asset: see `ElectraServingModule`.
     max_query_length: the QA question budget (the original's 64).
+    **options: `name`, `real_length`, `length_multiple` of `ElectraServingModule`.
   """
 
   def __init__(
@@ -391,12 +380,10 @@ class TaskHeadServingModule(ElectraServingModule):
     tokenizer,
     max_seq_length,
     vocab_asset=None,
-    name=None,
     max_query_length=64,
-    real_length=True,
-    length_multiple=1,
+    **options,
   ):
-    super().__init__(tokenizer, max_seq_length, vocab_asset, name, real_length, length_multiple)
+    super().__init__(tokenizer, max_seq_length, vocab_asset, **options)
     heads = {h.task_name: h for h in model.heads}
     if task_name not in heads:
       raise ValueError(f"task {task_name!r} is not a head of the model; it has {sorted(heads)}")
