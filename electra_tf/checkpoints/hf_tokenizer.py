@@ -37,12 +37,11 @@ import functools
 import unicodedata
 
 from electra_tf.text import wordpiece
+from electra_tf.text.tokenizer import fits_piece_limit
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 _MAX_CODE_POINT = 0x110000
 _SURROGATES = range(0xD800, 0xE000)
-# electra_tf's limit per vocab piece (FastWordpieceTokenizer's).
-_MAX_PIECE_BYTES = 256
 _CAPITAL_SIGMA = "\u03a3"
 _FINAL_SIGMA = "\u03c2"
 # Private use, so dropped from the input in step 1; marks where NFD must not
@@ -170,11 +169,7 @@ def wordpiece_vocab(tokens):
   vocab = {}
   for index, token in enumerate(tokens):
     vocab[token.strip()] = index
-  return {
-    token: index
-    for token, index in vocab.items()
-    if token and len(token.removeprefix("##").encode("utf-8")) <= _MAX_PIECE_BYTES
-  }
+  return {token: index for token, index in vocab.items() if token and fits_piece_limit(token)}
 
 
 def tokenizer_json(tokens, do_lower_case, strip_accents, max_input_chars_per_word=200):

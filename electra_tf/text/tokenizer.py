@@ -51,10 +51,16 @@ _MAX_CODE_POINT = 0x110000
 _BLOCK = 256
 _SPACE = 0x20
 _CAPITAL_SIGMA = 0x3A3
-_MAX_PIECE_BYTES = 256  # FastWordpieceTokenizer's limit per vocab token
+MAX_PIECE_BYTES = 256  # FastWordpieceTokenizer's limit per vocab token
 _FINAL_SIGMA = 0x3C2
 # Context classes for the final-sigma rule of Python's str.lower.
 _SIGMA_OTHER, _SIGMA_CASED, _SIGMA_IGNORABLE = 0, 1, 2
+
+
+def fits_piece_limit(token):
+  """Whether a vocab token (without its "##") fits `MAX_PIECE_BYTES` UTF-8
+  bytes; a longer one is never produced."""
+  return len(token.removeprefix("##").encode("utf-8")) <= MAX_PIECE_BYTES
 
 
 def _two_level(table):
@@ -239,12 +245,12 @@ class ElectraTokenizer(keras.layers.Layer):
     for index, token in enumerate(tokens):
       if token is None or token == "" or vocab.get(token) != index:
         wordpiece_vocab.append(f"\uffff{index}")
-      elif len(token.removeprefix("##").encode("utf-8")) > _MAX_PIECE_BYTES:
+      elif not fits_piece_limit(token):
         # FastWordpieceTokenizer cannot hold such a piece; real vocabs have none.
         logging.warning(
           "vocab token %d is longer than %d UTF-8 bytes and will never be produced",
           index,
-          _MAX_PIECE_BYTES,
+          MAX_PIECE_BYTES,
         )
         wordpiece_vocab.append(f"\uffff{index}")
       else:
