@@ -28,7 +28,7 @@ def _needs_beam(name):
 def test_docstring_examples_run(module_name, tmp_path, monkeypatch):
   if _needs_beam(module_name):
     pytest.importorskip("apache_beam", reason="the beam extra is not installed")
-  monkeypatch.chdir(tmp_path)  # examples that write files write here or under /tmp
+  monkeypatch.chdir(tmp_path)  # examples write their files into the working directory
   module = importlib.import_module(module_name)
   result = doctest.testmod(
     module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, report=True

@@ -141,9 +141,9 @@ def get_dataset(
   >>> ex = tf.train.Example(features=tf.train.Features(feature={
   ...     n: tf.train.Feature(int64_list=tf.train.Int64List(value=[1] * 4))
   ...     for n in FEATURE_NAMES}))
-  >>> with tf.io.TFRecordWriter("/tmp/electra_tf_doc/p.tfrecord") as w:
+  >>> with tf.io.TFRecordWriter("p.tfrecord") as w:
   ...   for _ in range(3): w.write(ex.SerializeToString())
-  >>> ds = get_dataset("/tmp/electra_tf_doc/p.tfrecord", 4, 2, True, seed=0, start_batch=5)
+  >>> ds = get_dataset("p.tfrecord", 4, 2, True, seed=0, start_batch=5)
   >>> ds.element_spec["input_ids"].shape
   TensorShape([2, 4])
   """

@@ -64,9 +64,9 @@ def record_offsets(path, stop_offset=None):
 
   Example:
   >>> import tensorflow as tf
-  >>> with tf.io.TFRecordWriter("/tmp/electra_tf_doc/offsets.tfrecord") as w:
+  >>> with tf.io.TFRecordWriter("offsets.tfrecord") as w:
   ...   w.write(b"ab"); w.write(b"cde")
-  >>> record_offsets("/tmp/electra_tf_doc/offsets.tfrecord")
+  >>> record_offsets("offsets.tfrecord")
   [0, 18]
   """
   size = tf.io.gfile.stat(path).length
@@ -150,9 +150,9 @@ def check_tfrecord_file(path):
 
   Example:
   >>> import tensorflow as tf
-  >>> with tf.io.TFRecordWriter("/tmp/electra_tf_doc/ok.tfrecord") as w:
+  >>> with tf.io.TFRecordWriter("ok.tfrecord") as w:
   ...   w.write(b"payload")
-  >>> check_tfrecord_file("/tmp/electra_tf_doc/ok.tfrecord")
+  >>> check_tfrecord_file("ok.tfrecord")
   1
   """
   return check_tfrecord_files([path])[0]
@@ -174,9 +174,9 @@ def check_tfrecord_files(paths, log=None):
 
   Example:
   >>> import tensorflow as tf
-  >>> with tf.io.TFRecordWriter("/tmp/electra_tf_doc/two.tfrecord") as w:
+  >>> with tf.io.TFRecordWriter("two.tfrecord") as w:
   ...   w.write(b"a"); w.write(b"b")
-  >>> check_tfrecord_files(["/tmp/electra_tf_doc/two.tfrecord"])
+  >>> check_tfrecord_files(["two.tfrecord"])
   [2]
   """
   paths = list(paths)

@@ -79,10 +79,9 @@ def check_vocab_file(vocab_file, vocab_size, what="hparam"):
 
   Example:
   >>> import pathlib
-  >>> _ = pathlib.Path("/tmp/electra_tf_doc").mkdir(exist_ok=True)
-  >>> _ = pathlib.Path("/tmp/electra_tf_doc/vocab.txt").write_text(
+  >>> _ = pathlib.Path("vocab.txt").write_text(
   ...     "[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\n[MASK]\\nword\\n")
-  >>> check_vocab_file("/tmp/electra_tf_doc/vocab.txt", 6)
+  >>> check_vocab_file("vocab.txt", 6)
   """
   if not vocab_file:
     raise ValueError(f"{what} vocab_file is not set; expected the WordPiece vocab.txt")

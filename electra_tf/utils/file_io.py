@@ -39,7 +39,7 @@ def atomic_path(path, suffix=""):
 
   Example:
   >>> import tensorflow as tf
-  >>> with atomic_path("/tmp/electra_tf_doc/records.tfrecord") as tmp:
+  >>> with atomic_path("records.tfrecord") as tmp:
   ...   with tf.io.TFRecordWriter(tmp) as writer:
   ...     writer.write(b"payload")
   """
@@ -73,8 +73,8 @@ def write_atomic(path, data):
     data: `str` (written as UTF-8) or `bytes`.
 
   Example:
-  >>> write_atomic("/tmp/electra_tf_doc/eval_results.txt", "loss = 1.0\\n")
-  >>> open("/tmp/electra_tf_doc/eval_results.txt").read()
+  >>> write_atomic("eval_results.txt", "loss = 1.0\\n")
+  >>> open("eval_results.txt").read()
   'loss = 1.0\\n'
   """
   if isinstance(data, str):
