@@ -10,8 +10,13 @@ import pytest
 import tensorflow as tf
 
 import electra_tf
+from electra_tf.checkpoints import finetuned as checkpoint_io
+from electra_tf.configs.finetuning import FinetuningConfig
+from electra_tf.finetune import task_builder
+from electra_tf.finetune.model import FinetuningModel
 from electra_tf.finetune.text_preprocessor import ElectraTextPreprocessor
 from electra_tf.text import wordpiece
+from tests.helpers.finetuning_testdata import write_vocab
 from tests.helpers.task_models import TINY_SIZE
 from tests.helpers.task_models import assert_config_round_trips
 from tests.helpers.task_models import assert_encoder_loaded
@@ -157,3 +162,40 @@ def test_readme_question_answerer_example_runs_as_written(tmp_path):
   run_readme_example("question_answerer", tmp_path)
   assert (tmp_path / "squad.keras").exists()
   assert (tmp_path / "serving" / "squad" / "1" / "saved_model.pb").exists()
+
+
+def test_starts_from_the_joint_head_squad_checkpoint_run_finetuning_writes(tmp_path):
+  """`run_finetuning`'s SQuAD head is the original's joint one (`qa_hidden`,
+  `dense_1` [512, 1], ...). Under the default task name the answerer takes
+  that checkpoint's fine-tuned encoder and a fresh span head; named `squad`,
+  it stops at the head's first shape mismatch instead of loading half a head."""
+  model_dir = str(tmp_path / "squad_model")
+  os.makedirs(model_dir)
+  vocab_file = os.path.join(model_dir, "vocab.txt")
+  config = FinetuningConfig(
+    "squad_model", str(tmp_path), task_names=["squad"], vocab_size=write_vocab(vocab_file),
+    **TINY_SIZE,
+  )
+  head = task_builder.get_task(config, "squad", tokenizer=None).create_head()
+  finetuned = FinetuningModel.from_finetuning_config(config, [head])
+  # what run_finetuning's checkpoints hold under the model's names
+  # (NameBasedCheckpointManager adds Adam slots and global_step beside them)
+  names = finetuned.official_name_map()
+  assert names["task_specific/squad/dense_1/kernel"].shape == (512, 1)
+  checkpoint_io.save_name_based(names, model_dir, 7)
+
+  qa = electra_tf.ElectraQuestionAnswerer.from_checkpoint(
+    model_dir, vocab_file, max_seq_length=S, **TINY_SIZE
+  )
+  assert_encoder_loaded(qa, {n: v for n, v in names.items() if n.startswith("electra/")})
+  outputs = qa.predict((QUESTIONS, CONTEXTS), verbose=0)
+  assert outputs["start_logits"].shape == (len(QUESTIONS), S)
+  assert qa.predict_answers(QUESTIONS[:1], CONTEXTS[:1])[0] in CONTEXTS[0]
+
+  with pytest.raises(
+    ValueError,
+    match=r"task_specific/squad/dense_1/kernel: model expects \[16, 1\], checkpoint has \[512, 1\]",
+  ):
+    electra_tf.ElectraQuestionAnswerer.from_checkpoint(
+      model_dir, vocab_file, max_seq_length=S, task_name="squad", **TINY_SIZE
+    )

@@ -46,6 +46,14 @@ class ElectraQuestionAnswerer(ElectraTaskModel):
   `python -m electra_tf.export_saved_model --model task` (`start_logits`,
   `end_logits` outputs).
 
+  A SQuAD checkpoint that `run_finetuning` wrote carries the original's joint
+  head (`task_specific/squad/qa_hidden`, `dense_1` of `[512, 1]`, ...), which
+  this class does not have: `from_checkpoint` under the default task name
+  takes its fine-tuned encoder and a fresh span head; with
+  `task_name="squad"` it stops on the head's shape mismatch. To serve the
+  joint head itself, export that model dir with `export_saved_model --model
+  task --task squad`.
+
   Args:
     bert_config: dict of the encoder's `BertConfig` fields.
     task_name: the head's name (`task_specific/<task_name>/...`).
