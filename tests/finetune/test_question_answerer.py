@@ -173,7 +173,10 @@ def test_starts_from_the_joint_head_squad_checkpoint_run_finetuning_writes(tmp_p
   os.makedirs(model_dir)
   vocab_file = os.path.join(model_dir, "vocab.txt")
   config = FinetuningConfig(
-    "squad_model", str(tmp_path), task_names=["squad"], vocab_size=write_vocab(vocab_file),
+    "squad_model",
+    str(tmp_path),
+    task_names=["squad"],
+    vocab_size=write_vocab(vocab_file),
     **TINY_SIZE,
   )
   head = task_builder.get_task(config, "squad", tokenizer=None).create_head()
