@@ -29,9 +29,10 @@ Every row runs in its own process (`bench.common.call_in_child`) and carries
 that process's `peak_rss_mb`, and the machine's fp32 (and, where native,
 bf16) matmul rate and memory bandwidth measured in the same run
 (`bench.bench_pretraining_step.machine_rates`). The electra_tf rows are the
-fastest of 3 repeats of 10 steps after 2 warm-up steps; the peer's the mean
-of 5 steps after 2. A quick run uses batch 4 × 32, vocab 2,000, for every
-row including the peer's.
+fastest of 3 consecutive windows of 10 steps after 2 warm-up steps, all in
+one `fit` call (one loop for the baseline), timed from the steps' end times
+as `run_finetuning` runs them; the peer's the mean of 5 steps after 2. A
+quick run uses batch 4 × 32, vocab 2,000, for every row including the peer's.
 
   python -m bench.bench_finetuning [--quick] [--json out.json]
 """
@@ -51,6 +52,7 @@ PRECISIONS = ("float32", "mixed_bfloat16")
 # electra_tf task → the peer's task of the same shapes and head kind
 PEER_TASKS = {"mnli": "classification", "squad": "squad"}
 MODULE = "bench.bench_finetuning"
+WARMUP_STEPS = 2
 
 
 def _model(task_name, precision, seq, vocab):
@@ -113,17 +115,46 @@ def _optimizer(config, model, steps):
   return finetuning_optimizer.make_optimizer_from_config(config, model, steps)
 
 
+def _best_window(step_ends, steps, repeats):
+  """Seconds per step of the fastest of `repeats` consecutive windows of
+  `steps` steps; `step_ends` are the perf_counter times at which each step
+  ended, warm-up steps first (the window before the first measured step
+  starts at the end of the last warm-up step)."""
+  ends = step_ends[-(steps * repeats + 1) :]
+  return min((ends[(i + 1) * steps] - ends[i * steps]) / steps for i in range(repeats))
+
+
+class _StepEnds:
+  """Keras callback keeping the time each training step ended."""
+
+  def __init__(self):
+    import keras  # pylint: disable=g-import-not-at-top
+
+    times = self.times = []
+
+    class Callback(keras.callbacks.Callback):
+      def on_train_batch_end(self, batch, logs=None):
+        times.append(time.perf_counter())
+
+    self.callback = Callback()
+
+
 def _time_fit(task_name, precision, batch, seq, vocab, steps, repeats):
+  """Steps inside one `fit` call, as `run_finetuning` trains: each `fit`
+  call also costs a second or two on its return (tearing down the epoch's
+  iterator and functions), which a run pays once, so timing several short
+  `fit` calls would charge it to the steps."""
   config, model = _model(task_name, precision, seq, vocab)
   model.compile(optimizer=_optimizer(config, model, 100000))
-  dataset = _dataset(task_name, batch, seq, vocab)
-  model.fit(dataset, epochs=1, steps_per_epoch=2, verbose=0)  # trace + warm up
-  best = float("inf")
-  for _ in range(repeats):
-    start = time.perf_counter()
-    model.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0)
-    best = min(best, time.perf_counter() - start)
-  return best / steps
+  step_ends = _StepEnds()
+  model.fit(
+    _dataset(task_name, batch, seq, vocab),
+    epochs=1,
+    steps_per_epoch=WARMUP_STEPS + steps * repeats,
+    verbose=0,
+    callbacks=[step_ends.callback],
+  )
+  return _best_window(step_ends.times, steps, repeats)
 
 
 def _time_tape_loop(task_name, precision, batch, seq, vocab, steps, repeats):
@@ -144,15 +175,11 @@ def _time_tape_loop(task_name, precision, batch, seq, vocab, steps, repeats):
     return loss
 
   iterator = iter(_dataset(task_name, batch, seq, vocab))
-  for _ in range(2):
+  step_ends = []
+  for _ in range(WARMUP_STEPS + steps * repeats):
     float(train_step(next(iterator)))
-  best = float("inf")
-  for _ in range(repeats):
-    start = time.perf_counter()
-    for _ in range(steps):
-      float(train_step(next(iterator)))
-    best = min(best, time.perf_counter() - start)
-  return best / steps
+    step_ends.append(time.perf_counter())
+  return _best_window(step_ends, steps, repeats)
 
 
 _PATHS = {"fit": _time_fit, "tape_loop": _time_tape_loop}
