@@ -84,24 +84,27 @@ def _say(text):
   print(f"\n[demo] {text}", flush=True)
 
 
-def _paths(out):
+def _paths(out, model_name=MODEL_NAME):
   return {
     "corpus": os.path.join(out, "corpus"),
     "vocab": os.path.join(out, "vocab.txt"),
     "tfrecords": os.path.join(out, "pretrain_tfrecords"),
-    "model_dir": os.path.join(out, "models", MODEL_NAME),
+    "model_dir": os.path.join(out, "models", model_name),
     "export": os.path.join(out, "export"),
     "png": os.path.join(out, "training_curves.png"),
-    "history": os.path.join(out, "models", MODEL_NAME, "demo_eval_history.json"),
+    "history": os.path.join(out, "models", model_name, "demo_eval_history.json"),
   }
 
 
-def pretraining_config(out, train_steps=None, for_eval=False):
+def pretraining_config(
+  out, train_steps=None, for_eval=False, model_name=MODEL_NAME, **hparam_overrides
+):
   """The demo's `PretrainingConfig`: training reads shards 0–6, evaluation
-  the held-out shard 7."""
+  the held-out shard 7. `model_name` and `hparam_overrides` (e.g. `seed`,
+  `mixed_precision`) let other runs reuse the demo's data and settings."""
   from electra_tf.configs.pretraining import PretrainingConfig
 
-  hparams = _demo_hparams(out, train_steps)
+  hparams = dict(_demo_hparams(out, train_steps), **hparam_overrides)
   shards = (
     f"pretrain_data.tfrecord-{EVAL_SHARD}-of-{NUM_SHARDS}"
     if for_eval
@@ -110,7 +113,7 @@ def pretraining_config(out, train_steps=None, for_eval=False):
   hparams["pretrain_tfrecords"] = os.path.join(_paths(out)["tfrecords"], shards)
   if for_eval:
     hparams.update(do_train=False, do_eval=True)
-  return PretrainingConfig(MODEL_NAME, out, **hparams)
+  return PretrainingConfig(model_name, out, **hparams)
 
 
 def _demo_hparams(out, train_steps=None):
@@ -201,15 +204,15 @@ class PeriodicEvaluation:
   shard every `every` steps during training and keeps the history (for the
   training-curve PNG)."""
 
-  def __init__(self, out, every):
+  def __init__(self, out, every, model_name=MODEL_NAME):
     import keras
 
     from electra_tf.training import pretraining_run
 
     self.every = every
-    self.history_path = _paths(out)["history"]
+    self.history_path = _paths(out, model_name)["history"]
     self.history = _load_history(self.history_path)
-    eval_config = pretraining_config(out, for_eval=True)
+    eval_config = pretraining_config(out, for_eval=True, model_name=model_name)
     self.dataset = pretraining_run.make_dataset(eval_config, is_training=False)
     self.num_batches = eval_config.num_eval_steps
     parent = self
@@ -468,7 +471,7 @@ def stage_eval(out, args):
   return results, measured
 
 
-def _scalar_events(log_dir):
+def scalar_events(log_dir):
   """{tag: [(step, value)]} from the TensorBoard event files in `log_dir`."""
   import tensorflow as tf
 
@@ -487,7 +490,7 @@ def _scalar_events(log_dir):
 def _write_curves(paths, write_png):
   """Training losses (fitted axes) and the held-out real-token metrics on
   fixed axes with their trivial baseline dashed, so noise stays flat."""
-  series = _scalar_events(paths["model_dir"])
+  series = scalar_events(paths["model_dir"])
   panels = []
   for tag, title in (("generator_loss", "GENERATOR MLM LOSS"), ("disc_loss", "DISCRIMINATOR LOSS")):
     points = series.get(tag, [])
