@@ -29,44 +29,32 @@ def _run(precision, seed, auc, se=0.01, steps=60):
   }
 
 
-def _auc_row(runs):
+def _auc_row(aucs, se):
+  """The AUC comparison of runs whose final AUCs are `aucs`:
+  `{precision: (seed 0, seed 1)}`."""
+  runs = [_run(p, seed, auc, se=se) for p, pair in aucs.items() for seed, auc in enumerate(pair)]
   return next(r for r in precision_learning.compare(runs) if r["metric"] == "discriminator AUC")
 
 
-def test_a_difference_inside_the_seed_spread_is_within_noise():
-  runs = [
-    _run("float32", 0, 0.80),
-    _run("float32", 1, 0.86),
-    _run("mixed_bfloat16", 0, 0.84),
-    _run("mixed_bfloat16", 1, 0.85),
-  ]
-  row = _auc_row(runs)
-  assert row["bf16_minus_fp32"] == pytest.approx(0.845 - 0.83)
-  assert row["seed_spread"] == pytest.approx(0.06)
-  assert row["verdict"] == "within noise"
-
-
-def test_a_difference_beyond_seeds_and_batch_noise_is_reported():
-  runs = [
-    _run("float32", 0, 0.90),
-    _run("float32", 1, 0.91),
-    _run("mixed_bfloat16", 0, 0.70),
-    _run("mixed_bfloat16", 1, 0.71),
-  ]
-  row = _auc_row(runs)
-  assert row["two_batch_se"] == pytest.approx(0.02)
-  assert row["verdict"] == "outside noise"
-
-
-def test_batch_noise_counts_when_the_seeds_agree():
-  runs = [
-    _run(p, s, auc, se=0.05)
-    for p, auc in (("float32", 0.9), ("mixed_bfloat16", 0.86))
-    for s in (0, 1)
-  ]
-  row = _auc_row(runs)
-  assert row["seed_spread"] == 0.0
-  assert row["verdict"] == "within noise"  # |-0.04| <= 2 * 0.05
+@pytest.mark.parametrize(
+  "aucs, se, difference, seed_spread, verdict",
+  [
+    # inside the seeds' spread
+    ({"float32": (0.80, 0.86), "mixed_bfloat16": (0.84, 0.85)}, 0.01, 0.015, 0.06, "within noise"),
+    # beyond the seeds' spread and twice the batches' standard error
+    ({"float32": (0.90, 0.91), "mixed_bfloat16": (0.70, 0.71)}, 0.01, -0.2, 0.01, "outside noise"),
+    # the seeds agree, but |-0.04| <= 2 × the batches' standard error 0.05
+    ({"float32": (0.90, 0.90), "mixed_bfloat16": (0.86, 0.86)}, 0.05, -0.04, 0.0, "within noise"),
+  ],
+)
+def test_bf16_minus_fp32_is_judged_against_seed_and_batch_noise(
+  aucs, se, difference, seed_spread, verdict
+):
+  row = _auc_row(aucs, se)
+  assert row["bf16_minus_fp32"] == pytest.approx(difference)
+  assert row["seed_spread"] == pytest.approx(seed_spread)
+  assert row["two_batch_se"] == pytest.approx(2 * se)
+  assert row["verdict"] == verdict
 
 
 def test_writes_a_table_and_curves(tmp_path):
