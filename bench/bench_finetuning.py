@@ -124,21 +124,6 @@ def _best_window(step_ends, steps, repeats):
   return min((ends[(i + 1) * steps] - ends[i * steps]) / steps for i in range(repeats))
 
 
-class _StepEnds:
-  """Keras callback keeping the time each training step ended."""
-
-  def __init__(self):
-    import keras  # pylint: disable=g-import-not-at-top
-
-    times = self.times = []
-
-    class Callback(keras.callbacks.Callback):
-      def on_train_batch_end(self, batch, logs=None):
-        times.append(time.perf_counter())
-
-    self.callback = Callback()
-
-
 def _time_fit(task_name, precision, batch, seq, vocab, steps, repeats):
   """Steps inside one `fit` call, as `run_finetuning` trains: each `fit`
   call also costs a second or two on its return (tearing down the epoch's
@@ -146,15 +131,21 @@ def _time_fit(task_name, precision, batch, seq, vocab, steps, repeats):
   `fit` calls would charge it to the steps."""
   config, model = _model(task_name, precision, seq, vocab)
   model.compile(optimizer=_optimizer(config, model, 100000))
-  step_ends = _StepEnds()
+  import keras  # pylint: disable=g-import-not-at-top
+
+  step_ends = []
   model.fit(
     _dataset(task_name, batch, seq, vocab),
     epochs=1,
     steps_per_epoch=WARMUP_STEPS + steps * repeats,
     verbose=0,
-    callbacks=[step_ends.callback],
+    callbacks=[
+      keras.callbacks.LambdaCallback(
+        on_train_batch_end=lambda batch, logs: step_ends.append(time.perf_counter())
+      )
+    ],
   )
-  return _best_window(step_ends.times, steps, repeats)
+  return _best_window(step_ends, steps, repeats)
 
 
 def _time_tape_loop(task_name, precision, batch, seq, vocab, steps, repeats):

@@ -137,19 +137,16 @@ def _markdown(runs, comparison, header):
 def _curves(runs, path):
   from electra_tf.utils.curves import write_training_curves_png  # pylint: disable=g-import-not-at-top
 
-  ordered = [
-    r
-    for seed in SEEDS
-    for p in PRECISIONS
-    for r in runs
-    if (r["precision"], r["seed"]) == (p, seed)
+  # two columns: float32 left, mixed_bfloat16 right; one row per seed
+  ordered = sorted(runs, key=lambda r: (r["seed"], PRECISIONS.index(r["precision"])))
+  titles = [
+    f"{'FP32' if r['precision'] == 'float32' else 'BF16'} SEED {r['seed']}" for r in ordered
   ]
   panels = []
   losses = [v for r in runs for _, v in r["losses"]["disc_loss"]]
   loss_range = (min(losses), max(losses)) if losses else None
-  for r in ordered:
+  for r, title in zip(ordered, titles):
     points = r["losses"]["disc_loss"]
-    title = f"{'FP32' if r['precision'] == 'float32' else 'BF16'} SEED {r['seed']}"
     panels.append(
       (f"{title} DISC LOSS", [s for s, _ in points], [v for _, v in points], loss_range)
     )
@@ -157,8 +154,7 @@ def _curves(runs, path):
     ("disc_auc_real_tokens", "HELD OUT AUC", 0.5, (0.5, 1.0)),
     ("masked_lm_accuracy", "HELD OUT GEN ACC", "unigram_masked_lm_accuracy", (0.0, 0.5)),
   ):
-    for r in ordered:
-      title = f"{'FP32' if r['precision'] == 'float32' else 'BF16'} SEED {r['seed']}"
+    for r, title in zip(ordered, titles):
       history = r["history"]
       panels.append(
         (
