@@ -33,7 +33,9 @@ tensorflow_text` before `tf.saved_model.load` (the raw-text signature's
 tokenizer op is registered by that import).
 
 The weights are served in float32 unless `--mixed-precision` is given
-(bfloat16 compute, float32 outputs).
+(bfloat16 compute, float32 outputs). `--jit-compile` compiles the network
+with XLA (with `--length-multiple 16` to bound the compilations); TF Serving
+then needs `--xla_cpu_compilation_enabled=true` on CPU.
 """
 
 import argparse
@@ -100,11 +102,26 @@ def _parse_args(argv):
   )
   parser.add_argument("--max-query-length", type=int, default=64, help="QA question budget")
   parser.add_argument(
+    "--length-multiple",
+    type=int,
+    default=1,
+    help="round the encoder's length (the batch's longest row) up to a multiple of this",
+  )
+  parser.add_argument(
+    "--jit-compile",
+    action="store_true",
+    help="compile the network with XLA (faster short requests on CPU; one compilation per "
+    "batch size and length; TF Serving needs --xla_cpu_compilation_enabled=true on CPU)",
+  )
+  parser.add_argument(
     "--no-lower-case",
     action="store_true",
     help="cased vocab (default: the hparams' do_lower_case, else lower-case)",
   )
-  return parser.parse_args(argv)
+  args = parser.parse_args(argv)
+  if args.length_multiple < 1:
+    parser.error(f"--length-multiple {args.length_multiple}; expected at least 1")
+  return args
 
 
 def main(argv=None):
@@ -136,6 +153,8 @@ def main(argv=None):
       max_query_length=args.max_query_length,
       mixed_precision=args.mixed_precision,
       overwrite=args.overwrite,
+      length_multiple=args.length_multiple,
+      jit_compile=args.jit_compile,
     )
   except ValueError as e:
     print(f"export_saved_model: error: {e}", file=sys.stderr)

@@ -255,6 +255,8 @@ def build_serving_module(
   top_k=5,
   max_predictions=20,
   max_query_length=64,
+  length_multiple=1,
+  jit_compile=False,
 ):
   """The serving module for `kind` ("discriminator", "generator", "task").
 
@@ -269,9 +271,13 @@ def build_serving_module(
     task: the task head (needed when the model has several).
     top_k, max_predictions: generator options.
     max_query_length: QA question budget.
+    length_multiple, jit_compile: see `serving_modules.ElectraServingModule`.
   """
   if kind not in MODEL_KINDS:
     raise ValueError(f"--model {kind!r}; expected one of {MODEL_KINDS}")
+  if length_multiple < 1:
+    raise ValueError(f"--length-multiple {length_multiple}; expected at least 1")
+  options = dict(length_multiple=length_multiple, jit_compile=jit_compile)
   if _is_finetuning_model(model):
     if kind != "task":
       raise ValueError(
@@ -283,7 +289,13 @@ def build_serving_module(
       task = model.task_names[0]
     bert_config = model.bert_config
     module = serving_modules.TaskHeadServingModule(
-      model, task, tokenizer, max_seq_length, vocab_asset, max_query_length=max_query_length
+      model,
+      task,
+      tokenizer,
+      max_seq_length,
+      vocab_asset,
+      max_query_length=max_query_length,
+      **options,
     )
   else:
     if kind == "task":
@@ -304,7 +316,7 @@ def build_serving_module(
     bert_config = network.bert_config
     if kind == "discriminator":
       module = serving_modules.DiscriminatorServingModule(
-        network, tokenizer, max_seq_length, vocab_asset
+        network, tokenizer, max_seq_length, vocab_asset, **options
       )
     else:
       module = serving_modules.MaskedLMServingModule(
@@ -314,6 +326,7 @@ def build_serving_module(
         vocab_asset,
         top_k=top_k,
         max_predictions=max_predictions,
+        **options,
       )
   # S must fit the served network's position table; the tokenizer must use its vocab.
   if max_seq_length > bert_config["max_position_embeddings"]:
@@ -376,8 +389,14 @@ def export(
   max_query_length=64,
   mixed_precision=False,
   overwrite=False,
+  length_multiple=1,
+  jit_compile=False,
 ):
   """Builds the serving module for `model` and writes the SavedModel.
+
+  `length_multiple` and `jit_compile` are the serving module's (see
+  `serving_modules.ElectraServingModule`); the other options are those of
+  `build_serving_module`.
 
   Returns:
     the version directory written.
@@ -402,9 +421,11 @@ def export(
       top_k=top_k,
       max_predictions=max_predictions,
       max_query_length=max_query_length,
+      length_multiple=length_multiple,
+      jit_compile=jit_compile,
     )
     readme = os.path.join(asset_dir, "README.txt")
-    write_atomic(readme, serving_loading.export_readme(kind, max_seq_length))
+    write_atomic(readme, serving_loading.export_readme(kind, max_seq_length, jit_compile))
     module.readme = tf.saved_model.Asset(readme)
     return save_module(module, export_dir, version, overwrite)
   finally:

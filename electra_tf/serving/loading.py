@@ -69,7 +69,13 @@ def load(path):
     raise hint from e
 
 
-def export_readme(kind, max_seq_length):
+XLA_SERVING_NOTE = (
+  "The network is XLA-compiled (exported with jit_compile): TF Serving runs it on CPU only "
+  "with --xla_cpu_compilation_enabled=true, and compiles once per batch size and length bucket.\n"
+)
+
+
+def export_readme(kind, max_seq_length, jit_compile=False):
   """The `assets/README.txt` every export carries: its signatures and how to load it."""
   return (
     f"electra_tf SavedModel: {kind}, max_seq_length {max_seq_length}.\n"
@@ -81,4 +87,4 @@ def export_readme(kind, max_seq_length):
     "  import tensorflow_text  # registers the tokenizer ops\n"
     '  model = tf.saved_model.load("<export_dir>/<version>")\n'
     "TF Serving: the server binary must include TF Text's ops.\n"
-  )
+  ) + (XLA_SERVING_NOTE if jit_compile else "")

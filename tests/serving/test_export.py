@@ -876,6 +876,11 @@ def test_cli_reports_bad_input(tmp_path, capsys):
     == 2
   )
   assert "does not exist" in capsys.readouterr().err
+  with pytest.raises(SystemExit):
+    export_saved_model.main(
+      ["--checkpoint", str(tmp_path), "--export-dir", str(tmp_path), "--length-multiple", "0"]
+    )
+  assert "--length-multiple 0; expected at least 1" in capsys.readouterr().err
 
 
 # --- checkpoints ---------------------------------------------------------------

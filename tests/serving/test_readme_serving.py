@@ -20,16 +20,17 @@ SECTION = "### Export and serve with TF Serving"
 
 
 def serving_blocks():
-  """The section's first ```bash block (export and inspection; the later one
-  needs a TF Serving server) and its ```python block."""
+  """The section's ```bash blocks (export and inspection, the XLA export,
+  then one that needs a TF Serving server) and its ```python block."""
   readme = (REPO_ROOT / "README.md").read_text()
   start = readme.index(SECTION)
   end = readme.index("\n## ", start)
   section = readme[start:end]
   bash = re.findall(r"```bash\n(.*?)```", section, flags=re.S)
   python = re.findall(r"```python\n(.*?)```", section, flags=re.S)
-  assert bash and len(python) == 1, "the README's serving section lost its commands"
-  return bash[0], python[0]
+  assert len(bash) == 3 and len(python) == 1, "the README's serving section lost its commands"
+  assert "--jit-compile" in bash[1], "the README's second serving command is the XLA export"
+  return bash, python[0]
 
 
 def _env(data_dir):
@@ -46,16 +47,20 @@ def exported(tmp_path_factory):
   data_dir = tmp_path_factory.mktemp("readme")
   pretrain_on_self_made_data(data_dir, self_made_hparams(num_train_steps=1), "electra_small")
   bash, _ = serving_blocks()
-  result = subprocess.run(
-    ["bash", "-e", "-c", bash],
+  result = _run_bash(bash[0], data_dir)
+  assert result.returncode == 0, result.stderr[-3000:]
+  return data_dir, result.stdout
+
+
+def _run_bash(commands, data_dir):
+  return subprocess.run(
+    ["bash", "-e", "-c", commands],
     env=_env(data_dir),
     cwd=data_dir,
     capture_output=True,
     text=True,
     timeout=600,
   )
-  assert result.returncode == 0, result.stderr[-3000:]
-  return data_dir, result.stdout
 
 
 def _run_python(code, data_dir):
@@ -88,6 +93,30 @@ def test_readme_python_snippet_in_a_fresh_process(exported):
   probs = [float(x) for x in re.findall(r"\d+\.\d*", result.stdout)]
   # rtd_probs [1, 128] (the README's --max-seq-length): one probability per position.
   assert len(probs) == 128 and all(0 <= p <= 1 for p in probs), result.stdout
+
+
+@pytest.mark.slow
+def test_readme_xla_export_serves_like_the_plain_one(exported):
+  data_dir, _ = exported
+  bash, python = serving_blocks()
+  result = _run_bash(bash[1], data_dir)
+  assert result.returncode == 0, result.stderr[-3000:]
+  compare = python + (
+    "\nxla = tf.saved_model.load(path.replace('electra_small/', 'electra_small_xla/'))"
+    "\nrequest = dict(text_a=tf.constant(['The chef cooked the meal.']), text_b=tf.constant(['']))"
+    "\nplain = model.signatures['serving_default'](**request)"
+    "\ncompiled = xla.signatures['serving_default'](**request)"
+    # Past the real tokens the two differ by design: the XLA export runs 16 positions.
+    "\nreal = plain['input_mask'].numpy() == 1"
+    "\ndiff = abs(plain['rtd_probs'].numpy() - compiled['rtd_probs'].numpy())[real]"
+    "\nprint('MAXDIFF', diff.max(), 'REAL', int(real.sum()))"
+  )
+  result = _run_python(compare, data_dir)
+  assert result.returncode == 0, result.stderr[-3000:]
+  diff, real = re.search(r"MAXDIFF (\S+) REAL (\d+)", result.stdout).groups()
+  assert float(diff) <= 1e-5 and int(real) > 0, result.stdout
+  readme = data_dir / "serving" / "electra_small_xla" / "1" / "assets" / "README.txt"
+  assert "--xla_cpu_compilation_enabled=true" in readme.read_text()
 
 
 @pytest.mark.slow

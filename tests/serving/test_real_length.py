@@ -14,6 +14,7 @@ import tensorflow as tf
 from electra_tf.finetune.classification.head import ClassificationHead
 from electra_tf.finetune.qa.head import QAHead
 from electra_tf.finetune.tagging.head import TaggingHead
+from electra_tf.serving import export as export_lib
 from electra_tf.serving import modules as serving_modules
 from electra_tf.text import wordpiece as tokenization
 from electra_tf.text.tokenizer import ElectraTokenizer
@@ -124,21 +125,34 @@ def inputs_for(networks, name):
 
 
 @pytest.mark.parametrize(
-  "name, multiple",
-  [("disc", 8)]
+  "name, multiple, jit_compile",
+  [("disc", 8, False), ("disc", 8, True)]
   + [
-    pytest.param(name, multiple, marks=pytest.mark.slow)
-    for name, multiple in [("disc", 1), ("gen", 8), ("rte", 8), ("squad", 1), ("chunk", 8)]
+    pytest.param(name, multiple, jit_compile, marks=pytest.mark.slow)
+    for name, multiple, jit_compile in [
+      ("disc", 1, False),
+      ("gen", 8, False),
+      ("rte", 8, False),
+      ("squad", 1, False),
+      ("chunk", 8, False),
+      ("gen", 8, True),
+      ("rte", 8, True),
+      ("squad", 1, True),
+      ("chunk", 8, True),
+    ]
   ],
 )
-def test_every_signature_equals_full_padding(networks, name, multiple):
+def test_every_signature_equals_full_padding(networks, name, multiple, jit_compile):
   texts_a, texts_b, features = inputs_for(networks, name)
   minimum = 2 if name == "squad" else 1  # the QA beam's K
   length = encoder_length(features["input_mask"], multiple, minimum)
   assert length < S  # the test must exercise a shorter encoder run
   full = run_signatures(build_module(networks, name, real_length=False), texts_a, texts_b, features)
   real = run_signatures(
-    build_module(networks, name, length_multiple=multiple), texts_a, texts_b, features
+    build_module(networks, name, length_multiple=multiple, jit_compile=jit_compile),
+    texts_a,
+    texts_b,
+    features,
   )
   for kind in full:
     assert_equals_full_padding(real[kind], full[kind], length, f"{name} {kind}")
@@ -164,29 +178,63 @@ def test_signature_shapes_stay_static(networks):
   assert outputs["sequence_output"].shape.as_list()[:2] == [None, S]
 
 
+def _xla_compiled_functions(concrete_function):
+  library = concrete_function.graph.as_graph_def().library.function
+  return [f.signature.name for f in library if f.attr["_XlaMustCompile"].b]
+
+
+@pytest.mark.parametrize("name", ["disc", "gen", "squad"])
+def test_jit_compile_compiles_the_network_and_nothing_else(networks, name):
+  plain = build_module(networks, name).get_signatures()
+  compiled = build_module(networks, name, jit_compile=True).get_signatures()
+  for signature, function in compiled.items():
+    assert not _xla_compiled_functions(plain[signature]), signature
+    # One compiled function per signature: the network on the trimmed inputs;
+    # tokenizing, parsing and the length stay outside (XLA has no string ops).
+    assert len(_xla_compiled_functions(function)) == 1, signature
+    assert function.structured_outputs.keys() == plain[signature].structured_outputs.keys()
+
+
 @pytest.mark.slow
 def test_saved_models_in_a_fresh_process_equal_full_padding(networks):
   root = networks["root"]
+  vocab_file = networks["tokenizer"].vocab_file
   paths, requests, lengths = {}, {}, {}
   for name in ("disc", "gen"):
     texts_a, texts_b, features = inputs_for(networks, name)
-    lengths[name] = encoder_length(features["input_mask"], 1)  # the default multiple
+    lengths[name, "real"] = encoder_length(features["input_mask"], 1)  # the default multiple
+    lengths[name, "xla"] = encoder_length(features["input_mask"], 8)
     for variant, kwargs in (("real", {}), ("full", {"real_length": False})):
       module = build_module(networks, name, **kwargs)
       path = os.path.join(root, f"{name}_{variant}", "1")
       tf.saved_model.save(module, path, signatures=module.get_signatures())
-      model_name = f"{name}_{variant}"
-      paths[model_name] = path
-      requests.update(_requests_for(model_name, texts_a, texts_b, features))
+      paths[f"{name}_{variant}"] = path
+    # the opt-in XLA export, as `export_saved_model --jit-compile` writes it
+    paths[f"{name}_xla"] = export_lib.export(
+      networks["pretrainer"],
+      "discriminator" if name == "disc" else "generator",
+      vocab_file,
+      os.path.join(root, f"{name}_xla"),
+      max_seq_length=S,
+      top_k=3,
+      max_predictions=4,
+      length_multiple=8,
+      jit_compile=True,
+    )
+    for variant in ("real", "full", "xla"):
+      requests.update(_requests_for(f"{name}_{variant}", texts_a, texts_b, features))
   results = serve_in_fresh_process(str(tmp_dir(root)), paths, requests)
   for name in ("disc", "gen"):
-    for kind in ("text", "ids", "examples"):
-      assert_equals_full_padding(
-        results[f"{name}_real_{kind}"],
-        results[f"{name}_full_{kind}"],
-        lengths[name],
-        f"{name} {kind} (SavedModel)",
-      )
+    for variant in ("real", "xla"):
+      for kind in ("text", "ids", "examples"):
+        assert_equals_full_padding(
+          results[f"{name}_{variant}_{kind}"],
+          results[f"{name}_full_{kind}"],
+          lengths[name, variant],
+          f"{name} {variant} {kind} (SavedModel)",
+        )
+  with open(os.path.join(paths["disc_xla"], "assets", "README.txt")) as f:
+    assert "--xla_cpu_compilation_enabled=true" in f.read()
 
 
 def tmp_dir(root):
