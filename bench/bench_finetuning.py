@@ -25,6 +25,11 @@ Rows:
   examples/s over the peer's for the same task. Without torch or
   transformers the peer rows are skipped with a printed reason.
 
+- `matmuls_only <task> <dtype>`: the fp32 step's MatMuls and BatchMatMuls
+  replayed alone in that dtype (`bench_pretraining_step.replay_matmuls`),
+  the ceiling of the step whose matmuls run in it; every electra_tf row's
+  `fraction_of_matmul_ceiling` is its step time over its precision's one.
+
 Every row runs in its own process (`bench.common.call_in_child`) and carries
 that process's `peak_rss_mb`, and the machine's fp32 (and, where native,
 bf16) matmul rate and memory bandwidth measured in the same run
@@ -41,6 +46,8 @@ import importlib.util
 import sys
 import time
 
+from bench.bench_pretraining_step import MATMUL_DTYPES
+from bench.bench_pretraining_step import replay_matmuls
 from bench.common import call_in_child
 from bench.common import fresh_keras_session
 from bench.common import main
@@ -176,6 +183,20 @@ def _time_tape_loop(task_name, precision, batch, seq, vocab, steps, repeats):
 _PATHS = {"fit": _time_fit, "tape_loop": _time_tape_loop}
 
 
+def matmuls_only(task_name, dtype, batch, seq, vocab_size, repeats=3):
+  """The fp32 fine-tuning step's matmuls replayed alone in `dtype`
+  (`bench_pretraining_step.replay_matmuls`): the ceiling of the step whose
+  matmuls run in that dtype; for `call_in_child`."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  config, model = _model(task_name, "float32", seq, vocab_size)
+  model.compile(optimizer=_optimizer(config, model, 100000))
+  model.optimizer.build(model.trainable_variables)
+  features = next(iter(_dataset(task_name, batch, seq, vocab_size)))
+  graph = tf.function(model.train_step).get_concrete_function(features).graph
+  return replay_matmuls(graph, dtype, repeats)
+
+
 def measure(path, task_name, precision, batch, seq, vocab_size, steps, repeats):
   """Seconds per step of `path` ("fit" or "tape_loop"); for `call_in_child`."""
   seconds = _PATHS[path](task_name, precision, batch, seq, vocab_size, steps, repeats)
@@ -216,6 +237,12 @@ def run(quick=False):
   timing = dict(shapes, steps=steps, repeats=repeats)
   rows = []
   for task_name in PEER_TASKS:
+    ceilings = {
+      precision: call_in_child(
+        MODULE, "matmuls_only", task_name=task_name, dtype=MATMUL_DTYPES[precision], **shapes
+      )
+      for precision in PRECISIONS
+    }
     # the tape-loop baseline is issue #18's, on MNLI-sized batches only
     paths = ("tape_loop", "fit") if task_name == "mnli" else ("fit",)
     for precision in PRECISIONS:
@@ -238,7 +265,20 @@ def run(quick=False):
           )
         if task_name in peers:
           row["vs_hf_peer"] = round(row["examples_per_s"] / peers[task_name]["examples_per_s"], 3)
+        row["fraction_of_matmul_ceiling"] = round(ceilings[precision]["seconds"] / seconds, 3)
         rows.append({**row, **machine, "peak_rss_mb": result["peak_rss_mb"]})
+    for precision, ceiling in ceilings.items():
+      dtype = MATMUL_DTYPES[precision]
+      rows.append(
+        {
+          "name": f"matmuls_only {task_name} {dtype} b{batch} s{seq} v{vocab} (upper bound)",
+          "examples_per_s": round(batch / ceiling["seconds"], 2),
+          "ms_per_step": round(1000 * ceiling["seconds"], 1),
+          "matmul_ops": ceiling["ops"],
+          **machine,
+          "peak_rss_mb": ceiling["peak_rss_mb"],
+        }
+      )
   for peer in peers.values():
     row = dict(peer)
     row["ms_per_step"] = round(1000 * row.pop("seconds_per_step"), 1)

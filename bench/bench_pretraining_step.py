@@ -194,14 +194,27 @@ def machine_rates():
 
 def matmuls_only(vocab_size, repeats=3, dtype="float32"):
   """The fp32 step's matmuls alone, in `dtype`: an upper bound on the speed
-  of the step whose matmuls run in that dtype.
+  of the step whose matmuls run in that dtype (see `replay_matmuls`).
 
-  Traces `train_step` for one batch and replays every MatMul and
-  BatchMatMulV2 of the step's graph (forward and gradient, both towers and
-  heads, with the same shapes and transposes) on random inputs, with nothing
-  else in between. The XLA-fused elementwise kernels' internal matmuls
-  (column sums) are not counted. Repeated ops get distinct input tensors so
-  that common-subexpression elimination cannot merge them.
+  Returns:
+    dict with `seconds` (best of `repeats`), `flops` and `ops` (count).
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  model = _pretrainer(vocab_size)
+  model.optimizer.build(model.trainable_variables)
+  batch = {k: tf.constant(v) for k, v in _batch(vocab_size).items()}
+  graph = tf.function(model.train_step).get_concrete_function(batch).graph
+  return replay_matmuls(graph, dtype, repeats)
+
+
+def replay_matmuls(graph, dtype="float32", repeats=3):
+  """Replays every MatMul and BatchMatMulV2 of a traced training step's
+  `graph` (forward and gradient, with the same shapes and transposes) on
+  random inputs in `dtype`, with nothing else in between. The XLA-fused
+  elementwise kernels' internal matmuls (column sums) are not counted.
+  Repeated ops get distinct input tensors so that common-subexpression
+  elimination cannot merge them.
 
   Returns:
     dict with `seconds` (best of `repeats`), `flops` and `ops` (count).
@@ -211,10 +224,6 @@ def matmuls_only(vocab_size, repeats=3, dtype="float32"):
 
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-  model = _pretrainer(vocab_size)
-  model.optimizer.build(model.trainable_variables)
-  batch = {k: tf.constant(v) for k, v in _batch(vocab_size).items()}
-  graph = tf.function(model.train_step).get_concrete_function(batch).graph
   traced = [
     _matmul_flops(op) for op in graph.get_operations() if op.type in ("MatMul", "BatchMatMulV2")
   ]

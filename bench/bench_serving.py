@@ -8,6 +8,9 @@ longest row, the export's default), in the same run; and the opt-in XLA
 export (`jit_compile=True`, `length_multiple=16`) on real lengths and on full
 padding, with the first request's time (which compiles).
 
+Every row carries the machine's matmul rates and memory bandwidth, measured
+in the same run (`bench.bench_pretraining_step.machine_rates`).
+
 The SavedModel is written by `electra_tf.serving.export` and loaded back
 with `tf.saved_model.load`, so the tokenizer and packing run in the graph as
 they would in TF Serving (without the server's RPC overhead).
@@ -21,6 +24,7 @@ import tempfile
 import time
 
 from bench.common import FIXTURE_VOCAB
+from bench.common import call_in_child
 from bench.common import main
 
 SEQ = 128
@@ -97,6 +101,8 @@ def run(quick=False):
   from electra_tf.text.tokenizer import ElectraTokenizer
 
   keras.mixed_precision.set_global_policy("float32")
+  rates = call_in_child("bench.bench_pretraining_step", "machine_rates")
+  machine = {k: v for k, v in rates.items() if k.endswith("_per_s")}
   one_a, one_b = tf.constant([SHORT_SENTENCE]), tf.constant([""])
   texts_a, texts_b = mixed_batch(BATCH)
   batch_a, batch_b = tf.constant(texts_a), tf.constant(texts_b)
@@ -160,7 +166,7 @@ def run(quick=False):
       lengths = serve(text_a=batch_a, text_b=batch_b)["input_mask"].numpy().sum(axis=1)
       timings[variant] = (single, batched, lengths)
 
-  common = {"vocab_size": vocab_size, "max_seq_length": SEQ, "threads": os.cpu_count()}
+  common = {"vocab_size": vocab_size, "max_seq_length": SEQ, "threads": os.cpu_count(), **machine}
   rows = []
   single_p50 = {v: statistics.median(t[0]) for v, t in timings.items()}
   batch_p50 = {v: statistics.median(t[1]) for v, t in timings.items()}
