@@ -130,30 +130,31 @@ def run(quick=False):
     )
     export_s = time.perf_counter() - start
     tokenizer = ElectraTokenizer(vocab_file=vocab_file)
-    # The order of the rows; "real length" is the export above.
-    paths = dict.fromkeys(["full padding", "real length", "real length, XLA", "full padding, XLA"])
-    paths["real length"] = path
-    # the opt-in XLA export, as `export_saved_model --jit-compile --length-multiple 16` writes it
-    paths["real length, XLA"] = export_lib.export(
-      model,
-      "discriminator",
-      vocab_file,
-      os.path.join(tmp, "export_xla"),
-      max_seq_length=SEQ,
-      length_multiple=XLA_LENGTH_MULTIPLE,
-      jit_compile=True,
-    )
-    options = {
-      # "before": the same network with every request padded to S
-      "full padding": dict(real_length=False),
-      "full padding, XLA": dict(real_length=False, jit_compile=True),
-    }
-    for variant, kwargs in options.items():
+
+    def save_module(variant, **kwargs):
       module = serving_modules.DiscriminatorServingModule(
         model.discriminator, tokenizer, SEQ, **kwargs
       )
-      paths[variant] = os.path.join(tmp, variant.replace(" ", "_").replace(",", ""), "1")
-      tf.saved_model.save(module, paths[variant], signatures=module.get_signatures())
+      module_path = os.path.join(tmp, variant, "1")
+      tf.saved_model.save(module, module_path, signatures=module.get_signatures())
+      return module_path
+
+    paths = {
+      # "before": the same network with every request padded to S
+      "full padding": save_module("full_padding", real_length=False),
+      "real length": path,
+      # the opt-in XLA export, as `export_saved_model --jit-compile --length-multiple 16` writes it
+      "real length, XLA": export_lib.export(
+        model,
+        "discriminator",
+        vocab_file,
+        os.path.join(tmp, "export_xla"),
+        max_seq_length=SEQ,
+        length_multiple=XLA_LENGTH_MULTIPLE,
+        jit_compile=True,
+      ),
+      "full padding, XLA": save_module("full_padding_xla", real_length=False, jit_compile=True),
+    }
 
     timings, first_call = {}, {}
     for variant, model_path in paths.items():

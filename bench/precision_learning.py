@@ -67,10 +67,6 @@ def train_and_measure(out, precision, seed, steps):
   }
 
 
-def _baseline(measured, baseline):
-  return measured[baseline] if isinstance(baseline, str) else baseline
-
-
 def compare(runs):
   """Per metric: fp32 and bf16 seed means, their difference, the noise it
   is judged against, and the verdict."""
@@ -111,7 +107,7 @@ def _markdown(runs, comparison, header):
       points = [v for s, v in r["losses"][tag] if s > 0.9 * steps]
       tail[tag] = sum(points) / len(points) if points else float("nan")
     metrics = [
-      f"{r['final'][key]:.3f} (baseline {_baseline(r['final'], base):.3f})"
+      f"{r['final'][key]:.3f} (baseline {demo.baseline_value(r['final'], base):.3f})"
       for key, base, _, _ in demo.METRIC_ROWS
     ]
     lines.append(
@@ -162,7 +158,7 @@ def _curves(runs, path):
           [h["step"] for h in history],
           [h[key] for h in history],
           y_range,
-          _baseline(r["final"], base),
+          demo.baseline_value(r["final"], base),
         )
       )
   write_training_curves_png(path, panels, width=1200, height=1800)

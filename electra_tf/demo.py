@@ -299,6 +299,11 @@ METRIC_ROWS = (
 )
 
 
+def baseline_value(measured, baseline):
+  """A `METRIC_ROWS` baseline: the measured metric it names, or the fixed value."""
+  return measured[baseline] if isinstance(baseline, str) else baseline
+
+
 def _batch_metrics(out):
   """The real-token metrics of one batch of `pretraining_step.forward` outputs
   (numpy): the masked positions' targets/predictions and the real tokens'
@@ -378,13 +383,9 @@ def real_token_metrics(model, dataset, num_batches):
   unigram_id = int(np.bincount(pooled["targets"]).argmax())
   per_batch = [_metrics(**b, unigram_id=unigram_id) for b in batches]
   for key, baseline, _, _ in METRIC_ROWS:
-    margins = np.array(
-      [m[key] - (m[baseline] if isinstance(baseline, str) else baseline) for m in per_batch]
-    )
+    margins = np.array([m[key] - baseline_value(m, baseline) for m in per_batch])
     margins = margins[np.isfinite(margins)]
-    measured[f"{key}_margin"] = measured[key] - (
-      measured[baseline] if isinstance(baseline, str) else baseline
-    )
+    measured[f"{key}_margin"] = measured[key] - baseline_value(measured, baseline)
     measured[f"{key}_margin_se"] = (
       float(margins.std(ddof=1) / np.sqrt(len(margins))) if len(margins) > 1 else float("nan")
     )
@@ -412,7 +413,7 @@ def format_against_baselines(measured):
   """One line per metric: value, baseline, margin ± 2 s.e., verdict."""
   lines = []
   for key, baseline, name, how in METRIC_ROWS:
-    base = measured[baseline] if isinstance(baseline, str) else baseline
+    base = baseline_value(measured, baseline)
     margin, se = measured[f"{key}_margin"], measured[f"{key}_margin_se"]
     lines.append(
       f"  {name:31s} {measured[key]:.3f} vs {base:.3f} ({how}): "

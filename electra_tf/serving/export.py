@@ -275,8 +275,6 @@ def build_serving_module(
   """
   if kind not in MODEL_KINDS:
     raise ValueError(f"--model {kind!r}; expected one of {MODEL_KINDS}")
-  if length_multiple < 1:
-    raise ValueError(f"--length-multiple {length_multiple}; expected at least 1")
   options = dict(length_multiple=length_multiple, jit_compile=jit_compile)
   if _is_finetuning_model(model):
     if kind != "task":
