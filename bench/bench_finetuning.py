@@ -117,9 +117,9 @@ def _dataset(task_name, batch, seq, vocab):
 
 
 def _optimizer(config, model, steps):
-  from electra_tf.finetune import optimizer as finetuning_optimizer  # pylint: disable=g-import-not-at-top
+  from electra_tf.optimization import factory as optimizer_factory  # pylint: disable=g-import-not-at-top
 
-  return finetuning_optimizer.make_optimizer_from_config(config, model, steps)
+  return optimizer_factory.finetuning_optimizer_from_config(config, model, steps)
 
 
 def _best_window(step_ends, steps, repeats):

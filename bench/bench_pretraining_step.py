@@ -134,9 +134,9 @@ def memory_copy_bytes_per_s(n=64 * 1024 * 1024, repeats=5):
 
 def step_flops(model):
   """FLOPs of one training step by the formula in the module docstring."""
-  from electra_tf.checkpoints import names as checkpoint_names  # pylint: disable=g-import-not-at-top
+  from electra_tf.models import official_names  # pylint: disable=g-import-not-at-top
 
-  names = checkpoint_names.official_name_map(model)
+  names = official_names.official_name_map(model)
   tables = ("word_embeddings", "position_embeddings", "token_type_embeddings")
   non_embedding = sum(int(v.numpy().size) for n, v in names.items() if not n.endswith(tables))
   tokens = BATCH * SEQ
@@ -172,7 +172,7 @@ def machine_rates():
     `bf16_native`, and `bf16_matmul_gflop_per_s` where bf16 is native
     (`fp16_matmul_gflop_per_s` on a GPU).
   """
-  from electra_tf.training import distribution  # pylint: disable=g-import-not-at-top
+  from electra_tf.runtime import distribution  # pylint: disable=g-import-not-at-top
 
   capabilities = distribution.gpu_compute_capabilities()
   if capabilities:

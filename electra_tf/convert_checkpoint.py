@@ -51,7 +51,7 @@ original's names, shapes and dtypes: both towers and heads, `global_step`
 electra_tf's fine-tuning runs need no conversion: they already write
 name-based checkpoints with the original's names, slots and `global_step`.
 
-Names come from `electra_tf.checkpoints.names`, the one map used by both
+Names come from `electra_tf.models.official_names`, the one map used by both
 directions and by the loader. A model dir's `config.json` gives the model
 where there is one; otherwise sizes and layout are read from the shapes
 (`electra_tf.checkpoints.convert`: `infer_config_from_checkpoint` for

@@ -432,8 +432,8 @@ def format_against_baselines(measured):
 def measure_against_baselines(config, num_batches=20):
   """`real_token_metrics` of the latest checkpoint in `config.model_dir` on
   the evaluation files of `config`."""
-  from electra_tf.training import checkpointing
-  from electra_tf.training import distribution
+  from electra_tf.checkpoints import checkpointing
+  from electra_tf.runtime import distribution
   from electra_tf.training import pretraining_run
 
   strategy = distribution.setup_distribution(config)

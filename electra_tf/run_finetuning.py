@@ -26,14 +26,14 @@ from absl import logging
 from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.configs.hparams import add_run_flags
 from electra_tf.configs.hparams import load_hparams
-from electra_tf.finetune import runner
-from electra_tf.finetune.runner import ModelRunner  # noqa: F401  (public API)
-from electra_tf.finetune.runner import get_finetuning_bert_config  # noqa: F401
-from electra_tf.finetune.runner import median_results  # noqa: F401
-from electra_tf.finetune.runner import results_lines  # noqa: F401
-from electra_tf.finetune.runner import run_finetuning  # noqa: F401
-from electra_tf.finetune.runner import write_results  # noqa: F401
-from electra_tf.training import distribution
+from electra_tf.runtime import distribution
+from electra_tf.training import finetuning_run as runner
+from electra_tf.training.finetuning_run import ModelRunner  # noqa: F401  (public API)
+from electra_tf.training.finetuning_run import get_finetuning_bert_config  # noqa: F401
+from electra_tf.training.finetuning_run import median_results  # noqa: F401
+from electra_tf.training.finetuning_run import results_lines  # noqa: F401
+from electra_tf.training.finetuning_run import run_finetuning  # noqa: F401
+from electra_tf.training.finetuning_run import write_results  # noqa: F401
 
 EXIT_BAD_INPUT = 2
 EXIT_SIGTERM = 143  # 128 + SIGTERM, what a shell reports for a killed job

@@ -1,5 +1,7 @@
-"""The package's shape: no import cycles, every module imports on its own,
-library packages never import the corpus builders, and entry points stay thin."""
+"""The package's shape: rooms stacked in floors with every import pointing
+down, no import cycles, few function-level imports (each with its reason),
+every module imports on its own, library packages never import the corpus
+builders, and entry points stay thin."""
 
 import ast
 import importlib.util
@@ -9,6 +11,40 @@ from tests.conftest import REPO_ROOT
 from tests.helpers.subprocesses import run_python
 
 PACKAGES = ("electra_tf", "tfrecords_tools")
+# A room is a direct child of electra_tf/ (a sub-package or a module), or
+# tfrecords_tools/ or bench/. Floors, bottom first: a room imports only rooms
+# on lower floors (never one on its own floor or above), at module or function
+# level. docs/architecture.md explains what goes where.
+FLOORS = (
+  ("electra_tf.utils",),
+  ("electra_tf.text", "electra_tf.data", "electra_tf.optimization"),
+  ("electra_tf.configs",),
+  ("electra_tf.runtime",),
+  ("electra_tf.layers", "electra_tf.pretraining"),
+  ("electra_tf.models",),
+  ("electra_tf.finetune",),
+  ("electra_tf.checkpoints",),
+  ("electra_tf.training",),
+  ("electra_tf.serving",),
+  ("electra_tf.task_models",),
+  ("electra_tf",),  # the package's __init__: its public names
+  ("tfrecords_tools",),
+  (
+    "electra_tf.build_pretraining_dataset",
+    "electra_tf.convert_checkpoint",
+    "electra_tf.export_saved_model",
+    "electra_tf.flops_computation",
+    "electra_tf.hparams_reference",
+    "electra_tf.run_finetuning",
+    "electra_tf.run_pretraining",
+  ),
+  ("electra_tf.demo",),
+  ("bench",),
+)
+# Function-level imports of the project's own modules allowed in electra_tf/
+# and tfrecords_tools/: only those deferring a heavy optional dependency,
+# each with its reason in a comment on the line.
+MAX_FUNCTION_LEVEL_IMPORTS = 9
 # `python -m electra_tf.<name>` commands: the only electra_tf modules that may
 # import tfrecords_tools (the builders sit between the library and the CLIs).
 ENTRY_POINTS = {
@@ -25,10 +61,10 @@ ENTRY_POINTS = {
 OPTIONAL_EXTRAS = {"tfrecords_tools.beam_pipeline": "apache_beam"}
 
 
-def module_files():
-  """{dotted module name: path} of every module of the two packages."""
+def module_files(packages=PACKAGES):
+  """{dotted module name: path} of every module of `packages`."""
   modules = {}
-  for package in PACKAGES:
+  for package in packages:
     for path in sorted((REPO_ROOT / package).rglob("*.py")):
       parts = list(path.relative_to(REPO_ROOT).with_suffix("").parts)
       if parts[-1] == "__init__":
@@ -56,8 +92,8 @@ def imported_modules(path, modules):
   return found
 
 
-def import_graph():
-  modules = module_files()
+def import_graph(packages=PACKAGES):
+  modules = module_files(packages)
   graph = {}
   for name, path in modules.items():
     # A package's __init__ importing its own submodules is not a cycle.
@@ -102,6 +138,98 @@ def test_find_cycle_reports_a_cycle():
 def test_no_import_cycles():
   cycle = find_cycle(import_graph())
   assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def room_of(module):
+  """The room of a dotted module name: `electra_tf.<child>`, `electra_tf`
+  (the package's __init__), `tfrecords_tools` or `bench`."""
+  parts = module.split(".")
+  return ".".join(parts[:2]) if parts[0] == "electra_tf" and len(parts) > 1 else parts[0]
+
+
+def floor_of():
+  return {room: level for level, rooms in enumerate(FLOORS) for room in rooms}
+
+
+def upward_imports(graph, floors):
+  """`[(module, imported module)]` whose room is not on a lower floor than the
+  importer's room (a package's __init__ may import its own submodules)."""
+  bad = []
+  for module, deps in sorted(graph.items()):
+    room = room_of(module)
+    for dep in sorted(deps):
+      dep_room = room_of(dep)
+      if dep_room == room:
+        continue
+      if room == "electra_tf" or floors[dep_room] >= floors[room]:
+        if room == "electra_tf" and floors[dep_room] < floors[room]:
+          continue
+        bad.append((module, dep))
+  return bad
+
+
+def test_every_room_has_a_floor():
+  rooms = {room_of(m) for m in module_files(PACKAGES + ("bench",))}
+  floors = floor_of()
+  assert rooms == set(floors), (
+    f"rooms without a floor: {sorted(rooms - set(floors))}; "
+    f"floors naming no room: {sorted(set(floors) - rooms)}"
+  )
+
+
+def test_upward_imports_are_found():
+  floors = {"a": 0, "b": 1, "c": 1}
+  graph = {"a.x": {"b.y"}, "b.y": {"a.x", "b.z"}, "b.z": set(), "c.w": {"b.y"}}
+  assert upward_imports(graph, floors) == [("a.x", "b.y"), ("c.w", "b.y")]
+
+
+def test_imports_only_point_down():
+  """Every import, at module or function level, reaches a room on a lower
+  floor; this also rules out cycles between rooms."""
+  bad = upward_imports(import_graph(PACKAGES + ("bench",)), floor_of())
+  floors = floor_of()
+  assert not bad, "imports that do not point down the floors:\n" + "\n".join(
+    f"  {m} (floor {floors[room_of(m)]}) imports {d} (floor {floors[room_of(d)]})" for m, d in bad
+  )
+
+
+def function_level_imports():
+  """`[(module, line, source line)]`: imports of the project's own modules
+  inside functions, in electra_tf/ and tfrecords_tools/."""
+  modules = module_files()
+  found = []
+  for name, path in modules.items():
+    text = path.read_text()
+    lines = text.splitlines()
+    for node in ast.walk(ast.parse(text, str(path))):
+      if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        continue
+      for sub in ast.walk(node):
+        if isinstance(sub, ast.Import):
+          targets = [alias.name for alias in sub.names]
+        elif isinstance(sub, ast.ImportFrom) and sub.module and sub.level == 0:
+          targets = [sub.module]
+        else:
+          continue
+        if any(t.split(".")[0] in PACKAGES for t in targets):
+          found.append((name, sub.lineno, lines[sub.lineno - 1].strip()))
+  return found
+
+
+def test_function_level_imports_are_few_and_explained():
+  found = function_level_imports()
+  listing = "\n".join(f"  {m}:{line}: {src}" for m, line, src in found)
+  assert len(found) <= MAX_FUNCTION_LEVEL_IMPORTS, (
+    f"{len(found)} function-level imports:\n{listing}"
+  )
+  unexplained = [
+    (m, line, src)
+    for m, line, src in found
+    if "#" not in src or src.split("#", 1)[1].strip().startswith(("pylint", "noqa"))
+  ]
+  assert not unexplained, "function-level imports without a reason on the line:\n" + "\n".join(
+    f"  {m}:{line}: {src}" for m, line, src in unexplained
+  )
 
 
 def test_library_does_not_import_the_corpus_builders():
@@ -155,6 +283,7 @@ def test_tests_mirror_the_packages():
   tests_root = pathlib.Path(__file__).parent
   for package in (
     "configs",
+    "runtime",
     "text",
     "data",
     "layers",
@@ -165,6 +294,7 @@ def test_tests_mirror_the_packages():
     "checkpoints",
     "finetune",
     "serving",
+    "task_models",
     "utils",
   ):
     assert (REPO_ROOT / "electra_tf" / package / "__init__.py").exists(), package
@@ -178,7 +308,7 @@ def test_importing_the_package_does_not_start_tensorflow():
   script = (
     "import tensorflow\n"
     "from tensorflow.python.eager import context\n"
-    "import electra_tf, electra_tf.training.pretraining_run, electra_tf.finetune.runner\n"
+    "import electra_tf, electra_tf.training.pretraining_run, electra_tf.training.finetuning_run\n"
     "import electra_tf.serving.export, electra_tf.checkpoints.convert\n"
     "assert context.context()._context_handle is None, 'importing electra_tf started TF'\n"
   )

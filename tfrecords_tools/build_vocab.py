@@ -24,6 +24,7 @@ import sys
 import numpy as np
 import tensorflow as tf
 
+from electra_tf.text.tokenizer import ElectraTokenizer
 from electra_tf.utils.file_io import write_atomic
 from tfrecords_tools.example_writer import decode_utf8
 from tfrecords_tools.text_corpus import list_corpus_files
@@ -140,7 +141,6 @@ def count_words(corpus_dir, do_lower_case=True, strip_accents=True, report=None)
   Returns:
     A `collections.Counter` of normalised words.
   """
-  from electra_tf.text.tokenizer import ElectraTokenizer  # pylint: disable=g-import-not-at-top
 
   report = report if report is not None else CountReport()
   # Only its normalisation is used; the vocab just has to be valid.

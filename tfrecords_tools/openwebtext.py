@@ -137,7 +137,7 @@ def build_openwebtext(options, beam_options=None):
     )
   text_corpus.prepare_output_dir(options.output_dir, options.overwrite)
   if beam_options is not None:
-    from tfrecords_tools import beam_pipeline  # pylint: disable=g-import-not-at-top
+    from tfrecords_tools import beam_pipeline  # deferred: Apache Beam is an optional extra
 
     return beam_pipeline.run_jobs_on_beam(run_job, options, beam_options)
   return text_corpus.run_jobs(run_job, options)

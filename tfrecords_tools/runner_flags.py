@@ -43,7 +43,7 @@ def parse_args(parser, argv=None):
       parser.error(f"unrecognized arguments: {' '.join(rest)} (Beam options need --runner)")
     return args, None
   try:
-    from tfrecords_tools import beam_pipeline  # pylint: disable=g-import-not-at-top
+    from tfrecords_tools import beam_pipeline  # deferred: Apache Beam is an optional extra
   except ImportError as e:
     raise ValueError(
       f"--runner {args.runner} needs Apache Beam: pip install -e '.[beam]' ({e})"

@@ -182,7 +182,9 @@ def run_job(job_id, options, cpu=None, on_file=None):
   start = time.time()
   try:
     if options.tfds_name:
-      from tfrecords_tools import tfds_source  # pylint: disable=g-import-not-at-top
+      from tfrecords_tools import (
+        tfds_source,  # deferred: tensorflow_datasets takes seconds to import
+      )
 
       docs = tfds_source.iter_documents(
         options.tfds_name,
@@ -274,7 +276,7 @@ def build_pretraining_dataset(options, beam_options=None):
   check_options(options)
   prepare_output_dir(options.output_dir, options.overwrite)
   if beam_options is not None:
-    from tfrecords_tools import beam_pipeline  # pylint: disable=g-import-not-at-top
+    from tfrecords_tools import beam_pipeline  # deferred: Apache Beam is an optional extra
 
     return beam_pipeline.run_jobs_on_beam(run_job, options, beam_options)
   return run_jobs(run_job, options)

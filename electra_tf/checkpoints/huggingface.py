@@ -15,7 +15,7 @@ official checkpoint (`convert_checkpoint --direction to-official`) then holds
 exactly the Hugging Face weights.
 
 Hugging Face names are derived from the original's names
-(`electra_tf.checkpoints.names`) by one table, `_HF_NAME_TABLE`; PyTorch's
+(`electra_tf.models.official_names`) by one table, `_HF_NAME_TABLE`; PyTorch's
 `Linear` stores `[out, in]`, so every `kernel` is transposed.
 
 Example (`write_huggingface(discriminator_part(disc), "out", "vocab.txt")`
@@ -35,7 +35,10 @@ import keras
 import numpy as np
 
 from electra_tf.checkpoints import hf_tokenizer
-from electra_tf.checkpoints import names as checkpoint_names
+from electra_tf.layers.electra_embeddings import ElectraEmbeddings
+from electra_tf.models import official_names
+from electra_tf.models.electra_discriminator import ElectraDiscriminator
+from electra_tf.models.electra_generator import ElectraGenerator
 from electra_tf.utils.file_io import atomic_path
 
 PART_DISCRIMINATOR = "discriminator"
@@ -140,7 +143,7 @@ def discriminator_part(discriminator, not_converted=(), notes=()):
       "the model's discriminator has no replaced-token-detection head (an encoder only, e.g. "
       "from a fine-tuned checkpoint); ElectraForPreTraining needs it"
     )
-  name_map = checkpoint_names.discriminator_name_map(discriminator)
+  name_map = official_names.discriminator_name_map(discriminator)
   width = discriminator.embeddings.embedding_size
   return ElectraPart(
     PART_DISCRIMINATOR,
@@ -159,7 +162,7 @@ def generator_part(generator, scopes, shared_embeddings, not_converted=(), notes
       "two-tower (Electric / two_tower_generator) generators have no Hugging Face "
       "ELECTRA class; publish the discriminator"
     )
-  name_map = checkpoint_names.generator_name_map(generator, scopes, shared_embeddings)
+  name_map = official_names.generator_name_map(generator, scopes, shared_embeddings)
   return ElectraPart(
     PART_GENERATOR,
     dict(generator.bert_config),
@@ -173,7 +176,7 @@ def generator_part(generator, scopes, shared_embeddings, not_converted=(), notes
 def pretrainer_part(pretrainer, part, other_entries=(), notes=()):
   """The `part` of an `ElectraPretrainer`; the rest of its variables (and
   `other_entries`, e.g. optimizer slots) are listed as not converted."""
-  all_names = set(checkpoint_names.official_name_map(pretrainer))
+  all_names = set(official_names.official_name_map(pretrainer))
   if part == PART_DISCRIMINATOR:
     if pretrainer.discriminator is None:
       raise ValueError(
@@ -189,7 +192,7 @@ def pretrainer_part(pretrainer, part, other_entries=(), notes=()):
     generator = pretrainer.generator
     result = generator_part(
       generator,
-      checkpoint_names.generator_scopes(pretrainer),
+      official_names.generator_scopes(pretrainer),
       shared_embeddings=generator.embeddings is pretrainer.embeddings,
       notes=notes,
     )
@@ -402,10 +405,6 @@ def load_huggingface(input_dir):
   """
   from safetensors.numpy import load_file  # pylint: disable=g-import-not-at-top
 
-  from electra_tf.layers.electra_embeddings import ElectraEmbeddings
-  from electra_tf.models.electra_discriminator import ElectraDiscriminator
-  from electra_tf.models.electra_generator import ElectraGenerator
-
   input_dir = os.fspath(input_dir)
   config_path = os.path.join(input_dir, CONFIG_FILE)
   with open(config_path, encoding="utf-8") as f:
@@ -425,7 +424,7 @@ def load_huggingface(input_dir):
       bert_config, embedding_size=embedding_size, include_head=True, name="discriminator"
     )
     model.build()
-    name_map = checkpoint_names.discriminator_name_map(model)
+    name_map = official_names.discriminator_name_map(model)
   else:
     if not config.get("tie_word_embeddings", True):
       raise ValueError(
@@ -443,8 +442,8 @@ def load_huggingface(input_dir):
     )
     model = ElectraGenerator(bert_config, embeddings=embeddings, name="generator")
     model.build()
-    name_map = checkpoint_names.generator_name_map(
-      model, [checkpoint_names.GENERATOR_SCOPE], shared_embeddings=True
+    name_map = official_names.generator_name_map(
+      model, [official_names.GENERATOR_SCOPE], shared_embeddings=True
     )
   weights_path = os.path.join(input_dir, WEIGHTS_FILE)
   stored = load_file(weights_path)

@@ -7,7 +7,8 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.checkpoints import names as checkpoint_names
+from electra_tf.models import official_names
+from electra_tf.models.electra_pretrainer import ElectraPretrainer
 
 
 def resolve_checkpoint_path(path):
@@ -39,7 +40,7 @@ def restore_from_name_map(name_map, path, allow_missing=False, allow_unexpected=
   """Assigns checkpoint tensors to `name_map`'s variables by official name.
 
   Args:
-    name_map: `dict[official_name, keras.Variable]` (from `checkpoint_names`).
+    name_map: `dict[official_name, keras.Variable]` (from `electra_tf.models.official_names`).
     path: checkpoint prefix or directory.
     allow_missing: if False, every variable of the map must be in the
       checkpoint.
@@ -59,9 +60,9 @@ def restore_from_name_map(name_map, path, allow_missing=False, allow_unexpected=
   prefix = resolve_checkpoint_path(path)
   reader = tf.train.load_checkpoint(prefix)
   found_shapes = reader.get_variable_to_shape_map()
-  ignored = sorted(n for n in found_shapes if checkpoint_names.is_non_model_entry(n))
+  ignored = sorted(n for n in found_shapes if official_names.is_non_model_entry(n))
   model_entries = {
-    n: s for n, s in found_shapes.items() if not checkpoint_names.is_non_model_entry(n)
+    n: s for n, s in found_shapes.items() if not official_names.is_non_model_entry(n)
   }
 
   missing = sorted(n for n in name_map if n not in model_entries)
@@ -99,8 +100,8 @@ def restore_from_name_map(name_map, path, allow_missing=False, allow_unexpected=
       variable.assign(np.asarray(value, dtype=variable.dtype))
       loaded.append(name)
   global_step = None
-  if checkpoint_names.GLOBAL_STEP_NAME in found_shapes:
-    global_step = int(reader.get_tensor(checkpoint_names.GLOBAL_STEP_NAME))
+  if official_names.GLOBAL_STEP_NAME in found_shapes:
+    global_step = int(reader.get_tensor(official_names.GLOBAL_STEP_NAME))
   if ignored:
     logging.info(
       "Checkpoint %s: ignored %d optimizer-slot/global_step entries", prefix, len(ignored)
@@ -147,11 +148,10 @@ def load_official_checkpoint(path, config):
     config = PretrainingConfig("tiny", "/data", **hparams)
     pretrainer = load_official_checkpoint("/data/models/tiny", config)
   """
-  from electra_tf.models.electra_pretrainer import ElectraPretrainer  # avoid import cycle
 
   pretrainer = ElectraPretrainer.from_pretraining_config(config)
   pretrainer.build()
-  name_map = checkpoint_names.official_name_map(pretrainer)
+  name_map = official_names.official_name_map(pretrainer)
   info = restore_from_name_map(name_map, path)
   logging.info(
     "Restored %d variables from %s (global_step=%s)",

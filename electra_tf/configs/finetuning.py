@@ -137,7 +137,7 @@ class FinetuningConfig(ConfigBase):
   )
   log_every_steps: int = hparam(10, "Period of the progress (ETA) line.")
   # Where and in which precision training runs: the same hparams as
-  # pre-training, decided by `electra_tf.training.distribution`.
+  # pre-training, decided by `electra_tf.runtime.distribution`.
   distribution_strategy: str = hparam(
     "default", "`default`, `one_device`, `mirrored`, `multi_worker_mirrored` or `tpu`."
   )

@@ -26,6 +26,9 @@ import os
 
 import tensorflow as tf
 
+from electra_tf.configs import pretraining as pretraining_lib
+from electra_tf.configs.pretraining import PretrainingConfig
+from electra_tf.text import vocab as vocab_lib
 from electra_tf.utils.file_io import write_atomic
 
 RUN_CONFIG_FILE = "config.json"
@@ -37,7 +40,6 @@ KIND_FINETUNING = "finetuning"
 
 def _vocab_description(vocab_file, do_lower_case):
   """Path (absolute), size and special ids of the vocab, or what is missing."""
-  from electra_tf.text import vocab as vocab_lib
 
   description = {"file": None, "size": None, "special_ids": None, "do_lower_case": do_lower_case}
   if not vocab_file:
@@ -57,7 +59,6 @@ def _vocab_description(vocab_file, do_lower_case):
 def _architecture(config):
   """The `BertConfig` dicts of the towers a `PretrainingConfig` builds, or of
   the encoder a `FinetuningConfig` builds (sized by the same rules)."""
-  from electra_tf.configs import pretraining as pretraining_lib
 
   discriminator = pretraining_lib.get_pretraining_bert_config(config)
   towers = {"embedding_size": config.embedding_size or discriminator.hidden_size}
@@ -167,8 +168,6 @@ def run_hparams(run_config, config_class=None):
     config_class: default `PretrainingConfig` for a pre-training run.
   """
   if config_class is None:
-    from electra_tf.configs.pretraining import PretrainingConfig
-
     config_class = PretrainingConfig
   fields = {f.name: f for f in dataclasses.fields(config_class)}
   hparams = {}
@@ -191,7 +190,6 @@ def run_hparams(run_config, config_class=None):
 def pretraining_config_from_run_config(run_config, hparams=None):
   """The `PretrainingConfig` of a pre-training run, with `hparams` (a dict)
   over the run's own."""
-  from electra_tf.configs.pretraining import PretrainingConfig
 
   if run_config.get("kind") != KIND_PRETRAINING:
     raise ValueError(

@@ -1,1 +1,4 @@
-"""Fine-tuning: tasks, featurisation, heads, scorers and the run loop (the original's `finetune/` package)."""
+"""Fine-tuning pieces (the original's `finetune/` package): tasks and their
+featurisation, heads, scorers, the multi-task `FinetuningModel` and the text
+preprocessor. The run loop is `training.finetuning_run`; the Keras task
+models are `task_models`."""

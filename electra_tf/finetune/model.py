@@ -5,11 +5,11 @@ import keras
 from keras import ops
 import tensorflow as tf
 
-from electra_tf.checkpoints import names as checkpoint_names
 from electra_tf.configs import pretraining as pretraining_config
 from electra_tf.layers import layer_utils
+from electra_tf.models import official_names
 from electra_tf.models.electra_discriminator import ElectraDiscriminator
-from electra_tf.pretraining import step as pretraining_step
+from electra_tf.runtime import replicas
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -112,7 +112,7 @@ class FinetuningModel(keras.Model):
 
   def compile(self, optimizer="adam", jit_compile=False, **kwargs):
     """Prepares `fit` with the custom step below; `optimizer` is usually
-    `electra_tf.finetune.optimizer.make_optimizer(...)` (the original's).
+    `electra_tf.optimization.factory.finetuning_optimizer(...)` (the original's).
     Under a `mixed_float16` policy Keras wraps it in a `LossScaleOptimizer`.
 
     Args:
@@ -144,10 +144,10 @@ class FinetuningModel(keras.Model):
     grads = tape.gradient(scaled_loss, variables)
     # Dense gradients (the original's Adam densifies the embedding's), and
     # every replica skips a step whose gradients are non-finite anywhere.
-    grads = pretraining_step.agree_on_finite_gradients(grads)
+    grads = replicas.agree_on_finite_gradients(grads)
     self.optimizer.apply(grads, variables)
     self._step_loss.reset_state()
-    self._step_loss.update_state(pretraining_step.cross_replica_sum(loss))
+    self._step_loss.update_state(replicas.cross_replica_sum(loss))
     return {"loss": self._step_loss.result()}
 
   def official_name_map(self):
@@ -156,9 +156,9 @@ class FinetuningModel(keras.Model):
     `task_specific/<task>/<dense name>/{kernel,bias}` (the variable names of the original's fine-tuned checkpoints)."""
     if not self.built:
       self.build()
-    name_map = checkpoint_names.discriminator_name_map(self.encoder, include_head=False)
+    name_map = official_names.discriminator_name_map(self.encoder, include_head=False)
     for head in self.heads:
-      name_map.update(checkpoint_names.task_head_names(head.task_name, head.dense_layers()))
+      name_map.update(official_names.task_head_names(head.task_name, head.dense_layers()))
     return name_map
 
   def get_config(self):

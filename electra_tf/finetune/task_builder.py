@@ -1,4 +1,4 @@
-"""Task registry: `task_names` → task objects (`finetune/classification/classification_tasks.py`–12.7)."""
+"""Task registry: `task_names` → task objects (the original's `finetune/task_builder.py`)."""
 
 from electra_tf.finetune.classification import tasks as classification_tasks
 from electra_tf.finetune.qa import tasks as qa_tasks
@@ -35,7 +35,9 @@ def get_tasks(config, tokenizer):
   """One task object per name in `config.task_names`, in that order."""
   tasks = [get_task(config, name, tokenizer) for name in config.task_names]
   if config.data_source == "tfds":
-    from electra_tf.finetune import tfds_source  # pylint: disable=g-import-not-at-top
+    from electra_tf.finetune import (
+      tfds_source,  # deferred: tensorflow_datasets takes seconds to import
+    )
 
     for task in tasks:
       tfds_source.use_tfds(task, config)

@@ -1,4 +1,7 @@
-"""Keras layers of the ELECTRA model (`model/modeling.py`, `run_pretraining.py:PretrainingModel`)."""
+"""Keras layers of the ELECTRA model (`model/modeling.py`,
+`run_pretraining.py:PretrainingModel`): embeddings, transformer layers, the
+encoder and the generator/discriminator heads, with the fused kernels they
+run on. One public class per file; layers import `utils` and `runtime` only."""
 
 from electra_tf.layers.electra_cloze_head import ElectraClozeHead
 from electra_tf.layers.electra_discriminator_head import ElectraDiscriminatorHead

@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from electra_tf.layers import fused_ops
 from electra_tf.layers import layer_utils
+from electra_tf.runtime import replicas
 from electra_tf.utils import keras_compat
 
 
@@ -129,7 +130,7 @@ class ElectraTransformerLayer(keras.layers.Layer):
       return self._fused_call(hidden_states, attention_mask_adder)
     shape = ops.shape(hidden_states)
     batch, seq = shape[0], shape[1]
-    first_example = layer_utils.replica_first_example(batch)
+    first_example = replicas.replica_first_example(batch)
     x = hidden_states
     q, k, v = (
       self._split_heads(dense(x), batch, seq) for dense in (self.query, self.key, self.value)
@@ -167,7 +168,7 @@ class ElectraTransformerLayer(keras.layers.Layer):
     LayerNorm and softmax/dropout chains each one fused kernel."""
     shape = ops.shape(hidden_states)
     batch, seq = shape[0], shape[1]
-    first_example = layer_utils.replica_first_example(batch)
+    first_example = replicas.replica_first_example(batch)
     x = hidden_states
     projections = (self.query, self.key, self.value)
     # One matmul for the three projections (one pass over x, one gradient).

@@ -6,8 +6,9 @@ from keras import ops
 import tensorflow as tf
 
 from electra_tf.layers import fused_ops
+from electra_tf.runtime import replicas
 
-# The original adds this to the scores of masked keys (a quirk of the original (README: Differences from the original)).
+# The original adds this to the scores of masked keys (a quirk of the original; see the differences page of the docs).
 ATTENTION_MASK_ADDER = -10000.0
 LAYER_NORM_EPSILON = 1e-12
 ATTENTION_DIRECTIONS = ("bidirectional", "ltr", "rtl")
@@ -91,23 +92,6 @@ def add_list_children(children, save_type, **lists):
   return children
 
 
-def replica_first_example(local_batch_size):
-  """Global-batch row of this replica's first example (0 on one device).
-
-  `Strategy.experimental_distribute_dataset` (used by `model.fit`) splits
-  each global batch into equal consecutive slices, replica i taking the i-th.
-
-  Example:
-  >>> int(replica_first_example(8))
-  0
-  """
-  ctx = tf.distribute.get_replica_context()
-  if ctx is None or ctx.num_replicas_in_sync == 1:
-    return tf.constant(0, tf.int64)
-  replica_id = tf.cast(ctx.replica_id_in_sync_group, tf.int64)
-  return replica_id * tf.cast(local_batch_size, tf.int64)
-
-
 def dropout_seed(dropout_layer):
   """One int64 `[2]` seed from a Keras `Dropout` layer's `SeedGenerator`, drawn
   as `keras.random.dropout` draws it (one per call; a rate of 0 draws none)."""
@@ -138,7 +122,7 @@ def dropout(dropout_layer, x, training, first_example=None):
   if not training or dropout_layer.rate == 0.0:
     return x
   if first_example is None:
-    first_example = replica_first_example(ops.shape(x)[0])
+    first_example = replicas.replica_first_example(ops.shape(x)[0])
   return fused_ops.dropout(
     x, seed=dropout_seed(dropout_layer), rate=dropout_layer.rate, first_example=first_example
   )

@@ -5,33 +5,20 @@ import os
 
 import keras
 from keras import ops
+import numpy as np
+import tensorflow as tf
 
 from electra_tf.configs import pretraining as pretraining_config_lib
 from electra_tf.models import model_utils
+from electra_tf.models import official_names
 from electra_tf.models.electra_discriminator import ElectraDiscriminator
 from electra_tf.models.electra_generator import ElectraGenerator
+from electra_tf.optimization import factory as optimizer_factory
+from electra_tf.pretraining import metrics as pretraining_metrics
+from electra_tf.pretraining import step as pretraining_step
 from electra_tf.pretraining.objective import PretrainingObjective
-from electra_tf.pretraining.objective import generator_mode_from_flags
+from electra_tf.runtime import replicas
 from electra_tf.text import vocab as vocab_lib
-
-# `get_config` keys of `.keras` files saved before the objective became one
-# object; `from_config` folds them into `objective`.
-_FLAT_OBJECTIVE_KEYS = (
-  "electra_objective",
-  "electric_objective",
-  "uniform_generator",
-  "two_tower_generator",
-  "gen_weight",
-  "disc_weight",
-  "mask_prob",
-  "max_predictions_per_seq",
-  "temperature",
-  "disallow_correct",
-  "pad_id",
-  "cls_id",
-  "sep_id",
-  "mask_id",
-)
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -117,7 +104,7 @@ class ElectraPretrainer(keras.Model):
     small_generator = mode != "uniform" and has_discriminator and self.untied_generator
     if mode == "two_tower" and not small_generator:
       if objective.electric_objective:
-        # The original crashes while building the graph here (a quirk of the original (README: Differences from the original)).
+        # The original crashes while building the graph here (a quirk of the original; see the differences page of the docs).
         raise ValueError(
           "electric_objective=True needs untied_generator=True and uniform_generator=False"
         )
@@ -248,18 +235,16 @@ class ElectraPretrainer(keras.Model):
       jit_compile: compile the step with XLA.
       **kwargs: passed to `keras.Model.compile` (e.g. `steps_per_execution`).
     """
-    import numpy as np  # pylint: disable=g-import-not-at-top
-
-    from electra_tf.pretraining import metrics as pretraining_metrics  # pylint: disable=g-import-not-at-top
-    from electra_tf.pretraining import step as pretraining_step  # pylint: disable=g-import-not-at-top
 
     if not self.built:
       self.build()
     if optimizer is None:
       if pretraining_config is not None:
-        optimizer = pretraining_step.make_optimizer_from_config(pretraining_config, self)
+        optimizer = optimizer_factory.pretraining_optimizer_from_config(
+          pretraining_config, official_names.official_name_map(self)
+        )
       else:
-        optimizer = pretraining_step.make_optimizer(self)
+        optimizer = optimizer_factory.pretraining_optimizer(official_names.official_name_map(self))
     if seed is None and pretraining_config is not None:
       seed = pretraining_config.seed
     if seed is None:
@@ -311,10 +296,6 @@ class ElectraPretrainer(keras.Model):
     return data
 
   def train_step(self, data):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-
-    from electra_tf.pretraining import step as pretraining_step  # pylint: disable=g-import-not-at-top
-
     features = self._step_features(data)
     variables = self.trainable_variables
     with tf.GradientTape() as tape:
@@ -326,7 +307,7 @@ class ElectraPretrainer(keras.Model):
       scaled_loss = self.optimizer.scale_loss(outputs["loss"])
     grads = tape.gradient(scaled_loss, variables)
     if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
-      grads = pretraining_step.agree_on_finite_gradients(grads)
+      grads = replicas.agree_on_finite_gradients(grads)
     self.optimizer.apply(grads, variables)
     return self._update_train_metrics(outputs)
 
@@ -344,11 +325,6 @@ class ElectraPretrainer(keras.Model):
     return {name: metric.result() for name, metric in m.items()}
 
   def test_step(self, data):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-
-    from electra_tf.pretraining import metrics as pretraining_metrics  # pylint: disable=g-import-not-at-top
-    from electra_tf.pretraining import step as pretraining_step  # pylint: disable=g-import-not-at-top
-
     features = self._step_features(data)
     metrics = self._electra_eval_metrics
     # Evaluation draws its masks from a stream apart from training's: the
@@ -381,26 +357,4 @@ class ElectraPretrainer(keras.Model):
 
   @classmethod
   def from_config(cls, config):
-    config = dict(config)
-    flat = {k: config.pop(k) for k in _FLAT_OBJECTIVE_KEYS if k in config}
-    if flat:
-      # Saved before the objective became one object: its settings were
-      # constructor arguments of their own.
-      if "objective" in config:
-        raise ValueError(
-          f"ElectraPretrainer config has both 'objective' and the old keys {sorted(flat)}"
-        )
-      config["objective"] = _objective_from_flat_keys(flat)
     return cls(**config)
-
-
-def _objective_from_flat_keys(flat):
-  """The objective dict for the flat keys of an older `get_config`; keys it
-  lacks keep the defaults those versions had."""
-  values = dict(flat)
-  uniform = values.pop("uniform_generator", False)
-  two_tower = values.pop("two_tower_generator", False)
-  values["generator_mode"] = generator_mode_from_flags(
-    uniform, two_tower, values.get("electric_objective", False)
-  )
-  return PretrainingObjective.from_dict(values).to_dict()

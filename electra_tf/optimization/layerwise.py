@@ -11,10 +11,6 @@ original's off-by-one). `fixed=True` gives the top layer decay¹ and the
 embeddings decay^(n+1) instead (heads still 0).
 """
 
-import re
-
-_LAYER_KEY = re.compile(r"encoder/layer_(\d+)/")
-
 
 def layer_depths(num_layers, fixed=False):
   """Substring key → exponent, the original's table (`model/optimization.py:create_optimizer`).

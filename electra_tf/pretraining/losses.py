@@ -3,7 +3,7 @@
 Every loss is a weighted mean `sum(w * x) / (sum(w) + 1e-6)`. Under a
 `tf.distribute` strategy each replica must divide its local numerator by the
 GLOBAL denominator, because the replicas' gradients are summed: pass
-`cross_replica_sum` (e.g. `pretraining_step.cross_replica_sum`) to get that;
+`cross_replica_sum` (e.g. `electra_tf.runtime.replicas.cross_replica_sum`) to get that;
 the result is then this replica's share of the global loss.
 """
 

@@ -1,5 +1,6 @@
-"""Serving: export modules (`modules`), exporting (`export`) and loading an
-export in Python (`load`, which imports `tensorflow_text` first).
+"""Serving: export modules with named signatures (`modules`), exporting any
+model, task models included (`export`), and loading an export in Python
+(`load`, which imports `tensorflow_text` first).
 
 Example:
   >>> from electra_tf import serving

@@ -22,15 +22,22 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.checkpoints import finetuned as checkpoint_io
+from electra_tf.checkpoints import name_based
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints.convert import load_official_pretrainer
 from electra_tf.configs import hparams as hparams_lib
 from electra_tf.configs import model_dir as model_dir_lib
+from electra_tf.configs.finetuning import FinetuningConfig
+from electra_tf.configs.pretraining import PretrainingConfig
+from electra_tf.finetune import task_builder
+from electra_tf.finetune.model import FinetuningModel
+from electra_tf.models.electra_discriminator import ElectraDiscriminator
+from electra_tf.models.electra_generator import ElectraGenerator
+from electra_tf.models.electra_pretrainer import ElectraPretrainer
+from electra_tf.runtime import distribution
 from electra_tf.serving import loading as serving_loading
 from electra_tf.serving import modules as serving_modules
 from electra_tf.text.tokenizer import ElectraTokenizer
-from electra_tf.training import distribution
 from electra_tf.utils import keras_compat
 from electra_tf.utils.file_io import atomic_path
 from electra_tf.utils.file_io import write_atomic
@@ -96,8 +103,6 @@ def find_network(model, kind):
   the pretrainer's, the model itself, or the one inside a functional model
   (as `convert_checkpoint --part discriminator|generator` writes).
   None when there is none."""
-  from electra_tf.models.electra_discriminator import ElectraDiscriminator
-  from electra_tf.models.electra_generator import ElectraGenerator
 
   cls = ElectraDiscriminator if kind == "discriminator" else ElectraGenerator
   if hasattr(model, kind) and not isinstance(model, cls):
@@ -112,8 +117,6 @@ def find_network(model, kind):
 
 def load_keras_model(path):
   """Loads a `.keras` file holding an `ElectraPretrainer` or `FinetuningModel`."""
-  import electra_tf.finetune.model  # noqa: F401  (registers the class)
-  import electra_tf.models  # noqa: F401
 
   if not os.path.exists(path):
     raise ValueError(f"--keras-model {path!r} does not exist")
@@ -185,11 +188,9 @@ def load_pretraining_checkpoint(path, hparams=None, model_name="electra", data_d
   Returns:
     `(pretrainer, config)`.
   """
-  from electra_tf.configs.pretraining import PretrainingConfig
-  from electra_tf.models.electra_pretrainer import ElectraPretrainer
 
   prefix = official_checkpoint.resolve_checkpoint_path(path)
-  if checkpoint_io.is_name_based(prefix):
+  if name_based.is_name_based(prefix):
     pretrainer, config, _, _ = load_official_pretrainer(prefix, hparams)
     return pretrainer, config
   run_config = model_dir_lib.read_run_config(prefix)
@@ -219,8 +220,6 @@ def load_pretraining_checkpoint(path, hparams=None, model_name="electra", data_d
 def build_finetuning_model(config):
   """A built `FinetuningModel` with one head per task of a `FinetuningConfig`,
   sized as `run_finetuning` sizes it (debug mode shrinks the encoder)."""
-  from electra_tf.finetune import task_builder
-  from electra_tf.finetune.model import FinetuningModel
 
   tasks = task_builder.get_tasks(config, tokenizer=None)
   return FinetuningModel.from_finetuning_config(config, [task.create_head() for task in tasks])
@@ -229,14 +228,13 @@ def build_finetuning_model(config):
 def load_finetuning_checkpoint(path, hparams, model_name="electra", data_dir=None):
   """A `FinetuningModel` restored from a fine-tuned checkpoint; every model
   variable (encoder and heads) must be in it."""
-  from electra_tf.configs.finetuning import FinetuningConfig
 
   prefix = official_checkpoint.resolve_checkpoint_path(path)
   config = FinetuningConfig(
     model_name, data_dir or os.path.dirname(prefix), **hparams_lib.load_hparams(hparams)
   )
   model = build_finetuning_model(config)
-  if checkpoint_io.is_name_based(prefix):
+  if name_based.is_name_based(prefix):
     official_checkpoint.restore_from_name_map(
       model.official_name_map(), prefix, allow_unexpected=True
     )
@@ -463,3 +461,33 @@ def load_model(
     )
   loader = load_finetuning_checkpoint if kind == "task" else load_pretraining_checkpoint
   return loader(checkpoint, hparams, model_name, data_dir)
+
+
+def export_task_model(task_model, export_dir, version=None, overwrite=False):
+  """Writes a Keras task model (`ElectraClassifier`, `ElectraQuestionAnswerer`,
+  `ElectraTokenTagger`) as the TF Serving SavedModel that
+  `export_saved_model --model task` writes, tokenizing with its
+  preprocessor's vocab and length; returns the version directory."""
+  preprocessor = task_model.preprocessor
+  if preprocessor is None:
+    raise ValueError("export needs the model's preprocessor (its tokenizer and length)")
+  tokenizer = preprocessor.tokenizer
+  asset_dir = tempfile.mkdtemp(prefix="electra_vocab_")
+  try:
+    asset = os.path.join(asset_dir, "vocab.txt")
+    if tokenizer.vocab_file:
+      shutil.copyfile(tokenizer.vocab_file, asset)
+    else:
+      with open(asset, "w", encoding="utf-8") as f:
+        f.write("".join(t + "\n" for t in tokenizer.vocabulary))
+    module = serving_modules.TaskHeadServingModule(
+      task_model.finetuning_model,
+      task_model.task_name,
+      tokenizer,
+      preprocessor.max_seq_length,
+      asset,
+      max_query_length=preprocessor.max_query_length,
+    )
+    return save_module(module, export_dir, version, overwrite)
+  finally:
+    shutil.rmtree(asset_dir, ignore_errors=True)

@@ -46,11 +46,6 @@ def convert_to_unicode(text):
   raise ValueError(f"Unsupported string type: {type(text)}")
 
 
-def printable_text(text):
-  """Returns text as str, suitable for printing or logging."""
-  return convert_to_unicode(text)
-
-
 def whitespace_tokenize(text):
   """`strip()` then `split()`: Python's notion of whitespace."""
   text = text.strip()
@@ -152,7 +147,7 @@ class BasicTokenizer:
   Args:
     do_lower_case: lower-case every token.
     strip_accents: NFD + drop category Mn; only applied when `do_lower_case`
-      is also true (`model/tokenization.py:BasicTokenizer`, a quirk of the original (README: Differences from the original)).
+      is also true (`model/tokenization.py:BasicTokenizer`, a quirk of the original; see the differences page of the docs).
 
   Example:
 

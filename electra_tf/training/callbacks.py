@@ -9,7 +9,7 @@ import time
 import keras
 import tensorflow as tf
 
-from electra_tf.training import checkpointing
+from electra_tf.checkpoints import checkpointing
 from electra_tf.utils import keras_compat
 
 

@@ -24,15 +24,17 @@ import pickle
 import keras
 import tensorflow as tf
 
+from electra_tf.checkpoints import checkpointing
+from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.configs import model_dir as model_dir_lib
 from electra_tf.configs.hparams import load_hparams
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.data import pretraining_dataset as pretrain_data
 from electra_tf.data import record_check
+from electra_tf.models.electra_pretrainer import ElectraPretrainer
+from electra_tf.runtime import distribution
 from electra_tf.text import vocab as vocab_lib
 from electra_tf.training import callbacks as training_callbacks
-from electra_tf.training import checkpointing
-from electra_tf.training import distribution
 from electra_tf.utils.file_io import write_atomic
 
 # ----------------------------------------------------------------------------
@@ -93,8 +95,6 @@ def validate_config(config):
       f"hparam save_checkpoints_steps={config.save_checkpoints_steps}; expected >= 0"
     )
   if config.init_checkpoint:
-    from electra_tf.checkpoints import official as official_checkpoint  # pylint: disable=g-import-not-at-top
-
     try:
       official_checkpoint.resolve_checkpoint_path(config.init_checkpoint)
     except (ValueError, OSError) as e:
@@ -145,13 +145,10 @@ def build_pretrainer(config, strategy):
   `init_checkpoint` (and no checkpoint in the model dir yet) the weights and
   the global step come from that name-based TF1 checkpoint; the optimizer
   slots start fresh."""
-  from electra_tf.models.electra_pretrainer import ElectraPretrainer  # pylint: disable=g-import-not-at-top
 
   init_step = None
   with strategy.scope():
     if config.init_checkpoint and tf.train.latest_checkpoint(config.model_dir) is None:
-      from electra_tf.checkpoints import official as official_checkpoint  # pylint: disable=g-import-not-at-top
-
       model = official_checkpoint.load_official_checkpoint(config.init_checkpoint, config)
       info = getattr(model, "official_checkpoint_info", None) or {}
       init_step = info.get("global_step")
@@ -381,7 +378,3 @@ def make_config(data_dir, model_name, hparams):
   """`PretrainingConfig` from the three flags (hparams: JSON string, dict or
   `.json` path)."""
   return PretrainingConfig(model_name, data_dir, **load_hparams(hparams))
-
-
-# 128 + SIGTERM, what a shell reports for a process the signal ended.
-EXIT_PREEMPTED = 128 + 15

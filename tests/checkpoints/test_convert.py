@@ -13,9 +13,9 @@ import tensorflow as tf
 
 from electra_tf import convert_checkpoint
 from electra_tf.checkpoints import convert
-from electra_tf.checkpoints import names as checkpoint_names
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.models import ElectraPretrainer
+from electra_tf.models import official_names
 from tests.helpers.official_checkpoint_helper import random_values
 from tests.helpers.official_checkpoint_helper import spec_checkpoint_shapes
 from tests.helpers.official_checkpoint_helper import spec_embedding_shapes
@@ -218,7 +218,7 @@ def test_tiny_original_round_trip_is_bit_exact(original_fixtures, tmp_path):
 def test_run_pretraining_resumes_from_converted_checkpoint(original_fixtures, tmp_path):
   """The training checkpoint written by to-keras is what run_pretraining's
   model/optimizer restore: weights, slots and step of the original."""
-  from electra_tf.training import checkpointing
+  from electra_tf.checkpoints import checkpointing
   from electra_tf.training import pretraining_run
 
   hparams = json.loads((original_fixtures / "models" / "tiny_hparams.json").read_text())
@@ -230,7 +230,7 @@ def test_run_pretraining_resumes_from_converted_checkpoint(original_fixtures, tm
   manager = checkpointing.TrainingCheckpointManager(model, config.model_dir)
   assert manager.restore_latest() == 50
   original, _ = _read_all(original_fixtures / "models" / "tiny" / "model.ckpt-50")
-  name_map = checkpoint_names.official_name_map(model)
+  name_map = official_names.official_name_map(model)
   for name, variable in name_map.items():
     assert np.asarray(variable).tobytes() == original[name].tobytes(), name
   for name, slot in model.optimizer.official_slots(name_map).items():
@@ -287,14 +287,14 @@ def _fixture_listing(path):
   ],
 )
 def test_written_listing_equals_original_small(original_fixtures, tmp_path, listing, kwargs):
-  from electra_tf.training import checkpointing
+  from electra_tf.checkpoints import checkpointing
 
   config = PretrainingConfig("small", str(tmp_path), model_size="small", vocab_size=7814, **kwargs)
   pretrainer = ElectraPretrainer.from_pretraining_config(config)
   pretrainer.compile(pretraining_config=config)
   checkpointing.build_optimizer(pretrainer)
   tensors, _ = convert.official_tensors(
-    checkpoint_names.official_name_map(pretrainer), pretrainer.optimizer, 1000000, True
+    official_names.official_name_map(pretrainer), pretrainer.optimizer, 1000000, True
   )
   prefix = convert.write_official_checkpoint(tensors, str(tmp_path / "out"), 1000000)
   assert _listing(prefix) == _fixture_listing(original_fixtures / "variables" / listing)
@@ -388,7 +388,7 @@ def test_mixed_precision_training_checkpoint_to_official(tmp_path):
   )
   assert any("loss scale" in n for n in report["not_converted"])
   written, dtypes = _read_all(report["output"])
-  name_map = checkpoint_names.official_name_map(pretrainer)
+  name_map = official_names.official_name_map(pretrainer)
   assert set(written) == (
     {"global_step"} | set(name_map) | {n + s for n in name_map for s in ("/adam_m", "/adam_v")}
   )
@@ -401,7 +401,7 @@ def test_load_official_pretrainer_needs_no_config(tmp_path):
   source = _write_layout(tmp_path / "official", "electric", with_slots=False)
   pretrainer, config, tensors, info = convert.load_official_pretrainer(source)
   assert info["layout"] == convert.LAYOUT_TWO_TOWER and config.electric_objective
-  for name, variable in checkpoint_names.official_name_map(pretrainer).items():
+  for name, variable in official_names.official_name_map(pretrainer).items():
     assert np.asarray(variable).tobytes() == tensors[name].tobytes(), name
 
 
@@ -519,7 +519,7 @@ def test_written_checkpoint_restores_by_name_in_tf1_graph_mode(tmp_path):
   convert.convert(str(source), str(tmp_path / "keras"))
   back = convert.keras_to_official(tmp_path / "keras", tmp_path / "back", with_optimizer_slots=True)
   expected, dtypes = _read_all(source)
-  model_names = [n for n in expected if not checkpoint_names.is_non_model_entry(n)]
+  model_names = [n for n in expected if not official_names.is_non_model_entry(n)]
 
   # Saver by name, as the original's Estimator restores its own checkpoints.
   graph = tf.Graph()

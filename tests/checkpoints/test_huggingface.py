@@ -16,9 +16,9 @@ import tensorflow as tf
 from electra_tf import convert_checkpoint
 from electra_tf.checkpoints import convert
 from electra_tf.checkpoints import huggingface
-from electra_tf.checkpoints import names as checkpoint_names
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.models import ElectraPretrainer
+from electra_tf.models import official_names
 from electra_tf.text import wordpiece as tokenization
 from electra_tf.text.tokenizer import ElectraTokenizer
 from tests.conftest import REPO_ROOT
@@ -366,7 +366,7 @@ def test_two_tower_generator_is_refused(tmp_path, capsys):
   argv += ["--part", "generator", "--vocab-file", vocab, "--hparams", hparams]
   assert convert_checkpoint.main(argv) == 1
   assert "two-tower" in capsys.readouterr().err
-  assert checkpoint_names.GENERATOR_LTR_SCOPE  # the layout under test
+  assert official_names.GENERATOR_LTR_SCOPE  # the layout under test
 
 
 def test_publishes_from_keras_files_and_hugging_face_dirs(tmp_path):

@@ -9,10 +9,10 @@ import pytest
 import tensorflow as tf
 
 from electra_tf import load_official_checkpoint
-from electra_tf.checkpoints import names as checkpoint_names
 from electra_tf.checkpoints.official import restore_from_name_map
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.models import ElectraPretrainer
+from electra_tf.models import official_names
 
 PARITY_ATOL = 1e-5
 
@@ -167,7 +167,7 @@ def test_self_made_checkpoint_loads_for_layout(tmp_path, layout):
   assert sorted(info["loaded"]) == sorted(values)
   assert info["global_step"] == 7
   assert len(info["ignored"]) == 2 * len(values) + 1
-  name_map = checkpoint_names.official_name_map(pretrainer)
+  name_map = official_names.official_name_map(pretrainer)
   for name, value in values.items():
     np.testing.assert_array_equal(name_map[name].numpy(), value, err_msg=name)
 
@@ -294,7 +294,7 @@ def test_restore_from_name_map_can_skip_unrelated_entries(tmp_path):
   values = random_values(_layout_shapes("default"))
   prefix = _write(tmp_path, values)
   pretrainer = ElectraPretrainer.from_pretraining_config(_layout_config(tmp_path, "default"))
-  name_map = checkpoint_names.discriminator_name_map(pretrainer.discriminator, include_head=False)
+  name_map = official_names.discriminator_name_map(pretrainer.discriminator, include_head=False)
   info = restore_from_name_map(name_map, prefix, allow_unexpected=True)
   assert all(n.startswith("electra/") for n in info["loaded"])
   assert "generator_predictions/output_bias" in info["unexpected"]
@@ -318,4 +318,4 @@ def test_debug_entry_counts_match_original(tmp_path, kwargs, entries):
   """Spec the variable names of the original's checkpoints–8.3 verified counts: 3 entries per variable + global_step."""
   config = PretrainingConfig("debug", str(tmp_path), debug=True, **kwargs)
   pretrainer = ElectraPretrainer.from_pretraining_config(config)
-  assert 3 * len(checkpoint_names.official_name_map(pretrainer)) + 1 == entries
+  assert 3 * len(official_names.official_name_map(pretrainer)) + 1 == entries

@@ -151,7 +151,7 @@ def test_unknown_and_bad_values(tmp_path):
 
 
 def test_distribution_and_precision_hparams_are_pretrainings(tmp_path):
-  from electra_tf.training import distribution
+  from electra_tf.runtime import distribution
 
   with pytest.raises(ValueError, match="distribution_strategy='gpus'"):
     FinetuningConfig("m", str(tmp_path), distribution_strategy="gpus")

@@ -13,20 +13,19 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.checkpoints import finetuned as checkpoint_io
-from electra_tf.checkpoints import names as checkpoint_names
+from electra_tf.checkpoints import checkpointing
 from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.configs.pretraining import PretrainingConfig
-from electra_tf.finetune import optimizer as finetuning_optimizer
-from electra_tf.finetune import runner as runner_lib
 from electra_tf.finetune import task_builder
 from electra_tf.finetune.classification.head import ClassificationHead
 from electra_tf.finetune.model import FinetuningModel
+from electra_tf.models import official_names
 from electra_tf.models.electra_pretrainer import ElectraPretrainer
+from electra_tf.optimization import factory as optimizer_factory
 from electra_tf.optimization.schedule import ElectraLearningRateSchedule
+from electra_tf.runtime import distribution
 from electra_tf.text import wordpiece as tokenization
-from electra_tf.training import checkpointing
-from electra_tf.training import distribution
+from electra_tf.training import finetuning_run as runner_lib
 from tests.conftest import REPO_ROOT
 from tests.helpers.finetuning_testdata import make_data_dir
 from tests.helpers.finetuning_testdata import tiny_hparams
@@ -117,14 +116,17 @@ def test_mirrored_first_step_equals_one_device(two_replica_strategy):
   for w, v in zip(single2.trainable_weights, weights):
     w.assign(v)
   loss_a = _one_step(
-    single2, finetuning_optimizer.make_optimizer(single2.official_name_map(), 2, 10), batch, 8
+    single2, optimizer_factory.finetuning_optimizer(single2.official_name_map(), 2, 10), batch, 8
   )
   with two_replica_strategy.scope():
     mirrored2 = _model()
     for w, v in zip(mirrored2.trainable_weights, weights):
       w.assign(v)
     loss_b = _one_step(
-      mirrored2, finetuning_optimizer.make_optimizer(mirrored2.official_name_map(), 2, 10), batch, 8
+      mirrored2,
+      optimizer_factory.finetuning_optimizer(mirrored2.official_name_map(), 2, 10),
+      batch,
+      8,
     )
   assert sorted(names_single) == sorted(mirrored2.official_name_map())
   assert loss_b == pytest.approx(loss_a, rel=1e-5)
@@ -154,7 +156,7 @@ def _train_and_score(policy):
   keras.utils.set_random_seed(3)
   with distribution.dtype_policy(policy):
     model = _model()
-    optimizer = finetuning_optimizer.make_optimizer(
+    optimizer = optimizer_factory.finetuning_optimizer(
       model.official_name_map(), 2, 60, learning_rate=3e-3, layerwise_lr_decay=0.0
     )
     model.compile(optimizer=optimizer)
@@ -249,9 +251,9 @@ def test_resume_restores_step_slots_and_learning_rate(rte_data):
     f.write("\n".join(state_lines) + "\n")
   resumed = runner_lib.ModelRunner(config, tasks)
   resumed.model.compile(
-    optimizer=finetuning_optimizer.make_optimizer_from_config(config, resumed.model, 12)
+    optimizer=optimizer_factory.finetuning_optimizer_from_config(config, resumed.model, 12)
   )
-  manager = checkpoint_io.NameBasedCheckpointManager(resumed.model, config.model_dir)
+  manager = checkpointing.NameBasedCheckpointManager(resumed.model, config.model_dir)
   assert manager.restore_latest() == 8
   reader = tf.train.load_checkpoint(os.path.join(config.model_dir, "model.ckpt-8"))
   kernel = "electra/encoder/layer_1/output/dense/kernel"
@@ -359,7 +361,7 @@ def test_finetunes_from_a_run_pretraining_model_dir(rte_data):
   config.model_dir += "_1"
   tasks = task_builder.get_tasks(config, tokenization.FullTokenizer(config.vocab_file))
   runner = runner_lib.ModelRunner(config, tasks)
-  expected = checkpoint_names.discriminator_name_map(pretrainer.discriminator, include_head=False)
+  expected = official_names.discriminator_name_map(pretrainer.discriminator, include_head=False)
   encoder_names = [n for n in runner.name_map if n.startswith("electra/")]
   assert len(encoder_names) == len(runner.model.encoder.weights)
   for name in encoder_names:

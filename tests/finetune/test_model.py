@@ -8,11 +8,11 @@ import pytest
 
 from electra_tf import run_finetuning
 from electra_tf.configs.finetuning import FinetuningConfig
-from electra_tf.finetune import optimizer as finetuning_optimizer
 from electra_tf.finetune import task_builder
 from electra_tf.finetune.classification.head import ClassificationHead
 from electra_tf.finetune.model import FinetuningModel
 from electra_tf.finetune.tagging.head import TaggingHead
+from electra_tf.optimization import factory as optimizer_factory
 from electra_tf.text import wordpiece as tokenization
 from tests.helpers.finetuning_testdata import make_data_dir
 from tests.helpers.finetuning_testdata import squad_json
@@ -107,7 +107,7 @@ def test_optimizer_gets_layerwise_rates(tmp_path, variant, embedding_exponent, t
   config.model_dir += "_1"
   tasks = task_builder.get_tasks(config, tokenization.FullTokenizer(config.vocab_file))
   runner = run_finetuning.ModelRunner(config, tasks)
-  optimizer = finetuning_optimizer.make_optimizer_from_config(config, runner.model, 10)
+  optimizer = optimizer_factory.finetuning_optimizer_from_config(config, runner.model, 10)
   m = optimizer.learning_rate_multipliers
   assert m["electra/embeddings/word_embeddings"] == 0.5**embedding_exponent
   assert m["electra/embeddings_project/kernel"] == 0.5**embedding_exponent

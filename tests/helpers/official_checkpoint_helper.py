@@ -1,5 +1,5 @@
 """Test helpers: the original's checkpoint names written out independently of
-`electra_tf.checkpoint_names`, and a writer of name-based TF1 checkpoints."""
+`electra_tf.models.official_names`, and a writer of name-based TF1 checkpoints."""
 
 import os
 

@@ -13,7 +13,7 @@ import types
 import numpy as np
 
 import electra_tf
-from electra_tf.checkpoints import finetuned as checkpoint_io
+from electra_tf.checkpoints import name_based
 from tests.conftest import REPO_ROOT
 from tests.helpers.finetuning_testdata import write_vocab
 
@@ -44,7 +44,7 @@ def pretrained_dir(model_dir, model_size_name="base", overrides=TINY, embedding_
   classifier = electra_tf.ElectraClassifier(bert_config.to_dict(), 3, embedding_size=embedding_size)
   classifier.build()
   names = {n: v for n, v in classifier.official_name_map().items() if n.startswith("electra/")}
-  checkpoint_io.save_name_based(names, str(model_dir), 0)
+  name_based.save_name_based(names, str(model_dir), 0)
   return names
 
 

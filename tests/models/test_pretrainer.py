@@ -5,9 +5,9 @@ import keras
 import numpy as np
 import pytest
 
-from electra_tf.checkpoints import names as checkpoint_names
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.models import ElectraPretrainer
+from electra_tf.models import official_names
 from electra_tf.pretraining.objective import PretrainingObjective
 
 OVERRIDES = {
@@ -102,7 +102,7 @@ def test_modes_build_run_and_follow_the_contract(tmp_path, mode):
   if disc is not None:
     assert disc.embeddings is model.embeddings
   # Every weight is named, none twice.
-  name_map = checkpoint_names.official_name_map(model)
+  name_map = official_names.official_name_map(model)
   assert {id(v) for v in name_map.values()} == {id(v) for v in model.weights}
   assert len(name_map) == len(model.weights)
 
@@ -235,64 +235,6 @@ def test_object_checkpoint_holds_every_weight(tmp_path):
   saved = [name for name, _ in tf.train.list_variables(path) if name.startswith("model/")]
   assert len(saved) == len({id(w) for w in model.weights})
   assert any("transformer_layers_1" in name for name in saved)
-
-
-def _old_flat_config(model):
-  """`model.get_config()` in the form saved before the objective was one
-  object: every objective setting a constructor argument of its own."""
-  config = model.get_config()
-  objective = config.pop("objective")
-  mode = objective.pop("generator_mode")
-  config.update(objective)
-  config["uniform_generator"] = mode == "uniform"
-  config["two_tower_generator"] = mode == "two_tower"
-  return config
-
-
-@pytest.mark.parametrize("mode", ["default", "uniform", "electric", "mlm"])
-def test_old_flat_config_still_loads(tmp_path, mode):
-  model = ElectraPretrainer.from_pretraining_config(
-    _config(tmp_path, mode, mask_prob=0.25, disc_weight=20.0, temperature=0.5)
-  )
-  old = _old_flat_config(model)
-  assert "objective" not in old and old["mask_prob"] == 0.25
-  restored = ElectraPretrainer.from_config(old)
-  assert restored.objective == model.objective
-  assert restored.get_config() == model.get_config()
-  # Electric forced two towers even when an old config said otherwise.
-  if mode == "electric":
-    old["two_tower_generator"] = False
-    assert ElectraPretrainer.from_config(old).objective.generator_mode == "two_tower"
-  with pytest.raises(ValueError, match="both 'objective' and the old keys"):
-    ElectraPretrainer.from_config(dict(old, objective=model.objective.to_dict()))
-
-
-def test_keras_file_saved_with_old_flat_config_loads(tmp_path):
-  import json
-  import zipfile
-
-  model = ElectraPretrainer.from_pretraining_config(_config(tmp_path, "default", mask_prob=0.2))
-  expected = model(FEATURES, training=False)
-  new_path, old_path = str(tmp_path / "new.keras"), str(tmp_path / "old.keras")
-  model.save(new_path)
-  # Rewrite the archive's config.json into the old form; weights stay as saved.
-  with zipfile.ZipFile(new_path) as src, zipfile.ZipFile(old_path, "w") as dst:
-    for item in src.infolist():
-      data = src.read(item.filename)
-      if item.filename == "config.json":
-        saved = json.loads(data)
-        assert "objective" in saved["config"]
-        saved["config"] = _old_flat_config(model) | {
-          k: v for k, v in saved["config"].items() if k not in model.get_config()
-        }
-        data = json.dumps(saved).encode()
-      dst.writestr(item, data)
-  restored = keras.saving.load_model(old_path)
-  assert restored.objective == model.objective and restored.objective.mask_prob == 0.2
-  actual = restored(FEATURES, training=False)
-  np.testing.assert_allclose(
-    actual["discriminator"]["logits"], expected["discriminator"]["logits"], atol=1e-6
-  )
 
 
 @pytest.mark.parametrize("mode", ["default", "tied_generator", "electric"])

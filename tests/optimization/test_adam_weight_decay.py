@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.optimization.adam_weight_decay import AdamWeightDecay
+from electra_tf.runtime import replicas
 
 
 def _reference(params, grads_per_step, lr, wd, decayed, clip=1.0, b1=0.9, b2=0.999, eps=1e-6):
@@ -133,14 +134,12 @@ def test_clips_the_sum_of_the_replicas_gradients(two_replica_strategy):
 
 
 def test_replicas_agree_on_non_finite_gradients(two_replica_strategy):
-  from electra_tf.pretraining import step as pretraining_step  # pylint: disable=g-import-not-at-top
-
   strategy = two_replica_strategy
   grads = strategy.experimental_distribute_values_from_function(
     lambda ctx: tf.constant([[1.0, 2.0], [np.inf, 0.0]])[ctx.replica_id_in_sync_group]
   )
   agree = tf.function(
-    lambda g: strategy.run(lambda g: pretraining_step.agree_on_finite_gradients([g])[0], args=(g,))
+    lambda g: strategy.run(lambda g: replicas.agree_on_finite_gradients([g])[0], args=(g,))
   )
   out = agree(grads)
   for local in strategy.experimental_local_results(out):

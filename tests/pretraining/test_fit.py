@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.models.electra_pretrainer import ElectraPretrainer
-from electra_tf.training import distribution
+from electra_tf.runtime import distribution
 
 SEQ_LEN = 32
 VOCAB = 128  # the default special ids (101–103) fit in it
@@ -177,9 +177,9 @@ def _first_step(strategy, config, weights, features):
   evaluation = model.evaluate(ds, return_dict=True, verbose=0)
   # step 0 has learning rate 0 (`model/optimization.py:create_optimizer`): the slots hold the clipped
   # gradients, m = 0.1 g and v = 0.001 g².
-  from electra_tf.checkpoints import names as checkpoint_names  # pylint: disable=g-import-not-at-top
+  from electra_tf.models import official_names  # pylint: disable=g-import-not-at-top
 
-  slots = model.optimizer.official_slots(checkpoint_names.official_name_map(model))
+  slots = model.optimizer.official_slots(official_names.official_name_map(model))
   grads = {
     k[: -len("/adam_m")]: np.asarray(v.numpy()) / 0.1
     for k, v in slots.items()
@@ -254,9 +254,9 @@ def test_default_optimizer_decays_on_official_names(tmp_path):
   model = ElectraPretrainer.from_pretraining_config(config)
   model.compile(pretraining_config=config)
   opt = model.optimizer
-  from electra_tf.checkpoints import names as checkpoint_names  # pylint: disable=g-import-not-at-top
+  from electra_tf.models import official_names  # pylint: disable=g-import-not-at-top
 
-  names = checkpoint_names.official_name_map(model)
+  names = official_names.official_name_map(model)
   assert opt.variable_names == {v.path: n for n, v in names.items()}
   decayed = {n for n in names if opt._do_use_weight_decay(n)}  # pylint: disable=protected-access
   assert "electra/embeddings/word_embeddings" in decayed

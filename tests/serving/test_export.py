@@ -747,7 +747,7 @@ def test_electric_two_tower_generator_as_masked_lm(tmp_path):
 
 @pytest.mark.slow
 def test_finetuned_checkpoint_export(tmp_path):
-  from electra_tf.checkpoints import finetuned as checkpoint_io
+  from electra_tf.checkpoints import name_based
   from electra_tf.configs.finetuning import FinetuningConfig
 
   vocab_file = _write_vocab(str(tmp_path))
@@ -760,7 +760,7 @@ def test_finetuned_checkpoint_export(tmp_path):
     if "task_specific" in weight.path or "bias" in weight.path:
       weight.assign(np.random.default_rng(6).normal(size=weight.shape).astype("float32"))
   # the fine-tuning runs' layout: original names under task_specific/<task>/
-  checkpoint_io.save_name_based(model.official_name_map(), str(tmp_path / "ft"), 9)
+  name_based.save_name_based(model.official_name_map(), str(tmp_path / "ft"), 9)
   assert (
     export_saved_model.main(
       [

@@ -8,8 +8,8 @@ import subprocess
 import pytest
 import tensorflow as tf
 
+from electra_tf.checkpoints import checkpointing
 from electra_tf.configs.pretraining import PretrainingConfig
-from electra_tf.training import checkpointing
 from electra_tf.training import pretraining_run
 from tests.conftest import REPO_ROOT
 from tests.helpers.pretraining_data import eta_steps

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from electra_tf.checkpoints import checkpointing
 from electra_tf.configs.pretraining import PretrainingConfig
-from electra_tf.training import checkpointing
-from electra_tf.training import distribution
+from electra_tf.runtime import distribution
 from electra_tf.training import pretraining_run
 from tests.helpers.pretraining_data import EVAL_NAMES
 from tests.helpers.pretraining_data import TINY
@@ -236,8 +236,8 @@ def test_init_checkpoint_starts_at_step_50_with_the_original_weights(tmp_path, o
 
 USER_SCRIPT = '''
 import keras
-from electra_tf.training import checkpointing
-from electra_tf.training import distribution
+from electra_tf.checkpoints import checkpointing
+from electra_tf.runtime import distribution
 from electra_tf.training import callbacks as eta_logger
 from electra_tf.data import pretraining_dataset as pretrain_data
 from electra_tf.models.electra_pretrainer import ElectraPretrainer

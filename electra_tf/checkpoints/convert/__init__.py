@@ -19,8 +19,8 @@ One module per job:
 - `api`: `convert` (direction detected from the input) and the report.
 
 `python -m electra_tf.convert_checkpoint` is the command line over `convert`.
-Names come from `electra_tf.checkpoints.names`, the one map both directions
-and the loaders use. Not to be confused with `electra_tf.checkpoints.finetuned`,
+Names come from `electra_tf.models.official_names`, the one map both directions
+and the loaders use. Not to be confused with `electra_tf.checkpoints.name_based`,
 the name-based checkpoint I/O of fine-tuning runs (which need no conversion).
 
 Example:

@@ -13,7 +13,6 @@ import json
 import os
 
 from electra_tf.checkpoints import huggingface
-from electra_tf.checkpoints import names as checkpoint_names
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints.convert.finetuned_heads import task_groups
 from electra_tf.checkpoints.convert.publish import huggingface_to_keras
@@ -23,6 +22,7 @@ from electra_tf.checkpoints.convert.to_keras import official_to_keras
 from electra_tf.checkpoints.convert.to_keras import training_checkpoint_to_keras
 from electra_tf.checkpoints.convert.to_official import keras_to_official
 from electra_tf.checkpoints.convert.writer import KERAS_SUFFIX
+from electra_tf.models import official_names
 
 DIRECTIONS = ("to-keras", "to-official")
 
@@ -147,7 +147,7 @@ def format_report(report):
   lines.append(f"  converted: {len(report['converted'])} entries")
   not_converted = report["not_converted"]
   lines.append(f"  not converted: {len(not_converted)} entries" + (":" if not_converted else ""))
-  slots = [n for n in not_converted if n.endswith(checkpoint_names.OPTIMIZER_SLOT_SUFFIXES)]
+  slots = [n for n in not_converted if n.endswith(official_names.OPTIMIZER_SLOT_SUFFIXES)]
   if slots:
     lines.append(f"    {len(slots)} optimizer slots (<variable>/adam_m, <variable>/adam_v)")
   lines += [f"    {n}" for n in not_converted if n not in set(slots)]

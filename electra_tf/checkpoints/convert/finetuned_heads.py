@@ -9,14 +9,23 @@ Example:
   {'rte': {'dense'}}
 """
 
-from electra_tf.checkpoints import names as checkpoint_names
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints.convert.layout import NO_DATA_DIR
 from electra_tf.checkpoints.convert.layout import check_shapes
 from electra_tf.checkpoints.convert.layout import infer_config_and_model
 from electra_tf.checkpoints.convert.reader import assign_tensors
 from electra_tf.checkpoints.convert.reader import read_name_based_checkpoint
+from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.configs.hparams import load_hparams
+from electra_tf.finetune import task_builder
+from electra_tf.finetune.classification import tasks as classification_tasks
+from electra_tf.finetune.classification.head import ClassificationHead
+from electra_tf.finetune.model import FinetuningModel
+from electra_tf.finetune.qa import tasks as qa_tasks
+from electra_tf.finetune.qa.head import QAHead
+from electra_tf.finetune.tagging import tasks as tagging_tasks
+from electra_tf.finetune.tagging.head import TaggingHead
+from electra_tf.models import official_names
 
 # Head types of fine-tuning tasks, as `--hparams` `task_types` names them.
 TASK_TYPES = ("classification", "regression", "tagging", "qa")
@@ -40,14 +49,14 @@ def task_groups(names):
   entries among `names` (optimizer slots ignored)."""
   groups = {}
   for name in names:
-    if checkpoint_names.is_non_model_entry(name):
+    if official_names.is_non_model_entry(name):
       continue
     parts = name.split("/")
-    if parts[0] == checkpoint_names.TASK_SCOPE:
+    if parts[0] == official_names.TASK_SCOPE:
       if len(parts) < 4:
         raise ValueError(
           f"unexpected checkpoint entry {name!r}: expected "
-          f"{checkpoint_names.TASK_SCOPE}/<task>/<layer>/<kernel|bias>"
+          f"{official_names.TASK_SCOPE}/<task>/<layer>/<kernel|bias>"
         )
       groups.setdefault(parts[1], set()).add(parts[2])
   return groups
@@ -56,10 +65,6 @@ def task_groups(names):
 def package_task_type(task_name):
   """The head type (one of `TASK_TYPES`) of a task electra_tf defines
   (`electra_tf.finetune.task_builder.TASK_CLASSES`), or None."""
-  from electra_tf.finetune import task_builder  # pylint: disable=g-import-not-at-top
-  from electra_tf.finetune.classification import tasks as classification_tasks  # pylint: disable=g-import-not-at-top
-  from electra_tf.finetune.qa import tasks as qa_tasks  # pylint: disable=g-import-not-at-top
-  from electra_tf.finetune.tagging import tasks as tagging_tasks  # pylint: disable=g-import-not-at-top
 
   task_class = task_builder.TASK_CLASSES.get(task_name)
   if task_class is None:
@@ -91,7 +96,6 @@ def _finetuning_hparams(hparams):
     `FinetuningConfig` (validates the keys; QA defaults) and
     `{task: type}`.
   """
-  from electra_tf.configs.finetuning import FinetuningConfig  # pylint: disable=g-import-not-at-top
 
   user = load_hparams(hparams)
   rest = dict(user)
@@ -156,15 +160,13 @@ def _task_type(task, layers, task_types, notes):
   raise ValueError(
     f"task {task!r} of the checkpoint is not a task electra_tf knows "
     f"({', '.join(_known_task_names())}), and classification, regression and tagging "
-    f"heads have the same variables ({checkpoint_names.TASK_SCOPE}/{task}/dense/kernel, bias): "
+    f"heads have the same variables ({official_names.TASK_SCOPE}/{task}/dense/kernel, bias): "
     f"give its type with {_TASK_TYPES_EXAMPLE.format(task=task)} (one of "
     f"{', '.join(TASK_TYPES)})"
   )
 
 
 def _known_task_names():
-  from electra_tf.finetune import task_builder  # pylint: disable=g-import-not-at-top
-
   return sorted(task_builder.TASK_CLASSES)
 
 
@@ -174,9 +176,6 @@ def _build_task_head(task, task_type, layers, shapes, config, user):
   Returns:
     `(head, description)`.
   """
-  from electra_tf.finetune.classification.head import ClassificationHead  # pylint: disable=g-import-not-at-top
-  from electra_tf.finetune.qa.head import QAHead  # pylint: disable=g-import-not-at-top
-  from electra_tf.finetune.tagging.head import TaggingHead  # pylint: disable=g-import-not-at-top
 
   name = "task_specific_" + task  # as the tasks' create_head names them
   if task_type == "qa":
@@ -198,7 +197,7 @@ def _build_task_head(task, task_type, layers, shapes, config, user):
     )
     flags = ", ".join(k for k, v in options.items() if v) or "no joint prediction or answerable"
     return head, f"qa ({flags}; beam_size {config.beam_size})"
-  kernel_name = f"{checkpoint_names.TASK_SCOPE}/{task}/dense/kernel"
+  kernel_name = f"{official_names.TASK_SCOPE}/{task}/dense/kernel"
   kernel = shapes.get(kernel_name)
   if kernel is None or len(kernel) != 2:
     found = (
@@ -241,18 +240,18 @@ def load_official_finetuning_model(path, hparams=None):
   groups = task_groups(shapes)
   if not groups:
     raise ValueError(
-      f"checkpoint {prefix!r} has no {checkpoint_names.TASK_SCOPE}/<task>/ heads, "
+      f"checkpoint {prefix!r} has no {official_names.TASK_SCOPE}/<task>/ heads, "
       "so it is not a fine-tuned model; use --part pretrainer or discriminator"
     )
   others = sorted(
-    {n.split("/", 1)[0] for n in shapes if not checkpoint_names.is_non_model_entry(n)}
-    - {checkpoint_names.DISCRIMINATOR_SCOPE, checkpoint_names.TASK_SCOPE}
+    {n.split("/", 1)[0] for n in shapes if not official_names.is_non_model_entry(n)}
+    - {official_names.DISCRIMINATOR_SCOPE, official_names.TASK_SCOPE}
   )
   if others:
     raise ValueError(
       f"checkpoint {prefix!r} has task heads but also the scopes {others}; a "
-      f"fine-tuned model holds only {checkpoint_names.DISCRIMINATOR_SCOPE}/... and "
-      f"{checkpoint_names.TASK_SCOPE}/..."
+      f"fine-tuned model holds only {official_names.DISCRIMINATOR_SCOPE}/... and "
+      f"{official_names.TASK_SCOPE}/..."
     )
   user, model_hparams, ft_config, task_types = _finetuning_hparams(hparams)
   config, merged, layout, notes, _ = infer_config_and_model(shapes, model_hparams, source=prefix)
@@ -269,12 +268,11 @@ def load_official_finetuning_model(path, hparams=None):
     head, description = _build_task_head(task, types[task], groups[task], shapes, ft_config, user)
     heads.append(head)
     tasks.append((task, description))
-  from electra_tf.finetune.model import FinetuningModel  # pylint: disable=g-import-not-at-top
 
   model = FinetuningModel.from_finetuning_config(config, heads)
   name_map = model.official_name_map()
   check_shapes(
-    checkpoint_names.official_shapes(name_map), shapes, repr(prefix), user, layout, task_heads=True
+    official_names.official_shapes(name_map), shapes, repr(prefix), user, layout, task_heads=True
   )
   assign_tensors(name_map, tensors)
   used = dict(user)

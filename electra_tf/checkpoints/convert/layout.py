@@ -13,11 +13,13 @@ import json
 import os
 import tempfile
 
-from electra_tf.checkpoints import names as checkpoint_names
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints.convert.reader import open_reader
 from electra_tf.configs import pretraining as pretraining_config_lib
 from electra_tf.configs.hparams import load_hparams
+from electra_tf.models import official_names
+from electra_tf.models.electra_discriminator import ElectraDiscriminator
+from electra_tf.models.electra_pretrainer import ElectraPretrainer
 
 # Layouts a name-based checkpoint can have: which of the original's scopes
 # (`electra/`, `generator/`, `generator_predictions/`, ...) it holds.
@@ -30,14 +32,14 @@ LAYOUT_TWO_TOWER = "two_tower"  # Electric (or two_tower_generator)
 LAYOUT_ENCODER = "encoder"  # encoder only, possibly with task_specific heads
 
 _KNOWN_SCOPES = (
-  checkpoint_names.DISCRIMINATOR_SCOPE,
-  checkpoint_names.GENERATOR_SCOPE,
-  checkpoint_names.GENERATOR_LTR_SCOPE,
-  checkpoint_names.GENERATOR_RTL_SCOPE,
-  checkpoint_names.GENERATOR_HEAD_SCOPE,
-  checkpoint_names.CLOZE_HEAD_SCOPE,
-  checkpoint_names.DISCRIMINATOR_HEAD_SCOPE,
-  checkpoint_names.TASK_SCOPE,
+  official_names.DISCRIMINATOR_SCOPE,
+  official_names.GENERATOR_SCOPE,
+  official_names.GENERATOR_LTR_SCOPE,
+  official_names.GENERATOR_RTL_SCOPE,
+  official_names.GENERATOR_HEAD_SCOPE,
+  official_names.CLOZE_HEAD_SCOPE,
+  official_names.DISCRIMINATOR_HEAD_SCOPE,
+  official_names.TASK_SCOPE,
 )
 
 # Conversions read no data: the config's data paths point at a directory that
@@ -123,15 +125,15 @@ def detect_layout(shapes):
       f"First entries: {sample}"
     )
   has = lambda scope: scope in scopes
-  if has(checkpoint_names.GENERATOR_LTR_SCOPE) or has(checkpoint_names.GENERATOR_RTL_SCOPE):
+  if has(official_names.GENERATOR_LTR_SCOPE) or has(official_names.GENERATOR_RTL_SCOPE):
     return LAYOUT_TWO_TOWER
-  if has(checkpoint_names.GENERATOR_SCOPE):
+  if has(official_names.GENERATOR_SCOPE):
     if "generator/embeddings/word_embeddings" in shapes:
       return LAYOUT_UNTIED_EMBEDDINGS
     return LAYOUT_DEFAULT
-  if has(checkpoint_names.GENERATOR_HEAD_SCOPE):
-    return LAYOUT_TIED if has(checkpoint_names.DISCRIMINATOR_HEAD_SCOPE) else LAYOUT_MLM
-  if has(checkpoint_names.DISCRIMINATOR_HEAD_SCOPE):
+  if has(official_names.GENERATOR_HEAD_SCOPE):
+    return LAYOUT_TIED if has(official_names.DISCRIMINATOR_HEAD_SCOPE) else LAYOUT_MLM
+  if has(official_names.DISCRIMINATOR_HEAD_SCOPE):
     return LAYOUT_UNIFORM
   return LAYOUT_ENCODER
 
@@ -154,12 +156,12 @@ def infer_hparams_from_shapes(shapes):
   shapes = {
     n: tuple(int(d) for d in s)
     for n, s in shapes.items()
-    if not checkpoint_names.is_non_model_entry(n)
+    if not official_names.is_non_model_entry(n)
   }
   layout = detect_layout(shapes)
   notes = []
   vocab_size, embedding_size = shapes["electra/embeddings/word_embeddings"]
-  hidden, layers, ffn = _encoder_dims(shapes, checkpoint_names.DISCRIMINATOR_SCOPE)
+  hidden, layers, ffn = _encoder_dims(shapes, official_names.DISCRIMINATOR_SCOPE)
   overrides = model_overrides(
     hidden,
     layers,
@@ -180,7 +182,7 @@ def infer_hparams_from_shapes(shapes):
 
   if layout in (LAYOUT_DEFAULT, LAYOUT_UNTIED_EMBEDDINGS, LAYOUT_TWO_TOWER):
     if layout == LAYOUT_TWO_TOWER:
-      scope = checkpoint_names.GENERATOR_LTR_SCOPE
+      scope = official_names.GENERATOR_LTR_SCOPE
       hparams.update(electra_objective=False, electric_objective=True)
       notes.append(
         "two-tower generator: assuming the Electric objective "
@@ -188,7 +190,7 @@ def infer_hparams_from_shapes(shapes):
         "for two_tower_generator with the ELECTRA objective"
       )
     else:
-      scope = checkpoint_names.GENERATOR_SCOPE
+      scope = official_names.GENERATOR_SCOPE
     hparams["untied_generator_embeddings"] = f"{scope}/embeddings/word_embeddings" in shapes
     gen_hidden, gen_layers, gen_ffn = _encoder_dims(shapes, scope)
     hparams.update(
@@ -202,7 +204,7 @@ def infer_hparams_from_shapes(shapes):
     hparams["uniform_generator"] = True
   else:
     tasks = sorted(
-      {n.split("/")[1] for n in shapes if n.startswith(checkpoint_names.TASK_SCOPE + "/")}
+      {n.split("/")[1] for n in shapes if n.startswith(official_names.TASK_SCOPE + "/")}
     )
     notes.append("encoder-only checkpoint" + (f" with fine-tuning heads {tasks}" if tasks else ""))
   return hparams, layout, notes
@@ -283,21 +285,17 @@ def infer_config_and_model(path, hparams, source=None):
       "--hparams if the model had others"
     )
   model, name_map = _layout_model(config, layout)
-  check_shapes(checkpoint_names.official_shapes(name_map), shapes, source, user, layout)
+  check_shapes(official_names.official_shapes(name_map), shapes, source, user, layout)
   return config, merged, layout, notes, model
 
 
 def build_pretrainer(config):
-  from electra_tf.models.electra_pretrainer import ElectraPretrainer  # avoid import cycle
-
   pretrainer = ElectraPretrainer.from_pretraining_config(config)
   pretrainer.build()
   return pretrainer
 
 
 def build_encoder(config, include_head=False):
-  from electra_tf.models.electra_discriminator import ElectraDiscriminator
-
   bert_config = pretraining_config_lib.get_pretraining_bert_config(config)
   encoder = ElectraDiscriminator(
     bert_config.to_dict(),
@@ -314,9 +312,9 @@ def _layout_model(config, layout):
   the encoder alone (no discriminator head) for `LAYOUT_ENCODER`."""
   if needs_pretrainer(layout):
     model = build_pretrainer(config)
-    return model, checkpoint_names.official_name_map(model)
+    return model, official_names.official_name_map(model)
   encoder = build_encoder(config)
-  return encoder, checkpoint_names.discriminator_name_map(encoder, include_head=False)
+  return encoder, official_names.discriminator_name_map(encoder, include_head=False)
 
 
 def check_shapes(expected, shapes, source, user, layout, task_heads=False):
@@ -326,11 +324,11 @@ def check_shapes(expected, shapes, source, user, layout, task_heads=False):
   found = {
     n: tuple(int(d) for d in s)
     for n, s in shapes.items()
-    if not checkpoint_names.is_non_model_entry(n)
+    if not official_names.is_non_model_entry(n)
   }
   if layout == LAYOUT_ENCODER and not task_heads:
     # Fine-tuning heads are reported as not converted, not as errors.
-    found = {n: s for n, s in found.items() if not n.startswith(checkpoint_names.TASK_SCOPE + "/")}
+    found = {n: s for n, s in found.items() if not n.startswith(official_names.TASK_SCOPE + "/")}
   describe = official_checkpoint.describe_shape
   mismatched = [
     f"  {n}: config gives {describe(expected[n])}, checkpoint has {describe(found[n])}"

@@ -16,7 +16,6 @@ import os
 
 from electra_tf.checkpoints import huggingface
 from electra_tf.checkpoints import keras_hub
-from electra_tf.checkpoints import names as checkpoint_names
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints.convert.layout import NO_DATA_DIR
 from electra_tf.checkpoints.convert.reader import is_object_based
@@ -32,6 +31,10 @@ from electra_tf.checkpoints.convert.writer import save_keras
 from electra_tf.configs import model_dir as model_dir_lib
 from electra_tf.configs import pretraining as pretraining_config_lib
 from electra_tf.configs.hparams import load_hparams
+from electra_tf.models import official_names
+from electra_tf.models.electra_discriminator import ElectraDiscriminator
+from electra_tf.models.electra_generator import ElectraGenerator
+from electra_tf.models.electra_pretrainer import ElectraPretrainer
 
 TARGETS = ("huggingface", "keras-hub")
 
@@ -51,9 +54,6 @@ def load_part_for_publishing(input_path, part, hparams=None):
   ELECTRA directory. Returns `(part, do_lower_case, source)`; `do_lower_case`
   is the run's (hparams) or the Hugging Face tokenizer's, else True.
   """
-  from electra_tf.models.electra_discriminator import ElectraDiscriminator
-  from electra_tf.models.electra_generator import ElectraGenerator
-  from electra_tf.models.electra_pretrainer import ElectraPretrainer
 
   path = os.fspath(input_path)
   user = _publishing_hparams(hparams)
@@ -68,7 +68,7 @@ def load_part_for_publishing(input_path, part, hparams=None):
         do_lower_case = bool(json.load(f).get("do_lower_case", True))
     if found == huggingface.PART_DISCRIMINATOR:
       return huggingface.discriminator_part(model, notes=notes), do_lower_case, path
-    scopes = [checkpoint_names.GENERATOR_SCOPE]
+    scopes = [official_names.GENERATOR_SCOPE]
     return huggingface.generator_part(model, scopes, True, notes=notes), do_lower_case, path
   if path.endswith(KERAS_SUFFIX):
     model = load_keras_file(path)
@@ -91,7 +91,7 @@ def load_part_for_publishing(input_path, part, hparams=None):
   else:
     pretrainer, config, tensors, info = load_official_pretrainer(prefix, hparams)
     notes, more_notes = [], info["notes"]
-    other = [n for n in tensors if checkpoint_names.is_non_model_entry(n)]
+    other = [n for n in tensors if official_names.is_non_model_entry(n)]
   result = huggingface.pretrainer_part(pretrainer, part, other, notes + more_notes)
   return result, config.do_lower_case, prefix
 
@@ -153,7 +153,7 @@ def huggingface_to_keras(input_dir, output_path):
   if part == huggingface.PART_DISCRIMINATOR:
     keras_model = discriminator_model(model)
   else:
-    keras_model = generator_model(model, [checkpoint_names.GENERATOR_SCOPE])
+    keras_model = generator_model(model, [official_names.GENERATOR_SCOPE])
   save_keras(keras_model, output_path)
   return {
     "input": os.fspath(input_dir),

@@ -15,8 +15,8 @@ Example:
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.checkpoints import names as checkpoint_names
 from electra_tf.checkpoints import official as official_checkpoint
+from electra_tf.models import official_names
 
 # What the checkpoint reader raises on a damaged file (IndexError: "Read less
 # bytes than requested" for a truncated data file).
@@ -76,5 +76,5 @@ def assign_tensors(name_map, tensors):
 
 def global_step_of(tensors):
   """The checkpoint's `global_step` as an int, or None when it has none."""
-  value = tensors.get(checkpoint_names.GLOBAL_STEP_NAME)
+  value = tensors.get(official_names.GLOBAL_STEP_NAME)
   return None if value is None else int(value)

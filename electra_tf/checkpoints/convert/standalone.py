@@ -9,7 +9,9 @@ Example:
 
 import keras
 
-from electra_tf.checkpoints import names as checkpoint_names
+from electra_tf.layers.electra_embeddings import ElectraEmbeddings
+from electra_tf.models import official_names
+from electra_tf.models.electra_generator import ElectraGenerator
 
 # Name prefix of a standalone generator model; the official scope(s) of its
 # tower(s) follow, joined by `__`.
@@ -19,8 +21,6 @@ GENERATOR_MODEL_PREFIX = "electra_generator__"
 def standalone_generator(pretrainer):
   """A fresh `ElectraGenerator` with the pretrainer's generator layout and
   its own copy of any shared embeddings; returns `(generator, name_map)`."""
-  from electra_tf.layers.electra_embeddings import ElectraEmbeddings
-  from electra_tf.models.electra_generator import ElectraGenerator
 
   source = pretrainer.generator
   if source is None:
@@ -28,7 +28,7 @@ def standalone_generator(pretrainer):
       "this checkpoint has no generator (uniform_generator: tokens are sampled "
       "uniformly, there are no generator weights); use --part discriminator"
     )
-  scopes = checkpoint_names.generator_scopes(pretrainer)
+  scopes = official_names.generator_scopes(pretrainer)
   shared = source.embeddings is pretrainer.embeddings
   c = source.bert_config
   embeddings = None
@@ -51,7 +51,7 @@ def standalone_generator(pretrainer):
     name="generator",
   )
   generator.build()
-  return generator, checkpoint_names.generator_name_map(generator, scopes, shared)
+  return generator, official_names.generator_name_map(generator, scopes, shared)
 
 
 def _input_specs(with_positions):

@@ -13,11 +13,12 @@ import os
 
 import keras
 
-from electra_tf.checkpoints import names as checkpoint_names
+from electra_tf.checkpoints import checkpointing
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints.convert.finetuned_heads import load_official_finetuning_model
 from electra_tf.checkpoints.convert.finetuned_heads import task_groups
 from electra_tf.checkpoints.convert.layout import build_encoder
+from electra_tf.checkpoints.convert.layout import build_pretrainer
 from electra_tf.checkpoints.convert.layout import infer_config_and_model
 from electra_tf.checkpoints.convert.layout import needs_pretrainer
 from electra_tf.checkpoints.convert.reader import assign_tensors
@@ -27,11 +28,14 @@ from electra_tf.checkpoints.convert.reader import read_name_based_checkpoint
 from electra_tf.checkpoints.convert.standalone import discriminator_model
 from electra_tf.checkpoints.convert.standalone import generator_model
 from electra_tf.checkpoints.convert.standalone import standalone_generator
+from electra_tf.checkpoints.convert.to_official import load_training_checkpoint
 from electra_tf.checkpoints.convert.writer import HPARAMS_FILE
 from electra_tf.checkpoints.convert.writer import KERAS_SUFFIX
 from electra_tf.checkpoints.convert.writer import check_output_dir
 from electra_tf.checkpoints.convert.writer import save_keras
 from electra_tf.checkpoints.convert.writer import write_training_checkpoint
+from electra_tf.models import official_names
+from electra_tf.runtime import distribution
 from electra_tf.utils.file_io import write_atomic
 
 PART_FINETUNED = "finetuned"
@@ -75,19 +79,19 @@ def load_official_pretrainer(path, hparams=None):
       f"e.g. a fine-tuned model): convert it with --part {PART_FINETUNED} (with its task "
       "heads, see load_official_finetuning_model) or --part discriminator"
     )
-  assign_tensors(checkpoint_names.official_name_map(pretrainer), tensors)
+  assign_tensors(official_names.official_name_map(pretrainer), tensors)
   return pretrainer, config, tensors, {"prefix": prefix, "layout": layout, "notes": notes}
 
 
 def _check_slots(tensors, name_map, prefix):
   """The checkpoint's optimizer slot names (sorted; empty if it has none),
   which must be all-or-nothing and match their variables' shapes."""
-  slots = sorted(n for n in tensors if n.endswith(checkpoint_names.OPTIMIZER_SLOT_SUFFIXES))
+  slots = sorted(n for n in tensors if n.endswith(official_names.OPTIMIZER_SLOT_SUFFIXES))
   if not slots:
     return slots
   problems = []
   for name in name_map:
-    for suffix in checkpoint_names.OPTIMIZER_SLOT_SUFFIXES:
+    for suffix in official_names.OPTIMIZER_SLOT_SUFFIXES:
       slot = name + suffix
       if slot not in tensors:
         problems.append(f"  missing {slot}")
@@ -96,7 +100,7 @@ def _check_slots(tensors, name_map, prefix):
           f"  {slot} has shape {official_checkpoint.describe_shape(tensors[slot].shape)}, "
           f"its variable {official_checkpoint.describe_shape(tensors[name].shape)}"
         )
-  expected = {n + s for n in name_map for s in checkpoint_names.OPTIMIZER_SLOT_SUFFIXES}
+  expected = {n + s for n in name_map for s in official_names.OPTIMIZER_SLOT_SUFFIXES}
   problems += [f"  {s} belongs to no model variable" for s in slots if s not in expected]
   if problems:
     raise ValueError(
@@ -165,17 +169,17 @@ def official_to_keras(input_path, output_path, part=None, hparams=None):
         "--part discriminator converts the encoder alone"
       )
     model_part = layout_model
-    name_map = checkpoint_names.discriminator_name_map(model_part, include_head=False)
+    name_map = official_names.discriminator_name_map(model_part, include_head=False)
     pretrainer = None
   else:
     pretrainer = layout_model
-    full_map = checkpoint_names.official_name_map(pretrainer)
+    full_map = official_names.official_name_map(pretrainer)
     assign_tensors(full_map, tensors)
     if part == "pretrainer":
       name_map = full_map
     elif part == "discriminator":
       model_part = build_encoder(config, include_head=pretrainer.discriminator is not None)
-      name_map = checkpoint_names.discriminator_name_map(model_part)
+      name_map = official_names.discriminator_name_map(model_part)
     else:
       model_part, name_map = standalone_generator(pretrainer)
   if part != "pretrainer":
@@ -188,7 +192,7 @@ def official_to_keras(input_path, output_path, part=None, hparams=None):
     elif part == "discriminator":
       model = discriminator_model(model_part)
     else:
-      model = generator_model(model_part, checkpoint_names.generator_scopes(pretrainer))
+      model = generator_model(model_part, official_names.generator_scopes(pretrainer))
     save_keras(model, output_path)
     written = ""
   else:
@@ -202,7 +206,7 @@ def official_to_keras(input_path, output_path, part=None, hparams=None):
     )
     converted += slot_names
     if step is not None:
-      converted.append(checkpoint_names.GLOBAL_STEP_NAME)
+      converted.append(official_names.GLOBAL_STEP_NAME)
     if not slot_names:
       notes.append("no optimizer slots in the checkpoint: the optimizer starts with zero slots")
   not_converted = sorted(set(tensors) - set(converted))
@@ -230,10 +234,6 @@ def training_checkpoint_to_keras(input_path, output_path, part=None, hparams=Non
   Returns:
     A report dict as `official_to_keras` returns.
   """
-  from electra_tf.checkpoints.convert.layout import build_pretrainer
-  from electra_tf.checkpoints.convert.to_official import load_training_checkpoint
-  from electra_tf.training import checkpointing
-  from electra_tf.training import distribution
 
   part = part or "pretrainer"
   if part not in PARTS or part == PART_FINETUNED:
@@ -251,27 +251,27 @@ def training_checkpoint_to_keras(input_path, output_path, part=None, hparams=Non
   trained, config, notes = load_training_checkpoint(prefix, hparams)
   tensors = {
     n: keras.ops.convert_to_numpy(v).astype("float32")
-    for n, v in checkpoint_names.official_name_map(trained).items()
+    for n, v in official_names.official_name_map(trained).items()
   }
   step = checkpointing.global_step(trained)
   with distribution.dtype_policy("float32"):
     pretrainer = build_pretrainer(config)
-    assign_tensors(checkpoint_names.official_name_map(pretrainer), tensors)
+    assign_tensors(official_names.official_name_map(pretrainer), tensors)
     if part == "pretrainer":
-      model, name_map = pretrainer, checkpoint_names.official_name_map(pretrainer)
+      model, name_map = pretrainer, official_names.official_name_map(pretrainer)
     elif part == "discriminator":
       if pretrainer.discriminator is None:
         raise ValueError(
           f"checkpoint {prefix!r} has no discriminator (an MLM-only run); use --part generator"
         )
       encoder = build_encoder(config, include_head=True)
-      name_map = checkpoint_names.discriminator_name_map(encoder)
+      name_map = official_names.discriminator_name_map(encoder)
       assign_tensors(name_map, tensors)
       model = discriminator_model(encoder)
     else:
       generator, name_map = standalone_generator(pretrainer)
       assign_tensors(name_map, tensors)
-      model = generator_model(generator, checkpoint_names.generator_scopes(pretrainer))
+      model = generator_model(generator, official_names.generator_scopes(pretrainer))
   save_keras(model, output_path)
   return {
     "input": prefix,

@@ -12,7 +12,7 @@ import os
 import keras
 import tensorflow as tf
 
-from electra_tf.checkpoints import names as checkpoint_names
+from electra_tf.checkpoints import checkpointing
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints.convert.layout import NO_DATA_DIR
 from electra_tf.checkpoints.convert.layout import build_pretrainer
@@ -29,7 +29,12 @@ from electra_tf.checkpoints.convert.writer import write_official_checkpoint
 from electra_tf.configs import model_dir as model_dir_lib
 from electra_tf.configs import pretraining as pretraining_config_lib
 from electra_tf.configs.hparams import load_hparams
-from electra_tf.training import distribution
+from electra_tf.finetune.model import FinetuningModel
+from electra_tf.models import official_names
+from electra_tf.models.electra_discriminator import ElectraDiscriminator
+from electra_tf.models.electra_generator import ElectraGenerator
+from electra_tf.models.electra_pretrainer import ElectraPretrainer
+from electra_tf.runtime import distribution
 
 
 def find_layer(model, cls):
@@ -42,7 +47,6 @@ def find_layer(model, cls):
 def load_keras_file(path):
   """The model of an electra_tf `.keras` file (uncompiled; a pretrainer comes
   back built, so that all its variables exist)."""
-  from electra_tf.models.electra_pretrainer import ElectraPretrainer
 
   if not os.path.isfile(path):
     raise ValueError(f"--input {path!r}: no such .keras file")
@@ -74,16 +78,12 @@ def load_keras_source(input_path, hparams=None):
   Returns:
     `(name_map, optimizer_or_None, global_step_or_None, source, notes)`.
   """
-  from electra_tf.finetune.model import FinetuningModel
-  from electra_tf.models.electra_discriminator import ElectraDiscriminator
-  from electra_tf.models.electra_generator import ElectraGenerator
-  from electra_tf.models.electra_pretrainer import ElectraPretrainer
 
   path = os.fspath(input_path)
   if path.endswith(KERAS_SUFFIX):
     model = load_keras_file(path)
     if isinstance(model, ElectraPretrainer):
-      return checkpoint_names.official_name_map(model), None, None, path, []
+      return official_names.official_name_map(model), None, None, path, []
     if isinstance(model, FinetuningModel):
       # Before the discriminator search below: its encoder is one, but the
       # heads must be written too.
@@ -96,11 +96,11 @@ def load_keras_source(input_path, hparams=None):
       )
     discriminator = find_layer(model, ElectraDiscriminator)
     if discriminator is not None:
-      return checkpoint_names.discriminator_name_map(discriminator), None, None, path, []
+      return official_names.discriminator_name_map(discriminator), None, None, path, []
     generator = find_layer(model, ElectraGenerator)
     if generator is not None and model.name.startswith(GENERATOR_MODEL_PREFIX):
       scopes, shared = standalone_generator_layout(model, generator)
-      name_map = checkpoint_names.generator_name_map(generator, scopes, shared)
+      name_map = official_names.generator_name_map(generator, scopes, shared)
       return name_map, None, None, path, []
     raise ValueError(
       f"--input {path!r} holds no ElectraPretrainer, FinetuningModel, "
@@ -113,10 +113,9 @@ def load_keras_source(input_path, hparams=None):
       f"--input {prefix!r} is a name-based (official) checkpoint, not an "
       "electra_tf one; use --direction to-keras"
     )
-  from electra_tf.training import checkpointing  # pylint: disable=g-import-not-at-top
 
   pretrainer, _, notes = load_training_checkpoint(prefix, hparams)
-  name_map = checkpoint_names.official_name_map(pretrainer)
+  name_map = official_names.official_name_map(pretrainer)
   return name_map, pretrainer.optimizer, checkpointing.global_step(pretrainer), prefix, notes
 
 
@@ -175,7 +174,6 @@ def load_training_checkpoint(prefix, hparams=None):
   Raises:
     ValueError: when the model built does not match the checkpoint's shapes.
   """
-  from electra_tf.training import checkpointing  # pylint: disable=g-import-not-at-top
 
   notes = []
   run_config = model_dir_lib.read_run_config(prefix)

@@ -15,9 +15,10 @@ import os
 import keras
 import numpy as np
 
-from electra_tf.checkpoints import finetuned as checkpoint_io
-from electra_tf.checkpoints import names as checkpoint_names
-from electra_tf.training import distribution
+from electra_tf.checkpoints import checkpointing
+from electra_tf.checkpoints import name_based
+from electra_tf.models import official_names
+from electra_tf.runtime import distribution
 from electra_tf.utils.file_io import atomic_path
 
 KERAS_SUFFIX = ".keras"
@@ -29,11 +30,10 @@ HPARAMS_FILE = "converted_hparams.json"
 
 def write_training_checkpoint(pretrainer, config, output_dir, step=0, slots=None):
   """Writes an electra_tf training checkpoint `<output_dir>/model.ckpt-<step>`
-  (the format of `electra_tf.training.checkpointing`, which `run_pretraining` resumes
+  (the format of `electra_tf.checkpoints.checkpointing`, which `run_pretraining` resumes
   from): the pretrainer compiled with the original's optimizer, its
   `iterations` set to `step` and, if given, its slots from `slots`
   (`{"<official name>/adam_m": array, ...}`)."""
-  from electra_tf.training import checkpointing  # pylint: disable=g-import-not-at-top
 
   with distribution.dtype_policy(config.mixed_precision):
     pretrainer.compile(pretraining_config=config)
@@ -41,7 +41,7 @@ def write_training_checkpoint(pretrainer, config, output_dir, step=0, slots=None
     optimizer = pretrainer.optimizer
     optimizer.iterations.assign(int(step))
     if slots:
-      name_map = checkpoint_names.official_name_map(pretrainer)
+      name_map = official_names.official_name_map(pretrainer)
       for slot_name, slot in optimizer_slots(optimizer, name_map).items():
         slot.assign(np.asarray(slots[slot_name]))
     manager = checkpointing.TrainingCheckpointManager(
@@ -88,14 +88,14 @@ def write_official_checkpoint(tensors, output_dir, step):
   `<output_dir>/model.ckpt-<step>` plus a `checkpoint` state file naming it,
   atomically (temp prefix, then rename). Returns the prefix."""
   # The format of electra_tf's own fine-tuning checkpoints: the same writer.
-  return checkpoint_io.save_name_based(tensors, output_dir, int(step), max_to_keep=None)
+  return name_based.save_name_based(tensors, output_dir, int(step), max_to_keep=None)
 
 
 def official_tensors(name_map, optimizer=None, global_step=0, with_optimizer_slots=False):
   """The tensors of an official checkpoint for `name_map`'s variables.
 
   Args:
-    name_map: `{official name: variable}` (`checkpoint_names`).
+    name_map: `{official name: variable}` (`official_names`).
     optimizer: the model's `AdamWeightDecay` (or a `LossScaleOptimizer` around
       it), or None.
     global_step: written as int64 `global_step`.
@@ -128,5 +128,5 @@ def official_tensors(name_map, optimizer=None, global_step=0, with_optimizer_slo
       not_converted.append("the LossScaleOptimizer's loss scale (the original has none)")
   elif with_optimizer_slots:
     raise ValueError("with_optimizer_slots needs the optimizer")
-  tensors[checkpoint_names.GLOBAL_STEP_NAME] = np.int64(global_step)
+  tensors[official_names.GLOBAL_STEP_NAME] = np.int64(global_step)
   return tensors, not_converted

@@ -4,7 +4,6 @@ sliding-window featurisation, n-best span decoding and scoring."""
 import collections
 import dataclasses
 import json
-import math
 import os
 
 import numpy as np
@@ -118,15 +117,6 @@ def get_final_text(pred_text, orig_text, do_lower_case):
 def _best_indexes(logits, n_best_size):
   order = sorted(enumerate(logits), key=lambda x: x[1], reverse=True)
   return [i for i, _ in order[:n_best_size]]
-
-
-def _softmax(scores):
-  if not scores:
-    return []
-  top = max(scores)
-  exps = [math.exp(s - top) for s in scores]
-  total = sum(exps)
-  return [e / total for e in exps]
 
 
 class QATask(task_lib.Task):

@@ -3,9 +3,10 @@ checkpoint listings for ELECTRA-Small and Small++ (the variable names of the ori
 
 import pytest
 
-from electra_tf.checkpoints import names as checkpoint_names
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.models import ElectraPretrainer
+from electra_tf.models import official_names
+from electra_tf.optimization import factory as optimizer_factory
 
 
 def _read_listing(path):
@@ -16,7 +17,7 @@ def _read_listing(path):
     if not line.strip() or line.startswith("#"):
       continue
     name, shape, _ = line.split("\t")
-    if checkpoint_names.is_non_model_entry(name):
+    if official_names.is_non_model_entry(name):
       continue
     shapes[name] = tuple(int(d) for d in shape.strip("[]").split(",") if d.strip())
   return shapes
@@ -36,12 +37,12 @@ def test_small_names_and_shapes_match_original(original_fixtures, tmp_path, list
     "small", str(tmp_path), model_size="small", vocab_size=7814, **overrides
   )
   pretrainer = ElectraPretrainer.from_pretraining_config(config)
-  ours = checkpoint_names.official_shapes(checkpoint_names.official_name_map(pretrainer))
+  ours = official_names.official_shapes(official_names.official_name_map(pretrainer))
   assert sorted(set(expected) - set(ours)) == []
   assert sorted(set(ours) - set(expected)) == []
   assert ours == expected
   # Every model weight has an official name (nothing is left unmapped).
-  mapped = {id(v) for v in checkpoint_names.official_name_map(pretrainer).values()}
+  mapped = {id(v) for v in official_names.official_name_map(pretrainer).values()}
   assert mapped == {id(v) for v in pretrainer.weights}
 
 
@@ -54,7 +55,7 @@ def test_tiny_listing_matches(original_fixtures, tmp_path):
   pretrainer = ElectraPretrainer.from_pretraining_config(
     PretrainingConfig("tiny", str(tmp_path), **hparams)
   )
-  ours = checkpoint_names.official_shapes(checkpoint_names.official_name_map(pretrainer))
+  ours = official_names.official_shapes(official_names.official_name_map(pretrainer))
   assert ours == expected
 
 
@@ -66,8 +67,8 @@ def test_keras_path_map_is_the_inverse(tmp_path):
     embedding_size=8,
     model_hparam_overrides={"hidden_size": 16, "num_hidden_layers": 1},
   )
-  name_map = checkpoint_names.official_name_map(ElectraPretrainer.from_pretraining_config(config))
-  reverse = checkpoint_names.keras_path_map(name_map)
+  name_map = official_names.official_name_map(ElectraPretrainer.from_pretraining_config(config))
+  reverse = optimizer_factory.keras_path_map(name_map)
   assert len(reverse) == len(name_map)
   for path, name in reverse.items():
     assert name_map[name].path == path

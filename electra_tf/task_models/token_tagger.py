@@ -6,8 +6,8 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.finetune.tagging.head import TaggingHead
-from electra_tf.finetune.task_model import ElectraTaskModel
 from electra_tf.finetune.text_preprocessor import as_strings
+from electra_tf.task_models.task_model import ElectraTaskModel
 
 # The label of a wordpiece position that is not scored.
 IGNORED = -1

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 import electra_tf
-from electra_tf.finetune.tagging.token_tagger import IGNORED
+from electra_tf.task_models.token_tagger import IGNORED
 from electra_tf.text import wordpiece
 from tests.helpers.task_models import TINY_SIZE
 from tests.helpers.task_models import assert_config_round_trips

@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.configs.pretraining import PretrainingConfig
-from electra_tf.training import distribution
+from electra_tf.runtime import distribution
 
 
 def _config(**kwargs):

@@ -8,8 +8,8 @@ import numpy as np
 
 from electra_tf.finetune.qa.head import QAHead
 from electra_tf.finetune.qa.tasks import get_final_text
-from electra_tf.finetune.task_model import ElectraTaskModel
 from electra_tf.finetune.text_preprocessor import as_strings
+from electra_tf.task_models.task_model import ElectraTaskModel
 
 _OUTPUTS = ("start_logits", "end_logits")
 

@@ -4,7 +4,7 @@
 Training goes through `FinetuningModel.train_step` (the original's summed
 multi-task loss) with the original's optimizer, schedule and layer-wise
 decay, under the `tf.distribute` strategy and precision policy chosen by
-`electra_tf.training.distribution` from the same hparams as pre-training.
+`electra_tf.runtime.distribution` from the same hparams as pre-training.
 Checkpoints keep the original's names and are written every
 `save_checkpoints_steps`; re-running the same command resumes from the
 newest one, and SIGTERM saves before stopping.
@@ -22,17 +22,17 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.checkpoints import finetuned as checkpoint_io
+from electra_tf.checkpoints import checkpointing
+from electra_tf.checkpoints import name_based
 from electra_tf.configs.model_dir import KIND_FINETUNING
 from electra_tf.configs.model_dir import write_run_config
 from electra_tf.configs.pretraining import get_pretraining_bert_config
-from electra_tf.finetune import optimizer as finetuning_optimizer
 from electra_tf.finetune import preprocessing
 from electra_tf.finetune import task_builder
 from electra_tf.finetune.model import FinetuningModel
+from electra_tf.optimization import factory as optimizer_factory
+from electra_tf.runtime import distribution
 from electra_tf.text import wordpiece as tokenization
-from electra_tf.training import checkpointing
-from electra_tf.training import distribution
 from electra_tf.training.callbacks import ETALogger
 from electra_tf.training.callbacks import TrainingSummaries
 from electra_tf.utils.file_io import write_atomic
@@ -120,13 +120,13 @@ class ModelRunner:
   def _init_weights(self):
     config = self._config
     if config.init_checkpoint:
-      checkpoint_io.load_pretrained(self.model, config.init_checkpoint)
+      name_based.load_pretrained(self.model, config.init_checkpoint)
     elif config.do_train:
       logging.warning("No init_checkpoint: fine-tuning from random initialisation")
     if not config.do_train:
       # As the Estimator: a checkpoint in the model dir wins over init_checkpoint.
       if tf.train.latest_checkpoint(config.model_dir):
-        checkpoint_io.load_pretrained(self.model, config.model_dir)
+        name_based.load_pretrained(self.model, config.model_dir)
       elif not config.init_checkpoint:
         raise ValueError(
           "do_train=false needs a trained model: pass hparam init_checkpoint "
@@ -157,12 +157,14 @@ class ModelRunner:
     single_worker = distribution.num_workers(self._strategy) == 1
     with self._strategy.scope():
       model.compile(
-        optimizer=finetuning_optimizer.make_optimizer_from_config(config, model, self.train_steps),
+        optimizer=optimizer_factory.finetuning_optimizer_from_config(
+          config, model, self.train_steps
+        ),
         jit_compile=config.jit_compile,
         steps_per_execution=config.steps_per_execution,
       )
       checkpointing.build_optimizer(model)
-      manager = checkpoint_io.NameBasedCheckpointManager(
+      manager = checkpointing.NameBasedCheckpointManager(
         model, config.model_dir, config.keep_checkpoint_max, chief=self.chief
       )
       checkpoint_callback = checkpointing.PretrainingCheckpoint(
@@ -305,7 +307,7 @@ def _prepare_model_dir(config):
 def run_finetuning(config, strategy=None):
   """Runs `num_trials` trials of train → evaluate (→ test outputs); returns
   the list of per-trial results. `strategy` defaults to the one the hparams
-  choose (`electra_tf.training.distribution.setup_distribution`)."""
+  choose (`electra_tf.runtime.distribution.setup_distribution`)."""
   validate_inputs(config)
   if strategy is None:
     strategy = distribution.setup_distribution(config)

@@ -199,8 +199,3 @@ def official_shapes(name_map):
   """`{name: tuple(shape)}` of a name map, e.g. to compare with
   `tf.train.list_variables`."""
   return {name: tuple(int(d) for d in variable.shape) for name, variable in name_map.items()}
-
-
-def keras_path_map(name_map):
-  """The reverse direction: `{keras_variable.path: official_name}`."""
-  return {variable.path: name for name, variable in name_map.items()}

@@ -3,7 +3,7 @@
 import keras
 
 from electra_tf.finetune.classification.head import ClassificationHead
-from electra_tf.finetune.task_model import ElectraTaskModel
+from electra_tf.task_models.task_model import ElectraTaskModel
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")

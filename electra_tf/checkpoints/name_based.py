@@ -8,11 +8,12 @@ electra_tf pre-training checkpoint."""
 import os
 
 from absl import logging
+import keras
 import tensorflow as tf
 
-from electra_tf.checkpoints import names as checkpoint_names
 from electra_tf.checkpoints import official as official_checkpoint
-from electra_tf.training import checkpointing
+from electra_tf.models import official_names
+from electra_tf.models.electra_discriminator import ElectraDiscriminator
 from electra_tf.utils.file_io import write_atomic
 
 CHECKPOINT_NAME = "model.ckpt"
@@ -60,7 +61,6 @@ def _source_name_map(source):
   """`{official name: variable}` of a loaded model: a fine-tuning model
   (encoder and heads), a model wrapping one, a pretrainer's discriminator
   encoder, or a lone `ElectraDiscriminator`."""
-  from electra_tf.models.electra_discriminator import ElectraDiscriminator  # pylint: disable=g-import-not-at-top
 
   if hasattr(source, "official_name_map") and hasattr(source, "heads"):
     return source.official_name_map()
@@ -69,7 +69,7 @@ def _source_name_map(source):
     return inner.official_name_map()
   encoder = getattr(source, "discriminator", source)
   if isinstance(encoder, ElectraDiscriminator):
-    return checkpoint_names.discriminator_name_map(encoder, include_head=False)
+    return official_names.discriminator_name_map(encoder, include_head=False)
   raise ValueError(
     f"{type(source).__name__} holds no ELECTRA discriminator encoder to fine-tune from"
   )
@@ -80,9 +80,6 @@ def load_from_keras_file(model, path):
   `FinetuningModel`, the task models (`ElectraClassifier`...), `ElectraDiscriminator`): every
   variable whose official name both models have (encoder; heads of the
   same task name). Returns the names loaded."""
-  import keras  # pylint: disable=g-import-not-at-top
-
-  import electra_tf.models  # noqa: F401  (registers the classes)  # pylint: disable=g-import-not-at-top
 
   if not tf.io.gfile.exists(path):
     raise ValueError(f"init_checkpoint {path!r} does not exist")
@@ -159,85 +156,5 @@ def load_pretrained(model, path):
       f"({len(encoder.weights)} variables): {str(e).splitlines()[0][:200]}"
     ) from None
   status.expect_partial()
-  encoder_names = checkpoint_names.discriminator_name_map(encoder, include_head=False)
+  encoder_names = official_names.discriminator_name_map(encoder, include_head=False)
   return sorted(encoder_names)
-
-
-def _inner_optimizer(optimizer):
-  """The optimizer holding the slots (`LossScaleOptimizer` wraps it)."""
-  return getattr(optimizer, "inner_optimizer", optimizer)
-
-
-class NameBasedCheckpointManager:
-  """Fine-tuning's training checkpoints, in the original's names.
-
-  Same interface as `electra_tf.training.checkpointing.TrainingCheckpointManager`
-  (so `PretrainingCheckpoint` drives it: resume, periodic saves, SIGTERM),
-  but each checkpoint holds exactly what the original's fine-tuning writes:
-  the model under its official names, `<name>/adam_m|adam_v` and
-  `global_step`. A restore fills all three, so training continues at the
-  saved step with the schedule's learning rate there; the dynamic loss
-  scale of `mixed_float16` is not saved and restarts at its initial value.
-
-  Args:
-    model: a compiled, built `FinetuningModel`.
-    model_dir: where the checkpoints live.
-    keep_checkpoint_max: newest checkpoints kept; 0 or None keeps all.
-    chief: whether this process writes (non-chief workers write nothing:
-      reading mirrored variables needs no collective).
-
-  Usage (needs a compiled model, so not run as a doctest):
-    manager = NameBasedCheckpointManager(model, "/tmp/ft", keep_checkpoint_max=5)
-    manager.restore_latest()  # None on a fresh model dir
-  """
-
-  def __init__(self, model, model_dir, keep_checkpoint_max=5, chief=True):
-    self.model = model
-    self.model_dir = model_dir
-    self.keep_checkpoint_max = keep_checkpoint_max or None
-    self.chief = chief
-    checkpointing.build_optimizer(model)
-    self._name_map = model.official_name_map()
-    self._slots = _inner_optimizer(model.optimizer).official_slots(self._name_map)
-
-  @property
-  def latest_checkpoint(self):
-    return tf.train.latest_checkpoint(self.model_dir)
-
-  def restore_latest(self):
-    """Restores weights, Adam slots and the global step of the newest
-    checkpoint; returns the step, or None if there is none."""
-    prefix = self.latest_checkpoint
-    if prefix is None:
-      return None
-    reader = tf.train.load_checkpoint(prefix)
-    found = reader.get_variable_to_shape_map()
-    wanted = {**self._name_map, **self._slots}
-    problems = [
-      f"{name} (expected {list(var.shape)}, found {found.get(name, 'nothing')})"
-      for name, var in wanted.items()
-      if list(found.get(name, [None])) != list(var.shape)
-    ]
-    if checkpoint_names.GLOBAL_STEP_NAME not in found:
-      problems.append(checkpoint_names.GLOBAL_STEP_NAME)
-    if problems:
-      raise ValueError(
-        f"checkpoint {prefix!r} cannot resume this fine-tuning run (a different model or "
-        f"tasks?; delete {self.model_dir} to start over); mismatched: " + ", ".join(problems[:5])
-      )
-    for name, var in wanted.items():
-      var.assign(tf.cast(reader.get_tensor(name), var.dtype))
-    step = int(reader.get_tensor(checkpoint_names.GLOBAL_STEP_NAME))
-    self.model.optimizer.iterations.assign(step)
-    return step
-
-  def save(self, step=None):
-    """Writes `model.ckpt-<step>` (chief only); returns its prefix or None."""
-    if step is None:
-      step = int(self.model.optimizer.iterations.numpy())
-    if not self.chief:
-      return None
-    names = dict(self._name_map)
-    names.update(self._slots)
-    names[checkpoint_names.GLOBAL_STEP_NAME] = tf.constant(int(step), tf.int64)
-    return save_name_based(names, self.model_dir, step, max_to_keep=self.keep_checkpoint_max)

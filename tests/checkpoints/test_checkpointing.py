@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.training.checkpointing import PretrainingCheckpoint
-from electra_tf.training.checkpointing import TrainingCheckpointManager
-from electra_tf.training.checkpointing import global_step
+from electra_tf.checkpoints.checkpointing import PretrainingCheckpoint
+from electra_tf.checkpoints.checkpointing import TrainingCheckpointManager
+from electra_tf.checkpoints.checkpointing import global_step
 from tests.conftest import REPO_ROOT
 
 
@@ -164,7 +164,7 @@ def test_kill_during_saves_leaves_a_readable_latest_checkpoint(tmp_path):
       import sys
       sys.path.insert(0, {str(REPO_ROOT)!r})
       from tests.training.test_checkpointing import _arrays, _toy_model
-      from electra_tf.training.checkpointing import TrainingCheckpointManager
+      from electra_tf.checkpoints.checkpointing import TrainingCheckpointManager
       model = _toy_model()
       model.fit(*_arrays(), epochs=1, batch_size=4, verbose=0)
       manager = TrainingCheckpointManager(model, sys.argv[1], keep_checkpoint_max=2, chief=True)

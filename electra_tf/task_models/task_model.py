@@ -3,19 +3,17 @@
 a one-head `FinetuningModel`, checkpoint loading, the original's optimizer as
 the `compile` default, and the SavedModel export."""
 
-import os
-import shutil
-import tempfile
 import types
 
 import keras
 import tensorflow as tf
 
-from electra_tf.checkpoints import finetuned as checkpoint_io
+from electra_tf.checkpoints import name_based
 from electra_tf.configs.pretraining import get_bert_config
-from electra_tf.finetune import optimizer as finetuning_optimizer
 from electra_tf.finetune.model import FinetuningModel
 from electra_tf.finetune.text_preprocessor import ElectraTextPreprocessor
+from electra_tf.optimization import factory as optimizer_factory
+from electra_tf.serving import export as export_lib
 
 
 class ElectraTaskModel(keras.Model):
@@ -101,7 +99,7 @@ class ElectraTaskModel(keras.Model):
       **kwargs,
     )
     model.build()
-    checkpoint_io.load_pretrained(model.finetuning_model, path)
+    name_based.load_pretrained(model.finetuning_model, path)
     return model
 
   def build(self, input_shape=None):
@@ -193,7 +191,7 @@ class ElectraTaskModel(keras.Model):
           "num_train_steps; pass num_train_steps=<batches per epoch × epochs> "
           "(or your own optimizer)"
         )
-      optimizer = finetuning_optimizer.make_optimizer(
+      optimizer = optimizer_factory.finetuning_optimizer(
         self.official_name_map(),
         self.bert_config["num_hidden_layers"],
         num_train_steps,
@@ -214,32 +212,9 @@ class ElectraTaskModel(keras.Model):
   def export(self, export_dir, version=None, overwrite=False):
     """Writes the TF Serving SavedModel (`serving_default` on text, `serve_ids`,
     `serve_examples` signatures) that `export_saved_model --model task`
-    writes; returns the version directory."""
-    from electra_tf.serving import export as export_lib  # pylint: disable=g-import-not-at-top
-    from electra_tf.serving import modules as serving_modules  # pylint: disable=g-import-not-at-top
-
-    if self.preprocessor is None:
-      raise ValueError("export needs the model's preprocessor (its tokenizer and length)")
-    tokenizer = self.preprocessor.tokenizer
-    asset_dir = tempfile.mkdtemp(prefix="electra_vocab_")
-    try:
-      asset = os.path.join(asset_dir, "vocab.txt")
-      if tokenizer.vocab_file:
-        shutil.copyfile(tokenizer.vocab_file, asset)
-      else:
-        with open(asset, "w", encoding="utf-8") as f:
-          f.write("".join(t + "\n" for t in tokenizer.vocabulary))
-      module = serving_modules.TaskHeadServingModule(
-        self.finetuning_model,
-        self.task_name,
-        tokenizer,
-        self.preprocessor.max_seq_length,
-        asset,
-        max_query_length=self.preprocessor.max_query_length,
-      )
-      return export_lib.save_module(module, export_dir, version, overwrite)
-    finally:
-      shutil.rmtree(asset_dir, ignore_errors=True)
+    writes; returns the version directory (see
+    `electra_tf.serving.export.export_task_model`)."""
+    return export_lib.export_task_model(self, export_dir, version=version, overwrite=overwrite)
 
   def get_config(self):
     config = super().get_config()

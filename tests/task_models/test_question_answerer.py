@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 import electra_tf
-from electra_tf.checkpoints import finetuned as checkpoint_io
+from electra_tf.checkpoints import name_based
 from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.finetune import task_builder
 from electra_tf.finetune.model import FinetuningModel
@@ -185,7 +185,7 @@ def test_starts_from_the_joint_head_squad_checkpoint_run_finetuning_writes(tmp_p
   # (NameBasedCheckpointManager adds Adam slots and global_step beside them)
   names = finetuned.official_name_map()
   assert names["task_specific/squad/dense_1/kernel"].shape == (512, 1)
-  checkpoint_io.save_name_based(names, model_dir, 7)
+  name_based.save_name_based(names, model_dir, 7)
 
   qa = electra_tf.ElectraQuestionAnswerer.from_checkpoint(
     model_dir, vocab_file, max_seq_length=S, **TINY_SIZE

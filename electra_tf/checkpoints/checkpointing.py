@@ -38,7 +38,9 @@ import tempfile
 import keras
 import tensorflow as tf
 
-from electra_tf.training import distribution
+from electra_tf.checkpoints import name_based
+from electra_tf.models import official_names
+from electra_tf.runtime import distribution
 
 CHECKPOINT_NAME = "model.ckpt"
 # The input position's key in the checkpoint.
@@ -289,3 +291,85 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
     if step != self._last_saved_step:
       self.manager.save(step)
       self._last_saved_step = step
+
+
+def _inner_optimizer(optimizer):
+  """The optimizer holding the slots (`LossScaleOptimizer` wraps it)."""
+  return getattr(optimizer, "inner_optimizer", optimizer)
+
+
+class NameBasedCheckpointManager:
+  """Fine-tuning's training checkpoints, in the original's names.
+
+  Same interface as `TrainingCheckpointManager`
+  (so `PretrainingCheckpoint` drives it: resume, periodic saves, SIGTERM),
+  but each checkpoint holds exactly what the original's fine-tuning writes:
+  the model under its official names, `<name>/adam_m|adam_v` and
+  `global_step`. A restore fills all three, so training continues at the
+  saved step with the schedule's learning rate there; the dynamic loss
+  scale of `mixed_float16` is not saved and restarts at its initial value.
+
+  Args:
+    model: a compiled, built `FinetuningModel`.
+    model_dir: where the checkpoints live.
+    keep_checkpoint_max: newest checkpoints kept; 0 or None keeps all.
+    chief: whether this process writes (non-chief workers write nothing:
+      reading mirrored variables needs no collective).
+
+  Usage (needs a compiled model, so not run as a doctest):
+    manager = NameBasedCheckpointManager(model, "/tmp/ft", keep_checkpoint_max=5)
+    manager.restore_latest()  # None on a fresh model dir
+  """
+
+  def __init__(self, model, model_dir, keep_checkpoint_max=5, chief=True):
+    self.model = model
+    self.model_dir = model_dir
+    self.keep_checkpoint_max = keep_checkpoint_max or None
+    self.chief = chief
+    build_optimizer(model)
+    self._name_map = model.official_name_map()
+    self._slots = _inner_optimizer(model.optimizer).official_slots(self._name_map)
+
+  @property
+  def latest_checkpoint(self):
+    return tf.train.latest_checkpoint(self.model_dir)
+
+  def restore_latest(self):
+    """Restores weights, Adam slots and the global step of the newest
+    checkpoint; returns the step, or None if there is none."""
+    prefix = self.latest_checkpoint
+    if prefix is None:
+      return None
+    reader = tf.train.load_checkpoint(prefix)
+    found = reader.get_variable_to_shape_map()
+    wanted = {**self._name_map, **self._slots}
+    problems = [
+      f"{name} (expected {list(var.shape)}, found {found.get(name, 'nothing')})"
+      for name, var in wanted.items()
+      if list(found.get(name, [None])) != list(var.shape)
+    ]
+    if official_names.GLOBAL_STEP_NAME not in found:
+      problems.append(official_names.GLOBAL_STEP_NAME)
+    if problems:
+      raise ValueError(
+        f"checkpoint {prefix!r} cannot resume this fine-tuning run (a different model or "
+        f"tasks?; delete {self.model_dir} to start over); mismatched: " + ", ".join(problems[:5])
+      )
+    for name, var in wanted.items():
+      var.assign(tf.cast(reader.get_tensor(name), var.dtype))
+    step = int(reader.get_tensor(official_names.GLOBAL_STEP_NAME))
+    self.model.optimizer.iterations.assign(step)
+    return step
+
+  def save(self, step=None):
+    """Writes `model.ckpt-<step>` (chief only); returns its prefix or None."""
+    if step is None:
+      step = int(self.model.optimizer.iterations.numpy())
+    if not self.chief:
+      return None
+    names = dict(self._name_map)
+    names.update(self._slots)
+    names[official_names.GLOBAL_STEP_NAME] = tf.constant(int(step), tf.int64)
+    return name_based.save_name_based(
+      names, self.model_dir, step, max_to_keep=self.keep_checkpoint_max
+    )

@@ -1,0 +1,168 @@
+"""The one optimizer factory of pre-training and fine-tuning, as the
+original's `model/optimization.py:create_optimizer` serves both:
+`AdamWeightDecay` (β = 0.9/0.999, ε = 1e-6, global-norm clipping at 1) on the
+warm-up × polynomial-decay schedule, weight-decay exclusions decided on the
+official variable names, and (fine-tuning) layer-wise learning-rate decay.
+
+The caller passes the model's official name map
+(`electra_tf.models.official_names`), so this floor needs no model.
+
+Example:
+  >>> import keras
+  >>> kernel = keras.Variable([[1.0]], name="kernel")
+  >>> optimizer = make_optimizer({"electra/encoder/layer_1/output/dense/kernel": kernel},
+  ...     learning_rate=1e-4, num_train_steps=100, warmup_proportion=0.1,
+  ...     num_hidden_layers=2, layerwise_lr_decay=0.8)
+  >>> round(optimizer.learning_rate_multipliers["electra/encoder/layer_1/output/dense/kernel"], 4)
+  0.64
+"""
+
+from electra_tf.optimization import layerwise
+from electra_tf.optimization.adam_weight_decay import AdamWeightDecay
+from electra_tf.optimization.schedule import ElectraLearningRateSchedule
+
+
+def keras_path_map(official_name_map):
+  """`{variable.path: official name}` (what `AdamWeightDecay` matches on)."""
+  return {variable.path: name for name, variable in official_name_map.items()}
+
+
+def make_optimizer(
+  official_name_map=None,
+  *,
+  learning_rate,
+  num_train_steps,
+  num_warmup_steps=0,
+  warmup_proportion=0.0,
+  lr_decay_power=1.0,
+  weight_decay_rate=0.01,
+  num_hidden_layers=None,
+  layerwise_lr_decay=0.0,
+  layerwise_lr_decay_variant="faithful",
+):
+  """`AdamWeightDecay` with the original's schedule.
+
+  Args:
+    official_name_map: `{official name: variable}` of the trained model; its
+      names decide weight-decay exclusions and layer-wise multipliers. None
+      decides exclusions on the Keras paths.
+    learning_rate: peak learning rate.
+    num_train_steps: decay horizon.
+    num_warmup_steps, warmup_proportion: warm-up length, the larger of
+      the two (pre-training gives steps, fine-tuning a proportion).
+    lr_decay_power: polynomial decay power.
+    weight_decay_rate: decoupled weight decay (not LayerNorm/bias).
+    num_hidden_layers: encoder depth for layer-wise decay (fine-tuning);
+      None gives no multipliers (pre-training).
+    layerwise_lr_decay: per-layer factor; <= 0 makes every multiplier 1.
+    layerwise_lr_decay_variant: `"faithful"` (the original's exponents) or
+      `"fixed"`.
+  """
+  multipliers = None
+  if num_hidden_layers is not None:  # fine-tuning: every variable gets a multiplier
+    multipliers = layerwise.layerwise_lr_multipliers(
+      list(official_name_map),
+      num_hidden_layers,
+      layerwise_lr_decay,
+      fixed=layerwise_lr_decay_variant == "fixed",
+    )
+  schedule = ElectraLearningRateSchedule(
+    learning_rate,
+    num_train_steps,
+    warmup_steps=num_warmup_steps,
+    warmup_proportion=warmup_proportion,
+    lr_decay_power=lr_decay_power,
+  )
+  return AdamWeightDecay(
+    learning_rate=schedule,
+    weight_decay_rate=weight_decay_rate,
+    beta_1=0.9,
+    beta_2=0.999,
+    epsilon=1e-6,
+    clip_norm=1.0,
+    variable_names=None if official_name_map is None else keras_path_map(official_name_map),
+    learning_rate_multipliers=multipliers,
+  )
+
+
+def pretraining_optimizer(
+  official_name_map=None,
+  *,
+  learning_rate=5e-4,
+  num_train_steps=1000000,
+  num_warmup_steps=10000,
+  lr_decay_power=1.0,
+  weight_decay_rate=0.01,
+):
+  """The original's pre-training optimizer (its defaults are the original's
+  pre-training hparams)."""
+  return make_optimizer(
+    official_name_map,
+    learning_rate=learning_rate,
+    num_train_steps=num_train_steps,
+    num_warmup_steps=num_warmup_steps,
+    lr_decay_power=lr_decay_power,
+    weight_decay_rate=weight_decay_rate,
+  )
+
+
+def pretraining_optimizer_from_config(config, official_name_map=None):
+  """`pretraining_optimizer` with a `PretrainingConfig`'s hparams."""
+  return pretraining_optimizer(
+    official_name_map,
+    learning_rate=config.learning_rate,
+    num_train_steps=config.num_train_steps,
+    num_warmup_steps=config.num_warmup_steps,
+    lr_decay_power=config.lr_decay_power,
+    weight_decay_rate=config.weight_decay_rate,
+  )
+
+
+def finetuning_optimizer(
+  official_name_map,
+  num_hidden_layers,
+  num_train_steps,
+  *,
+  learning_rate=1e-4,
+  warmup_proportion=0.1,
+  weight_decay_rate=0.01,
+  layerwise_lr_decay=0.8,
+  layerwise_lr_decay_variant="faithful",
+):
+  """The original's fine-tuning optimizer, as its `run_finetuning.py`
+  configures it: warm-up proportion, linear decay and layer-wise decay over
+  the encoder's `num_hidden_layers` (its defaults are the original's
+  fine-tuning hparams).
+
+  Example:
+    >>> import keras
+    >>> bias = keras.Variable([0.0], name="bias")
+    >>> optimizer = finetuning_optimizer({"electra/encoder/layer_1/output/dense/bias": bias}, 2, 100)
+    >>> round(optimizer.learning_rate_multipliers["electra/encoder/layer_1/output/dense/bias"], 4)
+    0.64
+  """
+  return make_optimizer(
+    official_name_map,
+    learning_rate=learning_rate,
+    num_train_steps=num_train_steps,
+    warmup_proportion=warmup_proportion,
+    weight_decay_rate=weight_decay_rate,
+    num_hidden_layers=num_hidden_layers,
+    layerwise_lr_decay=layerwise_lr_decay,
+    layerwise_lr_decay_variant=layerwise_lr_decay_variant,
+  )
+
+
+def finetuning_optimizer_from_config(config, model, num_train_steps):
+  """`finetuning_optimizer` with a `FinetuningConfig`'s hparams for a
+  `FinetuningModel` (its official names and depth)."""
+  return finetuning_optimizer(
+    model.official_name_map(),
+    model.bert_config["num_hidden_layers"],
+    num_train_steps,
+    learning_rate=config.learning_rate,
+    warmup_proportion=config.warmup_proportion,
+    weight_decay_rate=config.weight_decay_rate,
+    layerwise_lr_decay=config.layerwise_lr_decay,
+    layerwise_lr_decay_variant=config.layerwise_lr_decay_variant,
+  )

@@ -1,0 +1,60 @@
+"""Where this replica sits in the global batch, and sums over replicas.
+
+The losses divide by global denominators and the random draws (masks,
+samples, dropout) are keyed by an example's row in the GLOBAL batch, so one
+device and N replicas compute the same step for the same global batch.
+`Strategy.experimental_distribute_dataset` (used by `model.fit`) splits each
+global batch into equal consecutive slices, replica i taking the i-th.
+
+Example:
+  >>> num_replicas()
+  1
+  >>> int(replica_first_example(8))
+  0
+"""
+
+import tensorflow as tf
+
+
+def num_replicas():
+  """Replicas in sync in the current replica context (1 outside one)."""
+  ctx = tf.distribute.get_replica_context()
+  return 1 if ctx is None else ctx.num_replicas_in_sync
+
+
+def cross_replica_sum(value):
+  """Sum of a tensor over the replicas in sync (identity on one replica)."""
+  ctx = tf.distribute.get_replica_context()
+  if ctx is None or ctx.num_replicas_in_sync == 1:
+    return value
+  return ctx.all_reduce(tf.distribute.ReduceOp.SUM, value)
+
+
+def replica_first_example(local_batch_size):
+  """Global-batch row of this replica's first example, as int64 (0 on one device)."""
+  ctx = tf.distribute.get_replica_context()
+  if ctx is None or ctx.num_replicas_in_sync == 1:
+    return tf.constant(0, tf.int64)
+  replica_id = tf.cast(ctx.replica_id_in_sync_group, tf.int64)
+  return replica_id * tf.cast(local_batch_size, tf.int64)
+
+
+def replica_first_row(local_batch_size):
+  """`replica_first_example` as int32 (the row the random streams key on)."""
+  return tf.cast(replica_first_example(local_batch_size), tf.int32)
+
+
+def agree_on_finite_gradients(grads):
+  """Makes every replica see non-finite gradients if any replica has them.
+
+  `LossScaleOptimizer` decides per replica (or from replica 0) whether to
+  skip a step, before this package's optimizer sums the gradients; replicas
+  disagreeing would apply an inf/NaN sum or stall. Returns dense gradients.
+  """
+  dense = [None if g is None else tf.convert_to_tensor(g) for g in grads]
+  if num_replicas() == 1:
+    return dense
+  local_ok = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in dense if g is not None])
+  num_bad = cross_replica_sum(1.0 - tf.cast(local_ok, tf.float32))
+  poison = tf.where(num_bad > 0, float("nan"), 0.0)
+  return [None if g is None else g + tf.cast(poison, g.dtype) for g in dense]
