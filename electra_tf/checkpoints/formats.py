@@ -30,8 +30,8 @@ import zipfile
 import tensorflow as tf
 
 from electra_tf.checkpoints import official as official_checkpoint
-from electra_tf.checkpoints.convert.finetuned_heads import task_groups
-from electra_tf.checkpoints.convert.reader import open_reader
+from electra_tf.checkpoints.finetuned_heads import task_groups
+from electra_tf.checkpoints.reader import open_reader
 from electra_tf.configs import model_dir as model_dir_lib
 
 OFFICIAL = "official"

@@ -18,22 +18,17 @@ import re
 import shutil
 import tempfile
 
-import keras
 import numpy as np
 import tensorflow as tf
 
+from electra_tf.checkpoints import any_format
+from electra_tf.checkpoints import formats
 from electra_tf.checkpoints import name_based
 from electra_tf.checkpoints import official as official_checkpoint
-from electra_tf.checkpoints.convert import load_official_pretrainer
 from electra_tf.configs import hparams as hparams_lib
-from electra_tf.configs import model_dir as model_dir_lib
 from electra_tf.configs.finetuning import FinetuningConfig
-from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.finetune import task_builder
 from electra_tf.finetune.model import FinetuningModel
-from electra_tf.models.electra_discriminator import ElectraDiscriminator
-from electra_tf.models.electra_generator import ElectraGenerator
-from electra_tf.models.electra_pretrainer import ElectraPretrainer
 from electra_tf.runtime import distribution
 from electra_tf.serving import loading as serving_loading
 from electra_tf.serving import modules as serving_modules
@@ -98,125 +93,6 @@ def _is_finetuning_model(model):
   return hasattr(model, "heads") and hasattr(model, "encoder")
 
 
-def find_network(model, kind):
-  """The `ElectraDiscriminator` / `ElectraGenerator` to serve for `kind`:
-  the pretrainer's, the model itself, or the one inside a functional model
-  (as `convert_checkpoint --part discriminator|generator` writes).
-  None when there is none."""
-
-  cls = ElectraDiscriminator if kind == "discriminator" else ElectraGenerator
-  if hasattr(model, kind) and not isinstance(model, cls):
-    return getattr(model, kind)  # ElectraPretrainer (None when it has no such network)
-  if isinstance(model, cls):
-    return model
-  for layer in keras_compat.flatten_layers(model, include_self=False):
-    if isinstance(layer, cls):
-      return layer
-  return None
-
-
-def load_keras_model(path):
-  """Loads a `.keras` file holding an `ElectraPretrainer` or `FinetuningModel`."""
-
-  if not os.path.exists(path):
-    raise ValueError(f"--keras-model {path!r} does not exist")
-  return keras.saving.load_model(path, compile=False)
-
-
-def _restore_object_based(model, prefix, source="the given hparams"):
-  """Restores an electra_tf (object-based) checkpoint into `model`.
-
-  Training checkpoints are `tf.train.Checkpoint(model=..., optimizer=...)`.
-  Keras 3 leaves layers held in Python lists out of TF checkpoints, so
-  checkpoints written before the models exposed their encoder blocks lack
-  them under `model/...`; the optimizer's `_trainable_variables` list holds
-  every trainable variable, so those are restored through a stand-in
-  optimizer that lists the model's trainable variables in the same (build)
-  order. Every model variable must be covered.
-  """
-  names = [
-    n for n, _ in tf.train.list_variables(prefix) if n.endswith("/.ATTRIBUTES/VARIABLE_VALUE")
-  ]
-  n_model = sum(n.startswith("model/") for n in names)
-  n_optimizer = sum(n.startswith("optimizer/_trainable_variables/") for n in names)
-  trainable = model.trainable_variables
-  roots = {"model": model}
-  if n_optimizer:
-    stand_in = keras_compat.AutoTrackable()
-    stand_in._trainable_variables = list(trainable)  # pylint: disable=protected-access
-    roots["optimizer"] = stand_in
-  # Each variable is saved once, under the first path that reaches it, so
-  # the two groups are disjoint.
-  if n_model + n_optimizer != len(model.weights):
-    raise ValueError(
-      f"checkpoint {prefix!r} holds {n_model} model variables and {n_optimizer} through its "
-      f"optimizer, but the model built from {source} has {len(model.weights)}; "
-      "it cannot restore the whole model (check the hparams). Export from a training "
-      "checkpoint, a .keras file (--keras-model) or a name-based checkpoint"
-    )
-  try:
-    status = tf.train.Checkpoint(**roots).read(prefix)
-  except (ValueError, tf.errors.OpError) as e:
-    raise ValueError(
-      f"checkpoint {prefix!r} does not fit the model built from {source}: {e}"
-    ) from None
-  status.expect_partial()
-  try:
-    status.assert_existing_objects_matched()
-  except AssertionError as e:
-    raise ValueError(
-      f"checkpoint {prefix!r} does not hold this model's weights (built from {source}): {e}"
-    ) from None
-
-
-def load_pretraining_checkpoint(path, hparams=None, model_name="electra", data_dir=None):
-  """An `ElectraPretrainer` restored from an electra_tf or official checkpoint.
-
-  Official (name-based) checkpoints are read by the converter
-  (`electra_tf.checkpoints.convert.load_official_pretrainer`), which infers the sizes
-  from the shapes; `hparams` then only adds what shapes cannot tell.
-  electra_tf training checkpoints are rebuilt from their model dir's
-  `config.json` (`electra_tf.configs.model_dir`) with `hparams` over it;
-  older runs without one need the run's `hparams`.
-
-  Args:
-    path: checkpoint prefix or directory.
-    hparams: pre-training hparams (dict, JSON string or `.json` path).
-    model_name, data_dir: the `PretrainingConfig` arguments (electra_tf
-      checkpoints without `config.json`).
-
-  Returns:
-    `(pretrainer, config)`.
-  """
-
-  prefix = official_checkpoint.resolve_checkpoint_path(path)
-  if name_based.is_name_based(prefix):
-    pretrainer, config, _, _ = load_official_pretrainer(prefix, hparams)
-    return pretrainer, config
-  run_config = model_dir_lib.read_run_config(prefix)
-  if run_config is not None:
-    user = hparams_lib.load_hparams(hparams)
-    config = model_dir_lib.pretraining_config_from_run_config(run_config, user)
-    source = f"{run_config['path']}" + (" and --hparams" if user else "")
-  elif hparams is None:
-    raise ValueError(
-      f"--checkpoint {prefix!r} is an electra_tf checkpoint without "
-      f"{model_dir_lib.RUN_CONFIG_FILE} (written by run_pretraining since it describes its "
-      "model dir): pass the run's --hparams (its sizes and layout come from them)"
-    )
-  else:
-    config = PretrainingConfig(
-      model_name, data_dir or os.path.dirname(prefix), **hparams_lib.load_hparams(hparams)
-    )
-    source = "--hparams"
-  # Weights are float32 whatever the run's precision; `export` picks the serving policy.
-  with distribution.dtype_policy("float32"):
-    model = ElectraPretrainer.from_pretraining_config(config)
-    model.build()
-  _restore_object_based(model, prefix, source)
-  return model, config
-
-
 def build_finetuning_model(config):
   """A built `FinetuningModel` with one head per task of a `FinetuningConfig`,
   sized as `run_finetuning` sizes it (debug mode shrinks the encoder)."""
@@ -239,7 +115,7 @@ def load_finetuning_checkpoint(path, hparams, model_name="electra", data_dir=Non
       model.official_name_map(), prefix, allow_unexpected=True
     )
   else:
-    _restore_object_based(model, prefix)
+    any_format.restore_model_variables(model, prefix)
   return model, config
 
 
@@ -299,7 +175,7 @@ def build_serving_module(
         "--model task needs a fine-tuned model (FinetuningModel or a "
         "fine-tuning checkpoint with fine-tuning --hparams)"
       )
-    network = find_network(model, kind)
+    network = any_format.find_network(model, kind)
     if network is None:
       raise ValueError(
         f"the model ({type(model).__name__} {model.name!r}) has no {kind} network"
@@ -436,31 +312,36 @@ def load_model(
   model_name="electra",
   data_dir=None,
 ):
-  """The model to export from exactly one source, and its config (None for a
-  `.keras` file).
+  """The model to export from exactly one source, and its config (None where
+  the source has none), read through `electra_tf.checkpoints.any_format`.
 
   Args:
-    keras_model: a `.keras` file (see `load_keras_model`).
-    checkpoint: a checkpoint prefix or directory: fine-tuned when `kind` is
-      "task" (needs the fine-tuning `hparams`), else pre-training (see
-      `load_pretraining_checkpoint`).
-    hparams: the run's hparams (dict, JSON string or `.json` path).
+    keras_model, checkpoint: the source, any format the door reads (the two
+      flags are kept for the command line's users; both take any format).
+    hparams: the run's hparams (dict, JSON string or `.json` path):
+      pre-training hparams for a discriminator or generator; for `kind`
+      "task", the fine-tuning hparams that size the heads as
+      `run_finetuning` did (without them the heads come from the
+      checkpoint's shapes).
     kind: what will be served (one of `MODEL_KINDS`).
-    model_name, data_dir: the run's config arguments (checkpoints).
+    model_name, data_dir: the run's config arguments (training checkpoints
+      without `config.json`).
 
   Returns:
     `(model, config_or_None)`.
   """
   if (keras_model is None) == (checkpoint is None):
     raise ValueError("give exactly one of --keras-model and --checkpoint")
-  if keras_model is not None:
-    return load_keras_model(keras_model), None
-  if not hparams and kind == "task":
-    raise ValueError(
-      "--checkpoint with --model task needs the fine-tuning --hparams (task_names and model size)"
-    )
-  loader = load_finetuning_checkpoint if kind == "task" else load_pretraining_checkpoint
-  return loader(checkpoint, hparams, model_name, data_dir)
+  path = keras_model if keras_model is not None else checkpoint
+  if kind not in MODEL_KINDS:
+    raise ValueError(f"--model {kind!r}; expected one of {MODEL_KINDS}")
+  if kind == "task":
+    detected = formats.require(path, any_format.READABLE[any_format.FINETUNED])
+    if detected.format == formats.FINETUNED and hparams:
+      return load_finetuning_checkpoint(detected.location, hparams, model_name, data_dir)
+    return any_format.load(path, any_format.FINETUNED, hparams).model, None
+  loaded = any_format.load(path, kind, hparams, model_name=model_name, data_dir=data_dir)
+  return loaded.model, loaded.config
 
 
 def export_task_model(task_model, export_dir, version=None, overwrite=False):

@@ -8,7 +8,7 @@ import types
 import keras
 import tensorflow as tf
 
-from electra_tf.checkpoints import name_based
+from electra_tf.checkpoints import any_format
 from electra_tf.configs.pretraining import get_bert_config
 from electra_tf.finetune.model import FinetuningModel
 from electra_tf.finetune.text_preprocessor import ElectraTextPreprocessor
@@ -99,7 +99,7 @@ class ElectraTaskModel(keras.Model):
       **kwargs,
     )
     model.build()
-    name_based.load_pretrained(model.finetuning_model, path)
+    any_format.initialize_finetuning_model(model.finetuning_model, path)
     return model
 
   def build(self, input_shape=None):

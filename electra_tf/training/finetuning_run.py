@@ -22,8 +22,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from electra_tf.checkpoints import any_format
 from electra_tf.checkpoints import checkpointing
-from electra_tf.checkpoints import name_based
 from electra_tf.configs.model_dir import KIND_FINETUNING
 from electra_tf.configs.model_dir import write_run_config
 from electra_tf.configs.pretraining import get_pretraining_bert_config
@@ -120,13 +120,13 @@ class ModelRunner:
   def _init_weights(self):
     config = self._config
     if config.init_checkpoint:
-      name_based.load_pretrained(self.model, config.init_checkpoint)
+      any_format.initialize_finetuning_model(self.model, config.init_checkpoint)
     elif config.do_train:
       logging.warning("No init_checkpoint: fine-tuning from random initialisation")
     if not config.do_train:
       # As the Estimator: a checkpoint in the model dir wins over init_checkpoint.
       if tf.train.latest_checkpoint(config.model_dir):
-        name_based.load_pretrained(self.model, config.model_dir)
+        any_format.initialize_finetuning_model(self.model, config.model_dir)
       elif not config.init_checkpoint:
         raise ValueError(
           "do_train=false needs a trained model: pass hparam init_checkpoint "

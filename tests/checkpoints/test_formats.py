@@ -2,64 +2,18 @@
 from files this test makes (an official checkpoint and what the converter and
 publishing write from it), and anything else is one clear line."""
 
-import json
 import shutil
 
-import numpy as np
 import pytest
 
-from electra_tf.checkpoints import convert
 from electra_tf.checkpoints import formats
-from tests.helpers.official_checkpoint_helper import spec_checkpoint_shapes
-from tests.helpers.official_checkpoint_helper import write_name_based_checkpoint
-
-DIMS = dict(V=50, H=32, L=2, I=64, E=16, Hg=8, Lg=2, Ig=32, P=64)
-HPARAMS = json.dumps({"model_hparam_overrides": {"num_attention_heads": 4}})
-
-
-def _official(directory, extra=None):
-  shapes = spec_checkpoint_shapes("default", **DIMS)
-  rng = np.random.default_rng(0)
-  tensors = {
-    n: (n.endswith("/gamma") + 0.1 * rng.normal(size=s)).astype(np.float32)
-    for n, s in shapes.items()
-  }
-  tensors.update(extra or {})
-  directory.mkdir()
-  write_name_based_checkpoint(directory / "model.ckpt-3", tensors)
-  return directory
+from tests.helpers.model_formats import write_six_formats
 
 
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory):
   """{format: path} of one model in each of the six formats."""
-  root = tmp_path_factory.mktemp("formats")
-  official = _official(root / "official")
-  tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(45)]
-  vocab = root / "vocab.txt"
-  vocab.write_text("".join(t + "\n" for t in tokens))
-  head = {
-    "task_specific/rte/classify/dense/kernel": np.zeros([DIMS["H"], 2], np.float32),
-    "task_specific/rte/classify/dense/bias": np.zeros([2], np.float32),
-  }
-  paths = {
-    formats.OFFICIAL: official,
-    formats.FINETUNED: _official(root / "finetuned", head),
-    formats.TRAINING: root / "training",
-    formats.KERAS: root / "discriminator.keras",
-    formats.HUGGINGFACE: root / "hf",
-    formats.KERAS_HUB_PRESET: root / "preset",
-  }
-  convert.convert(str(official), str(paths[formats.TRAINING]), hparams=HPARAMS)
-  convert.convert(str(official), str(paths[formats.KERAS]), part="discriminator", hparams=HPARAMS)
-  for target, fmt in (
-    ("huggingface", formats.HUGGINGFACE),
-    ("keras-hub", formats.KERAS_HUB_PRESET),
-  ):
-    convert.publish(
-      str(official), str(paths[fmt]), to=target, hparams=HPARAMS, vocab_file=str(vocab)
-    )
-  return {fmt: str(path) for fmt, path in paths.items()}
+  return write_six_formats(tmp_path_factory.mktemp("formats"))[0]
 
 
 @pytest.mark.parametrize("fmt", formats.FORMATS)

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf import run_finetuning
-from electra_tf.checkpoints import name_based
+from electra_tf.checkpoints import any_format
 from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.finetune import task_builder
 from electra_tf.finetune.classification.head import ClassificationHead
@@ -104,7 +104,7 @@ def test_loads_only_the_encoder_from_the_original_checkpoint(tmp_path, original_
   # the fresh head: Glorot-uniform kernel, zero bias
   assert np.all(np.asarray(names["task_specific/sst/dense/bias"]) == 0)
   assert np.abs(np.asarray(names["task_specific/sst/dense/kernel"])).max() > 0
-  loaded = name_based.load_pretrained(runner.model, config.init_checkpoint)
+  loaded = any_format.initialize_finetuning_model(runner.model, config.init_checkpoint)
   assert set(loaded) == encoder_names
 
 
@@ -187,7 +187,7 @@ def test_encoder_from_an_electra_tf_pretraining_checkpoint(tmp_path):
   convert.convert(keras_dir, official_dir, direction="to-official", hparams=hparams)
   for source in (keras_dir, official_dir):
     model = _model(pretraining_config)
-    loaded = name_based.load_pretrained(model, source)
+    loaded = any_format.initialize_finetuning_model(model, source)
     assert loaded and all(n.startswith("electra/") for n in loaded)
     names = model.official_name_map()
     query = "electra/encoder/layer_1/attention/self/query/kernel"
@@ -207,7 +207,7 @@ def test_encoder_from_an_electra_tf_pretraining_checkpoint(tmp_path):
   other_dir = str(tmp_path / "other_ckpt")
   checkpointing.TrainingCheckpointManager(other, other_dir).save(0)
   with pytest.raises(ValueError, match="electra_tf pre-training checkpoint"):
-    name_based.load_pretrained(_model(pretraining_config), other_dir)
+    any_format.initialize_finetuning_model(_model(pretraining_config), other_dir)
 
 
 def _model(pretraining_config):

@@ -695,7 +695,7 @@ def test_finetuned_keras_file_serves_its_heads(tmp_path):
   vocab_file = _write_vocab(str(tmp_path))
   model = _tiny_finetuning_model([ClassificationHead("mnli", 3, name="task_specific_mnli")])
   model.save(str(tmp_path / "ft.keras"))
-  loaded = export_lib.load_keras_model(str(tmp_path / "ft.keras"))
+  loaded = export_lib.load_model(keras_model=str(tmp_path / "ft.keras"), kind="task")[0]
   features = featurize(tokenization.FullTokenizer(vocab_file), TEXT_A, TEXT_B)
   tokenizer = ElectraTokenizer(vocab_file=vocab_file)
   expected = _module_outputs(export_lib.build_serving_module(model, "task", tokenizer, S), features)

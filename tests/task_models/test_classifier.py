@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 import electra_tf
-from electra_tf.checkpoints import name_based
+from electra_tf.checkpoints import any_format
 from electra_tf.finetune.classification.head import ClassificationHead
 from electra_tf.finetune.model import FinetuningModel
 from electra_tf.text import wordpiece
@@ -70,7 +70,9 @@ def test_classifier_from_checkpoint_fits_predicts_saves_and_exports(tmp_path):
     dict(classifier.bert_config), [ClassificationHead("classifier", 3)], embedding_size=8
   )
   model.build()
-  assert "electra/encoder/layer_1/output/dense/kernel" in name_based.load_pretrained(model, path)
+  assert "electra/encoder/layer_1/output/dense/kernel" in any_format.initialize_finetuning_model(
+    model, path
+  )
 
   version_dir = classifier.export(str(tmp_path / "serving"))
   served = serve_text(version_dir, PREMISES, HYPOTHESES, ["logits"])

@@ -1,15 +1,10 @@
 """Checkpoint conversion between the original's name-based TF1 checkpoints
 and electra_tf (training checkpoints and `.keras` models), in both directions.
 
-One module per job:
-- `reader`: reading name-based checkpoints (every entry, damaged files named);
-- `layout`: the layout and `PretrainingConfig` of a name-based checkpoint,
-  inferred from its shapes and checked against them;
-- `finetuned_heads`: fine-tuned checkpoints (`task_specific/<task>/` heads)
-  read into a `FinetuningModel`;
+Reading is not here: models come in through `electra_tf.checkpoints.any_format`
+and the readers beside it (`reader`, `layout`, `finetuned_heads`,
+`object_graph`). One module per job:
 - `standalone`: the discriminator or generator alone as a `.keras` model;
-- `object_graph`: the hparams of an electra_tf training checkpoint, from its
-  TF2 object graph;
 - `writer`: `.keras` files, training checkpoints and name-based checkpoints;
 - `to_keras` / `to_official`: the two directions (an electra_tf training
   checkpoint, described by its model dir's `config.json`, goes to `.keras`
@@ -33,22 +28,9 @@ Example:
 from electra_tf.checkpoints.convert.api import DIRECTIONS
 from electra_tf.checkpoints.convert.api import convert
 from electra_tf.checkpoints.convert.api import format_report
-from electra_tf.checkpoints.convert.finetuned_heads import TASK_TYPES
-from electra_tf.checkpoints.convert.finetuned_heads import load_official_finetuning_model
-from electra_tf.checkpoints.convert.layout import LAYOUT_DEFAULT
-from electra_tf.checkpoints.convert.layout import LAYOUT_ENCODER
-from electra_tf.checkpoints.convert.layout import LAYOUT_MLM
-from electra_tf.checkpoints.convert.layout import LAYOUT_TIED
-from electra_tf.checkpoints.convert.layout import LAYOUT_TWO_TOWER
-from electra_tf.checkpoints.convert.layout import LAYOUT_UNIFORM
-from electra_tf.checkpoints.convert.layout import LAYOUT_UNTIED_EMBEDDINGS
-from electra_tf.checkpoints.convert.layout import infer_config_from_checkpoint
-from electra_tf.checkpoints.convert.object_graph import infer_hparams_from_training_checkpoint
 from electra_tf.checkpoints.convert.publish import TARGETS
 from electra_tf.checkpoints.convert.publish import publish
-from electra_tf.checkpoints.convert.reader import read_name_based_checkpoint
 from electra_tf.checkpoints.convert.to_keras import PARTS
-from electra_tf.checkpoints.convert.to_keras import load_official_pretrainer
 from electra_tf.checkpoints.convert.to_keras import official_to_keras
 from electra_tf.checkpoints.convert.to_keras import training_checkpoint_to_keras
 from electra_tf.checkpoints.convert.to_official import keras_to_official
@@ -58,3 +40,16 @@ from electra_tf.checkpoints.convert.writer import KERAS_SUFFIX
 from electra_tf.checkpoints.convert.writer import official_tensors
 from electra_tf.checkpoints.convert.writer import write_official_checkpoint
 from electra_tf.checkpoints.convert.writer import write_training_checkpoint
+from electra_tf.checkpoints.finetuned_heads import TASK_TYPES
+from electra_tf.checkpoints.finetuned_heads import load_official_finetuning_model
+from electra_tf.checkpoints.layout import LAYOUT_DEFAULT
+from electra_tf.checkpoints.layout import LAYOUT_ENCODER
+from electra_tf.checkpoints.layout import LAYOUT_MLM
+from electra_tf.checkpoints.layout import LAYOUT_TIED
+from electra_tf.checkpoints.layout import LAYOUT_TWO_TOWER
+from electra_tf.checkpoints.layout import LAYOUT_UNIFORM
+from electra_tf.checkpoints.layout import LAYOUT_UNTIED_EMBEDDINGS
+from electra_tf.checkpoints.layout import infer_config_from_checkpoint
+from electra_tf.checkpoints.layout import load_official_pretrainer
+from electra_tf.checkpoints.object_graph import infer_hparams_from_training_checkpoint
+from electra_tf.checkpoints.reader import read_name_based_checkpoint

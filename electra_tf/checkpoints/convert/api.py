@@ -12,38 +12,32 @@ Example:
 import json
 import os
 
-from electra_tf.checkpoints import huggingface
+from electra_tf.checkpoints import formats
 from electra_tf.checkpoints import official as official_checkpoint
-from electra_tf.checkpoints.convert.finetuned_heads import task_groups
 from electra_tf.checkpoints.convert.publish import huggingface_to_keras
-from electra_tf.checkpoints.convert.reader import is_object_based
-from electra_tf.checkpoints.convert.reader import open_reader
 from electra_tf.checkpoints.convert.to_keras import official_to_keras
 from electra_tf.checkpoints.convert.to_keras import training_checkpoint_to_keras
 from electra_tf.checkpoints.convert.to_official import keras_to_official
 from electra_tf.checkpoints.convert.writer import KERAS_SUFFIX
+from electra_tf.checkpoints.finetuned_heads import task_groups
+from electra_tf.checkpoints.reader import open_reader
 from electra_tf.models import official_names
 
 DIRECTIONS = ("to-keras", "to-official")
-
-
-def _is_training_checkpoint(input_path):
-  path = os.fspath(input_path)
-  if path.endswith(KERAS_SUFFIX):
-    return False
-  return is_object_based(official_checkpoint.resolve_checkpoint_path(path))
+# Every format but keras-hub presets, which are not read yet.
+CONVERTIBLE = tuple(f for f in formats.FORMATS if f != formats.KERAS_HUB_PRESET)
 
 
 def detect_direction(input_path, output_path=None):
-  """The direction for `input_path`: "to-official" for a `.keras` file,
+  """The direction for `input_path`: "to-official" for a `.keras` model,
   "to-keras" for a name-based checkpoint; an electra_tf (object-based)
   training checkpoint goes "to-keras" when `output_path` ends in `.keras`
   (its pretrainer, discriminator or generator as a `.keras` model), else
   "to-official"."""
-  path = os.fspath(input_path)
-  if path.endswith(KERAS_SUFFIX):
+  found = formats.detect(input_path).format
+  if found == formats.KERAS:
     return "to-official"
-  if not _is_training_checkpoint(path):
+  if found != formats.TRAINING:
     return "to-keras"
   to_keras_file = output_path is not None and os.fspath(output_path).endswith(KERAS_SUFFIX)
   return "to-keras" if to_keras_file else "to-official"
@@ -77,7 +71,8 @@ def convert(
   Returns:
     The report dict of the direction's function (`format_report` prints it).
   """
-  if huggingface.is_huggingface_dir(input_path):
+  found = formats.require(input_path, CONVERTIBLE).format
+  if found == formats.HUGGINGFACE:
     if direction not in (None, "to-keras") or part is not None or hparams is not None:
       raise ValueError(
         f"--input {os.fspath(input_path)!r} is a Hugging Face directory: it becomes a "
@@ -86,7 +81,7 @@ def convert(
       )
     return huggingface_to_keras(input_path, output_path)
   detected = detect_direction(input_path, output_path)
-  training_checkpoint = _is_training_checkpoint(input_path)
+  training_checkpoint = found == formats.TRAINING
   if direction is None:
     direction = detected
   elif direction not in DIRECTIONS:

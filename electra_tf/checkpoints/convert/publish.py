@@ -14,20 +14,17 @@ Example:
 import json
 import os
 
+from electra_tf.checkpoints import any_format
+from electra_tf.checkpoints import formats
 from electra_tf.checkpoints import huggingface
 from electra_tf.checkpoints import keras_hub
-from electra_tf.checkpoints import official as official_checkpoint
-from electra_tf.checkpoints.convert.layout import NO_DATA_DIR
-from electra_tf.checkpoints.convert.reader import is_object_based
 from electra_tf.checkpoints.convert.standalone import discriminator_model
 from electra_tf.checkpoints.convert.standalone import generator_model
-from electra_tf.checkpoints.convert.to_keras import load_official_pretrainer
 from electra_tf.checkpoints.convert.to_official import find_layer
-from electra_tf.checkpoints.convert.to_official import load_keras_file
-from electra_tf.checkpoints.convert.to_official import load_training_checkpoint
 from electra_tf.checkpoints.convert.to_official import standalone_generator_layout
 from electra_tf.checkpoints.convert.writer import KERAS_SUFFIX
 from electra_tf.checkpoints.convert.writer import save_keras
+from electra_tf.checkpoints.layout import NO_DATA_DIR
 from electra_tf.configs import model_dir as model_dir_lib
 from electra_tf.configs import pretraining as pretraining_config_lib
 from electra_tf.configs.hparams import load_hparams
@@ -58,20 +55,20 @@ def load_part_for_publishing(input_path, part, hparams=None):
   path = os.fspath(input_path)
   user = _publishing_hparams(hparams)
   do_lower_case = bool(user.get("do_lower_case", True))
-  if huggingface.is_huggingface_dir(path):
-    model, found, _, notes = huggingface.load_huggingface(path)
-    if found != part:
-      raise ValueError(f"--input {path!r} holds the {found}; use --part {found}")
+  found = formats.require(path, any_format.READABLE[part]).format
+  if found == formats.HUGGINGFACE:
+    loaded = any_format.load(path, part)
     tokenizer_config = os.path.join(path, huggingface.TOKENIZER_CONFIG_FILE)
     if os.path.isfile(tokenizer_config) and "do_lower_case" not in user:
       with open(tokenizer_config, encoding="utf-8") as f:
         do_lower_case = bool(json.load(f).get("do_lower_case", True))
-    if found == huggingface.PART_DISCRIMINATOR:
-      return huggingface.discriminator_part(model, notes=notes), do_lower_case, path
+    if part == huggingface.PART_DISCRIMINATOR:
+      return huggingface.discriminator_part(loaded.model, notes=loaded.notes), do_lower_case, path
     scopes = [official_names.GENERATOR_SCOPE]
-    return huggingface.generator_part(model, scopes, True, notes=notes), do_lower_case, path
-  if path.endswith(KERAS_SUFFIX):
-    model = load_keras_file(path)
+    electra_part = huggingface.generator_part(loaded.model, scopes, True, notes=loaded.notes)
+    return electra_part, do_lower_case, path
+  if found == formats.KERAS:
+    model = any_format.load_keras_file(path)
     if isinstance(model, ElectraPretrainer):
       return huggingface.pretrainer_part(model, part), do_lower_case, path
     discriminator = find_layer(model, ElectraDiscriminator)
@@ -82,18 +79,14 @@ def load_part_for_publishing(input_path, part, hparams=None):
       scopes, shared = standalone_generator_layout(model, generator)
       return huggingface.generator_part(generator, scopes, shared), do_lower_case, path
     raise ValueError(f"--input {path!r} holds no ElectraPretrainer or electra_tf {part} model")
-  prefix = official_checkpoint.resolve_checkpoint_path(path)
-  if is_object_based(prefix):
-    # Built as the run built it (its config.json: attention heads included).
-    pretrainer, config, notes = load_training_checkpoint(prefix, hparams)
-    more_notes = []
-    other = ["optimizer state and step (not part of a published model)"]
-  else:
-    pretrainer, config, tensors, info = load_official_pretrainer(prefix, hparams)
-    notes, more_notes = [], info["notes"]
-    other = [n for n in tensors if official_names.is_non_model_entry(n)]
-  result = huggingface.pretrainer_part(pretrainer, part, other, notes + more_notes)
-  return result, config.do_lower_case, prefix
+  # Official and training checkpoints: the pretrainer, built as the run
+  # built it (a run's config.json: attention heads included).
+  loaded = any_format.load(path, any_format.PRETRAINER, hparams)
+  not_loaded = loaded.not_loaded
+  if found == formats.TRAINING:
+    not_loaded = ["optimizer state and step (not part of a published model)"]
+  result = huggingface.pretrainer_part(loaded.model, part, not_loaded, loaded.notes)
+  return result, loaded.config.do_lower_case, loaded.detected.location
 
 
 def _default_vocab_file(input_path, hparams):
@@ -101,7 +94,7 @@ def _default_vocab_file(input_path, hparams):
   if user.get("vocab_file"):
     return user["vocab_file"]
   path = os.fspath(input_path)
-  if not path.endswith(KERAS_SUFFIX) and not huggingface.is_huggingface_dir(path):
+  if formats.detect(path).format in (formats.OFFICIAL, formats.TRAINING, formats.FINETUNED):
     run_config = model_dir_lib.read_run_config(input_path)
     run_vocab = (run_config or {}).get("vocab", {}).get("file")
     if run_vocab and os.path.isfile(run_vocab):

@@ -15,16 +15,6 @@ import keras
 
 from electra_tf.checkpoints import checkpointing
 from electra_tf.checkpoints import official as official_checkpoint
-from electra_tf.checkpoints.convert.finetuned_heads import load_official_finetuning_model
-from electra_tf.checkpoints.convert.finetuned_heads import task_groups
-from electra_tf.checkpoints.convert.layout import build_encoder
-from electra_tf.checkpoints.convert.layout import build_pretrainer
-from electra_tf.checkpoints.convert.layout import infer_config_and_model
-from electra_tf.checkpoints.convert.layout import needs_pretrainer
-from electra_tf.checkpoints.convert.reader import assign_tensors
-from electra_tf.checkpoints.convert.reader import global_step_of
-from electra_tf.checkpoints.convert.reader import open_reader
-from electra_tf.checkpoints.convert.reader import read_name_based_checkpoint
 from electra_tf.checkpoints.convert.standalone import discriminator_model
 from electra_tf.checkpoints.convert.standalone import generator_model
 from electra_tf.checkpoints.convert.standalone import standalone_generator
@@ -34,6 +24,16 @@ from electra_tf.checkpoints.convert.writer import KERAS_SUFFIX
 from electra_tf.checkpoints.convert.writer import check_output_dir
 from electra_tf.checkpoints.convert.writer import save_keras
 from electra_tf.checkpoints.convert.writer import write_training_checkpoint
+from electra_tf.checkpoints.finetuned_heads import load_official_finetuning_model
+from electra_tf.checkpoints.finetuned_heads import task_groups
+from electra_tf.checkpoints.layout import build_encoder
+from electra_tf.checkpoints.layout import build_pretrainer
+from electra_tf.checkpoints.layout import infer_config_and_model
+from electra_tf.checkpoints.layout import needs_pretrainer
+from electra_tf.checkpoints.reader import assign_tensors
+from electra_tf.checkpoints.reader import global_step_of
+from electra_tf.checkpoints.reader import open_reader
+from electra_tf.checkpoints.reader import read_name_based_checkpoint
 from electra_tf.models import official_names
 from electra_tf.runtime import distribution
 from electra_tf.utils.file_io import write_atomic
@@ -60,27 +60,6 @@ def _finetuned_to_keras(input_path, output_path, hparams):
     "global_step": global_step_of(tensors),
     "hparams": info["hparams"],
   }
-
-
-def load_official_pretrainer(path, hparams=None):
-  """Reads a name-based checkpoint into an `ElectraPretrainer` (strictly).
-
-  Returns:
-    `(pretrainer, config, tensors, info)`: `tensors` holds every checkpoint
-    entry (slots and `global_step` too); `info` has `prefix`, `layout`,
-    `notes`.
-  """
-  prefix, tensors = read_name_based_checkpoint(path)
-  shapes = {n: t.shape for n, t in tensors.items()}
-  config, _, layout, notes, pretrainer = infer_config_and_model(shapes, hparams, source=prefix)
-  if not needs_pretrainer(layout):
-    raise ValueError(
-      f"checkpoint {prefix!r} holds an encoder only (no generator or discriminator head, "
-      f"e.g. a fine-tuned model): convert it with --part {PART_FINETUNED} (with its task "
-      "heads, see load_official_finetuning_model) or --part discriminator"
-    )
-  assign_tensors(official_names.official_name_map(pretrainer), tensors)
-  return pretrainer, config, tensors, {"prefix": prefix, "layout": layout, "notes": notes}
 
 
 def _check_slots(tensors, name_map, prefix):

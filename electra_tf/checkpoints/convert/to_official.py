@@ -6,29 +6,24 @@ Example:
   >>> # keras_to_official("models/tiny", "/tmp/tiny_official", with_optimizer_slots=True)
 """
 
-import json
 import os
 
-import keras
 import tensorflow as tf
 
+from electra_tf.checkpoints import any_format
 from electra_tf.checkpoints import checkpointing
+from electra_tf.checkpoints import formats
 from electra_tf.checkpoints import official as official_checkpoint
-from electra_tf.checkpoints.convert.layout import NO_DATA_DIR
-from electra_tf.checkpoints.convert.layout import build_pretrainer
-from electra_tf.checkpoints.convert.object_graph import ObjectGraph
-from electra_tf.checkpoints.convert.object_graph import describe_shapes
-from electra_tf.checkpoints.convert.object_graph import infer_hparams_from_training_checkpoint
-from electra_tf.checkpoints.convert.reader import is_object_based
 from electra_tf.checkpoints.convert.standalone import GENERATOR_MODEL_PREFIX
-from electra_tf.checkpoints.convert.writer import HPARAMS_FILE
 from electra_tf.checkpoints.convert.writer import KERAS_SUFFIX
 from electra_tf.checkpoints.convert.writer import check_output_dir
 from electra_tf.checkpoints.convert.writer import official_tensors
 from electra_tf.checkpoints.convert.writer import write_official_checkpoint
-from electra_tf.configs import model_dir as model_dir_lib
-from electra_tf.configs import pretraining as pretraining_config_lib
-from electra_tf.configs.hparams import load_hparams
+from electra_tf.checkpoints.layout import build_pretrainer
+from electra_tf.checkpoints.object_graph import ObjectGraph
+from electra_tf.checkpoints.object_graph import describe_shapes
+from electra_tf.checkpoints.object_graph import training_checkpoint_config
+from electra_tf.checkpoints.reader import is_object_based
 from electra_tf.finetune.model import FinetuningModel
 from electra_tf.models import official_names
 from electra_tf.models.electra_discriminator import ElectraDiscriminator
@@ -42,18 +37,6 @@ def find_layer(model, cls):
     if isinstance(layer, cls):
       return layer
   return None
-
-
-def load_keras_file(path):
-  """The model of an electra_tf `.keras` file (uncompiled; a pretrainer comes
-  back built, so that all its variables exist)."""
-
-  if not os.path.isfile(path):
-    raise ValueError(f"--input {path!r}: no such .keras file")
-  model = keras.saving.load_model(path, compile=False)
-  if isinstance(model, ElectraPretrainer):
-    model.build()
-  return model
 
 
 def standalone_generator_layout(model, generator):
@@ -81,7 +64,7 @@ def load_keras_source(input_path, hparams=None):
 
   path = os.fspath(input_path)
   if path.endswith(KERAS_SUFFIX):
-    model = load_keras_file(path)
+    model = any_format.load_keras_file(formats.require(path, (formats.KERAS,)).location)
     if isinstance(model, ElectraPretrainer):
       return official_names.official_name_map(model), None, None, path, []
     if isinstance(model, FinetuningModel):
@@ -159,10 +142,10 @@ def keras_to_official(
 def load_training_checkpoint(prefix, hparams=None):
   """The `ElectraPretrainer` (with its optimizer) of an electra_tf training checkpoint.
 
-  The model comes from the model dir's `config.json` (`electra_tf.configs.model_dir`)
-  with `hparams` over it; without one, from `hparams`, else from
-  `converted_hparams.json` next to it (written by `official_to_keras`), else
-  from the shapes of its object graph (attention heads by the size rule).
+  The sizes come from `object_graph.training_checkpoint_config`. Unlike
+  `electra_tf.checkpoints.any_format.load`, which reads the model alone, this
+  restores the whole training state (weights, Adam slots, step, precision)
+  that the conversions carry over.
 
   Args:
     prefix: the checkpoint prefix.
@@ -175,27 +158,7 @@ def load_training_checkpoint(prefix, hparams=None):
     ValueError: when the model built does not match the checkpoint's shapes.
   """
 
-  notes = []
-  run_config = model_dir_lib.read_run_config(prefix)
-  if run_config is not None:
-    user = load_hparams(hparams)
-    config = model_dir_lib.pretraining_config_from_run_config(run_config, user)
-    described = f"{run_config['path']}" + (
-      f" with --hparams {json.dumps(user, sort_keys=True)} over it" if user else ""
-    )
-    notes.append(f"model from {described}")
-  else:
-    if hparams is None:
-      saved = os.path.join(os.path.dirname(prefix), HPARAMS_FILE)
-      if os.path.isfile(saved):
-        hparams = saved
-        notes.append(f"hparams from {saved}")
-      else:
-        hparams, inferred_notes = infer_hparams_from_training_checkpoint(prefix)
-        notes += inferred_notes
-    hparams = load_hparams(hparams)
-    config = pretraining_config_lib.PretrainingConfig("converted", NO_DATA_DIR, **hparams)
-    described = f"the hparams {json.dumps(hparams, sort_keys=True)}"
+  config, notes, described = training_checkpoint_config(prefix, hparams)
   # Infer precision from the object graph too: mixed_float16 runs save a
   # LossScaleOptimizer around the AdamWeightDecay.
   graph = ObjectGraph(prefix)

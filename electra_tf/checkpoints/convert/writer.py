@@ -17,15 +17,12 @@ import numpy as np
 
 from electra_tf.checkpoints import checkpointing
 from electra_tf.checkpoints import name_based
+from electra_tf.checkpoints.object_graph import HPARAMS_FILE  # noqa: F401  (re-exported)
 from electra_tf.models import official_names
 from electra_tf.runtime import distribution
 from electra_tf.utils.file_io import atomic_path
 
 KERAS_SUFFIX = ".keras"
-# Written next to a converted training checkpoint: the hparams its model was
-# built with, read back by `to-official` when no --hparams is given (and
-# usable as run_pretraining's --hparams).
-HPARAMS_FILE = "converted_hparams.json"
 
 
 def write_training_checkpoint(pretrainer, config, output_dir, step=0, slots=None):

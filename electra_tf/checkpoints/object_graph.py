@@ -7,11 +7,23 @@ Example:
   [(4, 16, 2)]
 """
 
+import json
+import os
+
 from electra_tf.checkpoints import official as official_checkpoint
-from electra_tf.checkpoints.convert.layout import generator_size_hparams
-from electra_tf.checkpoints.convert.layout import model_overrides
-from electra_tf.checkpoints.convert.reader import open_reader
+from electra_tf.checkpoints.layout import NO_DATA_DIR
+from electra_tf.checkpoints.layout import generator_size_hparams
+from electra_tf.checkpoints.layout import model_overrides
+from electra_tf.checkpoints.reader import open_reader
+from electra_tf.configs import model_dir as model_dir_lib
+from electra_tf.configs import pretraining as pretraining_config_lib
+from electra_tf.configs.hparams import load_hparams
 from electra_tf.utils import keras_compat
+
+# Written next to a converted training checkpoint: the hparams its model was
+# built with, read back when no --hparams is given (and usable as
+# run_pretraining's --hparams).
+HPARAMS_FILE = "converted_hparams.json"
 
 
 class ObjectGraph:
@@ -199,3 +211,45 @@ def infer_hparams_from_training_checkpoint(path):
     "rule; they do not change the converted weights)"
   )
   return hparams, notes
+
+
+def training_checkpoint_config(prefix, hparams=None, model_name="converted", data_dir=None):
+  """The `PretrainingConfig` an electra_tf training checkpoint was written with.
+
+  From the model dir's `config.json` (`electra_tf.configs.model_dir`) with
+  `hparams` over it; without one, from `hparams`, else from
+  `converted_hparams.json` next to it (written by `official_to_keras`), else
+  from the shapes of its object graph (attention heads by the size rule).
+
+  Args:
+    prefix: the checkpoint prefix.
+    hparams: dict, JSON string or `.json` path, or None.
+    model_name, data_dir: the config's arguments when there is no
+      `config.json` (`data_dir` None: no data dir).
+
+  Returns:
+    `(config, notes, described)`: `described` says where the sizes came from,
+    for error messages.
+  """
+  notes = []
+  run_config = model_dir_lib.read_run_config(prefix)
+  if run_config is not None:
+    user = load_hparams(hparams)
+    config = model_dir_lib.pretraining_config_from_run_config(run_config, user)
+    described = f"{run_config['path']}" + (
+      f" with --hparams {json.dumps(user, sort_keys=True)} over it" if user else ""
+    )
+    notes.append(f"model from {described}")
+    return config, notes, described
+  if hparams is None:
+    saved = os.path.join(os.path.dirname(prefix), HPARAMS_FILE)
+    if os.path.isfile(saved):
+      hparams = saved
+      notes.append(f"hparams from {saved}")
+    else:
+      hparams, inferred_notes = infer_hparams_from_training_checkpoint(prefix)
+      notes += inferred_notes
+  hparams = load_hparams(hparams)
+  config = pretraining_config_lib.PretrainingConfig(model_name, data_dir or NO_DATA_DIR, **hparams)
+  described = f"the hparams {json.dumps(hparams, sort_keys=True)}"
+  return config, notes, described

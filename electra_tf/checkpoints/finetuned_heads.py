@@ -10,11 +10,11 @@ Example:
 """
 
 from electra_tf.checkpoints import official as official_checkpoint
-from electra_tf.checkpoints.convert.layout import NO_DATA_DIR
-from electra_tf.checkpoints.convert.layout import check_shapes
-from electra_tf.checkpoints.convert.layout import infer_config_and_model
-from electra_tf.checkpoints.convert.reader import assign_tensors
-from electra_tf.checkpoints.convert.reader import read_name_based_checkpoint
+from electra_tf.checkpoints.layout import NO_DATA_DIR
+from electra_tf.checkpoints.layout import check_shapes
+from electra_tf.checkpoints.layout import infer_config_and_model
+from electra_tf.checkpoints.reader import assign_tensors
+from electra_tf.checkpoints.reader import read_name_based_checkpoint
 from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.configs.hparams import load_hparams
 from electra_tf.finetune import task_builder

@@ -14,7 +14,9 @@ import os
 import tempfile
 
 from electra_tf.checkpoints import official as official_checkpoint
-from electra_tf.checkpoints.convert.reader import open_reader
+from electra_tf.checkpoints.reader import assign_tensors
+from electra_tf.checkpoints.reader import open_reader
+from electra_tf.checkpoints.reader import read_name_based_checkpoint
 from electra_tf.configs import pretraining as pretraining_config_lib
 from electra_tf.configs.hparams import load_hparams
 from electra_tf.models import official_names
@@ -353,3 +355,24 @@ def check_shapes(expected, shapes, source, user, layout, task_heads=False):
     + "\n".join(problems)
     + "\nFix --hparams, or check that the checkpoint is complete."
   )
+
+
+def load_official_pretrainer(path, hparams=None):
+  """Reads a name-based checkpoint into an `ElectraPretrainer` (strictly).
+
+  Returns:
+    `(pretrainer, config, tensors, info)`: `tensors` holds every checkpoint
+    entry (slots and `global_step` too); `info` has `prefix`, `layout`,
+    `notes`.
+  """
+  prefix, tensors = read_name_based_checkpoint(path)
+  shapes = {n: t.shape for n, t in tensors.items()}
+  config, _, layout, notes, pretrainer = infer_config_and_model(shapes, hparams, source=prefix)
+  if not needs_pretrainer(layout):
+    raise ValueError(
+      f"checkpoint {prefix!r} holds an encoder only (no generator or discriminator head, "
+      f"e.g. a fine-tuned model): convert it with --part finetuned (with its task "
+      "heads, see load_official_finetuning_model) or --part discriminator"
+    )
+  assign_tensors(official_names.official_name_map(pretrainer), tensors)
+  return pretrainer, config, tensors, {"prefix": prefix, "layout": layout, "notes": notes}

@@ -1,0 +1,353 @@
+"""One door for models and checkpoints: whatever the format (see
+`electra_tf.checkpoints.formats`), `load(path, part)` gives part `part` of
+it, and `initialize_finetuning_model(model, path)` starts fine-tuning from it.
+The converter, the exporter, `run_finetuning`'s `init_checkpoint`, the task
+models' `from_checkpoint` and publishing all come through here, so every
+entry point reads every format it can make sense of, and a format it cannot
+use stops with one line (`formats.wrong_format_error`).
+
+| part | read from |
+|---|---|
+| `pretrainer` | official, training, keras |
+| `discriminator`, `generator` | official, training, keras, huggingface |
+| `finetuned` | finetuned, keras |
+| fine-tuning initialisation | official, finetuned, training, keras, huggingface |
+
+keras-hub presets are recognised but not read yet: they stop with that line.
+An electra_tf training checkpoint is read one way, whatever its layout: the
+model is built from its run's `config.json` (else the given hparams, else its
+shapes) and its variables restored through the checkpoint's object graph,
+which finds them under `model/` or under the optimizer's list of trainable
+variables. (The converter's to-official direction restores the optimizer
+state as well, see `convert.to_official.load_training_checkpoint`.)
+
+Example:
+  >>> READABLE["finetuned"]
+  ('finetuned', 'keras')
+  >>> # loaded = load("data/models/tiny", "discriminator"); loaded.model, loaded.config
+"""
+
+import dataclasses
+import os
+
+from absl import logging
+import keras
+import tensorflow as tf
+
+from electra_tf.checkpoints import formats
+from electra_tf.checkpoints import huggingface
+from electra_tf.checkpoints import official as official_checkpoint
+from electra_tf.checkpoints.finetuned_heads import load_official_finetuning_model
+from electra_tf.checkpoints.layout import load_official_pretrainer
+from electra_tf.checkpoints.object_graph import training_checkpoint_config
+from electra_tf.finetune.model import FinetuningModel
+from electra_tf.models import official_names
+from electra_tf.models.electra_discriminator import ElectraDiscriminator
+from electra_tf.models.electra_generator import ElectraGenerator
+from electra_tf.models.electra_pretrainer import ElectraPretrainer
+from electra_tf.runtime import distribution
+from electra_tf.utils import keras_compat
+
+PRETRAINER = "pretrainer"
+DISCRIMINATOR = "discriminator"
+GENERATOR = "generator"
+FINETUNED = "finetuned"
+PARTS = (PRETRAINER, DISCRIMINATOR, GENERATOR, FINETUNED)
+_NETWORK_FORMATS = (formats.OFFICIAL, formats.TRAINING, formats.KERAS, formats.HUGGINGFACE)
+READABLE = {
+  PRETRAINER: (formats.OFFICIAL, formats.TRAINING, formats.KERAS),
+  DISCRIMINATOR: _NETWORK_FORMATS,
+  GENERATOR: _NETWORK_FORMATS,
+  FINETUNED: (formats.FINETUNED, formats.KERAS),
+}
+INITIALIZES_FINETUNING = (
+  formats.OFFICIAL,
+  formats.FINETUNED,
+  formats.TRAINING,
+  formats.KERAS,
+  formats.HUGGINGFACE,
+)
+
+
+@dataclasses.dataclass
+class Loaded:
+  """What `load` read.
+
+  Attributes:
+    model: the part: an `ElectraPretrainer`, `ElectraDiscriminator`,
+      `ElectraGenerator` or `FinetuningModel`.
+    detected: the `formats.Detected` of the path.
+    config: the `PretrainingConfig` of a checkpoint's model (official and
+      training checkpoints), else None.
+    notes: what was inferred or ignored, one line each.
+    not_loaded: the checkpoint entries that are not the model's (official
+      checkpoints: Adam slots and `global_step`; training checkpoints: a
+      description of the optimizer state).
+  """
+
+  model: object
+  detected: formats.Detected
+  config: object = None
+  notes: list = dataclasses.field(default_factory=list)
+  not_loaded: list = dataclasses.field(default_factory=list)
+
+
+def find_network(model, kind):
+  """The `ElectraDiscriminator` / `ElectraGenerator` of `model` for `kind`:
+  the pretrainer's, the model itself, or the one inside a functional model
+  (as `convert_checkpoint --part discriminator|generator` writes). None when
+  there is none."""
+  cls = ElectraDiscriminator if kind == DISCRIMINATOR else ElectraGenerator
+  if isinstance(model, cls):
+    return model
+  if isinstance(model, ElectraPretrainer):
+    return getattr(model, kind)  # None for a pretrainer without that network
+  for layer in keras_compat.flatten_layers(model, include_self=False):
+    if isinstance(layer, cls):
+      return layer
+  return None
+
+
+def _missing_network_error(model, kind):
+  hint = (
+    " (MLM-only pre-training); export --model generator"
+    if kind == DISCRIMINATOR
+    else " (uniform_generator=True?)"
+  )
+  return ValueError(
+    f"the model ({type(model).__name__} {model.name!r}) has no {kind} network{hint}"
+  )
+
+
+def load_keras_file(path):
+  """The model of an electra_tf `.keras` file, uncompiled (a pretrainer comes
+  back built, so that all its variables exist)."""
+  model = keras.saving.load_model(os.fspath(path), compile=False)
+  if isinstance(model, ElectraPretrainer) and not model.built:
+    model.build()
+  return model
+
+
+def _part_of_keras_model(model, part, path):
+  if part == PRETRAINER:
+    if not isinstance(model, ElectraPretrainer):
+      raise ValueError(
+        f"{os.fspath(path)!r} holds a {type(model).__name__}, not an ElectraPretrainer; "
+        "ask for its discriminator or generator"
+      )
+    return model
+  if part == FINETUNED:
+    inner = getattr(model, "finetuning_model", model)  # a Keras task model wraps one
+    if not isinstance(inner, FinetuningModel):
+      raise ValueError(
+        f"{os.fspath(path)!r} holds a {type(model).__name__}, not a fine-tuned model"
+      )
+    return inner
+  network = find_network(model, part)
+  if network is None:
+    raise _missing_network_error(model, part)
+  return network
+
+
+def restore_model_variables(model, prefix, source="the given hparams"):
+  """Restores an electra_tf training checkpoint's model variables into `model`.
+
+  Training checkpoints are `tf.train.Checkpoint(model=..., optimizer=...)`.
+  Each variable is saved once, under the first path that reaches it: under
+  `model/...`, or under the optimizer's `_trainable_variables` list (Keras 3
+  leaves layers held in Python lists out of the model's own paths). A
+  stand-in optimizer listing the model's trainable variables in build order
+  reaches the second group; every model variable must be covered.
+  """
+  names = [
+    n for n, _ in tf.train.list_variables(prefix) if n.endswith("/.ATTRIBUTES/VARIABLE_VALUE")
+  ]
+  n_model = sum(n.startswith("model/") for n in names)
+  n_optimizer = sum(n.startswith("optimizer/_trainable_variables/") for n in names)
+  roots = {"model": model}
+  if n_optimizer:
+    stand_in = keras_compat.AutoTrackable()
+    stand_in._trainable_variables = list(model.trainable_variables)  # pylint: disable=protected-access
+    roots["optimizer"] = stand_in
+  if n_model + n_optimizer != len(model.weights):
+    raise ValueError(
+      f"checkpoint {prefix!r} holds {n_model} model variables and {n_optimizer} through its "
+      f"optimizer, but the model built from {source} has {len(model.weights)}; "
+      "it cannot restore the whole model (check the hparams)"
+    )
+  try:
+    status = tf.train.Checkpoint(**roots).read(prefix)
+  except (ValueError, tf.errors.OpError) as e:
+    raise ValueError(
+      f"checkpoint {prefix!r} does not fit the model built from {source}: {e}"
+    ) from None
+  status.expect_partial()
+  try:
+    status.assert_existing_objects_matched()
+  except AssertionError as e:
+    raise ValueError(
+      f"checkpoint {prefix!r} does not hold this model's weights (built from {source}): {e}"
+    ) from None
+
+
+def read_training_checkpoint(prefix, hparams=None, model_name="converted", data_dir=None):
+  """The float32 `ElectraPretrainer` of an electra_tf training checkpoint,
+  its `PretrainingConfig` and notes (see `training_checkpoint_config`)."""
+  config, notes, described = training_checkpoint_config(prefix, hparams, model_name, data_dir)
+  with distribution.dtype_policy("float32"):
+    model = ElectraPretrainer.from_pretraining_config(config)
+    model.build()
+  restore_model_variables(model, prefix, described)
+  return model, config, notes
+
+
+def load(path, part=PRETRAINER, hparams=None, model_name="converted", data_dir=None):
+  """Part `part` of the model at `path`, whatever its format.
+
+  Args:
+    path: a checkpoint prefix or directory, a `.keras` file or a Hugging
+      Face directory (see `formats`).
+    part: one of `PARTS`.
+    hparams: pre-training hparams (dict, JSON string or `.json` path) over
+      a run's `config.json` or the sizes a checkpoint's shapes give; for
+      `finetuned`, the fine-tuning hparams of its heads (optional).
+    model_name, data_dir: the `PretrainingConfig` arguments for a training
+      checkpoint without `config.json`.
+
+  Returns:
+    A `Loaded`.
+
+  Raises:
+    ValueError: one line, for a path of a format `part` cannot be read from
+      or that does not hold `part`.
+  """
+  if part not in PARTS:
+    raise ValueError(f"part {part!r}; expected one of {PARTS}")
+  detected = formats.require(path, READABLE[part])
+  where = detected.location
+  if detected.format == formats.KERAS:
+    return Loaded(_part_of_keras_model(load_keras_file(where), part, path), detected)
+  if detected.format == formats.HUGGINGFACE:
+    model, found, _, notes = huggingface.load_huggingface(where)
+    if found != part:
+      raise ValueError(f"{os.fspath(path)!r} holds the {found}; expected the {part}")
+    return Loaded(model, detected, None, list(notes))
+  if detected.format == formats.FINETUNED:
+    model, _, info = load_official_finetuning_model(where, hparams)
+    return Loaded(model, detected, None, list(info["notes"]))
+  if detected.format == formats.OFFICIAL:
+    pretrainer, config, tensors, info = load_official_pretrainer(where, hparams)
+    notes = list(info["notes"])
+    not_loaded = [n for n in tensors if official_names.is_non_model_entry(n)]
+  else:
+    pretrainer, config, notes = read_training_checkpoint(where, hparams, model_name, data_dir)
+    not_loaded = ["optimizer state and step"]
+  if part == PRETRAINER:
+    return Loaded(pretrainer, detected, config, notes, not_loaded)
+  network = getattr(pretrainer, part)
+  if network is None:
+    raise _missing_network_error(pretrainer, part)
+  return Loaded(network, detected, config, notes, not_loaded)
+
+
+# --- fine-tuning initialisation --------------------------------------------------
+
+
+def _source_name_map(source):
+  """`{official name: variable}` of a loaded model: a fine-tuning model
+  (encoder and heads), a model wrapping one, a pretrainer's discriminator
+  encoder, or a lone `ElectraDiscriminator`."""
+  if isinstance(source, FinetuningModel):
+    return source.official_name_map()
+  inner = getattr(source, "finetuning_model", None)
+  if inner is not None:
+    return inner.official_name_map()
+  encoder = find_network(source, DISCRIMINATOR)
+  if encoder is None:
+    raise ValueError(
+      f"{type(source).__name__} holds no ELECTRA discriminator encoder to fine-tune from"
+    )
+  return official_names.discriminator_name_map(encoder, include_head=False)
+
+
+def _assign_by_name(model, source, path):
+  """Assigns every variable of `source`'s name map that `model` has too
+  (encoder; heads of the same task name); returns the names."""
+  target = model.official_name_map()
+  names = sorted(n for n in target if n in source)
+  mismatched = [
+    f"{n}: {list(source[n].shape)} vs {list(target[n].shape)}"
+    for n in names
+    if list(source[n].shape) != list(target[n].shape)
+  ]
+  if mismatched or not any(n.startswith("electra/encoder/") for n in names):
+    raise ValueError(
+      f"{os.fspath(path)!r} does not fit the model (another size or vocab?): "
+      + ("; ".join(mismatched[:5]) or "no encoder variables in common")
+    )
+  for name in names:
+    target[name].assign(tf.cast(source[name], target[name].dtype))
+  logging.info("Loaded %d variables from %s", len(names), path)
+  return names
+
+
+class _EncoderHolder(tf.Module):
+  """Mirrors the attribute path of `ElectraPretrainer` to its discriminator
+  so an electra_tf training checkpoint restores into a lone encoder."""
+
+  def __init__(self, discriminator):
+    super().__init__()
+    self.embeddings = discriminator.embeddings
+    self.discriminator = discriminator
+
+
+def _restore_encoder(model, prefix):
+  encoder = model.encoder
+  # Variables are matched through the checkpoint's object graph (its keys
+  # may name them by another path, e.g. the optimizer's).
+  try:
+    status = tf.train.Checkpoint(model=_EncoderHolder(encoder)).restore(prefix)
+    status.assert_existing_objects_matched()
+  except (AssertionError, ValueError) as e:
+    raise ValueError(
+      f"checkpoint {prefix!r} does not hold the discriminator of an electra_tf pre-training "
+      f"checkpoint of this model size ({len(encoder.weights)} variables): "
+      f"{str(e).splitlines()[0][:200]}"
+    ) from None
+  status.expect_partial()
+  return sorted(official_names.discriminator_name_map(encoder, include_head=False))
+
+
+def initialize_finetuning_model(model, path):
+  """Initialises `model` (a `FinetuningModel`) from the model at `path`.
+
+  Name-based checkpoints (the original's, the released models, fine-tuned
+  models) load every entry whose name equals one of the model's official
+  names — encoder and, for a fine-tuned checkpoint, the heads — and ignore
+  the rest (generator, discriminator head, Adam slots, `global_step`), as
+  the original's assignment map does. A variable missing from the
+  checkpoint keeps its initial value; a shape mismatch is an error. An
+  electra_tf training checkpoint restores the discriminator's embeddings and
+  encoder; a `.keras` model or a Hugging Face discriminator gives every
+  variable whose official name both models have.
+
+  Returns:
+    The official names loaded.
+  """
+  detected = formats.require(path, INITIALIZES_FINETUNING)
+  if detected.format == formats.KERAS:
+    return _assign_by_name(model, _source_name_map(load_keras_file(path)), path)
+  if detected.format == formats.HUGGINGFACE:
+    return _assign_by_name(model, _source_name_map(load(path, DISCRIMINATOR).model), path)
+  if detected.format == formats.TRAINING:
+    return _restore_encoder(model, detected.location)
+  info = official_checkpoint.restore_from_name_map(
+    model.official_name_map(), detected.location, allow_missing=True, allow_unexpected=True
+  )
+  logging.info(
+    "Loaded %d variables from %s (missing, left initialised: %s)",
+    len(info["loaded"]),
+    detected.location,
+    info["missing"],
+  )
+  return info["loaded"]
