@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from electra_tf.layers import fused_ops
 
-# The original adds this to the scores of masked keys (a quirk of the original (README: Differences from the original)).
+# The original adds this to the scores of masked keys (a quirk of the original (docs/differences.md)).
 ATTENTION_MASK_ADDER = -10000.0
 LAYER_NORM_EPSILON = 1e-12
 ATTENTION_DIRECTIONS = ("bidirectional", "ltr", "rtl")

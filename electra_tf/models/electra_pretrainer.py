@@ -117,7 +117,7 @@ class ElectraPretrainer(keras.Model):
     small_generator = mode != "uniform" and has_discriminator and self.untied_generator
     if mode == "two_tower" and not small_generator:
       if objective.electric_objective:
-        # The original crashes while building the graph here (a quirk of the original (README: Differences from the original)).
+        # The original crashes while building the graph here (a quirk of the original (docs/differences.md)).
         raise ValueError(
           "electric_objective=True needs untied_generator=True and uniform_generator=False"
         )

@@ -152,7 +152,7 @@ class BasicTokenizer:
   Args:
     do_lower_case: lower-case every token.
     strip_accents: NFD + drop category Mn; only applied when `do_lower_case`
-      is also true (`model/tokenization.py:BasicTokenizer`, a quirk of the original (README: Differences from the original)).
+      is also true (`model/tokenization.py:BasicTokenizer`, a quirk of the original (docs/differences.md)).
 
   Example:
 
