@@ -57,7 +57,7 @@ from bench.common import fresh_keras_session
 from bench.common import main
 
 # The environment override exists for smoke runs on small machines only;
-# the figures the README quotes are at 128.
+# the figures docs/benchmarks.md quotes are at 128.
 BATCH = int(os.environ.get("BENCH_PRETRAINING_BATCH", "128"))
 SEQ = 128
 VOCABS = (7814, 30522)

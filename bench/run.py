@@ -1,5 +1,8 @@
 """Runs every benchmark, each in its own child process (one process tree),
-and writes `bench/results/benchmarks.{json,md}`.
+and writes `bench/results/benchmarks.{json,md}`. A full run (no `--quick`,
+no `--only`) in which every benchmark succeeded also writes its tables into
+docs/benchmarks.md, between the generated-section markers; the page's
+hand-written text around them is left as it is.
 
   python -m bench            # everything
   python -m bench --quick    # a short smoke run of everything
@@ -14,6 +17,7 @@ import os
 import subprocess
 import sys
 
+from bench.common import REPO_ROOT
 from bench.common import machine_description
 from bench.common import write_atomic
 
@@ -28,6 +32,9 @@ BENCHMARKS = (
   "bench_record_check",
 )
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+DOCS_PAGE = os.path.join(REPO_ROOT, "docs", "benchmarks.md")
+DOCS_START = "<!-- bench:generated:start (written by python -m bench) -->"
+DOCS_END = "<!-- bench:generated:end -->"
 _COLUMNS = (
   "name",
   "sequences_per_s",
@@ -60,11 +67,30 @@ def _markdown(results, started):
   return "\n".join(lines)
 
 
+def write_docs_section(path, markdown):
+  """Replaces what lies between `DOCS_START` and `DOCS_END` in the page at
+  `path` with `markdown`; every byte outside the markers stays as it was."""
+  with open(path, encoding="utf-8") as f:
+    text = f.read()
+  if text.count(DOCS_START) != 1 or text.count(DOCS_END) != 1:
+    raise ValueError(f"{path}: needs exactly one {DOCS_START!r} and one {DOCS_END!r}")
+  start = text.index(DOCS_START) + len(DOCS_START)
+  end = text.index(DOCS_END)
+  if end < start:
+    raise ValueError(f"{path}: {DOCS_END!r} comes before {DOCS_START!r}")
+  write_atomic(path, text[:start] + "\n" + markdown.strip("\n") + "\n" + text[end:])
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--quick", action="store_true")
   parser.add_argument("--only", default="", help="comma-separated benchmark modules")
   parser.add_argument("--output-dir", default=RESULTS_DIR)
+  parser.add_argument(
+    "--docs-page",
+    default=DOCS_PAGE,
+    help="page whose generated section a full run rewrites ('' to leave it alone)",
+  )
   args = parser.parse_args(argv)
   modules = [m for m in args.only.split(",") if m] or list(BENCHMARKS)
   os.makedirs(args.output_dir, exist_ok=True)
@@ -89,7 +115,14 @@ def main(argv=None):
   markdown = _markdown(results, started)
   write_atomic(os.path.join(args.output_dir, "benchmarks.md"), markdown + "\n")
   print(markdown)
-  return 0 if all("error" not in r for r in results) else 1
+  succeeded = all("error" not in r for r in results)
+  full_run = not args.quick and not args.only
+  if full_run and succeeded and args.docs_page:
+    write_docs_section(args.docs_page, markdown)
+    print(f"wrote the figures into {args.docs_page}")
+  elif full_run and args.docs_page:
+    print(f"{args.docs_page} left as it was: a benchmark failed")
+  return 0 if succeeded else 1
 
 
 if __name__ == "__main__":

@@ -1,16 +1,19 @@
-"""Prints the hparam reference, or checks/rewrites the README's copy of it.
+"""Prints the hparam reference, or checks/rewrites its page, docs/hparams.md.
 
 python -m electra_tf.hparams_reference                 # print it
-python -m electra_tf.hparams_reference --check README.md
-python -m electra_tf.hparams_reference --write README.md
+python -m electra_tf.hparams_reference --check docs/hparams.md
+python -m electra_tf.hparams_reference --write docs/hparams.md
+
+Run from the repository root, `--check`/`--write` without a path mean docs/hparams.md.
 """
 
 import argparse
 import sys
 
 from electra_tf.configs.reference import END
+from electra_tf.configs.reference import PAGE
 from electra_tf.configs.reference import START
-from electra_tf.configs.reference import readme_section
+from electra_tf.configs.reference import page_section
 from electra_tf.configs.reference import reference_markdown
 from electra_tf.utils.file_io import write_atomic
 
@@ -18,8 +21,12 @@ from electra_tf.utils.file_io import write_atomic
 def main(argv=None):
   parser = argparse.ArgumentParser(description="The hparam reference (markdown).")
   mode = parser.add_mutually_exclusive_group()
-  mode.add_argument("--check", help="README path: exit 1 if its reference differs")
-  mode.add_argument("--write", help="README path: replace its reference in place")
+  mode.add_argument(
+    "--check", nargs="?", const=PAGE, help=f"page (default {PAGE}): exit 1 if its reference differs"
+  )
+  mode.add_argument(
+    "--write", nargs="?", const=PAGE, help=f"page (default {PAGE}): replace its reference in place"
+  )
   args = parser.parse_args(argv)
   text = reference_markdown()
   path = args.check or args.write
@@ -27,13 +34,13 @@ def main(argv=None):
     print(text)
     return 0
   with open(path, encoding="utf-8") as f:
-    readme = f.read()
-  current = readme_section(readme)
+    page = f.read()
+  current = page_section(page)
   if current is None:
     print(f"{path}: no hparam reference markers ({START!r} … {END!r})", file=sys.stderr)
     return 1
   if args.write:
-    write_atomic(path, readme.replace(current, text))
+    write_atomic(path, page.replace(current, text))
   elif current != text:
     print(
       f"{path}: the hparam reference is out of date; run "

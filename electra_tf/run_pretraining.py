@@ -22,7 +22,7 @@ The original's command line and semantics (`run_pretraining.py` flags, `run_pret
 The work is done by `electra_tf.training.pretraining_run`: training goes
 through `ElectraPretrainer.fit` with the callbacks of
 `electra_tf.training.callbacks`, the same path a user's own Keras script takes
-(see the README). Evaluation writes `<model_dir>/results/unsup_results.txt` (`name = value` lines), a JSON
+(see docs/keras.md). Evaluation writes `<model_dir>/results/unsup_results.txt` (`name = value` lines), a JSON
 twin and the `.pkl` the original's config names.
 """
 

@@ -1,4 +1,4 @@
-"""README command (1)'s main job, end to end with a reduced step count."""
+"""README Quickstart command (1)'s main job, end to end with a reduced step count."""
 
 import json
 import os

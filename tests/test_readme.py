@@ -1,4 +1,5 @@
-"""The README's Quickstart and `.ci/run` must not drift apart."""
+"""The README's Quickstart and `.ci/run` must not drift apart, nor the hparam
+reference of docs/hparams.md and the config classes."""
 
 import re
 
@@ -16,9 +17,9 @@ def test_ci_runs_readme_test_command():
 def test_hparam_reference_is_current():
   from electra_tf.configs import reference as hparams_reference
 
-  readme = (REPO_ROOT / "README.md").read_text()
-  assert hparams_reference.readme_section(readme) == hparams_reference.reference_markdown(), (
-    "README hparam reference is out of date: python -m electra_tf.hparams_reference --write README.md"
+  page = (REPO_ROOT / hparams_reference.PAGE).read_text()
+  assert hparams_reference.page_section(page) == hparams_reference.reference_markdown(), (
+    "docs/hparams.md is out of date: python -m electra_tf.hparams_reference --write docs/hparams.md"
   )
 
 

@@ -16,8 +16,7 @@ Two things differ from the original's model:
   `tanh(sequence_output[:, 0])`.
 - keras-hub's transformer layers use the tanh approximation of GELU; the
   original uses the exact erf GELU, so `sequence_output` is close to, not
-  equal to, electra_tf's (README: "Publishing to Hugging Face and keras-hub"
-  gives the measured size).
+  equal to, electra_tf's (docs/publish.md gives the measured size).
 
 Example:
 >>> from electra_tf.models import ElectraDiscriminator

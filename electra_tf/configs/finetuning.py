@@ -8,7 +8,7 @@ again.
 One deliberate fix: the original named the tfrecord cache directory before
 applying the user's values, so a debug run wrote its truncated 100-line data
 into the normal cache and later non-debug runs silently trained on it
-(a quirk of the original (README: Differences from the original)). Here a debug run always uses the `-debug` directory.
+(a quirk of the original (docs/differences.md)). Here a debug run always uses the `-debug` directory.
 """
 
 import dataclasses
@@ -122,7 +122,7 @@ class FinetuningConfig(ConfigBase):
   tpu_zone: str | None = hparam(None, "GCE zone of the TPU.")
   gcp_project: str | None = hparam(None, "GCP project of the TPU.")
 
-  # --- Beyond the original (TF2); documented in the README. ---
+  # --- Beyond the original (TF2); documented in docs/finetune.md and docs/hparams.md. ---
   # "faithful": embeddings decay^(n+2) ... top layer decay^2, heads 1 (the
   # original); "fixed": embeddings decay^(n+1) ... top layer decay^1.
   layerwise_lr_decay_variant: str = hparam(
@@ -209,7 +209,7 @@ class FinetuningConfig(ConfigBase):
         self.num_train_epochs = 10.0
       elif any(s in task_name for s in QA_TASK_SUBSTRINGS):
         # "naturalqs" contains neither substring and keeps 128 / 3 epochs,
-        # as in the original (a quirk of the original (README: Differences from the original)).
+        # as in the original (a quirk of the original (docs/differences.md)).
         self.max_seq_length = 512
         self.num_train_epochs = 2.0
         self.write_test_outputs = False
@@ -234,7 +234,7 @@ class FinetuningConfig(ConfigBase):
       self.train_batch_size = 32
       self.num_train_epochs = 3.0
       self.log_examples = True
-      # Fix of a quirk of the original (README: Differences from the original): keep debug records out of the normal cache.
+      # Fix of a quirk of the original (docs/differences.md): keep debug records out of the normal cache.
       if "preprocessed_data_dir" not in kwargs:
         self.preprocessed_data_dir = self._preprocessed_base + "-debug"
 

@@ -59,8 +59,8 @@ def add_run_flags(parser, model_role):
 
 
 def hparam(default, help, *, derived=False):  # pylint: disable=redefined-builtin
-  """Declares one config field: its default and the help text the README's
-  hparam reference shows.
+  """Declares one config field: its default and the help text the hparam
+  reference (docs/hparams.md) shows.
 
   Args:
     default: the default value; a list or dict is copied for every instance.

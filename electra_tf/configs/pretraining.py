@@ -135,7 +135,7 @@ class PretrainingConfig(ConfigBase):
   results_txt: str = hparam(None, "Results text file.")
   results_pkl: str = hparam(None, "Evaluation results pickle (also written, with a JSON twin).")
 
-  # --- Beyond the original (TF2 training); documented in the README. ---
+  # --- Beyond the original (TF2 training); documented in docs/pretrain.md, docs/hparams.md. ---
   distribution_strategy: str = hparam(
     "default",
     "`default`, `one_device`, `mirrored`, `multi_worker_mirrored` or `tpu`.",
@@ -228,7 +228,7 @@ class PretrainingConfig(ConfigBase):
     if not isinstance(self.model_hparam_overrides, dict):
       raise ValueError("hparam model_hparam_overrides must be a JSON object of BertConfig fields")
     if self.electric_objective and (self.uniform_generator or not self.untied_generator):
-      # The original crashes during graph construction here (a quirk of the original (README: Differences from the original)).
+      # The original crashes during graph construction here (a quirk of the original (docs/differences.md)).
       raise ValueError(
         "electric_objective=True needs untied_generator=True and uniform_generator=False"
       )

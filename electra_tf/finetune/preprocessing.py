@@ -92,7 +92,7 @@ class Preprocessor:
   def make_tf_example(self, **features):
     """A `tf.train.Example` with every spec'd feature; absent ones are zeros.
     Float scalars are written as plain floats (the original's 0-d numpy
-    arrays fail with protobuf >= 4, a quirk of the original; see the differences page of the docs)."""
+    arrays fail with protobuf >= 4, a quirk of the original, see docs/differences.md)."""
     tf_features = {}
     for spec in self.feature_specs:
       if spec.name in features:

@@ -8,7 +8,7 @@ import tensorflow as tf
 from electra_tf.layers import fused_ops
 from electra_tf.runtime import replicas
 
-# The original adds this to the scores of masked keys (a quirk of the original; see the differences page of the docs).
+# The original adds this to the scores of masked keys (a quirk of the original, see docs/differences.md).
 ATTENTION_MASK_ADDER = -10000.0
 LAYER_NORM_EPSILON = 1e-12
 ATTENTION_DIRECTIONS = ("bidirectional", "ltr", "rtl")

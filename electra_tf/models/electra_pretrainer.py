@@ -104,7 +104,7 @@ class ElectraPretrainer(keras.Model):
     small_generator = mode != "uniform" and has_discriminator and self.untied_generator
     if mode == "two_tower" and not small_generator:
       if objective.electric_objective:
-        # The original crashes while building the graph here (a quirk of the original; see the differences page of the docs).
+        # The original crashes while building the graph here (a quirk of the original, see docs/differences.md).
         raise ValueError(
           "electric_objective=True needs untied_generator=True and uniform_generator=False"
         )

@@ -31,8 +31,8 @@ class ElectraClassifier(ElectraTaskModel):
   Returns (call):
     logits `[B, num_classes]` (float32).
 
-  Usage (needs a checkpoint and a vocab, so not run as a doctest; the README's
-  complete example is run by a test):
+  Usage (needs a checkpoint and a vocab, so not run as a doctest; the complete
+  example in docs/finetune.md is run by a test):
     classifier = ElectraClassifier.from_checkpoint(
         "models/electra_small", vocab_file="models/electra_small/vocab.txt",
         num_classes=3, model_size="small")

@@ -183,7 +183,7 @@ class ElectraTokenizer(keras.layers.Layer):
       file.
     do_lower_case: lower-case the text.
     strip_accents: strip accents (only effective when lower-casing, a quirk
-      of the original kept on purpose; README: Differences from the original).
+      of the original kept on purpose; docs/differences.md).
     max_input_chars_per_word: words longer than this become `[UNK]`.
     **kwargs: standard Keras layer arguments.
 

@@ -147,7 +147,7 @@ class BasicTokenizer:
   Args:
     do_lower_case: lower-case every token.
     strip_accents: NFD + drop category Mn; only applied when `do_lower_case`
-      is also true (`model/tokenization.py:BasicTokenizer`, a quirk of the original; see the differences page of the docs).
+      is also true (`model/tokenization.py:BasicTokenizer`, a quirk of the original, see docs/differences.md).
 
   Example:
 

@@ -240,8 +240,7 @@ class ModelRunner:
           )
       elif task.name == "squad":
         # The original decodes *dev* examples against test features and
-        # overwrites the dev prediction files (README: Differences from the
-        # original); here the test scorer uses the test examples and its own files.
+        # overwrites the dev prediction files (docs/differences.md); here the test scorer uses the test examples and its own files.
         scorer = task.get_scorer("test")
         for row in self.predict(task, "test"):
           scorer.update(row)
@@ -314,8 +313,7 @@ def run_finetuning(config, strategy=None):
   chief = distribution.is_chief(strategy)
   results = []
   trial = 1
-  # The original's heading never updates its trial number (README:
-  # Differences from the original).
+  # The original's heading never updates its trial number (docs/differences.md).
   logging.info(
     "Config: model=%s, trial %d/%d\n%s", config.model_name, trial, config.num_trials, config
   )

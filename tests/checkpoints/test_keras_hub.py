@@ -120,7 +120,7 @@ def test_tiny_fixture_gelu_difference(original_fixtures, tmp_path):
     backbone, {"sequence_output": golden["disc_sequence_output"]}, feats
   )
   # Measured: 1.2e-4 with keras-hub's tanh GELU, 1e-6 with the exact one
-  # (README: "Publishing to Hugging Face and keras-hub").
+  # (docs/publish.md).
   assert 2e-5 < approximate < 1e-3
   assert exact < 5e-6
 

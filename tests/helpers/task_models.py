@@ -1,7 +1,7 @@
 """Shared set-up of the keras-hub style task model tests (`ElectraClassifier`,
 `ElectraQuestionAnswerer`, `ElectraTokenTagger`): a tiny released-style
 encoder checkpoint, the exported SavedModel run in a fresh interpreter, and
-the README examples."""
+the examples of docs/finetune.md."""
 
 import json
 import os
@@ -23,6 +23,8 @@ TINY = {
   "num_attention_heads": 2,
   "intermediate_size": 32,
 }
+# The page holding the `<!-- example:<name> -->` blocks run as written.
+EXAMPLES_PAGE = "docs/finetune.md"
 # `from_checkpoint` arguments for the tiny encoder of `pretrained_dir`.
 TINY_SIZE = {"model_size": "base", "embedding_size": 8, "model_hparam_overrides": TINY}
 
@@ -88,15 +90,15 @@ def serve_text(version_dir, text_a, text_b, outputs):
 
 
 def readme_example(name):
-  """The README's Python block tagged `<!-- example:<name> -->`."""
-  readme = (REPO_ROOT / "README.md").read_text()
-  match = re.search(rf"<!-- example:{name} -->\n```python\n(.*?)```", readme, re.S)
-  assert match, f"README lacks the {name} example"
+  """The Python block of docs/finetune.md tagged `<!-- example:<name> -->`."""
+  page = (REPO_ROOT / EXAMPLES_PAGE).read_text()
+  match = re.search(rf"<!-- example:{name} -->\n```python\n(.*?)```", page, re.S)
+  assert match, f"{EXAMPLES_PAGE} lacks the {name} example"
   return match.group(1)
 
 
 def run_readme_example(name, tmp_path):
-  """Runs a README example as written, in `tmp_path`, starting from a
+  """Runs a docs/finetune.md example as written, in `tmp_path`, starting from a
   released-style ELECTRA-Small at `data/models/electra_small` (random
   weights, the test vocab)."""
   pretrained_dir(

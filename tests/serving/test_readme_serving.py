@@ -1,6 +1,6 @@
-"""The README's serving commands run as written (extracted from README.md, so
-the two cannot drift), and loading an export in plain TensorFlow behaves as
-the README says: without `import tensorflow_text` a fresh process fails with
+"""The serving commands of docs/serve.md run as written (extracted from the
+page, so the two cannot drift), and loading an export in plain TensorFlow
+behaves as the page says: without `import tensorflow_text` a fresh process fails with
 "Op type not registered", with it (or `electra_tf.serving.load`) it works."""
 
 import os
@@ -16,26 +16,23 @@ from tests.conftest import REPO_ROOT
 from tests.helpers.pretraining_data import pretrain_on_self_made_data
 from tests.helpers.pretraining_data import self_made_hparams
 
-SECTION = "### Export and serve with TF Serving"
+PAGE = "docs/serve.md"
 
 
 def serving_blocks():
-  """The section's ```bash blocks (export and inspection, the XLA export,
-  then one that needs a TF Serving server) and its ```python block."""
-  readme = (REPO_ROOT / "README.md").read_text()
-  start = readme.index(SECTION)
-  end = readme.index("\n## ", start)
-  section = readme[start:end]
-  bash = re.findall(r"```bash\n(.*?)```", section, flags=re.S)
-  python = re.findall(r"```python\n(.*?)```", section, flags=re.S)
-  assert len(bash) == 3 and len(python) == 1, "the README's serving section lost its commands"
-  assert "--jit-compile" in bash[1], "the README's second serving command is the XLA export"
+  """The page's ```bash blocks (export and inspection, the XLA export, then
+  one that needs a TF Serving server) and its ```python block."""
+  page = (REPO_ROOT / PAGE).read_text()
+  bash = re.findall(r"```bash\n(.*?)```", page, flags=re.S)
+  python = re.findall(r"```python\n(.*?)```", page, flags=re.S)
+  assert len(bash) == 3 and len(python) == 1, f"{PAGE} lost its serving commands"
+  assert "--jit-compile" in bash[1], f"the second serving command of {PAGE} is the XLA export"
   return bash, python[0]
 
 
 def _env(data_dir):
   env = dict(os.environ, DATA_DIR=str(data_dir))
-  # `python` in the README is this interpreter (the venv's).
+  # `python` in docs/serve.md is this interpreter (the venv's).
   env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
   env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
   return env
@@ -43,7 +40,7 @@ def _env(data_dir):
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-  """A 1-step `electra_small` run (tiny sizes) exported by the README's commands."""
+  """A 1-step `electra_small` run (tiny sizes) exported by the commands of docs/serve.md."""
   data_dir = tmp_path_factory.mktemp("readme")
   pretrain_on_self_made_data(data_dir, self_made_hparams(num_train_steps=1), "electra_small")
   bash, _ = serving_blocks()
@@ -91,7 +88,7 @@ def test_readme_python_snippet_in_a_fresh_process(exported):
   result = _run_python(python, data_dir)
   assert result.returncode == 0, result.stderr[-3000:]
   probs = [float(x) for x in re.findall(r"\d+\.\d*", result.stdout)]
-  # rtd_probs [1, 128] (the README's --max-seq-length): one probability per position.
+  # rtd_probs [1, 128] (the page's --max-seq-length): one probability per position.
   assert len(probs) == 128 and all(0 <= p <= 1 for p in probs), result.stdout
 
 

@@ -1,5 +1,5 @@
 """`ElectraClassifier`: raw text in, the original's head and names, `.keras`
-round trip, SavedModel export, and the README example run as written."""
+round trip, SavedModel export, and the docs/finetune.md example run as written."""
 
 import os
 

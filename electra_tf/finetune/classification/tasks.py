@@ -174,7 +174,7 @@ class ClassificationTask(SingleOutputTask):
 
 class RegressionTask(SingleOutputTask):
   """Regression: `<task>_targets = (label - min) / max` (the original's
-  scaling, a quirk of the original; see the differences page of the docs), squared-error head."""
+  scaling, a quirk of the original, see docs/differences.md), squared-error head."""
 
   def __init__(self, config, name, tokenizer, min_value, max_value):
     super().__init__(config, name, tokenizer)

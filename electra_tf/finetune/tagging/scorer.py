@@ -10,7 +10,7 @@ class WordLevelScorer(scorer.Scorer):
   """Keeps the first `round(sum(labels_mask))` labels/predictions per example.
 
   As in the original, the loss is added twice per update, so the reported
-  `loss` is twice the per-word loss (a quirk of the original; see the differences page of the docs).
+  `loss` is twice the per-word loss (a quirk of the original, see docs/differences.md).
   """
 
   def __init__(self):

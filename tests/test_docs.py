@@ -1,0 +1,63 @@
+"""README.md stays a one-screen entry point and the docs/ tree stays linked:
+every relative link (and its #anchor) resolves, and README's docs map names
+every page."""
+
+import re
+
+from tests.conftest import REPO_ROOT
+
+DOCS = REPO_ROOT / "docs"
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def _pages():
+  return [REPO_ROOT / "README.md"] + sorted(DOCS.glob("*.md"))
+
+
+def _prose(text):
+  """`text` without its fenced code blocks and inline code spans."""
+  text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+  return re.sub(r"`[^`\n]*`", "", text)
+
+
+def _anchors(path):
+  """The GitHub anchors of the headings in `path`."""
+  anchors = set()
+  for line in re.sub(r"^```.*?^```", "", path.read_text(), flags=re.S | re.M).splitlines():
+    match = re.match(r"#+ (.*)", line)
+    if match:
+      slug = re.sub(r"[^\w\- ]", "", match.group(1).strip().lower()).replace(" ", "-")
+      anchors.add(slug)
+  return anchors
+
+
+def _links(path):
+  return LINK.findall(_prose(path.read_text()))
+
+
+def test_readme_fits_on_two_screens():
+  lines = (REPO_ROOT / "README.md").read_text().splitlines()
+  assert len(lines) < 250, f"README.md has {len(lines)} lines; move detail into docs/"
+
+
+def test_relative_links_resolve():
+  broken = []
+  for page in _pages():
+    for target in _links(page):
+      if re.match(r"[a-z]+:", target):  # http:, https:, mailto:
+        continue
+      file_part, _, anchor = target.partition("#")
+      linked = (page.parent / file_part).resolve() if file_part else page
+      if not linked.exists():
+        broken.append(f"{page.relative_to(REPO_ROOT)}: {target} (no such file)")
+      elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked):
+        broken.append(f"{page.relative_to(REPO_ROOT)}: {target} (no such heading)")
+  assert not broken, "broken links:\n" + "\n".join(broken)
+
+
+def test_every_docs_page_is_in_the_readme_map():
+  linked = {target.partition("#")[0] for target in _links(REPO_ROOT / "README.md")}
+  pages = sorted(f"docs/{page.name}" for page in DOCS.glob("*.md"))
+  assert pages, "docs/ has no pages"
+  missing = [page for page in pages if page not in linked]
+  assert not missing, f"README.md's docs map does not link {missing}"
