@@ -102,7 +102,7 @@ def make_parser():
 
 def options_from_args(args):
   if not args.corpus_dir and not args.tfds_name:
-    raise SystemExit("error: one of --corpus-dir or --tfds-name is required")
+    raise ValueError("one of --corpus-dir or --tfds-name is required")
   return runner_flags.options_from_args(BuildOptions, args)
 
 

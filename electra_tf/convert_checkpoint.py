@@ -75,6 +75,7 @@ import argparse
 import sys
 
 from electra_tf.checkpoints import convert
+from electra_tf.utils import exit_codes
 
 
 def main(argv=None):
@@ -150,10 +151,10 @@ def main(argv=None):
   try:
     report = _publish_or_convert(args)
   except ValueError as e:
-    print(f"error: {e}", file=sys.stderr)
-    return 1
+    print(f"convert_checkpoint: error: {e}", file=sys.stderr)
+    return exit_codes.BAD_INPUT
   print(convert.format_report(report))
-  return 0
+  return exit_codes.OK
 
 
 def _publish_or_convert(args):

@@ -47,6 +47,7 @@ import keras
 from electra_tf.serving import export as export_lib
 from electra_tf.serving import loading as serving_loading
 from electra_tf.serving import modules as serving_modules
+from electra_tf.utils import exit_codes
 
 
 def _parse_args(argv):
@@ -158,7 +159,7 @@ def main(argv=None):
     )
   except ValueError as e:
     print(f"export_saved_model: error: {e}", file=sys.stderr)
-    return 2
+    return exit_codes.BAD_INPUT
   print(
     f"Exported {args.model} SavedModel to {path} with signatures "
     f"{serving_modules.SIGNATURE_TEXT}, {serving_modules.SIGNATURE_IDS}, "

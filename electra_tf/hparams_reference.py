@@ -15,6 +15,7 @@ from electra_tf.configs.reference import PAGE
 from electra_tf.configs.reference import START
 from electra_tf.configs.reference import page_section
 from electra_tf.configs.reference import reference_markdown
+from electra_tf.utils import exit_codes
 from electra_tf.utils.file_io import write_atomic
 
 
@@ -38,7 +39,7 @@ def main(argv=None):
   current = page_section(page)
   if current is None:
     print(f"{path}: no hparam reference markers ({START!r} … {END!r})", file=sys.stderr)
-    return 1
+    return exit_codes.BAD_INPUT
   if args.write:
     write_atomic(path, page.replace(current, text))
   elif current != text:
@@ -47,8 +48,8 @@ def main(argv=None):
       f"python -m electra_tf.hparams_reference --write {path}",
       file=sys.stderr,
     )
-    return 1
-  return 0
+    return exit_codes.CHECK_FAILED
+  return exit_codes.OK
 
 
 if __name__ == "__main__":

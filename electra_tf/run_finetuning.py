@@ -14,7 +14,7 @@ output paths): `finetuning_models/<tasks>_model_<trial>/`,
 `results/<tasks>_qa/` and `test_predictions/`. Re-running the same command
 resumes an interrupted trial from its newest checkpoint.
 
-Exit status: 0 done, 2 bad input (one line on stderr, nothing written),
+Exit status (`electra_tf.utils.exit_codes`): 0 done, 2 bad input (one line on stderr, nothing written),
 143 stopped by SIGTERM after saving a checkpoint.
 """
 
@@ -23,6 +23,7 @@ import sys
 
 from absl import logging
 
+from electra_tf.checkpoints.checkpointing import TrainingPreempted
 from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.configs.hparams import add_run_flags
 from electra_tf.configs.hparams import load_hparams
@@ -34,9 +35,7 @@ from electra_tf.training.finetuning_run import median_results  # noqa: F401
 from electra_tf.training.finetuning_run import results_lines  # noqa: F401
 from electra_tf.training.finetuning_run import run_finetuning  # noqa: F401
 from electra_tf.training.finetuning_run import write_results  # noqa: F401
-
-EXIT_BAD_INPUT = 2
-EXIT_SIGTERM = 143  # 128 + SIGTERM, what a shell reports for a killed job
+from electra_tf.utils import exit_codes
 
 
 def main(argv=None):
@@ -51,13 +50,13 @@ def main(argv=None):
     runner.validate_inputs(config)
   except ValueError as e:
     print(f"run_finetuning: error: {e}", file=sys.stderr, flush=True)
-    return EXIT_BAD_INPUT
+    return exit_codes.BAD_INPUT
   try:
     runner.run_finetuning(config, strategy)
-  except runner.TrainingPreempted as e:
-    print(f"run_finetuning: {e}", file=sys.stderr, flush=True)
-    return EXIT_SIGTERM
-  return 0
+  except TrainingPreempted as e:
+    print(f"run_finetuning: {e}; re-run to resume.", file=sys.stderr, flush=True)
+    return exit_codes.PREEMPTED
+  return exit_codes.OK
 
 
 if __name__ == "__main__":

@@ -16,8 +16,9 @@ The original's command line and semantics (`run_pretraining.py` flags, `run_pret
   `seed`, the input position is saved with each checkpoint and a resumed
   run continues with the next batch (the same batches as an uninterrupted
   run);
-- exit status: 0 done, 2 bad input (one line on stderr), 1 corrupt data met
-  while training, 143 stopped by SIGTERM after saving a checkpoint.
+- exit status (`electra_tf.utils.exit_codes`): 0 done, 2 bad input (one
+  line on stderr; also corrupt data met while training), 143 stopped by
+  SIGTERM after saving a checkpoint.
 
 The work is done by `electra_tf.training.pretraining_run`: training goes
 through `ElectraPretrainer.fit` with the callbacks of
@@ -29,11 +30,10 @@ twin and the `.pkl` the original's config names.
 import argparse
 import sys
 
+from electra_tf.checkpoints.checkpointing import TrainingPreempted
 from electra_tf.configs.hparams import add_run_flags
 from electra_tf.training import pretraining_run
-
-# 128 + SIGTERM, what a shell reports for a process the signal ended.
-EXIT_PREEMPTED = 128 + 15
+from electra_tf.utils import exit_codes
 
 
 def main(argv=None):
@@ -47,17 +47,16 @@ def main(argv=None):
   except ValueError as e:
     # Bad input: one clear line, no traceback, nothing trained.
     print(f"run_pretraining: error: {e}", file=sys.stderr, flush=True)
-    return 2
+    return exit_codes.BAD_INPUT
   try:
     pretraining_run.train_or_eval(config, files, strategy)
-  except pretraining_run.TrainingPreempted as e:
-    # Non-zero, so schedulers do not take a preempted job as finished.
+  except TrainingPreempted as e:
     print(f"run_pretraining: {e}; re-run to resume.", file=sys.stderr, flush=True)
-    return EXIT_PREEMPTED
+    return exit_codes.PREEMPTED
   except pretraining_run.TrainingDataError as e:
     print(f"run_pretraining: error: {e}", file=sys.stderr, flush=True)
-    return 1
-  return 0
+    return exit_codes.BAD_INPUT
+  return exit_codes.OK
 
 
 if __name__ == "__main__":

@@ -331,7 +331,7 @@ def test_stop_and_rerun_matches_an_uninterrupted_run_bit_for_bit(tmp_path, capsy
   # and re-run with the same command.
   split = _StepLosses()
   config = PretrainingConfig("split", str(tmp_path), **hparams)
-  with pytest.raises(pretraining_run.TrainingPreempted, match="global step 3"):
+  with pytest.raises(checkpointing.TrainingPreempted, match="global step 3"):
     pretraining_run.train_or_eval(config, callbacks=[split, _TerminateAfter(3)])
   assert latest_step(tmp_path / "models" / "split") == 3
   assert pretraining_run.train_or_eval(config, callbacks=[split]) == 7

@@ -25,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.text.tokenizer import ElectraTokenizer
+from electra_tf.utils import exit_codes
 from electra_tf.utils.file_io import write_atomic
 from tfrecords_tools.example_writer import decode_utf8
 from tfrecords_tools.text_corpus import list_corpus_files
@@ -237,7 +238,7 @@ def main(argv=None):
     tokens = learn_vocab(counts, args.vocab_size, args.num_unused)
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
-    return 2
+    return exit_codes.BAD_INPUT
   write_vocab(tokens, args.output)
   for line in report.summary():
     print(f"warning: {args.corpus_dir}: {line}", file=sys.stderr)

@@ -18,6 +18,8 @@ args, beam_options = parse_args(parser, ["--runner", "DirectRunner"])
 import dataclasses
 import sys
 
+from electra_tf.utils import exit_codes
+
 
 def add_runner_flag(parser):
   parser.add_argument(
@@ -70,7 +72,8 @@ def run_builder(parser, argv, options_from_args, build):
       or, for local jobs, one stats dict per job.
 
   Returns:
-    The exit status: 0, or 2 after one `error: ...` line for bad input.
+    The exit status (`electra_tf.utils.exit_codes`): 0, or 2 after one
+    `error: ...` line for bad input.
   """
   try:
     args, beam_options = parse_args(parser, argv)
@@ -78,7 +81,7 @@ def run_builder(parser, argv, options_from_args, build):
     stats = build(options, beam_options)
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
-    return 2
+    return exit_codes.BAD_INPUT
   if beam_options is not None:
     print(f"Beam counters: {stats}")
     total = stats["examples"]

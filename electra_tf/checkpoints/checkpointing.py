@@ -47,6 +47,17 @@ CHECKPOINT_NAME = "model.ckpt"
 INPUT_POSITION_KEY = "input_position/.ATTRIBUTES/VARIABLE_VALUE"
 
 
+class TrainingPreempted(Exception):
+  """SIGTERM stopped a run (pre-training or fine-tuning) after it saved the
+  checkpoint of `step`; re-running resumes from it."""
+
+  def __init__(self, step, checkpoint=None):
+    self.step = step
+    self.checkpoint = checkpoint
+    saved = f" ({checkpoint})" if checkpoint else ""
+    super().__init__(f"preempted: stopped at global step {step} after saving its checkpoint{saved}")
+
+
 def global_step(model):
   """The global step: the optimizer's `iterations`."""
   return int(model.optimizer.iterations.numpy())

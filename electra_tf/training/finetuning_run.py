@@ -40,10 +40,6 @@ from electra_tf.utils.file_io import write_atomic
 GLUE_TASKS = ("cola", "mrpc", "mnli", "sst", "rte", "qnli", "qqp", "sts")
 
 
-class TrainingPreempted(Exception):
-  """SIGTERM stopped training after saving a checkpoint; re-run to resume."""
-
-
 def get_finetuning_bert_config(config):
   """The encoder's `BertConfig`: the size table, shrunk in debug mode (3
   layers, 144 hidden) as the original's `get_bert_config`."""
@@ -196,9 +192,7 @@ class ModelRunner:
       )
       step = checkpointing.global_step(model)
       if checkpoint_callback.preempted:
-        raise TrainingPreempted(
-          f"SIGTERM: saved {manager.latest_checkpoint} at step {step}; re-run to resume"
-        )
+        raise checkpointing.TrainingPreempted(step, manager.latest_checkpoint)
     return step_losses.losses
 
   def predict(self, task, split):

@@ -189,14 +189,6 @@ def _heading(text):
   print("=" * 80 + "\n" + text + "\n" + "=" * 80, flush=True)
 
 
-class TrainingPreempted(Exception):
-  """SIGTERM stopped training early; the checkpoint of `step` was saved."""
-
-  def __init__(self, step):
-    self.step = step
-    super().__init__(f"preempted: stopped at global step {step} after saving its checkpoint")
-
-
 class TrainingDataError(RuntimeError):
   """Corrupt data met while training; the message names the file (as far as
   it can be found), the byte offset and the checkpoint to resume from."""
@@ -282,7 +274,7 @@ def train(config, strategy=None, callbacks=(), record_counts=None):
       ) from None
     step = checkpointing.global_step(model)
     if checkpoint_callback.preempted:
-      raise TrainingPreempted(step)
+      raise checkpointing.TrainingPreempted(step)
   return step
 
 

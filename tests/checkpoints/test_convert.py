@@ -633,13 +633,13 @@ def test_wrong_direction_and_options(tmp_path):
     convert.convert(str(source), str(tmp_path / "o"), direction="to-official")
   with pytest.raises(ValueError, match="only the pretrainer is written as a training"):
     convert.convert(str(source), str(tmp_path / "o"), part="discriminator")
-  with pytest.raises(ValueError, match="neither a checkpoint prefix"):
+  with pytest.raises(ValueError, match="does not exist"):
     convert.convert(str(tmp_path / "nothing"), str(tmp_path / "o"))
   with pytest.raises(ValueError, match="already holds checkpoints"):
     convert.convert(str(source), str(tmp_path / "official"))
   assert (
     convert_checkpoint.main(["--input", str(tmp_path / "nothing"), "--output", str(tmp_path / "o")])
-    == 1
+    == 2
   )
 
 
@@ -939,7 +939,7 @@ def test_finetuned_unknown_task_type_is_an_error(tmp_path):
     convert_checkpoint.main(
       ["--input", str(tmp_path / "ft"), "--output", str(tmp_path / "n.keras")]
     )
-    == 1
+    == 2
   )
 
 

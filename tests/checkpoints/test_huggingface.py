@@ -330,16 +330,16 @@ def test_writes_nothing_on_bad_input(tmp_path, capsys):
   source, hparams, _ = _official(tmp_path / "ckpt")
   short_vocab = _vocab(tmp_path, SMALL["V"] - 1)
   argv = ["--input", source, "--output", str(tmp_path / "out"), "--to", "huggingface"]
-  assert convert_checkpoint.main(argv + ["--vocab-file", short_vocab, "--hparams", hparams]) == 1
+  assert convert_checkpoint.main(argv + ["--vocab-file", short_vocab, "--hparams", hparams]) == 2
   assert "has 49 tokens; the model's word embeddings have 50 rows" in capsys.readouterr().err
   assert not os.path.exists(tmp_path / "out")
-  assert convert_checkpoint.main(argv + ["--hparams", hparams]) == 1
+  assert convert_checkpoint.main(argv + ["--hparams", hparams]) == 2
   assert "give --vocab-file" in capsys.readouterr().err
   (tmp_path / "full").mkdir()
   (tmp_path / "full" / "x").write_text("keep")
   argv[3] = str(tmp_path / "full")
   vocab = _vocab(tmp_path, SMALL["V"])
-  assert convert_checkpoint.main(argv + ["--vocab-file", vocab]) == 1
+  assert convert_checkpoint.main(argv + ["--vocab-file", vocab]) == 2
   assert "exists and is not empty" in capsys.readouterr().err
 
 
@@ -351,10 +351,10 @@ def test_reading_rejects_what_electra_tf_cannot_compute(tmp_path, capsys):
   config = json.loads(open(config_path).read())
   out = str(tmp_path / "m.keras")
   open(config_path, "w").write(json.dumps(dict(config, hidden_act="gelu_new")))
-  assert convert_checkpoint.main(["--input", hf_dir, "--output", out]) == 1
+  assert convert_checkpoint.main(["--input", hf_dir, "--output", out]) == 2
   assert "hidden_act 'gelu_new'" in capsys.readouterr().err
   open(config_path, "w").write(json.dumps(dict(config, num_hidden_layers=1)))
-  assert convert_checkpoint.main(["--input", hf_dir, "--output", out]) == 1
+  assert convert_checkpoint.main(["--input", hf_dir, "--output", out]) == 2
   assert "unexpected ['electra.encoder.layer.1." in capsys.readouterr().err
   assert not os.path.exists(out)
 
@@ -364,7 +364,7 @@ def test_two_tower_generator_is_refused(tmp_path, capsys):
   vocab = _vocab(tmp_path, SMALL["V"])
   argv = ["--input", source, "--output", str(tmp_path / "g"), "--to", "huggingface"]
   argv += ["--part", "generator", "--vocab-file", vocab, "--hparams", hparams]
-  assert convert_checkpoint.main(argv) == 1
+  assert convert_checkpoint.main(argv) == 2
   assert "two-tower" in capsys.readouterr().err
   assert official_names.GENERATOR_LTR_SCOPE  # the layout under test
 

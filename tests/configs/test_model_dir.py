@@ -147,7 +147,7 @@ def test_contradicting_hparams_are_a_clear_error(trained_run, tmp_path, capsys):
   _, model_dir = trained_run
   wrong = json.dumps({"model_hparam_overrides": {"hidden_size": 48, "num_attention_heads": 4}})
   args = ["--input", str(model_dir), "--output", str(tmp_path / "d.keras"), "--hparams", wrong]
-  assert convert_checkpoint.main(args + ["--part", "discriminator"]) == 1
+  assert convert_checkpoint.main(args + ["--part", "discriminator"]) == 2
   err = capsys.readouterr().err
   assert "does not match the model built from" in err and "config.json with --hparams" in err
   assert not (tmp_path / "d.keras").exists()

@@ -1,0 +1,22 @@
+"""The exit statuses of every `python -m electra_tf.*` and `tfrecords_tools.*`
+command line, in one table so that scripts and schedulers can rely on them.
+
+| status | meaning |
+|---|---|
+| 0 | done |
+| 1 | a `--check` found a difference (`hparams_reference --check`) |
+| 2 | bad input: one line on stderr naming the file, flag or key (also corrupt data met while training) |
+| 143 | stopped by SIGTERM after saving a checkpoint (128 + 15, what a shell reports); re-run to resume |
+
+Example:
+  >>> BAD_INPUT, PREEMPTED
+  (2, 143)
+"""
+
+import signal
+
+OK = 0
+CHECK_FAILED = 1
+BAD_INPUT = 2
+# Non-zero, so schedulers do not take a preempted job as finished.
+PREEMPTED = 128 + signal.SIGTERM
