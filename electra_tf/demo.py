@@ -10,7 +10,8 @@ Stages, in order (each can also be run alone with `--stages`):
             (shard 7 of 8 is held out for evaluation)
   pretrain  pre-train a small ELECTRA on CPU with progress and ETA →
             `<out>/models/demo/` (checkpoints, TensorBoard logs); measures
-            the real-token metrics on the held-out shard every sixth of the run
+            the real-token metrics on the held-out shard at step 0 and every
+            sixth of the run
   eval      generator MLM accuracy and discriminator AUC/accuracy/recall on
             the held-out shard's real tokens, next to their trivial
             baselines with the margin ± 2 standard errors; writes the
@@ -201,8 +202,8 @@ def stage_data(out, args):
 
 class PeriodicEvaluation:
   """Measures the real-token metrics (`real_token_metrics`) on the held-out
-  shard every `every` steps during training and keeps the history (for the
-  training-curve PNG)."""
+  shard before the first step and every `every` steps during training, and
+  keeps the history (for the training-curve PNG)."""
 
   def __init__(self, out, every, model_name=MODEL_NAME):
     import keras
@@ -218,6 +219,12 @@ class PeriodicEvaluation:
     parent = self
 
     class _Callback(keras.callbacks.Callback):
+      def on_train_begin(self, logs=None):
+        # The untrained model too (step 0), so the curves start at the baselines.
+        step = int(self.model.optimizer.iterations.numpy())
+        if step == 0 and all(h["step"] != step for h in parent.history):
+          parent.evaluate(self.model, step)
+
       def on_train_batch_end(self, batch, logs=None):
         step = int(self.model.optimizer.iterations.numpy())
         if step % parent.every == 0 and all(h["step"] != step for h in parent.history):
@@ -297,6 +304,15 @@ METRIC_ROWS = (
     "calling every token original",
   ),
 )
+
+
+# The least each metric's plot shows (it widens to the data), so noise stays flat.
+METRIC_RANGES = {
+  "masked_lm_accuracy": (0.0, 0.5),
+  "disc_auc_real_tokens": (0.5, 1.0),
+  "disc_accuracy_real_tokens": (0.5, 1.0),
+  "disc_recall_real_tokens": (0.0, 1.0),
+}
 
 
 def baseline_value(measured, baseline):
@@ -446,7 +462,6 @@ def measure_against_baselines(config, num_batches=20):
 
 def stage_eval(out, args):
   from electra_tf.training import pretraining_run
-  from electra_tf.utils.curves import write_training_curves_png
   from electra_tf.utils.file_io import write_atomic
 
   paths = _paths(out)
@@ -467,7 +482,7 @@ def stage_eval(out, args):
     os.path.join(eval_config.model_dir, "results", "demo_vs_baselines.json"),
     json.dumps(measured, indent=1),
   )
-  _write_curves(paths, write_training_curves_png)
+  _write_curves(paths)
   print(f"  training curves: {paths['png']}", flush=True)
   return results, measured
 
@@ -488,42 +503,42 @@ def scalar_events(log_dir):
   return {tag: sorted(points.items()) for tag, points in series.items()}
 
 
-def _write_curves(paths, write_png):
-  """Training losses (fitted axes) and the held-out real-token metrics on
-  fixed axes with their trivial baseline dashed, so noise stays flat."""
+def _write_curves(paths):
+  """The training losses (raw and smoothed) and the held-out real-token
+  metrics (from step 0) next to their trivial baselines; returns the figure."""
+  from electra_tf.utils import curves
+
   series = scalar_events(paths["model_dir"])
   panels = []
-  for tag, title in (("generator_loss", "GENERATOR MLM LOSS"), ("disc_loss", "DISCRIMINATOR LOSS")):
+  for tag, title in (("generator_loss", "Generator MLM loss"), ("disc_loss", "Discriminator loss")):
     points = series.get(tag, [])
-    panels.append((title, [p[0] for p in points], [p[1] for p in points], None))
+    line = curves.Series(
+      "training batches",
+      [p[0] for p in points],
+      [p[1] for p in points],
+      smoothing=curves.DEFAULT_SMOOTHING,
+    )
+    panels.append(curves.Panel(title, [line], y_label="loss"))
   history = _load_history(paths["history"])
   steps = [h["step"] for h in history]
-
-  def values(key):
-    return [h.get(key, float("nan")) for h in history]
-
-  def mean(key):
-    return sum(values(key)) / len(history) if history else None
-
-  panels += [
-    ("HELD-OUT DISC AUC", steps, values("disc_auc_real_tokens"), (0.5, 1.0), 0.5),
-    (
-      "HELD-OUT DISC ACCURACY",
-      steps,
-      values("disc_accuracy_real_tokens"),
-      (0.5, 1.0),
-      mean("all_original_accuracy"),
-    ),
-    ("HELD-OUT DISC RECALL", steps, values("disc_recall_real_tokens"), (0.0, 1.0), 0.0),
-    (
-      "HELD-OUT GENERATOR ACCURACY",
-      steps,
-      values("masked_lm_accuracy"),
-      (0.0, 1.0),
-      mean("unigram_masked_lm_accuracy"),
-    ),
-  ]
-  write_png(paths["png"], panels)
+  for key, baseline, name, how in METRIC_ROWS:
+    values = [h.get(key, float("nan")) for h in history]
+    bases = [
+      baseline_value(h, baseline) for h in history if isinstance(baseline, float) or baseline in h
+    ]
+    base = sum(bases) / len(bases) if bases else None
+    panels.append(
+      curves.Panel(
+        f"Held-out {name}",
+        [curves.Series("held-out shard, real tokens", steps, values)],
+        y_label=name.split(" ", 1)[1],
+        y_range=METRIC_RANGES[key],
+        baselines=[curves.Baseline(base, f"baseline: {how}")],
+      )
+    )
+  return curves.write_training_curves_png(
+    paths["png"], panels, width=1400, height=1400, title="ELECTRA demo pre-training"
+  )
 
 
 def stage_export(out, args):

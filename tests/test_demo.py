@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from electra_tf import demo
+from electra_tf.training.callbacks import TrainingSummaries
 from tests.conftest import REPO_ROOT
 
 
@@ -121,7 +122,7 @@ def test_demo_runs_every_stage(tmp_path):
     assert f"{margin:+.3f} ± {2 * se:.3f} -> {demo.verdict(margin, se)}" in line
   assert "NOT above" not in stdout and "above baseline" not in stdout
   history = json.loads((model_dir / "demo_eval_history.json").read_text())
-  assert [h["step"] for h in history] == [33, 66, 99, 132, 165, 198]
+  assert [h["step"] for h in history] == [0, 33, 66, 99, 132, 165, 198]
   # the held-out history holds the real-token metrics the PNG plots
   assert all(0.0 <= h["disc_auc_real_tokens"] <= 1.0 for h in history)
   assert all(h["real_tokens"] > 0 and "all_original_accuracy" in h for h in history)
@@ -144,6 +145,52 @@ def test_report_warns_when_every_token_gets_the_same_score():
   )["disc_prob_std_real_tokens"]
   lines = demo.format_against_baselines(measured)
   assert len(lines) == 5 and "collapsed" in lines[-1]
+
+
+def _fake_training_run(out, steps=200):
+  """TensorBoard losses and a held-out history in the demo's model dir."""
+  paths = demo._paths(str(out))
+  rng = np.random.default_rng(0)
+  summaries = TrainingSummaries(paths["model_dir"])
+  for step in range(0, steps, 10):
+    losses = {
+      "disc_loss": 0.6 * np.exp(-step / 80) + 0.05 * rng.random(),
+      "generator_loss": 9.0 - step / 40 + 0.3 * rng.random(),
+    }
+    summaries.write(step, losses, learning_rate=False)
+  history = []
+  for step in range(0, steps + 1, steps // 4):
+    entry = {"step": step, "all_original_accuracy": 0.86, "unigram_masked_lm_accuracy": 0.06}
+    for key, _, _, _ in demo.METRIC_ROWS:
+      entry[key] = 0.5 + 0.4 * step / steps
+    history.append(entry)
+  (out / "models" / "demo" / "demo_eval_history.json").write_text(json.dumps(history))
+  return paths
+
+
+def test_training_curves_show_smoothed_losses_and_metrics_against_baselines(tmp_path):
+  paths = _fake_training_run(tmp_path)
+  figure = demo._write_curves(paths)
+  assert (tmp_path / "training_curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+  titles = [axes.get_title() for axes in figure.axes]
+  assert titles[:2] == ["Generator MLM loss", "Discriminator loss"]
+  assert titles[2:] == [f"Held-out {name}" for _, _, name, _ in demo.METRIC_ROWS]
+  loss = {line.get_label(): line for line in figure.axes[1].get_lines()}
+  assert set(loss) == {"training batches (raw)", "training batches (EMA 0.9)"}
+  assert list(loss["training batches (raw)"].get_xdata()) == list(range(0, 200, 10))
+  baselines = {}
+  for axes, (key, _, _, how) in zip(figure.axes[2:], demo.METRIC_ROWS):
+    lines = {line.get_label(): line for line in axes.get_lines()}
+    held_out = lines["held-out shard, real tokens"]
+    assert list(held_out.get_xdata()) == [0, 50, 100, 150, 200]  # from step 0
+    (label,) = [name for name in lines if name.startswith(f"baseline: {how}")]
+    baselines[key] = lines[label].get_ydata()[0]
+  assert baselines == {
+    "masked_lm_accuracy": 0.06,
+    "disc_auc_real_tokens": 0.5,
+    "disc_accuracy_real_tokens": 0.86,
+    "disc_recall_real_tokens": 0.0,
+  }
 
 
 def test_a_stage_without_its_input_names_the_stage_to_run_first(tmp_path, capsys):
