@@ -17,7 +17,8 @@ Example:
 >>> figure = training_curves_figure([panel], width=600, height=400)
 >>> [line.get_label() for line in figure.axes[0].get_lines()]
 ['AUC', 'random scores (0.500)']
->>> write_training_curves_png("curves.png", [panel])
+>>> write_training_curves_png("curves.png", [panel]).axes[0].get_title()
+'Held-out discriminator AUC'
 """
 
 import dataclasses
