@@ -87,7 +87,7 @@ def ema(values, weight=DEFAULT_SMOOTHING):
   `1 - weight**t` so the first values are not pulled towards 0. Non-finite
   values are skipped (their position keeps the previous average).
 
-  >>> [round(v, 3) for v in ema([1.0, 3.0, float("nan"), 3.0], weight=0.5)]
+  >>> ema([1.0, 3.0, float("nan"), 3.0], weight=0.5).round(3).tolist()
   [1.0, 2.333, 2.333, 2.714]
   """
   if not 0.0 <= weight < 1.0:
