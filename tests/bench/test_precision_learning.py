@@ -6,7 +6,7 @@ import json
 import pytest
 
 from bench import precision_learning
-from electra_tf.demo import METRIC_ROWS
+from electra_tf.training.held_out_evaluation import METRIC_ROWS
 
 
 def _run(precision, seed, auc, se=0.01, steps=60):
