@@ -205,7 +205,7 @@ def stage_pretrain(out, args):
     f"pretrain: {config.num_train_steps} steps of batch {config.train_batch_size} x "
     f"{config.max_seq_length} tokens (H={sizes['hidden_size']}, L={sizes['num_hidden_layers']}, "
     f"generator H={int(sizes['hidden_size'] * config.generator_hidden_size)}), held-out "
-    f"evaluation every {periodic.every} steps, in {config.model_dir}"
+    f"evaluation at step 0 and every {periodic.every} steps, in {config.model_dir}"
   )
   start = time.time()
   pretraining_run.train_or_eval(config, callbacks=[periodic.callback])
