@@ -31,6 +31,11 @@ from bench.common import REPO_ROOT
 from bench.common import call_in_child
 from bench.common import machine_description
 from electra_tf import demo
+from electra_tf.training import held_out_evaluation
+from electra_tf.training import pretraining_run
+from electra_tf.utils import curves
+from electra_tf.utils.events import scalar_events
+from electra_tf.utils.file_io import write_atomic
 
 PRECISIONS = ("float32", "mixed_bfloat16")
 SEEDS = (0, 1)
@@ -44,19 +49,17 @@ def run_name(precision, seed):
 def train_and_measure(out, precision, seed, steps):
   """One run (for `call_in_child`): trains from scratch, returns the
   held-out history, the final metrics and the training-loss series."""
-  from electra_tf.training import pretraining_run  # pylint: disable=g-import-not-at-top
-
   name = run_name(precision, seed)
   overrides = dict(model_name=name, seed=seed, mixed_precision=precision)
   config = demo.pretraining_config(out, steps, **overrides)
   shutil.rmtree(config.model_dir, ignore_errors=True)  # a fresh run, not a resume
-  periodic = demo.PeriodicEvaluation(out, every=max(1, steps // 6), model_name=name)
+  periodic = demo.periodic_evaluation(out, every=max(1, steps // 6), model_name=name)
   start = time.perf_counter()
   pretraining_run.train_or_eval(config, callbacks=[periodic.callback])
   seconds = time.perf_counter() - start
   eval_config = demo.pretraining_config(out, steps, for_eval=True, **overrides)
-  final = demo.measure_against_baselines(eval_config, num_batches=FINAL_BATCHES)
-  events = demo.scalar_events(config.model_dir)
+  final = held_out_evaluation.measure_against_baselines(eval_config, num_batches=FINAL_BATCHES)
+  events = scalar_events(config.model_dir)
   return {
     "precision": precision,
     "seed": seed,
@@ -71,7 +74,7 @@ def compare(runs):
   """Per metric: fp32 and bf16 seed means, their difference, the noise it
   is judged against, and the verdict."""
   rows = []
-  for key, _, title, _ in demo.METRIC_ROWS:
+  for key, _, title, _ in held_out_evaluation.METRIC_ROWS:
     by_precision = {p: [r["final"][key] for r in runs if r["precision"] == p] for p in PRECISIONS}
     means = {p: sum(v) / len(v) for p, v in by_precision.items()}
     seed_spread = max(max(v) - min(v) for v in by_precision.values())
@@ -96,10 +99,10 @@ def _markdown(runs, comparison, header):
   lines = [header, "", "Each run at its last step, on the real tokens of 20 held-out batches:", ""]
   lines.append(
     "| precision | seed | train s | s/step | "
-    + " | ".join(title for _, _, title, _ in demo.METRIC_ROWS)
+    + " | ".join(title for _, _, title, _ in held_out_evaluation.METRIC_ROWS)
     + " | disc loss (last 10%) | generator loss (last 10%) |"
   )
-  lines.append("|" + "---|" * (4 + len(demo.METRIC_ROWS) + 2))
+  lines.append("|" + "---|" * (4 + len(held_out_evaluation.METRIC_ROWS) + 2))
   for r in runs:
     steps = r["final"]["global_step"]
     tail = {}
@@ -107,8 +110,8 @@ def _markdown(runs, comparison, header):
       points = [v for s, v in r["losses"][tag] if s > 0.9 * steps]
       tail[tag] = sum(points) / len(points) if points else float("nan")
     metrics = [
-      f"{r['final'][key]:.3f} (baseline {demo.baseline_value(r['final'], base):.3f})"
-      for key, base, _, _ in demo.METRIC_ROWS
+      f"{r['final'][key]:.3f} (baseline {held_out_evaluation.baseline_value(r['final'], base):.3f})"
+      for key, base, _, _ in held_out_evaluation.METRIC_ROWS
     ]
     lines.append(
       f"| {r['precision']} | {r['seed']} | {r['train_seconds']:.0f} | "
@@ -123,45 +126,62 @@ def _markdown(runs, comparison, header):
     lines.append("| " + " | ".join(str(row[c]) for c in columns) + " |")
   lines += [
     "",
-    "Curves (`precision_learning.png`): left column float32, right column mixed_bfloat16; "
-    "rows: discriminator loss, held-out discriminator AUC (random scores dashed), held-out "
-    "generator accuracy (unigram answer dashed), seed 0 then seed 1; axes shared per metric.",
+    "Curves (`precision_learning.png`): one panel per measure with every run in it (float32 "
+    "blue, mixed_bfloat16 orange; seed 0 solid, seed 1 dashed): the discriminator loss (raw "
+    "faint, its moving average bold), the held-out discriminator AUC (random scores dashed) "
+    "and the held-out generator accuracy (unigram answer dashed) from step 0.",
   ]
   return "\n".join(lines) + "\n"
 
 
 def _curves(runs, path):
-  from electra_tf.utils.curves import write_training_curves_png  # pylint: disable=g-import-not-at-top
+  """One panel per measure, every run in it: float32 blue, mixed_bfloat16
+  orange, seed 0 solid, seed 1 dashed; the discriminator loss raw and
+  smoothed, the held-out metrics from step 0 with their trivial baselines.
+  Returns the figure."""
+  colors = {"float32": "tab:blue", "mixed_bfloat16": "tab:orange"}
+  ordered = sorted(runs, key=lambda r: (PRECISIONS.index(r["precision"]), r["seed"]))
 
-  # two columns: float32 left, mixed_bfloat16 right; one row per seed
-  ordered = sorted(runs, key=lambda r: (r["seed"], PRECISIONS.index(r["precision"])))
-  titles = [
-    f"{'FP32' if r['precision'] == 'float32' else 'BF16'} SEED {r['seed']}" for r in ordered
-  ]
-  panels = []
-  losses = [v for r in runs for _, v in r["losses"]["disc_loss"]]
-  loss_range = (min(losses), max(losses)) if losses else None
-  for r, title in zip(ordered, titles):
-    points = r["losses"]["disc_loss"]
-    panels.append(
-      (f"{title} DISC LOSS", [s for s, _ in points], [v for _, v in points], loss_range)
+  def series(run, points, **kwargs):
+    return curves.Series(
+      f"{run['precision']} seed {run['seed']}",
+      [s for s, _ in points],
+      [v for _, v in points],
+      color=colors[run["precision"]],
+      linestyle="-" if run["seed"] == SEEDS[0] else "--",
+      **kwargs,
     )
-  for key, label, base, y_range in (
-    ("disc_auc_real_tokens", "HELD OUT AUC", 0.5, (0.5, 1.0)),
-    ("masked_lm_accuracy", "HELD OUT GEN ACC", "unigram_masked_lm_accuracy", (0.0, 0.5)),
+
+  panels = [
+    curves.Panel(
+      "Discriminator loss (training batches)",
+      [series(r, r["losses"]["disc_loss"], smoothing=curves.DEFAULT_SMOOTHING) for r in ordered],
+      y_label="loss",
+    )
+  ]
+  for key, base, y_range in (
+    ("disc_auc_real_tokens", 0.5, (0.5, 1.0)),
+    ("masked_lm_accuracy", "unigram_masked_lm_accuracy", (0.0, 0.5)),
   ):
-    for r, title in zip(ordered, titles):
-      history = r["history"]
-      panels.append(
-        (
-          f"{title} {label}",
-          [h["step"] for h in history],
-          [h[key] for h in history],
-          y_range,
-          demo.baseline_value(r["final"], base),
-        )
+    _, _, name, how = next(row for row in held_out_evaluation.METRIC_ROWS if row[0] == key)
+    bases = [held_out_evaluation.baseline_value(r["final"], base) for r in runs]
+    panels.append(
+      curves.Panel(
+        f"Held-out {name} (real tokens)",
+        [series(r, [(h["step"], h[key]) for h in r["history"]]) for r in ordered],
+        y_label=name.split(" ", 1)[1],
+        y_range=y_range,
+        baselines=[curves.Baseline(sum(bases) / len(bases), f"baseline: {how}")],
       )
-  write_training_curves_png(path, panels, width=1200, height=1800)
+    )
+  return curves.write_training_curves_png(
+    path,
+    panels,
+    width=1200,
+    height=1500,
+    columns=1,
+    title="mixed_bfloat16 against float32 pre-training",
+  )
 
 
 def main(argv=None):
@@ -181,8 +201,6 @@ def main(argv=None):
   if args.steps < 6:
     parser.error(f"--steps {args.steps}: expected at least 6 (held-out metrics every steps/6)")
   out = os.path.abspath(args.output_dir)
-  from electra_tf.utils.file_io import write_atomic  # pylint: disable=g-import-not-at-top
-
   if not os.path.isdir(os.path.join(out, "pretrain_tfrecords")):
     demo.main(["--output-dir", out, "--stages", "corpus,vocab,data"])
   rates = call_in_child("bench.bench_pretraining_step", "machine_rates")

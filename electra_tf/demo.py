@@ -10,7 +10,8 @@ Stages, in order (each can also be run alone with `--stages`):
             (shard 7 of 8 is held out for evaluation)
   pretrain  pre-train a small ELECTRA on CPU with progress and ETA →
             `<out>/models/demo/` (checkpoints, TensorBoard logs); measures
-            the real-token metrics on the held-out shard every sixth of the run
+            the real-token metrics on the held-out shard at step 0 and every
+            sixth of the run
   eval      generator MLM accuracy and discriminator AUC/accuracy/recall on
             the held-out shard's real tokens, next to their trivial
             baselines with the margin ± 2 standard errors; writes the
@@ -24,22 +25,26 @@ Stages, in order (each can also be run alone with `--stages`):
 """
 
 import argparse
-import glob
 import json
 import os
 import sys
 import time
 
-STAGES = ("corpus", "vocab", "data", "pretrain", "eval", "export", "score")
-# What each stage reads (a `_paths` key) and the stage that writes it.
-STAGE_INPUTS = {
-  "vocab": ("corpus", "corpus"),
-  "data": ("vocab", "vocab"),
-  "pretrain": ("tfrecords", "data"),
-  "eval": ("model_dir", "pretrain"),
-  "export": ("model_dir", "pretrain"),
-  "score": ("export", "export"),
-}
+import tensorflow as tf
+
+from electra_tf import build_pretraining_dataset
+from electra_tf import export_saved_model
+from electra_tf import serving
+from electra_tf.configs.pretraining import PretrainingConfig
+from electra_tf.text.vocab import load_vocab
+from electra_tf.training import held_out_evaluation
+from electra_tf.training import pretraining_run
+from electra_tf.utils import curves
+from electra_tf.utils.events import scalar_events
+from electra_tf.utils.file_io import write_atomic
+from tfrecords_tools import build_vocab
+from tfrecords_tools.python_docs_corpus import write_python_docs_corpus
+
 MODEL_NAME = "demo"
 NUM_SHARDS = 8
 EVAL_SHARD = NUM_SHARDS - 1
@@ -102,8 +107,6 @@ def pretraining_config(
   """The demo's `PretrainingConfig`: training reads shards 0–6, evaluation
   the held-out shard 7. `model_name` and `hparam_overrides` (e.g. `seed`,
   `mixed_precision`) let other runs reuse the demo's data and settings."""
-  from electra_tf.configs.pretraining import PretrainingConfig
-
   hparams = dict(_demo_hparams(out, train_steps), **hparam_overrides)
   shards = (
     f"pretrain_data.tfrecord-{EVAL_SHARD}-of-{NUM_SHARDS}"
@@ -127,19 +130,9 @@ def _demo_hparams(out, train_steps=None):
   return hparams
 
 
-def _load_history(path):
-  """The held-out evaluations written so far (`[]` before the first)."""
-  if not os.path.exists(path):
-    return []
-  with open(path) as f:
-    return json.load(f)
-
-
 def _vocab_size(vocab_file):
   if not os.path.exists(vocab_file):
     return 30522
-  from electra_tf.text.vocab import load_vocab
-
   return len(load_vocab(vocab_file))
 
 
@@ -149,8 +142,6 @@ def _vocab_size(vocab_file):
 
 
 def stage_corpus(out, args):
-  from tfrecords_tools.python_docs_corpus import write_python_docs_corpus
-
   paths, written = write_python_docs_corpus(
     _paths(out)["corpus"], max_megabytes=args.corpus_mb, num_files=NUM_SHARDS
   )
@@ -170,8 +161,6 @@ def _run_tool(main, **flags):
 
 
 def stage_vocab(out, args):
-  from tfrecords_tools import build_vocab
-
   paths = _paths(out)
   _run_tool(
     build_vocab.main,
@@ -183,8 +172,6 @@ def stage_vocab(out, args):
 
 
 def stage_data(out, args):
-  from electra_tf import build_pretraining_dataset
-
   paths = _paths(out)
   _run_tool(
     build_pretraining_dataset.main,
@@ -199,261 +186,38 @@ def stage_data(out, args):
   )
 
 
-class PeriodicEvaluation:
-  """Measures the real-token metrics (`real_token_metrics`) on the held-out
-  shard every `every` steps during training and keeps the history (for the
-  training-curve PNG)."""
-
-  def __init__(self, out, every, model_name=MODEL_NAME):
-    import keras
-
-    from electra_tf.training import pretraining_run
-
-    self.every = every
-    self.history_path = _paths(out, model_name)["history"]
-    self.history = _load_history(self.history_path)
-    eval_config = pretraining_config(out, for_eval=True, model_name=model_name)
-    self.dataset = pretraining_run.make_dataset(eval_config, is_training=False)
-    self.num_batches = eval_config.num_eval_steps
-    parent = self
-
-    class _Callback(keras.callbacks.Callback):
-      def on_train_batch_end(self, batch, logs=None):
-        step = int(self.model.optimizer.iterations.numpy())
-        if step % parent.every == 0 and all(h["step"] != step for h in parent.history):
-          parent.evaluate(self.model, step)
-
-    self.callback = _Callback()
-
-  def evaluate(self, model, step):
-    from electra_tf.utils.file_io import write_atomic
-
-    measured = real_token_metrics(model, self.dataset, self.num_batches)
-    entry = {"step": step, **measured}
-    self.history.append(entry)
-    write_atomic(self.history_path, json.dumps(self.history, indent=1))
-    print(
-      f"[demo] step {step}: held-out real tokens: disc AUC {entry['disc_auc_real_tokens']:.3f}, "
-      f"accuracy {entry['disc_accuracy_real_tokens']:.3f} "
-      f"(all-original {entry['all_original_accuracy']:.3f}), "
-      f"recall {entry['disc_recall_real_tokens']:.3f}, "
-      f"p(replaced) std {entry['disc_prob_std_real_tokens']:.1e}, "
-      f"generator accuracy {entry['masked_lm_accuracy']:.3f}",
-      flush=True,
-    )
+def periodic_evaluation(out, every, model_name=MODEL_NAME):
+  """A `held_out_evaluation.PeriodicEvaluation` on the held-out shard, its
+  history in the model dir (for the training-curve PNG)."""
+  return held_out_evaluation.PeriodicEvaluation(
+    pretraining_config(out, for_eval=True, model_name=model_name),
+    every,
+    _paths(out, model_name)["history"],
+  )
 
 
 def stage_pretrain(out, args):
-  from electra_tf.training import pretraining_run
-
   config = pretraining_config(out, args.train_steps)
   pretraining_run.validate_config(config)
-  periodic = PeriodicEvaluation(out, every=max(1, config.num_train_steps // 6))
+  periodic = periodic_evaluation(out, every=max(1, config.num_train_steps // 6))
   sizes = DEMO_HPARAMS["model_hparam_overrides"]
   _say(
     f"pretrain: {config.num_train_steps} steps of batch {config.train_batch_size} x "
     f"{config.max_seq_length} tokens (H={sizes['hidden_size']}, L={sizes['num_hidden_layers']}, "
     f"generator H={int(sizes['hidden_size'] * config.generator_hidden_size)}), held-out "
-    f"evaluation every {periodic.every} steps, in {config.model_dir}"
+    f"evaluation at step 0 and every {periodic.every} steps, in {config.model_dir}"
   )
   start = time.time()
   pretraining_run.train_or_eval(config, callbacks=[periodic.callback])
   _say(f"pretrain: done in {time.time() - start:.0f} s")
 
 
-def _roc_auc(labels, scores):
-  """Area under the ROC curve by ranks (ties get their average rank)."""
-  import numpy as np
-
-  from electra_tf.finetune.classification.scorer import average_ranks
-
-  labels = np.asarray(labels, bool)
-  positives, negatives = labels.sum(), (~labels).sum()
-  if positives == 0 or negatives == 0:
-    return float("nan")
-  ranks = average_ranks(scores)
-  return float((ranks[labels].sum() - positives * (positives + 1) / 2.0) / (positives * negatives))
-
-
-# (key, baseline key or fixed baseline, row label, baseline description)
-METRIC_ROWS = (
-  (
-    "masked_lm_accuracy",
-    "unigram_masked_lm_accuracy",
-    "generator masked-LM accuracy",
-    "unigram: always the most frequent token",
-  ),
-  ("disc_auc_real_tokens", 0.5, "discriminator AUC", "random scores"),
-  (
-    "disc_accuracy_real_tokens",
-    "all_original_accuracy",
-    "discriminator accuracy",
-    "calling every token original",
-  ),
-  (
-    "disc_recall_real_tokens",
-    0.0,
-    "discriminator recall (p > 0.5)",
-    "calling every token original",
-  ),
-)
-
-
-def baseline_value(measured, baseline):
-  """A `METRIC_ROWS` baseline: the measured metric it names, or the fixed value."""
-  return measured[baseline] if isinstance(baseline, str) else baseline
-
-
-def _batch_metrics(out):
-  """The real-token metrics of one batch of `pretraining_step.forward` outputs
-  (numpy): the masked positions' targets/predictions and the real tokens'
-  labels/scores."""
-  weights = out["masked_lm_weights"] > 0
-  targets, preds = out["masked_lm_ids"][weights], out["masked_lm_preds"][weights]
-  real = out["input_mask"] > 0
-  labels, probs = out["disc_labels"][real].astype(bool), out["disc_probs"][real]
-  return {"targets": targets, "preds": preds, "labels": labels, "probs": probs}
-
-
-def _metrics(targets, preds, labels, probs, unigram_id=None):
-  """Pooled metrics of `_batch_metrics` arrays; `unigram_id` is the unigram
-  generator's one answer (default: the most frequent of `targets`)."""
-  import numpy as np
-
-  if unigram_id is None:
-    unigram_id = int(np.bincount(targets).argmax())
-  flagged = probs > 0.5
-  return {
-    "masked_lm_accuracy": float((targets == preds).mean()),
-    "unigram_masked_lm_accuracy": float((targets == unigram_id).mean()),
-    "disc_auc_real_tokens": _roc_auc(labels, probs),
-    "disc_accuracy_real_tokens": float((flagged == labels).mean()),
-    "all_original_accuracy": float(1.0 - labels.mean()),
-    "disc_recall_real_tokens": float(flagged[labels].mean()) if labels.any() else float("nan"),
-    "disc_precision_real_tokens": float(labels[flagged].mean()) if flagged.any() else float("nan"),
-    "replaced_fraction": float(labels.mean()),
-    # ~0 when every token gets the same score: the discriminator's token
-    # representations have collapsed to one vector and it cannot recover.
-    "disc_prob_std_real_tokens": float(probs.std()),
-  }
-
-
-def real_token_metrics(model, dataset, num_batches):
-  """Generator and discriminator on `num_batches` batches of `dataset`, on
-  real tokens only (the original's `disc_auc` also counts padding), next to
-  trivial baselines: the unigram generator (always the most frequent target
-  token) and the discriminator that calls every token original (accuracy,
-  recall 0) or scores at random (AUC 0.5).
-
-  Each margin (metric minus its baseline) comes with its standard error over
-  the batches (`<key>_margin_se`), so a difference within noise is not
-  reported as a gain. The masking and sampling use a fixed seed, so repeated
-  calls see the same corruption.
-
-  Args:
-    model: an `ElectraPretrainer`.
-    dataset: batches of pre-training features (the held-out shard).
-    num_batches: how many batches to use.
-
-  Returns:
-    A dict of pooled metrics, baselines, margins and their standard errors,
-    plus `real_tokens`, `masked_positions` and `num_batches`.
-
-  Example:
-    measured = real_token_metrics(model, eval_dataset, num_batches=20)
-    print(measured["disc_auc_real_tokens"], measured["disc_auc_real_tokens_margin_se"])
-  """
-  import numpy as np
-  import tensorflow as tf
-
-  from electra_tf.pretraining import step as pretraining_step
-
-  @tf.function
-  def forward(features, index):
-    return pretraining_step.forward(model, features, training=False, seed=12345, step=index)
-
-  batches = []
-  for index, features in enumerate(dataset.take(num_batches)):
-    out = {k: v.numpy() for k, v in forward(features, tf.constant(index)).items()}
-    batches.append(_batch_metrics(out))
-  pooled = {k: np.concatenate([b[k] for b in batches]) for k in batches[0]}
-  measured = _metrics(**pooled)
-  # The same unigram answer in every batch, so its per-batch accuracy is not
-  # fitted to the batch.
-  unigram_id = int(np.bincount(pooled["targets"]).argmax())
-  per_batch = [_metrics(**b, unigram_id=unigram_id) for b in batches]
-  for key, baseline, _, _ in METRIC_ROWS:
-    margins = np.array([m[key] - baseline_value(m, baseline) for m in per_batch])
-    margins = margins[np.isfinite(margins)]
-    measured[f"{key}_margin"] = measured[key] - baseline_value(measured, baseline)
-    measured[f"{key}_margin_se"] = (
-      float(margins.std(ddof=1) / np.sqrt(len(margins))) if len(margins) > 1 else float("nan")
-    )
-  measured.update(
-    real_tokens=int(len(pooled["labels"])),
-    masked_positions=int(len(pooled["targets"])),
-    num_batches=len(batches),
-  )
-  return measured
-
-
-# Below this spread of p(replaced) over real tokens, the discriminator scores
-# every token alike.
-COLLAPSED_PROB_STD = 1e-3
-
-
-def verdict(margin, standard_error):
-  """ "above"/"below" only when the margin exceeds twice its standard error."""
-  if not (standard_error == standard_error) or abs(margin) <= 2.0 * standard_error:
-    return "within noise"
-  return "above" if margin > 0 else "below"
-
-
-def format_against_baselines(measured):
-  """One line per metric: value, baseline, margin ± 2 s.e., verdict."""
-  lines = []
-  for key, baseline, name, how in METRIC_ROWS:
-    base = baseline_value(measured, baseline)
-    margin, se = measured[f"{key}_margin"], measured[f"{key}_margin_se"]
-    lines.append(
-      f"  {name:31s} {measured[key]:.3f} vs {base:.3f} ({how}): "
-      f"{margin:+.3f} ± {2 * se:.3f} -> {verdict(margin, se)}"
-    )
-  if measured.get("disc_prob_std_real_tokens", 1.0) < COLLAPSED_PROB_STD:
-    lines.append(
-      "  WARNING: the discriminator gives every token the same p(replaced) "
-      f"(std {measured['disc_prob_std_real_tokens']:.1e}): its token representations have "
-      "collapsed to one vector, so it cannot learn; lower learning_rate or lengthen "
-      "num_warmup_steps"
-    )
-  return lines
-
-
-def measure_against_baselines(config, num_batches=20):
-  """`real_token_metrics` of the latest checkpoint in `config.model_dir` on
-  the evaluation files of `config`."""
-  from electra_tf.checkpoints import checkpointing
-  from electra_tf.runtime import distribution
-  from electra_tf.training import pretraining_run
-
-  strategy = distribution.setup_distribution(config)
-  model = pretraining_run.build_pretrainer(config, strategy)
-  manager = checkpointing.TrainingCheckpointManager(model, config.model_dir, chief=True)
-  step = manager.restore_latest()
-  dataset = pretraining_run.make_dataset(config, is_training=False)
-  return {"global_step": step, **real_token_metrics(model, dataset, num_batches)}
-
-
 def stage_eval(out, args):
-  from electra_tf.training import pretraining_run
-  from electra_tf.utils.curves import write_training_curves_png
-  from electra_tf.utils.file_io import write_atomic
-
   paths = _paths(out)
   eval_config = pretraining_config(out, args.train_steps, for_eval=True)
   eval_config.num_eval_steps = max(eval_config.num_eval_steps, 20)
   results = pretraining_run.train_or_eval(eval_config)
-  measured = measure_against_baselines(eval_config)
+  measured = held_out_evaluation.measure_against_baselines(eval_config)
   _say(
     f"evaluation of step {measured['global_step']} on the held-out shard "
     f"({measured['real_tokens']} real tokens, {measured['masked_positions']} masked positions in "
@@ -461,74 +225,29 @@ def stage_eval(out, args):
     "Each metric is shown next to its trivial baseline; the margin is ± 2 standard errors over "
     "the batches, and 'within noise' means it is smaller than that:"
   )
-  for line in format_against_baselines(measured):
+  for line in held_out_evaluation.format_against_baselines(measured):
     print(line, flush=True)
   write_atomic(
     os.path.join(eval_config.model_dir, "results", "demo_vs_baselines.json"),
     json.dumps(measured, indent=1),
   )
-  _write_curves(paths, write_training_curves_png)
+  _write_curves(paths)
   print(f"  training curves: {paths['png']}", flush=True)
   return results, measured
 
 
-def scalar_events(log_dir):
-  """{tag: [(step, value)]} from the TensorBoard event files in `log_dir`."""
-  import tensorflow as tf
-
-  series = {}
-  for path in sorted(glob.glob(os.path.join(log_dir, "events.out.tfevents.*"))):
-    for record in tf.data.TFRecordDataset(path):
-      event = tf.compat.v1.Event.FromString(record.numpy())
-      for value in event.summary.value:
-        number = (
-          tf.make_ndarray(value.tensor).item() if value.HasField("tensor") else value.simple_value
-        )
-        series.setdefault(value.tag, {})[event.step] = float(number)
-  return {tag: sorted(points.items()) for tag, points in series.items()}
-
-
-def _write_curves(paths, write_png):
-  """Training losses (fitted axes) and the held-out real-token metrics on
-  fixed axes with their trivial baseline dashed, so noise stays flat."""
-  series = scalar_events(paths["model_dir"])
-  panels = []
-  for tag, title in (("generator_loss", "GENERATOR MLM LOSS"), ("disc_loss", "DISCRIMINATOR LOSS")):
-    points = series.get(tag, [])
-    panels.append((title, [p[0] for p in points], [p[1] for p in points], None))
-  history = _load_history(paths["history"])
-  steps = [h["step"] for h in history]
-
-  def values(key):
-    return [h.get(key, float("nan")) for h in history]
-
-  def mean(key):
-    return sum(values(key)) / len(history) if history else None
-
-  panels += [
-    ("HELD-OUT DISC AUC", steps, values("disc_auc_real_tokens"), (0.5, 1.0), 0.5),
-    (
-      "HELD-OUT DISC ACCURACY",
-      steps,
-      values("disc_accuracy_real_tokens"),
-      (0.5, 1.0),
-      mean("all_original_accuracy"),
-    ),
-    ("HELD-OUT DISC RECALL", steps, values("disc_recall_real_tokens"), (0.0, 1.0), 0.0),
-    (
-      "HELD-OUT GENERATOR ACCURACY",
-      steps,
-      values("masked_lm_accuracy"),
-      (0.0, 1.0),
-      mean("unigram_masked_lm_accuracy"),
-    ),
-  ]
-  write_png(paths["png"], panels)
+def _write_curves(paths):
+  """The training losses (raw and smoothed) and the held-out real-token
+  metrics (from step 0) next to their trivial baselines; returns the figure."""
+  panels = held_out_evaluation.training_curve_panels(
+    scalar_events(paths["model_dir"]), held_out_evaluation.load_history(paths["history"])
+  )
+  return curves.write_training_curves_png(
+    paths["png"], panels, width=1400, height=1400, title="ELECTRA demo pre-training"
+  )
 
 
 def stage_export(out, args):
-  from electra_tf import export_saved_model
-
   paths = _paths(out)
   # The model dir's config.json describes the network: no --hparams needed.
   _run_tool(
@@ -560,14 +279,8 @@ def corrupt(sentence, replacements):
 
 
 def stage_score(out, args):
-  import tensorflow as tf
-
-  from electra_tf.text.vocab import load_vocab
-
   paths = _paths(out)
   export_path = os.path.join(paths["export"], "1")
-  from electra_tf import serving
-
   loaded = serving.load(export_path)  # imports tensorflow_text (the tokenizer ops)
   serve = loaded.signatures["serving_default"]
   text, replaced = corrupt(DEMO_SENTENCE, DEMO_REPLACEMENTS)
@@ -608,6 +321,19 @@ def stage_score(out, args):
   return flagged
 
 
+# The stages in order: name -> (function, the `_paths` entry it reads, the
+# stage that writes that entry).
+STAGES = {
+  "corpus": (stage_corpus, None, None),
+  "vocab": (stage_vocab, "corpus", "corpus"),
+  "data": (stage_data, "vocab", "vocab"),
+  "pretrain": (stage_pretrain, "tfrecords", "data"),
+  "eval": (stage_eval, "model_dir", "pretrain"),
+  "export": (stage_export, "model_dir", "pretrain"),
+  "score": (stage_score, "export", "export"),
+}
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--output-dir", default="demo_output")
@@ -631,16 +357,16 @@ def main(argv=None):
   out = os.path.abspath(args.output_dir)
   os.makedirs(out, exist_ok=True)
   start = time.time()
-  for stage in STAGES:
-    if stage in stages:
-      _say(f"=== stage {stage} ===")
-      key, writer = STAGE_INPUTS.get(stage, (None, None))
-      if key and writer not in stages and not os.path.exists(_paths(out)[key]):
-        parser.error(
-          f"--stages {stage}: {_paths(out)[key]} does not exist; run the {writer} stage "
-          f"first (or add it to --stages)"
-        )
-      globals()[f"stage_{stage}"](out, args)
+  for stage, (run_stage, reads, writer) in STAGES.items():
+    if stage not in stages:
+      continue
+    _say(f"=== stage {stage} ===")
+    if reads and writer not in stages and not os.path.exists(_paths(out)[reads]):
+      parser.error(
+        f"--stages {stage}: {_paths(out)[reads]} does not exist; run the {writer} stage "
+        f"first (or add it to --stages)"
+      )
+    run_stage(out, args)
   _say(f"all done in {time.time() - start:.0f} s. Everything is under {out}:")
   paths = _paths(out)
   for key in ("corpus", "vocab", "tfrecords", "model_dir", "export", "png"):

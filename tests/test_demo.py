@@ -9,56 +9,9 @@ import numpy as np
 import pytest
 
 from electra_tf import demo
+from electra_tf.training import held_out_evaluation
+from electra_tf.training.callbacks import TrainingSummaries
 from tests.conftest import REPO_ROOT
-
-
-def test_verdict_calls_a_margin_within_two_standard_errors_noise():
-  assert demo.verdict(0.001, 0.002) == "within noise"
-  assert demo.verdict(-0.003, 0.002) == "within noise"
-  assert demo.verdict(0.33, 0.01) == "above"
-  assert demo.verdict(-0.05, 0.01) == "below"
-  # no noise estimate: no claim either way
-  assert demo.verdict(0.2, float("nan")) == "within noise"
-
-
-def test_metrics_on_real_tokens_against_baselines():
-  labels = np.array([1, 0, 0, 0, 1, 0, 0, 0], bool)
-  probs = np.array([0.9, 0.1, 0.2, 0.6, 0.4, 0.3, 0.1, 0.2])
-  targets = np.array([5, 5, 5, 7])
-  preds = np.array([5, 7, 5, 7])
-  m = demo._metrics(targets, preds, labels, probs)
-  assert m["masked_lm_accuracy"] == 0.75 and m["unigram_masked_lm_accuracy"] == 0.75
-  assert m["all_original_accuracy"] == 0.75 and m["replaced_fraction"] == 0.25
-  # flagged: positions 0 and 3 -> one hit of two replaced, one false alarm
-  assert m["disc_recall_real_tokens"] == 0.5 and m["disc_precision_real_tokens"] == 0.5
-  assert m["disc_accuracy_real_tokens"] == 0.75
-  # replaced scores 0.9 and 0.4 rank above 6 and 5 of the 6 originals
-  assert m["disc_auc_real_tokens"] == pytest.approx(11 / 12)
-
-
-def test_report_lines_show_value_baseline_margin_and_noise():
-  measured = {
-    "masked_lm_accuracy": 0.30,
-    "unigram_masked_lm_accuracy": 0.07,
-    "disc_auc_real_tokens": 0.834,
-    "disc_accuracy_real_tokens": 0.880,
-    "all_original_accuracy": 0.879,
-    "disc_recall_real_tokens": 0.011,
-  }
-  margins = {
-    "masked_lm_accuracy": (0.23, 0.01),
-    "disc_auc_real_tokens": (0.334, 0.005),
-    "disc_accuracy_real_tokens": (0.001, 0.002),
-    "disc_recall_real_tokens": (0.011, 0.004),
-  }
-  for key, (margin, se) in margins.items():
-    measured[f"{key}_margin"], measured[f"{key}_margin_se"] = margin, se
-  measured["disc_prob_std_real_tokens"] = 0.05
-  lines = demo.format_against_baselines(measured)
-  assert len(lines) == 4
-  assert "0.834 vs 0.500 (random scores): +0.334 ± 0.010 -> above" in lines[1]
-  assert "0.880 vs 0.879" in lines[2] and lines[2].endswith("+0.001 ± 0.004 -> within noise")
-  assert lines[3].endswith("+0.011 ± 0.008 -> above")
 
 
 @pytest.mark.slow
@@ -107,21 +60,21 @@ def test_demo_runs_every_stage(tmp_path):
   # corpus (AUC about 0.82; the full demo reaches about 0.9).
   assert measured["disc_auc_real_tokens"] >= 0.75
   assert (
-    demo.verdict(
+    held_out_evaluation.verdict(
       measured["disc_auc_real_tokens_margin"], measured["disc_auc_real_tokens_margin_se"]
     )
     == "above"
   )
   assert measured["disc_prob_std_real_tokens"] > 0.05  # no collapse to one score
   # the report's verdicts follow the margins and their noise
-  for key, _, name, _ in demo.METRIC_ROWS:
+  for key, _, name, _ in held_out_evaluation.METRIC_ROWS:
     margin, se = measured[f"{key}_margin"], measured[f"{key}_margin_se"]
     assert se >= 0.0
     line = next(line for line in stdout.splitlines() if line.strip().startswith(name))
-    assert f"{margin:+.3f} ± {2 * se:.3f} -> {demo.verdict(margin, se)}" in line
+    assert f"{margin:+.3f} ± {2 * se:.3f} -> {held_out_evaluation.verdict(margin, se)}" in line
   assert "NOT above" not in stdout and "above baseline" not in stdout
   history = json.loads((model_dir / "demo_eval_history.json").read_text())
-  assert [h["step"] for h in history] == [33, 66, 99, 132, 165, 198]
+  assert [h["step"] for h in history] == [0, 33, 66, 99, 132, 165, 198]
   # the held-out history holds the real-token metrics the PNG plots
   assert all(0.0 <= h["disc_auc_real_tokens"] <= 1.0 for h in history)
   assert all(h["real_tokens"] > 0 and "all_original_accuracy" in h for h in history)
@@ -134,16 +87,67 @@ def test_demo_runs_every_stage(tmp_path):
   assert "baseline" in stdout and "Next steps" in stdout
 
 
-def test_report_warns_when_every_token_gets_the_same_score():
-  measured = {"all_original_accuracy": 0.88, "unigram_masked_lm_accuracy": 0.07}
-  for key, _, _, _ in demo.METRIC_ROWS:
-    measured[key], measured[f"{key}_margin"], measured[f"{key}_margin_se"] = 0.5, 0.0, 0.0
-  labels = np.arange(100) % 8 == 0
-  measured["disc_prob_std_real_tokens"] = demo._metrics(
-    np.array([1, 2]), np.array([1, 1]), labels, np.full(100, 0.12)
-  )["disc_prob_std_real_tokens"]
-  lines = demo.format_against_baselines(measured)
-  assert len(lines) == 5 and "collapsed" in lines[-1]
+def _fake_training_run(out, steps=200):
+  """TensorBoard losses and a held-out history in the demo's model dir."""
+  paths = demo._paths(str(out))
+  rng = np.random.default_rng(0)
+  summaries = TrainingSummaries(paths["model_dir"])
+  for step in range(0, steps, 10):
+    losses = {
+      "disc_loss": 0.6 * np.exp(-step / 80) + 0.05 * rng.random(),
+      "generator_loss": 9.0 - step / 40 + 0.3 * rng.random(),
+    }
+    summaries.write(step, losses, learning_rate=False)
+  history = []
+  for step in range(0, steps + 1, steps // 4):
+    entry = {"step": step, "all_original_accuracy": 0.86, "unigram_masked_lm_accuracy": 0.06}
+    for key, _, _, _ in held_out_evaluation.METRIC_ROWS:
+      entry[key] = 0.5 + 0.4 * step / steps
+    history.append(entry)
+  (out / "models" / "demo" / "demo_eval_history.json").write_text(json.dumps(history))
+  return paths
+
+
+def test_training_curves_show_smoothed_losses_and_metrics_against_baselines(tmp_path):
+  paths = _fake_training_run(tmp_path)
+  figure = demo._write_curves(paths)
+  assert (tmp_path / "training_curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+  titles = [axes.get_title() for axes in figure.axes]
+  assert titles[:2] == ["Generator MLM loss", "Discriminator loss"]
+  assert titles[2:] == [f"Held-out {name}" for _, _, name, _ in held_out_evaluation.METRIC_ROWS]
+  loss = {line.get_label(): line for line in figure.axes[1].get_lines()}
+  assert set(loss) == {"training batches (raw)", "training batches (EMA 0.9)"}
+  assert list(loss["training batches (raw)"].get_xdata()) == list(range(0, 200, 10))
+  baselines = {}
+  for axes, (key, _, _, how) in zip(figure.axes[2:], held_out_evaluation.METRIC_ROWS):
+    lines = {line.get_label(): line for line in axes.get_lines()}
+    held_out = lines["held-out data, real tokens"]
+    assert list(held_out.get_xdata()) == [0, 50, 100, 150, 200]  # from step 0
+    (label,) = [name for name in lines if name.startswith(f"baseline: {how}")]
+    baselines[key] = lines[label].get_ydata()[0]
+  assert baselines == {
+    "masked_lm_accuracy": 0.06,
+    "disc_auc_real_tokens": 0.5,
+    "disc_accuracy_real_tokens": 0.86,
+    "disc_recall_real_tokens": 0.0,
+  }
+
+
+def test_stage_table_runs_in_order_and_names_each_input_writer():
+  names = list(demo.STAGES)
+  assert names == ["corpus", "vocab", "data", "pretrain", "eval", "export", "score"]
+  paths = demo._paths("/out")
+  for index, (name, (run_stage, reads, writer)) in enumerate(demo.STAGES.items()):
+    assert run_stage is getattr(demo, f"stage_{name}")
+    if reads is not None:
+      assert reads in paths and names.index(writer) < index
+
+
+def test_help_lists_the_stages(capsys):
+  with pytest.raises(SystemExit) as exit_info:
+    demo.main(["--help"])
+  assert exit_info.value.code == 0
+  assert "corpus,vocab,data,pretrain,eval,export,score" in capsys.readouterr().out
 
 
 def test_a_stage_without_its_input_names_the_stage_to_run_first(tmp_path, capsys):

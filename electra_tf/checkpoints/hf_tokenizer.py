@@ -1,12 +1,18 @@
 """`tokenizer.json` (Hugging Face `tokenizers`) that reproduces electra_tf's ids.
 
+The pipeline is built from the `tokenizers` library's own objects
+(`Tokenizer`, `models.WordPiece`, a `normalizers.Sequence`, a
+`pre_tokenizers.Sequence`, `processors.TemplateProcessing`,
+`decoders.WordPiece`), so every regex is compiled, and the file validated,
+before it is written; no torch is needed.
+
 transformers' own BERT pipeline (`BertNormalizer` + `BertPreTokenizer`)
 differs from the original's `BasicTokenizer`: its character classes are
 Rust's Unicode tables, not Python's, it has no Greek final sigma, it matches
 `[MASK]` etc. in raw text, and transformers' BERT class cuts words at 100
-characters, not 200. This module therefore writes the pipeline out
-explicitly, every character class computed from Python's `unicodedata` (the
-database electra_tf's tokenizer uses). Only case mapping (`Lowercase`) and
+characters, not 200. This module therefore spells the pipeline out as a
+sequence of simpler steps, every character class computed from Python's
+`unicodedata` (the database electra_tf's tokenizer uses). Only case mapping (`Lowercase`) and
 canonical decomposition (`NFD`) are left to Rust: they run after step 1, so
 only on characters Python's database knows, and for those Rust's tables agree
 (a decomposition never changes once assigned; the few that `tokenizers`' NFD
@@ -36,8 +42,16 @@ splits them), which `split_special_tokens` in `tokenizer_config.json` says.
 import functools
 import unicodedata
 
+import tokenizers
+from tokenizers import decoders
+from tokenizers import models
+from tokenizers import normalizers
+from tokenizers import pre_tokenizers
+from tokenizers import processors
+
 from electra_tf.text import wordpiece
 from electra_tf.text.tokenizer import fits_piece_limit
+from electra_tf.utils.file_io import write_atomic
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 _MAX_CODE_POINT = 0x110000
@@ -121,45 +135,36 @@ def char_class(chars):
 
 
 def _replace(regex, content):
-  return {"type": "Replace", "pattern": {"Regex": regex}, "content": content}
+  return normalizers.Replace(tokenizers.Regex(regex), content)
 
 
 def normalizer(do_lower_case, strip_accents):
-  """The `normalizer` entry (steps 1-4)."""
+  """The normaliser (steps 1-4), a `tokenizers.normalizers.Sequence`."""
   c = _char_lists()
   steps = [_replace(c["dropped"], ""), _replace(c["space"], " ")]
   if do_lower_case:
     final_sigma = (
       f"{c['cased']}{c['ignorable']}*\\K{_CAPITAL_SIGMA}(?!{c['ignorable']}*{c['cased']})"
     )
-    steps += [_replace(final_sigma, _FINAL_SIGMA), {"type": "Lowercase"}]
+    steps += [_replace(final_sigma, _FINAL_SIGMA), normalizers.Lowercase()]
     if strip_accents:
       steps.append(_replace(f"(?<={c['kept_mark']})", _REORDER_GUARD))
       for cp in _DECOMPOSITIONS_RUST_LACKS:
         char = chr(cp)
         if unicodedata.decomposition(char) and not _is_dropped(char):
           steps.append(_replace(char_class(char), _stripped(char)))
-      steps += [
-        {"type": "NFD"},
-        _replace(c["mn_or_guard"], ""),
-      ]
-  return {"type": "Sequence", "normalizers": steps}
+      steps += [normalizers.NFD(), _replace(c["mn_or_guard"], "")]
+  return normalizers.Sequence(steps)
 
 
 def pre_tokenizer():
-  """The `pre_tokenizer` entry (step 5)."""
-  return {
-    "type": "Sequence",
-    "pretokenizers": [
-      {"type": "Split", "pattern": {"String": " "}, "behavior": "Removed", "invert": False},
-      {
-        "type": "Split",
-        "pattern": {"Regex": _char_lists()["split"]},
-        "behavior": "Isolated",
-        "invert": False,
-      },
-    ],
-  }
+  """The pre-tokeniser (step 5), a `tokenizers.pre_tokenizers.Sequence`."""
+  return pre_tokenizers.Sequence(
+    [
+      pre_tokenizers.Split(" ", behavior="removed"),
+      pre_tokenizers.Split(tokenizers.Regex(_char_lists()["split"]), behavior="isolated"),
+    ]
+  )
 
 
 def wordpiece_vocab(tokens):
@@ -172,56 +177,49 @@ def wordpiece_vocab(tokens):
   return {token: index for token, index in vocab.items() if token and fits_piece_limit(token)}
 
 
-def tokenizer_json(tokens, do_lower_case, strip_accents, max_input_chars_per_word=200):
-  """The whole `tokenizer.json` (a dict) for the vocab `tokens` (id = position).
+def build_tokenizer(tokens, do_lower_case, strip_accents, max_input_chars_per_word=200):
+  """A `tokenizers.Tokenizer` for the vocab `tokens` (id = position) that
+  gives electra_tf's ids.
 
-  `strip_accents` only acts with `do_lower_case`, as in the original.
+  `strip_accents` only acts with `do_lower_case`, as in the original. The
+  special tokens of `SPECIAL_TOKENS` in the vocab are added as special (not
+  normalised) tokens; `[CLS] A [SEP] (B [SEP])` frame the sequences.
+
+  Raises:
+    ValueError: the vocab lacks `[CLS]` or `[SEP]`.
   """
   vocab = wordpiece_vocab(tokens)
-  cls, sep = vocab["[CLS]"], vocab["[SEP]"]
-  return {
-    "version": "1.0",
-    "truncation": None,
-    "padding": None,
-    "added_tokens": [
-      {
-        "id": vocab[token],
-        "content": token,
-        "single_word": False,
-        "lstrip": False,
-        "rstrip": False,
-        "normalized": False,
-        "special": True,
-      }
+  missing = [t for t in ("[CLS]", "[SEP]") if t not in vocab]
+  if missing:
+    raise ValueError(f"the vocab lacks the special tokens {missing}")
+  tokenizer = tokenizers.Tokenizer(
+    models.WordPiece(
+      vocab,
+      unk_token="[UNK]",
+      max_input_chars_per_word=int(max_input_chars_per_word),
+      continuing_subword_prefix="##",
+    )
+  )
+  tokenizer.normalizer = normalizer(do_lower_case, do_lower_case and strip_accents)
+  tokenizer.pre_tokenizer = pre_tokenizer()
+  tokenizer.post_processor = processors.TemplateProcessing(
+    single="[CLS] $A:0 [SEP]:0",
+    pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
+    special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
+  )
+  tokenizer.decoder = decoders.WordPiece(prefix="##", cleanup=True)
+  tokenizer.add_special_tokens(
+    [
+      tokenizers.AddedToken(
+        token, single_word=False, lstrip=False, rstrip=False, normalized=False, special=True
+      )
       for token in sorted((t for t in SPECIAL_TOKENS if t in vocab), key=vocab.get)
-    ],
-    "normalizer": normalizer(do_lower_case, do_lower_case and strip_accents),
-    "pre_tokenizer": pre_tokenizer(),
-    "post_processor": {
-      "type": "TemplateProcessing",
-      "single": [
-        {"SpecialToken": {"id": "[CLS]", "type_id": 0}},
-        {"Sequence": {"id": "A", "type_id": 0}},
-        {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
-      ],
-      "pair": [
-        {"SpecialToken": {"id": "[CLS]", "type_id": 0}},
-        {"Sequence": {"id": "A", "type_id": 0}},
-        {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
-        {"Sequence": {"id": "B", "type_id": 1}},
-        {"SpecialToken": {"id": "[SEP]", "type_id": 1}},
-      ],
-      "special_tokens": {
-        "[CLS]": {"id": "[CLS]", "ids": [cls], "tokens": ["[CLS]"]},
-        "[SEP]": {"id": "[SEP]", "ids": [sep], "tokens": ["[SEP]"]},
-      },
-    },
-    "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
-    "model": {
-      "type": "WordPiece",
-      "unk_token": "[UNK]",
-      "continuing_subword_prefix": "##",
-      "max_input_chars_per_word": int(max_input_chars_per_word),
-      "vocab": vocab,
-    },
-  }
+    ]
+  )
+  return tokenizer
+
+
+def write_tokenizer_json(path, tokens, do_lower_case, strip_accents, max_input_chars_per_word=200):
+  """Writes `build_tokenizer(...)` as `tokenizer.json` to `path`, atomically."""
+  tokenizer = build_tokenizer(tokens, do_lower_case, strip_accents, max_input_chars_per_word)
+  write_atomic(path, tokenizer.to_str())

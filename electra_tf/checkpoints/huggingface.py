@@ -297,10 +297,9 @@ def write_hf_tokenizer_files(directory, tokens, do_lower_case, strip_accents, mo
   """Writes `vocab.txt`, `tokenizer.json` and `tokenizer_config.json` into `directory`."""
   with open(os.path.join(directory, VOCAB_FILE), "w", encoding="utf-8") as f:
     f.write("".join(t + "\n" for t in tokens))
-  with open(os.path.join(directory, TOKENIZER_FILE), "w", encoding="utf-8") as f:
-    json.dump(
-      hf_tokenizer.tokenizer_json(tokens, do_lower_case, strip_accents), f, ensure_ascii=False
-    )
+  hf_tokenizer.write_tokenizer_json(
+    os.path.join(directory, TOKENIZER_FILE), tokens, do_lower_case, strip_accents
+  )
   _write_json(
     os.path.join(directory, TOKENIZER_CONFIG_FILE),
     hf_tokenizer_config(do_lower_case, strip_accents, model_max_length),

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from bench import precision_learning
-from electra_tf.demo import METRIC_ROWS
+from electra_tf.training.held_out_evaluation import METRIC_ROWS
 
 
 def _run(precision, seed, auc, se=0.01, steps=60):
@@ -14,7 +14,7 @@ def _run(precision, seed, auc, se=0.01, steps=60):
   for key, _, _, _ in METRIC_ROWS:
     final[key] = auc if key == "disc_auc_real_tokens" else 0.5
     final[f"{key}_margin_se"] = se
-  history = [{"step": s, **final} for s in (10, 20, 60)]
+  history = [{"step": s, **final} for s in (0, 10, 20, 60)]
   losses = {
     tag: [(s, 1.0 / s) for s in range(1, steps + 1)]
     for tag in ("disc_loss", "generator_loss", "loss")
@@ -63,6 +63,15 @@ def test_writes_a_table_and_curves(tmp_path):
   assert text.count("| float32 |") == 2 and text.count("| mixed_bfloat16 |") == 2
   assert "| discriminator AUC |" in text
   png = tmp_path / "curves.png"
-  precision_learning._curves(runs, str(png))
+  figure = precision_learning._curves(runs, str(png))
   assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+  loss, auc, accuracy = figure.axes
+  names = [f"{p} seed {s}" for p in precision_learning.PRECISIONS for s in (0, 1)]
+  assert [line.get_label() for line in loss.get_lines()] == [
+    f"{name} ({kind})" for name in names for kind in ("raw", "EMA 0.9")
+  ]
+  for axes, baseline in ((auc, "random scores (0.500)"), (accuracy, "(0.060)")):
+    labels = [line.get_label() for line in axes.get_lines()]
+    assert labels[:4] == names and labels[4].endswith(baseline)
+    assert all(list(line.get_xdata()) == [0, 10, 20, 60] for line in axes.get_lines()[:4])
   json.dumps(runs)  # the report's JSON holds the runs as they are

@@ -8,6 +8,7 @@ correlation, Pearson's r, and Spearman's rho as Pearson's r of average ranks.
 import numpy as np
 
 from electra_tf.finetune import scorer
+from electra_tf.utils.statistics import average_ranks
 
 
 def matthews_corrcoef(labels, predictions):
@@ -41,22 +42,6 @@ def pearson_correlation(x, y):
   if denominator == 0:
     return float("nan")
   return float(np.clip(np.sum(xm * ym) / denominator, -1.0, 1.0))
-
-
-def average_ranks(values):
-  """1-based ranks; tied values share the mean of their ranks."""
-  values = np.asarray(values, dtype=np.float64)
-  order = np.argsort(values, kind="mergesort")
-  ranks = np.empty(len(values), dtype=np.float64)
-  sorted_values = values[order]
-  start = 0
-  while start < len(values):
-    end = start
-    while end + 1 < len(values) and sorted_values[end + 1] == sorted_values[start]:
-      end += 1
-    ranks[order[start : end + 1]] = (start + end) / 2.0 + 1.0
-    start = end + 1
-  return ranks
 
 
 def spearman_correlation(x, y):

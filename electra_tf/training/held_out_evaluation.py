@@ -1,0 +1,321 @@
+"""The pre-trainer measured on held-out data's real tokens, next to trivial
+baselines.
+
+The original's `disc_auc` and `disc_accuracy` also count padding, and a
+number alone does not say whether the model learned anything. Here every
+metric is computed on real tokens only and paired with the baseline a model
+that learned nothing reaches (`METRIC_ROWS`), with the margin's standard
+error over the batches, so a difference within noise is not reported as a
+gain (`verdict`, `format_against_baselines`).
+
+`real_token_metrics` measures a model on a dataset, `measure_against_baselines`
+the newest checkpoint of a run, and `PeriodicEvaluation` a run as it trains
+(its history feeds `training_curve_panels`).
+"""
+
+import json
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from electra_tf.checkpoints import checkpointing
+from electra_tf.pretraining import step as pretraining_step
+from electra_tf.runtime import distribution
+from electra_tf.training import pretraining_run
+from electra_tf.utils import curves
+from electra_tf.utils.file_io import write_atomic
+from electra_tf.utils.statistics import average_ranks
+
+# (key, baseline key or fixed baseline, row label, baseline description)
+METRIC_ROWS = (
+  (
+    "masked_lm_accuracy",
+    "unigram_masked_lm_accuracy",
+    "generator masked-LM accuracy",
+    "unigram: always the most frequent token",
+  ),
+  ("disc_auc_real_tokens", 0.5, "discriminator AUC", "random scores"),
+  (
+    "disc_accuracy_real_tokens",
+    "all_original_accuracy",
+    "discriminator accuracy",
+    "calling every token original",
+  ),
+  (
+    "disc_recall_real_tokens",
+    0.0,
+    "discriminator recall (p > 0.5)",
+    "calling every token original",
+  ),
+)
+# The least each metric's plot shows (it widens to the data), so noise stays flat.
+METRIC_RANGES = {
+  "masked_lm_accuracy": (0.0, 0.5),
+  "disc_auc_real_tokens": (0.5, 1.0),
+  "disc_accuracy_real_tokens": (0.5, 1.0),
+  "disc_recall_real_tokens": (0.0, 1.0),
+}
+# Below this spread of p(replaced) over real tokens, the discriminator scores
+# every token alike.
+COLLAPSED_PROB_STD = 1e-3
+# The masking and sampling seed: repeated evaluations see the same corruption.
+EVAL_SEED = 12345
+
+
+def roc_auc(labels, scores):
+  """Area under the ROC curve by ranks (ties get their average rank); NaN
+  without both classes.
+
+  >>> roc_auc([1, 0, 0, 1], [0.9, 0.1, 0.5, 0.5])
+  0.875
+  """
+  labels = np.asarray(labels, bool)
+  positives, negatives = labels.sum(), (~labels).sum()
+  if positives == 0 or negatives == 0:
+    return float("nan")
+  ranks = average_ranks(scores)
+  return float((ranks[labels].sum() - positives * (positives + 1) / 2.0) / (positives * negatives))
+
+
+def baseline_value(measured, baseline):
+  """A `METRIC_ROWS` baseline: the measured metric it names, or the fixed value."""
+  return measured[baseline] if isinstance(baseline, str) else baseline
+
+
+def batch_arrays(out):
+  """The arrays the metrics need from one batch of `pretraining_step.forward`
+  outputs (numpy): the masked positions' targets/predictions and the real
+  tokens' labels/scores."""
+  weights = out["masked_lm_weights"] > 0
+  targets, preds = out["masked_lm_ids"][weights], out["masked_lm_preds"][weights]
+  real = out["input_mask"] > 0
+  labels, probs = out["disc_labels"][real].astype(bool), out["disc_probs"][real]
+  return {"targets": targets, "preds": preds, "labels": labels, "probs": probs}
+
+
+def metrics(targets, preds, labels, probs, unigram_id=None):
+  """Pooled metrics of `batch_arrays` arrays; `unigram_id` is the unigram
+  generator's one answer (default: the most frequent of `targets`)."""
+  if unigram_id is None:
+    unigram_id = int(np.bincount(targets).argmax())
+  flagged = probs > 0.5
+  return {
+    "masked_lm_accuracy": float((targets == preds).mean()),
+    "unigram_masked_lm_accuracy": float((targets == unigram_id).mean()),
+    "disc_auc_real_tokens": roc_auc(labels, probs),
+    "disc_accuracy_real_tokens": float((flagged == labels).mean()),
+    "all_original_accuracy": float(1.0 - labels.mean()),
+    "disc_recall_real_tokens": float(flagged[labels].mean()) if labels.any() else float("nan"),
+    "disc_precision_real_tokens": float(labels[flagged].mean()) if flagged.any() else float("nan"),
+    "replaced_fraction": float(labels.mean()),
+    # ~0 when every token gets the same score: the discriminator's token
+    # representations have collapsed to one vector and it cannot recover.
+    "disc_prob_std_real_tokens": float(probs.std()),
+  }
+
+
+def real_token_metrics(model, dataset, num_batches):
+  """Generator and discriminator on `num_batches` batches of `dataset`, on
+  real tokens only (the original's `disc_auc` also counts padding), next to
+  trivial baselines: the unigram generator (always the most frequent target
+  token) and a discriminator that calls every token original. Each
+  `METRIC_ROWS` margin over its baseline comes with its standard error over
+  the batches (`<key>_margin_se`), so a difference within noise is not
+  reported as a gain. The masking and sampling use a fixed seed, so repeated
+  calls see the same corruption.
+
+  Args:
+    model: an `ElectraPretrainer`.
+    dataset: batches of pre-training features (the held-out shard).
+    num_batches: how many batches to use.
+
+  Returns:
+    A dict of pooled metrics, baselines, margins and their standard errors,
+    plus `real_tokens`, `masked_positions` and `num_batches`.
+
+  Example:
+    measured = real_token_metrics(model, eval_dataset, num_batches=20)
+    print(measured["disc_auc_real_tokens"], measured["disc_auc_real_tokens_margin_se"])
+  """
+
+  @tf.function
+  def forward(features, index):
+    return pretraining_step.forward(model, features, training=False, seed=EVAL_SEED, step=index)
+
+  batches = []
+  for index, features in enumerate(dataset.take(num_batches)):
+    out = {k: v.numpy() for k, v in forward(features, tf.constant(index)).items()}
+    batches.append(batch_arrays(out))
+  pooled = {k: np.concatenate([b[k] for b in batches]) for k in batches[0]}
+  measured = metrics(**pooled)
+  # The same unigram answer in every batch, so its per-batch accuracy is not
+  # fitted to the batch.
+  unigram_id = int(np.bincount(pooled["targets"]).argmax())
+  per_batch = [metrics(**b, unigram_id=unigram_id) for b in batches]
+  for key, baseline, _, _ in METRIC_ROWS:
+    margins = np.array([m[key] - baseline_value(m, baseline) for m in per_batch])
+    margins = margins[np.isfinite(margins)]
+    measured[f"{key}_margin"] = measured[key] - baseline_value(measured, baseline)
+    measured[f"{key}_margin_se"] = (
+      float(margins.std(ddof=1) / np.sqrt(len(margins))) if len(margins) > 1 else float("nan")
+    )
+  measured.update(
+    real_tokens=int(len(pooled["labels"])),
+    masked_positions=int(len(pooled["targets"])),
+    num_batches=len(batches),
+  )
+  return measured
+
+
+def verdict(margin, standard_error):
+  """ "above"/"below" only when the margin exceeds twice its standard error.
+
+  >>> verdict(0.33, 0.01), verdict(0.001, 0.002), verdict(0.2, float("nan"))
+  ('above', 'within noise', 'within noise')
+  """
+  if not (standard_error == standard_error) or abs(margin) <= 2.0 * standard_error:
+    return "within noise"
+  return "above" if margin > 0 else "below"
+
+
+def format_against_baselines(measured):
+  """One line per metric: value, baseline, margin ± 2 s.e., verdict (and a
+  warning line if the discriminator's scores have collapsed)."""
+  lines = []
+  for key, baseline, name, how in METRIC_ROWS:
+    base = baseline_value(measured, baseline)
+    margin, se = measured[f"{key}_margin"], measured[f"{key}_margin_se"]
+    lines.append(
+      f"  {name:31s} {measured[key]:.3f} vs {base:.3f} ({how}): "
+      f"{margin:+.3f} ± {2 * se:.3f} -> {verdict(margin, se)}"
+    )
+  if measured.get("disc_prob_std_real_tokens", 1.0) < COLLAPSED_PROB_STD:
+    lines.append(
+      "  WARNING: the discriminator gives every token the same p(replaced) "
+      f"(std {measured['disc_prob_std_real_tokens']:.1e}): its token representations have "
+      "collapsed to one vector, so it cannot learn; lower learning_rate or lengthen "
+      "num_warmup_steps"
+    )
+  return lines
+
+
+def measure_against_baselines(config, num_batches=20):
+  """`real_token_metrics` of the latest checkpoint in `config.model_dir` on
+  the evaluation files of `config`, with its `global_step`."""
+  strategy = distribution.setup_distribution(config)
+  model = pretraining_run.build_pretrainer(config, strategy)
+  manager = checkpointing.TrainingCheckpointManager(model, config.model_dir, chief=True)
+  step = manager.restore_latest()
+  dataset = pretraining_run.make_dataset(config, is_training=False)
+  return {"global_step": step, **real_token_metrics(model, dataset, num_batches)}
+
+
+def load_history(path):
+  """The held-out evaluations a `PeriodicEvaluation` wrote (`[]` before the first)."""
+  if not os.path.exists(path):
+    return []
+  with open(path) as f:
+    return json.load(f)
+
+
+class PeriodicEvaluation:
+  """Measures `real_token_metrics` on the evaluation files of `eval_config`
+  before the first step and every `every` steps during training; keeps the
+  history (resumed from `history_path`, rewritten there after each
+  evaluation) for the training curves.
+
+  Args:
+    eval_config: a `PretrainingConfig` whose evaluation files are the
+      held-out data; `num_eval_steps` batches are measured.
+    every: evaluation period in global steps.
+    history_path: the history's JSON file.
+
+  Example:
+    periodic = PeriodicEvaluation(eval_config, every=100, history_path="history.json")
+    pretraining_run.train_or_eval(config, callbacks=[periodic.callback])
+  """
+
+  def __init__(self, eval_config, every, history_path):
+    self.every = every
+    self.history_path = history_path
+    self.history = load_history(history_path)
+    self.dataset = pretraining_run.make_dataset(eval_config, is_training=False)
+    self.num_batches = eval_config.num_eval_steps
+    self.callback = _PeriodicCallback(self)
+
+  def due(self, step, starting=False):
+    """Whether `step` is to be measured: step 0 when training starts, every
+    `every`-th step, and each step once."""
+    wanted = step == 0 if starting else step % self.every == 0
+    return wanted and all(h["step"] != step for h in self.history)
+
+  def evaluate(self, model, step):
+    measured = real_token_metrics(model, self.dataset, self.num_batches)
+    entry = {"step": step, **measured}
+    self.history.append(entry)
+    write_atomic(self.history_path, json.dumps(self.history, indent=1))
+    print(
+      f"[held-out] step {step}: real tokens: disc AUC {entry['disc_auc_real_tokens']:.3f}, "
+      f"accuracy {entry['disc_accuracy_real_tokens']:.3f} "
+      f"(all-original {entry['all_original_accuracy']:.3f}), "
+      f"recall {entry['disc_recall_real_tokens']:.3f}, "
+      f"p(replaced) std {entry['disc_prob_std_real_tokens']:.1e}, "
+      f"generator accuracy {entry['masked_lm_accuracy']:.3f}",
+      flush=True,
+    )
+    return entry
+
+
+class _PeriodicCallback(keras.callbacks.Callback):
+  def __init__(self, periodic):
+    super().__init__()
+    self.periodic = periodic
+
+  def _step(self):
+    return int(self.model.optimizer.iterations.numpy())
+
+  def on_train_begin(self, logs=None):
+    # The untrained model too (step 0), so the curves start at the baselines.
+    step = self._step()
+    if self.periodic.due(step, starting=True):
+      self.periodic.evaluate(self.model, step)
+
+  def on_train_batch_end(self, batch, logs=None):
+    step = self._step()
+    if self.periodic.due(step):
+      self.periodic.evaluate(self.model, step)
+
+
+def training_curve_panels(events, history):
+  """`curves.Panel`s of a pre-training run: the generator and discriminator
+  training losses from `events` (`utils.events.scalar_events`), raw and
+  smoothed, then each `METRIC_ROWS` metric of the held-out `history` with its
+  trivial baseline (the mean over the history where it is measured)."""
+  panels = []
+  for tag, title in (("generator_loss", "Generator MLM loss"), ("disc_loss", "Discriminator loss")):
+    points = events.get(tag, [])
+    line = curves.Series(
+      "training batches",
+      [s for s, _ in points],
+      [v for _, v in points],
+      smoothing=curves.DEFAULT_SMOOTHING,
+    )
+    panels.append(curves.Panel(title, [line], y_label="loss"))
+  steps = [h["step"] for h in history]
+  for key, baseline, name, how in METRIC_ROWS:
+    values = [h.get(key, float("nan")) for h in history]
+    if isinstance(baseline, str):
+      bases = [h[baseline] for h in history if baseline in h]
+      baseline = sum(bases) / len(bases) if bases else None
+    panels.append(
+      curves.Panel(
+        f"Held-out {name}",
+        [curves.Series("held-out data, real tokens", steps, values)],
+        y_label=name.split(" ", 1)[1],
+        y_range=METRIC_RANGES[key],
+        baselines=[curves.Baseline(baseline, f"baseline: {how}")],
+      )
+    )
+  return panels
