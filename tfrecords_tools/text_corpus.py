@@ -182,9 +182,7 @@ def run_job(job_id, options, cpu=None, on_file=None):
   start = time.time()
   try:
     if options.tfds_name:
-      from tfrecords_tools import (
-        tfds_source,  # deferred: tensorflow_datasets takes seconds to import
-      )
+      from tfrecords_tools import tfds_source  # deferred: slow tensorflow_datasets
 
       docs = tfds_source.iter_documents(
         options.tfds_name,

@@ -35,9 +35,7 @@ def get_tasks(config, tokenizer):
   """One task object per name in `config.task_names`, in that order."""
   tasks = [get_task(config, name, tokenizer) for name in config.task_names]
   if config.data_source == "tfds":
-    from electra_tf.finetune import (
-      tfds_source,  # deferred: tensorflow_datasets takes seconds to import
-    )
+    from electra_tf.finetune import tfds_source  # deferred: slow tensorflow_datasets
 
     for task in tasks:
       tfds_source.use_tfds(task, config)
