@@ -32,6 +32,7 @@ import sys
 
 from electra_tf.checkpoints.checkpointing import TrainingPreempted
 from electra_tf.configs.hparams import add_run_flags
+from electra_tf.runtime import distribution
 from electra_tf.training import pretraining_run
 from electra_tf.utils import exit_codes
 
@@ -42,7 +43,8 @@ def main(argv=None):
   args = parser.parse_args(argv)
   try:
     config = pretraining_run.make_config(args.data_dir, args.model_name, args.hparams)
-    strategy = pretraining_run.early_strategy(config)
+    # Decided once, before anything starts TensorFlow (multi-worker needs that).
+    strategy = distribution.setup_distribution(config)
     files = pretraining_run.validate_config(config)
   except ValueError as e:
     # Bad input: one clear line, no traceback, nothing trained.

@@ -20,6 +20,7 @@ import tensorflow as tf
 from electra_tf import run_pretraining
 from electra_tf.checkpoints import checkpointing
 from electra_tf.configs.pretraining import PretrainingConfig
+from electra_tf.runtime import distribution
 from electra_tf.training import pretraining_run
 from tests.conftest import REPO_ROOT
 from tests.helpers.pretraining_data import ETA_LINE
@@ -147,7 +148,8 @@ def test_corrupt_record_met_while_training_names_file_and_checkpoint(tmp_path):
   # reads the bad record and stops with the file, record and checkpoint.
   config = PretrainingConfig("m", str(tmp_path), **self_made_hparams(num_train_steps=100))
   with pytest.raises(pretraining_run.TrainingDataError) as info:
-    pretraining_run.train(config)
+    files = pretraining_run.find_pretraining_files(config)
+    pretraining_run.train(config, distribution.setup_distribution(config), files)
   message = str(info.value)
   assert "tfrecord-2-of-3': record 5 at byte 875 fails its checksum" in message, message
   assert "Last checkpoint: " + str(tmp_path / "models" / "m" / "model.ckpt-0") in message

@@ -20,6 +20,7 @@ from electra_tf.configs.hparams import ConfigBase
 from electra_tf.configs.hparams import hparam
 from electra_tf.configs.pretraining import DISTRIBUTION_STRATEGIES
 from electra_tf.configs.pretraining import MIXED_PRECISION_POLICIES
+from electra_tf.configs.pretraining import default_embedding_size
 
 QA_TASK_SUBSTRINGS = ("squad", "qa")
 LAYERWISE_LR_VARIANTS = ("faithful", "fixed")
@@ -222,8 +223,7 @@ class FinetuningConfig(ConfigBase):
     if self.model_size == "large":
       self.learning_rate = 5e-5
       self.layerwise_lr_decay = 0.9
-    elif self.model_size == "small":
-      self.embedding_size = 128
+    self.embedding_size = default_embedding_size(self.model_size) or self.embedding_size
 
     # debug-mode settings
     if self.debug:

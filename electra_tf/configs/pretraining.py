@@ -19,6 +19,13 @@ MODEL_SIZES = {
   "large": (1024, 24),
 }
 
+
+def default_embedding_size(model_size):
+  """The original's embedding size for a model size: 128 for `small` (the
+  embeddings are projected to H=256), else None (E = H)."""
+  return 128 if model_size == "small" else None
+
+
 DISTRIBUTION_STRATEGIES = ("default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
 MIXED_PRECISION_POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
 
@@ -190,8 +197,7 @@ class PretrainingConfig(ConfigBase):
       self.iterations_per_loop = 1
       self.num_eval_steps = 2
 
-    if self.model_size == "small":
-      self.embedding_size = 128
+    self.embedding_size = default_embedding_size(self.model_size) or self.embedding_size
 
     if self.electric_objective:
       self.two_tower_generator = True

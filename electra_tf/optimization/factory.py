@@ -85,54 +85,42 @@ def make_optimizer(
   )
 
 
-def pretraining_optimizer(
-  official_name_map=None,
-  *,
-  learning_rate=5e-4,
-  num_train_steps=1000000,
-  num_warmup_steps=10000,
-  lr_decay_power=1.0,
-  weight_decay_rate=0.01,
-):
-  """The original's pre-training optimizer (its defaults are the original's
-  pre-training hparams)."""
-  return make_optimizer(
-    official_name_map,
-    learning_rate=learning_rate,
-    num_train_steps=num_train_steps,
-    num_warmup_steps=num_warmup_steps,
-    lr_decay_power=lr_decay_power,
-    weight_decay_rate=weight_decay_rate,
-  )
+# The original's pre-training and fine-tuning hparams, the defaults of the two
+# settings below; their `*_from_config` take the same keys from a config.
+PRETRAINING_DEFAULTS = {
+  "learning_rate": 5e-4,
+  "num_train_steps": 1000000,
+  "num_warmup_steps": 10000,
+  "lr_decay_power": 1.0,
+  "weight_decay_rate": 0.01,
+}
+FINETUNING_DEFAULTS = {
+  "learning_rate": 1e-4,
+  "warmup_proportion": 0.1,
+  "weight_decay_rate": 0.01,
+  "layerwise_lr_decay": 0.8,
+  "layerwise_lr_decay_variant": "faithful",
+}
+
+
+def pretraining_optimizer(official_name_map=None, **hparams):
+  """The original's pre-training optimizer; `hparams` (keys of
+  `PRETRAINING_DEFAULTS`) override its defaults."""
+  return make_optimizer(official_name_map, **{**PRETRAINING_DEFAULTS, **hparams})
 
 
 def pretraining_optimizer_from_config(config, official_name_map=None):
   """`pretraining_optimizer` with a `PretrainingConfig`'s hparams."""
   return pretraining_optimizer(
-    official_name_map,
-    learning_rate=config.learning_rate,
-    num_train_steps=config.num_train_steps,
-    num_warmup_steps=config.num_warmup_steps,
-    lr_decay_power=config.lr_decay_power,
-    weight_decay_rate=config.weight_decay_rate,
+    official_name_map, **{key: getattr(config, key) for key in PRETRAINING_DEFAULTS}
   )
 
 
-def finetuning_optimizer(
-  official_name_map,
-  num_hidden_layers,
-  num_train_steps,
-  *,
-  learning_rate=1e-4,
-  warmup_proportion=0.1,
-  weight_decay_rate=0.01,
-  layerwise_lr_decay=0.8,
-  layerwise_lr_decay_variant="faithful",
-):
+def finetuning_optimizer(official_name_map, num_hidden_layers, num_train_steps, **hparams):
   """The original's fine-tuning optimizer, as its `run_finetuning.py`
   configures it: warm-up proportion, linear decay and layer-wise decay over
-  the encoder's `num_hidden_layers` (its defaults are the original's
-  fine-tuning hparams).
+  the encoder's `num_hidden_layers`; `hparams` (keys of
+  `FINETUNING_DEFAULTS`) override its defaults.
 
   Example:
     >>> import keras
@@ -143,13 +131,9 @@ def finetuning_optimizer(
   """
   return make_optimizer(
     official_name_map,
-    learning_rate=learning_rate,
     num_train_steps=num_train_steps,
-    warmup_proportion=warmup_proportion,
-    weight_decay_rate=weight_decay_rate,
     num_hidden_layers=num_hidden_layers,
-    layerwise_lr_decay=layerwise_lr_decay,
-    layerwise_lr_decay_variant=layerwise_lr_decay_variant,
+    **{**FINETUNING_DEFAULTS, **hparams},
   )
 
 
@@ -160,9 +144,5 @@ def finetuning_optimizer_from_config(config, model, num_train_steps):
     model.official_name_map(),
     model.bert_config["num_hidden_layers"],
     num_train_steps,
-    learning_rate=config.learning_rate,
-    warmup_proportion=config.warmup_proportion,
-    weight_decay_rate=config.weight_decay_rate,
-    layerwise_lr_decay=config.layerwise_lr_decay,
-    layerwise_lr_decay_variant=config.layerwise_lr_decay_variant,
+    **{key: getattr(config, key) for key in FINETUNING_DEFAULTS},
   )

@@ -9,6 +9,7 @@ import keras
 import tensorflow as tf
 
 from electra_tf.checkpoints import any_format
+from electra_tf.configs.pretraining import default_embedding_size
 from electra_tf.configs.pretraining import get_bert_config
 from electra_tf.finetune.model import FinetuningModel
 from electra_tf.finetune.text_preprocessor import ElectraTextPreprocessor
@@ -90,8 +91,8 @@ class ElectraTaskModel(keras.Model):
       vocab_size=preprocessor.tokenizer.vocab_size,
       model_hparam_overrides=dict(model_hparam_overrides or {}),
     )
-    if embedding_size is None and model_size == "small":
-      embedding_size = 128
+    if embedding_size is None:
+      embedding_size = default_embedding_size(model_size)
     model = cls(
       get_bert_config(size).to_dict(),
       preprocessor=preprocessor,

@@ -121,12 +121,14 @@ def validate_config(config):
 # ----------------------------------------------------------------------------
 
 
-def make_dataset(config, is_training, start_batch=0, record_counts=None):
+def make_dataset(config, is_training, start_batch=0, record_counts=None, files=None):
   """The global-batch input pipeline; `fit` splits each batch over replicas.
-  With a seed it starts after `start_batch` batches (the input position)."""
+  With a seed it starts after `start_batch` batches (the input position).
+  `files` are the files `validate_config` found (default: hparam
+  `pretrain_tfrecords`'s)."""
   batch_size = config.train_batch_size if is_training else config.eval_batch_size
   dataset = pretrain_data.get_dataset(
-    resolve_file_patterns(config),
+    files.files if files is not None else resolve_file_patterns(config),
     config.max_seq_length,
     batch_size,
     is_training=is_training,
@@ -203,18 +205,25 @@ def _data_loss_message(error, files, manager, step):
   )
 
 
-def train(config, strategy=None, callbacks=(), record_counts=None):
+def _as_pretraining_files(files):
+  if isinstance(files, pretrain_data.PretrainingFiles):
+    return files
+  return pretrain_data.PretrainingFiles(list(files), None)
+
+
+def train(config, strategy, files, callbacks=()):
   """Trains to the absolute step `num_train_steps`, resuming from the model
-  dir's newest checkpoint (and, with a seed, from its input position).
-  `callbacks` are extra Keras callbacks (they run after checkpointing, logging
-  and summaries); `record_counts` are the files' record counts if already
-  known. Returns the final global step.
+  dir's newest checkpoint (and, with a seed, from its input position), under
+  `strategy` on `files` (`validate_config`'s `PretrainingFiles`, or a list of
+  paths whose records are then counted here). `callbacks` are extra Keras
+  callbacks (they run after checkpointing, logging and summaries). Returns
+  the final global step.
 
   Raises:
     TrainingPreempted: SIGTERM stopped training (after saving).
     TrainingDataError: a corrupt record was met while training.
   """
-  strategy = strategy or distribution.setup_distribution(config)
+  files = _as_pretraining_files(files)
   chief = distribution.is_chief(strategy)
   model = build_pretrainer(config, strategy)
   with strategy.scope():
@@ -247,8 +256,9 @@ def train(config, strategy=None, callbacks=(), record_counts=None):
       config.model_dir, config.save_summary_steps, enabled=chief
     ),
   ] + list(callbacks)
+  record_counts = files.record_counts
   if config.seed is not None and record_counts is None:
-    record_counts = record_check.check_tfrecord_files(find_pretraining_files(config))
+    record_counts = record_check.check_tfrecord_files(files.files)
   # One `fit` normally; more only when steps did not count (mixed_float16
   # skips the update, and the step, of a batch with non-finite gradients).
   while step < config.num_train_steps:
@@ -256,7 +266,7 @@ def train(config, strategy=None, callbacks=(), record_counts=None):
     if config.seed is not None and position:
       print(f"Input pipeline resumes after {position} batches", flush=True)
     dataset = make_dataset(
-      config, is_training=True, start_batch=position, record_counts=record_counts
+      config, is_training=True, start_batch=position, record_counts=record_counts, files=files
     )
     try:
       model.fit(
@@ -269,19 +279,18 @@ def train(config, strategy=None, callbacks=(), record_counts=None):
       )
     except tf.errors.DataLossError as e:
       step = checkpointing.global_step(model)
-      raise TrainingDataError(
-        _data_loss_message(e, find_pretraining_files(config), manager, step)
-      ) from None
+      raise TrainingDataError(_data_loss_message(e, files.files, manager, step)) from None
     step = checkpointing.global_step(model)
     if checkpoint_callback.preempted:
       raise checkpointing.TrainingPreempted(step)
   return step
 
 
-def evaluate(config, strategy=None):
-  """Evaluates the newest checkpoint on `num_eval_steps` batches, prints the
-  metrics as the original does and writes the results files."""
-  strategy = strategy or distribution.setup_distribution(config)
+def evaluate(config, strategy, files):
+  """Evaluates the newest checkpoint on `num_eval_steps` batches of `files`
+  under `strategy`, prints the metrics as the original does and writes the
+  results files."""
+  files = _as_pretraining_files(files)
   if tf.train.latest_checkpoint(config.model_dir) is None:
     raise ValueError(
       f"do_eval: no checkpoint found in model dir {config.model_dir!r}; "
@@ -298,7 +307,7 @@ def evaluate(config, strategy=None):
     step = manager.restore_latest()
   print(f"Evaluating {manager.latest_checkpoint}", flush=True)
   results = model.evaluate(
-    make_dataset(config, is_training=False),
+    make_dataset(config, is_training=False, files=files),
     steps=config.num_eval_steps,
     verbose=0,
     return_dict=True,
@@ -318,28 +327,17 @@ def evaluate(config, strategy=None):
   return results
 
 
-def early_strategy(config):
-  """The multi-worker strategy, or None for the others (made later).
-
-  Collective ops must be configured before anything starts TensorFlow's
-  context, such as reading the data to validate it.
-  """
-  if config.distribution_strategy == "multi_worker_mirrored":
-    return distribution.setup_distribution(config)
-  return None
-
-
 def train_or_eval(config, files=None, strategy=None, callbacks=()):
   """The original's `train_or_eval`: validation (unless `files` says it was
-  done), debug wipe, config log, then training or evaluation. `strategy`
-  defaults to `distribution.setup_distribution(config)`; `callbacks` are
-  extra Keras callbacks for training."""
+  done), debug wipe, config log, then training or evaluation. The strategy
+  and precision are decided here once (`distribution.setup_distribution`)
+  unless the caller decided them (`strategy`); it comes first because a
+  multi-worker strategy must exist before anything starts TensorFlow, such
+  as reading the data to check it. `callbacks` are extra Keras callbacks for
+  training."""
   if strategy is None:
-    strategy = early_strategy(config)
-  if files is None:
-    files = validate_config(config)
-  if not isinstance(files, pretrain_data.PretrainingFiles):
-    files = pretrain_data.PretrainingFiles(list(files), None)
+    strategy = distribution.setup_distribution(config)
+  files = _as_pretraining_files(validate_config(config) if files is None else files)
   if config.debug and config.do_train:
     print(
       f"WARNING: debug=True deletes the model dir {config.model_dir} before training "
@@ -354,16 +352,14 @@ def train_or_eval(config, files=None, strategy=None, callbacks=()):
   print(f"{len(files.files)} pre-training file(s)", flush=True)
   if config.seed is not None:
     keras.utils.set_random_seed(int(config.seed))
-  if strategy is None:
-    strategy = distribution.setup_distribution(config)
   if config.do_train:
     if distribution.is_chief(strategy):
       # The model dir describes itself: converter and exporter need no --hparams.
       print(f"Wrote {model_dir_lib.write_run_config(config)}", flush=True)
     _heading("Training")
-    return train(config, strategy, callbacks, record_counts=files.record_counts)
+    return train(config, strategy, files, callbacks)
   _heading("Evaluation")
-  return evaluate(config, strategy)
+  return evaluate(config, strategy, files)
 
 
 def make_config(data_dir, model_name, hparams):
