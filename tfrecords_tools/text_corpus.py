@@ -182,9 +182,9 @@ def run_job(job_id, options, cpu=None, on_file=None):
   start = time.time()
   try:
     if options.tfds_name:
-      from tfrecords_tools import tfds_source  # deferred: slow tensorflow_datasets
+      from tfrecords_tools import tfds_corpus  # deferred: slow tensorflow_datasets
 
-      docs = tfds_source.iter_documents(
+      docs = tfds_corpus.iter_documents(
         options.tfds_name,
         options.tfds_split,
         options.tfds_text_key,

@@ -11,7 +11,7 @@ from tests.helpers import reference_hard_text
 from tests.helpers.records import read_shards
 from tests.helpers.reference_builder import ReferenceWriter
 from tfrecords_tools import text_corpus
-from tfrecords_tools import tfds_source
+from tfrecords_tools import tfds_corpus
 
 DOCS = [
   "The first document.\nIt has two lines.",
@@ -37,13 +37,13 @@ def vocab_file(tmp_path):
 
 def test_iter_documents_and_errors():
   with tfds.testing.mock_data(as_dataset_fn=_as_dataset_fn):
-    assert list(tfds_source.iter_documents("lm1b", "train", "text")) == DOCS
+    assert list(tfds_corpus.iter_documents("lm1b", "train", "text")) == DOCS
     assert (
-      list(tfds_source.iter_documents("lm1b", "train", "text", num_shards=3, shard_index=1))
+      list(tfds_corpus.iter_documents("lm1b", "train", "text", num_shards=3, shard_index=1))
       == DOCS[1::3]
     )
     with pytest.raises(ValueError, match="'body' is not a feature.*'text'"):
-      list(tfds_source.iter_documents("lm1b", "train", "body"))
+      list(tfds_corpus.iter_documents("lm1b", "train", "body"))
 
 
 def test_tfds_build_matches_reference(tmp_path, vocab_file):
