@@ -32,12 +32,19 @@ class Task(abc.ABC):
     config: a `FinetuningConfig`.
     name: the task name as in `task_names`.
     tokenizer: a `FullTokenizer` shared by all tasks.
+
+  Attributes:
+    example_source: None to read the original's data files; else a
+      callable `(task, split)` giving the split's data in the form the task
+      reads (GLUE: its `InputExample`s; SQuAD: the JSON `data` list), e.g.
+      `electra_tf.finetune.tfds_source`'s readers.
   """
 
   def __init__(self, config, name, tokenizer):
     self.config = config
     self.name = name
     self.tokenizer = tokenizer
+    self.example_source = None
     if name not in config.task_names:
       raise ValueError(f"task {name!r} is not in hparam task_names {config.task_names}")
     self.task_id = config.task_names.index(name)

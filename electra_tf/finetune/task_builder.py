@@ -38,5 +38,5 @@ def get_tasks(config, tokenizer):
     from electra_tf.finetune import tfds_source  # deferred: slow tensorflow_datasets
 
     for task in tasks:
-      tfds_source.use_tfds(task, config)
+      tfds_source.use_tfds(task)
   return tasks

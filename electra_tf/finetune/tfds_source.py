@@ -15,12 +15,9 @@ TFDS must have the data prepared (`tfds.load` with `download=False`), under
 `tfds_data_dir` if set.
 """
 
-import types
-
 import tensorflow_datasets as tfds
 
 from electra_tf.finetune.classification import tasks as classification_tasks
-from electra_tf.finetune.qa import metrics as qa_metrics
 
 # task -> (tfds config, text_a feature, text_b feature or None)
 GLUE_TFDS = {
@@ -128,37 +125,12 @@ def squad_data(task, split):
   return [{"title": "tfds", "paragraphs": paragraphs}]
 
 
-def use_tfds(task, config):
-  """Switches `task` (GLUE or SQuAD) to read its data from TFDS."""
+def use_tfds(task):
+  """Makes `task` (GLUE or SQuAD) read its data from TFDS (its `example_source`)."""
   if task.name in GLUE_TFDS:
-
-    def get_examples(self, split):
-      if split not in self._examples:  # pylint: disable=protected-access
-        self._examples[split] = glue_examples(self, split)  # pylint: disable=protected-access
-      return self._examples[split]  # pylint: disable=protected-access
-
-    task.get_examples = types.MethodType(get_examples, task)
+    task.example_source = glue_examples
   elif task.name in SQUAD_TFDS:
-    cache = {}
-
-    def data(split):
-      if split not in cache:
-        cache[split] = squad_data(task, split)
-      return cache[split]
-
-    def paragraphs(self, split):
-      for entry in data(split):
-        yield from entry["paragraphs"]
-
-    def evaluate_predictions(self, split, predictions, null_odds):
-      if self.v2:
-        return qa_metrics.evaluate_v2(
-          data(split), predictions, null_odds, na_prob_thresh=self.config.qa_na_threshold
-        )
-      return qa_metrics.evaluate_v1(data(split), predictions)
-
-    task._paragraphs = types.MethodType(paragraphs, task)  # pylint: disable=protected-access
-    task.evaluate_predictions = types.MethodType(evaluate_predictions, task)
+    task.example_source = squad_data
   else:
     raise ValueError(
       f"data_source=tfds supports GLUE and SQuAD, not task {task.name!r}; "

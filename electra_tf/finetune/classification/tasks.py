@@ -59,8 +59,15 @@ class SingleOutputTask(task_lib.Task):
 
   def get_examples(self, split):
     if split not in self._examples:
-      self._examples[split] = self._create_examples(self.load_lines(split + ".tsv"), split)
+      if self.example_source is not None:
+        self._examples[split] = self.example_source(self, split)
+      else:
+        self._examples[split] = self._create_examples(self.load_lines(self.file_name(split)), split)
     return self._examples[split]
+
+  def file_name(self, split):
+    """The original's TSV file of a split."""
+    return split + ".tsv"
 
   def load_lines(self, file_name):
     return read_tsv(
@@ -285,11 +292,8 @@ class MNLI(ClassificationTask):
   def __init__(self, config, tokenizer):
     super().__init__(config, "mnli", tokenizer, ["contradiction", "entailment", "neutral"])
 
-  def get_examples(self, split):
-    file_split = split + "_matched" if split == "dev" else split
-    if split not in self._examples:
-      self._examples[split] = self._create_examples(self.load_lines(file_split + ".tsv"), split)
-    return self._examples[split]
+  def file_name(self, split):
+    return ("dev_matched" if split == "dev" else split) + ".tsv"
 
   def _create_examples(self, lines, split):
     if split == "diagnostic":

@@ -331,19 +331,32 @@ class QATask(task_lib.Task):
 class SQuADTask(QATask):
   """SQuAD JSON files `<raw>/<split>.json` (`<split>-debug.json` in debug)."""
 
+  def __init__(self, config, name, tokenizer, v2=False):
+    super().__init__(config, name, tokenizer, v2=v2)
+    self._squad_data = {}
+
   def data_file(self, split):
     suffix = "-debug" if self.config.debug else ""
     return os.path.join(self.config.raw_data_dir(self.name), f"{split}{suffix}.json")
 
+  def squad_data(self, split):
+    """The split as SQuAD JSON's `data` list, from `example_source` or the file."""
+    if split not in self._squad_data:
+      if self.example_source is not None:
+        self._squad_data[split] = self.example_source(self, split)
+      else:
+        path = self.data_file(split)
+        if not tf.io.gfile.exists(path):
+          raise ValueError(f"data file {path!r} does not exist")
+        self._squad_data[split] = qa_metrics.read_json(path)["data"]
+    return self._squad_data[split]
+
   def _paragraphs(self, split):
-    path = self.data_file(split)
-    if not tf.io.gfile.exists(path):
-      raise ValueError(f"data file {path!r} does not exist")
-    for entry in qa_metrics.read_json(path)["data"]:
+    for entry in self.squad_data(split):
       yield from entry["paragraphs"]
 
   def evaluate_predictions(self, split, predictions, null_odds):
-    dataset = qa_metrics.read_json(self.data_file(split))["data"]
+    dataset = self.squad_data(split)
     if self.v2:
       return qa_metrics.evaluate_v2(
         dataset, predictions, null_odds, na_prob_thresh=self.config.qa_na_threshold
