@@ -45,6 +45,7 @@ from electra_tf.models import official_names
 from electra_tf.models.electra_discriminator import ElectraDiscriminator
 from electra_tf.models.electra_generator import ElectraGenerator
 from electra_tf.models.electra_pretrainer import ElectraPretrainer
+from electra_tf.models.electra_pretrainer import built_pretrainer
 from electra_tf.runtime import distribution
 from electra_tf.utils import keras_compat
 
@@ -195,8 +196,7 @@ def read_training_checkpoint(prefix, hparams=None, model_name="converted", data_
   its `PretrainingConfig` and notes (see `training_checkpoint_config`)."""
   config, notes, described = training_checkpoint_config(prefix, hparams, model_name, data_dir)
   with distribution.dtype_policy("float32"):
-    model = ElectraPretrainer.from_pretraining_config(config)
-    model.build()
+    model = built_pretrainer(config)
   restore_model_variables(model, prefix, described)
   return model, config, notes
 

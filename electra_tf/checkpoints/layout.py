@@ -21,7 +21,7 @@ from electra_tf.configs import pretraining as pretraining_config_lib
 from electra_tf.configs.hparams import load_hparams
 from electra_tf.models import official_names
 from electra_tf.models.electra_discriminator import ElectraDiscriminator
-from electra_tf.models.electra_pretrainer import ElectraPretrainer
+from electra_tf.models.electra_pretrainer import built_pretrainer
 
 # Layouts a name-based checkpoint can have: which of the original's scopes
 # (`electra/`, `generator/`, `generator_predictions/`, ...) it holds.
@@ -291,12 +291,6 @@ def infer_config_and_model(path, hparams, source=None):
   return config, merged, layout, notes, model
 
 
-def build_pretrainer(config):
-  pretrainer = ElectraPretrainer.from_pretraining_config(config)
-  pretrainer.build()
-  return pretrainer
-
-
 def build_encoder(config, include_head=False):
   bert_config = pretraining_config_lib.get_pretraining_bert_config(config)
   encoder = ElectraDiscriminator(
@@ -313,7 +307,7 @@ def _layout_model(config, layout):
   """`(model, name_map)`: the pretrainer a checkpoint of `layout` holds, or
   the encoder alone (no discriminator head) for `LAYOUT_ENCODER`."""
   if needs_pretrainer(layout):
-    model = build_pretrainer(config)
+    model = built_pretrainer(config)
     return model, official_names.official_name_map(model)
   encoder = build_encoder(config)
   return encoder, official_names.discriminator_name_map(encoder, include_head=False)

@@ -8,7 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.models import official_names
-from electra_tf.models.electra_pretrainer import ElectraPretrainer
+from electra_tf.models.electra_pretrainer import built_pretrainer
 
 
 def resolve_checkpoint_path(path):
@@ -149,8 +149,7 @@ def load_official_checkpoint(path, config):
     pretrainer = load_official_checkpoint("/data/models/tiny", config)
   """
 
-  pretrainer = ElectraPretrainer.from_pretraining_config(config)
-  pretrainer.build()
+  pretrainer = built_pretrainer(config)
   name_map = official_names.official_name_map(pretrainer)
   info = restore_from_name_map(name_map, path)
   logging.info(

@@ -358,3 +358,11 @@ class ElectraPretrainer(keras.Model):
   @classmethod
   def from_config(cls, config):
     return cls(**config)
+
+
+def built_pretrainer(config):
+  """`ElectraPretrainer.from_pretraining_config(config)`, built, so that every
+  variable exists (to restore a checkpoint into or to name its variables)."""
+  pretrainer = ElectraPretrainer.from_pretraining_config(config)
+  pretrainer.build()
+  return pretrainer

@@ -31,7 +31,7 @@ from electra_tf.configs.hparams import load_hparams
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.data import pretraining_dataset as pretrain_data
 from electra_tf.data import record_check
-from electra_tf.models.electra_pretrainer import ElectraPretrainer
+from electra_tf.models.electra_pretrainer import built_pretrainer
 from electra_tf.runtime import distribution
 from electra_tf.text import vocab as vocab_lib
 from electra_tf.training import callbacks as training_callbacks
@@ -156,8 +156,7 @@ def build_pretrainer(config, strategy):
       init_step = info.get("global_step")
       print(f"Initialized from {config.init_checkpoint} (global_step={init_step})", flush=True)
     else:
-      model = ElectraPretrainer.from_pretraining_config(config)
-      model.build()
+      model = built_pretrainer(config)
     model.compile(
       pretraining_config=config,
       jit_compile=config.jit_compile,

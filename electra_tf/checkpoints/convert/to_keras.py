@@ -27,7 +27,6 @@ from electra_tf.checkpoints.convert.writer import write_training_checkpoint
 from electra_tf.checkpoints.finetuned_heads import load_official_finetuning_model
 from electra_tf.checkpoints.finetuned_heads import task_groups
 from electra_tf.checkpoints.layout import build_encoder
-from electra_tf.checkpoints.layout import build_pretrainer
 from electra_tf.checkpoints.layout import infer_config_and_model
 from electra_tf.checkpoints.layout import needs_pretrainer
 from electra_tf.checkpoints.reader import assign_tensors
@@ -35,6 +34,7 @@ from electra_tf.checkpoints.reader import global_step_of
 from electra_tf.checkpoints.reader import open_reader
 from electra_tf.checkpoints.reader import read_name_based_checkpoint
 from electra_tf.models import official_names
+from electra_tf.models.electra_pretrainer import built_pretrainer
 from electra_tf.runtime import distribution
 from electra_tf.utils.file_io import write_atomic
 
@@ -234,7 +234,7 @@ def training_checkpoint_to_keras(input_path, output_path, part=None, hparams=Non
   }
   step = checkpointing.global_step(trained)
   with distribution.dtype_policy("float32"):
-    pretrainer = build_pretrainer(config)
+    pretrainer = built_pretrainer(config)
     assign_tensors(official_names.official_name_map(pretrainer), tensors)
     if part == "pretrainer":
       model, name_map = pretrainer, official_names.official_name_map(pretrainer)

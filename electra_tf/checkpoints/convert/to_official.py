@@ -19,7 +19,6 @@ from electra_tf.checkpoints.convert.writer import KERAS_SUFFIX
 from electra_tf.checkpoints.convert.writer import check_output_dir
 from electra_tf.checkpoints.convert.writer import official_tensors
 from electra_tf.checkpoints.convert.writer import write_official_checkpoint
-from electra_tf.checkpoints.layout import build_pretrainer
 from electra_tf.checkpoints.object_graph import ObjectGraph
 from electra_tf.checkpoints.object_graph import describe_shapes
 from electra_tf.checkpoints.object_graph import training_checkpoint_config
@@ -29,6 +28,7 @@ from electra_tf.models import official_names
 from electra_tf.models.electra_discriminator import ElectraDiscriminator
 from electra_tf.models.electra_generator import ElectraGenerator
 from electra_tf.models.electra_pretrainer import ElectraPretrainer
+from electra_tf.models.electra_pretrainer import built_pretrainer
 from electra_tf.runtime import distribution
 
 
@@ -167,7 +167,7 @@ def load_training_checkpoint(prefix, hparams=None):
   elif config.mixed_precision == "mixed_float16":
     config.mixed_precision = "float32"
   with distribution.dtype_policy(config.mixed_precision):
-    pretrainer = build_pretrainer(config)
+    pretrainer = built_pretrainer(config)
     expected = [tuple(int(d) for d in v.shape) for v in pretrainer.trainable_variables]
     found = graph.trainable_shapes()
     if expected != found:
