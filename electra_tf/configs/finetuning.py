@@ -16,11 +16,9 @@ import os
 
 import tensorflow as tf
 
-from electra_tf.configs.hparams import ConfigBase
 from electra_tf.configs.hparams import hparam
-from electra_tf.configs.pretraining import DISTRIBUTION_STRATEGIES
-from electra_tf.configs.pretraining import MIXED_PRECISION_POLICIES
 from electra_tf.configs.pretraining import default_embedding_size
+from electra_tf.configs.runtime import RuntimeHparams
 
 QA_TASK_SUBSTRINGS = ("squad", "qa")
 LAYERWISE_LR_VARIANTS = ("faithful", "fixed")
@@ -28,7 +26,7 @@ DATA_SOURCES = ("files", "tfds")
 
 
 @dataclasses.dataclass(init=False, repr=False, eq=False)
-class FinetuningConfig(ConfigBase):
+class FinetuningConfig(RuntimeHparams):
   """Every fine-tuning hparam of the original, plus a few for TF2.
 
   Args:
@@ -115,14 +113,6 @@ class FinetuningConfig(ConfigBase):
   beam_size: int = hparam(20, "QA: beam size of joint prediction.")
   qa_na_threshold: float = hparam(-2.75, "SQuAD 2.0 no-answer threshold.")
 
-  # TPU
-  use_tpu: bool = hparam(False, "Train on a TPU (`TPUClusterResolver` + `TPUStrategy`).")
-  num_tpu_cores: int = hparam(1, "TPU cores (the original's `num_shards`).")
-  tpu_job_name: str | None = hparam(None, "TPU job name for the cluster resolver.")
-  tpu_name: str | None = hparam(None, "TPU name or grpc address for the cluster resolver.")
-  tpu_zone: str | None = hparam(None, "GCE zone of the TPU.")
-  gcp_project: str | None = hparam(None, "GCP project of the TPU.")
-
   # --- Beyond the original (TF2); documented in docs/finetune.md and docs/hparams.md. ---
   # "faithful": embeddings decay^(n+2) ... top layer decay^2, heads 1 (the
   # original); "fixed": embeddings decay^(n+1) ... top layer decay^1.
@@ -133,23 +123,7 @@ class FinetuningConfig(ConfigBase):
     "files", "`files` (the original's layouts) or `tfds` (prepared TFDS GLUE/SQuAD)."
   )
   tfds_data_dir: str | None = hparam(None, "TFDS data dir for `data_source: tfds`.")
-  seed: int | None = hparam(
-    None, "Seeds initialisation, masking/sampling and the input order; null = random."
-  )
   log_every_steps: int = hparam(10, "Period of the progress (ETA) line.")
-  # Where and in which precision training runs: the same hparams as
-  # pre-training, decided by `electra_tf.runtime.distribution`.
-  distribution_strategy: str = hparam(
-    "default", "`default`, `one_device`, `mirrored`, `multi_worker_mirrored` or `tpu`."
-  )
-  num_gpus: int | None = hparam(None, "GPUs used by `mirrored`; null = all visible.")
-  mixed_precision: str = hparam(
-    "float32", "`float32`, `mixed_float16` (dynamic loss scaling) or `mixed_bfloat16`."
-  )
-  jit_compile: bool = hparam(False, "XLA-compile the training step.")
-  steps_per_execution: int = hparam(1, "Training steps per `tf.function` call.")
-  save_summary_steps: int = hparam(100, "TensorBoard scalar period in steps.")
-  keep_checkpoint_max: int | None = hparam(5, "Checkpoints kept; 0 or null keeps all.")
   # The original batches predictions by predict_batch_size with
   # drop_remainder, losing the tail when it differs from eval_batch_size.
   drop_predict_tail: bool = hparam(
@@ -252,15 +226,7 @@ class FinetuningConfig(ConfigBase):
       )
     if self.data_source not in DATA_SOURCES:
       raise ValueError(f"hparam data_source={self.data_source!r}; expected one of {DATA_SOURCES}")
-    if self.distribution_strategy not in DISTRIBUTION_STRATEGIES:
-      raise ValueError(
-        f"hparam distribution_strategy={self.distribution_strategy!r}; "
-        f"expected one of {DISTRIBUTION_STRATEGIES}"
-      )
-    if self.mixed_precision not in MIXED_PRECISION_POLICIES:
-      raise ValueError(
-        f"hparam mixed_precision={self.mixed_precision!r}; expected one of {MIXED_PRECISION_POLICIES}"
-      )
+    self.validate_runtime()
     for name in (
       "train_batch_size",
       "eval_batch_size",

@@ -9,8 +9,8 @@ import dataclasses
 import os
 
 from electra_tf.configs.bert_config import BertConfig
-from electra_tf.configs.hparams import ConfigBase
 from electra_tf.configs.hparams import hparam
+from electra_tf.configs.runtime import RuntimeHparams
 
 MODEL_SIZES = {
   # size: (hidden_size, num_hidden_layers); heads and FFN derive from H.
@@ -26,12 +26,8 @@ def default_embedding_size(model_size):
   return 128 if model_size == "small" else None
 
 
-DISTRIBUTION_STRATEGIES = ("default", "one_device", "mirrored", "multi_worker_mirrored", "tpu")
-MIXED_PRECISION_POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
-
-
 @dataclasses.dataclass(init=False, repr=False, eq=False)
-class PretrainingConfig(ConfigBase):
+class PretrainingConfig(RuntimeHparams):
   """Every pre-training hparam of the original, plus a few for TF2 training.
 
   Args:
@@ -85,7 +81,6 @@ class PretrainingConfig(ConfigBase):
   save_checkpoints_steps: int = hparam(1000, "Checkpoint period in steps.")
   num_train_steps: int = hparam(1000000, "Absolute step to train to (also the decay horizon).")
   num_eval_steps: int = hparam(100, "Batches evaluated by `do_eval`.")
-  keep_checkpoint_max: int | None = hparam(5, "Checkpoints kept; 0 or null keeps all.")
 
   # model size
   model_size: str = hparam("small", "`small`, `base` or `large` (size table of the original).")
@@ -125,14 +120,6 @@ class PretrainingConfig(ConfigBase):
   train_batch_size: int = hparam(128, "Global training batch size.")
   eval_batch_size: int = hparam(128, "Global evaluation batch size.")
 
-  # TPU (mapped onto TPUClusterResolver + TPUStrategy)
-  use_tpu: bool = hparam(False, "Train on a TPU (`TPUClusterResolver` + `TPUStrategy`).")
-  num_tpu_cores: int = hparam(1, "TPU cores (the original's `num_shards`).")
-  tpu_job_name: str | None = hparam(None, "TPU job name for the cluster resolver.")
-  tpu_name: str | None = hparam(None, "TPU name or grpc address for the cluster resolver.")
-  tpu_zone: str | None = hparam(None, "GCE zone of the TPU.")
-  gcp_project: str | None = hparam(None, "GCP project of the TPU.")
-
   # paths (defaults computed from data_dir and model_name)
   pretrain_tfrecords: str = hparam(None, "Comma-separated globs of the pre-training TFRecords.")
   vocab_file: str | None = hparam(
@@ -143,29 +130,13 @@ class PretrainingConfig(ConfigBase):
   results_pkl: str = hparam(None, "Evaluation results pickle (also written, with a JSON twin).")
 
   # --- Beyond the original (TF2 training); documented in docs/pretrain.md, docs/hparams.md. ---
-  distribution_strategy: str = hparam(
-    "default",
-    "`default`, `one_device`, `mirrored`, `multi_worker_mirrored` or `tpu`.",
-  )
-  num_gpus: int | None = hparam(None, "GPUs used by `mirrored`; null = all visible.")
-  mixed_precision: str = hparam(
-    "float32", "`float32`, `mixed_float16` (dynamic loss scaling) or `mixed_bfloat16`."
-  )
-  jit_compile: bool = hparam(False, "XLA-compile the training step.")
   fused_training_kernels: bool = hparam(
     True,
     "XLA-fused elementwise kernels in the transformers' training path (false: plain TF ops, "
     "same math and dropout masks).",
   )
-  steps_per_execution: int = hparam(1, "Training steps per `tf.function` call.")
   init_checkpoint: str | None = hparam(None, "Checkpoint to start from.")
-  seed: int | None = hparam(
-    None,
-    "Seeds initialisation, masking/sampling and the input order; with a seed a resumed run "
-    "continues with the next batch; null = random.",
-  )
   log_every_steps: int = hparam(1, "Period of the progress (ETA) line.")
-  save_summary_steps: int = hparam(100, "TensorBoard scalar period in steps.")
 
   max_predictions_per_seq: int = hparam(
     None,
@@ -223,14 +194,7 @@ class PretrainingConfig(ConfigBase):
       raise ValueError(
         f"Unknown model size {self.model_size!r} (hparam model_size); expected one of {sorted(MODEL_SIZES)}"
       )
-    if self.distribution_strategy not in DISTRIBUTION_STRATEGIES:
-      raise ValueError(
-        f"hparam distribution_strategy={self.distribution_strategy!r}; expected one of {DISTRIBUTION_STRATEGIES}"
-      )
-    if self.mixed_precision not in MIXED_PRECISION_POLICIES:
-      raise ValueError(
-        f"hparam mixed_precision={self.mixed_precision!r}; expected one of {MIXED_PRECISION_POLICIES}"
-      )
+    self.validate_runtime()
     if not isinstance(self.model_hparam_overrides, dict):
       raise ValueError("hparam model_hparam_overrides must be a JSON object of BertConfig fields")
     if self.electric_objective and (self.uniform_generator or not self.untied_generator):

@@ -21,8 +21,8 @@ import os
 import keras
 import tensorflow as tf
 
-from electra_tf.configs.pretraining import DISTRIBUTION_STRATEGIES
-from electra_tf.configs.pretraining import MIXED_PRECISION_POLICIES
+from electra_tf.configs.runtime import DISTRIBUTION_STRATEGIES
+from electra_tf.configs.runtime import MIXED_PRECISION_POLICIES
 
 
 def tpu_cluster_resolver_kwargs(config):
