@@ -147,8 +147,8 @@ def detect(path):
     prefix = official_checkpoint.resolve_checkpoint_path(path)
   except ValueError:
     raise ValueError(
-      f"{path!r} holds no model electra_tf reads: no checkpoint (`checkpoint` file), "
-      "Hugging Face config.json + model.safetensors or keras-hub preset"
+      f"{path!r} holds no model electra_tf reads: it has no usable `checkpoint` file, "
+      "no Hugging Face config.json + model.safetensors and no keras-hub preset"
     ) from None
   found = _checkpoint_format(prefix)
   run_config = model_dir_lib.read_run_config(prefix) if found != OFFICIAL else None

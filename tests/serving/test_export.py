@@ -868,7 +868,7 @@ def test_cli_reports_bad_input(tmp_path, capsys):
     )
     == 2
   )
-  assert "needs the fine-tuning --hparams" in capsys.readouterr().err
+  assert "holds no model electra_tf reads" in capsys.readouterr().err
   assert (
     export_saved_model.main(
       ["--keras-model", str(tmp_path / "missing.keras"), "--export-dir", str(tmp_path / "out")]
