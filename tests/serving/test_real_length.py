@@ -18,14 +18,14 @@ from electra_tf.serving import export as export_lib
 from electra_tf.serving import modules as serving_modules
 from electra_tf.text import wordpiece as tokenization
 from electra_tf.text.tokenizer import ElectraTokenizer
-from tests.serving.test_export import S
-from tests.serving.test_export import _requests_for
-from tests.serving.test_export import _tiny_finetuning_model
-from tests.serving.test_export import _tiny_pretrainer
-from tests.serving.test_export import _write_vocab
-from tests.serving.test_export import featurize
-from tests.serving.test_export import serialize_examples
-from tests.serving.test_export import serve_in_fresh_process
+from tests.helpers.serving import S
+from tests.helpers.serving import featurize
+from tests.helpers.serving import requests_for
+from tests.helpers.serving import serialize_examples
+from tests.helpers.serving import serve_in_fresh_process
+from tests.helpers.serving import tiny_finetuning_model
+from tests.helpers.serving import tiny_pretrainer
+from tests.helpers.serving import write_vocab
 
 TOLERANCE = 1e-5
 # Short rows (longest 7 of S=16 tokens), one- and two-segment rows mixed.
@@ -81,8 +81,8 @@ def run_signatures(module, texts_a, texts_b, features):
 def networks(tmp_path_factory):
   keras.mixed_precision.set_global_policy("float32")
   root = str(tmp_path_factory.mktemp("real_length"))
-  vocab_file = _write_vocab(root)
-  finetuned = _tiny_finetuning_model(
+  vocab_file = write_vocab(root)
+  finetuned = tiny_finetuning_model(
     [
       ClassificationHead("rte", 3, name="task_specific_rte"),
       QAHead("squad", beam_size=2, name="task_specific_squad"),
@@ -93,7 +93,7 @@ def networks(tmp_path_factory):
     "root": root,
     "tokenizer": ElectraTokenizer(vocab_file=vocab_file),
     "py_tokenizer": tokenization.FullTokenizer(vocab_file, do_lower_case=True),
-    "pretrainer": _tiny_pretrainer(root),
+    "pretrainer": tiny_pretrainer(root),
     "finetuned": finetuned,
   }
 
@@ -222,7 +222,7 @@ def test_saved_models_in_a_fresh_process_equal_full_padding(networks):
       jit_compile=True,
     )
     for variant in ("real", "full", "xla"):
-      requests.update(_requests_for(f"{name}_{variant}", texts_a, texts_b, features))
+      requests.update(requests_for(f"{name}_{variant}", texts_a, texts_b, features))
   results = serve_in_fresh_process(str(tmp_dir(root)), paths, requests)
   for name in ("disc", "gen"):
     for variant in ("real", "xla"):

@@ -1,0 +1,113 @@
+"""The serving modules (`electra_tf.serving.modules`) checked in process,
+without a save: regression and tagging heads, and the Electric two-tower
+generator as a masked LM, against the Keras models they wrap."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from electra_tf.configs.pretraining import PretrainingConfig
+from electra_tf.finetune.classification.head import ClassificationHead
+from electra_tf.finetune.tagging.head import TaggingHead
+from electra_tf.models.electra_pretrainer import ElectraPretrainer
+from electra_tf.serving import export as export_lib
+from electra_tf.serving import modules as serving_modules
+from electra_tf.text import wordpiece as tokenization
+from electra_tf.text.tokenizer import ElectraTokenizer
+from tests.helpers.serving import GEN_A
+from tests.helpers.serving import GEN_B
+from tests.helpers.serving import MAX_PREDICTIONS
+from tests.helpers.serving import PRETRAIN_HPARAMS
+from tests.helpers.serving import TEXT_A
+from tests.helpers.serving import TEXT_B
+from tests.helpers.serving import TOP_K
+from tests.helpers.serving import VOCAB
+from tests.helpers.serving import S
+from tests.helpers.serving import assert_close
+from tests.helpers.serving import featurize
+from tests.helpers.serving import module_outputs
+from tests.helpers.serving import tiny_finetuning_model
+from tests.helpers.serving import write_vocab
+
+
+def test_regression_and_tagging_heads(tmp_path):
+  vocab_file = write_vocab(str(tmp_path))
+  model = tiny_finetuning_model(
+    [
+      ClassificationHead("sts", 1, regression=True, name="task_specific_sts"),
+      TaggingHead("chunk", 4, name="task_specific_chunk"),
+    ]
+  )
+  tokenizer = ElectraTokenizer(vocab_file=vocab_file)
+  py_tokenizer = tokenization.FullTokenizer(vocab_file)
+  features = featurize(py_tokenizer, TEXT_A, TEXT_B)
+  sequence = model.encoder(features, training=False)["sequence_output"]
+  n = len(TEXT_A)
+
+  sts = export_lib.build_serving_module(model, "task", tokenizer, S, task="sts")
+  out = module_outputs(sts, features)
+  ref = model.heads[0](
+    sequence, {"sts_targets": np.zeros(n, "float32"), "sts_eid": np.zeros(n, "int32")}
+  )
+  assert_close(out["predictions"], np.asarray(ref["predictions"]), "sts")
+  assert out["predictions"].shape == (n,)
+  with pytest.raises(tf.errors.InvalidArgumentError, match="same batch size"):
+    sts.serve_text(tf.constant(["a b", "c"]), tf.constant([""]))
+
+  chunk = export_lib.build_serving_module(model, "task", tokenizer, S, task="chunk")
+  out = module_outputs(chunk, features)
+  positions = np.tile(np.arange(S, dtype="int32"), (n, 1))
+  ref = model.heads[1](
+    sequence,
+    {
+      "chunk_labeled_positions": positions,
+      "chunk_labels": np.zeros((n, S), "int32"),
+      "chunk_labels_mask": np.ones((n, S), "float32"),
+      "chunk_eid": np.zeros(n, "int32"),
+    },
+  )
+  assert_close(out["logits"], np.asarray(ref["logits"]), "chunk")
+  np.testing.assert_array_equal(out["predictions"], np.asarray(ref["logits"]).argmax(-1))
+  # Tagging text: one segment, segment ids 1 as the tagging featuriser.
+  packed = chunk.pack_text(tf.constant(TEXT_A), tf.constant(TEXT_B))
+  expected = featurize(py_tokenizer, TEXT_A, TEXT_B, mode="tagging")
+  for key in serving_modules.PACKED_KEYS:
+    np.testing.assert_array_equal(packed[key].numpy(), expected[key], err_msg=key)
+
+
+def test_electric_two_tower_generator_as_masked_lm(tmp_path):
+  vocab_file = write_vocab(str(tmp_path))
+  keras.utils.set_random_seed(4)
+  electric = ElectraPretrainer.from_pretraining_config(
+    PretrainingConfig(
+      "electric",
+      str(tmp_path),
+      electric_objective=True,
+      electra_objective=False,
+      **PRETRAIN_HPARAMS,
+    )
+  )
+  electric.build()
+  module = export_lib.build_serving_module(
+    electric,
+    "generator",
+    ElectraTokenizer(vocab_file=vocab_file),
+    S,
+    top_k=TOP_K,
+    max_predictions=MAX_PREDICTIONS,
+  )
+  features = featurize(tokenization.FullTokenizer(vocab_file), GEN_A, GEN_B, mode="generator")
+  out = module_outputs(module, features)
+  logits = electric.generator(features, masked_lm_positions=out["masked_lm_positions"])
+  probs, ids = tf.math.top_k(tf.nn.softmax(logits["mlm_logits"], -1), k=TOP_K)
+  np.testing.assert_array_equal(out["top_k_ids"], ids.numpy())
+  assert_close(out["top_k_probs"], probs.numpy(), "electric")
+  # the two-tower logits cover every position: check one masked slot directly
+  logits_all = electric.generator(features)["logits"]
+  full = tf.nn.softmax(logits_all, -1).numpy()
+  row, slot = 0, 1
+  position = out["masked_lm_positions"][row, slot]
+  assert out["masked_lm_weights"][row, slot] == 1.0
+  assert out["top_k_ids"][row, slot, 0] == full[row, position].argmax()
+  assert logits_all.shape[-1] == len(VOCAB)
