@@ -193,8 +193,12 @@ def restore_model_variables(model, prefix, source="the given hparams"):
 
 def read_training_checkpoint(prefix, hparams=None, model_name="converted", data_dir=None):
   """The float32 `ElectraPretrainer` of an electra_tf training checkpoint,
-  its `PretrainingConfig` and notes (see `training_checkpoint_config`)."""
-  config, notes, described = training_checkpoint_config(prefix, hparams, model_name, data_dir)
+  its `PretrainingConfig` and notes (see `training_checkpoint_config`). The
+  sizes are never guessed from the shapes here: a wrong number of attention
+  heads would load and compute something else."""
+  config, notes, described = training_checkpoint_config(
+    prefix, hparams, model_name, data_dir, infer_from_shapes=False
+  )
   with distribution.dtype_policy("float32"):
     model = built_pretrainer(config)
   restore_model_variables(model, prefix, described)

@@ -213,7 +213,9 @@ def infer_hparams_from_training_checkpoint(path):
   return hparams, notes
 
 
-def training_checkpoint_config(prefix, hparams=None, model_name="converted", data_dir=None):
+def training_checkpoint_config(
+  prefix, hparams=None, model_name="converted", data_dir=None, infer_from_shapes=True
+):
   """The `PretrainingConfig` an electra_tf training checkpoint was written with.
 
   From the model dir's `config.json` (`electra_tf.configs.model_dir`) with
@@ -226,6 +228,9 @@ def training_checkpoint_config(prefix, hparams=None, model_name="converted", dat
     hparams: dict, JSON string or `.json` path, or None.
     model_name, data_dir: the config's arguments when there is no
       `config.json` (`data_dir` None: no data dir).
+    infer_from_shapes: False refuses to guess the sizes from the shapes
+      (the number of attention heads is not in them): without `config.json`,
+      `hparams` or `converted_hparams.json`, one line asks for `--hparams`.
 
   Returns:
     `(config, notes, described)`: `described` says where the sizes came from,
@@ -246,6 +251,12 @@ def training_checkpoint_config(prefix, hparams=None, model_name="converted", dat
     if os.path.isfile(saved):
       hparams = saved
       notes.append(f"hparams from {saved}")
+    elif not infer_from_shapes:
+      raise ValueError(
+        f"{prefix!r} is an electra_tf checkpoint without config.json (written by "
+        "run_pretraining since it describes its model dir): pass the run's --hparams "
+        "(its sizes and layout come from them)"
+      )
     else:
       hparams, inferred_notes = infer_hparams_from_training_checkpoint(prefix)
       notes += inferred_notes

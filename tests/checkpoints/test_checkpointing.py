@@ -163,7 +163,7 @@ def test_kill_during_saves_leaves_a_readable_latest_checkpoint(tmp_path):
   script = textwrap.dedent(f"""
       import sys
       sys.path.insert(0, {str(REPO_ROOT)!r})
-      from tests.training.test_checkpointing import _arrays, _toy_model
+      from tests.checkpoints.test_checkpointing import _arrays, _toy_model
       from electra_tf.checkpoints.checkpointing import TrainingCheckpointManager
       model = _toy_model()
       model.fit(*_arrays(), epochs=1, batch_size=4, verbose=0)

@@ -12,9 +12,9 @@ import tensorflow as tf
 
 from electra_tf import convert_checkpoint
 from electra_tf import export_saved_model
+from electra_tf.checkpoints import any_format
 from electra_tf.configs import model_dir as model_dir_lib
 from electra_tf.configs.pretraining import PretrainingConfig
-from electra_tf.serving import export as export_lib
 from tests.helpers.pretraining_data import pretrain_on_self_made_data
 from tests.helpers.pretraining_data import self_made_hparams
 
@@ -94,7 +94,7 @@ def _restored_discriminator_logits(model_dir, features):
   config = PretrainingConfig("m", os.path.dirname(os.path.dirname(model_dir)), **_hparams())
   model = ElectraPretrainer.from_pretraining_config(config)
   model.build()
-  export_lib._restore_object_based(model, tf.train.latest_checkpoint(str(model_dir)))  # pylint: disable=protected-access
+  any_format.restore_model_variables(model, tf.train.latest_checkpoint(str(model_dir)))
   return np.asarray(model.discriminator(features)["logits"])
 
 
@@ -153,7 +153,8 @@ def test_contradicting_hparams_are_a_clear_error(trained_run, tmp_path, capsys):
   assert not (tmp_path / "d.keras").exists()
   args = ["--checkpoint", str(model_dir), "--export-dir", str(tmp_path / "out"), "--hparams", wrong]
   assert export_saved_model.main(args) == 2
-  assert "config.json and --hparams" in capsys.readouterr().err
+  # The converter and the exporter read the run through one door: one message.
+  assert "config.json with --hparams" in capsys.readouterr().err
 
 
 @pytest.mark.slow

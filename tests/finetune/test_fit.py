@@ -326,7 +326,9 @@ def test_cli_interrupted_then_rerun_resumes(rte_data, sig):
   saved = int(tf.train.latest_checkpoint(model_dir).rsplit("-", 1)[1])
   if sig == signal.SIGTERM:
     assert proc.returncode == 143, output
-    assert f"saved {model_dir}/model.ckpt-{saved} at step {saved}" in output
+    assert (
+      f"global step {saved} after saving its checkpoint ({model_dir}/model.ckpt-{saved})" in output
+    )
   else:
     assert proc.returncode == -signal.SIGKILL
   assert 5 <= saved < 240
