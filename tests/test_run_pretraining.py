@@ -63,6 +63,15 @@ def _bad_input(capsys, data_dir, hparams, expected):
   return err
 
 
+def test_zero_warmup_is_one_line_before_any_work(tmp_path, capsys):
+  make_data_dir(tmp_path)
+  err = _bad_input(
+    capsys, tmp_path, self_made_hparams(num_warmup_steps=0), r"hparam num_warmup_steps=0; expected"
+  )
+  assert len(err.strip().splitlines()) == 1, err
+  assert "Config" not in capsys.readouterr().out
+
+
 def test_no_tfrecords(tmp_path, capsys):
   words = SPECIAL + [f"w{i}" for i in range(60 - len(SPECIAL))]
   (tmp_path / "vocab.txt").write_text("\n".join(words) + "\n")

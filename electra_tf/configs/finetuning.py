@@ -219,6 +219,12 @@ class FinetuningConfig(RuntimeHparams):
   def _validate(self):
     if not self.task_names:
       raise ValueError("hparam task_names must name at least one task")
+    if not self.warmup_proportion > 0:
+      # The original divides by zero in its schedule.
+      raise ValueError(
+        f"hparam warmup_proportion={self.warmup_proportion}; expected > 0 (the warm-up "
+        "fraction of the training steps; the original divides by zero with 0)"
+      )
     if self.layerwise_lr_decay_variant not in LAYERWISE_LR_VARIANTS:
       raise ValueError(
         f"hparam layerwise_lr_decay_variant={self.layerwise_lr_decay_variant!r}; "

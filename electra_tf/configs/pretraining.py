@@ -190,6 +190,12 @@ class PretrainingConfig(RuntimeHparams):
     return self._data_dir
 
   def _validate(self):
+    if self.num_warmup_steps < 1:
+      # The original divides by zero in its schedule.
+      raise ValueError(
+        f"hparam num_warmup_steps={self.num_warmup_steps}; expected at least 1 (the warm-up "
+        "length; the original divides by zero with 0)"
+      )
     if self.model_size not in MODEL_SIZES:
       raise ValueError(
         f"Unknown model size {self.model_size!r} (hparam model_size); expected one of {sorted(MODEL_SIZES)}"

@@ -150,6 +150,11 @@ def test_unknown_and_bad_values(tmp_path):
     FinetuningConfig("m", str(tmp_path), task_names="rte")
 
 
+def test_zero_warmup_is_refused(tmp_path):
+  with pytest.raises(ValueError, match="warmup_proportion=0.0; expected > 0"):
+    FinetuningConfig("m", str(tmp_path), task_names=["rte"], warmup_proportion=0.0)
+
+
 def test_distribution_and_precision_hparams_are_pretrainings(tmp_path):
   from electra_tf.runtime import distribution
 
