@@ -167,6 +167,7 @@ def stage_vocab(out, args):
     corpus_dir=paths["corpus"],
     vocab_size=args.vocab_size,
     output=paths["vocab"],
+    overwrite=True,  # the demo's own output: a re-run rebuilds it
   )
   _say(f"vocab: {_vocab_size(paths['vocab'])} entries in {paths['vocab']}")
 

@@ -230,10 +230,21 @@ def main(argv=None):
   parser.add_argument("--no-lower-case", dest="do_lower_case", action="store_false")
   parser.add_argument("--do-strip-accents", dest="strip_accents", action="store_true")
   parser.add_argument("--no-strip-accents", dest="strip_accents", action="store_false")
+  parser.add_argument(
+    "--overwrite",
+    action="store_true",
+    help="Replace an existing --output (TFRecords and models built with it keep its ids).",
+  )
   parser.set_defaults(do_lower_case=True, strip_accents=True)
   args = parser.parse_args(argv)
   report = CountReport()
   try:
+    if os.path.exists(args.output) and not args.overwrite:
+      # A vocab is what TFRecords and models index into: never replaced silently.
+      raise ValueError(
+        f"--output {args.output!r} exists; pass --overwrite to replace it (TFRecords and "
+        "models built with it keep its ids)"
+      )
     counts = count_words(args.corpus_dir, args.do_lower_case, args.strip_accents, report)
     tokens = learn_vocab(counts, args.vocab_size, args.num_unused)
   except ValueError as e:

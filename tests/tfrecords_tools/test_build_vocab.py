@@ -80,6 +80,18 @@ def test_cased_flags_are_respected(corpus_dir, tmp_path):
   assert any("é" in t for t in tokens[10:])  # cased never strips accents
 
 
+def test_an_existing_vocab_is_not_replaced_without_overwrite(tmp_path, corpus_dir, capsys):
+  output = tmp_path / "vocab.txt"
+  output.write_text("[PAD]\n[UNK]\n")
+  argv = ["--corpus-dir", str(corpus_dir), "--vocab-size", "120", "--output", str(output)]
+  assert build_vocab.main(argv) == 2
+  err = capsys.readouterr().err
+  assert f"--output {str(output)!r} exists; pass --overwrite" in err and len(err.splitlines()) == 1
+  assert output.read_text() == "[PAD]\n[UNK]\n"
+  assert build_vocab.main(argv + ["--overwrite"]) == 0
+  assert len(output.read_text().splitlines()) > 2
+
+
 def test_errors(tmp_path, corpus_dir):
   assert (
     build_vocab.main(
