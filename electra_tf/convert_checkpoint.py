@@ -134,6 +134,11 @@ def main(argv=None):
     "checkpoint's step; 0 for a .keras model)",
   )
   parser.add_argument(
+    "--overwrite",
+    action="store_true",
+    help="replace an existing .keras --output (output directories are never replaced)",
+  )
+  parser.add_argument(
     "--to",
     choices=convert.TARGETS,
     default=None,
@@ -175,6 +180,7 @@ def _publish_or_convert(args):
     hparams=args.hparams,
     with_optimizer_slots=args.with_optimizer_slots,
     global_step=args.global_step,
+    overwrite=args.overwrite,
   )
 
 

@@ -5,6 +5,8 @@ fine-tuned checkpoint, and the report it prints."""
 import json
 
 from electra_tf import convert_checkpoint
+from electra_tf.checkpoints import formats
+from tests.helpers import model_formats
 from tests.helpers.conversion import assert_bit_exact
 from tests.helpers.conversion import read_all
 from tests.helpers.conversion import write_finetuned
@@ -73,3 +75,17 @@ def test_finetuned_cli_both_directions(tmp_path, capsys):
   assert set(written) == {n for n in original if not n.endswith(("/adam_m", "/adam_v"))}
   for n, value in written.items():
     assert value.tobytes() == original[n].tobytes(), n
+
+
+def test_an_existing_keras_output_is_not_replaced_without_overwrite(tmp_path, capsys):
+  source = str(model_formats.official_checkpoint(tmp_path / "official"))
+  output = tmp_path / "discriminator.keras"
+  output.write_bytes(b"a model someone depends on")
+  argv = ["--input", source, "--output", str(output), "--part", "discriminator"]
+  argv += ["--hparams", json.dumps(model_formats.PRETRAINING_HPARAMS)]
+  assert convert_checkpoint.main(argv) == 2
+  err = capsys.readouterr().err
+  assert f"--output {str(output)!r} exists; pass --overwrite" in err and len(err.splitlines()) == 1
+  assert output.read_bytes() == b"a model someone depends on"
+  assert convert_checkpoint.main(argv + ["--overwrite"]) == 0
+  assert formats.detect(str(output)).format == formats.KERAS

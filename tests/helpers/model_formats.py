@@ -29,7 +29,7 @@ ENCODER_SIZES = {
 TASK = "rte"
 
 
-def _official(directory, heads=None, seed=0):
+def official_checkpoint(directory, heads=None, seed=0):
   """A random official pre-training checkpoint; with `heads`, a fine-tuned
   one instead (its encoder, `electra/...`, and those task heads)."""
   shapes = spec_checkpoint_shapes("default", **DIMS)
@@ -57,7 +57,7 @@ def write_six_formats(root):
   official checkpoint, a fine-tuned one (an `rte` head added), an electra_tf
   training checkpoint, a `.keras` discriminator, a Hugging Face directory and
   a keras-hub preset."""
-  official = _official(root / "official")
+  official = official_checkpoint(root / "official")
   vocab = write_vocab(root / "vocab.txt")
   head = {
     f"task_specific/{TASK}/dense/kernel": np.full([DIMS["H"], 2], 0.01, np.float32),
@@ -65,7 +65,7 @@ def write_six_formats(root):
   }
   paths = {
     formats.OFFICIAL: official,
-    formats.FINETUNED: _official(root / "finetuned", head),
+    formats.FINETUNED: official_checkpoint(root / "finetuned", head),
     formats.TRAINING: root / "training",
     formats.KERAS: root / "discriminator.keras",
     formats.HUGGINGFACE: root / "hf",

@@ -51,6 +51,7 @@ def convert(
   hparams=None,
   with_optimizer_slots=False,
   global_step=None,
+  overwrite=False,
 ):
   """Runs one conversion, as `python -m electra_tf.convert_checkpoint` does.
 
@@ -67,10 +68,15 @@ def convert(
     hparams: dict, JSON string or `.json` path, checked against the shapes.
     with_optimizer_slots, global_step: to-official only (see
       `keras_to_official`).
+    overwrite: replace an existing `.keras` output (a model other work may
+      depend on); without it that is an error. Directories are never replaced.
 
   Returns:
     The report dict of the direction's function (`format_report` prints it).
   """
+  output = os.fspath(output_path)
+  if output.endswith(KERAS_SUFFIX) and os.path.exists(output) and not overwrite:
+    raise ValueError(f"--output {output!r} exists; pass --overwrite to replace it")
   found = formats.require(input_path, CONVERTIBLE).format
   if found == formats.HUGGINGFACE:
     if direction not in (None, "to-keras") or part is not None or hparams is not None:
