@@ -31,6 +31,7 @@ import tensorflow as tf
 
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints.finetuned_heads import task_groups
+from electra_tf.checkpoints.reader import is_object_based
 from electra_tf.checkpoints.reader import open_reader
 from electra_tf.configs import model_dir as model_dir_lib
 
@@ -110,10 +111,9 @@ def _is_keras_archive(path):
 
 
 def _checkpoint_format(prefix):
-  reader = open_reader(prefix)
-  if reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
+  if is_object_based(prefix):
     return TRAINING
-  return FINETUNED if task_groups(reader.get_variable_to_shape_map()) else OFFICIAL
+  return FINETUNED if task_groups(open_reader(prefix).get_variable_to_shape_map()) else OFFICIAL
 
 
 def detect(path):

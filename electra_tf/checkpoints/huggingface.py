@@ -350,13 +350,6 @@ def write_huggingface(part, output_dir, vocab_file, do_lower_case=True, strip_ac
 # -----------------------------------------------------------------------------
 
 
-def is_huggingface_dir(path):
-  path = os.fspath(path)
-  return os.path.isfile(os.path.join(path, CONFIG_FILE)) and os.path.isfile(
-    os.path.join(path, WEIGHTS_FILE)
-  )
-
-
 def _bert_config_from_hf(config, source):
   if config.get("model_type") != "electra":
     raise ValueError(
