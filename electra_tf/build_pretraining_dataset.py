@@ -89,6 +89,11 @@ def make_parser():
     "--overwrite", action="store_true", help="Replace the shards of a non-empty --output-dir."
   )
   parser.add_argument(
+    "--carriage-return-as-space",
+    action="store_true",
+    help='Treat a lone "\\r" as a space between words (default: drop it, as the original does).',
+  )
+  parser.add_argument(
     "--tfds-name",
     default=None,
     help="Read documents from this TFDS dataset instead of --corpus-dir.",

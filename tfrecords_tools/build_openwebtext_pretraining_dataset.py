@@ -30,6 +30,11 @@ def make_parser():
   parser.add_argument("--seed", default=None, type=int)
   parser.add_argument("--num-out-files", default=1000, type=int)
   parser.add_argument("--overwrite", action="store_true")
+  parser.add_argument(
+    "--carriage-return-as-space",
+    action="store_true",
+    help='Treat a lone "\\r" as a space between words (default: drop it, as the original does).',
+  )
   runner_flags.add_runner_flag(parser)
   return parser
 

@@ -41,6 +41,11 @@ SHARD_PREFIX = "pretrain_data.tfrecord"
 TEMP_PREFIXES = ("." + SHARD_PREFIX, ".incomplete-")
 # Lines tokenized per call of the in-graph tokenizer.
 TOKENIZE_BATCH_LINES = 2048
+# A line this many times longer (in characters) than an example (in tokens)
+# cannot fit: the packing keeps at most max_seq_length - 2 of its tokens.
+LONG_LINE_CHARS_PER_TOKEN = 100
+# Long lines named one by one per job; the rest are counted in one line.
+MAX_LONG_LINE_WARNINGS = 5
 
 
 def shard_name(index, num_out_files):
@@ -76,6 +81,10 @@ class ExampleWriter:
     do_lower_case, strip_accents: tokenizer options.
     num_out_files: total number of shards over all jobs.
     tokenizer: an already built `ElectraTokenizer` (optional).
+    carriage_return_as_space: False (the original's behaviour) drops every
+      "\r", as the original's line reader (`GFile`) does, so a lone one joins
+      the words around it ("a\rb" is "ab"); True keeps it, and the tokenizer
+      then splits words there, like any whitespace.
     rng: the job's random source (a `random.Random`); the module-level
       `random` when None.
   """
@@ -93,8 +102,10 @@ class ExampleWriter:
     num_out_files=1000,
     tokenizer=None,
     rng=None,
+    carriage_return_as_space=False,
   ):
     self._blanks_separate_docs = blanks_separate_docs
+    self._carriage_return_as_space = carriage_return_as_space
     self._max_seq_length = max_seq_length
     self._tokenizer = tokenizer or ElectraTokenizer(
       vocab_file=vocab_file, do_lower_case=do_lower_case, strip_accents=strip_accents
@@ -134,9 +145,17 @@ class ExampleWriter:
     self.bytes_read = 0
     self.bad_bytes = 0
     self.lines_read = 0
+    # Long lines by their index in the stream of lines: (source, line number, characters).
+    self._long_lines = {}
+    self._lines_seen = 0
+    self.long_lines = 0
+    self.long_line_tokens_unused = 0
 
   def read_file(self, input_file):
-    """A corpus file's text; bytes that are not UTF-8 are ignored and counted."""
+    """A corpus file's text; bytes that are not UTF-8 are ignored and counted.
+
+    Pass `(input_file, text)` to `write_texts` so that warnings name the file.
+    """
     with tf.io.gfile.GFile(input_file, "rb") as f:
       data = f.read()
     text, bad = decode_utf8(data)
@@ -148,7 +167,7 @@ class ExampleWriter:
 
   def write_file(self, input_file):
     """Adds every line of a text file; the end of the file ends a document."""
-    self.write_texts([self.read_file(input_file)])
+    self.write_texts([(input_file, self.read_file(input_file))])
 
   def write_document_text(self, text):
     """Adds `text` as the content of one file (ends with a document end)."""
@@ -156,6 +175,9 @@ class ExampleWriter:
 
   def write_texts(self, texts):
     """Adds each text of an iterable as the content of one file.
+
+    An item is a text or a `(source, text)` pair; the source (a file name)
+    names the text in warnings.
 
     Tokenization of the next chunk of lines runs in a thread (TensorFlow
     releases the GIL) while this one packs and writes the current chunk; the
@@ -174,9 +196,23 @@ class ExampleWriter:
   def _chunks(self, texts):
     """Stripped lines in chunks; "" after each text (a document end)."""
     buffer = []
-    for text in texts:
+    long_line_chars = LONG_LINE_CHARS_PER_TOKEN * self._max_seq_length
+    for item in texts:
+      source, text = item if isinstance(item, tuple) else ("a document", item)
+      if not self._carriage_return_as_space:
+        text = text.replace("\r", "")
       # The original iterates a GFile, which splits on "\n" only.
       lines = text.split("\n")
+      if len(text) > long_line_chars and max(map(len, lines)) > long_line_chars:
+        # Numbered as the lines enter the buffer below (empty ones skipped
+        # when blank lines are not document ends).
+        position = self._lines_seen + len(buffer)
+        for number, line in enumerate(lines, 1):
+          length = len(line.strip())
+          if length or self._blanks_separate_docs:
+            if length > long_line_chars:
+              self._long_lines[position] = (source, number, length)
+            position += 1
       if self._blanks_separate_docs:
         buffer.extend(line.strip() for line in lines)
       else:
@@ -189,6 +225,7 @@ class ExampleWriter:
         yield buffer[start : start + TOKENIZE_BATCH_LINES]
         start += TOKENIZE_BATCH_LINES
       del buffer[:start]
+      self._lines_seen += start
     if buffer:
       yield buffer
 
@@ -197,6 +234,8 @@ class ExampleWriter:
     return lines, ids.flat_values.numpy(), ids.row_splits.numpy().tolist()
 
   def _pack(self, lines, flat, splits):
+    if self._long_lines:
+      self._warn_long_lines(self.lines_read, splits)
     self.lines_read += len(lines)
     builder = self._builder
     examples = []
@@ -214,8 +253,46 @@ class ExampleWriter:
       self._writers[self.n_written % len(self._writers)].write(record)
       self.n_written += 1
 
+  def _warn_long_lines(self, first, splits):
+    """Warns about the long lines of the chunk whose first line is the
+    stream's line `first`: how much of each was not used."""
+    fits = self._max_seq_length - 2
+    for index in range(first, first + len(splits) - 1):
+      if index not in self._long_lines:
+        continue
+      source, number, chars = self._long_lines.pop(index)
+      tokens = splits[index - first + 1] - splits[index - first]
+      unused = max(0, tokens - fits)
+      self.long_lines += 1
+      self.long_line_tokens_unused += unused
+      if self.long_lines > MAX_LONG_LINE_WARNINGS:
+        continue
+      if unused:
+        lost = (
+          f"{unused:,} of its tokens (about {chars * unused // tokens:,} characters) were not used"
+        )
+      else:
+        lost = "most of its text became [UNK] (words over 200 characters)"
+      logging.warning(
+        "%s: line %d is %s characters long (%s tokens), but an example keeps at most %d tokens "
+        "of one line: %s, as in the original. Put sentences or paragraphs on lines of their own.",
+        source,
+        number,
+        f"{chars:,}",
+        f"{tokens:,}",
+        fits,
+        lost,
+      )
+
   def finish(self):
     """Closes the shards and gives them their final names."""
+    if self.long_lines > MAX_LONG_LINE_WARNINGS:
+      logging.warning(
+        "%d more lines over %s characters; %s tokens of long lines were not used in all",
+        self.long_lines - MAX_LONG_LINE_WARNINGS,
+        f"{LONG_LINE_CHARS_PER_TOKEN * self._max_seq_length:,}",
+        f"{self.long_line_tokens_unused:,}",
+      )
     self._files.close()
 
   def abort(self):

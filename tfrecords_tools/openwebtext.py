@@ -41,6 +41,7 @@ class OpenWebTextOptions:
   seed: Optional[int] = None
   num_out_files: int = 1000
   overwrite: bool = False
+  carriage_return_as_space: bool = False
 
   @property
   def vocab_file(self):
@@ -108,7 +109,7 @@ def run_job(job_id, options, cpu=None, on_file=None):
         text, bad = example_writer.decode_utf8(data)
         writer.bytes_read += len(data)
         writer.bad_bytes += bad
-        texts.append(text)
+        texts.append((f"{name}:{member}", text))
       if on_file is not None:
         on_file(writer)
       writer.write_texts(texts)

@@ -48,6 +48,7 @@ class BuildOptions:
   seed: Optional[int] = None
   num_out_files: int = 1000
   overwrite: bool = False
+  carriage_return_as_space: bool = False
   tfds_name: Optional[str] = None
   tfds_split: str = "train"
   tfds_text_key: str = "text"
@@ -68,6 +69,7 @@ def make_example_writer(job_id, options, rng, blanks_separate_docs):
     strip_accents=options.strip_accents,
     num_out_files=options.num_out_files,
     rng=rng,
+    carriage_return_as_space=options.carriage_return_as_space,
   )
 
 
@@ -200,7 +202,7 @@ def run_job(job_id, options, cpu=None, on_file=None):
           writer.bytes_read += len(doc.encode("utf-8"))
           if on_file is not None:
             on_file(writer)
-          yield doc
+          yield f"{options.tfds_name} document {doc_no}", doc
 
       writer.write_texts(texts())
     else:
@@ -220,7 +222,7 @@ def run_job(job_id, options, cpu=None, on_file=None):
           text = writer.read_file(path)
           if on_file is not None:
             on_file(writer)
-          yield text
+          yield path, text
 
       writer.write_texts(texts())
     writer.finish()
@@ -230,9 +232,11 @@ def run_job(job_id, options, cpu=None, on_file=None):
   elapsed = time.time() - start
   if writer.bad_bytes:
     progress.log(f"ignored {writer.bad_bytes} bytes that are not UTF-8")
+  # The same clock as the progress lines' ELAPSED (the set-up included).
   progress.log(
     f"Done! {writer.n_written} examples from {writer.bytes_read / 1e6:.2f} MB "
-    f"in {elapsed:.1f}s ({writer.bytes_read / 1e6 / max(elapsed, 1e-9):.2f} MB/s)"
+    f"in {time.time() - progress.start:.1f}s ({start - progress.start:.1f}s setting up; "
+    f"{writer.bytes_read / 1e6 / max(elapsed, 1e-9):.2f} MB/s while writing)"
   )
   return {
     **job_stats(job_id, writer),

@@ -4,6 +4,8 @@ with the reference FullTokenizer: the yardstick of the builder tests."""
 import os
 import random
 
+import tensorflow as tf
+
 from electra_tf.text import wordpiece as tokenization
 
 
@@ -70,9 +72,9 @@ class ReferenceWriter:
       self.out[self.writers[self.n_written % len(self.writers)]].append(example)
       self.n_written += 1
 
-  def write_text(self, text):
-    """One file's content (GFile lines split on "\\n")."""
-    for line in text.split("\n"):
+  def write_lines(self, lines):
+    """One file's lines."""
+    for line in lines:
       line = line.strip()
       if line or self.blanks:
         self._emit(self._add_line(line))
@@ -90,8 +92,14 @@ def reference_build(
   blanks_separate_docs=True,
   lower=True,
   strip=True,
+  carriage_return_as_space=False,
 ):
-  """The text builder's job `job_id`: {shard index: [feature dicts]}."""
+  """The text builder's job `job_id`: {shard index: [feature dicts]}.
+
+  Files are read as the original reads them, by iterating a `GFile` (its line
+  reader drops every "\\r"), unless `carriage_return_as_space`: then split on
+  "\\n" alone.
+  """
   random.seed(seed)
   writer = ReferenceWriter(
     vocab_file, max_length, num_jobs, job_id, num_out_files, blanks_separate_docs, lower, strip
@@ -100,6 +108,12 @@ def reference_build(
   names = [n for i, n in enumerate(names) if i % num_jobs == job_id]
   random.shuffle(names)
   for name in names:
-    with open(os.path.join(corpus_dir, name), "rb") as f:
-      writer.write_text(f.read().decode("utf-8", "ignore"))
+    path = os.path.join(corpus_dir, name)
+    if carriage_return_as_space:
+      with open(path, "rb") as f:
+        lines = f.read().decode("utf-8", "ignore").split("\n")
+    else:
+      with tf.io.gfile.GFile(path, "rb") as f:
+        lines = [line.decode("utf-8", "ignore") for line in f]
+    writer.write_lines(lines)
   return writer.out

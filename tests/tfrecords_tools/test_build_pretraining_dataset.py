@@ -60,11 +60,20 @@ def test_exact_records_of_the_original(original_fixtures, tmp_path):
 
 
 @pytest.mark.parametrize(
-  "blanks,lower,strip,max_length",
-  [(True, True, True, 32), (False, True, False, 20), (True, False, True, 64)],
+  "blanks,lower,strip,max_length,cr_as_space",
+  [
+    (True, True, True, 32, False),
+    (False, True, False, 20, False),
+    (True, False, True, 64, False),
+    (True, True, True, 32, True),
+  ],
 )
-def test_matches_plain_reference(small_corpus, tmp_path, blanks, lower, strip, max_length):
+def test_matches_plain_reference(
+  small_corpus, tmp_path, blanks, lower, strip, max_length, cr_as_space
+):
   corpus, vocab = small_corpus
+  # Lone carriage returns inside lines: the original's reader drops them.
+  assert any("\r" in open(os.path.join(corpus, n), newline="").read() for n in os.listdir(corpus))
   out = tmp_path / "out"
   stats = text_corpus.build_pretraining_dataset(
     _options(
@@ -77,9 +86,14 @@ def test_matches_plain_reference(small_corpus, tmp_path, blanks, lower, strip, m
       blanks_separate_docs=blanks,
       do_lower_case=lower,
       strip_accents=strip,
+      carriage_return_as_space=cr_as_space,
     )
   )
-  expected = reference_build(corpus, vocab, max_length, 1, 0, 7, 5, blanks, lower, strip)
+  expected = reference_build(
+    corpus, vocab, max_length, 1, 0, 7, 5, blanks, lower, strip, cr_as_space
+  )
+  if cr_as_space:  # the flag changes the records of this corpus
+    assert expected != reference_build(corpus, vocab, max_length, 1, 0, 7, 5, blanks, lower, strip)
   got = read_shards(out, 5)
   assert got == expected
   assert stats[0]["examples"] == sum(len(r) for r in expected.values()) > 30
@@ -246,7 +260,12 @@ def test_progress_log_and_more_processes_than_files(small_corpus, tmp_path, caps
     r"\d+ examples written",
     log,
   )
-  assert "Job 0: Done!" in log
+  # "Done" counts from the same start as ELAPSED: never less than the last ELAPSED.
+  elapsed = max(int(x) for x in re.findall(r"ELAPSED: (\d+)s", log))
+  done = re.search(
+    r"Job 0: Done! \d+ examples from [\d.]+ MB in ([\d.]+)s \(([\d.]+)s setting up", log
+  )
+  assert done and float(done.group(1)) >= elapsed and float(done.group(2)) > 0, log
   # A job with no files still writes (empty) shards; nothing is lost.
   options = _options(
     corpus, vocab, tmp_path / "o2", max_seq_length=16, seed=0, num_out_files=4, num_processes=4
@@ -257,3 +276,31 @@ def test_progress_log_and_more_processes_than_files(small_corpus, tmp_path, caps
   shards = read_shards(tmp_path / "o2", 4)
   assert shards[3] == []
   assert all(shards[j] for j in range(3))
+
+
+@pytest.mark.parametrize("blanks", [True, False])
+def test_lines_too_long_for_an_example_are_reported(small_corpus, tmp_path, caplog, blanks):
+  # The original keeps at most max_seq_length - 2 tokens of a line and drops
+  # the rest silently; the records stay the original's, the loss is reported.
+  _, vocab = small_corpus
+  corpus = tmp_path / "c"
+  corpus.mkdir()
+  long_line = " ".join(["the model", "run data"] * 500)  # 9,499 characters
+  (corpus / "a.txt").write_text(f"the model\n\n\ntext data\n{long_line}\nrun\n")
+  (corpus / "b.txt").write_text("x" * 9000 + "\n")  # one word: [UNK]
+  out = tmp_path / "out"
+  options = _options(
+    str(corpus), vocab, out, max_seq_length=16, seed=1, num_out_files=1, blanks_separate_docs=blanks
+  )
+  with caplog.at_level("WARNING"):
+    text_corpus.build_pretraining_dataset(options)
+  expected = reference_build(str(corpus), vocab, 16, 1, 0, 1, 1, blanks_separate_docs=blanks)
+  assert read_shards(out, 1) == expected
+  warnings = [r.getMessage() for r in caplog.records if "characters long" in r.getMessage()]
+  assert len(warnings) == 2, warnings
+  a_warning = next(w for w in warnings if "a.txt" in w)
+  assert "a.txt: line 5 is 9,499 characters long (2,000 tokens)" in a_warning
+  assert "at most 14 tokens" in a_warning and "1,986 of its tokens" in a_warning
+  b_warning = next(w for w in warnings if "b.txt" in w)
+  assert "b.txt: line 1 is 9,000 characters long (1 tokens)" in b_warning
+  assert "[UNK]" in b_warning
