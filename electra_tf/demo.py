@@ -36,6 +36,7 @@ from electra_tf import build_pretraining_dataset
 from electra_tf import export_saved_model
 from electra_tf import serving
 from electra_tf.configs.pretraining import PretrainingConfig
+from electra_tf.runtime import distribution
 from electra_tf.text.vocab import load_vocab
 from electra_tf.training import held_out_evaluation
 from electra_tf.training import pretraining_run
@@ -199,7 +200,7 @@ def periodic_evaluation(out, every, model_name=MODEL_NAME):
 
 def stage_pretrain(out, args):
   config = pretraining_config(out, args.train_steps)
-  pretraining_run.validate_config(config)
+  files = pretraining_run.validate_config(config)
   periodic = periodic_evaluation(out, every=max(1, config.num_train_steps // 6))
   sizes = DEMO_HPARAMS["model_hparam_overrides"]
   _say(
@@ -209,7 +210,7 @@ def stage_pretrain(out, args):
     f"evaluation at step 0 and every {periodic.every} steps, in {config.model_dir}"
   )
   start = time.time()
-  pretraining_run.train_or_eval(config, callbacks=[periodic.callback])
+  pretraining_run.train_or_eval(config, files, callbacks=[periodic.callback])
   _say(f"pretrain: done in {time.time() - start:.0f} s")
 
 
@@ -217,7 +218,14 @@ def stage_eval(out, args):
   paths = _paths(out)
   eval_config = pretraining_config(out, args.train_steps, for_eval=True)
   eval_config.num_eval_steps = max(eval_config.num_eval_steps, 20)
-  results = pretraining_run.train_or_eval(eval_config)
+  files = pretraining_run.validate_config(eval_config)
+  # The training config was printed above; evaluation changes only these.
+  _say(
+    "evaluation: the config above with do_train=False, do_eval=True, "
+    f"num_eval_steps={eval_config.num_eval_steps}, pretrain_tfrecords={eval_config.pretrain_tfrecords}"
+  )
+  strategy = distribution.setup_distribution(eval_config)
+  results = pretraining_run.evaluate(eval_config, strategy, files)
   measured = held_out_evaluation.measure_against_baselines(eval_config)
   _say(
     f"evaluation of step {measured['global_step']} on the held-out shard "

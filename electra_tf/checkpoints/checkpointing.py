@@ -288,8 +288,8 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
     if self.num_train_steps is not None and step >= self.num_train_steps:
       self.model.stop_training = True
     if self.preempted:
+      # The caller reports it (`TrainingPreempted`), once.
       self._save(step)
-      print(f"Preempted: saved the checkpoint of step {step}; re-run to resume.", flush=True)
       self.model.stop_training = True
 
   def on_train_end(self, logs=None):

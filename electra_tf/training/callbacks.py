@@ -65,6 +65,7 @@ class ETALogger(keras.callbacks.Callback):
     self._start_step = None
     self._step = None
     self._steps_run = 0
+    self._logged_step = None
 
   def get_config(self):
     return {
@@ -95,7 +96,7 @@ class ETALogger(keras.callbacks.Callback):
   def on_train_end(self, logs=None):
     if self.is_training and self._start_time is not None:
       self._step = self._global_step()
-      self.log(None)
+      self.log(None, at_end=True)
 
   # --- evaluation ---
   def on_test_begin(self, logs=None):
@@ -112,7 +113,7 @@ class ETALogger(keras.callbacks.Callback):
 
   def on_test_end(self, logs=None):
     if not self.is_training and self._step is not None:
-      self.log(None)
+      self.log(None, at_end=True)
 
   def format_line(self, step, elapsed, steps_done, logs=None):
     """The original's line for `step` after `elapsed` seconds in which
@@ -128,12 +129,15 @@ class ETALogger(keras.callbacks.Callback):
         line += f" - {name}: {float(logs[name]):.4f}"
     return line
 
-  def log(self, logs=None):
+  def log(self, logs=None, at_end=False):
     step = self._step
-    if step is None or step % self.log_every != 0:
+    if step is None or step == self._logged_step:
+      return  # the end of a run adds its last step only when not yet logged
+    if not at_end and step % self.log_every != 0:
       return
     elapsed = time.time() - self._start_time
     self.print_fn(self.format_line(step, elapsed, step - self._start_step, logs))
+    self._logged_step = step
 
 
 def _write_scalar(name, value, step):
