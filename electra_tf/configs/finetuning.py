@@ -19,6 +19,7 @@ import tensorflow as tf
 from electra_tf.configs.hparams import hparam
 from electra_tf.configs.pretraining import default_embedding_size
 from electra_tf.configs.runtime import RuntimeHparams
+from electra_tf.optimization import factory as optimizer_factory
 
 QA_TASK_SUBSTRINGS = ("squad", "qa")
 LAYERWISE_LR_VARIANTS = ("faithful", "fixed")
@@ -78,6 +79,11 @@ class FinetuningConfig(RuntimeHparams):
     0.01, "Decoupled weight decay, scaled by the learning rate; not for LayerNorm/bias."
   )
   layerwise_lr_decay: float = hparam(0.8, "Layer-wise learning-rate decay factor; ≤ 0 disables it.")
+  optimizer: str = hparam(
+    "adam",
+    "`adam`: the original's AdamWeightDecay; `lamb`: LAMB (trust ratio per variable, LayerNorm/bias "
+    "excluded) for large global batches. Both clip the global norm at 1.",
+  )
   num_train_epochs: float = hparam(3.0, "Epochs (task defaults apply for one task).")
   warmup_proportion: float = hparam(0.1, "Warm-up as a fraction of the training steps.")
   save_checkpoints_steps: int = hparam(1000000, "Checkpoint period in steps.")
@@ -217,6 +223,7 @@ class FinetuningConfig(RuntimeHparams):
     self._validate()
 
   def _validate(self):
+    optimizer_factory.check_optimizer_name(self.optimizer)
     if not self.task_names:
       raise ValueError("hparam task_names must name at least one task")
     if not self.warmup_proportion > 0:

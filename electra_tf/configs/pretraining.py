@@ -11,6 +11,7 @@ import os
 from electra_tf.configs.bert_config import BertConfig
 from electra_tf.configs.hparams import hparam
 from electra_tf.configs.runtime import RuntimeHparams
+from electra_tf.optimization import factory as optimizer_factory
 
 MODEL_SIZES = {
   # size: (hidden_size, num_hidden_layers); heads and FFN derive from H.
@@ -73,6 +74,11 @@ class PretrainingConfig(RuntimeHparams):
     0.01, "Decoupled weight decay, scaled by the learning rate; not for LayerNorm/bias."
   )
   num_warmup_steps: int = hparam(10000, "Warm-up steps.")
+  optimizer: str = hparam(
+    "adam",
+    "`adam`: the original's AdamWeightDecay; `lamb`: LAMB (trust ratio per variable, LayerNorm/bias "
+    "excluded) for large global batches. Both clip the global norm at 1.",
+  )
 
   # training loop
   iterations_per_loop: int = hparam(
@@ -190,6 +196,7 @@ class PretrainingConfig(RuntimeHparams):
     return self._data_dir
 
   def _validate(self):
+    optimizer_factory.check_optimizer_name(self.optimizer)
     if self.num_warmup_steps < 1:
       # The original divides by zero in its schedule.
       raise ValueError(

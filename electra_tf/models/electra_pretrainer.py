@@ -223,10 +223,11 @@ class ElectraPretrainer(keras.Model):
     """Prepares `fit` / `evaluate` with the original's pre-training step.
 
     Args:
-      optimizer: a Keras optimizer; None builds the original's
-        (`AdamWeightDecay` + warmup/decay schedule) from `pretraining_config`
-        (or from the original's defaults when that is None too). Under a
-        `mixed_float16` policy Keras wraps it in a `LossScaleOptimizer`.
+      optimizer: a Keras optimizer, or None, "adam" or "lamb": the original's
+        `AdamWeightDecay` (None: the config's `optimizer` hparam) or `Lamb`,
+        with the warmup/decay schedule, from `pretraining_config` (or from the
+        original's defaults when that is None too). Under a `mixed_float16`
+        policy Keras wraps it in a `LossScaleOptimizer`.
       pretraining_config: optional `PretrainingConfig` for the default
         optimizer and the seed.
       seed: seeds masking and sampling; None takes `pretraining_config.seed`,
@@ -238,13 +239,14 @@ class ElectraPretrainer(keras.Model):
 
     if not self.built:
       self.build()
-    if optimizer is None:
+    if optimizer is None or isinstance(optimizer, str):
+      names = official_names.official_name_map(self)
       if pretraining_config is not None:
         optimizer = optimizer_factory.pretraining_optimizer_from_config(
-          pretraining_config, official_names.official_name_map(self)
+          pretraining_config, names, optimizer
         )
       else:
-        optimizer = optimizer_factory.pretraining_optimizer(official_names.official_name_map(self))
+        optimizer = optimizer_factory.pretraining_optimizer(names, optimizer=optimizer or "adam")
     if seed is None and pretraining_config is not None:
       seed = pretraining_config.seed
     if seed is None:

@@ -19,7 +19,19 @@ Example:
 
 from electra_tf.optimization import layerwise
 from electra_tf.optimization.adam_weight_decay import AdamWeightDecay
+from electra_tf.optimization.lamb import Lamb
 from electra_tf.optimization.schedule import ElectraLearningRateSchedule
+
+# The `optimizer` hparam's values: the original's AdamWeightDecay, or LAMB
+# for large global batches (same exclusions, clipping and schedule).
+OPTIMIZERS = {"adam": AdamWeightDecay, "lamb": Lamb}
+
+
+def check_optimizer_name(name):
+  """Raises a one-line `ValueError` unless `name` is a value of the
+  `optimizer` hparam."""
+  if name not in OPTIMIZERS:
+    raise ValueError(f"hparam optimizer={name!r}; expected one of {sorted(OPTIMIZERS)}")
 
 
 def keras_path_map(official_name_map):
@@ -39,8 +51,9 @@ def make_optimizer(
   num_hidden_layers=None,
   layerwise_lr_decay=0.0,
   layerwise_lr_decay_variant="faithful",
+  optimizer="adam",
 ):
-  """`AdamWeightDecay` with the original's schedule.
+  """`AdamWeightDecay` (or `Lamb`) with the original's schedule.
 
   Args:
     official_name_map: `{official name: variable}` of the trained model; its
@@ -57,7 +70,9 @@ def make_optimizer(
     layerwise_lr_decay: per-layer factor; <= 0 makes every multiplier 1.
     layerwise_lr_decay_variant: `"faithful"` (the original's exponents) or
       `"fixed"`.
+    optimizer: `"adam"` (the original's `AdamWeightDecay`) or `"lamb"`.
   """
+  check_optimizer_name(optimizer)
   multipliers = None
   if num_hidden_layers is not None:  # fine-tuning: every variable gets a multiplier
     multipliers = layerwise.layerwise_lr_multipliers(
@@ -73,7 +88,7 @@ def make_optimizer(
     warmup_proportion=warmup_proportion,
     lr_decay_power=lr_decay_power,
   )
-  return AdamWeightDecay(
+  return OPTIMIZERS[optimizer](
     learning_rate=schedule,
     weight_decay_rate=weight_decay_rate,
     beta_1=0.9,
@@ -93,6 +108,7 @@ PRETRAINING_DEFAULTS = {
   "num_warmup_steps": 10000,
   "lr_decay_power": 1.0,
   "weight_decay_rate": 0.01,
+  "optimizer": "adam",
 }
 FINETUNING_DEFAULTS = {
   "learning_rate": 1e-4,
@@ -100,6 +116,7 @@ FINETUNING_DEFAULTS = {
   "weight_decay_rate": 0.01,
   "layerwise_lr_decay": 0.8,
   "layerwise_lr_decay_variant": "faithful",
+  "optimizer": "adam",
 }
 
 
@@ -109,11 +126,13 @@ def pretraining_optimizer(official_name_map=None, **hparams):
   return make_optimizer(official_name_map, **{**PRETRAINING_DEFAULTS, **hparams})
 
 
-def pretraining_optimizer_from_config(config, official_name_map=None):
-  """`pretraining_optimizer` with a `PretrainingConfig`'s hparams."""
-  return pretraining_optimizer(
-    official_name_map, **{key: getattr(config, key) for key in PRETRAINING_DEFAULTS}
-  )
+def pretraining_optimizer_from_config(config, official_name_map=None, optimizer=None):
+  """`pretraining_optimizer` with a `PretrainingConfig`'s hparams (`optimizer`,
+  if given, instead of the config's)."""
+  hparams = {key: getattr(config, key) for key in PRETRAINING_DEFAULTS}
+  if optimizer is not None:
+    hparams["optimizer"] = optimizer
+  return pretraining_optimizer(official_name_map, **hparams)
 
 
 def finetuning_optimizer(official_name_map, num_hidden_layers, num_train_steps, **hparams):

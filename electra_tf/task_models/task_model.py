@@ -175,7 +175,8 @@ class ElectraTaskModel(keras.Model):
     over the batch) and accuracy.
 
     Args:
-      optimizer: "auto" or a Keras optimizer.
+      optimizer: "auto" or "adam" (the original's `AdamWeightDecay`), "lamb"
+        (`Lamb`, same exclusions and schedule), or a Keras optimizer.
       loss: "auto" or a Keras loss (structure) on (labels, outputs).
       metrics: "auto" (accuracy) or Keras metrics.
       num_train_steps: the schedule's horizon; needed with "auto".
@@ -185,7 +186,7 @@ class ElectraTaskModel(keras.Model):
     """
     if not self.built:
       self.build()
-    if optimizer == "auto":
+    if isinstance(optimizer, str) and optimizer in ("auto", *optimizer_factory.OPTIMIZERS):
       if not num_train_steps:
         raise ValueError(
           f"{type(self).__name__}.compile: the original's schedule decays over "
@@ -200,6 +201,7 @@ class ElectraTaskModel(keras.Model):
         warmup_proportion=warmup_proportion,
         weight_decay_rate=weight_decay_rate,
         layerwise_lr_decay=layerwise_lr_decay,
+        optimizer="adam" if optimizer == "auto" else optimizer,
       )
     if loss == "auto":
       loss = self.default_loss()

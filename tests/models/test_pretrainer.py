@@ -257,3 +257,24 @@ def test_fused_training_kernels_reaches_every_transformer_layer(tmp_path, mode):
   assert settings(model) == {False}
   assert settings(ElectraPretrainer.from_config(model.get_config())) == {False}
   assert settings(ElectraPretrainer.from_pretraining_config(_config(tmp_path, mode))) == {True}
+
+
+def test_compile_takes_electra_tf_optimizer_names(tmp_path):
+  from electra_tf.optimization.adam_weight_decay import AdamWeightDecay
+  from electra_tf.optimization.lamb import Lamb
+
+  config = _config(tmp_path, "default", optimizer="lamb")
+  model = ElectraPretrainer.from_pretraining_config(config)
+  model.compile(pretraining_config=config)  # the config's hparam
+  assert type(model.optimizer) is Lamb
+  model.compile(optimizer="adam", pretraining_config=config)  # the name wins
+  assert type(model.optimizer) is AdamWeightDecay
+  model.compile(optimizer="lamb")  # the original's defaults otherwise
+  assert type(model.optimizer) is Lamb
+  # LayerNorm and bias variables are neither decayed nor adapted.
+  model.optimizer.build(model.trainable_variables)
+  flags = dict(zip((v.path for v in model.trainable_variables), model.optimizer._adaptation_flags))
+  assert not any(flag for path, flag in flags.items() if "bias" in path or "norm" in path.lower())
+  assert any(flags.values())
+  with pytest.raises(ValueError, match="hparam optimizer='sgd'"):
+    _config(tmp_path, "default", optimizer="sgd")

@@ -87,6 +87,11 @@ def test_compile_needs_the_schedule_horizon(tmp_path):
   )
   with pytest.raises(ValueError, match="num_train_steps"):
     classifier.compile()
+  # electra_tf's own optimizer names: the original's AdamWeightDecay, or LAMB.
+  classifier.compile(optimizer="lamb", num_train_steps=10)
+  assert type(classifier.optimizer).__name__ == "Lamb"
+  classifier.compile(optimizer="adam", num_train_steps=10)
+  assert type(classifier.optimizer).__name__ == "AdamWeightDecay"
 
 
 @pytest.mark.slow

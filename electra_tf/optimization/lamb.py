@@ -1,0 +1,125 @@
+"""LAMB (layer-wise adaptive moments) as NVIDIA's and Model Garden's BERT/ELECTRA recipes use it
+for large global batches.
+
+Keras' own `keras.optimizers.Lamb` applies the trust ratio to every variable
+and decays weights apart from it; here, as in those recipes, LayerNorm and
+bias variables are excluded from weight decay and from the trust ratio (the
+original's `AdamWeightDecay` exclusions), and everything else the original's
+optimizer does is kept: gradients summed over replicas, then clipped to a
+global norm, official names deciding exclusions and layer-wise rates.
+"""
+
+import re
+
+import keras
+import tensorflow as tf
+
+from electra_tf.optimization.adam_weight_decay import AdamWeightDecay
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class Lamb(AdamWeightDecay):
+  """LAMB with bias-corrected moments and a per-variable trust ratio.
+
+  For each variable, at step t (1-based):
+  `m = b1 m + (1-b1) g; v = b2 v + (1-b2) g²;
+  update = (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps) (+ weight_decay_rate * param unless excluded);
+  ratio = ‖param‖ / ‖update‖ (1 if either norm is 0, or the variable is excluded from adaptation);
+  param -= lr * multiplier * ratio * update`.
+
+  Args:
+    learning_rate: float or `LearningRateSchedule`.
+    weight_decay_rate: decoupled decay.
+    beta_1, beta_2, epsilon: the moments' constants (0.9, 0.999, 1e-6).
+    exclude_from_weight_decay: regexes (`re.search`) of names not decayed.
+    exclude_from_layer_adaptation: regexes of names whose ratio is 1; None
+      (the default) uses `exclude_from_weight_decay`, as Model Garden does.
+    clip_norm, variable_names, learning_rate_multipliers, name, **kwargs:
+      as for `AdamWeightDecay`.
+
+  Example:
+  >>> opt = Lamb(learning_rate=1e-3, weight_decay_rate=0.01)
+  >>> var = keras.Variable([3.0, 4.0], name="kernel")
+  >>> opt.apply([tf.constant([0.1, -0.2])], [var])
+  >>> [round(float(x), 5) for x in var.numpy()]
+  [2.99634, 4.00341]
+  """
+
+  def __init__(
+    self,
+    learning_rate=0.001,
+    weight_decay_rate=0.0,
+    beta_1=0.9,
+    beta_2=0.999,
+    epsilon=1e-6,
+    exclude_from_weight_decay=("LayerNorm", "layer_norm", "bias"),
+    exclude_from_layer_adaptation=None,
+    clip_norm=1.0,
+    variable_names=None,
+    learning_rate_multipliers=None,
+    name="Lamb",
+    **kwargs,
+  ):
+    super().__init__(
+      learning_rate=learning_rate,
+      weight_decay_rate=weight_decay_rate,
+      beta_1=beta_1,
+      beta_2=beta_2,
+      epsilon=epsilon,
+      exclude_from_weight_decay=exclude_from_weight_decay,
+      clip_norm=clip_norm,
+      variable_names=variable_names,
+      learning_rate_multipliers=learning_rate_multipliers,
+      name=name,
+      **kwargs,
+    )
+    self.exclude_from_layer_adaptation = (
+      None if exclude_from_layer_adaptation is None else tuple(exclude_from_layer_adaptation)
+    )
+
+  def _do_layer_adaptation(self, name):
+    patterns = self.exclude_from_layer_adaptation
+    if patterns is None:
+      patterns = self.exclude_patterns
+    return not any(re.search(pattern, name) for pattern in patterns)
+
+  def build(self, var_list):
+    if self.built:
+      return
+    super().build(var_list)
+    self._adaptation_flags = [self._do_layer_adaptation(self.variable_name(v)) for v in var_list]
+
+  def update_step(self, gradient, variable, learning_rate):
+    index = self._get_variable_index(variable)
+    dtype = variable.dtype
+    lr = tf.cast(learning_rate, dtype) * self._lr_multipliers[index]
+    gradient = tf.cast(tf.convert_to_tensor(gradient), dtype)
+    step = tf.cast(self.iterations + 1, dtype)
+    m = self._adam_m[index]
+    v = self._adam_v[index]
+    self.assign(m, self.beta_1 * m + (1.0 - self.beta_1) * gradient)
+    self.assign(v, self.beta_2 * v + (1.0 - self.beta_2) * tf.square(gradient))
+    m_hat = m / (1.0 - tf.pow(tf.cast(self.beta_1, dtype), step))
+    v_hat = v / (1.0 - tf.pow(tf.cast(self.beta_2, dtype), step))
+    update = m_hat / (tf.sqrt(v_hat) + self.epsilon)
+    if self._decay_flags[index]:
+      update += self.weight_decay_rate * variable
+    if self._adaptation_flags[index]:
+      param_norm = tf.norm(variable)
+      update_norm = tf.norm(update)
+      ratio = tf.where(
+        param_norm > 0.0,
+        tf.where(update_norm > 0.0, param_norm / tf.maximum(update_norm, 1e-30), 1.0),
+        1.0,
+      )
+      lr = lr * ratio
+    self.assign_sub(variable, lr * update)
+
+  def get_config(self):
+    config = super().get_config()
+    config["exclude_from_layer_adaptation"] = (
+      None
+      if self.exclude_from_layer_adaptation is None
+      else list(self.exclude_from_layer_adaptation)
+    )
+    return config
