@@ -29,6 +29,7 @@ from electra_tf.configs.hparams import add_run_flags
 from electra_tf.configs.hparams import load_hparams
 from electra_tf.runtime import distribution
 from electra_tf.training import finetuning_run as runner
+from electra_tf.training.callbacks import TrainingDiverged
 from electra_tf.training.finetuning_run import ModelRunner  # noqa: F401  (public API)
 from electra_tf.training.finetuning_run import get_finetuning_bert_config  # noqa: F401
 from electra_tf.training.finetuning_run import median_results  # noqa: F401
@@ -56,6 +57,9 @@ def main(argv=None):
   except TrainingPreempted as e:
     print(f"run_finetuning: {e}; re-run to resume.", file=sys.stderr, flush=True)
     return exit_codes.PREEMPTED
+  except TrainingDiverged as e:
+    print(f"run_finetuning: error: {e}", file=sys.stderr, flush=True)
+    return exit_codes.DIVERGED
   return exit_codes.OK
 
 

@@ -34,6 +34,7 @@ from electra_tf.checkpoints.checkpointing import TrainingPreempted
 from electra_tf.configs.hparams import add_run_flags
 from electra_tf.runtime import distribution
 from electra_tf.training import pretraining_run
+from electra_tf.training.callbacks import TrainingDiverged
 from electra_tf.utils import exit_codes
 
 
@@ -55,6 +56,9 @@ def main(argv=None):
   except TrainingPreempted as e:
     print(f"run_pretraining: {e}; re-run to resume.", file=sys.stderr, flush=True)
     return exit_codes.PREEMPTED
+  except TrainingDiverged as e:
+    print(f"run_pretraining: error: {e}", file=sys.stderr, flush=True)
+    return exit_codes.DIVERGED
   except pretraining_run.TrainingDataError as e:
     print(f"run_pretraining: error: {e}", file=sys.stderr, flush=True)
     return exit_codes.BAD_INPUT

@@ -7,6 +7,7 @@ import re
 import time
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from electra_tf.checkpoints import checkpointing
@@ -215,3 +216,70 @@ class TrainingSummaries(keras.callbacks.Callback):
       if learning_rate:
         _write_scalar("learning_rate", self._learning_rate(), step)
     self._writer.flush()
+
+
+class TrainingDiverged(Exception):
+  """The loss (or the weights) became NaN or Inf; nothing of it was saved."""
+
+
+class DivergenceGuard(keras.callbacks.Callback):
+  """Stops training when it diverges, before a checkpoint of broken weights
+  is written. Put it first among the callbacks, ahead of the checkpointing.
+
+  - float32 / bfloat16: a NaN or Inf loss stops training at once.
+  - float16 loss scaling skips a step whose gradients are not finite (the
+    global step does not advance); `max_skipped_steps` consecutive skips stop
+    training.
+  - every `check_weights_every` steps (the checkpoint period) and at the end,
+    the weights are checked too: a NaN gradient under a finite loss breaks the
+    weights one step before the loss shows it.
+
+  Args:
+    manager: the checkpoint manager, to name the last good checkpoint.
+    max_skipped_steps: consecutive float16 skips tolerated.
+    check_weights_every: steps between weight checks (0 or None: at the end only).
+
+  Example:
+  >>> guard = DivergenceGuard(max_skipped_steps=10)
+  """
+
+  def __init__(self, manager=None, max_skipped_steps=20, check_weights_every=None):
+    super().__init__()
+    self.manager = manager
+    self.max_skipped_steps = int(max_skipped_steps)
+    self.check_weights_every = int(check_weights_every or 0)
+    self._last_step = None
+    self._skipped = 0
+
+  def _stop(self, step, what):
+    latest = self.manager.latest_checkpoint if self.manager is not None else None
+    saved = f"the last good checkpoint is {latest}" if latest else "no checkpoint was saved yet"
+    raise TrainingDiverged(
+      f"training diverged at global step {step}: {what}; no checkpoint of these weights was "
+      f"written and {saved} (lower learning_rate, add warm-up or check the data, then re-run)"
+    )
+
+  def _weights_are_finite(self):
+    return all(
+      bool(tf.reduce_all(tf.math.is_finite(v.value)))
+      for v in self.model.trainable_variables
+      if "float" in str(v.dtype)
+    )
+
+  def on_train_batch_end(self, batch, logs=None):
+    step = checkpointing.global_step(self.model)
+    loss = (logs or {}).get("loss")
+    if isinstance(self.model.optimizer, keras.optimizers.LossScaleOptimizer):
+      self._skipped = self._skipped + 1 if step == self._last_step else 0
+      if self._skipped >= self.max_skipped_steps:
+        self._stop(step, f"float16 loss scaling skipped {self._skipped} steps in a row")
+    elif loss is not None and not np.isfinite(float(loss)):
+      self._stop(step, f"the loss is {float(loss)}")
+    self._last_step = step
+    if self.check_weights_every and step % self.check_weights_every == 0:
+      if not self._weights_are_finite():
+        self._stop(step, "a weight is NaN or Inf")
+
+  def on_train_end(self, logs=None):
+    if not self._weights_are_finite():
+      self._stop(checkpointing.global_step(self.model), "a weight is NaN or Inf")

@@ -33,6 +33,7 @@ from electra_tf.finetune.model import FinetuningModel
 from electra_tf.optimization import factory as optimizer_factory
 from electra_tf.runtime import distribution
 from electra_tf.text import wordpiece as tokenization
+from electra_tf.training.callbacks import DivergenceGuard
 from electra_tf.training.callbacks import ETALogger
 from electra_tf.training.callbacks import TrainingSummaries
 from electra_tf.utils.file_io import write_atomic
@@ -174,6 +175,8 @@ class ModelRunner:
       logging.info("Resuming from %s at step %d", manager.latest_checkpoint, step)
     step_losses = _StepLosses()
     callbacks = [
+      # First: it stops a diverged run before a checkpoint of it is written.
+      DivergenceGuard(manager, check_weights_every=config.save_checkpoints_steps),
       checkpoint_callback,
       ETALogger(self.train_steps, log_every=config.log_every_steps, print_fn=logging.info),
       TrainingSummaries(config.model_dir, config.save_summary_steps, enabled=self.chief),

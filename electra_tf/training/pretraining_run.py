@@ -221,6 +221,7 @@ def train(config, strategy, files, callbacks=()):
   Raises:
     TrainingPreempted: SIGTERM stopped training (after saving).
     TrainingDataError: a corrupt record was met while training.
+    TrainingDiverged: the loss or the weights became NaN/Inf (nothing of it saved).
   """
   files = _as_pretraining_files(files)
   chief = distribution.is_chief(strategy)
@@ -247,6 +248,8 @@ def train(config, strategy, files, callbacks=()):
     )
     return step
   callbacks = [
+    # First: it stops a diverged run before a checkpoint of it is written.
+    training_callbacks.DivergenceGuard(manager, check_weights_every=config.save_checkpoints_steps),
     checkpoint_callback,
     training_callbacks.ETALogger(
       config.num_train_steps, is_training=True, log_every=config.log_every_steps

@@ -134,3 +134,58 @@ def test_eval_counts_batches_run():
 def test_bad_n_steps():
   with pytest.raises(ValueError, match="n_steps"):
     ETALogger(n_steps=0)
+
+
+class _Steps(keras.callbacks.Callback):
+  """Stands in for the checkpointing: records the steps it was shown."""
+
+  def __init__(self):
+    super().__init__()
+    self.steps = []
+
+  def on_train_batch_end(self, batch, logs=None):
+    self.steps.append(int(self.model.optimizer.iterations.numpy()))
+
+
+def test_divergence_guard_stops_at_a_nan_loss_before_later_callbacks_see_it():
+  model = _toy_model()
+  x, y = _data(12)
+  x[5, 0] = np.nan  # the 3rd batch of 2
+  seen = _Steps()
+  with pytest.raises(eta_logger.TrainingDiverged, match=r"global step 3: the loss is nan"):
+    model.fit(
+      x,
+      y,
+      batch_size=2,
+      epochs=1,
+      verbose=0,
+      shuffle=False,
+      callbacks=[eta_logger.DivergenceGuard(), seen],
+    )
+  assert seen.steps == [1, 2]  # the checkpointing never saw the broken step
+
+
+def test_divergence_guard_counts_float16_skipped_steps():
+  model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+  model.compile(
+    optimizer=keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD(0.01)), loss="mse"
+  )
+  x, y = _data(20)
+  x[4:, 0] = np.inf  # from the 3rd batch on, every step is skipped
+  guard = eta_logger.DivergenceGuard(max_skipped_steps=3)
+  with pytest.raises(eta_logger.TrainingDiverged, match="skipped 3 steps in a row"):
+    model.fit(x, y, batch_size=2, epochs=1, verbose=0, shuffle=False, callbacks=[guard])
+  assert int(model.optimizer.iterations.numpy()) == 2
+
+
+def test_divergence_guard_checks_the_weights_at_the_end():
+  model = _toy_model()
+  x, y = _data(4)
+  model.fit(x, y, batch_size=2, epochs=1, verbose=0)
+  guard = eta_logger.DivergenceGuard()
+  guard.set_model(model)
+  guard.on_train_end()  # finite: nothing happens
+  kernel = model.layers[0].kernel
+  kernel.assign(np.full(kernel.shape, np.inf, np.float32))
+  with pytest.raises(eta_logger.TrainingDiverged, match="a weight is NaN or Inf"):
+    guard.on_train_end()
