@@ -386,9 +386,7 @@ class NameBasedCheckpointManager:
     has_state = INPUT_POSITION_NAME in found
     if has_state:
       # The loss scale only where both runs use it (a resume may change precision).
-      wanted.update(
-        (n, v) for n, v in self._state.items() if "/loss_scale/" not in n or n in found
-      )
+      wanted.update((n, v) for n, v in self._state.items() if "/loss_scale/" not in n or n in found)
     problems = [
       f"{name} (expected {list(var.shape)}, found {found.get(name, 'nothing')})"
       for name, var in wanted.items()
