@@ -31,6 +31,7 @@ from tests.helpers.pretraining_data import latest_step
 from tests.helpers.pretraining_data import make_data_dir
 from tests.helpers.pretraining_data import original_hparams
 from tests.helpers.pretraining_data import self_made_hparams
+from tests.helpers.subprocesses import killed_in_save_command
 from tests.helpers.subprocesses import quiet_env
 from tests.helpers.subprocesses import run_pretraining_command
 
@@ -378,7 +379,7 @@ def test_debug_preset_is_the_debug_model_without_deleting_the_model_dir(tmp_path
 
 
 @pytest.mark.slow
-def test_sigterm_exits_143_and_kill_9_resume_is_exact(tmp_path):
+def test_sigterm_kill_9_and_kill_9_in_a_save_resume_exactly(tmp_path):
   make_data_dir(tmp_path)
   hparams = self_made_hparams(
     seed=4, train_batch_size=8, num_train_steps=12, save_checkpoints_steps=2
@@ -404,6 +405,22 @@ def test_sigterm_exits_143_and_kill_9_resume_is_exact(tmp_path):
     assert proc.wait() == expected, err
     if signum == signal.SIGTERM:
       assert "preempted" in err and "Traceback" not in err
+  # kill -9 inside a save (the second of the run, or the last): its files
+  # are written, the state file still names the one before.
+  model_dir = tmp_path / "models" / "split"
+  before = latest_step(model_dir)
+  target = min(before + 4, 12)
+  killed = subprocess.run(
+    killed_in_save_command(run_pretraining_command(tmp_path, "split", hparams), target),
+    cwd=REPO_ROOT,
+    env=quiet_env(),
+    capture_output=True,
+    text=True,
+    timeout=600,
+  )
+  assert killed.returncode == -signal.SIGKILL, killed.stderr
+  assert (model_dir / f"model.ckpt-{target}.index").exists()
+  assert latest_step(model_dir) == target - 2
   result = run_cli(tmp_path, "split", hparams)
   assert result.returncode == 0, result.stderr
   assert "Input pipeline resumes after" in result.stdout

@@ -8,7 +8,9 @@ next batch (`pretraining_dataset.get_dataset(start_batch=...)`). It usually
 equals the global step; it differs where mixed_float16 skipped the update
 of a batch with non-finite gradients. It also holds the state of the
 model's random seed generators (dropout), so a resumed run draws the masks
-an uninterrupted run would. Files are named like the
+an uninterrupted run would. Fine-tuning's name-based checkpoints
+(`NameBasedCheckpointManager`) keep the same state, and the loss scale,
+next to the original's names. Files are named like the
 original's, `<model_dir>/model.ckpt-<step>.{index,data-*}`, with the
 `checkpoint` state file next to them.
 
@@ -17,7 +19,7 @@ the tensor data under temporary names and renames them into place, and only
 afterwards rewrites the `checkpoint` state file, itself by write-to-temp and
 rename. Until that rename the state file names the previous complete
 checkpoint, which is what `restore_latest` reads. Old checkpoints are only
-deleted after the new state file is in place.
+deleted after the new state file is in place. Both managers work this way.
 
 Multi-worker: every worker takes part in a save (saving distributed
 variables may need all of them), but only the chief writes into `model_dir`;
@@ -45,6 +47,8 @@ from electra_tf.runtime import distribution
 CHECKPOINT_NAME = "model.ckpt"
 # The input position's key in the checkpoint.
 INPUT_POSITION_KEY = "input_position/.ATTRIBUTES/VARIABLE_VALUE"
+# ... and its name in fine-tuning's name-based checkpoints.
+INPUT_POSITION_NAME = official_names.TRAINING_STATE_SCOPE + "/input_position"
 
 
 class TrainingPreempted(Exception):
@@ -68,6 +72,17 @@ def seed_generator_states(model):
   (dropout), in model order: variables that are not weights."""
   weights = {id(v) for v in model.weights}
   return [v for v in model.variables if id(v) not in weights]
+
+
+def _input_position_variable():
+  """Batches training has consumed; one value whatever the replicas."""
+  return tf.Variable(
+    tf.constant(0, tf.int64),
+    trainable=False,
+    name="input_position",
+    synchronization=tf.VariableSynchronization.ON_WRITE,
+    aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+  )
 
 
 def build_optimizer(model):
@@ -106,13 +121,7 @@ class TrainingCheckpointManager:
       chief = distribution.is_chief(tf.distribute.get_strategy())
     self.chief = chief
     build_optimizer(model)
-    self.input_position = tf.Variable(
-      tf.constant(0, tf.int64),
-      trainable=False,
-      name="input_position",
-      synchronization=tf.VariableSynchronization.ON_WRITE,
-      aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
-    )
+    self.input_position = _input_position_variable()
     self.checkpoint = tf.train.Checkpoint(
       model=model,
       optimizer=model.optimizer,
@@ -243,7 +252,6 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
     self._last_saved_step = None
     self._previous_sigterm_handler = None
     self._position_at_fit_start = 0
-    self._tracks_position = False
 
   def _on_sigterm(self, signum, frame):
     del signum, frame
@@ -259,10 +267,7 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
   def on_train_begin(self, logs=None):
     had_checkpoint = self.manager.latest_checkpoint is not None
     step = self.restore()
-    # Fine-tuning's name-based manager keeps no input position (its input
-    # skips ahead by the restored step instead).
-    self._tracks_position = hasattr(self.manager, "input_position")
-    self._position_at_fit_start = self.manager.batches_consumed if self._tracks_position else 0
+    self._position_at_fit_start = self.manager.batches_consumed
     if had_checkpoint or not self.save_initial:
       self._last_saved_step = step
     else:
@@ -275,8 +280,7 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
 
   def on_train_batch_end(self, batch, logs=None):
     # `batch` is the index (in this `fit`) of the last batch just trained.
-    if self._tracks_position:
-      self.manager.input_position.assign(self._position_at_fit_start + batch + 1)
+    self.manager.input_position.assign(self._position_at_fit_start + batch + 1)
     step = global_step(self.manager.model)
     every = self.save_checkpoints_steps
     if (
@@ -313,12 +317,17 @@ class NameBasedCheckpointManager:
   """Fine-tuning's training checkpoints, in the original's names.
 
   Same interface as `TrainingCheckpointManager`
-  (so `PretrainingCheckpoint` drives it: resume, periodic saves, SIGTERM),
-  but each checkpoint holds exactly what the original's fine-tuning writes:
-  the model under its official names, `<name>/adam_m|adam_v` and
-  `global_step`. A restore fills all three, so training continues at the
-  saved step with the schedule's learning rate there; the dynamic loss
-  scale of `mixed_float16` is not saved and restarts at its initial value.
+  (so `PretrainingCheckpoint` drives it: resume, periodic saves, SIGTERM).
+  Each checkpoint holds what the original's fine-tuning writes, the model
+  under its official names, `<name>/adam_m|adam_v` and `global_step`, plus
+  what an exact resume needs under `official_names.TRAINING_STATE_SCOPE`:
+  the input position (batches consumed; ahead of the step once
+  mixed_float16 skipped a batch), the state of each dropout seed generator
+  (in model order) and, under mixed_float16, the dynamic loss scale and its
+  growth counter. The original's code and every reader here skip that
+  scope. A checkpoint without it (the original's, or an older one) resumes
+  with the input position at the step, fresh seed generators and the
+  initial loss scale.
 
   Args:
     model: a compiled, built `FinetuningModel`.
@@ -340,20 +349,44 @@ class NameBasedCheckpointManager:
     build_optimizer(model)
     self._name_map = model.official_name_map()
     self._slots = _inner_optimizer(model.optimizer).official_slots(self._name_map)
+    self.input_position = _input_position_variable()
+    self._state = self._training_state()
+
+  def _training_state(self):
+    """`{checkpoint name: variable}` of the resume state."""
+    scope = official_names.TRAINING_STATE_SCOPE
+    state = {INPUT_POSITION_NAME: self.input_position}
+    for i, variable in enumerate(seed_generator_states(self.model)):
+      state[f"{scope}/seed_generator_{i}"] = variable
+    optimizer = self.model.optimizer
+    if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
+      state[f"{scope}/loss_scale/dynamic_scale"] = optimizer.dynamic_scale
+      state[f"{scope}/loss_scale/step_counter"] = optimizer.step_counter
+    return state
 
   @property
   def latest_checkpoint(self):
     return tf.train.latest_checkpoint(self.model_dir)
 
+  @property
+  def batches_consumed(self):
+    """The input position: batches training has consumed (restored with the
+    checkpoint)."""
+    return int(self.input_position.numpy())
+
   def restore_latest(self):
-    """Restores weights, Adam slots and the global step of the newest
-    checkpoint; returns the step, or None if there is none."""
+    """Restores weights, Adam slots, the global step and the resume state
+    of the newest checkpoint; returns the step, or None if there is none."""
     prefix = self.latest_checkpoint
     if prefix is None:
       return None
     reader = tf.train.load_checkpoint(prefix)
     found = reader.get_variable_to_shape_map()
     wanted = {**self._name_map, **self._slots}
+    has_state = INPUT_POSITION_NAME in found
+    if has_state:
+      # The loss scale only where both runs use it (a resume may change precision).
+      wanted.update((n, v) for n, v in self._state.items() if "/loss_scale/" not in n or n in found)
     problems = [
       f"{name} (expected {list(var.shape)}, found {found.get(name, 'nothing')})"
       for name, var in wanted.items()
@@ -370,6 +403,8 @@ class NameBasedCheckpointManager:
       var.assign(tf.cast(reader.get_tensor(name), var.dtype))
     step = int(reader.get_tensor(official_names.GLOBAL_STEP_NAME))
     self.model.optimizer.iterations.assign(step)
+    if not has_state:
+      self.input_position.assign(step)
     return step
 
   def save(self, step=None):
@@ -380,6 +415,7 @@ class NameBasedCheckpointManager:
       return None
     names = dict(self._name_map)
     names.update(self._slots)
+    names.update(self._state)
     names[official_names.GLOBAL_STEP_NAME] = tf.constant(int(step), tf.int64)
     return name_based.save_name_based(
       names, self.model_dir, step, max_to_keep=self.keep_checkpoint_max

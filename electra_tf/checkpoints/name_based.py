@@ -15,7 +15,9 @@ CHECKPOINT_NAME = "model.ckpt"
 
 def save_name_based(name_to_variable, model_dir, step, max_to_keep=5):
   """Writes `<model_dir>/model.ckpt-<step>` with exactly the given names and
-  updates the `checkpoint` state file; atomic (temp prefix + rename)."""
+  updates the `checkpoint` state file; atomic (temp prefix + rename), and
+  checkpoints beyond the newest `max_to_keep` are deleted only after the
+  state file names the new one."""
   tf.io.gfile.makedirs(model_dir)
   prefix = os.path.join(model_dir, f"{CHECKPOINT_NAME}-{step}")
   tmp_prefix = prefix + "_tmp"
@@ -29,12 +31,13 @@ def save_name_based(name_to_variable, model_dir, step, max_to_keep=5):
   state = tf.train.get_checkpoint_state(model_dir)
   paths = [p for p in (state.all_model_checkpoint_paths if state else []) if p != prefix]
   paths.append(prefix)
-  if max_to_keep and len(paths) > max_to_keep:
-    for old in paths[:-max_to_keep]:
-      for f in tf.io.gfile.glob(old + ".*"):
-        tf.io.gfile.remove(f)
-    paths = paths[-max_to_keep:]
-  _write_state_file(model_dir, prefix, paths)
+  kept = paths[-max_to_keep:] if max_to_keep else paths
+  # The state file names the new checkpoint before old ones go, so a kill in
+  # between never leaves it naming deleted files.
+  _write_state_file(model_dir, prefix, kept)
+  for old in paths[: len(paths) - len(kept)]:
+    for f in tf.io.gfile.glob(old + ".*"):
+      tf.io.gfile.remove(f)
   return prefix
 
 

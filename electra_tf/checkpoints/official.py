@@ -46,7 +46,8 @@ def restore_from_name_map(name_map, path, allow_missing=False, allow_unexpected=
       checkpoint.
     allow_unexpected: if False, every checkpoint entry must belong to a
       variable of the map, except optimizer slots (`/adam_m`, `/adam_v`) and
-      `global_step`, which are reported and ignored.
+      `global_step`, which are reported and ignored (a fine-tuning run's
+      resume state is ignored silently).
 
   Returns:
     dict with `"prefix"`, `"loaded"` (names), `"missing"` (names left at their
@@ -60,7 +61,11 @@ def restore_from_name_map(name_map, path, allow_missing=False, allow_unexpected=
   prefix = resolve_checkpoint_path(path)
   reader = tf.train.load_checkpoint(prefix)
   found_shapes = reader.get_variable_to_shape_map()
-  ignored = sorted(n for n in found_shapes if official_names.is_non_model_entry(n))
+  ignored = sorted(
+    n
+    for n in found_shapes
+    if official_names.is_non_model_entry(n) and not official_names.is_training_state_entry(n)
+  )
   model_entries = {
     n: s for n, s in found_shapes.items() if not official_names.is_non_model_entry(n)
   }

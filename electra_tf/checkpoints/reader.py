@@ -36,7 +36,9 @@ def open_reader(prefix):
 
 
 def read_name_based_checkpoint(path):
-  """Reads every entry of a name-based checkpoint.
+  """Reads every entry of a name-based checkpoint, except a fine-tuning
+  run's resume state (`official_names.TRAINING_STATE_SCOPE`): it is no part
+  of the model, so nothing converts, loads or reports it.
 
   Args:
     path: checkpoint prefix or directory with a `checkpoint` file.
@@ -51,6 +53,8 @@ def read_name_based_checkpoint(path):
   reader = open_reader(prefix)
   tensors = {}
   for name in sorted(reader.get_variable_to_shape_map()):
+    if official_names.is_training_state_entry(name):
+      continue
     try:
       tensors[name] = reader.get_tensor(name)
     except _READ_ERRORS as e:

@@ -125,10 +125,23 @@ class Preprocessor:
   def prepare_train(self):
     """`(dataset, train_steps)` with `train_steps = int(n_records //
     train_batch_size * num_train_epochs)` (padding records counted)."""
+    path, steps = self.train_records()
+    return self.train_dataset(path), steps
+
+  def train_records(self):
+    """`(tfrecord_path, train_steps)`: the training records, written or
+    reused, and the step count `prepare_train` gives."""
     config = self._config
     path, n_records = self.serialize(self._tasks, True, "train")
-    steps = int(n_records // config.train_batch_size * config.num_train_epochs)
-    return self.dataset(path, config.train_batch_size, True, config.seed), steps
+    return path, int(n_records // config.train_batch_size * config.num_train_epochs)
+
+  def train_dataset(self, path, start_batch=0):
+    """A new training pipeline over `path` that starts after `start_batch`
+    batches. With a seed every new pipeline gives the same order (each new
+    iterator of one pipeline reshuffles), so a run that stops and starts
+    again continues the order of one that did not."""
+    config = self._config
+    return self.dataset(path, config.train_batch_size, True, config.seed).skip(start_batch)
 
   def prepare_predict(self, tasks, split):
     """`(dataset, n_records)` of a split, padded to `eval_batch_size` and

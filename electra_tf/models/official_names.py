@@ -17,6 +17,11 @@ Usage (needs a built `ElectraPretrainer`, so not run as a doctest):
 # trainable variable, and the step counter (the variable names of the original's checkpoints).
 OPTIMIZER_SLOT_SUFFIXES = ("/adam_m", "/adam_v")
 GLOBAL_STEP_NAME = "global_step"
+# electra_tf's resume state in fine-tuning checkpoints (input position,
+# dropout seed generators, loss scale), under one scope: the original's code
+# restores and initialises by its own names, so it never reads them, and
+# every loader and the converter here skip them (they are no model entries).
+TRAINING_STATE_SCOPE = "electra_tf_training_state"
 
 DISCRIMINATOR_SCOPE = "electra"
 GENERATOR_SCOPE = "generator"
@@ -28,9 +33,19 @@ DISCRIMINATOR_HEAD_SCOPE = "discriminator_predictions"
 TASK_SCOPE = "task_specific"
 
 
+def is_training_state_entry(name):
+  """True for an entry of fine-tuning's resume state (`TRAINING_STATE_SCOPE`)."""
+  return name.startswith(TRAINING_STATE_SCOPE + "/")
+
+
 def is_non_model_entry(name):
-  """True for optimizer slots and `global_step`, which loaders skip."""
-  return name == GLOBAL_STEP_NAME or name.endswith(OPTIMIZER_SLOT_SUFFIXES)
+  """True for optimizer slots, `global_step` and the resume state, which
+  loaders skip."""
+  return (
+    name == GLOBAL_STEP_NAME
+    or name.endswith(OPTIMIZER_SLOT_SUFFIXES)
+    or is_training_state_entry(name)
+  )
 
 
 def _add_all(name_map, names):

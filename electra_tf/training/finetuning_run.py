@@ -131,20 +131,21 @@ class ModelRunner:
         )
 
   @staticmethod
-  def _distributable(dataset, skip_batches):
+  def _distributable(dataset):
     options = tf.data.Options()
     # Multi-worker: each worker takes every n-th batch.
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
-    # A resumed run continues the (seeded) input order where it stopped.
-    return dataset.skip(skip_batches).with_options(options)
+    return dataset.with_options(options)
 
   def train(self):
     """Trains to `train_steps`, resuming from the model dir's newest
     checkpoint; saves `model.ckpt-0` on a fresh dir, every
-    `save_checkpoints_steps` and at the end. Returns the losses of the steps
+    `save_checkpoints_steps` and at the end; with a `seed`, a resumed run
+    ends bit-identical to an uninterrupted one (the checkpoint keeps the
+    input position, dropout and loss-scale state). Returns the losses of the steps
     run here. Raises `TrainingPreempted` after a SIGTERM (checkpoint saved)."""
     config = self._config
-    dataset, self.train_steps = self._preprocessor.prepare_train()
+    records, self.train_steps = self._preprocessor.train_records()
     if self.train_steps <= 0:
       raise ValueError(
         f"no training steps: train_steps = n_records // train_batch_size "
@@ -185,8 +186,12 @@ class ModelRunner:
     # More than one `fit` only when steps did not count (mixed_float16 skips
     # the update, and the step, of a batch with non-finite gradients).
     while step < self.train_steps:
+      # A new pipeline for each `fit`, at the input position (batches
+      # consumed; skipped float16 steps put it ahead of the step): where a
+      # resumed run continues the seeded order.
+      dataset = self._preprocessor.train_dataset(records, manager.batches_consumed)
       model.fit(
-        self._distributable(dataset, step),
+        self._distributable(dataset),
         epochs=1,
         steps_per_epoch=self.train_steps - step,
         verbose=0,

@@ -3,6 +3,7 @@ initialisation from a pre-training model dir, no dropped examples."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.checkpoints import checkpointing
+from electra_tf.checkpoints import name_based
 from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.finetune import task_builder
@@ -31,6 +33,7 @@ from tests.helpers.finetuning_testdata import make_data_dir
 from tests.helpers.finetuning_testdata import tiny_hparams
 from tests.helpers.finetuning_testdata import tsv
 from tests.helpers.finetuning_testdata import write_task_file
+from tests.helpers.subprocesses import killed_in_save_command
 from tests.helpers.subprocesses import local_worker_tf_configs
 from tests.helpers.subprocesses import quiet_env
 
@@ -231,7 +234,7 @@ def test_every_dev_example_is_scored_whatever_the_batch_sizes(rte_data, capsys):
   assert "the last 3 of 8 dev records" in capsys.readouterr().out
 
 
-def test_resume_restores_step_slots_and_learning_rate(rte_data):
+def test_resume_restores_step_slots_and_learning_rate(rte_data, tmp_path):
   config = _config(rte_data, save_checkpoints_steps=4, num_train_epochs=2.0)
   config.model_dir += "_1"
   tasks = task_builder.get_tasks(config, tokenization.FullTokenizer(config.vocab_file))
@@ -241,6 +244,7 @@ def test_resume_restores_step_slots_and_learning_rate(rte_data):
   state = tf.train.get_checkpoint_state(config.model_dir)
   steps = sorted(int(p.rsplit("-", 1)[1]) for p in state.all_model_checkpoint_paths)
   assert steps == [0, 4, 8, 12]
+  uninterrupted = _checkpoint_values(config.model_dir)
   # A new run on the same dir after "losing" the last checkpoint resumes at 8.
   os.remove(os.path.join(config.model_dir, "checkpoint"))
   state_lines = [
@@ -264,9 +268,29 @@ def test_resume_restores_step_slots_and_learning_rate(rte_data):
   )
   schedule = ElectraLearningRateSchedule(config.learning_rate, 12, warmup_proportion=0.1)
   assert float(resumed.model.optimizer.learning_rate) == pytest.approx(float(schedule(8)))
-  # Training continues from 8 to 12 (4 steps), not from 0.
-  assert len(resumed.train()) == 4
+  # The resume state: input position and dropout seed generators.
+  scope = official_names.TRAINING_STATE_SCOPE
+  assert manager.batches_consumed == 8
+  seed_states = checkpointing.seed_generator_states(resumed.model)
+  assert seed_states
+  for i, variable in enumerate(seed_states):
+    np.testing.assert_array_equal(
+      variable.numpy(), reader.get_tensor(f"{scope}/seed_generator_{i}")
+    )
+  # Training continues from 8 to 12 (4 steps), not from 0, and ends where
+  # the uninterrupted run did, bit for bit.
+  np.testing.assert_array_equal(resumed.train(), losses[8:])
   assert tf.train.latest_checkpoint(config.model_dir).endswith("model.ckpt-12")
+  values = _checkpoint_values(config.model_dir)
+  assert sorted(values) == sorted(uninterrupted)
+  for name, value in uninterrupted.items():
+    np.testing.assert_array_equal(values[name], value, err_msg=name)
+  # A checkpoint without the resume state (the original's) resumes at the step.
+  tensors = {n: t for n, t in uninterrupted.items() if not n.startswith(scope + "/")}
+  name_based.save_name_based(tensors, str(tmp_path / "original"), 12)
+  manager = checkpointing.NameBasedCheckpointManager(resumed.model, str(tmp_path / "original"))
+  manager.input_position.assign(99)
+  assert manager.restore_latest() == 12 and manager.batches_consumed == 12
 
 
 def test_missing_task_dir_is_one_line_and_writes_nothing(rte_data):
@@ -280,18 +304,22 @@ def test_missing_task_dir_is_one_line_and_writes_nothing(rte_data):
   assert not os.path.exists(os.path.join(data_dir, "models", "m", "finetuning_models"))
 
 
-def _cli(data_dir, hparams, wait=True, extra_env=None):
-  cmd = [
+def _command(data_dir, hparams, model_name="m"):
+  return [
     sys.executable,
     "-m",
     "electra_tf.run_finetuning",
     "--data-dir",
     data_dir,
     "--model-name",
-    "m",
+    model_name,
     "--hparams",
     json.dumps(hparams),
   ]
+
+
+def _cli(data_dir, hparams, wait=True, extra_env=None, model_name="m"):
+  cmd = _command(data_dir, hparams, model_name)
   env = quiet_env(**(extra_env or {}))
   if wait:
     return subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, env=env, timeout=600)
@@ -300,43 +328,104 @@ def _cli(data_dir, hparams, wait=True, extra_env=None):
   )
 
 
-def _wait_for_checkpoint(model_dir, proc, min_step=1, timeout=300):
-  deadline = time.time() + timeout
-  while time.time() < deadline:
-    prefix = tf.train.latest_checkpoint(model_dir) if os.path.isdir(model_dir) else None
-    if prefix and int(prefix.rsplit("-", 1)[1]) >= min_step:
-      return int(prefix.rsplit("-", 1)[1])
-    assert proc.poll() is None, proc.stdout.read()
-    time.sleep(0.2)
-  raise AssertionError("no checkpoint appeared")
+def _trial_dir(data_dir, model_name):
+  return os.path.join(data_dir, "models", model_name, "finetuning_models", "rte_model_1")
+
+
+def _latest_step(model_dir):
+  prefix = tf.train.latest_checkpoint(model_dir)
+  return None if prefix is None else int(prefix.rsplit("-", 1)[1])
+
+
+def _interrupted(command, signum=None, at_step=None, timeout=300):
+  """Runs `command`, sending `signum` once it logs global step `at_step` or
+  later (none for a command that kills itself); returns (exit status, output)."""
+  proc = subprocess.Popen(
+    command,
+    cwd=REPO_ROOT,
+    env=quiet_env(),
+    stdout=subprocess.PIPE,
+    stderr=subprocess.STDOUT,
+    text=True,
+  )
+  lines, deadline = [], time.time() + timeout
+  try:
+    for line in proc.stdout:
+      lines.append(line)
+      match = re.search(r"\b(\d+)/\d+ = [\d.]+%, SPS", line)
+      if signum is not None and match and int(match.group(1)) >= at_step:
+        proc.send_signal(signum)
+        signum = None
+      assert time.time() < deadline, "".join(lines[-20:])
+    proc.wait(timeout=timeout)
+  finally:
+    if proc.poll() is None:
+      proc.kill()
+      proc.wait()
+  return proc.returncode, "".join(lines)
+
+
+def _checkpoint_values(model_dir):
+  reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(model_dir))
+  return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
-def test_cli_interrupted_then_rerun_resumes(rte_data, sig):
+def test_cli_killed_anywhere_then_rerun_ends_bit_identical(rte_data):
+  """kill -9 between saves, kill -9 inside a checkpoint save, then SIGTERM,
+  each followed by the same command again: the end is the uninterrupted
+  run's, every checkpoint entry bit for bit. Dropout is on and
+  mixed_float16 skips steps, so the input position runs ahead of the step."""
   data_dir, vocab_size = rte_data
   hparams = _rte_hparams(
-    vocab_size, num_train_epochs=40.0, save_checkpoints_steps=5, log_every_steps=1
+    vocab_size,
+    mixed_precision="mixed_float16",
+    num_train_epochs=3.0,  # 24 examples / 4 per batch * 3 = 18 steps
+    save_checkpoints_steps=3,
+    keep_checkpoint_max=1,
+    log_every_steps=1,
   )
-  model_dir = os.path.join(data_dir, "models", "m", "finetuning_models", "rte_model_1")
-  proc = _cli(data_dir, hparams, wait=False)
-  _wait_for_checkpoint(model_dir, proc, min_step=5)
-  proc.send_signal(sig)
-  output = proc.communicate(timeout=300)[0]
-  saved = int(tf.train.latest_checkpoint(model_dir).rsplit("-", 1)[1])
-  if sig == signal.SIGTERM:
-    assert proc.returncode == 143, output
-    assert (
-      f"global step {saved} after saving its checkpoint ({model_dir}/model.ckpt-{saved})" in output
-    )
-  else:
-    assert proc.returncode == -signal.SIGKILL
-  assert 5 <= saved < 240
-  result = _cli(data_dir, hparams)
+  full = _cli(data_dir, hparams, model_name="full")
+  assert full.returncode == 0, full.stderr[-2000:]
+  command, model_dir = _command(data_dir, hparams, "split"), _trial_dir(data_dir, "split")
+
+  status, output = _interrupted(command, signal.SIGKILL, at_step=4)
+  assert status == -signal.SIGKILL, output[-2000:]
+  saved = _latest_step(model_dir)
+  assert saved is not None and 3 <= saved <= 12, output[-2000:]
+
+  # Killed in its second save: the files are written, the state file still
+  # names the first, so that is where the next run resumes.
+  target = min(saved + 6, 18)
+  status, output = _interrupted(killed_in_save_command(command, target))
+  assert status == -signal.SIGKILL, output[-2000:]
+  assert f"Resuming from {model_dir}/model.ckpt-{saved} at step {saved}" in output
+  assert os.path.exists(os.path.join(model_dir, f"model.ckpt-{target}.index"))
+  resumed = _latest_step(model_dir)
+  assert resumed == target - 3 and resumed > saved
+
+  status, output = _interrupted(command, signal.SIGTERM, at_step=resumed + 1)
+  stopped = _latest_step(model_dir)
+  assert status == 143, output[-2000:]
+  assert (
+    f"global step {stopped} after saving its checkpoint ({model_dir}/model.ckpt-{stopped})"
+    in output
+  )
+  assert resumed < stopped < 18
+
+  result = _cli(data_dir, hparams, model_name="split")
   assert result.returncode == 0, result.stderr[-2000:]
-  assert f"Resuming from {model_dir}/model.ckpt-{saved} at step {saved}" in result.stderr
-  assert tf.train.latest_checkpoint(model_dir).endswith("model.ckpt-240")
-  with open(os.path.join(data_dir, "models", "m", "results", "rte_results.json")) as f:
+  assert f"Resuming from {model_dir}/model.ckpt-{stopped} at step {stopped}" in result.stderr
+  assert _latest_step(model_dir) == 18
+  expected = _checkpoint_values(_trial_dir(data_dir, "full"))
+  values = _checkpoint_values(model_dir)
+  assert sorted(values) == sorted(expected)
+  for name, value in expected.items():
+    np.testing.assert_array_equal(values[name], value, err_msg=name)
+  state = official_names.TRAINING_STATE_SCOPE
+  assert values[f"{state}/input_position"] > 18  # float16 skipped steps
+  assert f"{state}/loss_scale/dynamic_scale" in values and f"{state}/seed_generator_0" in values
+  with open(os.path.join(data_dir, "models", "split", "results", "rte_results.json")) as f:
     assert list(json.load(f)[0]["rte"]) == ["accuracy", "loss"]
 
 
@@ -425,7 +514,12 @@ def test_finetuned_checkpoint_through_keras_and_back_evaluates_the_same(rte_data
 
   keras_path = str(tmp_path / "rte.keras")
   official_dir = str(tmp_path / "official")
-  convert.convert(config.model_dir, keras_path, hparams=hparams)
+  report = convert.convert(config.model_dir, keras_path, hparams=hparams)
+  # The resume state is in the checkpoint but neither converted nor listed.
+  scope = official_names.TRAINING_STATE_SCOPE
+  assert any(n.startswith(scope + "/") for n in _checkpoint_values(config.model_dir))
+  slots = [n + s for n in report["converted"] for s in ("/adam_m", "/adam_v")]
+  assert report["not_converted"] == sorted(slots + ["global_step"])
   convert.convert(keras_path, official_dir, global_step=6)
   for source in (official_dir, keras_path):
     eval_config = _config(rte_data, do_train=False, init_checkpoint=source)

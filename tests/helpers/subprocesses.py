@@ -85,3 +85,44 @@ def local_worker_tf_configs(num_workers):
     json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
     for index in range(num_workers)
   ]
+
+
+# Runs a `python -m` entry point (argv[2:]) that SIGKILLs itself in the save
+# of the checkpoint of global step argv[1]: after the checkpoint's files are
+# written, before the `checkpoint` state file names it (both managers:
+# TensorFlow's `CheckpointManager` of pre-training, `name_based` of
+# fine-tuning). A timed kill cannot be sure to land inside a save.
+_KILLED_IN_SAVE = """
+import os, runpy, signal, sys
+from tensorflow.python.checkpoint import checkpoint_management
+from electra_tf.checkpoints import name_based
+
+step = sys.argv.pop(1)
+
+def kill_if_saving(path):
+  if str(path).endswith("-" + step):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+update_state = checkpoint_management.update_checkpoint_state_internal
+def update_state_hooked(save_dir, model_checkpoint_path, *args, **kwargs):
+  kill_if_saving(model_checkpoint_path)
+  return update_state(save_dir, model_checkpoint_path, *args, **kwargs)
+checkpoint_management.update_checkpoint_state_internal = update_state_hooked
+
+write_state = name_based._write_state_file
+def write_state_hooked(model_dir, latest, paths):
+  kill_if_saving(latest)
+  return write_state(model_dir, latest, paths)
+name_based._write_state_file = write_state_hooked
+
+module = sys.argv.pop(1)
+runpy.run_module(module, run_name="__main__", alter_sys=True)
+"""
+
+
+def killed_in_save_command(command, step):
+  """`command` (the argv of `python -m <module> ...`) changed so that the
+  process kills itself with SIGKILL while saving the checkpoint of `step`."""
+  if command[1] != "-m":
+    raise ValueError(f"expected a `python -m` command, got {command[:3]}")
+  return [command[0], "-c", _KILLED_IN_SAVE, str(step), *command[2:]]
