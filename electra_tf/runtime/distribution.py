@@ -17,6 +17,10 @@ Example:
 import contextlib
 import json
 import os
+import re
+import shutil
+import subprocess
+import sys
 
 import keras
 import tensorflow as tf
@@ -292,3 +296,78 @@ def num_workers(strategy=None, tf_config=None):
     spec = json.loads(tf_config) if isinstance(tf_config, str) else tf_config
     cluster = spec.get("cluster", {})
   return max(1, sum(len(cluster.get(kind, [])) for kind in ("chief", "worker")))
+
+
+def device_report(config, strategy, global_batch_size):
+  """The one start-up line saying where and how a run trains: devices and
+  replicas, workers, precision, XLA and the batch split."""
+  devices = list(getattr(strategy.extended, "worker_devices", ()) or ["(default device)"])
+  kinds = sorted({re.sub(r".*device:([A-Z_]+):\d+$", r"\1", d) for d in devices})
+  replicas = strategy.num_replicas_in_sync
+  per_replica = global_batch_size // max(replicas, 1)
+  return (
+    f"Devices: {replicas} replica(s) on {'/'.join(kinds)} ({', '.join(devices)}), "
+    f"{num_workers(strategy)} worker(s), {type(strategy).__name__}; precision "
+    f"{config.mixed_precision}; XLA {'on' if config.jit_compile else 'off'}; global batch "
+    f"{global_batch_size} = {per_replica} per replica x {replicas}, one micro-batch per step "
+    "(no gradient accumulation)"
+  )
+
+
+# TensorFlow's C++ lines that say why no GPU was found.
+_GPU_REASON = re.compile(r"cuInit|cuda|CUDA|dlopen|libcud|GPU will not be used|driver", re.I)
+
+
+def _gpu_probe_reason():
+  """What TensorFlow logs when it looks for GPUs: a fresh process with its C++
+  log on (the command lines hide it while TensorFlow loads)."""
+  code = "import tensorflow as tf; tf.config.list_physical_devices('GPU')"
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="0")
+  try:
+    probe = subprocess.run(
+      [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
+  except (OSError, subprocess.TimeoutExpired) as e:
+    return f"(could not ask: {e})"
+  lines = [line.split("] ", 1)[-1].strip() for line in probe.stderr.splitlines()]
+  reasons = [line for line in lines if _GPU_REASON.search(line)]
+  return "; ".join(dict.fromkeys(reasons)) or "(nothing)"
+
+
+def missing_gpu_warning(environ=None, nvidia_smi=None):
+  """A WARNING line when this machine looks like it has a GPU (`nvidia-smi`
+  installed, `/dev/nvidia0`, or `CUDA_VISIBLE_DEVICES` naming one) and
+  TensorFlow, built with CUDA, sees none; else None.
+
+  Args:
+    environ: the environment to read (default `os.environ`).
+    nvidia_smi: path of `nvidia-smi` (default: looked up on PATH); "" for none.
+  """
+  environ = os.environ if environ is None else environ
+  if not tf.test.is_built_with_cuda() or tf.config.list_physical_devices("GPU"):
+    return None
+  nvidia_smi = shutil.which("nvidia-smi") if nvidia_smi is None else nvidia_smi
+  hints = []
+  visible = environ.get("CUDA_VISIBLE_DEVICES")
+  if visible not in (None, "", "-1"):
+    hints.append(f"CUDA_VISIBLE_DEVICES={visible}")
+  if nvidia_smi:
+    hints.append(f"{nvidia_smi} is installed")
+  if os.path.exists("/dev/nvidia0"):
+    hints.append("/dev/nvidia0 exists")
+  if not hints:
+    return None
+  return (
+    f"WARNING: TensorFlow sees no GPU although {', '.join(hints)}: this run trains on the CPU. "
+    f"TensorFlow says: {_gpu_probe_reason()}. Install the CUDA build (pip install "
+    "'tensorflow[and-cuda]') or fix the driver, or set CUDA_VISIBLE_DEVICES=-1 to run on the CPU "
+    "on purpose."
+  )
+
+
+def report_devices(config, strategy, global_batch_size, print_fn=print):
+  """Prints `device_report`, and `missing_gpu_warning` when there is one."""
+  warning = missing_gpu_warning()
+  if warning:
+    print_fn(warning)
+  print_fn(device_report(config, strategy, global_batch_size))

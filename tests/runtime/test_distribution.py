@@ -1,6 +1,8 @@
 """Strategy and precision selection (electra_tf/distribution.py)."""
 
 import json
+import os
+import re
 
 import keras
 import pytest
@@ -193,3 +195,24 @@ def test_is_chief(monkeypatch, tf_config, expected):
   monkeypatch.delenv("TF_CONFIG", raising=False)
   arg = json.dumps(tf_config) if tf_config else None
   assert distribution.is_chief(tf_config=arg) is expected
+
+
+def test_device_report_names_replicas_precision_xla_and_batch_split(two_replica_strategy):
+  config = PretrainingConfig("m", "/tmp/d", mixed_precision="mixed_bfloat16", jit_compile=True)
+  line = distribution.device_report(config, two_replica_strategy, 128)
+  assert line.startswith("Devices: 2 replica(s) on CPU (")
+  assert "precision mixed_bfloat16; XLA on; global batch 128 = 64 per replica x 2" in line
+
+
+@pytest.mark.slow
+def test_missing_gpu_warning_says_why_tensorflow_sees_none():
+  import tensorflow as tf
+
+  if not tf.test.is_built_with_cuda() or tf.config.list_physical_devices("GPU"):
+    pytest.skip("needs a CUDA build of TensorFlow that sees no GPU (this test's machine has one)")
+  if not os.path.exists("/dev/nvidia0"):  # nothing suggests a GPU: no warning
+    assert distribution.missing_gpu_warning(environ={}, nvidia_smi="") is None
+  warning = distribution.missing_gpu_warning(environ={"CUDA_VISIBLE_DEVICES": "0"}, nvidia_smi="")
+  assert warning.startswith("WARNING: TensorFlow sees no GPU although CUDA_VISIBLE_DEVICES=0")
+  # The reason comes from TensorFlow's own log of its GPU probe.
+  assert re.search(r"TensorFlow says: .*(cuInit|cuda|CUDA)", warning), warning
