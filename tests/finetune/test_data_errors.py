@@ -13,6 +13,7 @@ from electra_tf.finetune import task_builder
 from electra_tf.text import wordpiece as tokenization
 from electra_tf.training import finetuning_run
 from tests.helpers.finetuning_testdata import make_data_dir
+from tests.helpers.finetuning_testdata import squad_json
 from tests.helpers.finetuning_testdata import tiny_hparams
 from tests.helpers.finetuning_testdata import tsv
 from tests.helpers.finetuning_testdata import write_task_file
@@ -104,3 +105,36 @@ def test_label_errors_while_featurizing_name_the_file_and_line(data):
   assert task.featurize(examples[0], is_training=True)[0]["rte_label_ids"] == 0
   with pytest.raises(ValueError, match=rf"^{path}, line 3: label 'maybe' is not one of"):
     task.featurize(examples[1], is_training=True)
+
+
+def test_qa_and_tagging_data_errors_name_the_file_and_line(data, capsys):
+  data_dir, vocab_size = data
+  paragraph = {
+    "context": "the cat sat on the mat",
+    "qas": [{"id": "q0", "question": "who sat ?", "is_impossible": False,
+             "answers": [{"text": "the cat", "answer_start": 0}]}],
+  }  # fmt: skip
+  write_task_file(data_dir, "squad", "train.json", squad_json([paragraph]))
+  dev_path = write_task_file(data_dir, "squad", "dev.json", squad_json([paragraph])[:-3] + "\n,")
+  code, lines = _run(data, capsys, ["squad"])
+  assert code == 2 and len(lines) == 1, lines
+  assert f"{dev_path}, line 2: not valid JSON" in lines[0]
+  no_question = {"context": "the cat", "qas": [{"id": "q1", "answers": []}]}
+  write_task_file(data_dir, "squad", "dev.json", squad_json([paragraph, no_question]))
+  code, lines = _run(data, capsys, ["squad"])
+  assert code == 2 and len(lines) == 1, lines
+  assert f"paragraph 2 (of {dev_path})" in lines[0] and "'question'" in lines[0]
+  header = json.dumps({"header": {"dataset": "NewsQA"}})
+  jsonl = write_task_file(data_dir, "newsqa", "dev.jsonl", f"{header}\n\n{{'context': 1}}\n")
+  code, lines = _run(data, capsys, ["newsqa"], do_train=False)
+  assert code == 2 and f"{jsonl}, line 3: not valid JSON" in lines[0], lines
+  # Chunking: a tag missing from the label mapping an earlier run saved.
+  conll = "the DT B-NP\ncat NN I-NP\n\nsat VBD B-VP\n\n"
+  train_path = write_task_file(data_dir, "chunk", "train.txt", conll)
+  config = FinetuningConfig("m", data_dir, **tiny_hparams(vocab_size, task_names=["chunk"]))
+  (task,) = task_builder.get_tasks(config, tokenization.FullTokenizer(config.vocab_file))
+  os.makedirs(os.path.dirname(task.label_mapping_path), exist_ok=True)
+  with open(task.label_mapping_path, "w") as f:
+    json.dump({"B-NP": 0, "E-NP": 1}, f)
+  with pytest.raises(ValueError, match=rf"^{train_path}, line 4: tag 'S-VP' is not in the label"):
+    task.get_examples("train")
