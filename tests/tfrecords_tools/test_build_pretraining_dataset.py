@@ -6,6 +6,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -312,6 +313,10 @@ def test_job_processes_die_with_a_killed_builder_and_the_rerun_names_partial_sha
     text=True,
   )
   workers = []
+  # The jobs never finish on their own: a builder that never reports both
+  # jobs writing would block the loop below forever.
+  watchdog = threading.Timer(300, builder.kill)
+  watchdog.start()
   try:
     writing = set()
     for line in builder.stdout:
@@ -330,6 +335,7 @@ def test_job_processes_die_with_a_killed_builder_and_the_rerun_names_partial_sha
       time.sleep(0.2)
     assert not [p for p in with_jobs if _running(p)]
   finally:
+    watchdog.cancel()
     builder.kill()
     for pid in workers:
       if _running(pid):
