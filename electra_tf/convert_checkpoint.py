@@ -76,6 +76,7 @@ import sys
 
 from electra_tf.checkpoints import convert
 from electra_tf.utils import exit_codes
+from electra_tf.utils.file_io import check_writable
 
 
 def main(argv=None):
@@ -154,6 +155,8 @@ def main(argv=None):
   )
   args = parser.parse_args(argv)
   try:
+    # Before reading or converting anything.
+    check_writable(args.output, "--output")
     report = _publish_or_convert(args)
   except ValueError as e:
     print(f"convert_checkpoint: error: {e}", file=sys.stderr)

@@ -48,6 +48,7 @@ from electra_tf.serving import export as export_lib
 from electra_tf.serving import loading as serving_loading
 from electra_tf.serving import modules as serving_modules
 from electra_tf.utils import exit_codes
+from electra_tf.utils.file_io import check_writable
 
 
 def _parse_args(argv):
@@ -129,6 +130,8 @@ def main(argv=None):
   args = _parse_args(argv)
   keras.mixed_precision.set_global_policy("float32")
   try:
+    # Before loading the model (seconds to minutes).
+    check_writable(args.export_dir, "--export-dir")
     model, config = export_lib.load_model(
       args.keras_model, args.checkpoint, args.hparams, args.model, args.model_name, args.data_dir
     )

@@ -17,8 +17,10 @@ The original's command line and semantics (`run_pretraining.py` flags, `run_pret
   run continues with the next batch (the same batches as an uninterrupted
   run);
 - exit status (`electra_tf.utils.exit_codes`): 0 done, 2 bad input (one
-  line on stderr; also corrupt data met while training), 143 stopped by
-  SIGTERM after saving a checkpoint.
+  line on stderr; also corrupt data met while training, a model dir that
+  is not writable, or a disk that fills up while saving a checkpoint: its
+  partial files are removed and a re-run resumes from the last good one),
+  143 stopped by SIGTERM after saving a checkpoint.
 
 The work is done by `electra_tf.training.pretraining_run`: training goes
 through `ElectraPretrainer.fit` with the callbacks of
@@ -30,6 +32,7 @@ twin and the `.pkl` the original's config names.
 import argparse
 import sys
 
+from electra_tf.checkpoints.checkpointing import CheckpointSaveError
 from electra_tf.checkpoints.checkpointing import TrainingPreempted
 from electra_tf.configs.hparams import add_run_flags
 from electra_tf.runtime import distribution
@@ -59,7 +62,7 @@ def main(argv=None):
   except TrainingDiverged as e:
     print(f"run_pretraining: error: {e}", file=sys.stderr, flush=True)
     return exit_codes.DIVERGED
-  except pretraining_run.TrainingDataError as e:
+  except (pretraining_run.TrainingDataError, CheckpointSaveError) as e:
     print(f"run_pretraining: error: {e}", file=sys.stderr, flush=True)
     return exit_codes.BAD_INPUT
   return exit_codes.OK

@@ -26,6 +26,7 @@ import tensorflow as tf
 
 from electra_tf.text.tokenizer import ElectraTokenizer
 from electra_tf.utils import exit_codes
+from electra_tf.utils.file_io import check_writable
 from electra_tf.utils.file_io import write_atomic
 from tfrecords_tools.example_writer import decode_utf8
 from tfrecords_tools.text_corpus import list_corpus_files
@@ -245,6 +246,8 @@ def main(argv=None):
         f"--output {args.output!r} exists; pass --overwrite to replace it (TFRecords and "
         "models built with it keep its ids)"
       )
+    # Before counting the corpus (seconds to hours), not when writing the result.
+    check_writable(args.output, "--output")
     counts = count_words(args.corpus_dir, args.do_lower_case, args.strip_accents, report)
     tokens = learn_vocab(counts, args.vocab_size, args.num_unused)
   except ValueError as e:

@@ -30,6 +30,7 @@ import uuid
 import tensorflow as tf
 
 from electra_tf.text.tokenizer import ElectraTokenizer
+from electra_tf.utils import file_io
 from electra_tf.utils.file_io import atomic_path
 from tfrecords_tools.example_builder import ExampleBuilder
 from tfrecords_tools.example_builder import examples_to_features
@@ -56,6 +57,30 @@ def shard_name(index, num_out_files):
 def job_shard_indices(job_id, num_jobs, num_out_files):
   """The shards job `job_id` owns: those with `i % num_jobs == job_id`."""
   return [i for i in range(num_out_files) if i % num_jobs == job_id]
+
+
+class OutputFullError(ValueError):
+  """The output's file system (or quota) filled up while a job wrote its
+  shards; the message says where and how much, in one line. A ValueError so
+  that the command lines print it as their other one-line errors."""
+
+
+def output_full_error(output_dir, written, read, corpus_bytes=None):
+  """The `OutputFullError` of a job that had written `written` bytes of
+  shards from `read` bytes of text when the disk filled. With the corpus's
+  size known, the records' total size is estimated from that ratio."""
+  if corpus_bytes and read and written:
+    how_much = (
+      f"about {file_io.megabytes(written * corpus_bytes / read)} needed for the "
+      f"{file_io.megabytes(corpus_bytes)} of text, estimated from the part written"
+    )
+  else:
+    how_much = f"a job had written {file_io.megabytes(written)}"
+  return OutputFullError(
+    f"no space left on device for the shards in --output-dir {output_dir!r} ({how_much}); "
+    "the temporary shards were removed; free some space (or choose another --output-dir) "
+    "and run again"
+  )
 
 
 def decode_utf8(data):
@@ -150,6 +175,9 @@ class ExampleWriter:
     self._lines_seen = 0
     self.long_lines = 0
     self.long_line_tokens_unused = 0
+    self.chars_packed = 0
+    # Bytes of whole chunks' records and text so far.
+    self.bytes_written = 0
 
   def read_file(self, input_file):
     """A corpus file's text; bytes that are not UTF-8 are ignored and counted.
@@ -247,11 +275,16 @@ class ExampleWriter:
       self._write(
         examples_to_features(examples, self._max_seq_length, builder.cls_id, builder.sep_id)
       )
+    # Text and records of whole chunks (files are read ahead): for estimates.
+    self.chars_packed += sum(map(len, lines)) + len(lines)
 
   def _write(self, columns):
+    size = 0
     for record in serialize_examples(*columns):
       self._writers[self.n_written % len(self._writers)].write(record)
       self.n_written += 1
+      size += len(record) + 16  # a TFRecord's framing
+    self.bytes_written += size
 
   def _warn_long_lines(self, first, splits):
     """Warns about the long lines of the chunk whose first line is the
@@ -300,7 +333,18 @@ class ExampleWriter:
     error = sys.exc_info()
     if error[0] is None:
       error = (RuntimeError, RuntimeError("example writer aborted"), None)
-    self._files.__exit__(*error)
+    try:
+      self._files.__exit__(*error)
+    except Exception as e:  # pylint: disable=broad-except
+      # Closing a writer on a full disk fails again; `atomic_path` has
+      # removed the temporary files all the same, and the caller re-raises
+      # the first error.
+      if not file_io.is_disk_full(e):
+        raise
+
+  def output_full_error(self, output_dir, corpus_bytes=None):
+    """After `abort` for a full disk: the one-line `OutputFullError`."""
+    return output_full_error(output_dir, self.bytes_written, self.chars_packed, corpus_bytes)
 
 
 class ProgressLog:

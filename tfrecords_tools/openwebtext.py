@@ -27,6 +27,7 @@ from typing import Optional
 
 import tensorflow as tf
 
+from electra_tf.utils import file_io
 from tfrecords_tools import example_writer
 from tfrecords_tools import text_corpus
 
@@ -114,8 +115,10 @@ def run_job(job_id, options, cpu=None, on_file=None):
         on_file(writer)
       writer.write_texts(texts)
     writer.finish()
-  except BaseException:
+  except BaseException as e:
     writer.abort()
+    if file_io.is_disk_full(e):
+      raise writer.output_full_error(options.output_dir) from None
     raise
   progress.log(f"Done! {writer.n_written} examples written")
   return text_corpus.job_stats(job_id, writer)
@@ -136,6 +139,7 @@ def build_openwebtext(options, beam_options=None):
     raise ValueError(
       f"--num-processes must be in [1, {options.num_out_files}], got {options.num_processes}"
     )
+  file_io.check_writable(options.output_dir, "--output-dir")
   text_corpus.prepare_output_dir(options.output_dir, options.overwrite)
   if beam_options is not None:
     from tfrecords_tools import beam_pipeline  # deferred: Apache Beam is an optional extra

@@ -18,11 +18,15 @@ build_pretraining_dataset(BuildOptions(corpus_dir="corpus", vocab_file="vocab.tx
 """
 
 import concurrent.futures
+import ctypes
 import dataclasses
 import logging
 import multiprocessing
 import os
 import random
+import signal
+import sys
+import threading
 import time
 from typing import Optional
 
@@ -30,6 +34,7 @@ import tensorflow as tf
 
 from electra_tf.text.vocab import check_special_tokens
 from electra_tf.text.vocab import load_vocab
+from electra_tf.utils import file_io
 from tfrecords_tools import example_writer
 
 
@@ -100,15 +105,35 @@ def prepare_output_dir(output_dir, overwrite):
   if tf.io.gfile.exists(output_dir):
     entries = tf.io.gfile.listdir(output_dir)
     if entries and not overwrite:
-      raise ValueError(
-        f"--output-dir {output_dir!r} is not empty ({len(entries)} entries); "
-        "pass --overwrite to replace its shards"
-      )
+      raise ValueError(not_empty_message(output_dir, entries))
     for name in entries:
       if name.startswith((example_writer.SHARD_PREFIX,) + example_writer.TEMP_PREFIXES):
         tf.io.gfile.remove(os.path.join(output_dir, name))
   else:
     tf.io.gfile.makedirs(output_dir)
+
+
+def not_empty_message(output_dir, entries):
+  """Why a non-empty `--output-dir` is refused, and what to do: partial
+  shards (temporary names) are what an interrupted build leaves behind.
+  The builder cannot resume a build; `--overwrite` starts it again."""
+  partial = [n for n in entries if n.startswith(example_writer.TEMP_PREFIXES)]
+  if partial and len(partial) == len(entries):
+    return (
+      f"--output-dir {output_dir!r} is not empty: its {len(entries)} entries are partial shards "
+      f"(hidden .tmp files such as {partial[0]!r}) left by an interrupted build; pass "
+      "--overwrite to remove them and build again (a build cannot be resumed)"
+    )
+  if partial:
+    return (
+      f"--output-dir {output_dir!r} is not empty ({len(entries)} entries, {len(partial)} of "
+      "them partial .tmp shards left by an interrupted build); pass --overwrite to replace "
+      "its shards (other files are kept)"
+    )
+  return (
+    f"--output-dir {output_dir!r} is not empty ({len(entries)} entries); "
+    "pass --overwrite to replace its shards"
+  )
 
 
 def list_corpus_files(corpus_dir):
@@ -122,6 +147,18 @@ def list_corpus_files(corpus_dir):
       f"--corpus-dir {corpus_dir!r} holds no text: it has no files or only empty ones"
     )
   return names
+
+
+def corpus_bytes(options):
+  """The size of the `--corpus-dir` files in bytes; None for TFDS, or where
+  it cannot be read."""
+  if options.tfds_name:
+    return None
+  try:
+    paths = [os.path.join(options.corpus_dir, n) for n in list_corpus_files(options.corpus_dir)]
+    return sum(tf.io.gfile.stat(p).length for p in paths if not tf.io.gfile.isdir(p))
+  except (ValueError, OSError, tf.errors.OpError):
+    return None
 
 
 def start_job(seed, cpu=None):
@@ -151,15 +188,54 @@ def job_cpus(num_processes):
   return [cpus[j % len(cpus)] for j in range(num_processes)]
 
 
+# prctl(2) option: the signal a process gets when its parent dies (Linux).
+_PR_SET_PDEATHSIG = 1
+
+
+def _watch_parent(parent_pid, interval=1.0):
+  while os.getppid() == parent_pid:
+    time.sleep(interval)
+  os._exit(1)  # pylint: disable=protected-access
+
+
+def die_with_parent(parent_pid):
+  """Job processes' initializer: end this process when the build's main
+  process `parent_pid` dies, even by `kill -9` (which runs no clean-up
+  there). Left alone, a worker would write every shard of its job and then
+  wait forever for work, holding its memory.
+
+  Linux delivers SIGKILL at once (`prctl(PR_SET_PDEATHSIG)`); elsewhere, and
+  as a second line of defence, a daemon thread exits within a second of
+  seeing the process re-parented."""
+  if sys.platform.startswith("linux"):
+    try:
+      libc = ctypes.CDLL(None, use_errno=True)
+      libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+      pass  # no prctl here: the thread below still watches
+  if os.getppid() != parent_pid:  # died before the signal was armed
+    os._exit(1)  # pylint: disable=protected-access
+  threading.Thread(
+    target=_watch_parent, args=(parent_pid,), name="watch-parent", daemon=True
+  ).start()
+
+
 def run_jobs(job_fn, options):
   """Runs `job_fn(job_id, options, cpu)` for every job and returns their
   stats: in this process for one job, else one spawned process per job (not
   forked: TensorFlow is not fork-safe, and each job seeds itself), pinned as
-  `job_cpus` says."""
+  `job_cpus` says. The job processes die with this one (`die_with_parent`);
+  call it from the main thread, as Linux ties that signal to the thread that
+  started them."""
   if options.num_processes == 1:
     return [job_fn(0, options)]
   context = multiprocessing.get_context("spawn")
-  with concurrent.futures.ProcessPoolExecutor(options.num_processes, mp_context=context) as pool:
+  with concurrent.futures.ProcessPoolExecutor(
+    options.num_processes,
+    mp_context=context,
+    initializer=die_with_parent,
+    initargs=(os.getpid(),),
+  ) as pool:
     futures = [
       pool.submit(job_fn, j, options, cpu) for j, cpu in enumerate(job_cpus(options.num_processes))
     ]
@@ -226,8 +302,11 @@ def run_job(job_id, options, cpu=None, on_file=None):
 
       writer.write_texts(texts())
     writer.finish()
-  except BaseException:
+  except BaseException as e:
     writer.abort()
+    if file_io.is_disk_full(e):
+      # One line instead of TensorFlow's chained tracebacks (from every job).
+      raise writer.output_full_error(options.output_dir, corpus_bytes(options)) from None
     raise
   elapsed = time.time() - start
   if writer.bad_bytes:
@@ -276,6 +355,7 @@ def build_pretraining_dataset(options, beam_options=None):
     (`beam_pipeline.counter_totals`).
   """
   check_options(options)
+  file_io.check_writable(options.output_dir, "--output-dir")
   prepare_output_dir(options.output_dir, options.overwrite)
   if beam_options is not None:
     from tfrecords_tools import beam_pipeline  # deferred: Apache Beam is an optional extra

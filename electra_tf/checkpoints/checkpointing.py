@@ -21,6 +21,12 @@ rename. Until that rename the state file names the previous complete
 checkpoint, which is what `restore_latest` reads. Old checkpoints are only
 deleted after the new state file is in place. Both managers work this way.
 
+A save that fails for a full disk (or quota) removes what it wrote (TF's
+`model.ckpt-<step>_temp/` directory, which would otherwise keep the disk
+full) and raises `CheckpointSaveError` with one line: where, how much, and
+the last good checkpoint to resume from. Such temporary directories left by
+a killed save are removed when a manager starts.
+
 Multi-worker: every worker takes part in a save (saving distributed
 variables may need all of them), but only the chief writes into `model_dir`;
 the others write into a private temporary directory that is removed at once.
@@ -33,22 +39,64 @@ Usage (needs a compiled model and a dataset, so not run as a doctest):
                             num_train_steps=100)])
 """
 
+import os
 import shutil
 import signal
 import tempfile
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from electra_tf.checkpoints import name_based
 from electra_tf.models import official_names
 from electra_tf.runtime import distribution
+from electra_tf.utils import file_io
 
 CHECKPOINT_NAME = "model.ckpt"
 # The input position's key in the checkpoint.
 INPUT_POSITION_KEY = "input_position/.ATTRIBUTES/VARIABLE_VALUE"
 # ... and its name in fine-tuning's name-based checkpoints.
 INPUT_POSITION_NAME = official_names.TRAINING_STATE_SCOPE + "/input_position"
+# What an unfinished save leaves: TensorFlow writes a checkpoint's shards
+# into `<prefix>_temp/` (or `<prefix>_temp_<id>/`) before merging them, and
+# the state file through `checkpoint.tmp<id>`.
+TEMPORARY_PATTERNS = (CHECKPOINT_NAME + "-*_temp*", "checkpoint.tmp*")
+
+
+class CheckpointSaveError(RuntimeError):
+  """A checkpoint could not be written (the disk or quota is full); the
+  message says where, how much, and the last good checkpoint, in one line.
+  Its partial files are removed, so a re-run resumes from that checkpoint."""
+
+
+def _remove(path):
+  if tf.io.gfile.isdir(path):
+    tf.io.gfile.rmtree(path)
+  elif tf.io.gfile.exists(path):
+    tf.io.gfile.remove(path)
+
+
+def remove_temporary_checkpoints(model_dir):
+  """Removes what unfinished saves left in `model_dir` (a killed process
+  leaves `model.ckpt-<step>_temp/` behind; nothing else ever removes it).
+  Call it only where no other process saves into `model_dir`. Returns the
+  names removed."""
+  removed = []
+  for pattern in TEMPORARY_PATTERNS:
+    for path in sorted(tf.io.gfile.glob(os.path.join(model_dir, pattern))):
+      _remove(path)
+      removed.append(os.path.basename(path))
+  return removed
+
+
+def _checkpoint_bytes(prefix):
+  """The size of the files of the checkpoint at `prefix`."""
+  return sum(tf.io.gfile.stat(p).length for p in tf.io.gfile.glob(prefix + ".*"))
+
+
+def _variables_bytes(checkpoint_variables):
+  return sum(int(np.prod(v.shape)) * v.dtype.size for v in checkpoint_variables)
 
 
 class TrainingPreempted(Exception):
@@ -131,6 +179,13 @@ class TrainingCheckpointManager:
       seed_generator_states=seed_generator_states(model),
     )
     tf.io.gfile.makedirs(model_dir)
+    if self.chief:
+      removed = remove_temporary_checkpoints(model_dir)
+      if removed:
+        print(
+          f"Removed what an interrupted checkpoint save left in {model_dir}: " + ", ".join(removed),
+          flush=True,
+        )
     self._manager = tf.train.CheckpointManager(
       self.checkpoint,
       model_dir,
@@ -173,6 +228,24 @@ class TrainingCheckpointManager:
       self.input_position.assign(global_step(self.model))
     return status
 
+  def _disk_full_error(self, step, latest):
+    """Removes the partial files of the save of `step`; the error to raise."""
+    prefix = os.path.join(self.model_dir, f"{CHECKPOINT_NAME}-{step}")
+    for path in tf.io.gfile.glob(prefix + ".*"):
+      _remove(path)
+    remove_temporary_checkpoints(self.model_dir)
+    if latest is not None:
+      needed = f"about {file_io.megabytes(_checkpoint_bytes(latest))} per checkpoint"
+    else:
+      variables = self.model.variables + list(self.model.optimizer.variables)
+      needed = f"more than {file_io.megabytes(_variables_bytes(variables))}"
+    return CheckpointSaveError(
+      f"no space left on device saving the checkpoint of global step {step} to {prefix} "
+      f"({needed}, {file_io.megabytes(file_io.free_bytes(self.model_dir))} free); its "
+      f"partial files were removed; last good checkpoint: {latest or 'none'}; free some "
+      "space and re-run to resume"
+    )
+
   @property
   def batches_consumed(self):
     """The input position: batches training has consumed (restored with the
@@ -187,7 +260,12 @@ class TrainingCheckpointManager:
       latest = self.latest_checkpoint
       if latest is not None and latest.endswith(f"-{step}"):
         return latest
-      return self._manager.save(checkpoint_number=step)
+      try:
+        return self._manager.save(checkpoint_number=step)
+      except (tf.errors.OpError, OSError) as e:
+        if not file_io.is_disk_full(e):
+          raise
+        raise self._disk_full_error(step, latest) from None
     # Non-chief: same save (it may run collectives), into a throwaway dir.
     tmp_dir = tempfile.mkdtemp(prefix="worker_ckpt_")
     try:

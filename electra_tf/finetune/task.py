@@ -52,6 +52,11 @@ class Task(abc.ABC):
   def get_test_splits(self):
     return ["test"]
 
+  def check_examples(self, split):
+    """Reads `split`, so that bad data fails before training (errors name
+    the file and line); tasks with labels check them too."""
+    self.get_examples(split)
+
   @abc.abstractmethod
   def get_examples(self, split):
     """The examples of a split ("train", "dev", "test", ...)."""

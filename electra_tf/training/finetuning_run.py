@@ -39,6 +39,8 @@ from electra_tf.training.callbacks import TrainingSummaries
 from electra_tf.utils.file_io import write_atomic
 
 GLUE_TASKS = ("cola", "mrpc", "mnli", "sst", "rte", "qnli", "qqp", "sts")
+# The tasks `write_test_outputs` reads test splits for.
+TEST_OUTPUT_TASKS = GLUE_TASKS + ("squad",)
 
 
 def get_finetuning_bert_config(config):
@@ -54,8 +56,11 @@ def get_finetuning_bert_config(config):
 
 
 def validate_inputs(config):
-  """Checks what can be checked before anything is written: the vocab and
-  each task's data directory (`data_source: files`)."""
+  """Checks what can be checked before anything is written: the vocab and,
+  for `data_source: files`, each task's data directory and every data file
+  the run will read (train, dev, and the test splits it writes outputs
+  for), so that a bad dev.tsv fails now rather than after training; errors
+  name the file and the line."""
   if not tf.io.gfile.exists(config.vocab_file):
     raise ValueError(f"vocab file {config.vocab_file} does not exist (hparam vocab_file)")
   if config.data_source == "files" and (config.do_train or config.do_eval):
@@ -63,6 +68,29 @@ def validate_inputs(config):
       path = config.raw_data_dir(name)
       if not tf.io.gfile.isdir(path):
         raise ValueError(f"hparam task_names: no data directory {path} for task {name!r}")
+    _check_data_files(config)
+
+
+def _check_data_files(config):
+  tokenizer = tokenization.FullTokenizer(config.vocab_file, do_lower_case=config.do_lower_case)
+  tasks = task_builder.get_tasks(config, tokenizer)
+  preprocessor = preprocessing.Preprocessor(config, tasks)
+
+  def cached(split_tasks, split):
+    # Records cached by an earlier run are read instead of the files.
+    metadata = preprocessor.dataset_paths(split_tasks, split)[1]
+    return config.use_tfrecords_if_existing and tf.io.gfile.exists(metadata)
+
+  train = config.do_train and not cached(tasks, "train")
+  for task in tasks:
+    splits = ["train"] if train else []
+    if config.do_eval:
+      splits.append("dev")
+      if config.write_test_outputs and config.n_writes_test > 0 and task.name in TEST_OUTPUT_TASKS:
+        splits += task.get_test_splits()
+    for split in splits:
+      if split == "train" or not cached([task], split):
+        task.check_examples(split)
 
 
 def _numpy_rows(outputs, task_ids, n_tasks):

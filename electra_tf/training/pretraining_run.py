@@ -35,6 +35,7 @@ from electra_tf.models.electra_pretrainer import built_pretrainer
 from electra_tf.runtime import distribution
 from electra_tf.text import vocab as vocab_lib
 from electra_tf.training import callbacks as training_callbacks
+from electra_tf.utils.file_io import check_writable
 from electra_tf.utils.file_io import write_atomic
 
 # ----------------------------------------------------------------------------
@@ -94,6 +95,8 @@ def validate_config(config):
     raise ValueError(
       f"hparam save_checkpoints_steps={config.save_checkpoints_steps}; expected >= 0"
     )
+  # Before the records' checks (seconds to minutes): training and evaluation write there.
+  check_writable(config.model_dir, "model dir (<data-dir>/models/<model-name>)")
   if config.init_checkpoint:
     try:
       official_checkpoint.resolve_checkpoint_path(config.init_checkpoint)

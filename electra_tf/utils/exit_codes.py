@@ -5,7 +5,7 @@ command line, in one table so that scripts and schedulers can rely on them.
 |---|---|
 | 0 | done |
 | 1 | a `--check` found a difference (`hparams_reference --check`) |
-| 2 | bad input: one line on stderr naming the file, flag or key (also corrupt data met while training) |
+| 2 | bad input: one line on stderr naming the file, flag or key (also corrupt data met while training, an output that is not writable or a disk that fills up) |
 | 3 | training diverged (NaN/Inf loss or weights, or too many float16 skipped steps); nothing of it saved |
 | 143 | stopped by SIGTERM after saving a checkpoint (128 + 15, what a shell reports); re-run to resume |
 

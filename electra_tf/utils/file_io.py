@@ -9,7 +9,10 @@ the usual permissions (0644 under umask 022).
 """
 
 import contextlib
+import errno
 import os
+import shutil
+import tempfile
 
 
 def _is_remote(path):
@@ -98,3 +101,73 @@ def write_atomic(path, data):
     if os.path.exists(tmp):
       os.remove(tmp)
     raise
+
+
+def check_writable(path, what):
+  """Raises ValueError (one line naming `what` and `path`) unless files can
+  be created where `path` will be written.
+
+  `path` is an output file or directory, existing or not: an existing
+  directory is tried from inside, anything else from its parent directory
+  (or the nearest existing one above it, where the missing ones would be
+  created). The test creates and deletes a hidden file there, so read-only
+  mounts, permissions and ACLs all count, as they will for the real write.
+  Remote (`scheme://`) paths are not checked.
+
+  Args:
+    path: the output file or directory.
+    what: how the user named it (a flag such as `--output-dir`, or "model dir").
+
+  Example:
+  >>> check_writable("new_dir/vocab.txt", "--output")
+  >>> write_atomic("notes.txt", "a file")
+  >>> check_writable("notes.txt/records", "--output-dir")
+  Traceback (most recent call last):
+  ...
+  ValueError: --output-dir 'notes.txt/records' cannot be created: '.../notes.txt' is a file
+  """
+  if _is_remote(path):
+    return
+  full = os.path.abspath(path)
+  directory = full if os.path.isdir(full) else os.path.dirname(full)
+  while not os.path.exists(directory):
+    directory = os.path.dirname(directory)
+  if not os.path.isdir(directory):
+    raise ValueError(f"{what} {path!r} cannot be created: {directory!r} is a file")
+  try:
+    handle, probe = tempfile.mkstemp(prefix=".write-check-", dir=directory)
+  except OSError as e:
+    raise ValueError(
+      f"{what} {path!r} is not writable (in {directory!r}: {e.strerror or e})"
+    ) from None
+  os.close(handle)
+  os.remove(probe)
+
+
+def is_disk_full(error):
+  """Whether `error` (an `OSError` or a TensorFlow error) says that the file
+  system, or the user's quota on it, is full."""
+  if getattr(error, "errno", None) in (errno.ENOSPC, errno.EDQUOT):
+    return True
+  # TensorFlow's file writers report ENOSPC as ResourceExhaustedError (text only).
+  text = str(error)
+  return os.strerror(errno.ENOSPC) in text or os.strerror(errno.EDQUOT) in text
+
+
+def free_bytes(path):
+  """Bytes free for this user on the file system of `path` (or of its
+  nearest existing parent); None where that cannot be known (remote paths)."""
+  if _is_remote(path):
+    return None
+  path = os.path.abspath(path)
+  while not os.path.exists(path):
+    path = os.path.dirname(path)
+  try:
+    return shutil.disk_usage(path).free
+  except OSError:
+    return None
+
+
+def megabytes(num_bytes):
+  """`num_bytes` for a message: "1.25 MB" (None: "unknown")."""
+  return "unknown" if num_bytes is None else f"{num_bytes / 1e6:.2f} MB"

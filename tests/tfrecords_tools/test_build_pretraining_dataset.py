@@ -3,8 +3,11 @@
 import os
 import random
 import re
+import signal
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
@@ -304,3 +307,89 @@ def test_lines_too_long_for_an_example_are_reported(small_corpus, tmp_path, capl
   b_warning = next(w for w in warnings if "b.txt" in w)
   assert "b.txt: line 1 is 9,000 characters long (1 tokens)" in b_warning
   assert "[UNK]" in b_warning
+
+
+def _children(pid):
+  """Ids of the processes whose parent is `pid` (Linux /proc)."""
+  kids = []
+  for entry in os.listdir("/proc"):
+    if entry.isdigit():
+      try:
+        with open(f"/proc/{entry}/stat") as f:
+          fields = f.read().rsplit(")", 1)[1].split()
+      except OSError:
+        continue
+      if int(fields[1]) == pid:
+        kids.append(int(entry))
+  return kids
+
+
+def _running(pid):
+  """Whether `pid` exists and is not a zombie (one its new parent has not reaped)."""
+  try:
+    with open(f"/proc/{pid}/stat") as f:
+      return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+  except OSError:
+    return False
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="finds the job processes in /proc")
+def test_job_processes_die_with_a_killed_builder_and_the_rerun_names_partial_shards(
+  small_corpus, tmp_path, capsys
+):
+  """`kill -9` of the builder's main process: its job processes, each blocked
+  reading a corpus file that is a named pipe nobody writes to, die with it;
+  the re-run says that the output holds partial shards of an interrupted
+  build and that --overwrite is the way on."""
+  _, vocab = small_corpus
+  corpus = tmp_path / "corpus"
+  corpus.mkdir()
+  for name in ("a_pipe", "b_pipe"):  # job 0 reads a_pipe, job 1 b_pipe
+    os.mkfifo(corpus / name)
+  for name in ("c.txt", "d.txt"):
+    (corpus / name).write_text("the model and the data\n")
+  out = tmp_path / "out"
+  flags = build_dataset_flags(corpus, vocab, out, num_processes=2, num_out_files=8, seed=0)
+  builder = subprocess.Popen(
+    [sys.executable, "-m", "electra_tf.build_pretraining_dataset", *flags],
+    cwd=REPO_ROOT,
+    env=tool_user_env(),
+    stdout=subprocess.PIPE,
+    stderr=subprocess.STDOUT,
+    text=True,
+  )
+  workers = []
+  # The jobs never finish on their own: a builder that never reports both
+  # jobs writing would block the loop below forever.
+  watchdog = threading.Timer(300, builder.kill)
+  watchdog.start()
+  try:
+    writing = set()
+    for line in builder.stdout:
+      if line.endswith(": Writing tf examples\n"):
+        writing.add(line.split(":")[0])
+        if len(writing) == 2:
+          break
+    assert writing == {"Job 0", "Job 1"}
+    workers = [pid for pid in _children(builder.pid) if _running(pid)]
+    with_jobs = [p for p in workers if b"spawn_main" in open(f"/proc/{p}/cmdline", "rb").read()]
+    assert len(with_jobs) == 2, workers
+    builder.kill()
+    builder.wait()
+    deadline = time.time() + 30
+    while any(_running(p) for p in with_jobs) and time.time() < deadline:
+      time.sleep(0.2)
+    assert not [p for p in with_jobs if _running(p)]
+  finally:
+    watchdog.cancel()
+    builder.kill()
+    for pid in workers:
+      if _running(pid):
+        os.kill(pid, signal.SIGKILL)
+  left = sorted(os.listdir(out))
+  assert len(left) == 8 and all(name.startswith(".pretrain_data.tfrecord-") for name in left)
+  assert cli.main(flags) == 2
+  message = capsys.readouterr().err
+  assert "its 8 entries are partial shards" in message and "interrupted build" in message
+  assert "--overwrite" in message

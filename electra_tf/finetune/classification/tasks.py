@@ -19,13 +19,15 @@ csv.field_size_limit(2**31 - 1)
 @dataclasses.dataclass(eq=False)
 class InputExample:
   """A sentence or sentence pair with a label (a string, or a float for
-  regression); compared by identity."""
+  regression); compared by identity. `where` names its file and line (for
+  error messages), None where it did not come from a file."""
 
   eid: int
   task_name: str
   text_a: str
   text_b: str | None = None
   label: str | float | None = None
+  where: str | None = None
 
 
 def read_tsv(path, max_lines=None):
@@ -33,11 +35,14 @@ def read_tsv(path, max_lines=None):
   if not tf.io.gfile.exists(path):
     raise ValueError(f"data file {path!r} does not exist")
   lines = []
-  with tf.io.gfile.GFile(path, "r") as f:
-    for row in csv.reader(f, delimiter="\t", quotechar=None):
-      lines.append(row)
-      if max_lines and len(lines) >= max_lines:
-        break
+  try:
+    with tf.io.gfile.GFile(path, "r") as f:
+      for row in csv.reader(f, delimiter="\t", quotechar=None):
+        lines.append(row)
+        if max_lines and len(lines) >= max_lines:
+          break
+  except UnicodeDecodeError as e:
+    raise ValueError(f"{path}, line {len(lines) + 1}: not UTF-8 text ({e.reason})") from None
   return lines
 
 
@@ -56,14 +61,27 @@ class SingleOutputTask(task_lib.Task):
   def __init__(self, config, name, tokenizer):
     super().__init__(config, name, tokenizer)
     self._examples = {}
+    # The file `_create_examples` is reading (named in its examples' `where`).
+    self._reading = None
 
   def get_examples(self, split):
     if split not in self._examples:
       if self.example_source is not None:
         self._examples[split] = self.example_source(self, split)
       else:
-        self._examples[split] = self._create_examples(self.load_lines(self.file_name(split)), split)
+        file_name = self.file_name(split)
+        self._reading = os.path.join(self.config.raw_data_dir(self.name), file_name)
+        try:
+          self._examples[split] = self._create_examples(self.load_lines(file_name), split)
+        finally:
+          self._reading = None
     return self._examples[split]
+
+  def check_examples(self, split):
+    """Reads `split` and checks every example's label; raises ValueError
+    naming the file and line of the first bad one."""
+    for example in self.get_examples(split):
+      self._label_feature(example)
 
   def file_name(self, split):
     """The original's TSV file of a split."""
@@ -95,9 +113,15 @@ class SingleOutputTask(task_lib.Task):
     swap=False,
   ):
     examples = []
+    header = lines[0] if skip_first_line and lines else None
     for i, line in enumerate(lines):
       if i == 0 and skip_first_line:
         continue
+      where = None
+      if self._reading is not None:
+        where = f"{self._reading}, line {i + 1}"
+        if header is not None and len(line) != len(header):
+          where += f" ({len(line)} tab-separated columns, the header has {len(header)})"
       try:
         eid = i - (1 if skip_first_line else 0) + eid_offset
         text_a = line[text_a_loc]
@@ -108,9 +132,11 @@ class SingleOutputTask(task_lib.Task):
           label = line[label_loc]
         if swap:
           text_a, text_b = text_b, text_a
-        examples.append(InputExample(eid, self.name, text_a, text_b, label))
+        examples.append(InputExample(eid, self.name, text_a, text_b, label, where))
       except Exception as e:  # the original logs and skips bad rows
-        tf.get_logger().warning("Skipping line %d of task %s (%s): %r", i, self.name, e, line)
+        tf.get_logger().warning(
+          "Skipping line %d of task %s (%s): %r", i + 1, where or self.name, e, line
+        )
     return examples
 
   def featurize(self, example, is_training, log=False):
@@ -140,9 +166,17 @@ class SingleOutputTask(task_lib.Task):
       self.log_features(features)
     return [features]
 
-  @abc.abstractmethod
   def _add_label_features(self, example, features):
-    pass
+    name, value = self._label_feature(example)
+    features[name] = value
+
+  @abc.abstractmethod
+  def _label_feature(self, example):
+    """(feature name, value) of the example's label; ValueError if invalid."""
+
+  def _bad_label(self, example, problem):
+    where = example.where or f"example {example.eid}"
+    return ValueError(f"{where}: {problem} (task {self.name})")
 
 
 class ClassificationTask(SingleOutputTask):
@@ -162,13 +196,10 @@ class ClassificationTask(SingleOutputTask):
       task_lib.FeatureSpec(self.name + "_label_ids", [], True),
     ]
 
-  def _add_label_features(self, example, features):
+  def _label_feature(self, example):
     if example.label not in self._label_map:
-      raise ValueError(
-        f"task {self.name}: label {example.label!r} of example {example.eid} "
-        f"is not one of {self.label_list}"
-      )
-    features[self.name + "_label_ids"] = self._label_map[example.label]
+      raise self._bad_label(example, f"label {example.label!r} is not one of {self.label_list}")
+    return self.name + "_label_ids", self._label_map[example.label]
 
   def create_head(self):
     return ClassificationHead(
@@ -197,14 +228,16 @@ class RegressionTask(SingleOutputTask):
       task_lib.FeatureSpec(self.name + "_targets", [], False),
     ]
 
-  def _add_label_features(self, example, features):
-    label = float(example.label)
+  def _label_feature(self, example):
+    try:
+      label = float(example.label)
+    except (TypeError, ValueError):
+      raise self._bad_label(example, f"target {example.label!r} is not a number") from None
     if not self.min_value <= label <= self.max_value:
-      raise ValueError(
-        f"task {self.name}: target {label} of example {example.eid} is outside "
-        f"[{self.min_value}, {self.max_value}]"
+      raise self._bad_label(
+        example, f"target {label} is outside [{self.min_value}, {self.max_value}]"
       )
-    features[self.name + "_targets"] = (label - self.min_value) / self.max_value
+    return self.name + "_targets", (label - self.min_value) / self.max_value
 
   def create_head(self):
     return ClassificationHead(

@@ -198,8 +198,15 @@ def evaluate_v2(dataset, predictions, na_probs=None, na_prob_thresh=1.0):
 
 
 def read_json(path):
-  with tf.io.gfile.GFile(path, "r") as f:
-    return json.load(f)
+  """The JSON content of `path`; ValueError naming the file and line if it
+  is not JSON."""
+  try:
+    with tf.io.gfile.GFile(path, "r") as f:
+      return json.load(f)
+  except json.JSONDecodeError as e:
+    raise ValueError(f"{path}, line {e.lineno}: not valid JSON ({e.msg})") from None
+  except UnicodeDecodeError as e:
+    raise ValueError(f"{path}: not UTF-8 text ({e.reason})") from None
 
 
 def read_mrqa_answers(path):

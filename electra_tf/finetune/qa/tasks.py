@@ -199,8 +199,15 @@ class QATask(task_lib.Task):
     if split not in self._examples:
       examples = []
       failures = [0]
-      for paragraph in self._paragraphs(split):
-        self._add_examples(examples, failures, paragraph, split)
+      source = self.data_file(split) if self.example_source is None else "its example_source"
+      for n, paragraph in enumerate(self._paragraphs(split)):
+        try:
+          self._add_examples(examples, failures, paragraph, split)
+        except (KeyError, IndexError, TypeError) as e:
+          raise ValueError(
+            f"task {self.name}, {split} split, paragraph {n + 1} (of {source}): "
+            f"a question or paragraph lacks a field or has the wrong type ({type(e).__name__}: {e})"
+          ) from None
       tf.get_logger().info(
         "%s %s: %d examples created, %d failures", self.name, split, len(examples), failures[0]
       )
@@ -348,7 +355,10 @@ class SQuADTask(QATask):
         path = self.data_file(split)
         if not tf.io.gfile.exists(path):
           raise ValueError(f"data file {path!r} does not exist")
-        self._squad_data[split] = qa_metrics.read_json(path)["data"]
+        content = qa_metrics.read_json(path)
+        if not isinstance(content, dict) or "data" not in content:
+          raise ValueError(f"{path}: no 'data' list (not a SQuAD file?)")
+        self._squad_data[split] = content["data"]
     return self._squad_data[split]
 
   def _paragraphs(self, split):
@@ -395,7 +405,10 @@ class MRQATask(QATask):
           break
         if not line.strip():
           continue
-        paragraph = json.loads(line)
+        try:
+          paragraph = json.loads(line)
+        except json.JSONDecodeError as e:
+          raise ValueError(f"{path}, line {i + 1}: not valid JSON ({e.msg})") from None
         if "header" in paragraph:
           continue
         yield paragraph

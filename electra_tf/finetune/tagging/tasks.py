@@ -29,16 +29,17 @@ class TaggingExample:
   labels: list
 
 
-def read_conll(path, debug=False):
+def read_conll(path, debug=False, first_lines=None):
   """Sentences `(words, tags)` from a CoNLL file: word = first column, tag =
   last column, blank line ends a sentence, `-DOCSTART-` lines are skipped. A
-  final sentence without a trailing blank line is dropped (the original)."""
+  final sentence without a trailing blank line is dropped (the original).
+  `first_lines`, a list, gets the line number where each sentence starts."""
   if not tf.io.gfile.exists(path):
     raise ValueError(f"data file {path!r} does not exist")
   sentences = []
   sentence = []
   with tf.io.gfile.GFile(path, "r") as f:
-    for line in f:
+    for number, line in enumerate(f, 1):
       columns = line.strip().split()
       if not columns:
         if sentence:
@@ -50,6 +51,8 @@ def read_conll(path, debug=False):
         continue
       if columns[0] == "-DOCSTART-":
         continue
+      if not sentence and first_lines is not None:
+        first_lines.append(number)
       sentence.append((columns[0], columns[-1]))
   return sentences
 
@@ -96,10 +99,11 @@ class TaggingTask(task_lib.Task):
       return list(tags)
     return tagging_utils.get_tags(tagging_utils.get_span_labels(tags), len(tags), LABEL_ENCODING)
 
-  def _read_split(self, split):
-    return read_conll(
-      os.path.join(self.config.raw_data_dir(self.name), split + ".txt"), self.config.debug
-    )
+  def _split_path(self, split):
+    return os.path.join(self.config.raw_data_dir(self.name), split + ".txt")
+
+  def _read_split(self, split, first_lines=None):
+    return read_conll(self._split_path(split), self.config.debug, first_lines)
 
   def get_label_mapping(self, provided_split=None, provided_sentences=None):
     """Sorted set of converted tags over train/dev/test (whichever exist),
@@ -124,11 +128,20 @@ class TaggingTask(task_lib.Task):
 
   def get_examples(self, split):
     if split not in self._examples:
-      sentences = self._read_split(split)
+      first_lines = []
+      sentences = self._read_split(split, first_lines)
       mapping = self.get_label_mapping(split, sentences)
       examples = []
       for i, (words, tags) in enumerate(sentences):
         tags = self._convert_tags(tags)
+        unknown = [t for t in tags if t not in mapping]
+        if unknown:
+          # Only a mapping saved by an earlier run can lack a tag of the data.
+          raise ValueError(
+            f"{self._split_path(split)}, line {first_lines[i]}: tag {unknown[0]!r} is not in "
+            f"the label mapping {self.label_mapping_path} ({len(mapping)} tags, saved by an "
+            "earlier run; delete it to rebuild it from the data)"
+          )
         examples.append(TaggingExample(i, self.name, words, tags, [mapping[t] for t in tags]))
       self._examples[split] = examples
     return self._examples[split]

@@ -1,0 +1,140 @@
+"""Bad fine-tuning data is one line naming the file and the line, found
+before training: an extra TSV column, a label outside the task's set, a
+target that is not a number, in the train, dev or test file the run reads."""
+
+import json
+import os
+
+import pytest
+
+from electra_tf import run_finetuning
+from electra_tf.configs.finetuning import FinetuningConfig
+from electra_tf.finetune import task_builder
+from electra_tf.text import wordpiece as tokenization
+from electra_tf.training import finetuning_run
+from tests.helpers.finetuning_testdata import make_data_dir
+from tests.helpers.finetuning_testdata import squad_json
+from tests.helpers.finetuning_testdata import tiny_hparams
+from tests.helpers.finetuning_testdata import tsv
+from tests.helpers.finetuning_testdata import write_task_file
+
+RTE = [
+  ["index", "sentence1", "sentence2", "label"],
+  [0, "the cat sat on the mat", "a cat is on a mat", "entailment"],
+  [1, "the dog ran fast", "a dog is slow", "not_entailment"],
+  [2, "he walks in paris", "he is in france", "entailment"],
+  [3, "she runs by the river", "she is sad", "not_entailment"],
+]
+STS = [
+  ["index", "genre", "sentence1", "sentence2", "score"],
+  [0, "g", "the cat sat", "a cat sat", "4.5"],
+  [1, "g", "the dog ran", "a dog is slow", "1.0"],
+]
+
+
+@pytest.fixture
+def data(tmp_path):
+  data_dir, vocab_size = make_data_dir(tmp_path)
+  write_task_file(data_dir, "rte", "train.tsv", tsv(RTE))
+  write_task_file(data_dir, "rte", "dev.tsv", tsv(RTE))
+  write_task_file(data_dir, "rte", "test.tsv", tsv([r[:3] for r in RTE]))
+  write_task_file(data_dir, "sts", "train.tsv", tsv(STS))
+  write_task_file(data_dir, "sts", "dev.tsv", tsv(STS))
+  return data_dir, vocab_size
+
+
+def _run(data, capsys, task_names, **hparams):
+  data_dir, vocab_size = data
+  hparams = tiny_hparams(vocab_size, task_names=task_names, init_checkpoint=None, **hparams)
+  code = run_finetuning.main(
+    ["--data-dir", data_dir, "--model-name", "m", "--hparams", json.dumps(hparams)]
+  )
+  err = capsys.readouterr().err
+  return code, [line for line in err.splitlines() if line.strip()]
+
+
+def test_bad_rows_fail_before_training_naming_file_and_line(data, capsys):
+  data_dir, _ = data
+  models = os.path.join(data_dir, "models", "m", "finetuning_models")
+  # A tab inside a sentence of dev.tsv (line 3): the label column is text.
+  dev = RTE[:2] + [[2, "he walks\tin paris", "he is in france", "entailment"]] + RTE[3:]
+  dev_path = write_task_file(data_dir, "rte", "dev.tsv", tsv(dev))
+  code, lines = _run(data, capsys, ["rte"])
+  assert code == 2 and len(lines) == 1, lines
+  assert lines[0].startswith(f"run_finetuning: error: {dev_path}, line 3 (5 tab-separated")
+  assert "the header has 4" in lines[0] and "'he is in france' is not one of" in lines[0]
+  assert not os.path.exists(models)  # found before training
+  write_task_file(data_dir, "rte", "dev.tsv", tsv(RTE))
+  # A label outside the task's set in train.tsv.
+  train_path = write_task_file(data_dir, "rte", "train.tsv", tsv(RTE[:3] + [[2, "a", "b", "yes"]]))
+  code, lines = _run(data, capsys, ["rte"])
+  assert code == 2 and len(lines) == 1, lines
+  assert f"{train_path}, line 4: label 'yes' is not one of" in lines[0]
+  assert "task rte" in lines[0]
+  # Regression: a target that is not a number, then one outside [0, 5].
+  dev_path = write_task_file(data_dir, "sts", "dev.tsv", tsv(STS + [[2, "g", "a", "b", "high"]]))
+  code, lines = _run(data, capsys, ["rte", "sts"], do_train=False)
+  assert code == 2 and len(lines) == 1, lines
+  assert f"{dev_path}, line 4: target 'high' is not a number (task sts)" in lines[0]
+  write_task_file(data_dir, "sts", "dev.tsv", tsv(STS + [[2, "g", "a", "b", "7.5"]]))
+  code, lines = _run(data, capsys, ["sts"], do_train=False)
+  assert code == 2 and f"{dev_path}, line 4: target 7.5 is outside [0.0, 5.0]" in lines[0]
+  assert not os.path.exists(models)
+
+
+def test_test_file_is_checked_only_where_the_run_reads_it(data, capsys):
+  data_dir, _ = data
+  test_path = os.path.join(data_dir, "finetuning_data", "rte", "test.tsv")
+  with open(test_path, "wb") as f:
+    f.write(b"index\tsentence1\tsentence2\n0\tthe caf\xe9\tb\n")
+  code, lines = _run(data, capsys, ["rte"], do_train=False, write_test_outputs=True)
+  assert code == 2 and len(lines) == 1, lines
+  assert f"{test_path}, line 2: not UTF-8 text" in lines[0]
+  data_dir, vocab_size = data
+  hparams = tiny_hparams(vocab_size, task_names=["rte"], write_test_outputs=False)
+  finetuning_run.validate_inputs(FinetuningConfig("m", data_dir, **hparams))
+
+
+def test_label_errors_while_featurizing_name_the_file_and_line(data):
+  data_dir, vocab_size = data
+  path = write_task_file(data_dir, "rte", "train.tsv", tsv(RTE[:2] + [[1, "a", "b", "maybe"]]))
+  config = FinetuningConfig("m", data_dir, **tiny_hparams(vocab_size, task_names=["rte"]))
+  tokenizer = tokenization.FullTokenizer(config.vocab_file, do_lower_case=True)
+  (task,) = task_builder.get_tasks(config, tokenizer)
+  examples = task.get_examples("train")
+  assert task.featurize(examples[0], is_training=True)[0]["rte_label_ids"] == 0
+  with pytest.raises(ValueError, match=rf"^{path}, line 3: label 'maybe' is not one of"):
+    task.featurize(examples[1], is_training=True)
+
+
+def test_qa_and_tagging_data_errors_name_the_file_and_line(data, capsys):
+  data_dir, vocab_size = data
+  paragraph = {
+    "context": "the cat sat on the mat",
+    "qas": [{"id": "q0", "question": "who sat ?", "is_impossible": False,
+             "answers": [{"text": "the cat", "answer_start": 0}]}],
+  }  # fmt: skip
+  write_task_file(data_dir, "squad", "train.json", squad_json([paragraph]))
+  dev_path = write_task_file(data_dir, "squad", "dev.json", squad_json([paragraph])[:-3] + "\n,")
+  code, lines = _run(data, capsys, ["squad"])
+  assert code == 2 and len(lines) == 1, lines
+  assert f"{dev_path}, line 2: not valid JSON" in lines[0]
+  no_question = {"context": "the cat", "qas": [{"id": "q1", "answers": []}]}
+  write_task_file(data_dir, "squad", "dev.json", squad_json([paragraph, no_question]))
+  code, lines = _run(data, capsys, ["squad"])
+  assert code == 2 and len(lines) == 1, lines
+  assert f"paragraph 2 (of {dev_path})" in lines[0] and "'question'" in lines[0]
+  header = json.dumps({"header": {"dataset": "NewsQA"}})
+  jsonl = write_task_file(data_dir, "newsqa", "dev.jsonl", f"{header}\n\n{{'context': 1}}\n")
+  code, lines = _run(data, capsys, ["newsqa"], do_train=False)
+  assert code == 2 and f"{jsonl}, line 3: not valid JSON" in lines[0], lines
+  # Chunking: a tag missing from the label mapping an earlier run saved.
+  conll = "the DT B-NP\ncat NN I-NP\n\nsat VBD B-VP\n\n"
+  train_path = write_task_file(data_dir, "chunk", "train.txt", conll)
+  config = FinetuningConfig("m", data_dir, **tiny_hparams(vocab_size, task_names=["chunk"]))
+  (task,) = task_builder.get_tasks(config, tokenization.FullTokenizer(config.vocab_file))
+  os.makedirs(os.path.dirname(task.label_mapping_path), exist_ok=True)
+  with open(task.label_mapping_path, "w") as f:
+    json.dump({"B-NP": 0, "E-NP": 1}, f)
+  with pytest.raises(ValueError, match=rf"^{train_path}, line 4: tag 'S-VP' is not in the label"):
+    task.get_examples("train")
