@@ -23,6 +23,7 @@ import sys
 
 from absl import logging
 
+from electra_tf.checkpoints.checkpointing import CheckpointSaveError
 from electra_tf.checkpoints.checkpointing import TrainingPreempted
 from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.configs.hparams import add_run_flags
@@ -60,6 +61,9 @@ def main(argv=None):
   except TrainingDiverged as e:
     print(f"run_finetuning: error: {e}", file=sys.stderr, flush=True)
     return exit_codes.DIVERGED
+  except CheckpointSaveError as e:
+    print(f"run_finetuning: error: {e}", file=sys.stderr, flush=True)
+    return exit_codes.BAD_INPUT
   return exit_codes.OK
 
 

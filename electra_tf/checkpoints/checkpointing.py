@@ -61,7 +61,8 @@ INPUT_POSITION_NAME = official_names.TRAINING_STATE_SCOPE + "/input_position"
 # What an unfinished save leaves: TensorFlow writes a checkpoint's shards
 # into `<prefix>_temp/` (or `<prefix>_temp_<id>/`) before merging them, and
 # the state file through `checkpoint.tmp<id>`.
-TEMPORARY_PATTERNS = (CHECKPOINT_NAME + "-*_temp*", "checkpoint.tmp*")
+TEMPORARY_PATTERNS = (CHECKPOINT_NAME + "-*_temp*", "checkpoint.tmp*", CHECKPOINT_NAME + "-*_tmp.*")
+# (fine-tuning's name-based saves write `<prefix>_tmp.*` and rename them.)
 
 
 class CheckpointSaveError(RuntimeError):
@@ -96,7 +97,27 @@ def _checkpoint_bytes(prefix):
 
 
 def _variables_bytes(checkpoint_variables):
-  return sum(int(np.prod(v.shape)) * v.dtype.size for v in checkpoint_variables)
+  return sum(int(np.prod(v.shape)) * tf.as_dtype(v.dtype).size for v in checkpoint_variables)
+
+
+def disk_full_error(model_dir, step, latest, variables):
+  """Removes the partial files of the save of `step` in `model_dir`; returns
+  the one-line `CheckpointSaveError` to raise (`variables`: what a checkpoint
+  holds, to estimate its size when there is no earlier one)."""
+  prefix = os.path.join(model_dir, f"{CHECKPOINT_NAME}-{step}")
+  for path in tf.io.gfile.glob(prefix + ".*"):
+    _remove(path)
+  remove_temporary_checkpoints(model_dir)
+  if latest is not None:
+    needed = f"about {file_io.megabytes(_checkpoint_bytes(latest))} per checkpoint"
+  else:
+    needed = f"more than {file_io.megabytes(_variables_bytes(variables))}"
+  return CheckpointSaveError(
+    f"no space left on device saving the checkpoint of global step {step} to {prefix} "
+    f"({needed}, {file_io.megabytes(file_io.free_bytes(model_dir))} free); its "
+    f"partial files were removed; last good checkpoint: {latest or 'none'}; free some "
+    "space and re-run to resume"
+  )
 
 
 class TrainingPreempted(Exception):
@@ -229,22 +250,8 @@ class TrainingCheckpointManager:
     return status
 
   def _disk_full_error(self, step, latest):
-    """Removes the partial files of the save of `step`; the error to raise."""
-    prefix = os.path.join(self.model_dir, f"{CHECKPOINT_NAME}-{step}")
-    for path in tf.io.gfile.glob(prefix + ".*"):
-      _remove(path)
-    remove_temporary_checkpoints(self.model_dir)
-    if latest is not None:
-      needed = f"about {file_io.megabytes(_checkpoint_bytes(latest))} per checkpoint"
-    else:
-      variables = self.model.variables + list(self.model.optimizer.variables)
-      needed = f"more than {file_io.megabytes(_variables_bytes(variables))}"
-    return CheckpointSaveError(
-      f"no space left on device saving the checkpoint of global step {step} to {prefix} "
-      f"({needed}, {file_io.megabytes(file_io.free_bytes(self.model_dir))} free); its "
-      f"partial files were removed; last good checkpoint: {latest or 'none'}; free some "
-      "space and re-run to resume"
-    )
+    variables = self.model.variables + list(self.model.optimizer.variables)
+    return disk_full_error(self.model_dir, step, latest, variables)
 
   @property
   def batches_consumed(self):
@@ -429,6 +436,13 @@ class NameBasedCheckpointManager:
     self._slots = _inner_optimizer(model.optimizer).official_slots(self._name_map)
     self.input_position = _input_position_variable()
     self._state = self._training_state()
+    if chief and tf.io.gfile.isdir(model_dir):
+      removed = remove_temporary_checkpoints(model_dir)
+      if removed:
+        print(
+          f"Removed what an interrupted checkpoint save left in {model_dir}: " + ", ".join(removed),
+          flush=True,
+        )
 
   def _training_state(self):
     """`{checkpoint name: variable}` of the resume state."""
@@ -495,6 +509,13 @@ class NameBasedCheckpointManager:
     names.update(self._slots)
     names.update(self._state)
     names[official_names.GLOBAL_STEP_NAME] = tf.constant(int(step), tf.int64)
-    return name_based.save_name_based(
-      names, self.model_dir, step, max_to_keep=self.keep_checkpoint_max
-    )
+    latest = self.latest_checkpoint
+    try:
+      return name_based.save_name_based(
+        names, self.model_dir, step, max_to_keep=self.keep_checkpoint_max
+      )
+    except (tf.errors.OpError, OSError) as e:
+      if not file_io.is_disk_full(e):
+        raise
+      variables = [v for v in names.values() if hasattr(v, "shape") and hasattr(v, "dtype")]
+      raise disk_full_error(self.model_dir, step, latest, variables) from None
