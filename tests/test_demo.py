@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -180,8 +181,10 @@ def _files(root):
 
 
 def _error_line(stderr):
+  """The error's line ("ValueError: ...", "tool: error: ...") of a failed run."""
   lines = stderr.strip().splitlines() or [""]
-  return next((line for line in reversed(lines) if "rror" in line), lines[-1])
+  error = re.compile(r"^(\w+Error|\S+: error):")
+  return next((line for line in reversed(lines) if error.match(line)), lines[-1])[:400]
 
 
 @pytest.mark.slow
@@ -207,11 +210,13 @@ def test_documented_commands_run_in_order_on_the_demo_output(demo_run):
         collisions.append(f"{block.label} rewrote {path}, written by {written_by[path]}")
     missing = [p for p in DEMO_BLOCK_OUTPUTS[block.label] if not (out.parent / p).exists()]
     if result.returncode or missing:
-      what = f"exit {result.returncode}, missing {missing}: {result.stderr.strip()[-1500:]}"
       if block.label in WAITING_FOR_MODEL_DIR:
-        waiting_failed[block.label] = what
+        waiting_failed[block.label] = _error_line(result.stderr)
       else:
-        failed.append(f"{block.label} ({block.where()}): {what}")
+        failed.append(
+          f"{block.label} ({block.where()}): exit {result.returncode}, missing {missing}: "
+          f"{result.stderr.strip()[-1500:]}"
+        )
     if block.label == "pretrain":
       assert "nothing to train" in result.stdout + result.stderr, result.stdout[-2000:]
     if block.label == "evaluate":
@@ -224,7 +229,7 @@ def test_documented_commands_run_in_order_on_the_demo_output(demo_run):
   if waiting_failed:
     pytest.xfail(
       "waiting for the model-dir work: "
-      + "; ".join(f"{name}: {_error_line(what)}" for name, what in waiting_failed.items())
+      + "; ".join(f"{name}: {line}" for name, line in waiting_failed.items())
     )
 
 
