@@ -8,7 +8,9 @@ Stages, in order (each can also be run alone with `--stages`):
   vocab     learn a WordPiece vocab in BERT layout → `<out>/vocab.txt`
   data      build the pre-training TFRecords → `<out>/pretrain_tfrecords/`
             (shard 7 of 8 is held out for evaluation)
-  pretrain  pre-train a small ELECTRA on CPU with progress and ETA →
+  pretrain  write the demo's settings as hparams files (`<out>/hparams.json`,
+            `<out>/eval_hparams.json`, `<out>/finetune_hparams.json`) and
+            pre-train a small ELECTRA on CPU with progress and ETA →
             `<out>/models/demo/` (checkpoints, TensorBoard logs); measures
             the real-token metrics on the held-out shard at step 0 and every
             sixth of the run
@@ -21,7 +23,8 @@ Stages, in order (each can also be run alone with `--stages`):
             discriminator flags
 
 `<out>` is laid out like the original's data dir, so `run_pretraining`,
-`run_finetuning` and `export_saved_model` work on it directly.
+`run_finetuning` and `export_saved_model` work on it directly, with the
+hparams files the pretrain stage writes.
 """
 
 import argparse
@@ -47,6 +50,8 @@ from tfrecords_tools import build_vocab
 from tfrecords_tools.python_docs_corpus import write_python_docs_corpus
 
 MODEL_NAME = "demo"
+# Held-out batches of the eval stage (and of `eval_hparams.json`).
+EVAL_STAGE_STEPS = 20
 NUM_SHARDS = 8
 EVAL_SHARD = NUM_SHARDS - 1
 
@@ -99,7 +104,24 @@ def _paths(out, model_name=MODEL_NAME):
     "export": os.path.join(out, "export"),
     "png": os.path.join(out, "training_curves.png"),
     "history": os.path.join(out, "models", model_name, "demo_eval_history.json"),
+    "hparams": os.path.join(out, "hparams.json"),
+    "eval_hparams": os.path.join(out, "eval_hparams.json"),
+    "finetune_hparams": os.path.join(out, "finetune_hparams.json"),
   }
+
+
+# What `finetune_hparams.json` holds: a short RTE run whose model sizes come
+# from the pre-trained model dir's config.json (docs/finetune.md makes a toy
+# RTE dataset in the demo's output for it).
+DEMO_FINETUNE_HPARAMS = {
+  "task_names": ["rte"],
+  "max_seq_length": 128,
+  "train_batch_size": 8,
+  "eval_batch_size": 8,
+  "predict_batch_size": 8,
+  "num_train_epochs": 2.0,
+  "log_every_steps": 1,
+}
 
 
 def pretraining_config(
@@ -108,7 +130,14 @@ def pretraining_config(
   """The demo's `PretrainingConfig`: training reads shards 0–6, evaluation
   the held-out shard 7. `model_name` and `hparam_overrides` (e.g. `seed`,
   `mixed_precision`) let other runs reuse the demo's data and settings."""
-  hparams = dict(_demo_hparams(out, train_steps), **hparam_overrides)
+  hparams = dict(pretraining_hparams(out, train_steps, for_eval), **hparam_overrides)
+  return PretrainingConfig(model_name, out, **hparams)
+
+
+def pretraining_hparams(out, train_steps=None, for_eval=False):
+  """The demo's pre-training (or, `for_eval`, evaluation) settings as the
+  `--hparams` of `run_pretraining --data-dir <out> --model-name demo`."""
+  hparams = _demo_hparams(out, train_steps)
   shards = (
     f"pretrain_data.tfrecord-{EVAL_SHARD}-of-{NUM_SHARDS}"
     if for_eval
@@ -117,7 +146,22 @@ def pretraining_config(
   hparams["pretrain_tfrecords"] = os.path.join(_paths(out)["tfrecords"], shards)
   if for_eval:
     hparams.update(do_train=False, do_eval=True)
-  return PretrainingConfig(model_name, out, **hparams)
+  return hparams
+
+
+def write_hparams_files(out, train_steps=None):
+  """Writes the demo's settings where a user can pass them on
+  (`--hparams <out>/hparams.json` and the like): pre-training, evaluation
+  on the held-out shard (as the eval stage runs it) and fine-tuning."""
+  paths = _paths(out)
+  eval_hparams = pretraining_hparams(out, train_steps, for_eval=True)
+  eval_hparams["num_eval_steps"] = EVAL_STAGE_STEPS
+  for key, hparams in (
+    ("hparams", pretraining_hparams(out, train_steps)),
+    ("eval_hparams", eval_hparams),
+    ("finetune_hparams", DEMO_FINETUNE_HPARAMS),
+  ):
+    write_atomic(paths[key], json.dumps(hparams, indent=2) + "\n")
 
 
 def _demo_hparams(out, train_steps=None):
@@ -201,6 +245,7 @@ def periodic_evaluation(out, every, model_name=MODEL_NAME):
 def stage_pretrain(out, args):
   config = pretraining_config(out, args.train_steps)
   files = pretraining_run.validate_config(config)
+  write_hparams_files(out, args.train_steps)
   periodic = periodic_evaluation(out, every=max(1, config.num_train_steps // 6))
   sizes = DEMO_HPARAMS["model_hparam_overrides"]
   _say(
@@ -217,7 +262,7 @@ def stage_pretrain(out, args):
 def stage_eval(out, args):
   paths = _paths(out)
   eval_config = pretraining_config(out, args.train_steps, for_eval=True)
-  eval_config.num_eval_steps = max(eval_config.num_eval_steps, 20)
+  eval_config.num_eval_steps = EVAL_STAGE_STEPS
   files = pretraining_run.validate_config(eval_config)
   # The training config was printed above; evaluation changes only these.
   _say(
@@ -380,9 +425,15 @@ def main(argv=None):
   paths = _paths(out)
   for key in ("corpus", "vocab", "tfrecords", "model_dir", "export", "png"):
     print(f"  {key:10s} {paths[key]}")
+  rel = os.path.relpath(out)
   print(
     f"""
-Next steps:
+Next steps (docs/ has each of these, and what it needs):
+  * the demo's settings are in {rel}/hparams.json (pre-training),
+    {rel}/eval_hparams.json (evaluation on the held-out shard) and
+    {rel}/finetune_hparams.json (fine-tuning); e.g. evaluate again:
+      python -m electra_tf.run_pretraining --data-dir {rel} --model-name {MODEL_NAME} \\
+          --hparams {rel}/eval_hparams.json
   * your own corpus (a folder of text files, one sentence per line, blank
     lines between documents):
       python -m tfrecords_tools.build_vocab --corpus-dir MY_CORPUS --vocab-size 30522 --output DATA/vocab.txt
@@ -390,10 +441,6 @@ Next steps:
           --vocab-file DATA/vocab.txt --output-dir DATA/pretrain_tfrecords
       python -m electra_tf.run_pretraining --data-dir DATA --model-name my_electra \\
           --hparams configs/small.json
-  * continue from a released checkpoint (e.g. ELECTRA-Small++ unpacked in
-    DATA/models/electra_small):
-      python -m electra_tf.run_pretraining --data-dir DATA --model-name more_small \\
-          --hparams '{{"init_checkpoint": "DATA/models/electra_small", "generator_hidden_size": 1.0, "num_train_steps": 4010000, "learning_rate": 0.2005}}'
   * TensorBoard: tensorboard --logdir {paths['model_dir']}
 """,
     flush=True,

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -12,11 +13,19 @@ from electra_tf import demo
 from electra_tf.training import held_out_evaluation
 from electra_tf.training.callbacks import TrainingSummaries
 from tests.conftest import REPO_ROOT
+from tests.helpers import doc_blocks
+
+# The demo's reduced run: a tenth of its corpus, 200 steps.
+DEMO_TRAIN_STEPS = 200
 
 
-@pytest.mark.slow
-def test_demo_runs_every_stage(tmp_path):
-  out = tmp_path / "demo"
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+  """One reduced run of the demo (about 4 minutes on 2 cores), shared by the
+  tests that check it and those that run the documented commands on its
+  output: `(output dir, stdout)`; the output dir is `<tmp>/demo_output`, as
+  the docs name it."""
+  out = tmp_path_factory.mktemp("demo") / "demo_output"
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
   proc = subprocess.run(
     [
@@ -26,7 +35,7 @@ def test_demo_runs_every_stage(tmp_path):
       "--output-dir",
       str(out),
       "--train-steps",
-      "200",
+      str(DEMO_TRAIN_STEPS),
       "--corpus-mb",
       "0.6",
       "--vocab-size",
@@ -39,7 +48,12 @@ def test_demo_runs_every_stage(tmp_path):
     timeout=1500,
   )
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-  stdout = proc.stdout
+  return out, proc.stdout
+
+
+@pytest.mark.slow
+def test_demo_runs_every_stage(demo_run):
+  out, stdout = demo_run
   # every stage left its output
   assert len(list((out / "corpus").glob("*.txt"))) == 8
   assert (out / "vocab.txt").read_text().splitlines()[100:104] == [
@@ -85,6 +99,138 @@ def test_demo_runs_every_stage(tmp_path):
   assert "corrupted 'return the color of items" in stdout
   assert "most suspicious words" in stdout
   assert "baseline" in stdout and "Next steps" in stdout
+  # its settings, in files a user passes on as --hparams
+  vocab_size = len((out / "vocab.txt").read_text().splitlines())
+  hparams = json.loads((out / "hparams.json").read_text())
+  assert hparams["num_train_steps"] == DEMO_TRAIN_STEPS and hparams["vocab_size"] == vocab_size
+  assert hparams["pretrain_tfrecords"].endswith("pretrain_data.tfrecord-[0-6]-of-8")
+  evaluation = json.loads((out / "eval_hparams.json").read_text())
+  assert evaluation["pretrain_tfrecords"].endswith("pretrain_data.tfrecord-7-of-8")
+  assert (evaluation["do_train"], evaluation["do_eval"]) == (False, True)
+  assert json.loads((out / "finetune_hparams.json").read_text())["task_names"] == ["rte"]
+  assert f"--hparams {os.path.relpath(out, REPO_ROOT)}/eval_hparams.json" in stdout
+
+
+# Documented commands that fail only until the model-dir work lands
+# (`run_finetuning`, `from_checkpoint` and `export_saved_model --model task`
+# reading the pre-training or trial dir's config.json); empty it then.
+WAITING_FOR_MODEL_DIR = [
+  "finetune-rte",
+  "finetune-keras-classifier",
+  "finetune-keras-question-answerer",
+  "finetune-keras-token-tagger",
+  "serve-finetuned",
+]
+
+# What each documented demo block leaves under the folder holding demo_output.
+DEMO_BLOCK_OUTPUTS = {
+  "build-data": [
+    f"demo_output/pretrain_tfrecords_64/pretrain_data.tfrecord-{i}-of-8" for i in range(8)
+  ],
+  "build-vocab": ["demo_output/vocab_4k.txt"],
+  "pretrain": [f"demo_output/models/demo/model.ckpt-{DEMO_TRAIN_STEPS}.index"],
+  "evaluate": ["demo_output/models/demo/results/unsup_results.txt"],
+  "convert": ["demo_output/demo_disc.keras", "demo_output/official/demo/checkpoint"],
+  "publish": [
+    "demo_output/hf_demo/model.safetensors",
+    "demo_output/hf_demo/tokenizer.json",
+    "demo_output/hf_demo_generator/model.safetensors",
+    "demo_output/kh_demo/config.json",
+  ],
+  "finetune-rte": [
+    "demo_output/models/demo/finetuning_models/rte_model_1/checkpoint",
+    "demo_output/models/demo/results/rte_results.txt",
+  ],
+  "finetune-keras-classifier": [
+    "demo_output/mnli.keras",
+    "demo_output/serving/mnli/1/saved_model.pb",
+  ],
+  "finetune-keras-question-answerer": [
+    "demo_output/squad.keras",
+    "demo_output/serving/squad/1/saved_model.pb",
+  ],
+  "finetune-keras-token-tagger": [
+    "demo_output/chunk.keras",
+    "demo_output/serving/chunk/1/saved_model.pb",
+  ],
+  "serve-finetuned": ["demo_output/serving/rte/1/saved_model.pb"],
+  "keras-pretraining-script": ["demo_output/models/keras_demo/model.ckpt-10.index"],
+}
+
+
+def _run_block(block, cwd):
+  """A documented block as written: bash with `-e`, Python in a fresh
+  interpreter; `python` is this interpreter."""
+  env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TF_CPP_MIN_LOG_LEVEL="2")
+  env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+  command = (
+    ["bash", "-e", "-c", block.code] if block.lang == "bash" else [sys.executable, "-c", block.code]
+  )
+  return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+
+
+def _files(root):
+  """{path under root: (mtime, size)} of every file."""
+  found = {}
+  for folder, _, names in os.walk(root):
+    for name in names:
+      path = os.path.join(folder, name)
+      stat = os.stat(path)
+      found[os.path.relpath(path, root)] = (stat.st_mtime_ns, stat.st_size)
+  return found
+
+
+def _error_line(stderr):
+  """The error's line ("ValueError: ...", "tool: error: ...") of a failed run."""
+  lines = stderr.strip().splitlines() or [""]
+  error = re.compile(r"^(\w+Error|\S+: error):")
+  return next((line for line in reversed(lines) if error.match(line)), lines[-1])[:400]
+
+
+@pytest.mark.slow
+def test_documented_commands_run_in_order_on_the_demo_output(demo_run):
+  """Every block of README.md and docs/ marked `<!-- demo:NAME -->` runs as
+  written, in the documented order, in the folder holding the demo's output,
+  and leaves what it is for; no block rewrites a file another block wrote."""
+  out, _ = demo_run
+  blocks = doc_blocks.demo_blocks()
+  assert [b.label for b in blocks] == list(DEMO_BLOCK_OUTPUTS), "demo blocks or their order changed"
+  unsup_results = out / "models" / "demo" / "results" / "unsup_results.txt"
+  eval_stage_results = unsup_results.read_text()
+  assert f"global_step = {DEMO_TRAIN_STEPS}" in eval_stage_results
+  waiting_failed, failed, collisions = {}, [], []
+  files, written_by = _files(out), {}
+  for block in blocks:
+    result = _run_block(block, out.parent)
+    before, files = files, _files(out)
+    for path, stamp in files.items():
+      if path not in before:
+        written_by[path] = block.label
+      elif stamp != before[path] and written_by.get(path, block.label) != block.label:
+        collisions.append(f"{block.label} rewrote {path}, written by {written_by[path]}")
+    missing = [p for p in DEMO_BLOCK_OUTPUTS[block.label] if not (out.parent / p).exists()]
+    if result.returncode or missing:
+      if block.label in WAITING_FOR_MODEL_DIR:
+        waiting_failed[block.label] = _error_line(result.stderr)
+      else:
+        failed.append(
+          f"{block.label} ({block.where()}): exit {result.returncode}, missing {missing}: "
+          f"{result.stderr.strip()[-1500:]}"
+        )
+    if block.label == "pretrain":
+      assert "nothing to train" in result.stdout + result.stderr, result.stdout[-2000:]
+    if block.label == "evaluate":
+      # eval_hparams.json holds what the eval stage ran: the same numbers.
+      assert unsup_results.read_text() == eval_stage_results
+  assert not failed, "documented commands failed on the demo's output:\n" + "\n".join(failed)
+  assert not collisions, collisions
+  passing = sorted(set(WAITING_FOR_MODEL_DIR) - set(waiting_failed))
+  assert not passing, f"{passing} now run: remove them from WAITING_FOR_MODEL_DIR"
+  if waiting_failed:
+    pytest.xfail(
+      "waiting for the model-dir work: "
+      + "; ".join(f"{name}: {line}" for name, line in waiting_failed.items())
+    )
 
 
 def _fake_training_run(out, steps=200):

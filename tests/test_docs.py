@@ -61,3 +61,25 @@ def test_every_docs_page_is_in_the_readme_map():
   assert pages, "docs/ has no pages"
   missing = [page for page in pages if page not in linked]
   assert not missing, f"README.md's docs map does not link {missing}"
+
+
+def test_every_command_block_says_whether_it_runs_on_the_demo_output():
+  """Each ```bash/```python block is either run on the demo's output by
+  tests/test_demo.py (`<!-- demo:<name> -->`) or says what it needs
+  (`<!-- needs: ... -->`); a demo block names only what the demo makes."""
+  from tests.helpers import doc_blocks
+
+  blocks = doc_blocks.all_blocks()
+  unmarked = [b.where() for b in blocks if b.kind is None]
+  assert not unmarked, (
+    f"command blocks without <!-- demo:NAME --> or <!-- needs: ... -->: {unmarked}"
+  )
+  assert all(b.label for b in blocks), "a marker without a name or a reason"
+  names = [b.label for b in blocks if b.kind == "demo"]
+  assert len(names) == len(set(names)), f"demo block names repeat: {names}"
+  for block in blocks:
+    if block.kind == "demo":
+      assert "demo_output" in block.code, (
+        f"{block.where()}: a demo block that does not use demo_output"
+      )
+      assert not re.search(r"\$[A-Z_]+DIR", block.code), f"{block.where()}: a placeholder dir"

@@ -1,11 +1,10 @@
 """Shared set-up of the keras-hub style task model tests (`ElectraClassifier`,
 `ElectraQuestionAnswerer`, `ElectraTokenTagger`): a tiny released-style
-encoder checkpoint, the exported SavedModel run in a fresh interpreter, and
-the examples of docs/finetune.md."""
+encoder checkpoint, and the exported SavedModel run in a fresh interpreter
+(docs/finetune.md's examples run on the demo's output in tests/test_demo.py)."""
 
 import json
 import os
-import re
 import subprocess
 import sys
 import types
@@ -14,7 +13,6 @@ import numpy as np
 
 import electra_tf
 from electra_tf.checkpoints import name_based
-from tests.conftest import REPO_ROOT
 from tests.helpers.finetuning_testdata import write_vocab
 
 TINY = {
@@ -23,8 +21,6 @@ TINY = {
   "num_attention_heads": 2,
   "intermediate_size": 32,
 }
-# The page holding the `<!-- example:<name> -->` blocks run as written.
-EXAMPLES_PAGE = "docs/finetune.md"
 # `from_checkpoint` arguments for the tiny encoder of `pretrained_dir`.
 TINY_SIZE = {"model_size": "base", "embedding_size": 8, "model_hparam_overrides": TINY}
 
@@ -87,30 +83,3 @@ def serve_text(version_dir, text_a, text_b, outputs):
   assert result.returncode == 0, result.stderr[-2000:]
   served = json.loads(result.stdout.strip().splitlines()[-1])
   return {k: np.array(v) for k, v in served.items()}
-
-
-def readme_example(name):
-  """The Python block of docs/finetune.md tagged `<!-- example:<name> -->`."""
-  page = (REPO_ROOT / EXAMPLES_PAGE).read_text()
-  match = re.search(rf"<!-- example:{name} -->\n```python\n(.*?)```", page, re.S)
-  assert match, f"{EXAMPLES_PAGE} lacks the {name} example"
-  return match.group(1)
-
-
-def run_readme_example(name, tmp_path):
-  """Runs a docs/finetune.md example as written, in `tmp_path`, starting from a
-  released-style ELECTRA-Small at `data/models/electra_small` (random
-  weights, the test vocab)."""
-  pretrained_dir(
-    str(tmp_path / "data" / "models" / "electra_small"), "small", {}, embedding_size=128
-  )
-  result = subprocess.run(
-    [sys.executable, "-c", readme_example(name)],
-    cwd=tmp_path,
-    capture_output=True,
-    text=True,
-    env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(REPO_ROOT)},
-    timeout=900,
-  )
-  assert result.returncode == 0, result.stderr[-3000:]
-  return result.stdout

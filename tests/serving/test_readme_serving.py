@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.serving import loading
-from tests.conftest import REPO_ROOT
+from tests.helpers import doc_blocks
 from tests.helpers.pretraining_data import pretrain_on_self_made_data
 from tests.helpers.pretraining_data import self_made_hparams
 
@@ -20,11 +20,12 @@ PAGE = "docs/serve.md"
 
 
 def serving_blocks():
-  """The page's ```bash blocks (export and inspection, the XLA export, then
-  one that needs a TF Serving server) and its ```python block."""
-  page = (REPO_ROOT / PAGE).read_text()
-  bash = re.findall(r"```bash\n(.*?)```", page, flags=re.S)
-  python = re.findall(r"```python\n(.*?)```", page, flags=re.S)
+  """The page's ```bash blocks for a model dir in $DATA_DIR (export and
+  inspection, the XLA export, then one that needs a TF Serving server) and its
+  ```python block; its blocks on the demo's output run in tests/test_demo.py."""
+  blocks = [b for b in doc_blocks.page_blocks(PAGE) if b.kind != "demo"]
+  bash = [b.code for b in blocks if b.lang == "bash"]
+  python = [b.code for b in blocks if b.lang == "python"]
   assert len(bash) == 3 and len(python) == 1, f"{PAGE} lost its serving commands"
   assert "--jit-compile" in bash[1], f"the second serving command of {PAGE} is the XLA export"
   return bash, python[0]

@@ -17,7 +17,6 @@ from tests.helpers.task_models import TINY
 from tests.helpers.task_models import TINY_SIZE
 from tests.helpers.task_models import assert_encoder_loaded
 from tests.helpers.task_models import pretrained_dir
-from tests.helpers.task_models import run_readme_example
 from tests.helpers.task_models import serve_text
 
 PREMISES = ["the cat sat on the mat", "a dog ran fast", "it was a great film", "the movie is awful"]
@@ -92,10 +91,3 @@ def test_compile_needs_the_schedule_horizon(tmp_path):
   assert type(classifier.optimizer).__name__ == "Lamb"
   classifier.compile(optimizer="adam", num_train_steps=10)
   assert type(classifier.optimizer).__name__ == "AdamWeightDecay"
-
-
-@pytest.mark.slow
-def test_readme_classifier_example_runs_as_written(tmp_path):
-  run_readme_example("classifier", tmp_path)
-  assert (tmp_path / "mnli.keras").exists()
-  assert (tmp_path / "serving" / "mnli" / "1" / "saved_model.pb").exists()

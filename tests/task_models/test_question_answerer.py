@@ -21,7 +21,6 @@ from tests.helpers.task_models import TINY_SIZE
 from tests.helpers.task_models import assert_config_round_trips
 from tests.helpers.task_models import assert_encoder_loaded
 from tests.helpers.task_models import pretrained_dir
-from tests.helpers.task_models import run_readme_example
 from tests.helpers.task_models import serve_text
 
 QUESTIONS = ["where is the cat ?", "what is the capital of france ?", "who runs ?", "what is red ?"]
@@ -155,13 +154,6 @@ def test_export_serves_the_same_logits(tmp_path):
   mask = served["input_mask"] == 1
   for key in ("start_logits", "end_logits"):
     np.testing.assert_allclose(served[key][mask], outputs[key][mask], rtol=1e-4, atol=1e-4)
-
-
-@pytest.mark.slow
-def test_readme_question_answerer_example_runs_as_written(tmp_path):
-  run_readme_example("question_answerer", tmp_path)
-  assert (tmp_path / "squad.keras").exists()
-  assert (tmp_path / "serving" / "squad" / "1" / "saved_model.pb").exists()
 
 
 def test_starts_from_the_joint_head_squad_checkpoint_run_finetuning_writes(tmp_path):

@@ -16,7 +16,6 @@ from tests.helpers.task_models import TINY_SIZE
 from tests.helpers.task_models import assert_config_round_trips
 from tests.helpers.task_models import assert_encoder_loaded
 from tests.helpers.task_models import pretrained_dir
-from tests.helpers.task_models import run_readme_example
 from tests.helpers.task_models import serve_text
 
 # Tags: 0 determiner, 1 noun, 2 verb, 3 other.
@@ -145,10 +144,3 @@ def test_export_serves_the_same_logits(tmp_path):
   np.testing.assert_array_equal(served["segment_ids"], packed["segment_ids"].numpy())
   mask = served["input_mask"] == 1
   np.testing.assert_allclose(served["logits"][mask], logits[mask], rtol=1e-4, atol=1e-4)
-
-
-@pytest.mark.slow
-def test_readme_token_tagger_example_runs_as_written(tmp_path):
-  run_readme_example("token_tagger", tmp_path)
-  assert (tmp_path / "chunk.keras").exists()
-  assert (tmp_path / "serving" / "chunk" / "1" / "saved_model.pb").exists()
