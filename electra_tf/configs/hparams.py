@@ -49,8 +49,10 @@ def run_config_hparams(run_config, source=None):
   fields = {f.name: f for f in dataclasses.fields(cls)}
   model_name = recorded.get("model_name") or run_config.get("model_name") or "electra"
   data_dir = recorded.get("data_dir") or _given_data_dir(recorded, model_name, run_config)
-  defaults = cls(model_name, data_dir).to_dict()
-  elsewhere = cls(model_name, os.path.join(data_dir, "elsewhere")).to_dict()
+  # Fine-tuning paths are named after the tasks.
+  naming = {"task_names": recorded["task_names"]} if "task_names" in recorded else {}
+  defaults = cls(model_name, data_dir, **naming).to_dict()
+  elsewhere = cls(model_name, os.path.join(data_dir, "elsewhere"), **naming).to_dict()
   hparams = {}
   for key, value in recorded.items():
     field = fields.get(key)

@@ -302,10 +302,11 @@ def check_same_architecture(existing, requested, what="the model dir", ignore=()
 
 def model_hparams(run_config, user_hparams):
   """The hparams of a pre-training run that size its model
-  (`PRETRAINING_MODEL_HPARAMS`), its vocab file and `do_lower_case`, under the
-  user's: what evaluating (or converting) that model dir needs."""
+  (`PRETRAINING_MODEL_HPARAMS`), its vocab file, `do_lower_case` and
+  `max_seq_length` (its records'), under the user's: what evaluating that
+  model dir needs."""
   hparams = run_hparams(run_config, PretrainingConfig)
-  keep = PRETRAINING_MODEL_HPARAMS + ("vocab_file", "do_lower_case")
+  keep = PRETRAINING_MODEL_HPARAMS + ("vocab_file", "do_lower_case", "max_seq_length")
   values = {k: v for k, v in hparams.items() if k in keep and k not in user_hparams}
   values.update(user_hparams)
   return values
