@@ -400,3 +400,21 @@ def check_finetuning_encoder(config, run_config):
     theirs[f"encoder.{key}"] = source.get(key)
     ours[f"encoder.{key}"] = built["encoder"].get(key)
   _raise_if_differs(theirs, ours, run_config, "the fine-tuning hparams build (init_checkpoint)")
+
+
+def finetuning_config_from_run_config(run_config, hparams=None):
+  """The `FinetuningConfig` of a fine-tuning run (its trial dir's
+  `config.json`), with `hparams` (a dict) over the run's own."""
+
+  if run_config.get("kind") != KIND_FINETUNING:
+    raise ValueError(
+      f"run config {run_config.get('path')!r} is of a {run_config.get('kind')} run, "
+      "not a fine-tuning run"
+    )
+  values = run_hparams(run_config, FinetuningConfig)
+  # The trial dir, not the run's generic model dir; paths are not needed to rebuild it.
+  values.pop("model_dir", None)
+  values.update(hparams or {})
+  model_name = run_config.get("model_name") or "electra"
+  data_dir = run_config.get("data_dir") or os.path.dirname(run_config["path"])
+  return FinetuningConfig(model_name, data_dir, **values)
