@@ -4,6 +4,9 @@ rebuild the model from it with no `--hparams` (attention heads included)."""
 
 import json
 import os
+import socket
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -228,6 +231,16 @@ def test_a_rerun_may_not_change_the_architecture(trained_run, tmp_path, capsys):
   assert "discriminator.num_attention_heads 4 → 2" in err and str(model_dir) in err
   assert (model_dir / "config.json").read_bytes() == config_json
   assert sorted(os.listdir(model_dir)) == checkpoints
+  # A second trainer while one is alive: one line naming it.
+  sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+  try:
+    lock = {"pid": sleeper.pid, "host": socket.gethostname(), "what": "run_pretraining m"}
+    (model_dir / run_lock.LOCK_FILE).write_text(json.dumps(lock))
+    assert _cli(data_dir, _hparams(num_train_steps=3)) == 2
+    assert f"in use by run_pretraining m (pid {sleeper.pid}" in capsys.readouterr().err
+  finally:
+    sleeper.kill()
+    sleeper.wait()
   # A run of an older version (no config.json) is checked against the checkpoint's shapes.
   os.rename(model_dir / "config.json", tmp_path / "config.json")
   wider = _hparams(num_train_steps=3, embedding_size=8)
