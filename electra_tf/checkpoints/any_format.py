@@ -313,6 +313,21 @@ def run_config(path):
   return detected.run_config if detected.format in (formats.TRAINING, formats.FINETUNED) else None
 
 
+def run_config_beside(path):
+  """The config (`PretrainingConfig` or `FinetuningConfig`) of the electra_tf
+  run whose model dir holds the `.keras` file `path`, or None: what a
+  `.keras` model does not record (its vocab file, `do_lower_case`)."""
+  try:
+    found = model_dir_lib.read_run_config(os.path.dirname(os.path.abspath(os.fspath(path))))
+    if found is None:
+      return None
+    if found.get("kind") == model_dir_lib.KIND_FINETUNING:
+      return model_dir_lib.finetuning_config_from_run_config(found)
+    return model_dir_lib.pretraining_config_from_run_config(found)
+  except ValueError:
+    return None
+
+
 def existing_architecture(model_dir):
   """What a model dir's newest checkpoint was trained as, for comparing a
   re-run's hparams with it: `(run_config, ignored)` from its `config.json`

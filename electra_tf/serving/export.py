@@ -327,8 +327,13 @@ def load_model(
       return load_finetuning_checkpoint(detected.location, hparams, model_name, data_dir)
     # A trial dir's config.json gives the model, vocab and do_lower_case.
     loaded = any_format.load(path, any_format.FINETUNED, hparams)
+    if loaded.config is None and loaded.detected.format == formats.KERAS:
+      return loaded.model, any_format.run_config_beside(path)
     return loaded.model, loaded.config
   loaded = any_format.load(path, kind, hparams, model_name=model_name, data_dir=data_dir)
+  if loaded.config is None and loaded.detected.format == formats.KERAS:
+    # A .keras file in a run's model dir: its config.json knows the vocab.
+    return loaded.model, any_format.run_config_beside(path)
   return loaded.model, loaded.config
 
 

@@ -131,8 +131,8 @@ def test_export_needs_no_hparams(trained_run, tmp_path):
 
 @pytest.mark.slow
 def test_convert_to_discriminator_in_one_hop(trained_run, tmp_path, capsys):
-  _, model_dir = trained_run
-  output = tmp_path / "disc.keras"
+  data_dir, model_dir = trained_run
+  output = model_dir / "disc.keras"  # kept in the run's dir: its config.json knows the vocab
   args = ["--input", str(model_dir), "--output", str(output), "--part", "discriminator"]
   assert convert_checkpoint.main(args) == 0
   assert "config.json" in capsys.readouterr().out  # the report says where the model came from
@@ -143,6 +143,11 @@ def test_convert_to_discriminator_in_one_hop(trained_run, tmp_path, capsys):
   mask = FEATURES["input_mask"].astype(bool)
   expected = _restored_discriminator_logits(model_dir, FEATURES)
   np.testing.assert_allclose(logits[mask], expected[mask], atol=1e-5)
+  # Exporting the .keras file needs no --vocab-file either (it is the run's).
+  args = ["--keras-model", str(output), "--export-dir", str(tmp_path / "serving")]
+  assert export_saved_model.main(args + ["--max-seq-length", str(S)]) == 0
+  exported = (tmp_path / "serving" / "1" / "assets" / "vocab.txt").read_text()
+  assert exported == (data_dir / "vocab.txt").read_text()
 
 
 @pytest.mark.slow
