@@ -386,6 +386,7 @@ def test_a_pretraining_run_dir_gives_the_model_and_nothing_replaces_it(tmp_path,
   one line each (exit 2, config.json untouched); the trial's config.json
   is enough for `--hparams`, `export_saved_model --model task` and
   `from_checkpoint`."""
+  import socket
   import subprocess
   import sys
 
@@ -434,7 +435,7 @@ def test_a_pretraining_run_dir_gives_the_model_and_nothing_replaces_it(tmp_path,
   sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
   try:
     lock = root / "models" / "m" / "finetuning_models" / "rte_model.lock"
-    lock.write_text(json.dumps({"pid": sleeper.pid, "host": os.uname().nodename, "what": "x"}))
+    lock.write_text(json.dumps({"pid": sleeper.pid, "host": socket.gethostname(), "what": "x"}))
     refused(ft, f"pid {sleeper.pid}", "in use by")
   finally:
     sleeper.kill()
