@@ -139,7 +139,11 @@ def main(argv=None):
     if vocab_file is None and config is not None and os.path.isfile(config.vocab_file):
       vocab_file = config.vocab_file
     if not vocab_file:
-      raise ValueError("pass --vocab-file (the WordPiece vocab the model was trained with)")
+      raise ValueError(
+        "pass --vocab-file (the WordPiece vocab the model was trained with): "
+        f"{args.keras_model or args.checkpoint!r} records none (a run's model dir records it in "
+        "its config.json, and so does a .keras file kept in that dir)"
+      )
     do_lower_case = not args.no_lower_case and (
       config is None or getattr(config, "do_lower_case", True)
     )

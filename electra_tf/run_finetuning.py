@@ -12,7 +12,11 @@ writes everything under that model directory (`configure_finetuning.py`
 output paths): `finetuning_models/<tasks>_model_<trial>/`,
 `finetuning_tfrecords/`, `results/<tasks>_results.{txt,json}`,
 `results/<tasks>_qa/` and `test_predictions/`. Re-running the same command
-resumes an interrupted trial from its newest checkpoint.
+resumes an interrupted trial from its newest checkpoint (its encoder must
+not change: one line otherwise). An electra_tf pre-training model dir's
+`config.json` gives the encoder's sizes, the vocab and `do_lower_case`
+unless `--hparams` set them. One trainer per task set: a second stops with
+one line naming the first (`finetuning_models/<tasks>_model.lock`).
 
 Exit status (`electra_tf.utils.exit_codes`): 0 done, 2 bad input (one line on stderr, nothing written),
 143 stopped by SIGTERM after saving a checkpoint.
@@ -25,9 +29,8 @@ from absl import logging
 
 from electra_tf.checkpoints.checkpointing import CheckpointSaveError
 from electra_tf.checkpoints.checkpointing import TrainingPreempted
-from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.configs.hparams import add_run_flags
-from electra_tf.configs.hparams import load_hparams
+from electra_tf.configs.model_dir import ModelDirMismatch
 from electra_tf.runtime import distribution
 from electra_tf.training import finetuning_run as runner
 from electra_tf.training.callbacks import TrainingDiverged
@@ -38,6 +41,7 @@ from electra_tf.training.finetuning_run import results_lines  # noqa: F401
 from electra_tf.training.finetuning_run import run_finetuning  # noqa: F401
 from electra_tf.training.finetuning_run import write_results  # noqa: F401
 from electra_tf.utils import exit_codes
+from electra_tf.utils.run_lock import ModelDirBusy
 
 
 def main(argv=None):
@@ -46,7 +50,7 @@ def main(argv=None):
   args = parser.parse_args(argv)
   logging.set_verbosity(logging.INFO)
   try:
-    config = FinetuningConfig(args.model_name, args.data_dir, **load_hparams(args.hparams))
+    config = runner.make_config(args.model_name, args.data_dir, args.hparams)
     # Collective ops (multi-worker) must be configured before TF starts.
     strategy = distribution.setup_distribution(config)
     runner.validate_inputs(config)
@@ -55,6 +59,9 @@ def main(argv=None):
     return exit_codes.BAD_INPUT
   try:
     runner.run_finetuning(config, strategy)
+  except (ModelDirMismatch, ModelDirBusy) as e:
+    print(f"run_finetuning: error: {e}", file=sys.stderr, flush=True)
+    return exit_codes.BAD_INPUT
   except TrainingPreempted as e:
     print(f"run_finetuning: {e}; re-run to resume.", file=sys.stderr, flush=True)
     return exit_codes.PREEMPTED

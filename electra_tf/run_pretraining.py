@@ -12,6 +12,13 @@ The original's command line and semantics (`run_pretraining.py` flags, `run_pret
 - training resumes from the newest checkpoint in the model dir and stops at
   the absolute step `num_train_steps` (nothing to do if already there);
 - `debug` deletes the model dir before training, as the original does;
+  otherwise a re-run must build the model the dir holds (its `config.json`):
+  an architecture change (sizes, heads, layers, vocab, generator, objectives)
+  is refused in one line, and `config.json` is rewritten only once the
+  checkpoint is restored; evaluation takes the model's sizes from it;
+- one trainer per model dir: `<model_dir>/train.lock` (pid and host) makes a
+  second one stop with one line naming the first (a lock left by a killed
+  run is taken over);
 - every record of every file is checksum-verified before training; with a
   `seed`, the input position is saved with each checkpoint and a resumed
   run continues with the next batch (the same batches as an uninterrupted
@@ -35,10 +42,12 @@ import sys
 from electra_tf.checkpoints.checkpointing import CheckpointSaveError
 from electra_tf.checkpoints.checkpointing import TrainingPreempted
 from electra_tf.configs.hparams import add_run_flags
+from electra_tf.configs.model_dir import ModelDirMismatch
 from electra_tf.runtime import distribution
 from electra_tf.training import pretraining_run
 from electra_tf.training.callbacks import TrainingDiverged
 from electra_tf.utils import exit_codes
+from electra_tf.utils.run_lock import ModelDirBusy
 
 
 def main(argv=None):
@@ -56,6 +65,10 @@ def main(argv=None):
     return exit_codes.BAD_INPUT
   try:
     pretraining_run.train_or_eval(config, files, strategy)
+  except (ModelDirMismatch, ModelDirBusy) as e:
+    # Another model than the dir holds, or another trainer on it: nothing written.
+    print(f"run_pretraining: error: {e}", file=sys.stderr, flush=True)
+    return exit_codes.BAD_INPUT
   except TrainingPreempted as e:
     print(f"run_pretraining: {e}; re-run to resume.", file=sys.stderr, flush=True)
     return exit_codes.PREEMPTED

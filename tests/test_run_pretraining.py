@@ -346,6 +346,7 @@ def test_stop_and_rerun_matches_an_uninterrupted_run_bit_for_bit(tmp_path, capsy
   with pytest.raises(checkpointing.TrainingPreempted, match="global step 3"):
     pretraining_run.train_or_eval(config, callbacks=[split, _TerminateAfter(3)])
   assert latest_step(tmp_path / "models" / "split") == 3
+  assert not (tmp_path / "models" / "split" / "train.lock").exists()  # released on preemption
   assert pretraining_run.train_or_eval(config, callbacks=[split]) == 7
   assert "Input pipeline resumes after 3 batches" in capsys.readouterr().out
   assert len(full.losses) == 7
@@ -403,8 +404,12 @@ def test_sigterm_kill_9_and_kill_9_in_a_save_resume_exactly(tmp_path):
     proc.stdout.read()
     err = proc.stderr.read()
     assert proc.wait() == expected, err
+    lock = tmp_path / "models" / "split" / "train.lock"
     if signum == signal.SIGTERM:
       assert "preempted" in err and "Traceback" not in err
+      assert not lock.exists()  # released
+    else:
+      assert lock.exists()  # kill -9 leaves it: the re-run finds it stale
   # kill -9 inside a save (the second of the run, or the last): its files
   # are written, the state file still names the one before.
   model_dir = tmp_path / "models" / "split"
@@ -423,6 +428,7 @@ def test_sigterm_kill_9_and_kill_9_in_a_save_resume_exactly(tmp_path):
   assert latest_step(model_dir) == target - 2
   result = run_cli(tmp_path, "split", hparams)
   assert result.returncode == 0, result.stderr
+  assert f"taking over the stale lock {lock}" in result.stderr and not lock.exists()
   assert "Input pipeline resumes after" in result.stdout
   _assert_same_checkpoints(tmp_path / "models" / "full", tmp_path / "models" / "split")
 

@@ -36,10 +36,17 @@ import tensorflow as tf
 
 from electra_tf.checkpoints import formats
 from electra_tf.checkpoints import huggingface
+from electra_tf.checkpoints import name_based
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints.finetuned_heads import load_official_finetuning_model
+from electra_tf.checkpoints.layout import NO_DATA_DIR
 from electra_tf.checkpoints.layout import load_official_pretrainer
+from electra_tf.checkpoints.object_graph import infer_hparams_from_training_checkpoint
 from electra_tf.checkpoints.object_graph import training_checkpoint_config
+from electra_tf.configs import model_dir as model_dir_lib
+from electra_tf.configs.hparams import load_hparams
+from electra_tf.configs.pretraining import PretrainingConfig
+from electra_tf.finetune import task_builder
 from electra_tf.finetune.model import FinetuningModel
 from electra_tf.models import official_names
 from electra_tf.models.electra_discriminator import ElectraDiscriminator
@@ -205,6 +212,39 @@ def read_training_checkpoint(prefix, hparams=None, model_name="converted", data_
   return model, config, notes
 
 
+def build_finetuning_model(config):
+  """A built `FinetuningModel` with one head per task of a `FinetuningConfig`,
+  sized as `run_finetuning` sizes it (debug mode shrinks the encoder)."""
+
+  tasks = task_builder.get_tasks(config, tokenizer=None)
+  return FinetuningModel.from_finetuning_config(config, [task.create_head() for task in tasks])
+
+
+def read_finetuned_checkpoint(prefix, config, source="the given hparams"):
+  """The `FinetuningModel` of `config` restored from a fine-tuned checkpoint;
+  every model variable (encoder and heads) must be in it."""
+  model = build_finetuning_model(config)
+  if name_based.is_name_based(prefix):
+    official_checkpoint.restore_from_name_map(
+      model.official_name_map(), prefix, allow_unexpected=True
+    )
+  else:
+    restore_model_variables(model, prefix, source)
+  return model
+
+
+def _read_finetuning_run(detected, hparams):
+  """A fine-tuning run's trial dir: the model its `config.json` describes."""
+  user = load_hparams(hparams)
+  config = model_dir_lib.finetuning_config_from_run_config(detected.run_config, user)
+  described = detected.run_config["path"] + (" with --hparams over it" if user else "")
+  try:
+    model = read_finetuned_checkpoint(detected.location, config, described)
+  except ValueError as e:
+    raise ValueError(f"{e} (the model built from {described})") from None
+  return Loaded(model, detected, config, [f"model from {described}"])
+
+
 def load(path, part=PRETRAINER, hparams=None, model_name="converted", data_dir=None):
   """Part `part` of the model at `path`, whatever its format.
 
@@ -236,6 +276,8 @@ def load(path, part=PRETRAINER, hparams=None, model_name="converted", data_dir=N
     if found != part:
       raise ValueError(f"{os.fspath(path)!r} holds the {found}; expected the {part}")
     return Loaded(model, detected, None, list(notes))
+  if detected.format == formats.FINETUNED and detected.run_config is not None:
+    return _read_finetuning_run(detected, hparams)
   if detected.format == formats.FINETUNED:
     model, _, info = load_official_finetuning_model(where, hparams)
     return Loaded(model, detected, None, list(info["notes"]))
@@ -252,6 +294,65 @@ def load(path, part=PRETRAINER, hparams=None, model_name="converted", data_dir=N
   if network is None:
     raise _missing_network_error(pretrainer, part)
   return Loaded(network, detected, config, notes, not_loaded)
+
+
+# --- the run a model dir holds ----------------------------------------------------
+
+
+def run_config(path):
+  """The electra_tf run config (`config.json`) of the checkpoint at `path`
+  (a model dir or a checkpoint prefix), or None: no checkpoint there (a
+  `config.json` with no checkpoint describes nothing that was kept), not an
+  electra_tf run, or a run older than `config.json`."""
+  if not tf.io.gfile.exists(os.fspath(path)) and not tf.io.gfile.exists(f"{path}.index"):
+    return None
+  try:
+    detected = formats.detect(path)
+  except ValueError:
+    return None
+  return detected.run_config if detected.format in (formats.TRAINING, formats.FINETUNED) else None
+
+
+def run_config_beside(path):
+  """The config (`PretrainingConfig` or `FinetuningConfig`) of the electra_tf
+  run whose model dir holds the `.keras` file `path`, or None: what a
+  `.keras` model does not record (its vocab file, `do_lower_case`)."""
+  try:
+    found = model_dir_lib.read_run_config(os.path.dirname(os.path.abspath(os.fspath(path))))
+    if found is None:
+      return None
+    if found.get("kind") == model_dir_lib.KIND_FINETUNING:
+      return model_dir_lib.finetuning_config_from_run_config(found)
+    return model_dir_lib.pretraining_config_from_run_config(found)
+  except ValueError:
+    return None
+
+
+def existing_architecture(model_dir):
+  """What a model dir's newest checkpoint was trained as, for comparing a
+  re-run's hparams with it: `(run_config, ignored)` from its `config.json`
+  (`ignored` empty), or, for a pre-training checkpoint without one, a run
+  config inferred from its variables' shapes with `ignored` the fields the
+  shapes cannot tell (attention heads, activation). `(None, ())` when the
+  dir holds no electra_tf pre-training checkpoint (or its shapes cannot be
+  read: restoring then reports the mismatch)."""
+  found = run_config(model_dir)
+  if found is not None:
+    return found, ()
+  prefix = (
+    tf.train.latest_checkpoint(os.fspath(model_dir))
+    if tf.io.gfile.isdir(os.fspath(model_dir))
+    else None
+  )
+  if prefix is None:
+    return None, ()
+  try:
+    hparams, _ = infer_hparams_from_training_checkpoint(prefix)
+    inferred = model_dir_lib.run_config_dict(PretrainingConfig("inferred", NO_DATA_DIR, **hparams))
+  except (ValueError, KeyError, tf.errors.OpError):
+    return None, ()
+  inferred["path"] = f"{prefix} (its variables' shapes; no config.json)"
+  return inferred, ("num_attention_heads", "hidden_act")
 
 
 # --- fine-tuning initialisation --------------------------------------------------

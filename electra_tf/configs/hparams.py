@@ -7,13 +7,87 @@ import difflib
 import json
 import numbers
 import os
+import re
 import types
+
+# The `format` of a run's `config.json` (`electra_tf.configs.model_dir`).
+RUN_CONFIG_FORMAT = "electra_tf.run_config"
+# Every `ConfigBase` subclass by name, so a run config's `config_class` finds its fields.
+_CONFIG_CLASSES = {}
 
 
 def load_hparams(hparams):
   """Returns the hparams dict given as a dict, a JSON object string, or a path
   to a `.json` file (the original's `--hparams` rule: a string ending in
-  `.json` is a file)."""
+  `.json` is a file). A run's `config.json` (`"format":
+  "electra_tf.run_config"`) gives that run's hparams (`run_config_hparams`)."""
+  values = _load_hparams(hparams)
+  if values.get("format") == RUN_CONFIG_FORMAT:
+    return run_config_hparams(values, source=hparams if isinstance(hparams, str) else None)
+  return values
+
+
+def run_config_hparams(run_config, source=None):
+  """The hparams of a run config as `--hparams` for another run: its hparams
+  without the `--model-name` / `--data-dir` flags, derived fields, unset
+  (null) defaults, and the paths that followed the run's flags (model dir,
+  results, caches, the default vocab), so those follow the new run's flags;
+  a path the run was given explicitly is kept.
+
+  Args:
+    run_config: the parsed `config.json`.
+    source: its path, for messages.
+  """
+  where = source or run_config.get("path") or "the run config"
+  cls = _CONFIG_CLASSES.get(run_config.get("config_class"))
+  if cls is None or not isinstance(run_config.get("hparams"), dict):
+    raise ValueError(
+      f"--hparams {where!r}: a run config with an unknown config_class "
+      f"{run_config.get('config_class')!r} or no hparams (written by another electra_tf version?)"
+    )
+  recorded = run_config["hparams"]
+  fields = {f.name: f for f in dataclasses.fields(cls)}
+  model_name = recorded.get("model_name") or run_config.get("model_name") or "electra"
+  data_dir = recorded.get("data_dir") or _given_data_dir(recorded, model_name, run_config)
+  # Fine-tuning paths are named after the tasks.
+  naming = {"task_names": recorded["task_names"]} if "task_names" in recorded else {}
+  defaults = cls(model_name, data_dir, **naming).to_dict()
+  elsewhere = cls(model_name, os.path.join(data_dir, "elsewhere"), **naming).to_dict()
+  hparams = {}
+  for key, value in recorded.items():
+    field = fields.get(key)
+    if field is None:
+      raise ValueError(unknown_hparam_message(key, fields) + f" (in the run config {where!r})")
+    if key in ("model_name", "data_dir") or field.metadata.get("derived"):
+      continue
+    if value is None and field.default is None:
+      continue
+    if defaults[key] != elsewhere[key] and _follows_flags(value, defaults[key]):
+      continue
+    hparams[key] = value
+  return hparams
+
+
+def _given_data_dir(recorded, model_name, run_config):
+  """The `--data-dir` a pre-training run was given (its model dir is
+  `<data-dir>/models/<name>` unless set), else the absolute one it recorded."""
+  model_dir = str(recorded.get("model_dir") or "")
+  tail = os.path.join("models", model_name)
+  if model_dir.endswith(tail):
+    return model_dir[: -len(tail)].rstrip(os.sep) or "."
+  return run_config.get("data_dir") or "."
+
+
+def _follows_flags(value, default):
+  # A fine-tuning run records its trial dir `<model_dir>_<trial>`.
+  return value == default or (
+    isinstance(value, str)
+    and isinstance(default, str)
+    and re.fullmatch(re.escape(default) + r"_\d+", value) is not None
+  )
+
+
+def _load_hparams(hparams):
   if hparams is None:
     return {}
   if isinstance(hparams, dict):
@@ -107,6 +181,10 @@ class ConfigBase:
   ...
   ValueError: Unknown hparam 'lerning_rate' — did you mean 'learning_rate'? Valid hparams: learning_rate
   """
+
+  def __init_subclass__(cls, **kwargs):
+    super().__init_subclass__(**kwargs)
+    _CONFIG_CLASSES[cls.__name__] = cls
 
   @classmethod
   def field_help(cls):

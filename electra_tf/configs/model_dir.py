@@ -27,15 +27,54 @@ import os
 import tensorflow as tf
 
 from electra_tf.configs import pretraining as pretraining_lib
+from electra_tf.configs.finetuning import FinetuningConfig
+from electra_tf.configs.hparams import RUN_CONFIG_FORMAT  # noqa: F401  (public here too)
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.text import vocab as vocab_lib
 from electra_tf.utils.file_io import write_atomic
 
 RUN_CONFIG_FILE = "config.json"
-RUN_CONFIG_FORMAT = "electra_tf.run_config"
 RUN_CONFIG_VERSION = 1
 KIND_PRETRAINING = "pretraining"
 KIND_FINETUNING = "finetuning"
+CONFIG_CLASSES = {"PretrainingConfig": PretrainingConfig, "FinetuningConfig": FinetuningConfig}
+
+# What counts as the model's architecture (`architecture_of`): the fields of
+# each tower's `BertConfig` that change the built model or what it computes
+# (dropout rates and the initializer's range do not: a resumed run may change
+# them), the embedding size, and the pre-training hparams that decide which
+# networks exist and what they share.
+ARCHITECTURE_BERT_FIELDS = (
+  "vocab_size",
+  "hidden_size",
+  "num_hidden_layers",
+  "num_attention_heads",
+  "intermediate_size",
+  "hidden_act",
+  "max_position_embeddings",
+  "type_vocab_size",
+)
+STRUCTURE_HPARAMS = (
+  "electra_objective",
+  "electric_objective",
+  "uniform_generator",
+  "two_tower_generator",
+  "untied_generator",
+  "untied_generator_embeddings",
+)
+# Hparams that size the encoder a fine-tuning run builds: taken from the
+# run config of the model it starts from unless the user sets them.
+ENCODER_HPARAMS = ("model_size", "model_hparam_overrides", "embedding_size", "vocab_size")
+# Hparams that size a pre-training model: evaluation on an existing model
+# dir takes them from its config.json unless the user sets them.
+PRETRAINING_MODEL_HPARAMS = (
+  ENCODER_HPARAMS + ("debug", "generator_layers", "generator_hidden_size") + STRUCTURE_HPARAMS
+)
+
+
+class ModelDirMismatch(ValueError):
+  """The requested model is not the one a model dir (or the model a run
+  starts from) holds; the message names every difference, old → new."""
 
 
 def _vocab_description(vocab_file, do_lower_case):
@@ -161,17 +200,20 @@ def read_run_config(path):
 
 def run_hparams(run_config, config_class=None):
   """The run's hparams as `config_class(model_name, data_dir, **hparams)`
-  accepts them: without derived fields and unset (None) defaults.
+  accepts them: without derived fields, unset (None) defaults and the two
+  flags (`model_name`, `data_dir`).
 
   Args:
     run_config: what `read_run_config` returns.
-    config_class: default `PretrainingConfig` for a pre-training run.
+    config_class: default: the run's own (`config_class` in the file).
   """
   if config_class is None:
-    config_class = PretrainingConfig
+    config_class = CONFIG_CLASSES.get(run_config.get("config_class"), PretrainingConfig)
   fields = {f.name: f for f in dataclasses.fields(config_class)}
   hparams = {}
   for key, value in run_config["hparams"].items():
+    if key in ("model_name", "data_dir"):
+      continue  # the --model-name and --data-dir flags, not hparams
     field = fields.get(key)
     if field is None:
       raise ValueError(
@@ -201,3 +243,178 @@ def pretraining_config_from_run_config(run_config, hparams=None):
   model_name = values.pop("model_name", None) or run_config.get("model_name") or "electra"
   data_dir = run_config.get("data_dir") or os.path.dirname(run_config["path"])
   return PretrainingConfig(model_name, data_dir, **values)
+
+
+# --- the architecture a run config records, and what may not change -----------
+
+
+def architecture_of(run_config):
+  """The model's architecture as a flat dict (`"discriminator.num_attention_heads": 2`):
+  each tower's `ARCHITECTURE_BERT_FIELDS`, the embedding size and, for
+  pre-training, the `STRUCTURE_HPARAMS`. Anything else (steps, learning
+  rate, batch size, dropout, ...) may change between runs on one model dir.
+
+  Args:
+    run_config: a run config (`read_run_config` or `run_config_dict`).
+  """
+  flat = {}
+  for tower, value in sorted(run_config["architecture"].items()):
+    if isinstance(value, dict):
+      for key in ARCHITECTURE_BERT_FIELDS:
+        flat[f"{tower}.{key}"] = value.get(key)
+    else:
+      flat[tower] = value
+  if run_config.get("kind") == KIND_PRETRAINING:
+    for key in STRUCTURE_HPARAMS:
+      flat[key] = run_config["hparams"].get(key)
+  return flat
+
+
+def architecture_differences(old, new, ignore=()):
+  """`["discriminator.num_attention_heads 2 → 4", ...]` between two run
+  configs' architectures (`architecture_of`); a tower only one has shows
+  as absent. `ignore`: `BertConfig` fields left out (those a checkpoint's
+  shapes cannot tell)."""
+  old_flat, new_flat = architecture_of(old), architecture_of(new)
+  lines = []
+  for key in sorted(set(old_flat) | set(new_flat)):
+    if key.rsplit(".", 1)[-1] in ignore and "." in key:
+      continue
+    a, b = old_flat.get(key, "absent"), new_flat.get(key, "absent")
+    if a != b:
+      lines.append(f"{key} {json.dumps(a)} → {json.dumps(b)}")
+  return lines
+
+
+def check_same_architecture(existing, requested, what="the model dir", ignore=()):
+  """Raises `ModelDirMismatch` (one line) when `requested` (a run config
+  dict) builds another model than `existing` (a run config read from
+  `what`), naming every difference (but those of the fields `ignore`)."""
+  differences = architecture_differences(existing, requested, ignore)
+  if differences:
+    raise ModelDirMismatch(
+      f"{existing.get('path', what)}: the hparams ask for another model than {what} holds: "
+      + "; ".join(differences)
+      + " (architecture hparams cannot change on a model dir: start a new one with another "
+      "--model-name, or keep its sizes)"
+    )
+
+
+def model_hparams(run_config, user_hparams):
+  """The hparams of a pre-training run that size its model
+  (`PRETRAINING_MODEL_HPARAMS`), its vocab file, `do_lower_case` and
+  `max_seq_length` (its records'), under the user's: what evaluating that
+  model dir needs."""
+  hparams = run_hparams(run_config, PretrainingConfig)
+  keep = PRETRAINING_MODEL_HPARAMS + ("vocab_file", "do_lower_case", "max_seq_length")
+  values = {k: v for k, v in hparams.items() if k in keep and k not in user_hparams}
+  values.update(user_hparams)
+  return values
+
+
+def encoder_hparams(run_config):
+  """The fine-tuning hparams that rebuild the encoder of a run (the
+  discriminator of a pre-training run, the encoder of a fine-tuning run),
+  its vocab and `do_lower_case`: `ENCODER_HPARAMS`, `vocab_file` and
+  `do_lower_case`. A debug run's shrunk sizes become `model_hparam_overrides`."""
+  hparams = run_config["hparams"]
+  values = {k: hparams[k] for k in ENCODER_HPARAMS if k in hparams}
+  encoder = _encoder_of(run_config)
+  if hparams.get("debug") and encoder is not None:
+    values["model_hparam_overrides"] = {k: encoder[k] for k in ARCHITECTURE_BERT_FIELDS}
+  values["embedding_size"] = run_config["architecture"].get("embedding_size")
+  vocab = run_config.get("vocab") or {}
+  if vocab.get("file"):
+    values["vocab_file"] = vocab["file"]
+  if vocab.get("do_lower_case") is not None:
+    values["do_lower_case"] = vocab["do_lower_case"]
+  return values
+
+
+def _encoder_of(run_config):
+  architecture = run_config["architecture"]
+  return architecture.get("encoder") or architecture.get("discriminator")
+
+
+def encoder_config(run_config, given=None):
+  """`(bert_config_dict, embedding_size)` of the encoder of a run (a
+  pre-training run's discriminator, a fine-tuning run's encoder).
+
+  Args:
+    run_config: the run's config.
+    given: `(bert_config_dict, embedding_size)` the caller's size arguments
+      build, or None; it must agree with the run's (`ModelDirMismatch`).
+  """
+  encoder = _encoder_of(run_config)
+  if encoder is None:
+    raise ModelDirMismatch(f"{run_config.get('path')}: the run has no discriminator encoder")
+  embedding_size = run_config["architecture"].get("embedding_size")
+  if given is not None:
+    theirs = {f"encoder.{k}": encoder.get(k) for k in ARCHITECTURE_BERT_FIELDS}
+    theirs["embedding_size"] = embedding_size
+    ours = {f"encoder.{k}": given[0].get(k) for k in ARCHITECTURE_BERT_FIELDS}
+    ours["embedding_size"] = given[1] or given[0].get("hidden_size")
+    _raise_if_differs(theirs, ours, run_config, "the size arguments build")
+  return dict(encoder), embedding_size
+
+
+def _raise_if_differs(theirs, ours, run_config, what):
+  differences = [
+    f"{k} {json.dumps(theirs[k])} → {json.dumps(ours[k])}"
+    for k in sorted(theirs)
+    if theirs[k] != ours[k]
+  ]
+  if differences:
+    raise ModelDirMismatch(
+      f"the model at {run_config.get('path')} has another encoder than {what}: "
+      + "; ".join(differences)
+      + " (leave the sizes out to take the run's, or use another model)"
+    )
+
+
+def finetuning_hparams_over(run_config, user_hparams):
+  """Fine-tuning hparams for a run that starts from the run of `run_config`:
+  its `encoder_hparams` under the user's (`user_hparams` win), checked: when
+  the user's sizes build another encoder than the run's, `ModelDirMismatch`
+  names the differences.
+
+  Example:
+    hparams = finetuning_hparams_over(read_run_config("data/models/demo"), {"task_names": ["rte"]})
+  """
+  values = {k: v for k, v in encoder_hparams(run_config).items() if k not in user_hparams}
+  values.update(user_hparams)
+  return values
+
+
+def check_finetuning_encoder(config, run_config):
+  """Raises `ModelDirMismatch` when the encoder `config` (a
+  `FinetuningConfig`) builds differs from the encoder of the run it starts
+  from (`run_config`)."""
+  source = _encoder_of(run_config)
+  if source is None:
+    return
+  built = _architecture(config)
+  theirs = {"embedding_size": run_config["architecture"].get("embedding_size")}
+  ours = {"embedding_size": built["embedding_size"]}
+  for key in ARCHITECTURE_BERT_FIELDS:
+    theirs[f"encoder.{key}"] = source.get(key)
+    ours[f"encoder.{key}"] = built["encoder"].get(key)
+  _raise_if_differs(theirs, ours, run_config, "the fine-tuning hparams build (init_checkpoint)")
+
+
+def finetuning_config_from_run_config(run_config, hparams=None):
+  """The `FinetuningConfig` of a fine-tuning run (its trial dir's
+  `config.json`), with `hparams` (a dict) over the run's own."""
+
+  if run_config.get("kind") != KIND_FINETUNING:
+    raise ValueError(
+      f"run config {run_config.get('path')!r} is of a {run_config.get('kind')} run, "
+      "not a fine-tuning run"
+    )
+  values = run_hparams(run_config, FinetuningConfig)
+  # The trial dir, not the run's generic model dir; paths are not needed to rebuild it.
+  values.pop("model_dir", None)
+  values.update(hparams or {})
+  model_name = run_config.get("model_name") or "electra"
+  data_dir = run_config.get("data_dir") or os.path.dirname(run_config["path"])
+  return FinetuningConfig(model_name, data_dir, **values)

@@ -23,12 +23,9 @@ import tensorflow as tf
 
 from electra_tf.checkpoints import any_format
 from electra_tf.checkpoints import formats
-from electra_tf.checkpoints import name_based
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.configs import hparams as hparams_lib
 from electra_tf.configs.finetuning import FinetuningConfig
-from electra_tf.finetune import task_builder
-from electra_tf.finetune.model import FinetuningModel
 from electra_tf.runtime import distribution
 from electra_tf.serving import loading as serving_loading
 from electra_tf.serving import modules as serving_modules
@@ -93,30 +90,19 @@ def _is_finetuning_model(model):
   return hasattr(model, "heads") and hasattr(model, "encoder")
 
 
-def build_finetuning_model(config):
-  """A built `FinetuningModel` with one head per task of a `FinetuningConfig`,
-  sized as `run_finetuning` sizes it (debug mode shrinks the encoder)."""
-
-  tasks = task_builder.get_tasks(config, tokenizer=None)
-  return FinetuningModel.from_finetuning_config(config, [task.create_head() for task in tasks])
+build_finetuning_model = any_format.build_finetuning_model
 
 
 def load_finetuning_checkpoint(path, hparams, model_name="electra", data_dir=None):
-  """A `FinetuningModel` restored from a fine-tuned checkpoint; every model
+  """A `FinetuningModel` restored from a fine-tuned checkpoint of a run
+  without `config.json`, built from its fine-tuning `hparams`; every model
   variable (encoder and heads) must be in it."""
 
   prefix = official_checkpoint.resolve_checkpoint_path(path)
   config = FinetuningConfig(
     model_name, data_dir or os.path.dirname(prefix), **hparams_lib.load_hparams(hparams)
   )
-  model = build_finetuning_model(config)
-  if name_based.is_name_based(prefix):
-    official_checkpoint.restore_from_name_map(
-      model.official_name_map(), prefix, allow_unexpected=True
-    )
-  else:
-    any_format.restore_model_variables(model, prefix)
-  return model, config
+  return any_format.read_finetuned_checkpoint(prefix, config), config
 
 
 def build_serving_module(
@@ -337,10 +323,17 @@ def load_model(
     raise ValueError(f"--model {kind!r}; expected one of {MODEL_KINDS}")
   if kind == "task":
     detected = formats.require(path, any_format.READABLE[any_format.FINETUNED])
-    if detected.format == formats.FINETUNED and hparams:
+    if detected.format == formats.FINETUNED and hparams and detected.run_config is None:
       return load_finetuning_checkpoint(detected.location, hparams, model_name, data_dir)
-    return any_format.load(path, any_format.FINETUNED, hparams).model, None
+    # A trial dir's config.json gives the model, vocab and do_lower_case.
+    loaded = any_format.load(path, any_format.FINETUNED, hparams)
+    if loaded.config is None and loaded.detected.format == formats.KERAS:
+      return loaded.model, any_format.run_config_beside(path)
+    return loaded.model, loaded.config
   loaded = any_format.load(path, kind, hparams, model_name=model_name, data_dir=data_dir)
+  if loaded.config is None and loaded.detected.format == formats.KERAS:
+    # A .keras file in a run's model dir: its config.json knows the vocab.
+    return loaded.model, any_format.run_config_beside(path)
   return loaded.model, loaded.config
 
 

@@ -64,12 +64,15 @@ class ElectraClassifier(ElectraTaskModel):
     )
 
   @classmethod
-  def from_checkpoint(cls, path, vocab_file, num_classes, *args, **kwargs):
+  def from_checkpoint(cls, path, vocab_file=None, num_classes=None, *args, **kwargs):
     """A classifier initialised from `path`: an original/released
-    checkpoint, an electra_tf pre-training or fine-tuning model dir, or a
-    `.keras` model. The other arguments, `model_size="small"`,
+    checkpoint, an electra_tf pre-training or fine-tuning model dir (its
+    `config.json` gives the sizes and the vocab: `vocab_file` may be None),
+    or a `.keras` model. The other arguments, `model_size="small"`,
     `embedding_size=None` (`small`: 128), `model_hparam_overrides=None`,
     `max_seq_length=128`, `do_lower_case=True`, are `ElectraTaskModel.from_checkpoint`'s."""
+    if num_classes is None:
+      raise ValueError("ElectraClassifier.from_checkpoint needs num_classes")
     return super().from_checkpoint(path, vocab_file, *args, num_classes=num_classes, **kwargs)
 
   def task_outputs(self, head_outputs):

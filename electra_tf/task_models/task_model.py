@@ -9,6 +9,7 @@ import keras
 import tensorflow as tf
 
 from electra_tf.checkpoints import any_format
+from electra_tf.configs import model_dir as model_dir_lib
 from electra_tf.configs.pretraining import default_embedding_size
 from electra_tf.configs.pretraining import get_bert_config
 from electra_tf.finetune.model import FinetuningModel
@@ -64,41 +65,56 @@ class ElectraTaskModel(keras.Model):
   def from_checkpoint(
     cls,
     path,
-    vocab_file,
-    model_size="small",
+    vocab_file=None,
+    model_size=None,
     embedding_size=None,
     model_hparam_overrides=None,
     max_seq_length=None,
-    do_lower_case=True,
+    do_lower_case=None,
     **kwargs,
   ):
     """A model initialised from `path`: an original/released checkpoint,
     an electra_tf pre-training or fine-tuning model dir, or a `.keras`
-    model. The encoder's size is given as in the hparams (`model_size`,
-    `embedding_size` — `small` defaults to 128 —, `model_hparam_overrides`);
-    the vocab size comes from `vocab_file`. `max_seq_length` defaults to the
-    class's `default_max_seq_length`; `kwargs` named in `preprocessor_args`
-    go to the preprocessor, the rest to the constructor."""
+    model. An electra_tf model dir's `config.json` gives the encoder's size,
+    the vocab and `do_lower_case`; size arguments given as well must build
+    the same encoder (`ModelDirMismatch` otherwise). Elsewhere the encoder's
+    size is given as in the hparams (`model_size`, default `small`,
+    `embedding_size` — `small` defaults to 128 —, `model_hparam_overrides`),
+    the vocab size comes from `vocab_file` (required) and `do_lower_case`
+    defaults to true. `max_seq_length` defaults to the class's
+    `default_max_seq_length`; `kwargs` named in `preprocessor_args` go to
+    the preprocessor, the rest to the constructor."""
+    run_config = any_format.run_config(path)
+    if run_config is not None:
+      run_vocab = run_config.get("vocab") or {}
+      vocab_file = vocab_file or run_vocab.get("file")
+      if do_lower_case is None:
+        do_lower_case = run_vocab.get("do_lower_case")
+    if not vocab_file:
+      raise ValueError(
+        f"{path!r} has no electra_tf config.json recording its vocab: pass vocab_file"
+      )
     preprocessor = ElectraTextPreprocessor.from_vocab_file(
       vocab_file,
       max_seq_length=max_seq_length or cls.default_max_seq_length,
-      do_lower_case=do_lower_case,
+      do_lower_case=True if do_lower_case is None else do_lower_case,
       packing=cls.packing,
       **{k: kwargs.pop(k) for k in cls.preprocessor_args if k in kwargs},
     )
+    sizes_given = (model_size, embedding_size, model_hparam_overrides) != (None, None, None)
     size = types.SimpleNamespace(
-      model_size=model_size,
+      model_size=model_size or "small",
       vocab_size=preprocessor.tokenizer.vocab_size,
       model_hparam_overrides=dict(model_hparam_overrides or {}),
     )
     if embedding_size is None:
-      embedding_size = default_embedding_size(model_size)
-    model = cls(
-      get_bert_config(size).to_dict(),
-      preprocessor=preprocessor,
-      embedding_size=embedding_size,
-      **kwargs,
-    )
+      embedding_size = default_embedding_size(size.model_size)
+    bert_config = get_bert_config(size).to_dict()
+    if run_config is not None:
+      bert_config, embedding_size = model_dir_lib.encoder_config(
+        run_config, (bert_config, embedding_size) if sizes_given else None
+      )
+    model = cls(bert_config, preprocessor=preprocessor, embedding_size=embedding_size, **kwargs)
     model.build()
     any_format.initialize_finetuning_model(model.finetuning_model, path)
     return model

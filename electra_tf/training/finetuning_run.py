@@ -15,6 +15,7 @@ Usage (needs task data, so not run as a doctest):
 """
 
 import json
+import os
 import statistics
 
 from absl import logging
@@ -24,6 +25,9 @@ import tensorflow as tf
 
 from electra_tf.checkpoints import any_format
 from electra_tf.checkpoints import checkpointing
+from electra_tf.configs import model_dir as model_dir_lib
+from electra_tf.configs.finetuning import FinetuningConfig
+from electra_tf.configs.hparams import load_hparams
 from electra_tf.configs.model_dir import KIND_FINETUNING
 from electra_tf.configs.model_dir import write_run_config
 from electra_tf.configs.pretraining import get_pretraining_bert_config
@@ -36,6 +40,7 @@ from electra_tf.text import wordpiece as tokenization
 from electra_tf.training.callbacks import DivergenceGuard
 from electra_tf.training.callbacks import ETALogger
 from electra_tf.training.callbacks import TrainingSummaries
+from electra_tf.utils import run_lock
 from electra_tf.utils.file_io import write_atomic
 
 GLUE_TASKS = ("cola", "mrpc", "mnli", "sst", "rte", "qnli", "qqp", "sts")
@@ -53,6 +58,38 @@ def get_finetuning_bert_config(config):
       f"max_position_embeddings={bert_config.max_position_embeddings}"
     )
   return bert_config
+
+
+def _source_run_config(config):
+  """The run config of the electra_tf run the model starts from: hparam
+  `init_checkpoint` (the pre-training model dir by default) or, without
+  training, the first trial's dir; None when it has none."""
+  if config.init_checkpoint:
+    found = any_format.run_config(config.init_checkpoint)
+    if found is not None:
+      return found
+  if not config.do_train:
+    return any_format.run_config(config.model_dir + "_1")
+  return None
+
+
+def make_config(model_name, data_dir, hparams):
+  """The `FinetuningConfig` of the three flags (hparams: dict, JSON string,
+  `.json` path or a run's `config.json`). When the model it starts from is
+  an electra_tf run with a `config.json`, the encoder's sizes, the vocab file
+  and `do_lower_case` come from that file unless the hparams set them; sizes
+  the hparams set must build the same encoder (one-line
+  `model_dir.ModelDirMismatch` otherwise)."""
+  user = load_hparams(hparams)
+  config = FinetuningConfig(model_name, data_dir, **user)
+  source = _source_run_config(config)
+  if source is None:
+    return config
+  config = FinetuningConfig(
+    model_name, data_dir, **model_dir_lib.finetuning_hparams_over(source, user)
+  )
+  model_dir_lib.check_finetuning_encoder(config, source)
+  return config
 
 
 def validate_inputs(config):
@@ -322,7 +359,13 @@ def write_results(config, results):
 
 def _prepare_model_dir(config):
   """A fresh trial dir, unless it holds a checkpoint to resume from (the
-  original always deleted it)."""
+  original always deleted it) of the same architecture (else one-line
+  `model_dir.ModelDirMismatch`, nothing changed)."""
+  existing = any_format.run_config(config.model_dir)
+  if existing is not None:
+    model_dir_lib.check_same_architecture(
+      existing, model_dir_lib.run_config_dict(config, KIND_FINETUNING)
+    )
   if tf.train.latest_checkpoint(config.model_dir):
     logging.info(
       "%s holds a checkpoint: resuming it (delete the directory to start over)", config.model_dir
@@ -338,9 +381,28 @@ def run_finetuning(config, strategy=None):
   the list of per-trial results. `strategy` defaults to the one the hparams
   choose (`electra_tf.runtime.distribution.setup_distribution`)."""
   validate_inputs(config)
+  source = _source_run_config(config)
+  if source is not None:
+    model_dir_lib.check_finetuning_encoder(config, source)
   if strategy is None:
     strategy = distribution.setup_distribution(config)
   chief = distribution.is_chief(strategy)
+  lock = None
+  if config.do_train and chief:
+    # One lock for all trials (a trial's dir is deleted and re-made).
+    lock = run_lock.RunLock(
+      config.model_dir + ".lock",
+      f"run_finetuning --model-name {config.model_name} of {os.path.basename(config.model_dir)}",
+    )
+    lock.acquire()
+  try:
+    return _run_trials(config, strategy, chief)
+  finally:
+    if lock is not None:
+      lock.release()
+
+
+def _run_trials(config, strategy, chief):
   results = []
   trial = 1
   # The original's heading never updates its trial number (docs/differences.md).

@@ -24,6 +24,7 @@ import pickle
 import keras
 import tensorflow as tf
 
+from electra_tf.checkpoints import any_format
 from electra_tf.checkpoints import checkpointing
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.configs import model_dir as model_dir_lib
@@ -35,6 +36,7 @@ from electra_tf.models.electra_pretrainer import built_pretrainer
 from electra_tf.runtime import distribution
 from electra_tf.text import vocab as vocab_lib
 from electra_tf.training import callbacks as training_callbacks
+from electra_tf.utils import run_lock
 from electra_tf.utils.file_io import check_writable
 from electra_tf.utils.file_io import write_atomic
 
@@ -244,6 +246,10 @@ def train(config, strategy, files, callbacks=()):
     step = checkpoint_callback.restore()
   if manager.latest_checkpoint is not None:
     print(f"Restored {manager.latest_checkpoint} (global step {step})", flush=True)
+  if chief:
+    # Only now, with the model built and its checkpoint restored: a run that
+    # fails before leaves the model dir's description as it was.
+    print(f"Wrote {model_dir_lib.write_run_config(config)}", flush=True)
   if step >= config.num_train_steps:
     print(
       f"Global step {step} >= num_train_steps={config.num_train_steps}: nothing to train.",
@@ -332,6 +338,33 @@ def evaluate(config, strategy, files):
   return results
 
 
+def check_model_dir(config):
+  """Refuses (`model_dir.ModelDirMismatch`, one line) hparams that would build
+  another model than the one the model dir's checkpoint holds, as its
+  `config.json` records it (or, for a run older than that file, as its
+  variables' shapes show). Only the architecture counts
+  (`model_dir.architecture_of`: tower sizes, heads, layers, vocab and
+  embedding sizes, which networks exist and what they share); steps,
+  learning rate and the other hparams may change on a re-run."""
+  existing, ignore = any_format.existing_architecture(config.model_dir)
+  if existing is not None:
+    model_dir_lib.check_same_architecture(
+      existing, model_dir_lib.run_config_dict(config), ignore=ignore
+    )
+
+
+def _wipe_model_dir(model_dir, keep):
+  """Deletes everything in `model_dir` but the file `keep` (the lock)."""
+  for name in tf.io.gfile.listdir(model_dir):
+    path = os.path.join(model_dir, name.rstrip("/"))
+    if os.path.basename(path) == keep:
+      continue
+    if tf.io.gfile.isdir(path):
+      tf.io.gfile.rmtree(path)
+    else:
+      tf.io.gfile.remove(path)
+
+
 def train_or_eval(config, files=None, strategy=None, callbacks=()):
   """The original's `train_or_eval`: validation (unless `files` says it was
   done), debug wipe, config log, then training or evaluation. The strategy
@@ -339,37 +372,64 @@ def train_or_eval(config, files=None, strategy=None, callbacks=()):
   unless the caller decided them (`strategy`); it comes first because a
   multi-worker strategy must exist before anything starts TensorFlow, such
   as reading the data to check it. `callbacks` are extra Keras callbacks for
-  training."""
+  training.
+
+  Training takes the model dir's lock (`electra_tf.utils.run_lock`; the
+  chief only) and, unless `debug` wipes the dir, checks that the hparams
+  build the model the dir holds (`check_model_dir`); both errors are
+  `ValueError`s of one line.
+  """
   if strategy is None:
     strategy = distribution.setup_distribution(config)
   files = _as_pretraining_files(validate_config(config) if files is None else files)
-  if config.debug and config.do_train:
-    print(
-      f"WARNING: debug=True deletes the model dir {config.model_dir} before training "
-      "(as the original does).",
-      flush=True,
+  lock = None
+  if config.do_train and distribution.is_chief(strategy):
+    lock = run_lock.RunLock(
+      os.path.join(config.model_dir, run_lock.LOCK_FILE),
+      f"run_pretraining --model-name {config.model_name}",
     )
-    if tf.io.gfile.exists(config.model_dir):
-      tf.io.gfile.rmtree(config.model_dir)
-  tf.io.gfile.makedirs(config.model_dir)
-  _heading("Config")
-  print(repr(config), flush=True)
-  print(f"{len(files.files)} pre-training file(s)", flush=True)
-  batch_size = config.train_batch_size if config.do_train else config.eval_batch_size
-  distribution.report_devices(config, strategy, batch_size, lambda line: print(line, flush=True))
-  if config.seed is not None:
-    keras.utils.set_random_seed(int(config.seed))
-  if config.do_train:
-    if distribution.is_chief(strategy):
-      # The model dir describes itself: converter and exporter need no --hparams.
-      print(f"Wrote {model_dir_lib.write_run_config(config)}", flush=True)
-    _heading("Training")
-    return train(config, strategy, files, callbacks)
-  _heading("Evaluation")
-  return evaluate(config, strategy, files)
+    lock.acquire()
+  try:
+    if config.debug and config.do_train:
+      print(
+        f"WARNING: debug=True deletes the model dir {config.model_dir} before training "
+        "(as the original does).",
+        flush=True,
+      )
+      if tf.io.gfile.exists(config.model_dir):
+        _wipe_model_dir(config.model_dir, run_lock.LOCK_FILE)
+    else:
+      check_model_dir(config)
+    tf.io.gfile.makedirs(config.model_dir)
+    _heading("Config")
+    print(repr(config), flush=True)
+    print(f"{len(files.files)} pre-training file(s)", flush=True)
+    batch_size = config.train_batch_size if config.do_train else config.eval_batch_size
+    distribution.report_devices(config, strategy, batch_size, lambda line: print(line, flush=True))
+    if config.seed is not None:
+      keras.utils.set_random_seed(int(config.seed))
+    if config.do_train:
+      # train() writes config.json (the model dir describes itself: converter
+      # and exporter need no --hparams) once the checkpoint is restored.
+      _heading("Training")
+      return train(config, strategy, files, callbacks)
+    _heading("Evaluation")
+    return evaluate(config, strategy, files)
+  finally:
+    if lock is not None:
+      lock.release()
 
 
 def make_config(data_dir, model_name, hparams):
-  """`PretrainingConfig` from the three flags (hparams: JSON string, dict or
-  `.json` path)."""
-  return PretrainingConfig(model_name, data_dir, **load_hparams(hparams))
+  """`PretrainingConfig` from the three flags (hparams: JSON string, dict,
+  `.json` path or a run's `config.json`). Evaluation (`do_train` false) of
+  a model dir with a `config.json` takes the model's sizes, vocab and
+  `do_lower_case` from it unless the hparams set them."""
+  user = load_hparams(hparams)
+  config = PretrainingConfig(model_name, data_dir, **user)
+  if config.do_train:
+    return config
+  existing = any_format.run_config(config.model_dir)
+  if existing is None or existing.get("kind") != model_dir_lib.KIND_PRETRAINING:
+    return config
+  return PretrainingConfig(model_name, data_dir, **model_dir_lib.model_hparams(existing, user))

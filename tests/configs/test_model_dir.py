@@ -4,6 +4,9 @@ rebuild the model from it with no `--hparams` (attention heads included)."""
 
 import json
 import os
+import socket
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -128,8 +131,8 @@ def test_export_needs_no_hparams(trained_run, tmp_path):
 
 @pytest.mark.slow
 def test_convert_to_discriminator_in_one_hop(trained_run, tmp_path, capsys):
-  _, model_dir = trained_run
-  output = tmp_path / "disc.keras"
+  data_dir, model_dir = trained_run
+  output = model_dir / "disc.keras"  # kept in the run's dir: its config.json knows the vocab
   args = ["--input", str(model_dir), "--output", str(output), "--part", "discriminator"]
   assert convert_checkpoint.main(args) == 0
   assert "config.json" in capsys.readouterr().out  # the report says where the model came from
@@ -140,6 +143,11 @@ def test_convert_to_discriminator_in_one_hop(trained_run, tmp_path, capsys):
   mask = FEATURES["input_mask"].astype(bool)
   expected = _restored_discriminator_logits(model_dir, FEATURES)
   np.testing.assert_allclose(logits[mask], expected[mask], atol=1e-5)
+  # Exporting the .keras file needs no --vocab-file either (it is the run's).
+  args = ["--keras-model", str(output), "--export-dir", str(tmp_path / "serving")]
+  assert export_saved_model.main(args + ["--max-seq-length", str(S)]) == 0
+  exported = (tmp_path / "serving" / "1" / "assets" / "vocab.txt").read_text()
+  assert exported == (data_dir / "vocab.txt").read_text()
 
 
 @pytest.mark.slow
@@ -195,3 +203,103 @@ def test_finetuning_runs_describe_their_encoder(tmp_path):
   assert run_config["hparams"]["task_names"] == ["rte"]
   with pytest.raises(ValueError, match="of a finetuning run, not a pre-training run"):
     model_dir_lib.pretraining_config_from_run_config(run_config)
+
+
+def _cli(data_dir, hparams):
+  from electra_tf import run_pretraining
+
+  args = ["--data-dir", str(data_dir), "--model-name", "m", "--hparams"]
+  return run_pretraining.main(args + [hparams if isinstance(hparams, str) else json.dumps(hparams)])
+
+
+@pytest.mark.slow
+def test_a_rerun_may_not_change_the_architecture(trained_run, tmp_path, capsys):
+  """A re-run that asks for another architecture (4 → 2 heads: no tensor
+  shape changes) stops in one line with exit 2 and leaves config.json and
+  the checkpoints as they were; other hparams may change; evaluation and a
+  run config passed back as --hparams take the dir's model."""
+  import shutil
+
+  from electra_tf.utils import run_lock
+
+  data_dir = tmp_path / "copy"
+  shutil.copytree(trained_run[0], data_dir)
+  model_dir = data_dir / "models" / "m"
+  config_json = (model_dir / "config.json").read_bytes()
+  checkpoints = sorted(os.listdir(model_dir))
+  two_heads = _hparams(num_train_steps=3)
+  two_heads["model_hparam_overrides"]["num_attention_heads"] = 2
+  capsys.readouterr()
+  assert _cli(data_dir, two_heads) == 2
+  err = capsys.readouterr().err.strip()
+  assert len(err.splitlines()) == 1, err
+  assert "discriminator.num_attention_heads 4 → 2" in err and str(model_dir) in err
+  assert (model_dir / "config.json").read_bytes() == config_json
+  assert sorted(os.listdir(model_dir)) == checkpoints
+  # A second trainer while one is alive: one line naming it.
+  sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+  try:
+    lock = {"pid": sleeper.pid, "host": socket.gethostname(), "what": "run_pretraining m"}
+    (model_dir / run_lock.LOCK_FILE).write_text(json.dumps(lock))
+    assert _cli(data_dir, _hparams(num_train_steps=3)) == 2
+    assert f"in use by run_pretraining m (pid {sleeper.pid}" in capsys.readouterr().err
+  finally:
+    sleeper.kill()
+    sleeper.wait()
+  # A run of an older version (no config.json) is checked against the checkpoint's shapes.
+  os.rename(model_dir / "config.json", tmp_path / "config.json")
+  wider = _hparams(num_train_steps=3, embedding_size=8)
+  assert _cli(data_dir, wider) == 2
+  assert "embedding_size 16 → 8" in capsys.readouterr().err
+  os.rename(tmp_path / "config.json", model_dir / "config.json")
+  # Steps and learning rate may change: training goes on and config.json records them.
+  assert _cli(data_dir, _hparams(num_train_steps=3, learning_rate=1e-3)) == 0
+  recorded = model_dir_lib.read_run_config(str(model_dir))
+  assert recorded["hparams"]["num_train_steps"] == 3
+  assert recorded["hparams"]["learning_rate"] == 1e-3
+  assert not (model_dir / run_lock.LOCK_FILE).exists()  # released
+  # The run's config.json as --hparams: the same run (nothing left to train).
+  capsys.readouterr()
+  assert _cli(data_dir, str(model_dir / "config.json")) == 0
+  assert "nothing to train" in capsys.readouterr().out
+  # Evaluation needs no sizes: they (and the vocab, max_seq_length) come from config.json.
+  assert _cli(data_dir, {"do_train": False, "do_eval": True, "num_eval_steps": 1}) == 0
+  with open(model_dir / "results" / "unsup_results.json") as f:
+    assert json.load(f)["global_step"] == 3
+  # ... and a size that contradicts it is the same one-line error.
+  assert _cli(data_dir, {"do_train": False, "do_eval": True, "embedding_size": 8}) == 2
+  assert "embedding_size 16 → 8" in capsys.readouterr().err
+
+
+def test_a_run_config_is_accepted_as_hparams(tmp_path, monkeypatch):
+  """`--hparams <run>/config.json` gives the run's hparams; the paths that
+  followed the run's --data-dir / --model-name follow the new flags, the
+  ones the run set stay."""
+  from electra_tf.configs.finetuning import FinetuningConfig
+  from electra_tf.configs.hparams import load_hparams
+
+  monkeypatch.chdir(tmp_path)
+  explicit = str(tmp_path / "records" / "*.tfrecord")
+  config = PretrainingConfig("m", "data", **_hparams(pretrain_tfrecords=explicit))
+  path = model_dir_lib.write_run_config(config)
+  hparams = load_hparams(path)
+  assert "data_dir" not in hparams and "model_name" not in hparams
+  assert "model_dir" not in hparams and "vocab_file" not in hparams
+  assert hparams["pretrain_tfrecords"] == explicit
+  again = PretrainingConfig("other", "data2", **hparams)
+  assert again.model_dir == os.path.join("data2", "models", "other")
+  assert again.to_dict() == dict(
+    config.to_dict(),
+    model_name="other",
+    model_dir=again.model_dir,
+    vocab_file=os.path.join("data2", "vocab.txt"),
+    results_txt=again.results_txt,
+    results_pkl=again.results_pkl,
+  )
+  # A fine-tuning trial's config.json: its trial dir is not taken as the model dir.
+  ft = FinetuningConfig("m", "data", task_names=["rte"], learning_rate=3e-3)
+  ft.model_dir += "_1"
+  path = model_dir_lib.write_run_config(ft, ft.model_dir, kind="finetuning")
+  ft_hparams = load_hparams(path)
+  assert "model_dir" not in ft_hparams and ft_hparams["learning_rate"] == 3e-3
+  assert FinetuningConfig("m", "data", **ft_hparams).model_dir.endswith("rte_model")

@@ -376,3 +376,82 @@ def test_multitask_cli_trials_and_layout(data):
   for task in ("rte", "sts", "chunk"):
     assert f"task_specific/{task}/dense/kernel" in names
   assert names["task_specific/sts/dense/kernel"] == [16, 1]
+
+
+@pytest.mark.slow
+def test_a_pretraining_run_dir_gives_the_model_and_nothing_replaces_it(tmp_path, capsys):
+  """Fine-tuning a `run_pretraining` model dir takes the encoder's sizes,
+  vocab and `do_lower_case` from its config.json; sizes that contradict it,
+  a resumed trial asked to change its architecture and a second trainer are
+  one line each (exit 2, config.json untouched); the trial's config.json
+  is enough for `--hparams`, `export_saved_model --model task` and
+  `from_checkpoint`."""
+  import socket
+  import subprocess
+  import sys
+
+  import electra_tf
+  from electra_tf import export_saved_model
+  from electra_tf.configs import model_dir as model_dir_lib
+  from tests.helpers.pretraining_data import pretrain_on_self_made_data
+  from tests.helpers.pretraining_data import self_made_hparams
+
+  root = tmp_path / "pt"
+  pretrain_on_self_made_data(root, self_made_hparams(num_train_steps=1, do_lower_case=False))
+  _write_glue(str(root))
+  ft = {"task_names": ["rte"], "train_batch_size": 4, "eval_batch_size": 4}
+  ft.update(predict_batch_size=4, max_seq_length=32, num_train_epochs=1.0, seed=1)
+
+  def main(hparams):
+    capsys.readouterr()
+    args = ["--data-dir", str(root), "--model-name", "m", "--hparams"]
+    return run_finetuning.main(
+      args + [hparams if isinstance(hparams, str) else json.dumps(hparams)]
+    )
+
+  assert main(ft) == 0
+  trial = root / "models" / "m" / "finetuning_models" / "rte_model_1"
+  recorded = model_dir_lib.read_run_config(str(trial))
+  assert recorded["architecture"]["encoder"]["num_attention_heads"] == 2  # not the size rule's 1
+  assert recorded["architecture"]["encoder"]["hidden_size"] == 32
+  assert recorded["architecture"]["embedding_size"] == 16
+  assert recorded["vocab"]["file"] == str(root / "vocab.txt")
+  assert recorded["vocab"]["do_lower_case"] is False
+  config_json = (trial / "config.json").read_bytes()
+
+  def refused(hparams, *fragments):
+    assert main(hparams) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and all(f in err for f in fragments), err
+    assert (trial / "config.json").read_bytes() == config_json
+
+  refused(dict(ft, embedding_size=8), "embedding_size 16 → 8", "config.json")
+  # The trial's own checkpoint: heads 2 → 4 changes no shape, and is refused.
+  sizes = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 4}
+  explicit = dict(ft, init_checkpoint=None, embedding_size=16, vocab_size=60)
+  explicit.update(model_hparam_overrides=dict(sizes, intermediate_size=64))
+  refused(explicit, "encoder.num_attention_heads 2 → 4", str(trial))
+  # A second trainer of the same tasks.
+  sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+  try:
+    lock = root / "models" / "m" / "finetuning_models" / "rte_model.lock"
+    lock.write_text(json.dumps({"pid": sleeper.pid, "host": socket.gethostname(), "what": "x"}))
+    refused(ft, f"pid {sleeper.pid}", "in use by")
+  finally:
+    sleeper.kill()
+    sleeper.wait()
+  # The trial's config.json as --hparams: the same run (resumed at its end, evaluated again).
+  assert main(str(trial / "config.json")) == 0
+  assert not lock.exists()  # the stale lock was taken over, then released
+  # Export and from_checkpoint need nothing but the dir.
+  args = ["--checkpoint", str(trial), "--model", "task", "--task", "rte"]
+  args += ["--export-dir", str(tmp_path / "serving"), "--max-seq-length", "16"]
+  assert export_saved_model.main(args) == 0, capsys.readouterr().err
+  exported = (tmp_path / "serving" / "1" / "assets" / "vocab.txt").read_text()
+  assert exported == (root / "vocab.txt").read_text()
+  for path in (root / "models" / "m", trial):
+    classifier = electra_tf.ElectraClassifier.from_checkpoint(str(path), num_classes=2)
+    assert classifier.bert_config["num_attention_heads"] == 2
+    assert classifier.preprocessor.tokenizer.vocab_size == 60
+  with pytest.raises(ValueError, match="encoder.hidden_size 32 → 256"):
+    electra_tf.ElectraClassifier.from_checkpoint(str(trial), num_classes=2, model_size="small")
