@@ -111,17 +111,6 @@ def test_demo_runs_every_stage(demo_run):
   assert f"--hparams {os.path.relpath(out, REPO_ROOT)}/eval_hparams.json" in stdout
 
 
-# Documented commands that fail only until the model-dir work lands
-# (`run_finetuning`, `from_checkpoint` and `export_saved_model --model task`
-# reading the pre-training or trial dir's config.json); empty it then.
-WAITING_FOR_MODEL_DIR = [
-  "finetune-rte",
-  "finetune-keras-classifier",
-  "finetune-keras-question-answerer",
-  "finetune-keras-token-tagger",
-  "serve-finetuned",
-]
-
 # What each documented demo block leaves under the folder holding demo_output.
 DEMO_BLOCK_OUTPUTS = {
   "build-data": [
@@ -198,7 +187,7 @@ def test_documented_commands_run_in_order_on_the_demo_output(demo_run):
   unsup_results = out / "models" / "demo" / "results" / "unsup_results.txt"
   eval_stage_results = unsup_results.read_text()
   assert f"global_step = {DEMO_TRAIN_STEPS}" in eval_stage_results
-  waiting_failed, failed, collisions = {}, [], []
+  failed, collisions = [], []
   files, written_by = _files(out), {}
   for block in blocks:
     result = _run_block(block, out.parent)
@@ -210,13 +199,10 @@ def test_documented_commands_run_in_order_on_the_demo_output(demo_run):
         collisions.append(f"{block.label} rewrote {path}, written by {written_by[path]}")
     missing = [p for p in DEMO_BLOCK_OUTPUTS[block.label] if not (out.parent / p).exists()]
     if result.returncode or missing:
-      if block.label in WAITING_FOR_MODEL_DIR:
-        waiting_failed[block.label] = _error_line(result.stderr)
-      else:
-        failed.append(
-          f"{block.label} ({block.where()}): exit {result.returncode}, missing {missing}: "
-          f"{result.stderr.strip()[-1500:]}"
-        )
+      failed.append(
+        f"{block.label} ({block.where()}): exit {result.returncode}, missing {missing}: "
+        f"{_error_line(result.stderr)}: {result.stderr.strip()[-1500:]}"
+      )
     if block.label == "pretrain":
       assert "nothing to train" in result.stdout + result.stderr, result.stdout[-2000:]
     if block.label == "evaluate":
@@ -224,13 +210,6 @@ def test_documented_commands_run_in_order_on_the_demo_output(demo_run):
       assert unsup_results.read_text() == eval_stage_results
   assert not failed, "documented commands failed on the demo's output:\n" + "\n".join(failed)
   assert not collisions, collisions
-  passing = sorted(set(WAITING_FOR_MODEL_DIR) - set(waiting_failed))
-  assert not passing, f"{passing} now run: remove them from WAITING_FOR_MODEL_DIR"
-  if waiting_failed:
-    pytest.xfail(
-      "waiting for the model-dir work: "
-      + "; ".join(f"{name}: {line}" for name, line in waiting_failed.items())
-    )
 
 
 def _fake_training_run(out, steps=200):
