@@ -301,7 +301,11 @@ def num_workers(strategy=None, tf_config=None):
 def device_report(config, strategy, global_batch_size):
   """The one start-up line saying where and how a run trains: devices and
   replicas, workers, precision, XLA and the batch split."""
-  devices = list(getattr(strategy.extended, "worker_devices", ()) or ["(default device)"])
+  try:
+    devices = list(strategy.extended.worker_devices)
+  except RuntimeError:  # the default strategy: TensorFlow's placement, GPU 0 if any
+    gpus = tf.config.list_logical_devices("GPU")
+    devices = [(gpus or tf.config.list_logical_devices("CPU"))[0].name]
   kinds = sorted({re.sub(r".*device:([A-Z_]+):\d+$", r"\1", d) for d in devices})
   replicas = strategy.num_replicas_in_sync
   per_replica = global_batch_size // max(replicas, 1)

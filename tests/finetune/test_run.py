@@ -390,8 +390,11 @@ def test_a_pretraining_run_dir_gives_the_model_and_nothing_replaces_it(tmp_path,
   import subprocess
   import sys
 
+  import keras
+
   import electra_tf
   from electra_tf import export_saved_model
+  from electra_tf.checkpoints.convert import api as convert_api
   from electra_tf.configs import model_dir as model_dir_lib
   from tests.helpers.pretraining_data import pretrain_on_self_made_data
   from tests.helpers.pretraining_data import self_made_hparams
@@ -455,3 +458,9 @@ def test_a_pretraining_run_dir_gives_the_model_and_nothing_replaces_it(tmp_path,
     assert classifier.preprocessor.tokenizer.vocab_size == 60
   with pytest.raises(ValueError, match="encoder.hidden_size 32 → 256"):
     electra_tf.ElectraClassifier.from_checkpoint(str(trial), num_classes=2, model_size="small")
+  # The converter builds the trial's model from its config.json too (heads are no shape).
+  keras_path = tmp_path / "rte.keras"
+  report = convert_api.convert(str(trial), str(keras_path), part="finetuned")
+  assert report["part"] == "finetuned"
+  converted = keras.saving.load_model(str(keras_path))
+  assert converted.bert_config["num_attention_heads"] == 2

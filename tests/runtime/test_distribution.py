@@ -216,3 +216,10 @@ def test_missing_gpu_warning_says_why_tensorflow_sees_none():
   assert warning.startswith("WARNING: TensorFlow sees no GPU although CUDA_VISIBLE_DEVICES=0")
   # The reason comes from TensorFlow's own log of its GPU probe.
   assert re.search(r"TensorFlow says: .*(cuInit|cuda|CUDA)", warning), warning
+
+
+def test_device_report_of_the_default_strategy():
+  config = PretrainingConfig("m", "/tmp/d")
+  line = distribution.device_report(config, tf.distribute.get_strategy(), 8)
+  assert line.startswith("Devices: 1 replica(s) on CPU (/device:CPU:0), 1 worker(s)")
+  assert "precision float32; XLA off; global batch 8 = 8 per replica x 1" in line

@@ -13,6 +13,7 @@ import os
 
 import keras
 
+from electra_tf.checkpoints import any_format
 from electra_tf.checkpoints import checkpointing
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints.convert.standalone import discriminator_model
@@ -33,6 +34,9 @@ from electra_tf.checkpoints.reader import assign_tensors
 from electra_tf.checkpoints.reader import global_step_of
 from electra_tf.checkpoints.reader import open_reader
 from electra_tf.checkpoints.reader import read_name_based_checkpoint
+from electra_tf.configs import model_dir as model_dir_lib
+from electra_tf.configs.finetuning import FinetuningConfig
+from electra_tf.configs.hparams import load_hparams
 from electra_tf.models import official_names
 from electra_tf.models.electra_pretrainer import built_pretrainer
 from electra_tf.runtime import distribution
@@ -45,6 +49,11 @@ PARTS = ("pretrainer", "discriminator", "generator", PART_FINETUNED)
 def _finetuned_to_keras(input_path, output_path, hparams):
   """`official_to_keras` for `--part finetuned`: the `.keras` fine-tuning
   model; slots and `global_step` are listed as not converted."""
+  run = any_format.run_config(input_path)
+  if run is not None and run.get("kind") == model_dir_lib.KIND_FINETUNING:
+    # An electra_tf trial dir: its config.json has what shapes cannot say
+    # (attention heads, activation); --hparams still go over it.
+    hparams = {**model_dir_lib.run_hparams(run, FinetuningConfig), **load_hparams(hparams)}
   model, tensors, info = load_official_finetuning_model(input_path, hparams)
   save_keras(model, output_path)
   converted = sorted(model.official_name_map())
