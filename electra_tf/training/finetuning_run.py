@@ -319,7 +319,13 @@ def run_finetuning(config, strategy=None):
   logging.info(
     "Config: model=%s, trial %d/%d\n%s", config.model_name, trial, config.num_trials, config
   )
-  distribution.report_devices(config, strategy, config.train_batch_size, logging.info)
+  distribution.report_devices(
+    config,
+    strategy,
+    config.train_batch_size,
+    logging.info,
+    accumulation_steps=config.gradient_accumulation_steps,
+  )
   generic_model_dir = config.model_dir
   tokenizer = tokenization.FullTokenizer(config.vocab_file, do_lower_case=config.do_lower_case)
   tasks = task_builder.get_tasks(config, tokenizer)
