@@ -160,6 +160,7 @@ class ModelRunner:
         ),
         jit_compile=config.jit_compile,
         steps_per_execution=config.steps_per_execution,
+        gradient_accumulation_steps=config.gradient_accumulation_steps,
       )
       checkpointing.build_optimizer(model)
       manager = checkpointing.NameBasedCheckpointManager(
