@@ -313,7 +313,11 @@ def device_report(config, strategy, global_batch_size, accumulation_steps=1):
   """The one start-up line saying where and how a run trains: devices and
   replicas, workers, precision, XLA and the batch split (per replica, and
   into `accumulation_steps` micro-batches)."""
-  devices = list(getattr(strategy.extended, "worker_devices", ()) or ["(default device)"])
+  try:
+    devices = list(strategy.extended.worker_devices)
+  except (AttributeError, RuntimeError):  # the default strategy has none
+    devices = []
+  devices = devices or ["(default device)"]
   kinds = sorted({re.sub(r".*device:([A-Z_]+):\d+$", r"\1", d) for d in devices})
   replicas = strategy.num_replicas_in_sync
   per_replica = global_batch_size // max(replicas, 1)
