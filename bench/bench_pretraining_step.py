@@ -39,6 +39,10 @@ of the matmuls-only ceiling of its precision, all measured in the same run.
 When a GPU is visible, the `fit` and CLI rows also run there with XLA on in
 `mixed_float16` and `mixed_bfloat16`.
 
+Gradient accumulation rows: the fp32 `fit` step of the same global batch as
+k = 1, 2, 4, 8 micro-batches (`gradient_accumulation_steps`), each with its
+peak RSS and its throughput relative to k = 1, in the same run.
+
   python -m bench.bench_pretraining_step [--quick] [--json out.json]
 """
 
@@ -62,6 +66,8 @@ BATCH = int(os.environ.get("BENCH_PRETRAINING_BATCH", "128"))
 SEQ = 128
 VOCABS = (7814, 30522)
 PRECISIONS = ("float32", "mixed_bfloat16")
+# Micro-batches per step of the gradient-accumulation rows (same global batch).
+ACCUMULATION_STEPS = (1, 2, 4, 8)
 # The matmul dtype of each precision's step, for its matmuls-only ceiling.
 MATMUL_DTYPES = {"float32": "float32", "mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
 FIXTURE_TFRECORDS = os.path.join(
@@ -82,8 +88,9 @@ def _best_seconds(fn, repeats=3):
   return best
 
 
-def _pretrainer(vocab_size, precision="float32", jit_compile=False, fused=True):
-  """A compiled ELECTRA-Small `ElectraPretrainer` for batch BATCH, seq SEQ."""
+def _pretrainer(vocab_size, precision="float32", jit_compile=False, fused=True, accumulation=1):
+  """A compiled ELECTRA-Small `ElectraPretrainer` for batch BATCH, seq SEQ
+  (run as `accumulation` micro-batches per step)."""
 
   from electra_tf.configs.pretraining import PretrainingConfig  # pylint: disable=g-import-not-at-top
   from electra_tf.models import electra_pretrainer  # pylint: disable=g-import-not-at-top
@@ -100,7 +107,9 @@ def _pretrainer(vocab_size, precision="float32", jit_compile=False, fused=True):
     fused_training_kernels=fused,
   )
   model = electra_pretrainer.ElectraPretrainer.from_pretraining_config(config)
-  model.compile(pretraining_config=config, jit_compile=jit_compile)
+  model.compile(
+    pretraining_config=config, jit_compile=jit_compile, gradient_accumulation_steps=accumulation
+  )
   return model
 
 
@@ -274,12 +283,14 @@ def _batch(vocab_size):
   return {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": segment_ids}
 
 
-def measure(vocab_size, precision, jit_compile, warmup_steps, measured_steps, fused=True):
+def measure(
+  vocab_size, precision, jit_compile, warmup_steps, measured_steps, fused=True, accumulation=1
+):
   """Sequences/s of `fit` steps after `warmup_steps` (tracing, compiling)."""
   import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-  model = _pretrainer(vocab_size, precision, jit_compile, fused)
+  model = _pretrainer(vocab_size, precision, jit_compile, fused, accumulation)
   dataset = tf.data.Dataset.from_tensors(_batch(vocab_size)).repeat()
 
   times = []
@@ -499,6 +510,34 @@ def run(quick=False):
       cli_row["first_step_s"] = round(cli["first_step_s"], 1)
       cli_row["tfrecords"] = cli["tfrecords"]
       rows.append(cli_row)
+
+  # Gradient accumulation: the same global batch as k micro-batches per
+  # step (fp32, XLA off); each row's own process gives its peak RSS.
+  for k in (1, 2) if quick else ACCUMULATION_STEPS:
+    result = call_in_child(
+      module,
+      "measure",
+      vocab_size=VOCABS[0],
+      precision="float32",
+      jit_compile=False,
+      warmup_steps=short[0],
+      measured_steps=short[1],
+      accumulation=k,
+    )
+    row = {
+      "name": (
+        f"electra_small_step fit vocab={VOCABS[0]} float32 xla=off gradient_accumulation_steps={k}"
+        f" ({k} x {BATCH // k})" + (" GPU" if result["device"] == "GPU" else "")
+      ),
+      **describe(VOCABS[0], "float32", result, short),
+    }
+    row["first_step_s"] = round(result["first_step_s"], 1)
+    rows.append(row)
+  base = next(r for r in rows if r["name"].endswith(f"gradient_accumulation_steps=1 (1 x {BATCH})"))
+  for row in rows:
+    if "gradient_accumulation_steps=" in row["name"]:
+      row["throughput_vs_k1"] = round(row["sequences_per_s"] / base["sequences_per_s"], 3)
+      row["peak_rss_vs_k1"] = round(row["peak_rss_mb"] / base["peak_rss_mb"], 3)
 
   for precision, ceiling in ceilings.items():
     rows.append(

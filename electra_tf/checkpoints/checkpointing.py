@@ -49,6 +49,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.checkpoints import name_based
+from electra_tf.layers import layer_utils
 from electra_tf.models import official_names
 from electra_tf.runtime import distribution
 from electra_tf.utils import file_io
@@ -139,8 +140,7 @@ def global_step(model):
 def seed_generator_states(model):
   """The state variables of the model's `keras.random.SeedGenerator`s
   (dropout), in model order: variables that are not weights."""
-  weights = {id(v) for v in model.weights}
-  return [v for v in model.variables if id(v) not in weights]
+  return layer_utils.seed_generator_states(model)
 
 
 def _input_position_variable():

@@ -40,6 +40,12 @@ class RuntimeHparams(ConfigBase):
   )
   jit_compile: bool = hparam(False, "XLA-compile the training step.")
   steps_per_execution: int = hparam(1, "Training steps per `tf.function` call.")
+  gradient_accumulation_steps: int = hparam(
+    1,
+    "Micro-batches per training step: each replica's share of `train_batch_size` (still the "
+    "global batch) is cut into this many, their gradients summed and applied once (the same "
+    "update, in less memory).",
+  )
   seed: int | None = hparam(
     None,
     "Seeds initialisation, masking/sampling and the input order; with a seed a resumed run "
@@ -58,6 +64,14 @@ class RuntimeHparams(ConfigBase):
     if self.mixed_precision not in MIXED_PRECISION_POLICIES:
       raise ValueError(
         f"hparam mixed_precision={self.mixed_precision!r}; expected one of {MIXED_PRECISION_POLICIES}"
+      )
+    k = self.gradient_accumulation_steps
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+      raise ValueError(f"hparam gradient_accumulation_steps={k!r}; expected an integer >= 1")
+    batch = getattr(self, "train_batch_size", None)
+    if isinstance(batch, int) and batch % k:
+      raise ValueError(
+        f"hparam train_batch_size={batch} must be divisible by gradient_accumulation_steps={k}"
       )
     if self.num_gpus is not None and self.num_gpus < 0:
       raise ValueError(f"hparam num_gpus={self.num_gpus}; expected >= 0 or null")

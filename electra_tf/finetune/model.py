@@ -9,6 +9,8 @@ from electra_tf.configs import pretraining as pretraining_config
 from electra_tf.layers import layer_utils
 from electra_tf.models import official_names
 from electra_tf.models.electra_discriminator import ElectraDiscriminator
+from electra_tf.optimization import factory as optimizer_factory
+from electra_tf.runtime import accumulation
 from electra_tf.runtime import replicas
 
 
@@ -110,7 +112,7 @@ class FinetuningModel(keras.Model):
   # Training with `fit`: the original's summed multi-task loss.
   # ---------------------------------------------------------------------------
 
-  def compile(self, optimizer="adam", jit_compile=False, **kwargs):
+  def compile(self, optimizer="adam", jit_compile=False, gradient_accumulation_steps=1, **kwargs):
     """Prepares `fit` with the custom step below; `optimizer` is usually
     `electra_tf.optimization.factory.finetuning_optimizer(...)` (the original's).
     Under a `mixed_float16` policy Keras wraps it in a `LossScaleOptimizer`.
@@ -118,8 +120,14 @@ class FinetuningModel(keras.Model):
     Args:
       optimizer: a Keras optimizer.
       jit_compile: compile the step with XLA.
+      gradient_accumulation_steps: k ≥ 1: each step cuts every replica's
+        batch into k micro-batches and applies the sum of their gradients
+        once (the loss is a sum over examples: the same update).
       **kwargs: passed to `keras.Model.compile` (e.g. `steps_per_execution`).
     """
+    self.gradient_accumulation_steps = optimizer_factory.check_gradient_accumulation(
+      optimizer, gradient_accumulation_steps
+    )
     # Kept out of Keras' attribute tracking (the model is already built);
     # `metrics` exposes it so the logs carry this step's loss.
     object.__setattr__(self, "_step_loss", keras.metrics.Mean(name="loss"))
@@ -136,12 +144,31 @@ class FinetuningModel(keras.Model):
     same global batch. Logs `loss`: this step's global summed loss."""
     features = data[0] if isinstance(data, (tuple, list)) else data
     variables = self.trainable_variables
-    with tf.GradientTape() as tape:
-      loss = self(features, training=True)["loss"]
-      # LossScaleOptimizer (mixed_float16) scales here and unscales in
-      # `apply`; identity otherwise.
-      scaled_loss = self.optimizer.scale_loss(loss)
-    grads = tape.gradient(scaled_loss, variables)
+    steps = getattr(self, "gradient_accumulation_steps", 1)
+    if steps > 1:
+      # The micro-batches' summed losses and gradients are the batch's
+      # (see `electra_tf.runtime.accumulation`).
+      def micro_loss(micro_features):
+        micro_loss = self(micro_features, training=True)["loss"]
+        return micro_loss, {"loss": micro_loss}
+
+      grads, values = accumulation.accumulate_gradients(
+        micro_loss,
+        variables,
+        features,
+        steps,
+        self.optimizer,
+        seed_states=layer_utils.seed_generator_states(self),
+        value_names=["loss"],
+      )
+      loss = values["loss"]
+    else:
+      with tf.GradientTape() as tape:
+        loss = self(features, training=True)["loss"]
+        # LossScaleOptimizer (mixed_float16) scales here and unscales in
+        # `apply`; identity otherwise.
+        scaled_loss = self.optimizer.scale_loss(loss)
+      grads = tape.gradient(scaled_loss, variables)
     # Dense gradients (the original's Adam densifies the embedding's), and
     # every replica skips a step whose gradients are non-finite anywhere.
     grads = replicas.agree_on_finite_gradients(grads)

@@ -92,6 +92,14 @@ def add_list_children(children, save_type, **lists):
   return children
 
 
+def seed_generator_states(layer):
+  """The state variables of the `keras.random.SeedGenerator`s (dropout) in
+  `layer` and its sublayers, in model order: its variables that are not
+  weights."""
+  weights = {id(v) for v in layer.weights}
+  return [v for v in layer.variables if id(v) not in weights]
+
+
 def dropout_seed(dropout_layer):
   """One int64 `[2]` seed from a Keras `Dropout` layer's `SeedGenerator`, drawn
   as `keras.random.dropout` draws it (one per call; a rate of 0 draws none)."""

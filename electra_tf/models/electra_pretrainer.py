@@ -9,6 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.configs import pretraining as pretraining_config_lib
+from electra_tf.layers import layer_utils
 from electra_tf.models import model_utils
 from electra_tf.models import official_names
 from electra_tf.models.electra_discriminator import ElectraDiscriminator
@@ -17,6 +18,7 @@ from electra_tf.optimization import factory as optimizer_factory
 from electra_tf.pretraining import metrics as pretraining_metrics
 from electra_tf.pretraining import step as pretraining_step
 from electra_tf.pretraining.objective import PretrainingObjective
+from electra_tf.runtime import accumulation
 from electra_tf.runtime import replicas
 from electra_tf.text import vocab as vocab_lib
 
@@ -218,7 +220,13 @@ class ElectraPretrainer(keras.Model):
   # ---------------------------------------------------------------------------
 
   def compile(
-    self, optimizer=None, pretraining_config=None, seed=None, jit_compile=False, **kwargs
+    self,
+    optimizer=None,
+    pretraining_config=None,
+    seed=None,
+    jit_compile=False,
+    gradient_accumulation_steps=None,
+    **kwargs,
   ):
     """Prepares `fit` / `evaluate` with the original's pre-training step.
 
@@ -234,6 +242,10 @@ class ElectraPretrainer(keras.Model):
         else a random one. The draws of a step depend only on (seed, step,
         example's row in the global batch).
       jit_compile: compile the step with XLA.
+      gradient_accumulation_steps: k ≥ 1: each step cuts every replica's
+        batch into k micro-batches and applies the sum of their gradients
+        once (the same update as the undivided batch, in 1/k of the
+        activation memory). None takes `pretraining_config`'s, else 1.
       **kwargs: passed to `keras.Model.compile` (e.g. `steps_per_execution`).
     """
 
@@ -247,6 +259,11 @@ class ElectraPretrainer(keras.Model):
         )
       else:
         optimizer = optimizer_factory.pretraining_optimizer(names, optimizer=optimizer or "adam")
+    if gradient_accumulation_steps is None:
+      gradient_accumulation_steps = getattr(pretraining_config, "gradient_accumulation_steps", 1)
+    self.gradient_accumulation_steps = optimizer_factory.check_gradient_accumulation(
+      optimizer, gradient_accumulation_steps
+    )
     if seed is None and pretraining_config is not None:
       seed = pretraining_config.seed
     if seed is None:
@@ -300,6 +317,8 @@ class ElectraPretrainer(keras.Model):
   def train_step(self, data):
     features = self._step_features(data)
     variables = self.trainable_variables
+    if getattr(self, "gradient_accumulation_steps", 1) > 1:
+      return self._accumulated_train_step(features, variables)
     with tf.GradientTape() as tape:
       outputs = pretraining_step.forward(
         self, features, training=True, seed=self.step_seed, step=self.optimizer.iterations
@@ -308,10 +327,51 @@ class ElectraPretrainer(keras.Model):
       # unscales the gradients in `apply`; otherwise this is the identity.
       scaled_loss = self.optimizer.scale_loss(outputs["loss"])
     grads = tape.gradient(scaled_loss, variables)
+    # Dense gradients, as the original's are (its token-type lookup is a
+    # one-hot matmul): the global norm that clipping divides by is then the
+    # norm of the gradient, not of the token-type gather's duplicated slices,
+    # and the same as with gradient accumulation.
+    grads = [None if g is None else tf.convert_to_tensor(g) for g in grads]
     if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
       grads = replicas.agree_on_finite_gradients(grads)
     self.optimizer.apply(grads, variables)
     return self._update_train_metrics(outputs)
+
+  def _accumulated_train_step(self, features, variables):
+    """`train_step` over `gradient_accumulation_steps` micro-batches: the
+    global loss denominators first, then each micro-batch's gradient with
+    them, summed; one `apply` (see `electra_tf.runtime.accumulation`)."""
+    step = self.optimizer.iterations
+    denominators = pretraining_step.loss_denominators(
+      self, features, seed=self.step_seed, step=step
+    )
+    names = ["total_loss", "gen_loss"] + (["disc_loss"] if self.discriminator is not None else [])
+
+    def micro_loss(micro_features):
+      outputs = pretraining_step.forward(
+        self,
+        micro_features,
+        training=True,
+        seed=self.step_seed,
+        step=step,
+        denominators=denominators,
+      )
+      return outputs["loss"], outputs
+
+    grads, shares = accumulation.accumulate_gradients(
+      micro_loss,
+      variables,
+      features,
+      self.gradient_accumulation_steps,
+      self.optimizer,
+      seed_states=layer_utils.seed_generator_states(self),
+      value_names=names,
+    )
+    if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
+      grads = replicas.agree_on_finite_gradients(grads)
+    self.optimizer.apply(grads, variables)
+    totals = replicas.cross_replica_sum(tf.stack([shares[name] for name in names]))
+    return self._update_train_metrics(dict(zip(names, tf.unstack(totals))))
 
   def _update_train_metrics(self, outputs):
     # The logs carry this step's values, as the original's ETA line and

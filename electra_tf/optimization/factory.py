@@ -34,6 +34,24 @@ def check_optimizer_name(name):
     raise ValueError(f"hparam optimizer={name!r}; expected one of {sorted(OPTIMIZERS)}")
 
 
+def check_gradient_accumulation(optimizer, steps):
+  """`steps` (compile's `gradient_accumulation_steps`) as an int ≥ 1; raises
+  a one-line `ValueError` for anything else, and for an optimizer built with
+  Keras' own `gradient_accumulation_steps` > 1 (which averages, counts each
+  micro-batch as an iteration and applies every k-th call)."""
+  if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+    raise ValueError(f"gradient_accumulation_steps={steps!r}; expected an integer >= 1")
+  for opt in (optimizer, getattr(optimizer, "inner_optimizer", None)):
+    keras_steps = getattr(opt, "gradient_accumulation_steps", None)
+    if keras_steps and keras_steps > 1:
+      raise ValueError(
+        f"{type(opt).__name__}(gradient_accumulation_steps={keras_steps}): Keras' optimizer "
+        "keyword is not supported; pass gradient_accumulation_steps to compile (or the hparam) "
+        "instead, which sums the micro-batches' gradients into one step"
+      )
+  return steps
+
+
 def keras_path_map(official_name_map):
   """`{variable.path: official name}` (what `AdamWeightDecay` matches on)."""
   return {variable.path: name for name, variable in official_name_map.items()}

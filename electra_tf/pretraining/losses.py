@@ -4,7 +4,9 @@ Every loss is a weighted mean `sum(w * x) / (sum(w) + 1e-6)`. Under a
 `tf.distribute` strategy each replica must divide its local numerator by the
 GLOBAL denominator, because the replicas' gradients are summed: pass
 `cross_replica_sum` (e.g. `electra_tf.runtime.replicas.cross_replica_sum`) to get that;
-the result is then this replica's share of the global loss.
+the result is then this replica's share of the global loss. With gradient
+accumulation the step computes the global denominator first and passes it
+(`denominator`): the result is then this micro-batch's share.
 """
 
 import math
@@ -12,17 +14,21 @@ import math
 import tensorflow as tf
 
 
-def weighted_mean(values, weights, cross_replica_sum=None):
-  """`sum(w * v) / (1e-6 + sum(w))`, the denominator summed over replicas."""
+def weighted_mean(values, weights, cross_replica_sum=None, denominator=None):
+  """`sum(w * v) / (1e-6 + sum(w))`, the denominator summed over replicas,
+  or `denominator` (the global `sum(w)`) when given."""
   values = tf.cast(values, tf.float32)
   weights = tf.cast(weights, tf.float32)
-  denominator = tf.reduce_sum(weights)
-  if cross_replica_sum is not None:
-    denominator = cross_replica_sum(denominator)
+  if denominator is not None:
+    denominator = tf.cast(denominator, tf.float32)
+  else:
+    denominator = tf.reduce_sum(weights)
+    if cross_replica_sum is not None:
+      denominator = cross_replica_sum(denominator)
   return tf.reduce_sum(values * weights) / (1e-6 + denominator)
 
 
-def softmax_output(logits, targets, weights, cross_replica_sum=None):
+def softmax_output(logits, targets, weights, cross_replica_sum=None, denominator=None):
   """The original's `get_softmax_output` without the `[.., V]` probabilities.
 
   Args:
@@ -30,6 +36,7 @@ def softmax_output(logits, targets, weights, cross_replica_sum=None):
     targets: int `[...]` target ids.
     weights: `[...]` weights (0 for unused slots; duplicates count twice).
     cross_replica_sum: optional function summing a scalar over replicas.
+    denominator: optional global `sum(weights)` (see `weighted_mean`).
 
   Returns:
     Dict: `logits`, `preds` (int32 argmax), `per_example_loss` (the NLL per
@@ -49,7 +56,7 @@ def softmax_output(logits, targets, weights, cross_replica_sum=None):
     "logits": logits,
     "preds": tf.argmax(logits, axis=-1, output_type=tf.int32),
     "per_example_loss": nll,
-    "loss": weighted_mean(nll, weights, cross_replica_sum),
+    "loss": weighted_mean(nll, weights, cross_replica_sum, denominator),
     "weights": tf.cast(weights, tf.float32),
   }
 
@@ -73,7 +80,9 @@ def electric_logit_adjustment(cloze_logits, fake_input_ids, mask_prob):
   return tf.stop_gradient(token_log_probs) + math.log(mask_prob / (1.0 - mask_prob))
 
 
-def discriminator_output(logits, is_fake_tokens, input_mask, cross_replica_sum=None):
+def discriminator_output(
+  logits, is_fake_tokens, input_mask, cross_replica_sum=None, denominator=None
+):
   """Replaced-token-detection loss and outputs (`run_pretraining.py:PretrainingModel._get_discriminator_output`).
 
   Args:
@@ -82,6 +91,7 @@ def discriminator_output(logits, is_fake_tokens, input_mask, cross_replica_sum=N
     input_mask: `[B, S]`, 1 for real tokens; the loss covers all of them,
       [CLS] and [SEP] included, averaged over the batch's real tokens.
     cross_replica_sum: optional function summing a scalar over replicas.
+    denominator: optional global `sum(input_mask)` (see `weighted_mean`).
 
   Returns:
     Dict: `loss`, `per_example_loss` (per-sequence mean), `probs`, `preds`
@@ -101,7 +111,7 @@ def discriminator_output(logits, is_fake_tokens, input_mask, cross_replica_sum=N
     1e-6 + tf.reduce_sum(weights, axis=-1)
   )
   return {
-    "loss": weighted_mean(xent, weights, cross_replica_sum),
+    "loss": weighted_mean(xent, weights, cross_replica_sum, denominator),
     "per_example_loss": per_example_loss,
     "probs": tf.sigmoid(logits),
     # round((sign + 1) / 2): 1 iff logit > 0 (0 rounds half to even -> 0).
@@ -111,10 +121,12 @@ def discriminator_output(logits, is_fake_tokens, input_mask, cross_replica_sum=N
   }
 
 
-def cloze_output(cloze_logits, input_ids, candidates_mask, cross_replica_sum=None):
+def cloze_output(
+  cloze_logits, input_ids, candidates_mask, cross_replica_sum=None, denominator=None
+):
   """Electric's generator loss: the cloze NLL over all candidate positions (`run_pretraining.py:PretrainingModel` (Electric two-tower generator))."""
   return softmax_output(
-    cloze_logits, input_ids, tf.cast(candidates_mask, tf.float32), cross_replica_sum
+    cloze_logits, input_ids, tf.cast(candidates_mask, tf.float32), cross_replica_sum, denominator
   )
 
 

@@ -10,6 +10,12 @@ which the optimizer sums — add up to the single-device values for the same
 global batch. The random draws are keyed per example by (seed, step, row
 in the global batch), see `electra_tf.pretraining.random_streams` and `electra_tf.runtime.replicas`, so
 masks and samples do not depend on how the batch is split either.
+
+Gradient accumulation splits each replica's batch further into micro-batches:
+`loss_denominators` first computes the global denominators of the whole
+step (masking is cheap and deterministic), then `forward` runs on each
+micro-batch with them (`denominators=`), so the micro-batches' losses and
+gradients add up to the undivided step's.
 """
 
 import tensorflow as tf
@@ -22,27 +28,7 @@ from electra_tf.pretraining.positions import gather_positions
 from electra_tf.runtime import replicas
 
 
-def forward(pretrainer, features, *, training, seed, step):
-  """Runs one pre-training step's forward pass.
-
-  Args:
-    pretrainer: an `ElectraPretrainer`: its `generator`, `discriminator`,
-      `vocab_size` and `objective` (a `PretrainingObjective`, which says what
-      the step computes).
-    features: dict with int `input_ids`, `input_mask`, `segment_ids` `[B, S]`.
-    training: dropout on/off.
-    seed: int, the run's seed (masking and sampling).
-    step: int scalar tensor; draws differ per step.
-
-  Returns:
-    Dict with `loss` (this replica's share of the total loss: differentiate
-    it), `total_loss`, `gen_loss`, `disc_loss` (global values for display),
-    and the per-example tensors the metrics need (`masked_lm_ids`,
-    `masked_lm_preds`, `masked_lm_weights`, `mlm_per_slot_loss`,
-    `sampled_tokens`, `disc_labels`, `disc_preds`, `disc_probs`,
-    `disc_per_example_loss`, `input_mask`).
-  """
-  p = pretrainer
+def _inputs_and_masking(pretrainer, features, seed, step):
   o = pretrainer.objective
   input_ids = tf.cast(features["input_ids"], tf.int32)
   input_mask = tf.cast(features["input_mask"], tf.int32)
@@ -51,9 +37,6 @@ def forward(pretrainer, features, *, training, seed, step):
   seeds = random_streams.step_row_seeds(
     seed, step, replicas.replica_first_row(batch_size), batch_size
   )
-  distributed = replicas.num_replicas() > 1
-  reduce_fn = replicas.cross_replica_sum if distributed else None
-
   masked = masking.mask(
     input_ids,
     input_mask,
@@ -65,30 +48,103 @@ def forward(pretrainer, features, *, training, seed, step):
     position_seeds=seeds[random_streams.STREAM_MASK_POSITIONS],
     replace_seeds=seeds[random_streams.STREAM_MASK_REPLACE],
   )
+  unmasked = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
+  return unmasked, masked, seeds
+
+
+def loss_denominators(pretrainer, features, *, seed, step):
+  """The global denominators of the step's weighted-mean losses, summed over
+  replicas: `mlm` (masked positions), `cloze` (Electric's candidates) and
+  `disc` (real tokens). Call it on this replica's whole batch, outside any
+  `replicas.micro_batch`; pass the result to `forward(denominators=...)`
+  for each micro-batch."""
+  o = pretrainer.objective
+  unmasked, masked, _ = _inputs_and_masking(pretrainer, features, seed, step)
+  sums = [
+    tf.reduce_sum(tf.cast(masked["masked_lm_weights"], tf.float32)),
+    tf.reduce_sum(tf.cast(unmasked["input_mask"], tf.float32)),
+  ]
+  if o.generator_mode == "two_tower":
+    candidates = masking.get_candidates_mask(
+      unmasked["input_ids"], unmasked["input_mask"], o.special_ids
+    )
+    sums.append(tf.reduce_sum(tf.cast(candidates, tf.float32)))
+  sums = replicas.cross_replica_sum(tf.stack(sums))
+  denominators = {"mlm": sums[0], "disc": sums[1]}
+  if o.generator_mode == "two_tower":
+    denominators["cloze"] = sums[2]
+  return denominators
+
+
+def forward(pretrainer, features, *, training, seed, step, denominators=None):
+  """Runs one pre-training step's forward pass.
+
+  Args:
+    pretrainer: an `ElectraPretrainer`: its `generator`, `discriminator`,
+      `vocab_size` and `objective` (a `PretrainingObjective`, which says what
+      the step computes).
+    features: dict with int `input_ids`, `input_mask`, `segment_ids` `[B, S]`.
+    training: dropout on/off.
+    seed: int, the run's seed (masking and sampling).
+    step: int scalar tensor; draws differ per step.
+    denominators: None, or `loss_denominators` of the whole step when
+      `features` is one micro-batch of it (inside `replicas.micro_batch`):
+      the losses then divide by them and nothing is summed over replicas.
+
+  Returns:
+    Dict with `loss` (this replica's share of the total loss: differentiate
+    it), `total_loss`, `gen_loss`, `disc_loss` (global values for display;
+    with `denominators`, this micro-batch's shares, which the caller sums),
+    and the per-example tensors the metrics need (`masked_lm_ids`,
+    `masked_lm_preds`, `masked_lm_weights`, `mlm_per_slot_loss`,
+    `sampled_tokens`, `disc_labels`, `disc_preds`, `disc_probs`,
+    `disc_per_example_loss`, `input_mask`).
+  """
+  p = pretrainer
+  o = pretrainer.objective
+  unmasked_inputs, masked, seeds = _inputs_and_masking(pretrainer, features, seed, step)
+  input_ids = unmasked_inputs["input_ids"]
+  input_mask = unmasked_inputs["input_mask"]
+  batch_size = tf.shape(input_ids)[0]
+  distributed = replicas.num_replicas() > 1 and denominators is None
+  reduce_fn = replicas.cross_replica_sum if distributed else None
+  denominators = denominators or {}
+
   positions = masked["masked_lm_positions"]
   masked_lm_ids = masked["masked_lm_ids"]
   masked_lm_weights = masked["masked_lm_weights"]
-  unmasked_inputs = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
   masked_inputs = dict(unmasked_inputs, input_ids=masked["input_ids"])
 
   cloze_logits = None
   if o.generator_mode == "uniform":
     # All-zero logits: uniform over the whole vocabulary, loss log V.
     mlm_logits = tf.zeros([batch_size, o.max_predictions_per_seq, p.vocab_size], tf.float32)
-    mlm = pretraining_losses.softmax_output(mlm_logits, masked_lm_ids, masked_lm_weights, reduce_fn)
+    mlm = pretraining_losses.softmax_output(
+      mlm_logits, masked_lm_ids, masked_lm_weights, reduce_fn, denominators.get("mlm")
+    )
     gen_loss = mlm["loss"]
   elif o.generator_mode == "two_tower":
     cloze_logits = p.generator(unmasked_inputs, training=training)["logits"]
     candidates = masking.get_candidates_mask(input_ids, input_mask, o.special_ids)
-    cloze = pretraining_losses.cloze_output(cloze_logits, input_ids, candidates, reduce_fn)
+    cloze = pretraining_losses.cloze_output(
+      cloze_logits, input_ids, candidates, reduce_fn, denominators.get("cloze")
+    )
     mlm = pretraining_losses.softmax_output(
-      gather_positions(cloze_logits, positions), masked_lm_ids, masked_lm_weights, reduce_fn
+      gather_positions(cloze_logits, positions),
+      masked_lm_ids,
+      masked_lm_weights,
+      reduce_fn,
+      denominators.get("mlm"),
     )
     gen_loss = cloze["loss"]
   else:
     generator_outputs = p.generator(masked_inputs, masked_lm_positions=positions, training=training)
     mlm = pretraining_losses.softmax_output(
-      generator_outputs["mlm_logits"], masked_lm_ids, masked_lm_weights, reduce_fn
+      generator_outputs["mlm_logits"],
+      masked_lm_ids,
+      masked_lm_weights,
+      reduce_fn,
+      denominators.get("mlm"),
     )
     gen_loss = mlm["loss"]
 
@@ -119,7 +175,7 @@ def forward(pretrainer, features, *, training, seed, step):
         cloze_logits, fake["input_ids"], o.mask_prob
       )
     disc = pretraining_losses.discriminator_output(
-      disc_logits, fake["is_fake_tokens"], input_mask, reduce_fn
+      disc_logits, fake["is_fake_tokens"], input_mask, reduce_fn, denominators.get("disc")
     )
     disc_loss = disc["loss"]
     loss += o.disc_weight * disc_loss

@@ -298,23 +298,41 @@ def num_workers(strategy=None, tf_config=None):
   return max(1, sum(len(cluster.get(kind, [])) for kind in ("chief", "worker")))
 
 
-def device_report(config, strategy, global_batch_size):
+def check_batch_split(global_batch_size, replicas, accumulation_steps=1):
+  """Raises a one-line `ValueError` unless the global training batch divides
+  into `accumulation_steps` equal micro-batches on each of `replicas`."""
+  if global_batch_size % (accumulation_steps * replicas):
+    raise ValueError(
+      f"hparam train_batch_size={global_batch_size} must be divisible by "
+      f"gradient_accumulation_steps ({accumulation_steps}) x replicas ({replicas}) = "
+      f"{accumulation_steps * replicas}"
+    )
+
+
+def device_report(config, strategy, global_batch_size, accumulation_steps=1):
   """The one start-up line saying where and how a run trains: devices and
-  replicas, workers, precision, XLA and the batch split."""
+  replicas, workers, precision, XLA and the batch split (per replica, and
+  into `accumulation_steps` micro-batches)."""
   try:
     devices = list(strategy.extended.worker_devices)
-  except RuntimeError:  # the default strategy: TensorFlow's placement, GPU 0 if any
+  except (AttributeError, RuntimeError):  # the default strategy: TensorFlow's placement
     gpus = tf.config.list_logical_devices("GPU")
     devices = [(gpus or tf.config.list_logical_devices("CPU"))[0].name]
   kinds = sorted({re.sub(r".*device:([A-Z_]+):\d+$", r"\1", d) for d in devices})
   replicas = strategy.num_replicas_in_sync
   per_replica = global_batch_size // max(replicas, 1)
+  if accumulation_steps > 1:
+    split = (
+      f"{accumulation_steps} micro-batches of {per_replica // accumulation_steps} per step "
+      f"(gradient accumulation over {accumulation_steps})"
+    )
+  else:
+    split = f"one micro-batch of {per_replica} per step (no gradient accumulation)"
   return (
     f"Devices: {replicas} replica(s) on {'/'.join(kinds)} ({', '.join(devices)}), "
     f"{num_workers(strategy)} worker(s), {type(strategy).__name__}; precision "
     f"{config.mixed_precision}; XLA {'on' if config.jit_compile else 'off'}; global batch "
-    f"{global_batch_size} = {per_replica} per replica x {replicas}, one micro-batch per step "
-    "(no gradient accumulation)"
+    f"{global_batch_size} = {per_replica} per replica x {replicas}, {split}"
   )
 
 
@@ -369,9 +387,11 @@ def missing_gpu_warning(environ=None, nvidia_smi=None):
   )
 
 
-def report_devices(config, strategy, global_batch_size, print_fn=print):
-  """Prints `device_report`, and `missing_gpu_warning` when there is one."""
+def report_devices(config, strategy, global_batch_size, print_fn=print, accumulation_steps=1):
+  """Checks the batch split (`check_batch_split`), then prints
+  `device_report`, and `missing_gpu_warning` when there is one."""
+  check_batch_split(global_batch_size, strategy.num_replicas_in_sync, accumulation_steps)
   warning = missing_gpu_warning()
   if warning:
     print_fn(warning)
-  print_fn(device_report(config, strategy, global_batch_size))
+  print_fn(device_report(config, strategy, global_batch_size, accumulation_steps))

@@ -6,14 +6,29 @@ device and N replicas compute the same step for the same global batch.
 `Strategy.experimental_distribute_dataset` (used by `model.fit`) splits each
 global batch into equal consecutive slices, replica i taking the i-th.
 
+With gradient accumulation a replica's batch is cut into micro-batches; a
+step computes one micro-batch inside `micro_batch(index, count)`, where
+`replica_first_example` gives the global row of that micro-batch's first
+example, so the draws keyed by row are those of the undivided step.
+
 Example:
   >>> num_replicas()
   1
   >>> int(replica_first_example(8))
   0
+  >>> with micro_batch(2, 4):
+  ...   int(replica_first_example(8))
+  16
 """
 
+import contextlib
+import threading
+
 import tensorflow as tf
+
+# The micro-batch being computed, per thread: MirroredStrategy runs each
+# replica's step in its own thread.
+_micro_batch = threading.local()
 
 
 def num_replicas():
@@ -30,13 +45,38 @@ def cross_replica_sum(value):
   return ctx.all_reduce(tf.distribute.ReduceOp.SUM, value)
 
 
+@contextlib.contextmanager
+def micro_batch(index, count):
+  """Inside it, batches are micro-batch `index` (an int or scalar tensor,
+  e.g. a `tf.while_loop` counter) of `count` equal ones cut from this
+  replica's batch, in order."""
+  previous = getattr(_micro_batch, "value", None)
+  _micro_batch.value = (index, count)
+  try:
+    yield
+  finally:
+    _micro_batch.value = previous
+
+
 def replica_first_example(local_batch_size):
-  """Global-batch row of this replica's first example, as int64 (0 on one device)."""
+  """Global-batch row of this replica's first example, as int64 (0 on one
+  device): `replica_id * local_batch_size`, or inside `micro_batch(index,
+  count)` (`local_batch_size` then being the micro-batch's)
+  `replica_id * local_batch_size * count + index * local_batch_size`."""
+  local_batch_size = tf.cast(local_batch_size, tf.int64)
   ctx = tf.distribute.get_replica_context()
-  if ctx is None or ctx.num_replicas_in_sync == 1:
-    return tf.constant(0, tf.int64)
-  replica_id = tf.cast(ctx.replica_id_in_sync_group, tf.int64)
-  return replica_id * tf.cast(local_batch_size, tf.int64)
+  distributed = ctx is not None and ctx.num_replicas_in_sync > 1
+  micro = getattr(_micro_batch, "value", None)
+  if micro is None:
+    if not distributed:
+      return tf.constant(0, tf.int64)
+    return tf.cast(ctx.replica_id_in_sync_group, tf.int64) * local_batch_size
+  index, count = micro
+  first = tf.cast(index, tf.int64) * local_batch_size
+  if distributed:
+    replica_id = tf.cast(ctx.replica_id_in_sync_group, tf.int64)
+    first += replica_id * local_batch_size * tf.cast(count, tf.int64)
+  return first
 
 
 def replica_first_row(local_batch_size):

@@ -14,8 +14,12 @@ from electra_tf.configs.pretraining import default_embedding_size
 from electra_tf.configs.pretraining import get_bert_config
 from electra_tf.finetune.model import FinetuningModel
 from electra_tf.finetune.text_preprocessor import ElectraTextPreprocessor
+from electra_tf.layers import layer_utils
 from electra_tf.optimization import factory as optimizer_factory
+from electra_tf.runtime import accumulation
+from electra_tf.runtime import replicas
 from electra_tf.serving import export as export_lib
+from electra_tf.utils import keras_compat
 
 
 class ElectraTaskModel(keras.Model):
@@ -184,6 +188,7 @@ class ElectraTaskModel(keras.Model):
     warmup_proportion=0.1,
     weight_decay_rate=0.01,
     layerwise_lr_decay=0.8,
+    gradient_accumulation_steps=1,
     **kwargs,
   ):
     """Defaults: the original's optimizer (`AdamWeightDecay`, warm-up ×
@@ -198,6 +203,11 @@ class ElectraTaskModel(keras.Model):
       num_train_steps: the schedule's horizon; needed with "auto".
       learning_rate, warmup_proportion, weight_decay_rate,
         layerwise_lr_decay: the "auto" optimizer's hparams.
+      gradient_accumulation_steps: k ≥ 1: each step cuts every replica's
+        batch into k micro-batches and applies the sum of their gradients
+        once. The micro-batches' losses are summed: the same update as the
+        whole batch for a loss summed over examples (the default loss); a
+        loss averaged over the batch would be k times larger.
       **kwargs: passed to `keras.Model.compile`.
     """
     if not self.built:
@@ -224,7 +234,52 @@ class ElectraTaskModel(keras.Model):
       kwargs.setdefault("loss_weights", self.default_loss_weights())
     if metrics == "auto":
       metrics = self.default_metrics()
+    self.gradient_accumulation_steps = optimizer_factory.check_gradient_accumulation(
+      optimizer, gradient_accumulation_steps
+    )
     super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+  def train_step(self, data):
+    """Keras' step, with dense gradients (the global norm that clipping
+    divides by is the gradient's, as in the original) and gradient
+    accumulation (see `electra_tf.runtime.accumulation`): the micro-batches'
+    losses and metric updates add up to the whole batch's."""
+    x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+    batch = {"x": x, "y": y}
+    if sample_weight is not None:
+      batch["sample_weight"] = sample_weight
+
+    def batch_loss(part):
+      y_pred = self(part["x"], training=True)
+      weight = part.get("sample_weight")
+      loss = self.compute_loss(part["x"], part["y"], y_pred, weight, training=True)
+      self.compute_metrics(part["x"], part["y"], y_pred, weight)
+      return loss, {"loss": loss}
+
+    variables = self.trainable_variables
+    steps = getattr(self, "gradient_accumulation_steps", 1)
+    if steps == 1:
+      with tf.GradientTape() as tape:
+        loss, _ = batch_loss(batch)
+        scaled_loss = self.optimizer.scale_loss(loss)
+      grads = tape.gradient(scaled_loss, variables)
+    else:
+      grads, values = accumulation.accumulate_gradients(
+        batch_loss,
+        variables,
+        batch,
+        steps,
+        self.optimizer,
+        seed_states=layer_utils.seed_generator_states(self),
+        value_names=["loss"],
+      )
+      loss = values["loss"]
+    keras_compat.loss_tracker(self).update_state(
+      keras_compat.unscale_loss_for_distribution(loss),
+      sample_weight=tf.shape(tf.nest.flatten(x)[0])[0],
+    )
+    self.optimizer.apply(replicas.agree_on_finite_gradients(grads), variables)
+    return self.get_metrics_result()
 
   # --- export --------------------------------------------------------------------
 

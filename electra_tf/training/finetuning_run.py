@@ -225,6 +225,7 @@ class ModelRunner:
         ),
         jit_compile=config.jit_compile,
         steps_per_execution=config.steps_per_execution,
+        gradient_accumulation_steps=config.gradient_accumulation_steps,
       )
       checkpointing.build_optimizer(model)
       manager = checkpointing.NameBasedCheckpointManager(
@@ -409,7 +410,13 @@ def _run_trials(config, strategy, chief):
   logging.info(
     "Config: model=%s, trial %d/%d\n%s", config.model_name, trial, config.num_trials, config
   )
-  distribution.report_devices(config, strategy, config.train_batch_size, logging.info)
+  distribution.report_devices(
+    config,
+    strategy,
+    config.train_batch_size,
+    logging.info,
+    accumulation_steps=config.gradient_accumulation_steps,
+  )
   generic_model_dir = config.model_dir
   tokenizer = tokenization.FullTokenizer(config.vocab_file, do_lower_case=config.do_lower_case)
   tasks = task_builder.get_tasks(config, tokenizer)

@@ -405,7 +405,13 @@ def train_or_eval(config, files=None, strategy=None, callbacks=()):
     print(repr(config), flush=True)
     print(f"{len(files.files)} pre-training file(s)", flush=True)
     batch_size = config.train_batch_size if config.do_train else config.eval_batch_size
-    distribution.report_devices(config, strategy, batch_size, lambda line: print(line, flush=True))
+    distribution.report_devices(
+      config,
+      strategy,
+      batch_size,
+      lambda line: print(line, flush=True),
+      accumulation_steps=config.gradient_accumulation_steps if config.do_train else 1,
+    )
     if config.seed is not None:
       keras.utils.set_random_seed(int(config.seed))
     if config.do_train:

@@ -7,6 +7,7 @@ package uses these names, never the private paths themselves.
 """
 
 from keras.src import backend as _keras_backend
+from keras.src.losses import loss as _keras_loss
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2  # noqa: F401  (TensorBoard summary protos)
 from tensorflow.core.protobuf import trackable_object_graph_pb2  # noqa: F401  (checkpoint graph)
@@ -29,6 +30,17 @@ def autocast_scope(dtype):
 def flatten_layers(layer, include_self=True):
   """`layer` (optionally) and every layer nested inside it, depth first."""
   return list(layer._flatten_layers(include_self=include_self))  # pylint: disable=protected-access
+
+
+def loss_tracker(model):
+  """The `Mean` metric through which Keras' own `train_step` logs `loss`."""
+  return model._loss_tracker  # pylint: disable=protected-access
+
+
+def unscale_loss_for_distribution(loss):
+  """What Keras' own `train_step` logs of a compiled loss under a strategy
+  (Keras divides it by the replicas for the gradient sum)."""
+  return _keras_loss.unscale_loss_for_distribution(loss)
 
 
 def all_reduce_sum_gradients(optimizer, grads_and_vars):

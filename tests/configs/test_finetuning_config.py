@@ -176,3 +176,18 @@ def test_distribution_and_precision_hparams_are_pretrainings(tmp_path):
   gpus = FinetuningConfig("m", str(tmp_path))
   assert distribution.resolve_strategy_name(gpus, num_visible_gpus=2) == "mirrored"
   assert distribution.resolve_strategy_name(gpus, num_visible_gpus=1) == "default"
+
+
+def test_gradient_accumulation_steps_must_divide_the_global_batch(tmp_path):
+  from electra_tf.configs.pretraining import PretrainingConfig
+
+  for make in (
+    lambda **kw: FinetuningConfig("m", str(tmp_path), task_names=["rte"], **kw),
+    lambda **kw: PretrainingConfig("m", str(tmp_path), **kw),
+  ):
+    assert make().gradient_accumulation_steps == 1
+    assert make(train_batch_size=64, gradient_accumulation_steps=16).train_batch_size == 64
+    with pytest.raises(ValueError, match="train_batch_size=30 must be divisible by gradient_acc"):
+      make(train_batch_size=30, gradient_accumulation_steps=4)
+    with pytest.raises(ValueError, match="gradient_accumulation_steps=0; expected an integer"):
+      make(gradient_accumulation_steps=0)

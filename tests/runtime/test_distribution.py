@@ -202,6 +202,11 @@ def test_device_report_names_replicas_precision_xla_and_batch_split(two_replica_
   line = distribution.device_report(config, two_replica_strategy, 128)
   assert line.startswith("Devices: 2 replica(s) on CPU (")
   assert "precision mixed_bfloat16; XLA on; global batch 128 = 64 per replica x 2" in line
+  assert line.endswith("one micro-batch of 64 per step (no gradient accumulation)")
+  line = distribution.device_report(config, two_replica_strategy, 128, accumulation_steps=4)
+  assert line.endswith("4 micro-batches of 16 per step (gradient accumulation over 4)")
+  with pytest.raises(ValueError, match=r"train_batch_size=20 .* \(4\) x replicas \(2\) = 8$"):
+    distribution.report_devices(config, two_replica_strategy, 20, accumulation_steps=4)
 
 
 @pytest.mark.slow

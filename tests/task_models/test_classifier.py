@@ -91,3 +91,29 @@ def test_compile_needs_the_schedule_horizon(tmp_path):
   assert type(classifier.optimizer).__name__ == "Lamb"
   classifier.compile(optimizer="adam", num_train_steps=10)
   assert type(classifier.optimizer).__name__ == "AdamWeightDecay"
+
+
+@pytest.mark.slow
+def test_accumulated_fit_on_text_makes_the_one_batch_steps(tmp_path):
+  """compile(gradient_accumulation_steps=2): raw text pairs cut into
+  micro-batches give the one-batch steps (weights, logged loss and accuracy);
+  Keras' own optimizer keyword is refused."""
+  model_dir = str(tmp_path / "pretrained")
+  pretrained_dir(model_dir)
+  data = tf.data.Dataset.from_tensor_slices(((PREMISES, HYPOTHESES), LABELS)).batch(4).repeat()
+  results = []
+  for k in (1, 2):
+    keras.utils.set_random_seed(3)
+    classifier = electra_tf.ElectraClassifier.from_checkpoint(
+      model_dir, os.path.join(model_dir, "vocab.txt"), 3, "base", 8, TINY, 16
+    )
+    classifier.compile(num_train_steps=10, learning_rate=1e-2, gradient_accumulation_steps=k)
+    history = classifier.fit(data, steps_per_epoch=3, verbose=0)
+    results.append((classifier.get_weights(), history.history))
+  (weights_1, history_1), (weights_2, history_2) = results
+  assert history_2["loss"] == pytest.approx(history_1["loss"], rel=1e-5)
+  assert history_2["accuracy"] == pytest.approx(history_1["accuracy"])
+  for a, b in zip(weights_2, weights_1):
+    np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
+  with pytest.raises(ValueError, match="Keras' optimizer keyword is not supported"):
+    classifier.compile(optimizer=keras.optimizers.Adam(gradient_accumulation_steps=2))

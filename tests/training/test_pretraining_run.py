@@ -7,6 +7,7 @@ marked slow."""
 import json
 import os
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -93,6 +94,47 @@ def test_train_resume_and_eval_in_process(tmp_path, capsys):
   # TensorBoard events: training scalars at global steps, eval under eval/.
   assert any(name.startswith("events.out.tfevents") for name in os.listdir(model_dir))
   assert any(name.startswith("events.out.tfevents") for name in os.listdir(model_dir / "eval"))
+
+
+class _Crash(Exception):
+  pass
+
+
+class _CrashAfter(keras.callbacks.Callback):
+  """Crashes the run after `steps` steps (after that step's checkpoint)."""
+
+  def __init__(self, steps):
+    super().__init__()
+    self.steps = steps
+
+  def on_train_batch_end(self, batch, logs=None):
+    if int(self.model.optimizer.iterations.numpy()) >= self.steps:
+      raise _Crash()
+
+
+@pytest.mark.slow
+def test_accumulated_run_resumes_at_the_step_bit_identical(tmp_path, capsys):
+  """With gradient_accumulation_steps, a run stopped at a checkpoint and
+  resumed ends with the weights of the run that never stopped."""
+  make_data_dir(tmp_path)
+  hparams = self_made_hparams(
+    num_train_steps=4, seed=3, gradient_accumulation_steps=2, save_checkpoints_steps=2
+  )
+  whole = PretrainingConfig("whole", str(tmp_path), **hparams)
+  assert pretraining_run.train_or_eval(whole) == 4
+  line = "global batch 4 = 4 per replica x 1, 2 micro-batches of 2 per step"
+  assert line in capsys.readouterr().out
+  resumed = PretrainingConfig("resumed", str(tmp_path), **hparams)
+  with pytest.raises(_Crash):
+    pretraining_run.train_or_eval(resumed, callbacks=[_CrashAfter(2)])
+  assert latest_step(tmp_path / "models" / "resumed") == 2
+  assert pretraining_run.train_or_eval(resumed) == 4
+  want = tf.train.load_checkpoint(tf.train.latest_checkpoint(whole.model_dir))
+  got = tf.train.load_checkpoint(tf.train.latest_checkpoint(resumed.model_dir))
+  names = set(want.get_variable_to_shape_map()) - {"_CHECKPOINTABLE_OBJECT_GRAPH"}
+  assert names == set(got.get_variable_to_shape_map()) - {"_CHECKPOINTABLE_OBJECT_GRAPH"}
+  for name in names:
+    np.testing.assert_array_equal(got.get_tensor(name), want.get_tensor(name), err_msg=name)
 
 
 @pytest.mark.slow

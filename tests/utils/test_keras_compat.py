@@ -104,3 +104,12 @@ def test_no_private_paths_outside_the_compat_module():
       if needle in text:
         offenders.append(f"{path.relative_to(root)}: {needle}")
   assert not offenders, offenders
+
+
+def test_loss_tracker_and_unscale_loss_for_distribution(two_replica_strategy):
+  model = keras.Sequential([keras.layers.Dense(1)])
+  model.compile(optimizer="sgd", loss="mse")
+  assert isinstance(keras_compat.loss_tracker(model), keras.metrics.Mean)
+  assert float(keras_compat.unscale_loss_for_distribution(tf.constant(3.0))) == 3.0
+  with two_replica_strategy.scope():
+    assert float(keras_compat.unscale_loss_for_distribution(tf.constant(3.0))) == 6.0

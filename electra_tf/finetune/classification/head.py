@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from electra_tf.finetune import heads as head_utils
+from electra_tf.layers import layer_utils
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -56,7 +57,9 @@ class ClassificationHead(keras.layers.Layer):
     self.built = True
 
   def call(self, sequence_output, features, training=None):
-    reprs = self.dropout(sequence_output[:, 0], training=training)
+    # Row-keyed dropout (as the encoder's): replicas and micro-batches drop
+    # what one device's whole batch drops.
+    reprs = layer_utils.dropout(self.dropout, sequence_output[:, 0], training)
     logits = self.dense(reprs)
     name = self.task_name
     outputs = {"eid": features[name + "_eid"]}
