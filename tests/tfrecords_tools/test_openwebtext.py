@@ -66,7 +66,9 @@ def _reference(data_dir, max_length, num_jobs, seed, num_out_files):
       members = sorted(contents)
       random.shuffle(members)
       for member in members:
-        writer.write_text(contents[member].decode("utf-8", "ignore"))
+        # The original reads each extracted member with a GFile, whose line reader drops "\r".
+        text = contents[member].decode("utf-8", "ignore")
+        writer.write_lines(text.replace("\r", "").split("\n"))
     expected.update(writer.out)
   return expected
 
