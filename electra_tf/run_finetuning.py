@@ -27,13 +27,10 @@ import sys
 
 from absl import logging
 
-from electra_tf.checkpoints.checkpointing import CheckpointSaveError
-from electra_tf.checkpoints.checkpointing import TrainingPreempted
 from electra_tf.configs.hparams import add_run_flags
-from electra_tf.configs.model_dir import ModelDirMismatch
 from electra_tf.runtime import distribution
 from electra_tf.training import finetuning_run as runner
-from electra_tf.training.callbacks import TrainingDiverged
+from electra_tf.training import run_status
 from electra_tf.training.finetuning_run import ModelRunner  # noqa: F401  (public API)
 from electra_tf.training.finetuning_run import get_finetuning_bert_config  # noqa: F401
 from electra_tf.training.finetuning_run import median_results  # noqa: F401
@@ -41,7 +38,6 @@ from electra_tf.training.finetuning_run import results_lines  # noqa: F401
 from electra_tf.training.finetuning_run import run_finetuning  # noqa: F401
 from electra_tf.training.finetuning_run import write_results  # noqa: F401
 from electra_tf.utils import exit_codes
-from electra_tf.utils.run_lock import ModelDirBusy
 
 
 def main(argv=None):
@@ -57,21 +53,9 @@ def main(argv=None):
   except ValueError as e:
     print(f"run_finetuning: error: {e}", file=sys.stderr, flush=True)
     return exit_codes.BAD_INPUT
-  try:
-    runner.run_finetuning(config, strategy)
-  except (ModelDirMismatch, ModelDirBusy) as e:
-    print(f"run_finetuning: error: {e}", file=sys.stderr, flush=True)
-    return exit_codes.BAD_INPUT
-  except TrainingPreempted as e:
-    print(f"run_finetuning: {e}; re-run to resume.", file=sys.stderr, flush=True)
-    return exit_codes.PREEMPTED
-  except TrainingDiverged as e:
-    print(f"run_finetuning: error: {e}", file=sys.stderr, flush=True)
-    return exit_codes.DIVERGED
-  except CheckpointSaveError as e:
-    print(f"run_finetuning: error: {e}", file=sys.stderr, flush=True)
-    return exit_codes.BAD_INPUT
-  return exit_codes.OK
+  return run_status.run_to_exit_status(
+    "run_finetuning", lambda: runner.run_finetuning(config, strategy)
+  )
 
 
 if __name__ == "__main__":

@@ -39,15 +39,11 @@ twin and the `.pkl` the original's config names.
 import argparse
 import sys
 
-from electra_tf.checkpoints.checkpointing import CheckpointSaveError
-from electra_tf.checkpoints.checkpointing import TrainingPreempted
 from electra_tf.configs.hparams import add_run_flags
-from electra_tf.configs.model_dir import ModelDirMismatch
 from electra_tf.runtime import distribution
 from electra_tf.training import pretraining_run
-from electra_tf.training.callbacks import TrainingDiverged
+from electra_tf.training import run_status
 from electra_tf.utils import exit_codes
-from electra_tf.utils.run_lock import ModelDirBusy
 
 
 def main(argv=None):
@@ -63,22 +59,9 @@ def main(argv=None):
     # Bad input: one clear line, no traceback, nothing trained.
     print(f"run_pretraining: error: {e}", file=sys.stderr, flush=True)
     return exit_codes.BAD_INPUT
-  try:
-    pretraining_run.train_or_eval(config, files, strategy)
-  except (ModelDirMismatch, ModelDirBusy) as e:
-    # Another model than the dir holds, or another trainer on it: nothing written.
-    print(f"run_pretraining: error: {e}", file=sys.stderr, flush=True)
-    return exit_codes.BAD_INPUT
-  except TrainingPreempted as e:
-    print(f"run_pretraining: {e}; re-run to resume.", file=sys.stderr, flush=True)
-    return exit_codes.PREEMPTED
-  except TrainingDiverged as e:
-    print(f"run_pretraining: error: {e}", file=sys.stderr, flush=True)
-    return exit_codes.DIVERGED
-  except (pretraining_run.TrainingDataError, CheckpointSaveError) as e:
-    print(f"run_pretraining: error: {e}", file=sys.stderr, flush=True)
-    return exit_codes.BAD_INPUT
-  return exit_codes.OK
+  return run_status.run_to_exit_status(
+    "run_pretraining", lambda: pretraining_run.train_or_eval(config, files, strategy)
+  )
 
 
 if __name__ == "__main__":

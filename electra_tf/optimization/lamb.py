@@ -28,14 +28,11 @@ class Lamb(AdamWeightDecay):
   param -= lr * multiplier * ratio * update`.
 
   Args:
-    learning_rate: float or `LearningRateSchedule`.
-    weight_decay_rate: decoupled decay.
-    beta_1, beta_2, epsilon: the moments' constants (0.9, 0.999, 1e-6).
-    exclude_from_weight_decay: regexes (`re.search`) of names not decayed.
     exclude_from_layer_adaptation: regexes of names whose ratio is 1; None
       (the default) uses `exclude_from_weight_decay`, as Model Garden does.
-    clip_norm, variable_names, learning_rate_multipliers, name, **kwargs:
-      as for `AdamWeightDecay`.
+    *args, **kwargs: as for `AdamWeightDecay` (learning_rate,
+      weight_decay_rate, beta_1, beta_2, epsilon, exclude_from_weight_decay,
+      clip_norm, variable_names, learning_rate_multipliers, name).
 
   Example:
   >>> opt = Lamb(learning_rate=1e-3, weight_decay_rate=0.01)
@@ -45,34 +42,8 @@ class Lamb(AdamWeightDecay):
   [2.99634, 4.00341]
   """
 
-  def __init__(
-    self,
-    learning_rate=0.001,
-    weight_decay_rate=0.0,
-    beta_1=0.9,
-    beta_2=0.999,
-    epsilon=1e-6,
-    exclude_from_weight_decay=("LayerNorm", "layer_norm", "bias"),
-    exclude_from_layer_adaptation=None,
-    clip_norm=1.0,
-    variable_names=None,
-    learning_rate_multipliers=None,
-    name="Lamb",
-    **kwargs,
-  ):
-    super().__init__(
-      learning_rate=learning_rate,
-      weight_decay_rate=weight_decay_rate,
-      beta_1=beta_1,
-      beta_2=beta_2,
-      epsilon=epsilon,
-      exclude_from_weight_decay=exclude_from_weight_decay,
-      clip_norm=clip_norm,
-      variable_names=variable_names,
-      learning_rate_multipliers=learning_rate_multipliers,
-      name=name,
-      **kwargs,
-    )
+  def __init__(self, *args, exclude_from_layer_adaptation=None, name="Lamb", **kwargs):
+    super().__init__(*args, name=name, **kwargs)
     self.exclude_from_layer_adaptation = (
       None if exclude_from_layer_adaptation is None else tuple(exclude_from_layer_adaptation)
     )

@@ -1,0 +1,33 @@
+"""How a training run ended, as a command line's exit status and one line on
+stderr: the same for `run_pretraining` and `run_finetuning`."""
+
+import sys
+
+from electra_tf.checkpoints.checkpointing import CheckpointSaveError
+from electra_tf.checkpoints.checkpointing import TrainingPreempted
+from electra_tf.configs.model_dir import ModelDirMismatch
+from electra_tf.training.callbacks import TrainingDiverged
+from electra_tf.training.pretraining_run import TrainingDataError
+from electra_tf.utils import exit_codes
+from electra_tf.utils.run_lock import ModelDirBusy
+
+# Another model than the dir holds, another trainer on it, bad data met while
+# training, a full disk: bad input, in one line.
+_BAD_INPUT = (ModelDirMismatch, ModelDirBusy, TrainingDataError, CheckpointSaveError)
+
+
+def run_to_exit_status(tool, run):
+  """Calls `run()`; returns `electra_tf.utils.exit_codes`' status for how it
+  ended, after printing `<tool>: …` on stderr for anything but success."""
+  try:
+    run()
+  except TrainingPreempted as e:
+    print(f"{tool}: {e}; re-run to resume.", file=sys.stderr, flush=True)
+    return exit_codes.PREEMPTED
+  except TrainingDiverged as e:
+    print(f"{tool}: error: {e}", file=sys.stderr, flush=True)
+    return exit_codes.DIVERGED
+  except _BAD_INPUT as e:
+    print(f"{tool}: error: {e}", file=sys.stderr, flush=True)
+    return exit_codes.BAD_INPUT
+  return exit_codes.OK
