@@ -67,13 +67,15 @@ def attention_mask_adder(input_mask, attention_direction="bidirectional"):
     raise ValueError(
       f"attention_direction={attention_direction!r}; expected one of {ATTENTION_DIRECTIONS}"
     )
-  mask = ops.cast(input_mask, "float32")[:, None, None, :]  # [B, 1, 1, S]
+  # expand_dims, not `[:, None, None, :]`: LiteRT's builtin strided slice takes
+  # no two new axes, and the portable exports (serving/portable.py) use builtins only.
+  mask = ops.expand_dims(ops.expand_dims(ops.cast(input_mask, "float32"), 1), 1)  # [B, 1, 1, S]
   if attention_direction != "bidirectional":
     seq_length = ops.shape(input_mask)[1]
     rows = ops.arange(seq_length)[:, None]
     cols = ops.arange(seq_length)[None, :]
     allowed = cols <= rows if attention_direction == "ltr" else cols >= rows
-    mask = mask * ops.cast(allowed, "float32")[None, None, :, :]
+    mask = mask * ops.reshape(ops.cast(allowed, "float32"), (1, 1, seq_length, seq_length))
   return (1.0 - mask) * ATTENTION_MASK_ADDER
 
 

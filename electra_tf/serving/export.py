@@ -117,6 +117,7 @@ def build_serving_module(
   max_query_length=64,
   length_multiple=1,
   jit_compile=False,
+  real_length=True,
 ):
   """The serving module for `kind` ("discriminator", "generator", "task").
 
@@ -131,11 +132,12 @@ def build_serving_module(
     task: the task head (needed when the model has several).
     top_k, max_predictions: generator options.
     max_query_length: QA question budget.
-    length_multiple, jit_compile: see `serving_modules.ElectraServingModule`.
+    length_multiple, jit_compile, real_length: see
+      `serving_modules.ElectraServingModule`.
   """
   if kind not in MODEL_KINDS:
     raise ValueError(f"--model {kind!r}; expected one of {MODEL_KINDS}")
-  options = dict(length_multiple=length_multiple, jit_compile=jit_compile)
+  options = dict(length_multiple=length_multiple, jit_compile=jit_compile, real_length=real_length)
   if _is_finetuning_model(model):
     if kind != "task":
       raise ValueError(

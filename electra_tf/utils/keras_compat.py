@@ -11,6 +11,7 @@ from keras.src.losses import loss as _keras_loss
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2  # noqa: F401  (TensorBoard summary protos)
 from tensorflow.core.protobuf import trackable_object_graph_pb2  # noqa: F401  (checkpoint graph)
+from tensorflow.python.framework import convert_to_constants as _convert_to_constants
 
 # The override point through which a layer names extra checkpoint children
 # (Keras 3 leaves layers held in plain lists out of `tf.train.Checkpoint`).
@@ -76,3 +77,11 @@ def keras_hub_transformer_encoder_parts(layer):
     "output": layer._feedforward_output_dense,  # pylint: disable=protected-access
     "output_layer_norm": layer._feedforward_layer_norm,  # pylint: disable=protected-access
   }
+
+
+def freeze(concrete_function):
+  """`concrete_function` with every variable it reads baked in as a constant
+  (the LiteRT converter otherwise keeps Keras variables as resource
+  variables, which the interpreter cannot read); its outputs come back as a
+  flat list in `tf.nest.flatten` order of the original's."""
+  return _convert_to_constants.convert_variables_to_constants_v2(concrete_function)

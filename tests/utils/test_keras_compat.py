@@ -82,6 +82,16 @@ def test_keras_hub_transformer_encoder_parts():
   assert {id(v) for part in parts.values() for v in part.weights} == {id(v) for v in layer.weights}
 
 
+def test_freeze_bakes_variables_into_constants():
+  v = tf.Variable([2.0, 3.0])
+  fn = tf.function(lambda x: {"y": x * v}).get_concrete_function(tf.TensorSpec([2], tf.float32))
+  frozen = keras_compat.freeze(fn)
+  v.assign([5.0, 7.0])  # the frozen function keeps the values it was frozen with
+  ops = {op.type for op in frozen.graph.get_operations()}
+  assert "ReadVariableOp" not in ops and not frozen.captured_inputs
+  np.testing.assert_array_equal(frozen(tf.constant([1.0, 1.0]))[0].numpy(), [2.0, 3.0])
+
+
 def test_no_private_paths_outside_the_compat_module():
   """`keras.src`, `tf.__internal__` and `tensorflow.core` appear only in
   keras_compat, so an upgrade has one place to mend."""

@@ -143,7 +143,9 @@ class QAHead(keras.layers.Layer):
       if training:
         end_logits = end_logits + mask_adder
       else:
-        end_logits = end_logits + mask_adder[:, None, :]
+        # expand_dims, not `[:, None, :]` (here and below): LiteRT's builtin
+        # strided slice adds no axis to a rank-2 tensor (serving/portable.py).
+        end_logits = end_logits + ops.expand_dims(mask_adder, 1)
         end_log_probs = ops.log_softmax(end_logits, axis=-1)
         end_top_log_probs, end_top_index = ops.top_k(end_log_probs, k=k)
         end_top_index = ops.cast(end_top_index, "int32")
@@ -162,7 +164,7 @@ class QAHead(keras.layers.Layer):
       answerable_repr = hidden[:, 0]
       if self.answerable_uses_start_logits:
         start_probs = ops.softmax(start_logits, axis=-1)
-        start_feature = ops.sum(start_probs[:, :, None] * hidden, axis=1)
+        start_feature = ops.sum(ops.expand_dims(start_probs, -1) * hidden, axis=1)
         answerable_repr = self.answerable_hidden(
           ops.concatenate([answerable_repr, start_feature], axis=-1)
         )

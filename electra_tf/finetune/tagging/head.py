@@ -52,7 +52,8 @@ class TaggingHead(keras.layers.Layer):
   def call(self, sequence_output, features, training=None):
     name = self.task_name
     positions = ops.cast(features[name + "_labeled_positions"], "int32")
-    reprs = ops.take_along_axis(sequence_output, positions[:, :, None], axis=1)
+    # expand_dims, not `[:, :, None]`: LiteRT's builtin strided slice adds no axis.
+    reprs = ops.take_along_axis(sequence_output, ops.expand_dims(positions, -1), axis=1)
     logits = self.dense(reprs)
     labels = features[name + "_labels"]
     mask = ops.cast(features[name + "_labels_mask"], logits.dtype)

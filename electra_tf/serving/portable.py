@@ -1,0 +1,390 @@
+"""LiteRT (`.tflite`) and ONNX exports of the ids-in network, for runtimes
+without TensorFlow (phones, browsers, ONNX Runtime services).
+
+The exported network takes int32 `input_ids`, `input_mask` and
+`segment_ids` `[B, S]` and returns the outputs of the SavedModel's
+`serve_ids` signature for the same model (`electra_tf.serving.modules`),
+without the echoed ids: classification `logits`, `probabilities`,
+`predictions`; regression `predictions`; QA `start_logits`, `end_logits` (or
+the joint head's beam); tagging `logits`, `predictions`; the discriminator's
+`rtd_logits`, `rtd_probs`, `cls_output`, `sequence_output`; the generator's
+top-k tokens at `[MASK]`. It is built for these runtimes, not converted from
+the serving graph: no in-graph tokenizer, no trimming to the real length
+(the caller sends the length it wants), variables frozen into constants, and
+LiteRT builtin ops only (the interpreter on PyPI has no Flex delegate).
+
+Both formats take any batch size and any sequence length from 1 (the joint
+QA head's `beam_size`) to the model's `max_position_embeddings`: ONNX through
+dynamic axes, LiteRT through a dynamic shape signature (its signature runner
+resizes the inputs; a bare interpreter takes `resize_tensor_input`).
+
+Beside the file go the tokenizer files a non-TF runtime tokenises with:
+`vocab.txt`, the Hugging Face `tokenizer.json` that reproduces electra_tf's
+ids (`electra_tf.checkpoints.hf_tokenizer`) and `tokenizer_config.json`
+(whose `model_max_length` is the length the model was trained to pack).
+
+`quantize="dynamic-int8"`: LiteRT's dynamic-range quantisation (int8 weights,
+float activations) or ONNX Runtime's dynamic quantisation (int8 weights,
+activations quantised per batch on the fly).
+
+The converters and runtimes are optional extras, imported only here and only
+when their format is asked for: `pip install 'electra_tf[litert]'`
+(ai-edge-litert) and `'electra_tf[onnx]'` (tf2onnx, onnx, onnxruntime). Each
+export is run once in its runtime before it is kept; a float export must
+match the TF network within `CHECK_TOLERANCE`.
+
+Example:
+  >>> FORMATS, QUANTIZATIONS
+  (('litert', 'onnx'), ('dynamic-int8',))
+  >>> # export_portable(classifier, "out/sst2.tflite", "litert")
+"""
+
+import contextlib
+import importlib
+import json
+import os
+import shutil
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+from electra_tf.checkpoints import any_format
+from electra_tf.checkpoints import huggingface
+from electra_tf.serving import export as export_lib
+from electra_tf.serving import modules as serving_modules
+from electra_tf.text.tokenizer import ElectraTokenizer
+from electra_tf.utils import keras_compat
+from electra_tf.utils.file_io import atomic_path
+from electra_tf.utils.file_io import write_atomic
+
+FORMATS = ("litert", "onnx")
+QUANTIZATIONS = ("dynamic-int8",)
+SUFFIXES = {"litert": ".tflite", "onnx": ".onnx"}
+INPUT_NAMES = serving_modules.PACKED_KEYS
+# ONNX opset: 17 has every op the network needs and every ONNX Runtime since
+# 1.13 runs it.
+ONNX_OPSET = 17
+# How far the runtime's float outputs may be from TensorFlow's on the
+# export-time check (float rounding of a different kernel order).
+CHECK_TOLERANCE = 1e-3
+# The Python modules each format needs, and the extra that installs them.
+_NEEDS = {
+  "litert": ("ai_edge_litert.interpreter",),
+  "onnx": ("tf2onnx", "onnx", "onnxruntime", "onnxruntime.quantization"),
+}
+
+
+class MissingExtra(ImportError):
+  """A format's optional packages are not installed."""
+
+
+def require(format):
+  """Imports the modules `format` needs; a missing one raises `MissingExtra`
+  with one line naming the extra to install."""
+  check_format(format)
+  try:
+    return [importlib.import_module(name) for name in _NEEDS[format]]
+  except ImportError as e:
+    raise MissingExtra(
+      f"--format {format} needs the optional '{format}' extra ({e.name} is not installed): "
+      f"pip install 'electra_tf[{format}]'"
+    ) from None
+
+
+def check_format(format, quantize=None):
+  if format not in FORMATS:
+    raise ValueError(f"--format {format!r}; expected one of {FORMATS} (or tf_saved_model)")
+  if quantize is not None and quantize not in QUANTIZATIONS:
+    raise ValueError(f"--quantize {quantize!r}; expected one of {QUANTIZATIONS}")
+
+
+def default_filename(name, format, quantize=None):
+  """`<name>.tflite`, `<name>.onnx`, `<name>-int8.tflite`, ..."""
+  return name + ("-int8" if quantize else "") + SUFFIXES[format]
+
+
+# --- the network --------------------------------------------------------------
+
+
+def _is_task_model(model):
+  """A Keras task model (`ElectraClassifier`, ...): one head, its preprocessor."""
+  return hasattr(model, "finetuning_model") and hasattr(model, "task_name")
+
+
+def _default_kind(model):
+  if _is_task_model(model) or hasattr(model, "heads"):
+    return "task"
+  if any_format.find_network(model, "discriminator") is None:
+    return "generator"
+  return "discriminator"
+
+
+def _bert_config(model, kind):
+  if _is_task_model(model) or hasattr(model, "heads"):
+    return model.bert_config
+  network = any_format.find_network(model, kind)
+  return None if network is None else network.bert_config
+
+
+def _tokenizer(model, vocab_file, do_lower_case, strip_accents):
+  """The model's own tokenizer (a task model's preprocessor), else one on
+  `vocab_file`; and the packing length it was trained with (None if unknown)."""
+  preprocessor = getattr(model, "preprocessor", None)
+  if vocab_file is None and preprocessor is not None:
+    return preprocessor.tokenizer, preprocessor.max_seq_length
+  if vocab_file is None:
+    raise ValueError(
+      f"{type(model).__name__} carries no tokenizer: pass vocab_file (--vocab-file), the "
+      "WordPiece vocab the model was trained with"
+    )
+  if not os.path.isfile(vocab_file):
+    raise ValueError(f"--vocab-file {vocab_file!r} does not exist")
+  tokenizer = ElectraTokenizer(
+    vocab_file=vocab_file,
+    do_lower_case=True if do_lower_case is None else do_lower_case,
+    strip_accents=strip_accents,
+  )
+  return tokenizer, None
+
+
+def build_network(model, kind=None, task=None, vocab_file=None, **options):
+  """The ids-in network of `model` as a TF function.
+
+  Args:
+    model: a Keras task model (`ElectraClassifier`, `ElectraQuestionAnswerer`,
+      `ElectraTokenTagger`), a `FinetuningModel`, an `ElectraPretrainer` or
+      an `ElectraDiscriminator` / `ElectraGenerator` (what
+      `serving.export.load_model` returns).
+    kind: "discriminator", "generator" or "task" (default: what `model` is;
+      a pretrainer gives its discriminator).
+    task: the head of a several-head `FinetuningModel`.
+    vocab_file: the vocab (needed unless the model has a preprocessor).
+    **options: `do_lower_case`, `strip_accents`, `top_k`, `max_predictions`.
+
+  Returns:
+    `(function, tokenizer, packing length or None, max length)`: `function`
+    is a `tf.function` over the three `[None, None]` int32 inputs returning
+    `{output name: tensor}`, its variables frozen into constants.
+  """
+  kind = kind or _default_kind(model)
+  tokenizer, packing_length = _tokenizer(
+    model, vocab_file, options.get("do_lower_case"), options.get("strip_accents", True)
+  )
+  model = export_lib.with_dtype_policy(model, "float32")
+  bert_config = _bert_config(model, kind) or {}
+  max_length = int(bert_config.get("max_position_embeddings", 512))
+  if _is_task_model(model):
+    if kind != "task":
+      raise ValueError(f"{type(model).__name__} is a task model; it exports its task head only")
+    module = serving_modules.TaskHeadServingModule(
+      model.finetuning_model, model.task_name, tokenizer, max_length, real_length=False
+    )
+    if tokenizer.vocab_size != model.bert_config["vocab_size"]:
+      raise ValueError(
+        f"the preprocessor's vocab has {tokenizer.vocab_size} entries but the model's "
+        f"vocab_size is {model.bert_config['vocab_size']}"
+      )
+  else:
+    module = export_lib.build_serving_module(
+      model,
+      kind,
+      tokenizer,
+      max_length,
+      task=task,
+      top_k=options.get("top_k", 5),
+      max_predictions=options.get("max_predictions", 20),
+      real_length=False,
+    )
+  specs = [tf.TensorSpec([None, None], tf.int32, name=k) for k in INPUT_NAMES]
+
+  @tf.function(input_signature=specs, autograph=False)
+  def network(input_ids, input_mask, segment_ids):
+    features = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
+    return dict(module.serve(features))
+
+  concrete = network.get_concrete_function()
+  names = sorted(concrete.structured_outputs)  # the order `freeze` flattens them in
+  frozen = keras_compat.freeze(concrete)
+
+  @tf.function(input_signature=specs, autograph=False)
+  def portable(input_ids, input_mask, segment_ids):
+    return dict(zip(names, frozen(input_ids, input_mask, segment_ids)))
+
+  return portable, tokenizer, packing_length, max_length
+
+
+# --- conversion -----------------------------------------------------------------
+
+
+def _to_litert(function, quantize):
+  converter = tf.lite.TFLiteConverter.from_concrete_functions(
+    [function.get_concrete_function()], tf.Module()
+  )
+  converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+  if quantize:
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]  # dynamic range: int8 weights
+  return converter.convert()
+
+
+def _erfc_handler(ctx, node, name, args):
+  """tf2onnx has no `Erfc` (the exact GELU's): erfc(x) = 1 - erf(x)."""
+  from tf2onnx import utils as tf2onnx_utils  # optional extra, only with --format onnx
+
+  erf = ctx.make_node("Erf", [node.input[0]], op_name_scope=node.name)
+  one = ctx.make_const(tf2onnx_utils.make_name(node.name + "_one"), np.array(1, np.float32))
+  node.type = "Sub"
+  ctx.replace_inputs(node, [one.output[0], erf.output[0]])
+
+
+@contextlib.contextmanager
+def _without_tf2onnx_optimizer(name):
+  """tf2onnx 1.17's reshape optimizer folds a one-head attention's
+  reshape-and-transpose into a `Reshape` whose 0 ("keep this dimension")
+  lands on the flattened batch x length axis, so ONNX Runtime fails on any
+  batch but 1 (ELECTRA-Small's generator has one head). `from_function`
+  takes no optimizer list; its registry is edited for the call."""
+  registry = importlib.import_module("tf2onnx.optimizer")._optimizers  # pylint: disable=protected-access
+  saved = dict(registry)
+  registry.pop(name, None)
+  try:
+    yield
+  finally:
+    registry.clear()
+    registry.update(saved)
+
+
+def _to_onnx(function, quantize, metadata):
+  tf2onnx, onnx, _, quantization = require("onnx")
+  with _without_tf2onnx_optimizer("reshape_optimizer"):
+    proto, _ = tf2onnx.convert.from_function(
+      function,
+      input_signature=function.input_signature,
+      opset=ONNX_OPSET,
+      custom_op_handlers={"Erfc": (_erfc_handler, [])},
+    )
+  for key, value in metadata.items():
+    proto.metadata_props.add(key=key, value=value)
+  if not quantize:
+    return proto.SerializeToString()
+  work = tempfile.mkdtemp(prefix="electra_onnx_")
+  try:
+    float_path, int8_path = os.path.join(work, "float.onnx"), os.path.join(work, "int8.onnx")
+    onnx.save(proto, float_path)
+    quantization.quantize_dynamic(float_path, int8_path, weight_type=quantization.QuantType.QInt8)
+    with open(int8_path, "rb") as f:
+      return f.read()
+  finally:
+    shutil.rmtree(work, ignore_errors=True)
+
+
+# --- running an export --------------------------------------------------------------
+
+
+def run_exported(path, features):
+  """Runs the `.tflite` / `.onnx` file at `path` on `features` ({input name:
+  int32 [B, S]}) in its runtime; returns `{output name: numpy array}`."""
+  features = {k: np.asarray(features[k], np.int32) for k in INPUT_NAMES}
+  if path.endswith(SUFFIXES["onnx"]):
+    _, _, ort, _ = require("onnx")
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(names, features)))
+  (interpreter,) = require("litert")
+  runner = interpreter.Interpreter(model_path=path).get_signature_runner()
+  return runner(**features)
+
+
+def _probe_features(length, vocab_size):
+  rng = np.random.default_rng(0)
+  ids = rng.integers(5, max(6, min(vocab_size, 100)), (2, length)).astype(np.int32)
+  mask = np.ones((2, length), np.int32)
+  mask[1, length // 2 :] = 0
+  segment = np.zeros((2, length), np.int32)
+  segment[:, length // 2 :] = 1
+  return {"input_ids": ids, "input_mask": mask, "segment_ids": segment}
+
+
+def _check_export(path, function, quantize, min_length, vocab_size):
+  """Runs the export once; a float export must agree with TensorFlow."""
+  features = _probe_features(max(min_length, 8), vocab_size)
+  got = run_exported(path, features)
+  want = {k: v.numpy() for k, v in function(**features).items()}
+  if sorted(got) != sorted(want):
+    raise RuntimeError(f"{path}: outputs {sorted(got)}, expected {sorted(want)}")
+  if quantize:
+    return
+  for name, value in want.items():
+    error = np.max(np.abs(np.asarray(got[name], np.float64) - value), initial=0.0)
+    if value.dtype.kind == "f" and error > CHECK_TOLERANCE:
+      raise RuntimeError(f"{path}: {name} differs from TensorFlow's by {error:.3g}")
+
+
+# --- the export --------------------------------------------------------------------
+
+
+def write_tokenizer_files(directory, tokenizer, packing_length):
+  """`vocab.txt`, `tokenizer.json` and `tokenizer_config.json` in `directory`."""
+  if tokenizer.vocabulary is not None:
+    tokens = [str(t).strip() for t in tokenizer.vocabulary]
+  else:
+    tokens = huggingface.read_vocab(tokenizer.vocab_file, tokenizer.vocab_size)
+  work = tempfile.mkdtemp(prefix="electra_tokenizer_")
+  try:
+    huggingface.write_hf_tokenizer_files(
+      work, tokens, tokenizer.do_lower_case, tokenizer.strip_accents, packing_length or 512
+    )
+    for name in sorted(os.listdir(work)):
+      with open(os.path.join(work, name), "rb") as f:
+        write_atomic(os.path.join(directory, name), f.read())
+  finally:
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def export_portable(model, filepath, format, quantize=None, **options):
+  """Writes the ids-in network of `model` to `filepath` in `format`
+  ("litert" or "onnx") and its tokenizer files in the same directory.
+
+  Args:
+    model: a Keras task model, a `FinetuningModel`, a pretrainer, or a
+      discriminator/generator (see `build_network`).
+    filepath: the `.tflite` / `.onnx` file to write (replaced atomically).
+    format: "litert" or "onnx".
+    quantize: None (float32) or "dynamic-int8".
+    **options: `kind`, `task`, `vocab_file`, `do_lower_case`,
+      `strip_accents`, `top_k`, `max_predictions` of `build_network`.
+
+  Returns:
+    `filepath`.
+  """
+  check_format(format, quantize)
+  require(format)
+  function, tokenizer, packing_length, max_length = build_network(model, **options)
+  metadata = {
+    "inputs": ",".join(INPUT_NAMES),
+    "max_sequence_length": str(max_length),
+    "tokenizer": "tokenizer.json, vocab.txt (beside this file)",
+  }
+  if format == "litert":
+    data = _to_litert(function, quantize)
+  else:
+    data = _to_onnx(function, quantize, metadata)
+  directory = os.path.dirname(os.path.abspath(filepath))
+  suffix = SUFFIXES[format]
+  with atomic_path(filepath, suffix=suffix) as tmp:
+    with open(tmp, "wb") as f:
+      f.write(data)
+    beam = getattr(_qa_head(model), "beam_size", 1)
+    _check_export(tmp, function, quantize, beam, tokenizer.vocab_size)
+  write_tokenizer_files(directory, tokenizer, packing_length)
+  write_atomic(
+    os.path.join(directory, os.path.basename(filepath) + ".json"),
+    json.dumps(dict(metadata, format=format, quantize=quantize or "none"), indent=2) + "\n",
+  )
+  return filepath
+
+
+def _qa_head(model):
+  """The joint QA head (its beam needs at least `beam_size` positions), if any."""
+  heads = getattr(getattr(model, "finetuning_model", model), "heads", None) or []
+  return next((h for h in heads if getattr(h, "joint_prediction", False)), None)
