@@ -32,6 +32,9 @@ Loading the export in Python: `electra_tf.serving.load(path)`, or `import
 tensorflow_text` before `tf.saved_model.load` (the raw-text signature's
 tokenizer op is registered by that import).
 
+`--format litert|onnx [--quantize dynamic-int8]`: the ids-in network as
+`<export_dir>/<model or task>[-int8].tflite|.onnx`, tokenizer files beside.
+
 The weights are served in float32 unless `--mixed-precision` is given
 (bfloat16 compute, float32 outputs). `--jit-compile` compiles the network
 with XLA (with `--length-multiple 16` to bound the compilations); TF Serving
@@ -47,6 +50,7 @@ import keras
 from electra_tf.serving import export as export_lib
 from electra_tf.serving import loading as serving_loading
 from electra_tf.serving import modules as serving_modules
+from electra_tf.serving import portable
 from electra_tf.utils import exit_codes
 from electra_tf.utils.file_io import check_writable
 
@@ -76,6 +80,8 @@ def _parse_args(argv):
   parser.add_argument("--data-dir", help="the run's data dir (default: the checkpoint's dir)")
   parser.add_argument("--vocab-file", help="the WordPiece vocab (default: the run's vocab_file)")
   parser.add_argument("--export-dir", required=True, help="writes <export-dir>/<version>/")
+  parser.add_argument("--format", default="tf_saved_model", choices=portable.ALL_FORMATS)
+  parser.add_argument("--quantize", choices=portable.QUANTIZATIONS, help="litert, onnx: int8")
   parser.add_argument(
     "--model",
     default="discriminator",
@@ -132,6 +138,7 @@ def main(argv=None):
   try:
     # Before loading the model (seconds to minutes).
     check_writable(args.export_dir, "--export-dir")
+    portable.check_request(args.format, args.quantize)  # the extra's packages, before the model
     model, config = export_lib.load_model(
       args.keras_model, args.checkpoint, args.hparams, args.model, args.model_name, args.data_dir
     )
@@ -147,6 +154,14 @@ def main(argv=None):
     do_lower_case = not args.no_lower_case and (
       config is None or getattr(config, "do_lower_case", True)
     )
+    if args.format != "tf_saved_model":
+      keys = ("task", "max_seq_length", "top_k", "max_predictions")
+      path = portable.export_to_dir(
+        model, args.export_dir, args.format, args.model, args.quantize, args.overwrite,
+        vocab_file=vocab_file, do_lower_case=do_lower_case, **{k: getattr(args, k) for k in keys},
+      )  # fmt: skip
+      print(f"Exported {args.model} ({args.format}) to {path}; tokenizer files beside it")
+      return 0
     path = export_lib.export(
       model,
       args.model,
@@ -164,7 +179,7 @@ def main(argv=None):
       length_multiple=args.length_multiple,
       jit_compile=args.jit_compile,
     )
-  except ValueError as e:
+  except (ValueError, portable.MissingExtra) as e:
     print(f"export_saved_model: error: {e}", file=sys.stderr)
     return exit_codes.BAD_INPUT
   print(

@@ -59,6 +59,8 @@ from electra_tf.utils.file_io import atomic_path
 from electra_tf.utils.file_io import write_atomic
 
 FORMATS = ("litert", "onnx")
+# Every `--format` of `export_saved_model`; tf_saved_model is `serving.export`'s.
+ALL_FORMATS = ("tf_saved_model",) + FORMATS
 QUANTIZATIONS = ("dynamic-int8",)
 SUFFIXES = {"litert": ".tflite", "onnx": ".onnx"}
 INPUT_NAMES = serving_modules.PACKED_KEYS
@@ -73,6 +75,9 @@ _NEEDS = {
   "litert": ("ai_edge_litert.interpreter",),
   "onnx": ("tf2onnx", "onnx", "onnxruntime", "onnxruntime.quantization"),
 }
+
+
+_NETWORK_OPTIONS = ("do_lower_case", "strip_accents", "max_seq_length", "top_k", "max_predictions")
 
 
 class MissingExtra(ImportError):
@@ -97,6 +102,17 @@ def check_format(format, quantize=None):
     raise ValueError(f"--format {format!r}; expected one of {FORMATS} (or tf_saved_model)")
   if quantize is not None and quantize not in QUANTIZATIONS:
     raise ValueError(f"--quantize {quantize!r}; expected one of {QUANTIZATIONS}")
+
+
+def check_request(format, quantize=None):
+  """Refuses an unknown `format` / `quantize` pair, or a format whose extra
+  is not installed, in one line (before any model is loaded)."""
+  if format == "tf_saved_model":
+    if quantize is not None:
+      raise ValueError("--quantize needs --format litert or onnx")
+    return
+  check_format(format, quantize)
+  require(format)
 
 
 def default_filename(name, format, quantize=None):
@@ -127,9 +143,10 @@ def _bert_config(model, kind):
   return None if network is None else network.bert_config
 
 
-def _tokenizer(model, vocab_file, do_lower_case, strip_accents):
+def _tokenizer(model, vocab_file, do_lower_case, strip_accents, max_seq_length):
   """The model's own tokenizer (a task model's preprocessor), else one on
-  `vocab_file`; and the packing length it was trained with (None if unknown)."""
+  `vocab_file`; and the length it packs text to (the preprocessor's, else
+  `max_seq_length`)."""
   preprocessor = getattr(model, "preprocessor", None)
   if vocab_file is None and preprocessor is not None:
     return preprocessor.tokenizer, preprocessor.max_seq_length
@@ -145,7 +162,7 @@ def _tokenizer(model, vocab_file, do_lower_case, strip_accents):
     do_lower_case=True if do_lower_case is None else do_lower_case,
     strip_accents=strip_accents,
   )
-  return tokenizer, None
+  return tokenizer, max_seq_length
 
 
 def build_network(model, kind=None, task=None, vocab_file=None, **options):
@@ -160,16 +177,25 @@ def build_network(model, kind=None, task=None, vocab_file=None, **options):
       a pretrainer gives its discriminator).
     task: the head of a several-head `FinetuningModel`.
     vocab_file: the vocab (needed unless the model has a preprocessor).
-    **options: `do_lower_case`, `strip_accents`, `top_k`, `max_predictions`.
+    **options: `do_lower_case`, `strip_accents`, `max_seq_length` (the
+      length text is packed to, for `tokenizer_config.json`; a task model's
+      preprocessor knows its own), `top_k`, `max_predictions`.
 
   Returns:
-    `(function, tokenizer, packing length or None, max length)`: `function`
+    `(function, tokenizer, packing length, max length)`: `function`
     is a `tf.function` over the three `[None, None]` int32 inputs returning
     `{output name: tensor}`, its variables frozen into constants.
   """
+  unknown = set(options) - set(_NETWORK_OPTIONS)
+  if unknown:
+    raise TypeError(f"unexpected options {sorted(unknown)}; expected {_NETWORK_OPTIONS}")
   kind = kind or _default_kind(model)
   tokenizer, packing_length = _tokenizer(
-    model, vocab_file, options.get("do_lower_case"), options.get("strip_accents", True)
+    model,
+    vocab_file,
+    options.get("do_lower_case"),
+    options.get("strip_accents", True),
+    options.get("max_seq_length", 512),
   )
   model = export_lib.with_dtype_policy(model, "float32")
   bert_config = _bert_config(model, kind) or {}
@@ -332,7 +358,7 @@ def write_tokenizer_files(directory, tokenizer, packing_length):
   work = tempfile.mkdtemp(prefix="electra_tokenizer_")
   try:
     huggingface.write_hf_tokenizer_files(
-      work, tokens, tokenizer.do_lower_case, tokenizer.strip_accents, packing_length or 512
+      work, tokens, tokenizer.do_lower_case, tokenizer.strip_accents, packing_length
     )
     for name in sorted(os.listdir(work)):
       with open(os.path.join(work, name), "rb") as f:
@@ -352,7 +378,8 @@ def export_portable(model, filepath, format, quantize=None, **options):
     format: "litert" or "onnx".
     quantize: None (float32) or "dynamic-int8".
     **options: `kind`, `task`, `vocab_file`, `do_lower_case`,
-      `strip_accents`, `top_k`, `max_predictions` of `build_network`.
+      `strip_accents`, `max_seq_length`, `top_k`, `max_predictions` of
+      `build_network`.
 
   Returns:
     `filepath`.
@@ -382,6 +409,21 @@ def export_portable(model, filepath, format, quantize=None, **options):
     json.dumps(dict(metadata, format=format, quantize=quantize or "none"), indent=2) + "\n",
   )
   return filepath
+
+
+def export_to_dir(model, export_dir, format, kind, quantize=None, overwrite=False, **options):
+  """`export_portable` into `export_dir` as `default_filename(name, ...)`,
+  where the name is the task's (`--model task`) or `kind`; an existing file
+  is kept unless `overwrite`. Returns the file's path."""
+  check_format(format, quantize)
+  name = kind
+  if kind == "task":
+    names = getattr(model, "task_names", None) or [getattr(model, "task_name", "task")]
+    name = options.get("task") or (names[0] if len(names) == 1 else "task")
+  path = os.path.join(export_dir, default_filename(name, format, quantize))
+  if os.path.exists(path) and not overwrite:
+    raise ValueError(f"{path!r} already exists; pass --overwrite")
+  return export_portable(model, path, format, quantize, kind=kind, **options)
 
 
 def _qa_head(model):
