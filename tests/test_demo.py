@@ -143,6 +143,12 @@ DEMO_BLOCK_OUTPUTS = {
     "demo_output/serving/chunk/1/saved_model.pb",
   ],
   "serve-finetuned": ["demo_output/serving/rte/1/saved_model.pb"],
+  "serve-portable": [
+    "demo_output/serving/rte_portable/rte.onnx",
+    "demo_output/serving/rte_portable/rte-int8.tflite",
+    "demo_output/serving/rte_portable/tokenizer.json",
+  ],
+  "serve-portable-runtimes": [],
   "keras-pretraining-script": ["demo_output/models/keras_demo/model.ckpt-10.index"],
 }
 
