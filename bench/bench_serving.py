@@ -8,6 +8,16 @@ longest row, the export's default), in the same run; and the opt-in XLA
 export (`jit_compile=True`, `length_multiple=16`) on real lengths and on full
 padding, with the first request's time (which compiles).
 
+The ids-in files of `export_saved_model --format litert|onnx` (float and
+`--quantize dynamic-int8`) are timed in the same run on the same requests,
+tokenised beforehand and sent at their real length (these files take any
+length and have no tokenizer): one short sentence (p50, p90), one
+full-length request (128 tokens, p50) and the batch of 32 padded to its
+longest row, with each file's size next to the SavedModel's variables;
+`serve_ids` of the real-length SavedModel on the same ids is the float
+baseline without the in-graph tokenizer. These rows need the `litert` and
+`onnx` extras and are left out (with a note) without them.
+
 Every row carries the machine's matmul rates and memory bandwidth, measured
 in the same run (`bench.bench_pretraining_step.machine_rates`).
 
@@ -89,6 +99,86 @@ def _percentile(times, fraction):
   return ordered[int(fraction * (len(ordered) - 1))]
 
 
+def _dir_mb(path):
+  total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+  return round(total / 1e6, 2)
+
+
+def _portable_rows(model, vocab_file, tmp, requests, timing, common, baseline):
+  """Rows for the LiteRT and ONNX files (float, int8) of `model`'s
+  discriminator and for `serve_ids` of the SavedModel at `baseline`."""
+  import numpy as np
+  import tensorflow as tf
+
+  from electra_tf.serving import portable
+
+  serve_ids = tf.saved_model.load(baseline).signatures["serve_ids"]
+  padded = {name: {k: tf.constant(v) for k, v in f.items()} for name, f in requests.items()}
+
+  def saved_model(name):
+    return lambda: serve_ids(**padded[name])
+
+  runners = {"SavedModel serve_ids, real length (float)": (saved_model, _dir_mb(baseline))}
+  for fmt in portable.FORMATS:
+    try:
+      portable.require(fmt)
+    except portable.MissingExtra as e:
+      print(f"bench_serving: {fmt} rows left out: {e}")
+      continue
+    for quantize in (None, "dynamic-int8"):
+      path = os.path.join(
+        tmp, "portable", portable.default_filename("discriminator", fmt, quantize)
+      )
+      portable.export_portable(
+        model, path, fmt, quantize, kind="discriminator", vocab_file=vocab_file
+      )
+      runners[f"{'LiteRT' if fmt == 'litert' else 'ONNX Runtime'} {quantize or 'float'}"] = (
+        _runtime(path),
+        round(os.path.getsize(path) / 1e6, 2),
+      )
+  rows = []
+  trimmed = {
+    name: {k: v[:, : int(np.max(np.sum(f["input_mask"], axis=1)))] for k, v in f.items()}
+    for name, f in requests.items()
+  }
+  short_p50 = {}
+  for variant, (make, size_mb) in runners.items():
+    feed = padded if variant.startswith("SavedModel") else trimmed
+    calls = {name: (make(name) if variant.startswith("SavedModel") else make(feed[name]))
+             for name in requests}  # fmt: skip
+    single, full, batched = (timing(calls[n], n) for n in ("short", "full", "batch"))
+    short_p50[variant] = statistics.median(single)
+    rows.append(
+      dict(
+        name=f"ids in, {variant}: 1 sentence of 12 tokens / 1 of 128 / batch {BATCH} "
+        "(ELECTRA-Small discriminator)",
+        latency_ms=round(1000 * short_p50[variant], 2),
+        latency_p90_ms=round(1000 * _percentile(single, 0.9), 2),
+        full_length_latency_ms=round(1000 * statistics.median(full), 2),
+        sequences_per_s=round(BATCH / statistics.median(batched), 1),
+        file_mb=size_mb,
+        speedup_over_float_saved_model=round(
+          short_p50["SavedModel serve_ids, real length (float)"] / short_p50[variant], 2
+        ),
+        **common,
+      )
+    )
+  return rows
+
+
+def _runtime(path):
+  """`make(feed)` → a no-argument call of the file at `path` on `feed`."""
+  if path.endswith(".onnx"):
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    return lambda feed: lambda: session.run(None, feed)
+  from ai_edge_litert.interpreter import Interpreter
+
+  runner = Interpreter(model_path=path, num_threads=os.cpu_count()).get_signature_runner()
+  return lambda feed: lambda: runner(**feed)
+
+
 def run(quick=False):
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
   import keras
@@ -166,8 +256,22 @@ def run(quick=False):
       batched = _time_calls(lambda: serve(text_a=batch_a, text_b=batch_b), batch_repeats)
       lengths = serve(text_a=batch_a, text_b=batch_b)["input_mask"].numpy().sum(axis=1)
       timings[variant] = (single, batched, lengths)
+    # The same requests as packed ids, for the ids-in files.
+    serve = tf.saved_model.load(path).signatures["serving_default"]
+    long_a = tf.constant([" ".join(SENTENCES * 8)])
+    requests = {
+      name: {k: v.numpy() for k, v in serve(text_a=a, text_b=b).items() if k in ("input_ids", "input_mask", "segment_ids")}
+      for name, (a, b) in {"short": (one_a, one_b), "full": (long_a, one_b), "batch": (batch_a, batch_b)}.items()
+    }  # fmt: skip
 
-  common = {"vocab_size": vocab_size, "max_seq_length": SEQ, "threads": os.cpu_count(), **machine}
+    def timing(call, name):
+      n = batch_repeats if name == "batch" else repeats
+      _time_calls(call, 2 if name == "batch" else warmup)
+      return _time_calls(call, n)
+
+    common = {"vocab_size": vocab_size, "max_seq_length": SEQ, "threads": os.cpu_count(), **machine}
+    portable_rows = _portable_rows(model, vocab_file, tmp, requests, timing, common, path)
+
   rows = []
   single_p50 = {v: statistics.median(t[0]) for v, t in timings.items()}
   batch_p50 = {v: statistics.median(t[1]) for v, t in timings.items()}
@@ -196,12 +300,13 @@ def run(quick=False):
       )
     )
   rows[-1]["export_seconds"] = round(export_s, 1)
-  return rows
+  return rows + portable_rows
 
 
 if __name__ == "__main__":
   main(
     run,
     "TF Serving export: serving_default latency (1 sentence) and batch-32 throughput, "
-    "full padding vs the request's real length, ELECTRA-Small, CPU",
+    "full padding vs the request's real length, ELECTRA-Small, CPU; LiteRT and ONNX Runtime "
+    "(float, int8) on ids",
   )
