@@ -1,6 +1,7 @@
 """Serving: export modules with named signatures (`modules`), exporting any
-model, task models included (`export`), and loading an export in Python
-(`load`, which imports `tensorflow_text` first).
+model, task models included (`export`), loading an export in Python
+(`load`, which imports `tensorflow_text` first), and the LiteRT / ONNX files
+of the ids-in network (`portable`).
 
 Example:
   >>> from electra_tf import serving
