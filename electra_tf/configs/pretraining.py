@@ -111,6 +111,12 @@ class PretrainingConfig(RuntimeHparams):
     "file's line count.",
   )
   do_lower_case: bool = hparam(True, "Lower-case text when tokenizing.")
+  strip_accents: bool = hparam(
+    True,
+    "Strip accents when tokenizing (only with do_lower_case). Pre-training reads ready-made records: "
+    "set it false for records built with --no-strip-accents, so that fine-tuning, export and "
+    "publishing (which read it from the model dir's config.json) tokenize the same way.",
+  )
 
   # generator
   uniform_generator: bool = hparam(
