@@ -1,8 +1,6 @@
 """`ElectraPretrainer`: the generator and discriminator of one pre-training run
 with every generator option of the original (`run_pretraining.py:PretrainingModel`, `run_pretraining.py:PretrainingModel`)."""
 
-import os
-
 import keras
 from keras import ops
 import numpy as np
@@ -180,7 +178,7 @@ class ElectraPretrainer(keras.Model):
     bert_config = pretraining_config_lib.get_pretraining_bert_config(config)
     generator_config = pretraining_config_lib.get_generator_config(config, bert_config)
     vocab = None
-    if config.vocab_file and os.path.exists(config.vocab_file):
+    if config.vocab_file and tf.io.gfile.exists(config.vocab_file):
       vocab = vocab_lib.load_vocab(config.vocab_file)
       vocab_lib.check_special_tokens(vocab, config.vocab_file)
     word_continuation = None
