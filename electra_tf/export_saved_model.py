@@ -120,6 +120,11 @@ def _parse_args(argv):
     action="store_true",
     help="cased vocab (default: the hparams' do_lower_case, else lower-case)",
   )
+  parser.add_argument(
+    "--no-strip-accents",
+    action="store_true",
+    help="keep accents when lower-casing (default: the hparams' strip_accents, else strip)",
+  )
   args = parser.parse_args(argv)
   if args.length_multiple < 1:
     parser.error(f"--length-multiple {args.length_multiple}; expected at least 1")
@@ -147,6 +152,9 @@ def main(argv=None):
     do_lower_case = not args.no_lower_case and (
       config is None or getattr(config, "do_lower_case", True)
     )
+    strip_accents = not args.no_strip_accents and (
+      config is None or getattr(config, "strip_accents", True)
+    )
     path = export_lib.export(
       model,
       args.model,
@@ -156,6 +164,7 @@ def main(argv=None):
       version=args.version,
       task=args.task,
       do_lower_case=do_lower_case,
+      strip_accents=strip_accents,
       top_k=args.top_k,
       max_predictions=args.max_predictions,
       max_query_length=args.max_query_length,

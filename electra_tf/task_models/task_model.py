@@ -75,17 +75,18 @@ class ElectraTaskModel(keras.Model):
     model_hparam_overrides=None,
     max_seq_length=None,
     do_lower_case=None,
+    strip_accents=None,
     **kwargs,
   ):
     """A model initialised from `path`: an original/released checkpoint,
     an electra_tf pre-training or fine-tuning model dir, or a `.keras`
     model. An electra_tf model dir's `config.json` gives the encoder's size,
-    the vocab and `do_lower_case`; size arguments given as well must build
+    the vocab, `do_lower_case` and `strip_accents`; size arguments given as well must build
     the same encoder (`ModelDirMismatch` otherwise). Elsewhere the encoder's
     size is given as in the hparams (`model_size`, default `small`,
     `embedding_size` — `small` defaults to 128 —, `model_hparam_overrides`),
     the vocab size comes from `vocab_file` (required) and `do_lower_case`
-    defaults to true. `max_seq_length` defaults to the class's
+    and `strip_accents` default to true. `max_seq_length` defaults to the class's
     `default_max_seq_length`; `kwargs` named in `preprocessor_args` go to
     the preprocessor, the rest to the constructor."""
     run_config = any_format.run_config(path)
@@ -94,6 +95,8 @@ class ElectraTaskModel(keras.Model):
       vocab_file = vocab_file or run_vocab.get("file")
       if do_lower_case is None:
         do_lower_case = run_vocab.get("do_lower_case")
+      if strip_accents is None:
+        strip_accents = run_vocab.get("strip_accents")
     if not vocab_file:
       raise ValueError(
         f"{path!r} has no electra_tf config.json recording its vocab: pass vocab_file"
@@ -102,6 +105,7 @@ class ElectraTaskModel(keras.Model):
       vocab_file,
       max_seq_length=max_seq_length or cls.default_max_seq_length,
       do_lower_case=True if do_lower_case is None else do_lower_case,
+      strip_accents=True if strip_accents is None else strip_accents,
       packing=cls.packing,
       **{k: kwargs.pop(k) for k in cls.preprocessor_args if k in kwargs},
     )
