@@ -19,7 +19,11 @@ from electra_tf.optimization import factory as optimizer_factory
 from electra_tf.runtime import accumulation
 from electra_tf.runtime import replicas
 from electra_tf.serving import export as export_lib
+from electra_tf.serving import portable
 from electra_tf.utils import keras_compat
+
+# Keras' `export` formats that `electra_tf.serving.portable` writes.
+EXPORT_FORMATS = ("litert", "onnx")
 
 
 class ElectraTaskModel(keras.Model):
@@ -283,12 +287,44 @@ class ElectraTaskModel(keras.Model):
 
   # --- export --------------------------------------------------------------------
 
-  def export(self, export_dir, version=None, overwrite=False):
-    """Writes the TF Serving SavedModel (`serving_default` on text, `serve_ids`,
-    `serve_examples` signatures) that `export_saved_model --model task`
-    writes; returns the version directory (see
-    `electra_tf.serving.export.export_task_model`)."""
-    return export_lib.export_task_model(self, export_dir, version=version, overwrite=overwrite)
+  def export(self, filepath, format="tf_saved_model", verbose=None, **kwargs):  # pylint: disable=redefined-builtin
+    """Keras' `Model.export` contract, for this model's runtimes.
+
+    Args:
+      filepath: where the export goes (written at `filepath`, as Keras does;
+        TF Serving loads `<model dir>/<version>`, so pass e.g. `serving/1`).
+      format: "tf_saved_model": the TF Serving SavedModel that
+        `export_saved_model --model task` writes (`serving_default` on raw
+        text, `serve_ids`, `serve_examples`; real-length serving).
+        "litert" / "onnx": the ids-in network (ids, mask, segment ids ->
+        the task's outputs) with its tokenizer files beside it.
+      verbose: unused (nothing is printed); kept for Keras' signature.
+      **kwargs: for "tf_saved_model": `jit_compile` (the XLA option),
+        `length_multiple`, `overwrite` (default False: an existing
+        `filepath` is refused); for "litert" / "onnx": `quantize`.
+
+    Returns:
+      `filepath`.
+    """
+    del verbose
+    if format == "tf_saved_model":
+      unknown = sorted(set(kwargs) - {"jit_compile", "length_multiple", "overwrite"})
+      if unknown:
+        raise ValueError(
+          f"export(format='tf_saved_model'): unexpected arguments {unknown}; "
+          "expected jit_compile, length_multiple, overwrite"
+        )
+      return export_lib.export_task_model(self, filepath, **kwargs)
+    if format in EXPORT_FORMATS:
+      unknown = sorted(set(kwargs) - {"quantize"})
+      if unknown:
+        raise ValueError(
+          f"export(format={format!r}): unexpected arguments {unknown}; expected quantize"
+        )
+      return portable.export_portable(self, filepath, format, quantize=kwargs.get("quantize"))
+    raise ValueError(
+      f"export format {format!r}; expected one of {('tf_saved_model',) + EXPORT_FORMATS}"
+    )
 
   def get_config(self):
     config = super().get_config()
