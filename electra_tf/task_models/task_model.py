@@ -9,6 +9,8 @@ import keras
 import tensorflow as tf
 
 from electra_tf.checkpoints import any_format
+from electra_tf.checkpoints import formats
+from electra_tf.checkpoints import keras_hub
 from electra_tf.configs import model_dir as model_dir_lib
 from electra_tf.configs.pretraining import default_embedding_size
 from electra_tf.configs.pretraining import get_bert_config
@@ -18,6 +20,7 @@ from electra_tf.layers import layer_utils
 from electra_tf.optimization import factory as optimizer_factory
 from electra_tf.runtime import accumulation
 from electra_tf.runtime import replicas
+from electra_tf.text.tokenizer import ElectraTokenizer
 from electra_tf.serving import export as export_lib
 from electra_tf.serving import portable
 from electra_tf.utils import keras_compat
@@ -126,6 +129,70 @@ class ElectraTaskModel(keras.Model):
     model.build()
     any_format.initialize_finetuning_model(model.finetuning_model, path)
     return model
+
+  @classmethod
+  def from_preset(cls, preset, max_seq_length=None, **kwargs):
+    """A model from a preset directory in keras-hub's layout.
+
+    A preset `save_to_preset` wrote (`task.json`) comes back whole: encoder,
+    head and preprocessor, as saved (no arguments apply). A keras-hub
+    `ElectraBackbone` preset (`config.json`, `model.weights.h5`, the
+    tokenizer's assets) starts fine-tuning: its encoder, bit-exact, under a
+    new head built from `kwargs` (e.g. `num_classes`), its tokenizer's vocab
+    and lower-casing, and `max_seq_length` (default the class's
+    `default_max_seq_length`); `kwargs` named in `preprocessor_args` go to
+    the preprocessor. A preset of another family, or a corrupt one, stops
+    with one line."""
+    preset = str(formats.require(preset, (formats.KERAS_HUB_PRESET,)).location)
+    task_model = any_format.load_task_preset(preset)
+    if task_model is not None:
+      if not isinstance(task_model, cls):
+        raise ValueError(
+          f"preset {preset!r} holds an {type(task_model).__name__}; load it with "
+          f"{type(task_model).__name__}.from_preset"
+        )
+      if kwargs or max_seq_length is not None:
+        raise ValueError(
+          f"preset {preset!r} holds a whole {cls.__name__}: its arguments are the saved "
+          f"ones (got {sorted(kwargs) + (['max_seq_length'] if max_seq_length else [])})"
+        )
+      return task_model
+    _, bert_config, embedding_size = keras_hub.preset_backbone_config(preset)
+    vocab_file, do_lower_case, strip_accents = keras_hub.preset_vocab(preset)
+    with open(vocab_file, encoding="utf-8") as f:
+      vocabulary = [line.rstrip("\n") for line in f]
+    while vocabulary and not vocabulary[-1]:
+      vocabulary.pop()
+    tokenizer = ElectraTokenizer(
+      vocabulary=vocabulary, do_lower_case=do_lower_case, strip_accents=strip_accents
+    )
+    preprocessor = ElectraTextPreprocessor(
+      tokenizer,
+      max_seq_length=max_seq_length or cls.default_max_seq_length,
+      packing=cls.packing,
+      **{k: kwargs.pop(k) for k in cls.preprocessor_args if k in kwargs},
+    )
+    model = cls(bert_config, preprocessor=preprocessor, embedding_size=embedding_size, **kwargs)
+    model.build()
+    any_format.initialize_finetuning_model(model.finetuning_model, preset)
+    return model
+
+  def save_to_preset(self, preset_dir):
+    """Writes a preset directory in keras-hub's layout: the encoder as a
+    keras-hub `ElectraBackbone` (`config.json`, `metadata.json`,
+    `model.weights.h5`: keras-hub's `ElectraBackbone.from_preset` and
+    `ElectraTokenizer.from_preset` read them), the tokenizer
+    (`tokenizer.json`, `assets/tokenizer/vocabulary.txt`), and this model's
+    config (`task.json`) and weights (`task.weights.h5`), which
+    `from_preset` reads back. `preset_dir` must be new or empty; it appears
+    complete or not at all. Returns `preset_dir`."""
+    if self.preprocessor is None:
+      raise ValueError("save_to_preset needs the model's preprocessor (its tokenizer)")
+    if not self.built:
+      self.build()
+    return keras_hub.write_task_preset(
+      self, self.finetuning_model.encoder, self.preprocessor.tokenizer, preset_dir
+    )
 
   def build(self, input_shape=None):
     self.finetuning_model.build()
