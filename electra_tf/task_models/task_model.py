@@ -20,9 +20,9 @@ from electra_tf.layers import layer_utils
 from electra_tf.optimization import factory as optimizer_factory
 from electra_tf.runtime import accumulation
 from electra_tf.runtime import replicas
-from electra_tf.text.tokenizer import ElectraTokenizer
 from electra_tf.serving import export as export_lib
 from electra_tf.serving import portable
+from electra_tf.text.tokenizer import ElectraTokenizer
 from electra_tf.utils import keras_compat
 
 # Keras' `export` formats that `electra_tf.serving.portable` writes.
