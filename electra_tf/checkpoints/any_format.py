@@ -28,7 +28,7 @@ state as well, see `convert.to_official.load_training_checkpoint`.)
 
 Example:
   >>> READABLE["finetuned"]
-  ('finetuned', 'keras')
+  ('finetuned', 'keras', 'keras_hub_preset')
   >>> # loaded = load("data/models/tiny", "discriminator"); loaded.model, loaded.config
 """
 

@@ -170,7 +170,9 @@ def test_preset_reads_back_bit_exact_and_a_wrong_preset_is_one_line(tmp_path, ca
   output = tmp_path / "encoder.keras"
   argv = ["--input", preset, "--output", str(output), "--part", "discriminator"]
   assert convert_checkpoint.main(argv) == 0
-  assert "keras-hub backbone preset holds no replaced-token-detection head" in capsys.readouterr().out
+  assert (
+    "keras-hub backbone preset holds no replaced-token-detection head" in capsys.readouterr().out
+  )
   feats, _ = interop.features(DIMS["V"])
   encoder = keras.saving.load_model(str(output), compile=False)
   np.testing.assert_array_equal(
