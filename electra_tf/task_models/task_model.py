@@ -104,6 +104,7 @@ class ElectraTaskModel(keras.Model):
     if not vocab_file:
       raise ValueError(
         f"{path!r} has no electra_tf config.json recording its vocab: pass vocab_file"
+        " (for a keras-hub preset, use from_preset)"
       )
     preprocessor = ElectraTextPreprocessor.from_vocab_file(
       vocab_file,
