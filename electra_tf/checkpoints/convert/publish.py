@@ -181,3 +181,28 @@ def huggingface_to_keras(input_dir, output_path):
     "converted": sorted(name_map),
     "not_converted": [],
   }
+
+
+def keras_hub_preset_to_keras(input_dir, output_path, part=None):
+  """A keras-hub `ElectraBackbone` preset's encoder as a `.keras`
+  discriminator without head (`--part discriminator`; a backbone holds no
+  head and no generator)."""
+  if part not in (None, huggingface.PART_DISCRIMINATOR):
+    raise ValueError(
+      f"--part {part!r}: a keras-hub preset holds an encoder only; use --part discriminator"
+    )
+  if not os.fspath(output_path).endswith(KERAS_SUFFIX):
+    raise ValueError(
+      f"--input {os.fspath(input_dir)!r} is a keras-hub preset: give an --output ending in "
+      f"{KERAS_SUFFIX}"
+    )
+  loaded = any_format.load(input_dir, any_format.DISCRIMINATOR)
+  save_keras(discriminator_model(loaded.model), output_path)
+  return {
+    "input": os.fspath(input_dir),
+    "output": os.fspath(output_path),
+    "part": huggingface.PART_DISCRIMINATOR,
+    "notes": loaded.notes,
+    "converted": sorted(official_names.discriminator_name_map(loaded.model, include_head=False)),
+    "not_converted": ["pooled_dense/kernel", "pooled_dense/bias"],
+  }
