@@ -158,3 +158,27 @@ def test_a_foreign_model_brings_its_own_pad_and_unk_but_needs_cls_sep_mask(tmp_p
     ValueError, match=r"lacks the piece\(s\) \['\[CLS\]', '\[SEP\]', '\[MASK\]'\]"
   ):
     tokenizer_for(plain)
+
+
+@pytest.mark.parametrize("model", [("de", "unigram", 400)], indirect=True)  # one is enough
+def test_saved_model_round_trip_without_the_model_file(model, tmp_path):
+  path, lines = model
+  copy = tmp_path / "moved.model"
+  shutil.copy(path, copy)
+  tok = tokenizer_for(str(copy))
+
+  class Serving(tf.Module):
+    def __init__(self):
+      super().__init__()
+      self.tok = tok
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def __call__(self, text):
+      return self.tok.pack(self.tok(text), max_seq_length=16)
+
+  expected = Serving()(tf.constant(lines[:4]))["input_ids"].numpy().tolist()
+  tf.saved_model.save(Serving(), str(tmp_path / "saved"))
+  copy.unlink()  # the model's bytes travel inside the SavedModel
+  loaded = tf.saved_model.load(str(tmp_path / "saved"))
+  assert loaded(tf.constant(lines[:4]))["input_ids"].numpy().tolist() == expected
+  assert expected[0][0] == 2
