@@ -87,6 +87,19 @@ def sentencepiece_vocab_of(data, vocab_file="<proto>"):
   return SentencePieceVocab(pieces, special, data)
 
 
+def _parse(data, vocab_file):
+  """`(kind, SentencePieceVocab or None)` of a vocab file's bytes."""
+  if not _looks_binary(data):
+    return WORDPIECE, None
+  try:
+    return SENTENCEPIECE, sentencepiece_vocab_of(data, vocab_file)
+  except ValueError:
+    if b"\x00" in data[:_SNIFF_BYTES]:
+      raise
+    # Text with bytes that are not UTF-8: read as the original reads it.
+    return WORDPIECE, None
+
+
 def vocab_kind(vocab_file):
   """`"wordpiece"` (a text vocab.txt) or `"sentencepiece"` (a model), by
   content, whatever the file's name; a ValueError naming the file otherwise.
@@ -97,11 +110,7 @@ def vocab_kind(vocab_file):
   >>> vocab_kind("words.model")
   'wordpiece'
   """
-  data = _read(vocab_file)
-  if not _looks_binary(data):
-    return WORDPIECE
-  sentencepiece_vocab_of(data, vocab_file)
-  return SENTENCEPIECE
+  return _parse(_read(vocab_file), vocab_file)[0]
 
 
 def load_vocab(vocab_file):
@@ -113,8 +122,9 @@ def load_vocab(vocab_file):
   `SentencePieceVocab` of the model's pieces in id order.
   """
   data = _read(vocab_file)
-  if _looks_binary(data):
-    return sentencepiece_vocab_of(data, vocab_file)
+  kind, sentencepiece_vocab = _parse(data, vocab_file)
+  if kind == SENTENCEPIECE:
+    return sentencepiece_vocab
   vocab = collections.OrderedDict()
   # The original reads line by line with readline(); only a final empty
   # string (EOF) stops it, so every line, even an empty one, is a token.

@@ -118,6 +118,10 @@ def test_the_kind_is_recognised_by_content_not_by_name(model, tmp_path):
     wordpiece.FullTokenizer(str(as_txt))
   with pytest.raises(ValueError, match="is a WordPiece vocab.txt, not a SentencePiece model"):
     SentencePieceTokenizer(model_file=str(text_vocab))
+  latin1 = tmp_path / "latin1.txt"  # a text vocab with bytes that are not UTF-8 stays text
+  latin1.write_bytes(b"[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\ncaf\xe9\n")
+  assert vocab_lib.vocab_kind(str(latin1)) == "wordpiece"
+  assert vocab_lib.load_vocab(str(latin1))["caf"] == 5
   garbage = tmp_path / "broken.model"
   garbage.write_bytes(path.read_bytes()[:1000])
   with pytest.raises(ValueError, match="neither a WordPiece vocab.txt nor a SentencePiece model"):
