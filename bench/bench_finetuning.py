@@ -39,6 +39,16 @@ one `fit` call (one loop for the baseline), timed from the steps' end times
 as `run_finetuning` runs them; the peer's the mean of 5 steps after 2. A
 quick run uses batch 4 × 32, vocab 2,000, for every row including the peer's.
 
+- `fit squad ELECTRA-Base 384 x batch 32 mixed_float16 xla=on`: NVIDIA's
+  published SQuAD row (`bench.reference_rows`), on a GPU only (a `--quick`
+  run on a CPU runs it at a smoke size), naming the GPU model next to the
+  published figure.
+
+One shape instead of all rows (the SQuAD `fit` step, on a GPU in
+`mixed_float16` with XLA, on a CPU in float32):
+
+  python -m bench.bench_finetuning --model-size base --seq-length 384 --batch 32
+
   python -m bench.bench_finetuning [--quick] [--json out.json]
 """
 
@@ -51,6 +61,11 @@ from bench.bench_pretraining_step import replay_matmuls
 from bench.common import call_in_child
 from bench.common import fresh_keras_session
 from bench.common import main
+from bench.reference_rows import FINETUNING_ROWS
+from bench.reference_rows import TINY_TOWERS
+from bench.reference_rows import describe_shape
+from bench.reference_rows import gpu_model
+from bench.reference_rows import rows_to_run
 
 BATCH = 32
 SEQ = 128
@@ -62,7 +77,7 @@ MODULE = "bench.bench_finetuning"
 WARMUP_STEPS = 2
 
 
-def _model(task_name, precision, seq, vocab):
+def _model(task_name, precision, seq, vocab, model_size="small", tiny=False):
   from electra_tf.configs.finetuning import FinetuningConfig  # pylint: disable=g-import-not-at-top
   from electra_tf.finetune import task_builder  # pylint: disable=g-import-not-at-top
   from electra_tf.finetune.model import FinetuningModel  # pylint: disable=g-import-not-at-top
@@ -71,10 +86,11 @@ def _model(task_name, precision, seq, vocab):
   config = FinetuningConfig(
     "bench",
     "/nonexistent",
-    model_size="small",
+    model_size=model_size,
     vocab_size=vocab,
     task_names=[task_name],
     max_seq_length=seq,
+    **(TINY_TOWERS if tiny else {}),
   )
   head = task_builder.get_task(config, task_name, tokenizer=None).create_head()
   return config, FinetuningModel.from_finetuning_config(config, [head])
@@ -131,13 +147,24 @@ def _best_window(step_ends, steps, repeats):
   return min((ends[(i + 1) * steps] - ends[i * steps]) / steps for i in range(repeats))
 
 
-def _time_fit(task_name, precision, batch, seq, vocab, steps, repeats):
+def _time_fit(
+  task_name,
+  precision,
+  batch,
+  seq,
+  vocab,
+  steps,
+  repeats,
+  model_size="small",
+  tiny=False,
+  jit_compile=False,
+):
   """Steps inside one `fit` call, as `run_finetuning` trains: each `fit`
   call also costs a second or two on its return (tearing down the epoch's
   iterator and functions), which a run pays once, so timing several short
   `fit` calls would charge it to the steps."""
-  config, model = _model(task_name, precision, seq, vocab)
-  model.compile(optimizer=_optimizer(config, model, 100000))
+  config, model = _model(task_name, precision, seq, vocab, model_size, tiny)
+  model.compile(optimizer=_optimizer(config, model, 100000), jit_compile=jit_compile)
   import keras  # pylint: disable=g-import-not-at-top
 
   step_ends = []
@@ -197,10 +224,57 @@ def matmuls_only(task_name, dtype, batch, seq, vocab_size, repeats=3):
   return replay_matmuls(graph, dtype, repeats)
 
 
-def measure(path, task_name, precision, batch, seq, vocab_size, steps, repeats):
-  """Seconds per step of `path` ("fit" or "tape_loop"); for `call_in_child`."""
-  seconds = _PATHS[path](task_name, precision, batch, seq, vocab_size, steps, repeats)
-  return {"seconds_per_step": seconds}
+def measure(path, task_name, precision, batch, seq, vocab_size, steps, repeats, **shape):
+  """Seconds per step of `path` ("fit" or "tape_loop"); for `call_in_child`.
+  `shape`: `model_size`, `tiny` and `jit_compile` of the "fit" path."""
+  seconds = _PATHS[path](task_name, precision, batch, seq, vocab_size, steps, repeats, **shape)
+  return {"seconds_per_step": seconds, "gpu_model": gpu_model()}
+
+
+def _shaped_row(row, shape, steps, repeats, machine, vocab=VOCAB):
+  """One `fit` row at `shape` (`bench.reference_rows`), in its own process."""
+  result = call_in_child(
+    MODULE,
+    "measure",
+    path="fit",
+    task_name=row["task_name"],
+    precision=row["precision"],
+    batch=shape["batch"],
+    seq=shape["seq"],
+    vocab_size=vocab,
+    steps=steps,
+    repeats=repeats,
+    model_size=shape["model_size"],
+    tiny=shape["tiny"],
+    jit_compile=row["jit_compile"],
+  )
+  seconds = result["seconds_per_step"]
+  return {
+    "name": f"fit {row['task_name']} {describe_shape(row, shape)} v{vocab}",
+    "examples_per_s": round(shape["batch"] / seconds, 2),
+    "ms_per_step": round(1000 * seconds, 1),
+    "gpu_model": result["gpu_model"] or "none (CPU)",
+    "published": row["published"],
+    **machine,
+    "peak_rss_mb": result["peak_rss_mb"],
+  }
+
+
+def run_shape(model_size, seq_length, batch, quick=False):
+  """The SQuAD `fit` step at one shape given on the command line: on a GPU in
+  `mixed_float16` with XLA (NVIDIA's setting), on a CPU in float32."""
+  rates = call_in_child("bench.bench_pretraining_step", "machine_rates")
+  machine = {k: v for k, v in rates.items() if k.endswith("_per_s")}
+  gpu = rates["gpus"] > 0
+  row = {
+    "task_name": "squad",
+    "precision": "mixed_float16" if gpu else "float32",
+    "jit_compile": gpu,
+    "published": "(shape given on the command line)",
+  }
+  shape = {"model_size": model_size, "batch": batch, "seq": seq_length, "tiny": False}
+  steps, repeats = (2, 1) if quick else (10, 3)
+  return [_shaped_row(row, shape, steps, repeats, machine)]
 
 
 def _peer_missing():
@@ -211,7 +285,9 @@ def _peer_missing():
   return None
 
 
-def run(quick=False):
+def run(quick=False, model_size=None, seq_length=None, batch=None):
+  if model_size or seq_length or batch:
+    return run_shape(model_size or "small", seq_length or SEQ, batch or BATCH, quick)
   batch, seq, vocab = (4, 32, 2000) if quick else (BATCH, SEQ, VOCAB)
   steps, repeats = (2, 1) if quick else (10, 3)
   peer_warmup, peer_measured = (1, 2) if quick else (2, 5)
@@ -279,6 +355,12 @@ def run(quick=False):
           "peak_rss_mb": ceiling["peak_rss_mb"],
         }
       )
+  # NVIDIA's published SQuAD row (ELECTRA-Base, 384 x 32, AMP + XLA).
+  runs, skipped = rows_to_run(FINETUNING_ROWS, quick, rates["gpus"])
+  for row, shape in runs:
+    rows.append(_shaped_row(row, shape, steps, repeats, machine, vocab))
+  if skipped:
+    rows.append({"name": "SQuAD row of NVIDIA's TF2 ELECTRA", "skipped": skipped})
   for peer in peers.values():
     row = dict(peer)
     row["ms_per_step"] = round(1000 * row.pop("seconds_per_step"), 1)

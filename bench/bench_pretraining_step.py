@@ -43,6 +43,17 @@ Gradient accumulation rows: the fp32 `fit` step of the same global batch as
 k = 1, 2, 4, 8 micro-batches (`gradient_accumulation_steps`), each with its
 peak RSS and its throughput relative to k = 1, in the same run.
 
+The peers' published rows (`bench.reference_rows`): on a GPU, ELECTRA-Base
+at 128 × 176 and 512 × 24 in `mixed_float16` with XLA (NVIDIA's TF2
+ELECTRA) and ELECTRA-Small at 128 × 128 (the original's V100 figure), each
+row naming the GPU model next to the published figure; a `--quick` run on a
+CPU runs them at a smoke size; a full CPU run skips them with a row saying so.
+
+One shape instead of all rows (the `fit` step, on a GPU in `mixed_float16`
+with XLA, on a CPU in float32):
+
+  python -m bench.bench_pretraining_step --model-size base --seq-length 512 --batch 24
+
   python -m bench.bench_pretraining_step [--quick] [--json out.json]
 """
 
@@ -59,6 +70,11 @@ from bench.common import REPO_ROOT
 from bench.common import call_in_child
 from bench.common import fresh_keras_session
 from bench.common import main
+from bench.reference_rows import PRETRAINING_ROWS
+from bench.reference_rows import TINY_TOWERS
+from bench.reference_rows import describe_shape
+from bench.reference_rows import gpu_model
+from bench.reference_rows import rows_to_run
 
 # The environment override exists for smoke runs on small machines only;
 # the figures docs/benchmarks.md quotes are at 128.
@@ -88,9 +104,20 @@ def _best_seconds(fn, repeats=3):
   return best
 
 
-def _pretrainer(vocab_size, precision="float32", jit_compile=False, fused=True, accumulation=1):
-  """A compiled ELECTRA-Small `ElectraPretrainer` for batch BATCH, seq SEQ
-  (run as `accumulation` micro-batches per step)."""
+def _pretrainer(
+  vocab_size,
+  precision="float32",
+  jit_compile=False,
+  fused=True,
+  accumulation=1,
+  model_size="small",
+  batch=BATCH,
+  seq=SEQ,
+  tiny=False,
+):
+  """A compiled `ElectraPretrainer` of `model_size` for `batch` × `seq`
+  (run as `accumulation` micro-batches per step); `tiny` shrinks the towers
+  to a smoke-test size."""
 
   from electra_tf.configs.pretraining import PretrainingConfig  # pylint: disable=g-import-not-at-top
   from electra_tf.models import electra_pretrainer  # pylint: disable=g-import-not-at-top
@@ -99,12 +126,13 @@ def _pretrainer(vocab_size, precision="float32", jit_compile=False, fused=True, 
   config = PretrainingConfig(
     "bench",
     "/nonexistent",
-    model_size="small",
+    model_size=model_size,
     vocab_size=vocab_size,
-    max_seq_length=SEQ,
-    train_batch_size=BATCH,
+    max_seq_length=seq,
+    train_batch_size=batch,
     seed=0,
     fused_training_kernels=fused,
+    **(TINY_TOWERS if tiny else {}),
   )
   model = electra_pretrainer.ElectraPretrainer.from_pretraining_config(config)
   model.compile(
@@ -141,20 +169,20 @@ def memory_copy_bytes_per_s(n=64 * 1024 * 1024, repeats=5):
   return 2 * 4 * n / _best_seconds(lambda: scale(x).numpy(), repeats)
 
 
-def step_flops(model):
+def step_flops(model, batch=BATCH, seq=SEQ):
   """FLOPs of one training step by the formula in the module docstring."""
   from electra_tf.models import official_names  # pylint: disable=g-import-not-at-top
 
   names = official_names.official_name_map(model)
   tables = ("word_embeddings", "position_embeddings", "token_type_embeddings")
   non_embedding = sum(int(v.numpy().size) for n, v in names.items() if not n.endswith(tables))
-  tokens = BATCH * SEQ
+  tokens = batch * seq
   flops = 6 * non_embedding * tokens
   towers = [model.bert_config, model.generator_config]
   for config in towers:
-    flops += 12 * SEQ**2 * config["hidden_size"] * config["num_hidden_layers"] * BATCH
+    flops += 12 * seq**2 * config["hidden_size"] * config["num_hidden_layers"] * batch
   width = model.embedding_size or model.bert_config["hidden_size"]
-  flops += 6 * model.objective.max_predictions_per_seq * width * model.vocab_size * BATCH
+  flops += 6 * model.objective.max_predictions_per_seq * width * model.vocab_size * batch
   return flops, non_embedding
 
 
@@ -270,28 +298,40 @@ def replay_matmuls(graph, dtype="float32", repeats=3):
   return {"seconds": best, "flops": sum(flops for flops, _ in traced), "ops": len(traced)}
 
 
-def _batch(vocab_size):
+def _batch(vocab_size, batch=BATCH, seq=SEQ):
   import numpy as np  # pylint: disable=g-import-not-at-top
 
   rng = np.random.RandomState(0)
-  ids = rng.randint(1000, vocab_size, size=[BATCH, SEQ]).astype(np.int32)
+  ids = rng.randint(1000, vocab_size, size=[batch, seq]).astype(np.int32)
   ids[:, 0] = 101
-  ids[:, SEQ // 2] = 102
+  ids[:, seq // 2] = 102
   ids[:, -1] = 102
   segment_ids = np.zeros_like(ids)
-  segment_ids[:, SEQ // 2 + 1 :] = 1
+  segment_ids[:, seq // 2 + 1 :] = 1
   return {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": segment_ids}
 
 
 def measure(
-  vocab_size, precision, jit_compile, warmup_steps, measured_steps, fused=True, accumulation=1
+  vocab_size,
+  precision,
+  jit_compile,
+  warmup_steps,
+  measured_steps,
+  fused=True,
+  accumulation=1,
+  model_size="small",
+  batch=BATCH,
+  seq=SEQ,
+  tiny=False,
 ):
-  """Sequences/s of `fit` steps after `warmup_steps` (tracing, compiling)."""
+  """Seconds per `fit` step after `warmup_steps` (tracing, compiling)."""
   import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-  model = _pretrainer(vocab_size, precision, jit_compile, fused, accumulation)
-  dataset = tf.data.Dataset.from_tensors(_batch(vocab_size)).repeat()
+  model = _pretrainer(
+    vocab_size, precision, jit_compile, fused, accumulation, model_size, batch, seq, tiny
+  )
+  dataset = tf.data.Dataset.from_tensors(_batch(vocab_size, batch, seq)).repeat()
 
   times = []
 
@@ -309,11 +349,12 @@ def measure(
   )
   first_step = times[0] - start
   seconds = (times[-1] - times[warmup_steps - 1]) / measured_steps
-  flops, non_embedding = step_flops(model)
+  flops, non_embedding = step_flops(model, batch, seq)
   keras.mixed_precision.set_global_policy("float32")
   return {
     "seconds_per_step": seconds,
     "device": "GPU" if tf.config.list_logical_devices("GPU") else "CPU",
+    "gpu_model": gpu_model(),
     "first_step_s": first_step,
     "flops_per_step": flops,
     "non_embedding_params": non_embedding,
@@ -433,8 +474,53 @@ def _configs(quick, gpu):
   return configs
 
 
-def run(quick=False):
+def _shaped_row(row, shape, steps, machine, vocab_size=VOCABS[1]):
+  """One `fit` row at `shape` (`bench.reference_rows`), in its own process."""
+  result = call_in_child(
+    "bench.bench_pretraining_step",
+    "measure",
+    vocab_size=vocab_size,
+    precision=row["precision"],
+    jit_compile=row["jit_compile"],
+    warmup_steps=steps[0],
+    measured_steps=steps[1],
+    **shape,
+  )
+  seconds = result["seconds_per_step"]
+  return {
+    "name": f"pretraining fit {describe_shape(row, shape)} vocab={vocab_size}",
+    "sequences_per_s": round(shape["batch"] / seconds, 2),
+    "seconds_per_step": round(seconds, 3),
+    "timed_steps": f"{steps[0] + 1}-{sum(steps)}",
+    "device": result["device"],
+    "gpu_model": result["gpu_model"] or "none (CPU)",
+    "published": row["published"],
+    "first_step_s": round(result["first_step_s"], 1),
+    **machine,
+    "peak_rss_mb": result["peak_rss_mb"],
+  }
+
+
+def run_shape(model_size, seq_length, batch, quick=False):
+  """The `fit` step at one shape given on the command line: on a GPU in
+  `mixed_float16` with XLA (the peers' setting), on a CPU in float32."""
   module = "bench.bench_pretraining_step"
+  rates = call_in_child(module, "machine_rates")
+  machine = {k: v for k, v in rates.items() if k.endswith("_per_s")}
+  gpu = rates["gpus"] > 0
+  row = {
+    "precision": "mixed_float16" if gpu else "float32",
+    "jit_compile": gpu,
+    "published": "(shape given on the command line)",
+  }
+  shape = {"model_size": model_size, "batch": batch, "seq": seq_length, "tiny": False}
+  return [_shaped_row(row, shape, (1, 2) if quick else (5, 20), machine)]
+
+
+def run(quick=False, model_size=None, seq_length=None, batch=None):
+  module = "bench.bench_pretraining_step"
+  if model_size or seq_length or batch:
+    return run_shape(model_size or "small", seq_length or SEQ, batch or BATCH, quick)
   rates = call_in_child(module, "machine_rates")
   rates.pop("peak_rss_mb", None)
   machine = {k: v for k, v in rates.items() if k.endswith("_per_s")}
@@ -538,6 +624,15 @@ def run(quick=False):
     if "gradient_accumulation_steps=" in row["name"]:
       row["throughput_vs_k1"] = round(row["sequences_per_s"] / base["sequences_per_s"], 3)
       row["peak_rss_vs_k1"] = round(row["peak_rss_mb"] / base["peak_rss_mb"], 3)
+
+  # The peers' published shapes (NVIDIA's Base rows, the original's Small).
+  runs, skipped = rows_to_run(PRETRAINING_ROWS, quick, rates["gpus"])
+  for row, shape in runs:
+    rows.append(_shaped_row(row, shape, short if quick else (5, 20), machine))
+  if skipped:
+    rows.append(
+      {"name": "pretraining rows of NVIDIA's TF2 ELECTRA and the original", "skipped": skipped}
+    )
 
   for precision, ceiling in ceilings.items():
     rows.append(

@@ -2,6 +2,7 @@
 process, adds that process's peak memory, and writes the figures as JSON."""
 
 import argparse
+import inspect
 import json
 import os
 import platform
@@ -115,9 +116,29 @@ def main(run, description):
   parser = argparse.ArgumentParser(description=description)
   parser.add_argument("--json", help="write the rows here")
   parser.add_argument("--quick", action="store_true", help="a short smoke run")
+  shape = parser.add_argument_group(
+    "one shape instead of the benchmark's rows (benchmarks of a training step only)"
+  )
+  shape.add_argument("--model-size", choices=("small", "base", "large"))
+  shape.add_argument("--seq-length", type=int)
+  shape.add_argument("--batch", type=int, help="global batch")
   args = parser.parse_args()
+  sized = {
+    k: v
+    for k, v in (
+      ("model_size", args.model_size),
+      ("seq_length", args.seq_length),
+      ("batch", args.batch),
+    )
+    if v is not None
+  }
+  for name, value in sized.items():
+    if name not in inspect.signature(run).parameters:
+      parser.error(f"--{name.replace('_', '-')} is not an option of this benchmark")
+    if name != "model_size" and value < 1:
+      parser.error(f"--{name.replace('_', '-')}={value}; expected a positive integer")
   start = time.time()
-  rows = run(quick=args.quick)
+  rows = run(quick=args.quick, **sized)
   for row in rows:
     row.setdefault("peak_rss_mb", round(peak_rss_mb(), 1))
   result = {

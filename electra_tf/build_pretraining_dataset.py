@@ -42,7 +42,11 @@ def make_parser():
   parser.add_argument(
     "--corpus-dir", default=None, help="Directory of raw text files (every file directly inside)."
   )
-  parser.add_argument("--vocab-file", required=True, help="WordPiece vocabulary.")
+  parser.add_argument(
+    "--vocab-file",
+    required=True,
+    help="WordPiece vocab.txt or SentencePiece model (build_vocab --model-type).",
+  )
   parser.add_argument("--output-dir", required=True, help="Where to write the shards.")
   parser.add_argument(
     "--max-seq-length", default=128, type=int, help="Tokens per example, including [CLS]/[SEP]."
@@ -58,7 +62,7 @@ def make_parser():
     "--do-lower-case",
     dest="do_lower_case",
     action="store_true",
-    help="Lower-case the input (default).",
+    help="Lower-case the input (default for a WordPiece vocab; a SentencePiece model: as built).",
   )
   parser.add_argument(
     "--no-lower-case",
@@ -70,12 +74,14 @@ def make_parser():
     "--do-strip-accents",
     dest="strip_accents",
     action="store_true",
-    help="Strip accents when lower-casing (default).",
+    help="Strip accents (default for a WordPiece vocab, when lower-casing; a SentencePiece "
+    "model: as built).",
   )
   parser.add_argument(
     "--no-strip-accents", dest="strip_accents", action="store_false", help="Don't strip accents."
   )
-  parser.set_defaults(do_lower_case=True, strip_accents=True)
+  # Unset: as the vocab was built (WordPiece: on; a SentencePiece model: its <model>.json).
+  parser.set_defaults(do_lower_case=None, strip_accents=None)
   parser.add_argument(
     "--seed",
     default=None,

@@ -34,7 +34,10 @@ Publishing (`--to huggingface` / `--to keras-hub`): the discriminator (or,
 with `--part generator`, the generator) of any of these sources, or of a
 Hugging Face ELECTRA directory, becomes a transformers directory or a
 keras-hub preset; `--input <Hugging Face dir>` without `--to` writes a
-`.keras` discriminator or generator.
+`.keras` discriminator or generator. A keras-hub `ElectraBackbone` preset
+(`--input <preset dir> --output encoder.keras --part discriminator`) becomes a
+`.keras` discriminator encoder, bit-exact and without head (a backbone has
+none; keras-hub's pooler is left out).
 
 An electra_tf run's model dir (or any training checkpoint prefix in it)
 becomes a `.keras` pretrainer, discriminator or generator in one hop

@@ -32,9 +32,6 @@ Loading the export in Python: `electra_tf.serving.load(path)`, or `import
 tensorflow_text` before `tf.saved_model.load` (the raw-text signature's
 tokenizer op is registered by that import).
 
-`--format litert|onnx [--quantize dynamic-int8]`: the ids-in network as
-`<export_dir>/<model or task>[-int8].tflite|.onnx`, tokenizer files beside.
-
 The weights are served in float32 unless `--mixed-precision` is given
 (bfloat16 compute, float32 outputs). `--jit-compile` compiles the network
 with XLA (with `--length-multiple 16` to bound the compilations); TF Serving
@@ -80,8 +77,7 @@ def _parse_args(argv):
   parser.add_argument("--data-dir", help="the run's data dir (default: the checkpoint's dir)")
   parser.add_argument("--vocab-file", help="the WordPiece vocab (default: the run's vocab_file)")
   parser.add_argument("--export-dir", required=True, help="writes <export-dir>/<version>/")
-  parser.add_argument("--format", default="tf_saved_model", choices=portable.ALL_FORMATS)
-  parser.add_argument("--quantize", choices=portable.QUANTIZATIONS, help="litert, onnx: int8")
+  portable.add_flags(parser)  # --format, --quantize
   parser.add_argument(
     "--model",
     default="discriminator",
@@ -126,6 +122,11 @@ def _parse_args(argv):
     action="store_true",
     help="cased vocab (default: the hparams' do_lower_case, else lower-case)",
   )
+  parser.add_argument(
+    "--no-strip-accents",
+    action="store_true",
+    help="keep accents when lower-casing (default: the hparams' strip_accents, else strip)",
+  )
   args = parser.parse_args(argv)
   if args.length_multiple < 1:
     parser.error(f"--length-multiple {args.length_multiple}; expected at least 1")
@@ -154,12 +155,11 @@ def main(argv=None):
     do_lower_case = not args.no_lower_case and (
       config is None or getattr(config, "do_lower_case", True)
     )
+    strip_accents = not args.no_strip_accents and (
+      config is None or getattr(config, "strip_accents", True)
+    )
     if args.format != "tf_saved_model":
-      keys = ("task", "max_seq_length", "top_k", "max_predictions")
-      path = portable.export_to_dir(
-        model, args.export_dir, args.format, args.model, args.quantize, args.overwrite,
-        vocab_file=vocab_file, do_lower_case=do_lower_case, **{k: getattr(args, k) for k in keys},
-      )  # fmt: skip
+      path = portable.export_from_flags(model, args, vocab_file, do_lower_case, strip_accents)
       print(f"Exported {args.model} ({args.format}) to {path}; tokenizer files beside it")
       return 0
     path = export_lib.export(
@@ -171,6 +171,7 @@ def main(argv=None):
       version=args.version,
       task=args.task,
       do_lower_case=do_lower_case,
+      strip_accents=strip_accents,
       top_k=args.top_k,
       max_predictions=args.max_predictions,
       max_query_length=args.max_query_length,

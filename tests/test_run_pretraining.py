@@ -456,3 +456,29 @@ def test_entry_points_hide_tensorflow_start_up_lines_unless_the_user_sets_the_le
   bare = run(["-c", "import tensorflow"], TF_CPP_MIN_LOG_LEVEL="0")
   asked = run(["-m", "electra_tf.run_pretraining", "--help"], TF_CPP_MIN_LOG_LEVEL="0")
   assert bool(asked.stderr.strip()) == bool(bare.stderr.strip())
+
+
+def test_a_diverged_run_exits_3_naming_the_step_and_the_last_good_checkpoint(tmp_path, capsys):
+  """A learning rate of 1e30 in float32 overflows the weights after the first
+  update: the loss of a later step is NaN. The command stops there with exit
+  status 3 (not preemption's 143) and one line, and writes no checkpoint of
+  the broken weights."""
+  make_data_dir(tmp_path)
+  hparams = self_made_hparams(
+    learning_rate=1e30, num_train_steps=6, save_checkpoints_steps=1, num_warmup_steps=1
+  )
+  code = run_pretraining.main(
+    ["--data-dir", str(tmp_path), "--model-name", "m", "--hparams", json.dumps(hparams)]
+  )
+  err = capsys.readouterr().err
+  assert code == 3, err
+  lines = [line for line in err.splitlines() if line.strip()]
+  assert len(lines) == 1, err
+  match = re.search(r"global step (\d+): the loss is nan.* last good checkpoint is (\S+) .*; exit status 3$", lines[0])
+  assert match, lines[0]
+  step = int(match.group(1))
+  assert 1 < step <= 6
+  last_good = latest_step(tmp_path / "models" / "m")
+  assert last_good is not None and last_good < step
+  assert f"ckpt-{last_good}" in match.group(2)
+  assert not (tmp_path / "models" / "m" / "train.lock").exists()

@@ -26,7 +26,8 @@ def make_parser():
   parser.add_argument("--no-lower-case", dest="do_lower_case", action="store_false")
   parser.add_argument("--do-strip-accents", dest="strip_accents", action="store_true")
   parser.add_argument("--no-strip-accents", dest="strip_accents", action="store_false")
-  parser.set_defaults(do_lower_case=True, strip_accents=True)
+  # Unset: as the vocab was built (WordPiece: on; a SentencePiece model: its settings).
+  parser.set_defaults(do_lower_case=None, strip_accents=None)
   parser.add_argument("--seed", default=None, type=int)
   parser.add_argument("--num-out-files", default=1000, type=int)
   parser.add_argument("--overwrite", action="store_true")

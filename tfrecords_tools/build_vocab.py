@@ -1,17 +1,25 @@
-"""Learns a WordPiece vocab in the BERT layout:
-`python -m tfrecords_tools.build_vocab --corpus-dir DIR --vocab-size N --output vocab.txt`.
+"""Learns a vocab: `python -m tfrecords_tools.build_vocab --corpus-dir DIR --vocab-size N --output F`.
 
-Words are counted after the same `BasicTokenizer` normalisation the builder
-uses (so `--no-lower-case` / `--no-strip-accents` must match the builder's
-flags), then tensorflow-text's WordPiece learner picks the pieces. The file
-starts `[PAD]`, `[unused0]`…`[unused<k-1>]`, `[UNK]`, `[CLS]`, `[SEP]`,
-`[MASK]` like the uncased BERT vocab (ids 0, 1…k, k+1…k+4) and has at most
-`--vocab-size` lines.
+`--model-type wordpiece` (the default) writes a WordPiece vocab.txt in the
+BERT layout. Words are counted after the same `BasicTokenizer`
+normalisation the builder uses (so `--no-lower-case` / `--no-strip-accents`
+must match the builder's flags), then tensorflow-text's WordPiece learner
+picks the pieces. The file starts `[PAD]`, `[unused0]`…`[unused<k-1>]`,
+`[UNK]`, `[CLS]`, `[SEP]`, `[MASK]` like the uncased BERT vocab (ids 0, 1…k,
+k+1…k+4) and has at most `--vocab-size` lines.
+
+`--model-type unigram` or `bpe` trains a SentencePiece model (`.model`) on
+the corpus lines as they are (no BERT pre-tokenisation; lower-casing and
+accent stripping only where asked), with `[PAD]`=0, `[UNK]`=1, `[CLS]`=2,
+`[SEP]`=3, `[MASK]`=4, and records what it was built with in
+`<output>.json` beside it, which the builder and the tokenizers read.
 
 Example:
 
     python -m tfrecords_tools.build_vocab --corpus-dir corpus --vocab-size 8000 \
         --output vocab.txt
+    python -m tfrecords_tools.build_vocab --corpus-dir corpus_ja --vocab-size 32000 \
+        --output ja.model --model-type unigram
 """
 
 import argparse
@@ -24,6 +32,8 @@ import sys
 import numpy as np
 import tensorflow as tf
 
+from electra_tf.text import vocab as vocab_lib
+from electra_tf.text.sentencepiece_tokenizer import normalize_text
 from electra_tf.text.tokenizer import ElectraTokenizer
 from electra_tf.utils import exit_codes
 from electra_tf.utils.file_io import check_writable
@@ -32,6 +42,11 @@ from tfrecords_tools.example_writer import decode_utf8
 from tfrecords_tools.text_corpus import list_corpus_files
 
 SPECIAL_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[MASK]")
+MODEL_TYPES = ("wordpiece", "unigram", "bpe")
+# SentencePiece's trainer leaves out longer sentences (its max_sentence_length, in bytes).
+MAX_SENTENCE_BYTES = 4192
+# Lines normalised per call when lower-casing or stripping accents.
+NORMALIZE_BATCH_LINES = 4096
 # Longer lines are cut at spaces into pieces of at most this many characters
 # (the normaliser's memory grows with lines × longest line in a batch).
 MAX_PIECE_CHARS = 10_000
@@ -51,10 +66,16 @@ class CountReport:
   split_lines: int = 0  # lines longer than MAX_PIECE_CHARS, cut at spaces
   skipped_words: int = 0  # space-free runs longer than MAX_PIECE_CHARS
   skipped_chars: int = 0
+  long_sentences: int = 0  # SentencePiece: lines its trainer leaves out
 
   def summary(self):
     """One line per kind of change, empty when nothing changed."""
     lines = []
+    if self.long_sentences:
+      lines.append(
+        f"{self.long_sentences} lines longer than {MAX_SENTENCE_BYTES} UTF-8 bytes are left out "
+        "of SentencePiece training (put sentences or paragraphs on lines of their own)"
+      )
     if self.bad_bytes:
       lines.append(f"ignored {self.bad_bytes} bytes that are not UTF-8")
     if self.split_lines:
@@ -219,25 +240,135 @@ def write_vocab(tokens, output):
   write_atomic(output, "".join(t + "\n" for t in tokens))
 
 
+def corpus_lines(corpus_dir, report):
+  """The non-blank lines of every file in `corpus_dir`, stripped; bytes
+  that are not UTF-8 are dropped and counted in `report` (a `CountReport`)."""
+  for name in list_corpus_files(corpus_dir):
+    path = os.path.join(corpus_dir, name)
+    if tf.io.gfile.isdir(path):
+      continue
+    with tf.io.gfile.GFile(path, "rb") as f:
+      text, bad = decode_utf8(f.read())
+    if bad:
+      report.bad_bytes += bad
+      logging.warning("%s: ignored %d bytes that are not UTF-8", path, bad)
+    for line in text.split("\n"):
+      line = line.strip()
+      if line:
+        yield line
+
+
+def sentencepiece_sentences(corpus_dir, do_lower_case, strip_accents, report):
+  """The corpus lines as a SentencePiece model will see them when
+  tokenising (the tokenizer's own `normalize_text`); counts the lines
+  SentencePiece's trainer will leave out as too long in `report.split_lines`."""
+  normalize = tf.function(
+    lambda lines: normalize_text(lines, do_lower_case, strip_accents),
+    input_signature=[tf.TensorSpec([None], tf.string)],
+  )
+  batch = []
+
+  def flush():
+    if do_lower_case or strip_accents:
+      out = [s.decode("utf-8") for s in normalize(tf.constant(batch)).numpy().tolist()]
+    else:
+      out = list(batch)
+    batch.clear()
+    for line in out:
+      if len(line.encode("utf-8")) > MAX_SENTENCE_BYTES:
+        report.long_sentences += 1
+      yield line
+
+  for line in corpus_lines(corpus_dir, report):
+    batch.append(line)
+    if len(batch) >= NORMALIZE_BATCH_LINES:
+      yield from flush()
+  if batch:
+    yield from flush()
+
+
+def build_sentencepiece(args, report):
+  """Trains the model, writes it and its settings file; returns the model's piece count."""
+  sentences = sentencepiece_sentences(
+    args.corpus_dir, args.do_lower_case, args.strip_accents, report
+  )
+  model = vocab_lib.train_sentencepiece(
+    sentences,
+    args.vocab_size,
+    model_type=args.model_type,
+    character_coverage=args.character_coverage,
+    input_sentence_size=args.input_sentence_size,
+  )
+  size = len(vocab_lib.sentencepiece_vocab_of(model, args.output))
+  # The settings first: a model never stands without them.
+  vocab_lib.write_vocab_settings(
+    args.output,
+    {
+      "kind": vocab_lib.SENTENCEPIECE,
+      "model_type": args.model_type,
+      "vocab_size": size,
+      "do_lower_case": args.do_lower_case,
+      "strip_accents": args.strip_accents,
+      "character_coverage": args.character_coverage,
+    },
+  )
+  write_atomic(args.output, model)
+  return size
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--corpus-dir", required=True)
   parser.add_argument("--vocab-size", required=True, type=int)
   parser.add_argument("--output", required=True)
   parser.add_argument(
-    "--num-unused", default=99, type=int, help="How many [unusedN] tokens follow [PAD]."
+    "--model-type",
+    default="wordpiece",
+    choices=MODEL_TYPES,
+    help="wordpiece (a BERT-layout vocab.txt, the default) or a SentencePiece model (unigram, bpe).",
   )
-  parser.add_argument("--do-lower-case", dest="do_lower_case", action="store_true")
+  parser.add_argument(
+    "--num-unused",
+    default=99,
+    type=int,
+    help="How many [unusedN] tokens follow [PAD] (wordpiece).",
+  )
+  lower_help = "(default: on for wordpiece, off for SentencePiece)"
+  parser.add_argument(
+    "--do-lower-case", dest="do_lower_case", action="store_true", help=f"Lower-case {lower_help}."
+  )
   parser.add_argument("--no-lower-case", dest="do_lower_case", action="store_false")
-  parser.add_argument("--do-strip-accents", dest="strip_accents", action="store_true")
+  parser.add_argument(
+    "--do-strip-accents",
+    dest="strip_accents",
+    action="store_true",
+    help=f"Strip accents {lower_help}.",
+  )
   parser.add_argument("--no-strip-accents", dest="strip_accents", action="store_false")
+  parser.add_argument(
+    "--character-coverage",
+    default=0.9995,
+    type=float,
+    help="SentencePiece: share of the characters covered by pieces (1.0 for small alphabets).",
+  )
+  parser.add_argument(
+    "--input-sentence-size",
+    default=0,
+    type=int,
+    help="SentencePiece: train on a sample of this many lines (0: all).",
+  )
   parser.add_argument(
     "--overwrite",
     action="store_true",
     help="Replace an existing --output (TFRecords and models built with it keep its ids).",
   )
-  parser.set_defaults(do_lower_case=True, strip_accents=True)
+  parser.set_defaults(do_lower_case=None, strip_accents=None)
   args = parser.parse_args(argv)
+  wordpiece = args.model_type == "wordpiece"
+  if args.do_lower_case is None:
+    args.do_lower_case = wordpiece
+  if args.strip_accents is None:
+    args.strip_accents = wordpiece
   report = CountReport()
   try:
     if os.path.exists(args.output) and not args.overwrite:
@@ -248,6 +379,30 @@ def main(argv=None):
       )
     # Before counting the corpus (seconds to hours), not when writing the result.
     check_writable(args.output, "--output")
+    if not wordpiece:
+      if not 0 < args.character_coverage <= 1:
+        raise ValueError(
+          f"--character-coverage {args.character_coverage}: expected a share in (0, 1]"
+        )
+      size = build_sentencepiece(args, report)
+  except ValueError as e:
+    print(f"error: {e}", file=sys.stderr)
+    return exit_codes.BAD_INPUT
+  if not wordpiece:
+    for line in report.summary():
+      print(f"warning: {args.corpus_dir}: {line}", file=sys.stderr)
+    print(
+      f"Wrote a SentencePiece {args.model_type} model of {size} pieces to {args.output} "
+      f"(settings: {vocab_lib.settings_path(args.output)})"
+    )
+    if size < args.vocab_size:
+      print(
+        f"warning: the model has {size} pieces, fewer than --vocab-size {args.vocab_size} "
+        f"(a small corpus); set vocab_size to {size} in the pre-training hparams",
+        file=sys.stderr,
+      )
+    return 0
+  try:
     counts = count_words(args.corpus_dir, args.do_lower_case, args.strip_accents, report)
     tokens = learn_vocab(counts, args.vocab_size, args.num_unused)
   except ValueError as e:

@@ -5,7 +5,8 @@ through `electra_tf.utils.file_io.atomic_path` under a hidden temporary name
 (`.pretrain_data.tfrecord-…tmp.<attempt>`, unique per attempt so that a retried
 or duplicated job never writes into another attempt's file) and renamed when
 the job finishes, so an interrupted run never leaves files that look complete; text is
-tokenized in large batches with the in-graph `ElectraTokenizer`; records are
+tokenized in large batches with the in-graph tokenizer of the vocab's kind
+(`electra_tf.text.tokenizer_for`: WordPiece or SentencePiece); records are
 serialised by hand (same parsed content as the original's protos); bytes that
 are not UTF-8 are ignored and counted.
 
@@ -29,7 +30,7 @@ import uuid
 
 import tensorflow as tf
 
-from electra_tf.text.tokenizer import ElectraTokenizer
+from electra_tf.text import tokenizer_for
 from electra_tf.utils import file_io
 from electra_tf.utils.file_io import atomic_path
 from tfrecords_tools.example_builder import ExampleBuilder
@@ -97,15 +98,17 @@ class ExampleWriter:
 
   Args:
     job_id: this job's index.
-    vocab_file: WordPiece vocab.
+    vocab_file: WordPiece vocab.txt or SentencePiece model (`tokenizer_for`).
     output_dir: where the shards go (must exist).
     max_seq_length: tokens per example.
     num_jobs: total number of jobs.
     blanks_separate_docs: whether an empty line ends a document (else empty
       lines are skipped).
-    do_lower_case, strip_accents: tokenizer options.
+    do_lower_case, strip_accents: tokenizer options; None applies what the
+      vocab was built with (`electra_tf.text.vocab.vocab_settings`).
     num_out_files: total number of shards over all jobs.
-    tokenizer: an already built `ElectraTokenizer` (optional).
+    tokenizer: an already built tokenizer (`ElectraTokenizer` or
+      `SentencePieceTokenizer`; optional).
     carriage_return_as_space: False (the original's behaviour) drops every
       "\r", as the original's line reader (`GFile`) does, so a lone one joins
       the words around it ("a\rb" is "ab"); True keeps it, and the tokenizer
@@ -122,8 +125,8 @@ class ExampleWriter:
     max_seq_length,
     num_jobs=1,
     blanks_separate_docs=True,
-    do_lower_case=True,
-    strip_accents=True,
+    do_lower_case=None,
+    strip_accents=None,
     num_out_files=1000,
     tokenizer=None,
     rng=None,
@@ -132,8 +135,8 @@ class ExampleWriter:
     self._blanks_separate_docs = blanks_separate_docs
     self._carriage_return_as_space = carriage_return_as_space
     self._max_seq_length = max_seq_length
-    self._tokenizer = tokenizer or ElectraTokenizer(
-      vocab_file=vocab_file, do_lower_case=do_lower_case, strip_accents=strip_accents
+    self._tokenizer = tokenizer or tokenizer_for(
+      vocab_file, do_lower_case=do_lower_case, strip_accents=strip_accents
     )
     self._tokenize = tf.function(
       self._tokenizer.call, input_signature=[tf.TensorSpec([None], tf.string)]

@@ -37,8 +37,9 @@ class OpenWebTextOptions:
   data_dir: str
   max_seq_length: int = 128
   num_processes: int = 1
-  do_lower_case: bool = True
-  strip_accents: bool = True
+  # None: as the vocab was built (see text_corpus.BuildOptions).
+  do_lower_case: Optional[bool] = None
+  strip_accents: Optional[bool] = None
   seed: Optional[int] = None
   num_out_files: int = 1000
   overwrite: bool = False
@@ -133,7 +134,7 @@ def build_openwebtext(options, beam_options=None):
     raise ValueError(f"--data-dir {options.data_dir!r} is not a directory")
   if not tf.io.gfile.exists(options.vocab_file):
     raise ValueError(f"--data-dir {options.data_dir!r} holds no vocab.txt")
-  text_corpus.check_vocab(options.vocab_file)
+  text_corpus.check_vocab(options.vocab_file, options.do_lower_case, options.strip_accents)
   list_archives(options.archive_dir)
   if options.num_processes < 1 or options.num_processes > options.num_out_files:
     raise ValueError(

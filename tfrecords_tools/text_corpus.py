@@ -32,8 +32,12 @@ from typing import Optional
 
 import tensorflow as tf
 
+from electra_tf.text.vocab import SENTENCEPIECE
+from electra_tf.text.vocab import SentencePieceVocab
 from electra_tf.text.vocab import check_special_tokens
 from electra_tf.text.vocab import load_vocab
+from electra_tf.text.vocab import settings_path
+from electra_tf.text.vocab import vocab_settings
 from electra_tf.utils import file_io
 from tfrecords_tools import example_writer
 
@@ -48,8 +52,9 @@ class BuildOptions:
   max_seq_length: int = 128
   num_processes: int = 1
   blanks_separate_docs: bool = True
-  do_lower_case: bool = True
-  strip_accents: bool = True
+  # None: as the vocab was built (WordPiece: on; SentencePiece: its <model>.json, else off).
+  do_lower_case: Optional[bool] = None
+  strip_accents: Optional[bool] = None
   seed: Optional[int] = None
   num_out_files: int = 1000
   overwrite: bool = False
@@ -89,11 +94,29 @@ def job_stats(job_id, writer):
   }
 
 
-def check_vocab(vocab_file):
-  """Clear errors for a missing vocab or one without the special tokens."""
+def check_vocab(vocab_file, do_lower_case=None, strip_accents=None):
+  """Clear errors for a missing vocab, one without the special tokens, or
+  flags that contradict what a SentencePiece model was built with (its
+  `<model>.json`): its pieces were learned on text normalised that way."""
   if not vocab_file or not tf.io.gfile.exists(vocab_file):
     raise ValueError(f"--vocab-file {vocab_file!r} does not exist")
-  check_special_tokens(load_vocab(vocab_file), vocab_file)
+  vocab = load_vocab(vocab_file)
+  check_special_tokens(vocab, vocab_file)
+  settings_file = settings_path(vocab_file)
+  if not isinstance(vocab, SentencePieceVocab) or not tf.io.gfile.exists(settings_file):
+    return  # WordPiece: the flags apply as in the original
+  settings = vocab_settings(vocab_file, SENTENCEPIECE)
+  flags = {
+    "do_lower_case": ("--do-lower-case", "--no-lower-case"),
+    "strip_accents": ("--do-strip-accents", "--no-strip-accents"),
+  }
+  for key, value in (("do_lower_case", do_lower_case), ("strip_accents", strip_accents)):
+    if value is not None and value != settings[key]:
+      raise ValueError(
+        f"{flags[key][0 if value else 1]} contradicts {settings_file!r}, which says the "
+        f"SentencePiece model was built with {key}={str(settings[key]).lower()}; leave the "
+        "flag out to apply the model's settings"
+      )
 
 
 def prepare_output_dir(output_dir, overwrite):
@@ -337,7 +360,7 @@ def check_options(options):
       f"--num-processes ({options.num_processes}) must not exceed "
       f"--num-out-files ({options.num_out_files})"
     )
-  check_vocab(options.vocab_file)
+  check_vocab(options.vocab_file, options.do_lower_case, options.strip_accents)
   if not options.tfds_name:
     list_corpus_files(options.corpus_dir)
 

@@ -9,11 +9,16 @@ use stops with one line (`formats.wrong_format_error`).
 | part | read from |
 |---|---|
 | `pretrainer` | official, training, keras |
-| `discriminator`, `generator` | official, training, keras, huggingface |
-| `finetuned` | finetuned, keras |
-| fine-tuning initialisation | official, finetuned, training, keras, huggingface |
+| `discriminator` | official, training, keras, huggingface, keras_hub_preset |
+| `generator` | official, training, keras, huggingface |
+| `finetuned` | finetuned, keras, keras_hub_preset (an electra_tf task preset) |
+| fine-tuning initialisation | official, finetuned, training, keras, huggingface, keras_hub_preset |
 
-keras-hub presets are recognised but not read yet: they stop with that line.
+A keras-hub `ElectraBackbone` preset is an encoder without head: read as the
+discriminator it has `include_head=False` (and says so in a warning), so an
+export of its discriminator refuses; it holds no generator (a generator's
+backbone is an encoder too, without its MLM head). A preset of another
+family stops with one line.
 An electra_tf training checkpoint is read one way, whatever its layout: the
 model is built from its run's `config.json` (else the given hparams, else its
 shapes) and its variables restored through the checkpoint's object graph,
@@ -23,7 +28,7 @@ state as well, see `convert.to_official.load_training_checkpoint`.)
 
 Example:
   >>> READABLE["finetuned"]
-  ('finetuned', 'keras')
+  ('finetuned', 'keras', 'keras_hub_preset')
   >>> # loaded = load("data/models/tiny", "discriminator"); loaded.model, loaded.config
 """
 
@@ -36,6 +41,7 @@ import tensorflow as tf
 
 from electra_tf.checkpoints import formats
 from electra_tf.checkpoints import huggingface
+from electra_tf.checkpoints import keras_hub
 from electra_tf.checkpoints import name_based
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints.finetuned_heads import load_official_finetuning_model
@@ -64,9 +70,9 @@ PARTS = (PRETRAINER, DISCRIMINATOR, GENERATOR, FINETUNED)
 _NETWORK_FORMATS = (formats.OFFICIAL, formats.TRAINING, formats.KERAS, formats.HUGGINGFACE)
 READABLE = {
   PRETRAINER: (formats.OFFICIAL, formats.TRAINING, formats.KERAS),
-  DISCRIMINATOR: _NETWORK_FORMATS,
+  DISCRIMINATOR: _NETWORK_FORMATS + (formats.KERAS_HUB_PRESET,),
   GENERATOR: _NETWORK_FORMATS,
-  FINETUNED: (formats.FINETUNED, formats.KERAS),
+  FINETUNED: (formats.FINETUNED, formats.KERAS, formats.KERAS_HUB_PRESET),
 }
 INITIALIZES_FINETUNING = (
   formats.OFFICIAL,
@@ -74,6 +80,7 @@ INITIALIZES_FINETUNING = (
   formats.TRAINING,
   formats.KERAS,
   formats.HUGGINGFACE,
+  formats.KERAS_HUB_PRESET,
 )
 
 
@@ -245,6 +252,41 @@ def _read_finetuning_run(detected, hparams):
   return Loaded(model, detected, config, [f"model from {described}"])
 
 
+def load_task_preset(path):
+  """The electra_tf task model (`ElectraClassifier`, ...) of a preset that
+  `save_to_preset` wrote, with every weight; None for a backbone preset."""
+  task = keras_hub.preset_task(path)
+  if task is None:
+    return None
+  config, weights = task
+  try:
+    model = keras.saving.deserialize_keras_object(config)
+  except (TypeError, ValueError) as e:
+    raise ValueError(
+      f"{os.path.join(os.fspath(path), keras_hub.TASK_CONFIG_FILE)!r} does not build "
+      f"{config.get('registered_name')}: {str(e).splitlines()[0][:300]}"
+    ) from None
+  model.build()
+  keras_hub.load_weights_file(model, weights)
+  return model
+
+
+def _read_preset(detected, part):
+  where = detected.location
+  if part == FINETUNED:
+    task_model = load_task_preset(where)
+    if task_model is None:
+      raise ValueError(
+        f"{where!r} is a keras-hub backbone preset (an encoder, no task head); expected a "
+        "fine-tuned model (fine-tune from it instead)"
+      )
+    return Loaded(task_model.finetuning_model, detected)
+  encoder, notes = keras_hub.read_keras_hub_preset(where)
+  if keras_hub.preset_task(where) is None:
+    logging.warning("%s: %s", where, keras_hub.UNTRAINED_HEAD)
+  return Loaded(encoder, detected, None, notes)
+
+
 def load(path, part=PRETRAINER, hparams=None, model_name="converted", data_dir=None):
   """Part `part` of the model at `path`, whatever its format.
 
@@ -271,6 +313,8 @@ def load(path, part=PRETRAINER, hparams=None, model_name="converted", data_dir=N
   where = detected.location
   if detected.format == formats.KERAS:
     return Loaded(_part_of_keras_model(load_keras_file(where), part, path), detected)
+  if detected.format == formats.KERAS_HUB_PRESET:
+    return _read_preset(detected, part)
   if detected.format == formats.HUGGINGFACE:
     model, found, _, notes = huggingface.load_huggingface(where)
     if found != part:
@@ -444,6 +488,12 @@ def initialize_finetuning_model(model, path):
     return _assign_by_name(model, _source_name_map(load_keras_file(path)), path)
   if detected.format == formats.HUGGINGFACE:
     return _assign_by_name(model, _source_name_map(load(path, DISCRIMINATOR).model), path)
+  if detected.format == formats.KERAS_HUB_PRESET:
+    # A task preset gives its heads too; a backbone preset its encoder.
+    source = load_task_preset(path)
+    if source is None:
+      source = keras_hub.read_keras_hub_preset(path)[0]
+    return _assign_by_name(model, _source_name_map(source), path)
   if detected.format == formats.TRAINING:
     return _restore_encoder(model, detected.location)
   info = official_checkpoint.restore_from_name_map(

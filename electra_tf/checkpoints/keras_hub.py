@@ -30,11 +30,15 @@ Example:
 (8, 'discriminator_predictions/dense/bias')
 """
 
+import json
 import os
 
+import keras
 import numpy as np
 
 from electra_tf.checkpoints import huggingface
+from electra_tf.models import official_names
+from electra_tf.models.electra_discriminator import ElectraDiscriminator
 from electra_tf.utils import keras_compat
 from electra_tf.utils.file_io import atomic_path
 
@@ -75,38 +79,33 @@ def keras_hub_backbone_config(part):
   }
 
 
-def _backbone_assignments(backbone, part):
-  """`[(keras variable, official name or None, value)]` for every backbone
-  weight; the name is None for weights ELECTRA does not have."""
-  t = part.tensors
-  emb = f"{_embeddings_scope(part)}/embeddings"
-  scope = _scope(part)
-  c = part.bert_config
-  heads = int(c["num_attention_heads"])
-  hidden = int(c["hidden_size"])
-  head_size = hidden // heads
+def _backbone_names(backbone, emb, scope, has_projection):
+  """`[(keras variable, official name or None, reshape)]` for every backbone
+  weight: the one map between keras-hub's `ElectraBackbone` and the
+  original's names, both ways. The name is None for weights ELECTRA does not
+  have; `reshape` says the two shapes differ (attention kernels and biases
+  are split by head in keras-hub)."""
   out = []
 
-  def add(variable, name, shape=None):
-    value = t[name]
-    out.append((variable, name, value if shape is None else value.reshape(shape)))
+  def add(variable, name, reshape=False):
+    out.append((variable, name, reshape))
 
   add(backbone.token_embedding.embeddings, f"{emb}/word_embeddings")
   add(backbone.position_embedding.position_embeddings, f"{emb}/position_embeddings")
   add(backbone.segment_embedding.embeddings, f"{emb}/token_type_embeddings")
   add(backbone.embeddings_layer_norm.gamma, f"{emb}/LayerNorm/gamma")
   add(backbone.embeddings_layer_norm.beta, f"{emb}/LayerNorm/beta")
-  if f"{scope}/embeddings_project/kernel" in t:
+  if has_projection:
     add(backbone.embeddings_projection.kernel, f"{scope}/embeddings_project/kernel")
     add(backbone.embeddings_projection.bias, f"{scope}/embeddings_project/bias")
   for i, layer in enumerate(backbone.transformer_layers):
     p = f"{scope}/encoder/layer_{i}"
     parts = keras_compat.keras_hub_transformer_encoder_parts(layer)
     for key in ("query", "key", "value"):
-      add(parts[key].kernel, f"{p}/attention/self/{key}/kernel", (hidden, heads, head_size))
-      add(parts[key].bias, f"{p}/attention/self/{key}/bias", (heads, head_size))
+      add(parts[key].kernel, f"{p}/attention/self/{key}/kernel", True)
+      add(parts[key].bias, f"{p}/attention/self/{key}/bias", True)
     output = parts["attention_output"]
-    add(output.kernel, f"{p}/attention/output/dense/kernel", (heads, head_size, hidden))
+    add(output.kernel, f"{p}/attention/output/dense/kernel", True)
     add(output.bias, f"{p}/attention/output/dense/bias")
     for key, name in (
       ("attention_layer_norm", "attention/output/LayerNorm"),
@@ -117,9 +116,38 @@ def _backbone_assignments(backbone, part):
     for key, name in (("intermediate", "intermediate/dense"), ("output", "output/dense")):
       add(parts[key].kernel, f"{p}/{name}/kernel")
       add(parts[key].bias, f"{p}/{name}/bias")
-  out.append((backbone.pooled_dense.kernel, None, np.eye(hidden, dtype=np.float32)))
-  out.append((backbone.pooled_dense.bias, None, np.zeros((hidden,), np.float32)))
+  add(backbone.pooled_dense.kernel, None)
+  add(backbone.pooled_dense.bias, None)
   return out
+
+
+def _backbone_assignments(backbone, part):
+  """`[(keras variable, official name or None, value)]` for every backbone
+  weight; the name is None for weights ELECTRA does not have (the pooler:
+  identity kernel, zero bias)."""
+  t = part.tensors
+  scope = _scope(part)
+  hidden = int(part.bert_config["hidden_size"])
+  names = _backbone_names(
+    backbone,
+    f"{_embeddings_scope(part)}/embeddings",
+    scope,
+    f"{scope}/embeddings_project/kernel" in t,
+  )
+  pooler = {
+    id(backbone.pooled_dense.kernel): np.eye(hidden, dtype=np.float32),
+    id(backbone.pooled_dense.bias): np.zeros((hidden,), np.float32),
+  }
+  return [
+    (
+      variable,
+      name,
+      pooler[id(variable)]
+      if name is None
+      else (t[name].reshape(tuple(variable.shape)) if reshape else t[name]),
+    )
+    for variable, name, reshape in names
+  ]
 
 
 def build_keras_hub_backbone(part):
@@ -190,3 +218,224 @@ def write_keras_hub_preset(part, output_dir, vocab_file, do_lower_case=True, str
     "not_converted": not_converted + list(part.not_converted),
     "notes": notes,
   }
+
+
+# -----------------------------------------------------------------------------
+# Presets in keras-hub's layout: electra_tf task models, and reading back
+# -----------------------------------------------------------------------------
+
+BACKBONE_REGISTERED_NAME = "keras_hub>ElectraBackbone"
+CONFIG_FILE = "config.json"
+MODEL_WEIGHTS_FILE = "model.weights.h5"
+TOKENIZER_CONFIG_FILE = "tokenizer.json"
+VOCAB_ASSET = os.path.join("assets", "tokenizer", "vocabulary.txt")
+# keras-hub's names for a task's config and weights; here they hold an
+# electra_tf task model (keras-hub's own loaders read the backbone only).
+TASK_CONFIG_FILE = "task.json"
+TASK_WEIGHTS_FILE = "task.weights.h5"
+POOLER_NOT_READ = "pooled_dense (keras-hub's pooler; ELECTRA has none) is not read"
+TANH_GELU_NOTE = (
+  "keras-hub's ElectraBackbone computes the tanh GELU; electra_tf computes the exact one "
+  "the original was trained with"
+)
+UNTRAINED_HEAD = (
+  "a keras-hub backbone preset holds no replaced-token-detection head: this discriminator "
+  "is an encoder only (fine-tune it, or export a model with a trained head)"
+)
+
+
+def _read_preset_json(preset_dir, name):
+  path = os.path.join(preset_dir, name)
+  try:
+    with open(path, encoding="utf-8") as f:
+      content = json.load(f)
+  except FileNotFoundError:
+    raise ValueError(f"keras-hub preset {preset_dir!r} has no {name}") from None
+  except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    raise ValueError(f"{path!r} is not readable JSON: {str(e).splitlines()[0]}") from None
+  if not isinstance(content, dict):
+    raise ValueError(f"{path!r} holds {type(content).__name__}; expected a JSON object")
+  return content
+
+
+def preset_backbone_config(preset_dir):
+  """`(keras-hub backbone config, BertConfig dict, embedding size)` of a
+  keras-hub `ElectraBackbone` preset; one line for a preset of another
+  family or an unreadable `config.json`."""
+  preset_dir = os.fspath(preset_dir)
+  content = _read_preset_json(preset_dir, CONFIG_FILE)
+  name = content.get("registered_name") or content.get("class_name")
+  if name != BACKBONE_REGISTERED_NAME or not isinstance(content.get("config"), dict):
+    raise ValueError(
+      f"keras-hub preset {preset_dir!r} holds a {name or 'model of no known class'}; "
+      f"expected an ELECTRA backbone ({BACKBONE_REGISTERED_NAME})"
+    )
+  c = content["config"]
+  keys = ("vocab_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim")
+  missing = [k for k in keys if k not in c]
+  if missing:
+    raise ValueError(f"{os.path.join(preset_dir, CONFIG_FILE)!r}: missing keys {missing}")
+  dropout = float(c.get("dropout", 0.1))
+  bert_config = {
+    "vocab_size": int(c["vocab_size"]),
+    "hidden_size": int(c["hidden_dim"]),
+    "num_hidden_layers": int(c["num_layers"]),
+    "num_attention_heads": int(c["num_heads"]),
+    "intermediate_size": int(c["intermediate_dim"]),
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": dropout,
+    "attention_probs_dropout_prob": dropout,
+    "max_position_embeddings": int(c.get("max_sequence_length", 512)),
+    "type_vocab_size": int(c.get("num_segments", 2)),
+  }
+  embedding_size = int(c.get("embedding_dim") or c["hidden_dim"])
+  return c, bert_config, embedding_size
+
+
+def preset_vocab(preset_dir):
+  """`(vocab file, do_lower_case, strip_accents)` of a preset's tokenizer
+  (keras-hub's `ElectraTokenizer` assets)."""
+  preset_dir = os.fspath(preset_dir)
+  config = _read_preset_json(preset_dir, TOKENIZER_CONFIG_FILE).get("config") or {}
+  vocab_file = os.path.join(preset_dir, VOCAB_ASSET)
+  if not os.path.isfile(vocab_file):
+    raise ValueError(f"keras-hub preset {preset_dir!r} has no tokenizer vocabulary ({VOCAB_ASSET})")
+  lowercase = bool(config.get("lowercase", True))
+  return vocab_file, lowercase, bool(config.get("strip_accents", lowercase))
+
+
+def preset_task(preset_dir):
+  """`(task config, task weights path)` of an electra_tf task preset, or None
+  for a backbone preset."""
+  preset_dir = os.fspath(preset_dir)
+  if not os.path.exists(os.path.join(preset_dir, TASK_CONFIG_FILE)):
+    return None
+  config = _read_preset_json(preset_dir, TASK_CONFIG_FILE)
+  if not str(config.get("registered_name", "")).startswith("electra_tf>"):
+    raise ValueError(
+      f"keras-hub preset {preset_dir!r} holds the task {config.get('registered_name')!r}; "
+      "electra_tf reads its own task models and keras-hub's ElectraBackbone"
+    )
+  weights = os.path.join(preset_dir, TASK_WEIGHTS_FILE)
+  if not os.path.isfile(weights):
+    raise ValueError(
+      f"keras-hub preset {preset_dir!r} has {TASK_CONFIG_FILE} but no {TASK_WEIGHTS_FILE}"
+    )
+  return config, weights
+
+
+def load_weights_file(model, path):
+  """`model.load_weights(path)`, with one line when the file is corrupt or
+  does not fit the model."""
+  try:
+    model.load_weights(path)
+  except Exception as e:  # pylint: disable=broad-except  # h5py, Keras and OS errors alike
+    first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+    raise ValueError(f"{path!r} does not hold this model's weights: {first[:300]}") from None
+
+
+def read_keras_hub_preset(preset_dir):
+  """The encoder of a keras-hub `ElectraBackbone` preset, bit-exact.
+
+  Returns:
+    `(discriminator, notes)`: an `ElectraDiscriminator` without head
+    (`include_head=False`; a backbone has none) whose every variable comes
+    from the preset, and notes (the pooler left out, the GELU form, the
+    missing head).
+
+  Raises:
+    ValueError: one line, for a preset of another family, or a corrupt or
+      inconsistent one.
+  """
+  import keras_hub  # pylint: disable=g-import-not-at-top
+
+  preset_dir = os.fspath(preset_dir)
+  config, bert_config, embedding_size = preset_backbone_config(preset_dir)
+  try:
+    backbone = keras_hub.models.ElectraBackbone.from_config(config)
+  except (TypeError, ValueError) as e:
+    raise ValueError(
+      f"{os.path.join(preset_dir, CONFIG_FILE)!r} does not build an ElectraBackbone: "
+      f"{str(e).splitlines()[0]}"
+    ) from None
+  load_weights_file(backbone, os.path.join(preset_dir, MODEL_WEIGHTS_FILE))
+  encoder = ElectraDiscriminator(
+    bert_config, embedding_size=embedding_size, include_head=False, name="discriminator"
+  )
+  encoder.build()
+  target = official_names.discriminator_name_map(encoder, include_head=False)
+  names = _backbone_names(
+    backbone,
+    "electra/embeddings",
+    "electra",
+    "electra/embeddings_project/kernel" in target,
+  )
+  used = [name for _, name, _ in names if name is not None]
+  if sorted(used) != sorted(target):
+    raise ValueError(
+      f"keras-hub preset {preset_dir!r} does not map onto an ELECTRA encoder: "
+      f"unset {sorted(set(target) - set(used))[:5]}"
+    )
+  for variable, name, _ in names:
+    if name is not None:
+      value = np.asarray(keras.ops.convert_to_numpy(variable), dtype=np.float32)
+      target[name].assign(value.reshape(tuple(target[name].shape)))
+  return encoder, [POOLER_NOT_READ, TANH_GELU_NOTE, UNTRAINED_HEAD]
+
+
+def encoder_part(encoder):
+  """An `ElectraPart` of an encoder (an `ElectraDiscriminator`, head or not)
+  without its head: what a keras-hub backbone holds."""
+  name_map = official_names.discriminator_name_map(encoder, include_head=False)
+  return huggingface.ElectraPart(
+    huggingface.PART_DISCRIMINATOR,
+    dict(encoder.bert_config),
+    encoder.embeddings.embedding_size,
+    {n: np.asarray(keras.ops.convert_to_numpy(v), dtype=np.float32) for n, v in name_map.items()},
+    [],
+    [],
+  )
+
+
+def write_task_preset(task_model, encoder, tokenizer, output_dir):
+  """Writes a preset in keras-hub's layout: the encoder as a keras-hub
+  `ElectraBackbone` (`config.json`, `metadata.json`, `model.weights.h5`), the
+  tokenizer (`tokenizer.json`, `assets/tokenizer/vocabulary.txt`) and, for a
+  task model, its electra_tf config (`task.json`) and every weight
+  (`task.weights.h5`). keras-hub's `ElectraBackbone.from_preset` and
+  `ElectraTokenizer.from_preset` read it.
+
+  Args:
+    task_model: a Keras task model, or None for a backbone preset.
+    encoder: its `ElectraDiscriminator` encoder.
+    tokenizer: its electra_tf `ElectraTokenizer`.
+    output_dir: a new (or empty) directory; it appears complete or not at all.
+
+  Returns:
+    `output_dir`.
+  """
+  import keras_hub  # pylint: disable=g-import-not-at-top
+
+  output_dir = os.fspath(output_dir)
+  if encoder.bert_config.get("hidden_act", "gelu") != "gelu":
+    raise ValueError(
+      f"hidden_act {encoder.bert_config['hidden_act']!r}: keras-hub's ElectraBackbone "
+      "computes GELU only"
+    )
+  huggingface.check_new_output_dir(output_dir)
+  backbone, _, _ = build_keras_hub_backbone(encoder_part(encoder))
+  hub_tokenizer = keras_hub.models.ElectraTokenizer(
+    vocabulary=list(tokenizer.vocabulary),
+    lowercase=bool(tokenizer.do_lower_case),
+    strip_accents=bool(tokenizer.do_lower_case and tokenizer.strip_accents),
+  )
+  if os.path.isdir(output_dir):
+    os.rmdir(output_dir)  # empty: atomic_path renames a new directory into place
+  with atomic_path(output_dir) as tmp:
+    backbone.save_to_preset(tmp)
+    hub_tokenizer.save_to_preset(tmp)
+    if task_model is not None:
+      with open(os.path.join(tmp, TASK_CONFIG_FILE), "w", encoding="utf-8") as f:
+        json.dump(keras.saving.serialize_keras_object(task_model), f, indent=2)
+      task_model.save_weights(os.path.join(tmp, TASK_WEIGHTS_FILE))
+  return output_dir

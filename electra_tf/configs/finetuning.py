@@ -70,6 +70,11 @@ class FinetuningConfig(RuntimeHparams):
   )
   vocab_size: int = hparam(30522, "Model vocabulary size (rows of the word-embedding table).")
   do_lower_case: bool = hparam(True, "Lower-case text when tokenizing.")
+  strip_accents: bool = hparam(
+    True,
+    "Strip accents when tokenizing (only with do_lower_case); taken from the pre-trained "
+    "model's config.json unless set.",
+  )
 
   # training
   learning_rate: float = hparam(

@@ -5,7 +5,7 @@
 rebuild the exact model, attention heads included, without the run's
 `--hparams`. It holds every hparam of the run, the architecture of the
 discriminator and the generator, the vocab (path, size, special-token ids)
-and `do_lower_case`.
+and its normalisation (`do_lower_case`, `strip_accents`).
 
 Example:
   >>> import tempfile
@@ -77,10 +77,17 @@ class ModelDirMismatch(ValueError):
   starts from) holds; the message names every difference, old → new."""
 
 
-def _vocab_description(vocab_file, do_lower_case):
-  """Path (absolute), size and special ids of the vocab, or what is missing."""
+def _vocab_description(vocab_file, do_lower_case, strip_accents):
+  """Path (absolute), size and special ids of the vocab, or what is missing,
+  and how text is normalised before it is looked up in it."""
 
-  description = {"file": None, "size": None, "special_ids": None, "do_lower_case": do_lower_case}
+  description = {
+    "file": None,
+    "size": None,
+    "special_ids": None,
+    "do_lower_case": do_lower_case,
+    "strip_accents": strip_accents,
+  }
   if not vocab_file:
     return description
   local = "://" not in str(vocab_file)
@@ -140,7 +147,7 @@ def run_config_dict(config, kind=KIND_PRETRAINING, architecture=None):
     "data_dir": os.path.abspath(data_dir) if data_dir and "://" not in data_dir else data_dir,
     "hparams": config.to_dict(),
     "architecture": architecture,
-    "vocab": _vocab_description(config.vocab_file, config.do_lower_case),
+    "vocab": _vocab_description(config.vocab_file, config.do_lower_case, config.strip_accents),
   }
 
 
@@ -302,11 +309,16 @@ def check_same_architecture(existing, requested, what="the model dir", ignore=()
 
 def model_hparams(run_config, user_hparams):
   """The hparams of a pre-training run that size its model
-  (`PRETRAINING_MODEL_HPARAMS`), its vocab file, `do_lower_case` and
+  (`PRETRAINING_MODEL_HPARAMS`), its vocab file, `do_lower_case`, `strip_accents` and
   `max_seq_length` (its records'), under the user's: what evaluating that
   model dir needs."""
   hparams = run_hparams(run_config, PretrainingConfig)
-  keep = PRETRAINING_MODEL_HPARAMS + ("vocab_file", "do_lower_case", "max_seq_length")
+  keep = PRETRAINING_MODEL_HPARAMS + (
+    "vocab_file",
+    "do_lower_case",
+    "strip_accents",
+    "max_seq_length",
+  )
   values = {k: v for k, v in hparams.items() if k in keep and k not in user_hparams}
   values.update(user_hparams)
   return values
@@ -315,8 +327,9 @@ def model_hparams(run_config, user_hparams):
 def encoder_hparams(run_config):
   """The fine-tuning hparams that rebuild the encoder of a run (the
   discriminator of a pre-training run, the encoder of a fine-tuning run),
-  its vocab and `do_lower_case`: `ENCODER_HPARAMS`, `vocab_file` and
-  `do_lower_case`. A debug run's shrunk sizes become `model_hparam_overrides`."""
+  its vocab and normalisation: `ENCODER_HPARAMS`, `vocab_file`,
+  `do_lower_case` and `strip_accents` (absent from runs of older versions:
+  the default then). A debug run's shrunk sizes become `model_hparam_overrides`."""
   hparams = run_config["hparams"]
   values = {k: hparams[k] for k in ENCODER_HPARAMS if k in hparams}
   encoder = _encoder_of(run_config)
@@ -326,8 +339,9 @@ def encoder_hparams(run_config):
   vocab = run_config.get("vocab") or {}
   if vocab.get("file"):
     values["vocab_file"] = vocab["file"]
-  if vocab.get("do_lower_case") is not None:
-    values["do_lower_case"] = vocab["do_lower_case"]
+  for key in ("do_lower_case", "strip_accents"):
+    if vocab.get(key) is not None:
+      values[key] = vocab[key]
   return values
 
 

@@ -13,6 +13,9 @@ from electra_tf.configs.hparams import hparam
 from electra_tf.configs.runtime import RuntimeHparams
 from electra_tf.optimization import factory as optimizer_factory
 
+# The `masking` hparam's values (`electra_tf.pretraining.masking` implements them).
+MASKING_KINDS = ("token", "whole_word")
+
 MODEL_SIZES = {
   # size: (hidden_size, num_hidden_layers); heads and FFN derive from H.
   "small": (256, 12),
@@ -64,6 +67,12 @@ class PretrainingConfig(RuntimeHparams):
   gen_weight: float = hparam(1.0, "Weight of the generator (MLM or cloze) loss.")
   disc_weight: float = hparam(50.0, "Weight of the discriminator loss.")
   mask_prob: float = hparam(0.15, "Fraction of tokens masked (85% become [MASK], 15% stay).")
+  masking: str = hparam(
+    "token",
+    "How masked positions are chosen: `token` (the original: one token at a time) or "
+    "`whole_word` (every piece of a chosen word together, within the same token budget; "
+    "words come from the vocab_file).",
+  )
 
   # optimization
   learning_rate: float = hparam(
@@ -102,6 +111,12 @@ class PretrainingConfig(RuntimeHparams):
     "file's line count.",
   )
   do_lower_case: bool = hparam(True, "Lower-case text when tokenizing.")
+  strip_accents: bool = hparam(
+    True,
+    "Strip accents when tokenizing (only with do_lower_case). Pre-training reads ready-made records: "
+    "set it false for records built with --no-strip-accents, so that fine-tuning, export and "
+    "publishing (which read it from the model dir's config.json) tokenize the same way.",
+  )
 
   # generator
   uniform_generator: bool = hparam(
@@ -207,6 +222,8 @@ class PretrainingConfig(RuntimeHparams):
       raise ValueError(
         f"Unknown model size {self.model_size!r} (hparam model_size); expected one of {sorted(MODEL_SIZES)}"
       )
+    if self.masking not in MASKING_KINDS:
+      raise ValueError(f"hparam masking={self.masking!r}; expected one of {list(MASKING_KINDS)}")
     self.validate_runtime()
     if not isinstance(self.model_hparam_overrides, dict):
       raise ValueError("hparam model_hparam_overrides must be a JSON object of BertConfig fields")

@@ -87,14 +87,18 @@ class ElectraTextPreprocessor(keras.layers.Layer):
     self.max_query_length = int(max_query_length)
 
   @classmethod
-  def from_vocab_file(cls, vocab_file, max_seq_length=128, do_lower_case=True, **kwargs):
+  def from_vocab_file(
+    cls, vocab_file, max_seq_length=128, do_lower_case=True, strip_accents=True, **kwargs
+  ):
     """A preprocessor whose vocabulary is stored in its config (so a saved
     `.keras` model does not depend on the vocab file's path)."""
     with tf.io.gfile.GFile(vocab_file, "r") as f:
       vocabulary = [line.rstrip("\n") for line in f]
     while vocabulary and not vocabulary[-1]:
       vocabulary.pop()
-    tokenizer = ElectraTokenizer(vocabulary=vocabulary, do_lower_case=do_lower_case)
+    tokenizer = ElectraTokenizer(
+      vocabulary=vocabulary, do_lower_case=do_lower_case, strip_accents=strip_accents
+    )
     return cls(tokenizer, max_seq_length=max_seq_length, **kwargs)
 
   def call(self, inputs):

@@ -1,8 +1,6 @@
 """`ElectraPretrainer`: the generator and discriminator of one pre-training run
 with every generator option of the original (`run_pretraining.py:PretrainingModel`, `run_pretraining.py:PretrainingModel`)."""
 
-import os
-
 import keras
 from keras import ops
 import numpy as np
@@ -15,6 +13,7 @@ from electra_tf.models import official_names
 from electra_tf.models.electra_discriminator import ElectraDiscriminator
 from electra_tf.models.electra_generator import ElectraGenerator
 from electra_tf.optimization import factory as optimizer_factory
+from electra_tf.pretraining import masking
 from electra_tf.pretraining import metrics as pretraining_metrics
 from electra_tf.pretraining import step as pretraining_step
 from electra_tf.pretraining.objective import PretrainingObjective
@@ -51,6 +50,10 @@ class ElectraPretrainer(keras.Model):
       as in the original.
     fused_training_kernels: the transformers' training path runs XLA-fused
       elementwise kernels; False = plain TF ops (same math and masks).
+    word_continuation: whole-word masking's table, bool per vocab id: does
+      the token continue the previous word (`masking.continuation_table`)?
+      Needed when `objective.masking == "whole_word"`; a list of the
+      continuation ids is accepted too (what `get_config` stores).
     **kwargs: standard `keras.Model` arguments.
 
   Example:
@@ -72,6 +75,7 @@ class ElectraPretrainer(keras.Model):
     untied_generator=True,
     untied_generator_embeddings=False,
     fused_training_kernels=True,
+    word_continuation=None,
     **kwargs,
   ):
     super().__init__(**kwargs)
@@ -100,6 +104,12 @@ class ElectraPretrainer(keras.Model):
     self.untied_generator = bool(untied_generator)
     self.untied_generator_embeddings = bool(untied_generator_embeddings)
     self.fused_training_kernels = bool(fused_training_kernels)
+    self.word_continuation = _continuation_array(word_continuation, self.vocab_size)
+    if objective.masking == "whole_word" and self.word_continuation is None:
+      raise ValueError(
+        "masking='whole_word' needs the vocab's word_continuation table (build the "
+        "pretrainer with from_pretraining_config and an existing vocab_file)"
+      )
 
     has_discriminator = objective.has_discriminator
     mode = objective.generator_mode
@@ -168,9 +178,17 @@ class ElectraPretrainer(keras.Model):
     bert_config = pretraining_config_lib.get_pretraining_bert_config(config)
     generator_config = pretraining_config_lib.get_generator_config(config, bert_config)
     vocab = None
-    if config.vocab_file and os.path.exists(config.vocab_file):
+    if config.vocab_file and tf.io.gfile.exists(config.vocab_file):
       vocab = vocab_lib.load_vocab(config.vocab_file)
       vocab_lib.check_special_tokens(vocab, config.vocab_file)
+    word_continuation = None
+    if config.masking == "whole_word":
+      if vocab is None:
+        raise ValueError(
+          f"hparam masking='whole_word' needs the vocab file its words come from; "
+          f"vocab_file={config.vocab_file!r} does not exist"
+        )
+      word_continuation = masking.continuation_table(vocab)
     return cls(
       bert_config=bert_config.to_dict(),
       generator_config=generator_config.to_dict(),
@@ -180,6 +198,7 @@ class ElectraPretrainer(keras.Model):
       untied_generator=config.untied_generator,
       untied_generator_embeddings=config.untied_generator_embeddings,
       fused_training_kernels=config.fused_training_kernels,
+      word_continuation=word_continuation,
       **kwargs,
     )
 
@@ -415,11 +434,30 @@ class ElectraPretrainer(keras.Model):
         "fused_training_kernels": self.fused_training_kernels,
       }
     )
+    if self.word_continuation is not None:
+      config["word_continuation"] = np.flatnonzero(self.word_continuation).tolist()
     return config
 
   @classmethod
   def from_config(cls, config):
     return cls(**config)
+
+
+def _continuation_array(word_continuation, vocab_size):
+  """`word_continuation` as a bool array `[vocab_size]`, or None; a list of
+  ids (the form `get_config` stores) marks those ids."""
+  if word_continuation is None:
+    return None
+  values = np.asarray(word_continuation)
+  if values.dtype != bool:
+    table = np.zeros([vocab_size], bool)
+    table[values.astype(np.int64)] = True
+    return table
+  if values.shape != (vocab_size,):
+    raise ValueError(
+      f"word_continuation has {values.shape} entries; expected one per vocab id ({vocab_size})"
+    )
+  return values
 
 
 def built_pretrainer(config):

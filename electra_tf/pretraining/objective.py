@@ -9,6 +9,7 @@ its config while building the graph; here they travel together from the
 import dataclasses
 
 from electra_tf.configs.hparams import unknown_hparam_message
+from electra_tf.configs.pretraining import MASKING_KINDS
 from electra_tf.text import vocab as vocab_lib
 
 # How fake tokens are proposed: a masked-LM generator on the masked input
@@ -59,6 +60,9 @@ class PretrainingObjective:
       `generator_mode="two_tower"`.
     generator_mode: one of `GENERATOR_MODES`.
     mask_prob: fraction of tokens masked.
+    masking: `token` (the original) or `whole_word`; whole-word masking
+      needs the vocab's continuation table (`ElectraPretrainer`'s
+      `word_continuation`).
     max_predictions_per_seq: masked slots per example (N).
     gen_weight: weight of the generator (MLM or cloze) loss.
     disc_weight: weight of the discriminator loss.
@@ -78,6 +82,7 @@ class PretrainingObjective:
   electric_objective: bool = False
   generator_mode: str = "masked_lm"
   mask_prob: float = 0.15
+  masking: str = "token"
   max_predictions_per_seq: int = 19
   gen_weight: float = 1.0
   disc_weight: float = 50.0
@@ -95,6 +100,8 @@ class PretrainingObjective:
       object.__setattr__(self, f.name, f.type(getattr(self, f.name)))
     if self.generator_mode not in GENERATOR_MODES:
       raise ValueError(f"generator_mode={self.generator_mode!r}; expected one of {GENERATOR_MODES}")
+    if self.masking not in MASKING_KINDS:
+      raise ValueError(f"masking={self.masking!r}; expected one of {list(MASKING_KINDS)}")
     if self.electric_objective and self.generator_mode != "two_tower":
       # The original crashes while building the graph for a uniform or tied
       # generator with Electric.

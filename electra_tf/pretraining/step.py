@@ -18,6 +18,8 @@ micro-batch with them (`denominators=`), so the micro-batches' losses and
 gradients add up to the undivided step's.
 """
 
+import functools
+
 import tensorflow as tf
 
 from electra_tf.pretraining import losses as pretraining_losses
@@ -37,7 +39,13 @@ def _inputs_and_masking(pretrainer, features, seed, step):
   seeds = random_streams.step_row_seeds(
     seed, step, replicas.replica_first_row(batch_size), batch_size
   )
-  masked = masking.mask(
+  if o.masking == "whole_word":
+    mask_fn = functools.partial(
+      masking.mask_whole_words, word_continuation=pretrainer.word_continuation
+    )
+  else:
+    mask_fn = masking.mask
+  masked = mask_fn(
     input_ids,
     input_mask,
     mask_prob=o.mask_prob,

@@ -227,11 +227,25 @@ def save_module(module, export_dir, version=None, overwrite=False):
   final = os.path.join(export_dir, str(int(version)))
   if os.path.exists(final) and not overwrite:
     raise ValueError(f"{final!r} already exists; pass --overwrite or another --version")
-  if os.path.exists(final):
-    shutil.rmtree(final)
-  with atomic_path(final) as tmp:  # a hidden name: TF Serving only loads integer names
+  return save_module_at(module, final, overwrite)
+
+
+def save_module_at(module, path, overwrite=False):
+  """Saves `module` with its signatures as the SavedModel directory `path`
+  itself, atomically (a hidden temp directory, then a rename: TF Serving
+  never sees it half-done); returns `path`."""
+  path = os.fspath(path)
+  if os.path.exists(path) and not overwrite:
+    raise ValueError(f"{path!r} already exists; pass overwrite=True or another path")
+  if os.path.isdir(path):
+    shutil.rmtree(path)
+  elif os.path.exists(path):
+    os.remove(path)
+  parent = os.path.dirname(os.path.abspath(path))
+  os.makedirs(parent, exist_ok=True)
+  with atomic_path(path) as tmp:  # a hidden name: TF Serving only loads integer names
     tf.saved_model.save(module, tmp, signatures=module.get_signatures())
-  return final
+  return path
 
 
 def export(
@@ -339,11 +353,14 @@ def load_model(
   return loaded.model, loaded.config
 
 
-def export_task_model(task_model, export_dir, version=None, overwrite=False):
+def export_task_model(task_model, filepath, overwrite=False, jit_compile=False, length_multiple=1):
   """Writes a Keras task model (`ElectraClassifier`, `ElectraQuestionAnswerer`,
   `ElectraTokenTagger`) as the TF Serving SavedModel that
-  `export_saved_model --model task` writes, tokenizing with its
-  preprocessor's vocab and length; returns the version directory."""
+  `export_saved_model --model task` writes (text, ids and tf.Example
+  signatures, real-length serving; `jit_compile` and `length_multiple` are
+  `serving_modules.ElectraServingModule`'s), tokenizing with its
+  preprocessor's vocab and length, at `filepath` itself (TF Serving wants it
+  under a version folder: pass `<dir>/1`); returns `filepath`."""
   preprocessor = task_model.preprocessor
   if preprocessor is None:
     raise ValueError("export needs the model's preprocessor (its tokenizer and length)")
@@ -363,7 +380,14 @@ def export_task_model(task_model, export_dir, version=None, overwrite=False):
       preprocessor.max_seq_length,
       asset,
       max_query_length=preprocessor.max_query_length,
+      length_multiple=length_multiple,
+      jit_compile=jit_compile,
     )
-    return save_module(module, export_dir, version, overwrite)
+    readme = os.path.join(asset_dir, "README.txt")
+    write_atomic(
+      readme, serving_loading.export_readme("task", preprocessor.max_seq_length, jit_compile)
+    )
+    module.readme = tf.saved_model.Asset(readme)
+    return save_module_at(module, filepath, overwrite)
   finally:
     shutil.rmtree(asset_dir, ignore_errors=True)

@@ -426,6 +426,35 @@ def export_to_dir(model, export_dir, format, kind, quantize=None, overwrite=Fals
   return export_portable(model, path, format, quantize, kind=kind, **options)
 
 
+def add_flags(parser):
+  """`export_saved_model`'s `--format` and `--quantize`."""
+  parser.add_argument(
+    "--format",
+    default="tf_saved_model",
+    choices=ALL_FORMATS,
+    help="tf_saved_model: <export-dir>/<version>/; litert, onnx: the ids-in network as "
+    "<export-dir>/<discriminator|generator|task name>[-int8].tflite|.onnx, tokenizer files beside",
+  )
+  parser.add_argument("--quantize", choices=QUANTIZATIONS, help="litert, onnx: int8 weights")
+
+
+def export_from_flags(model, args, vocab_file, do_lower_case, strip_accents):
+  """`export_to_dir` as `export_saved_model`'s flags `args` ask."""
+  options = {k: getattr(args, k) for k in ("task", "max_seq_length", "top_k", "max_predictions")}
+  return export_to_dir(
+    model,
+    args.export_dir,
+    args.format,
+    args.model,
+    args.quantize,
+    args.overwrite,
+    vocab_file=vocab_file,
+    do_lower_case=do_lower_case,
+    strip_accents=strip_accents,
+    **options,
+  )
+
+
 def _qa_head(model):
   """The joint QA head (its beam needs at least `beam_size` positions), if any."""
   heads = getattr(getattr(model, "finetuning_model", model), "heads", None) or []

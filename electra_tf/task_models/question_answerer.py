@@ -242,7 +242,7 @@ class ElectraQuestionAnswerer(ElectraTaskModel):
       # get_final_text aligns on " "-separated text: other whitespace → " ",
       # one for one, so offsets into `spaced` are offsets into `raw`.
       spaced = re.sub(r"\s", " ", raw)
-      final = get_final_text(pred_text, spaced, tokenizer.do_lower_case)
+      final = get_final_text(pred_text, spaced, tokenizer.do_lower_case, tokenizer.strip_accents)
       at = spaced.find(final)
       answers.append(raw[at : at + len(final)] if at >= 0 else raw)
     return answers

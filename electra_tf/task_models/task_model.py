@@ -9,6 +9,8 @@ import keras
 import tensorflow as tf
 
 from electra_tf.checkpoints import any_format
+from electra_tf.checkpoints import formats
+from electra_tf.checkpoints import keras_hub
 from electra_tf.configs import model_dir as model_dir_lib
 from electra_tf.configs.pretraining import default_embedding_size
 from electra_tf.configs.pretraining import get_bert_config
@@ -19,7 +21,12 @@ from electra_tf.optimization import factory as optimizer_factory
 from electra_tf.runtime import accumulation
 from electra_tf.runtime import replicas
 from electra_tf.serving import export as export_lib
+from electra_tf.serving import portable
+from electra_tf.text.tokenizer import ElectraTokenizer
 from electra_tf.utils import keras_compat
+
+# Keras' `export` formats that `electra_tf.serving.portable` writes.
+EXPORT_FORMATS = ("litert", "onnx")
 
 
 class ElectraTaskModel(keras.Model):
@@ -75,17 +82,18 @@ class ElectraTaskModel(keras.Model):
     model_hparam_overrides=None,
     max_seq_length=None,
     do_lower_case=None,
+    strip_accents=None,
     **kwargs,
   ):
     """A model initialised from `path`: an original/released checkpoint,
     an electra_tf pre-training or fine-tuning model dir, or a `.keras`
     model. An electra_tf model dir's `config.json` gives the encoder's size,
-    the vocab and `do_lower_case`; size arguments given as well must build
+    the vocab, `do_lower_case` and `strip_accents`; size arguments given as well must build
     the same encoder (`ModelDirMismatch` otherwise). Elsewhere the encoder's
     size is given as in the hparams (`model_size`, default `small`,
     `embedding_size` — `small` defaults to 128 —, `model_hparam_overrides`),
     the vocab size comes from `vocab_file` (required) and `do_lower_case`
-    defaults to true. `max_seq_length` defaults to the class's
+    and `strip_accents` default to true. `max_seq_length` defaults to the class's
     `default_max_seq_length`; `kwargs` named in `preprocessor_args` go to
     the preprocessor, the rest to the constructor."""
     run_config = any_format.run_config(path)
@@ -94,14 +102,18 @@ class ElectraTaskModel(keras.Model):
       vocab_file = vocab_file or run_vocab.get("file")
       if do_lower_case is None:
         do_lower_case = run_vocab.get("do_lower_case")
+      if strip_accents is None:
+        strip_accents = run_vocab.get("strip_accents")
     if not vocab_file:
       raise ValueError(
         f"{path!r} has no electra_tf config.json recording its vocab: pass vocab_file"
+        " (for a keras-hub preset, use from_preset)"
       )
     preprocessor = ElectraTextPreprocessor.from_vocab_file(
       vocab_file,
       max_seq_length=max_seq_length or cls.default_max_seq_length,
       do_lower_case=True if do_lower_case is None else do_lower_case,
+      strip_accents=True if strip_accents is None else strip_accents,
       packing=cls.packing,
       **{k: kwargs.pop(k) for k in cls.preprocessor_args if k in kwargs},
     )
@@ -122,6 +134,70 @@ class ElectraTaskModel(keras.Model):
     model.build()
     any_format.initialize_finetuning_model(model.finetuning_model, path)
     return model
+
+  @classmethod
+  def from_preset(cls, preset, max_seq_length=None, **kwargs):
+    """A model from a preset directory in keras-hub's layout.
+
+    A preset `save_to_preset` wrote (`task.json`) comes back whole: encoder,
+    head and preprocessor, as saved (no arguments apply). A keras-hub
+    `ElectraBackbone` preset (`config.json`, `model.weights.h5`, the
+    tokenizer's assets) starts fine-tuning: its encoder, bit-exact, under a
+    new head built from `kwargs` (e.g. `num_classes`), its tokenizer's vocab
+    and lower-casing, and `max_seq_length` (default the class's
+    `default_max_seq_length`); `kwargs` named in `preprocessor_args` go to
+    the preprocessor. A preset of another family, or a corrupt one, stops
+    with one line."""
+    preset = str(formats.require(preset, (formats.KERAS_HUB_PRESET,)).location)
+    task_model = any_format.load_task_preset(preset)
+    if task_model is not None:
+      if not isinstance(task_model, cls):
+        raise ValueError(
+          f"preset {preset!r} holds an {type(task_model).__name__}; load it with "
+          f"{type(task_model).__name__}.from_preset"
+        )
+      if kwargs or max_seq_length is not None:
+        raise ValueError(
+          f"preset {preset!r} holds a whole {cls.__name__}: its arguments are the saved "
+          f"ones (got {sorted(kwargs) + (['max_seq_length'] if max_seq_length else [])})"
+        )
+      return task_model
+    _, bert_config, embedding_size = keras_hub.preset_backbone_config(preset)
+    vocab_file, do_lower_case, strip_accents = keras_hub.preset_vocab(preset)
+    with open(vocab_file, encoding="utf-8") as f:
+      vocabulary = [line.rstrip("\n") for line in f]
+    while vocabulary and not vocabulary[-1]:
+      vocabulary.pop()
+    tokenizer = ElectraTokenizer(
+      vocabulary=vocabulary, do_lower_case=do_lower_case, strip_accents=strip_accents
+    )
+    preprocessor = ElectraTextPreprocessor(
+      tokenizer,
+      max_seq_length=max_seq_length or cls.default_max_seq_length,
+      packing=cls.packing,
+      **{k: kwargs.pop(k) for k in cls.preprocessor_args if k in kwargs},
+    )
+    model = cls(bert_config, preprocessor=preprocessor, embedding_size=embedding_size, **kwargs)
+    model.build()
+    any_format.initialize_finetuning_model(model.finetuning_model, preset)
+    return model
+
+  def save_to_preset(self, preset_dir):
+    """Writes a preset directory in keras-hub's layout: the encoder as a
+    keras-hub `ElectraBackbone` (`config.json`, `metadata.json`,
+    `model.weights.h5`: keras-hub's `ElectraBackbone.from_preset` and
+    `ElectraTokenizer.from_preset` read them), the tokenizer
+    (`tokenizer.json`, `assets/tokenizer/vocabulary.txt`), and this model's
+    config (`task.json`) and weights (`task.weights.h5`), which
+    `from_preset` reads back. `preset_dir` must be new or empty; it appears
+    complete or not at all. Returns `preset_dir`."""
+    if self.preprocessor is None:
+      raise ValueError("save_to_preset needs the model's preprocessor (its tokenizer)")
+    if not self.built:
+      self.build()
+    return keras_hub.write_task_preset(
+      self, self.finetuning_model.encoder, self.preprocessor.tokenizer, preset_dir
+    )
 
   def build(self, input_shape=None):
     self.finetuning_model.build()
@@ -283,12 +359,44 @@ class ElectraTaskModel(keras.Model):
 
   # --- export --------------------------------------------------------------------
 
-  def export(self, export_dir, version=None, overwrite=False):
-    """Writes the TF Serving SavedModel (`serving_default` on text, `serve_ids`,
-    `serve_examples` signatures) that `export_saved_model --model task`
-    writes; returns the version directory (see
-    `electra_tf.serving.export.export_task_model`)."""
-    return export_lib.export_task_model(self, export_dir, version=version, overwrite=overwrite)
+  def export(self, filepath, format="tf_saved_model", verbose=None, **kwargs):  # pylint: disable=redefined-builtin
+    """Keras' `Model.export` contract, for this model's runtimes.
+
+    Args:
+      filepath: where the export goes (written at `filepath`, as Keras does;
+        TF Serving loads `<model dir>/<version>`, so pass e.g. `serving/1`).
+      format: "tf_saved_model": the TF Serving SavedModel that
+        `export_saved_model --model task` writes (`serving_default` on raw
+        text, `serve_ids`, `serve_examples`; real-length serving).
+        "litert" / "onnx": the ids-in network (ids, mask, segment ids ->
+        the task's outputs) with its tokenizer files beside it.
+      verbose: unused (nothing is printed); kept for Keras' signature.
+      **kwargs: for "tf_saved_model": `jit_compile` (the XLA option),
+        `length_multiple`, `overwrite` (default False: an existing
+        `filepath` is refused); for "litert" / "onnx": `quantize`.
+
+    Returns:
+      `filepath`.
+    """
+    del verbose
+    if format == "tf_saved_model":
+      unknown = sorted(set(kwargs) - {"jit_compile", "length_multiple", "overwrite"})
+      if unknown:
+        raise ValueError(
+          f"export(format='tf_saved_model'): unexpected arguments {unknown}; "
+          "expected jit_compile, length_multiple, overwrite"
+        )
+      return export_lib.export_task_model(self, filepath, **kwargs)
+    if format in EXPORT_FORMATS:
+      unknown = sorted(set(kwargs) - {"quantize"})
+      if unknown:
+        raise ValueError(
+          f"export(format={format!r}): unexpected arguments {unknown}; expected quantize"
+        )
+      return portable.export_portable(self, filepath, format, quantize=kwargs.get("quantize"))
+    raise ValueError(
+      f"export format {format!r}; expected one of {('tf_saved_model',) + EXPORT_FORMATS}"
+    )
 
   def get_config(self):
     config = super().get_config()

@@ -1,4 +1,8 @@
-"""Text to ids: the vocab file (`vocab`), the original's WordPiece
-tokenization in Python (`wordpiece`) and the in-graph tokenizer built on
-tensorflow-text (`tokenizer`). A new tokenizer kind goes here; it imports only
-`utils`."""
+"""Text to ids: the vocab file of either kind (`vocab`: a WordPiece vocab.txt
+or a SentencePiece model, told apart by content), the original's WordPiece
+tokenization in Python (`wordpiece`), the in-graph tokenizers built on
+tensorflow-text (`tokenizer`: WordPiece, `sentencepiece_tokenizer`) and the
+one function that picks by vocab kind (`tokenizer_for`). A new tokenizer
+kind goes here; it imports only `utils`."""
+
+from electra_tf.text.auto_tokenizer import tokenizer_for  # noqa: F401

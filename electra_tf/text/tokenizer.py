@@ -43,6 +43,8 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from electra_tf.text import wordpiece as tokenization
+from electra_tf.text.packing import pack_segments
+from electra_tf.text.vocab import SentencePieceVocab
 from electra_tf.text.vocab import check_special_tokens
 from electra_tf.text.vocab import load_vocab
 from electra_tf.utils.file_io import atomic_path
@@ -216,6 +218,11 @@ class ElectraTokenizer(keras.layers.Layer):
       raise ValueError("ElectraTokenizer needs exactly one of `vocab_file` and `vocabulary`")
     if vocab_file is not None:
       vocab = load_vocab(vocab_file)
+      if isinstance(vocab, SentencePieceVocab):
+        raise ValueError(
+          f"vocab file {vocab_file!r} is a SentencePiece model, not a WordPiece vocab.txt; "
+          "use electra_tf.text.tokenizer_for (or SentencePieceTokenizer)"
+        )
       source = vocab_file
       tokens = [None] * (max(vocab.values()) + 1 if vocab else 0)
       for token, index in vocab.items():
@@ -390,64 +397,9 @@ class ElectraTokenizer(keras.layers.Layer):
     Returns:
       dict of int32 [B, S] tensors `input_ids`, `input_mask`, `segment_ids`.
     """
-    segment_a = tf.cast(segment_a, tf.int32).with_row_splits_dtype(tf.int64)
-    len_a = segment_a.row_lengths()
-    if segment_b is None:
-      keep_a = tf.minimum(len_a, max_seq_length - 2)
-      keep_b = tf.zeros_like(keep_a)
-      segment_b = tf.RaggedTensor.from_row_lengths(tf.zeros([0], tf.int32), tf.zeros_like(len_a))
-      n_sep = 1
-    else:
-      segment_b = tf.cast(segment_b, tf.int32).with_row_splits_dtype(tf.int64)
-      len_b = segment_b.row_lengths()
-      budget = tf.cast(max_seq_length - 3, len_a.dtype)
-      shorter = tf.minimum(len_a, len_b)
-      fits = len_a + len_b <= budget
-      short_kept = 2 * shorter <= budget
-      keep_a = tf.where(
-        fits,
-        len_a,
-        tf.where(short_kept, tf.where(len_a <= len_b, len_a, budget - len_b), (budget + 1) // 2),
-      )
-      keep_b = tf.where(
-        fits,
-        len_b,
-        tf.where(short_kept, tf.where(len_a <= len_b, budget - len_a, len_b), budget // 2),
-      )
-      n_sep = 2
-    a = tf.ragged.boolean_mask(segment_a, tf.ragged.range(len_a) < tf.expand_dims(keep_a, 1))
-    b = tf.ragged.boolean_mask(
-      segment_b, tf.ragged.range(segment_b.row_lengths()) < tf.expand_dims(keep_b, 1)
+    return pack_segments(
+      segment_a, segment_b, max_seq_length, self.cls_id, self.sep_id, self.pad_id
     )
-    batch = tf.shape(len_a, out_type=tf.int64)[0]
-    cls = tf.fill([batch, 1], self.cls_id)
-    sep = tf.fill([batch, 1], self.sep_id)
-    parts = [cls, a, sep]
-    types = [tf.zeros_like(cls), tf.zeros_like(a), tf.zeros_like(sep)]
-    if n_sep == 2:
-      b_sep_lengths = tf.where(keep_b > 0, tf.ones_like(keep_b), tf.zeros_like(keep_b))
-      b_sep = tf.RaggedTensor.from_row_lengths(
-        tf.fill([tf.reduce_sum(b_sep_lengths)], self.sep_id), b_sep_lengths
-      )
-      parts += [b, b_sep]
-      types += [tf.ones_like(b), tf.ones_like(b_sep)]
-
-    def as_ragged(parts):
-      return [
-        (tf.RaggedTensor.from_tensor(p) if isinstance(p, tf.Tensor) else p).with_row_splits_dtype(
-          tf.int64
-        )
-        for p in parts
-      ]
-
-    ids = tf.concat(as_ragged(parts), axis=1)
-    segment_ids = tf.concat(as_ragged(types), axis=1)
-    shape = [None, max_seq_length]
-    return {
-      "input_ids": ids.to_tensor(self.pad_id, shape=shape),
-      "input_mask": tf.ones_like(ids).to_tensor(0, shape=shape),
-      "segment_ids": segment_ids.to_tensor(0, shape=shape),
-    }
 
   def get_config(self):
     config = super().get_config()

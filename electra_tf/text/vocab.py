@@ -1,24 +1,131 @@
-"""The WordPiece vocab file, read exactly as the original reads it (`model/tokenization.py:load_vocab`)."""
+"""The vocab file, of either kind, recognised by its content:
+
+- a WordPiece `vocab.txt` (one token a line), read exactly as the original
+  reads it (`model/tokenization.py:load_vocab`);
+- a SentencePiece model (`.model`, a serialised `ModelProto`), as
+  `tfrecords_tools.build_vocab --model-type unigram|bpe` writes it.
+
+Whatever a vocab was built with (lower-casing, accent stripping) is recorded
+beside it in `<vocab file>.json` (`vocab_settings`); the builder, pre-training
+and the tokenizers read it from there.
+"""
 
 import collections
+import io
+import json
 
+import sentencepiece
 import tensorflow as tf
 
+from electra_tf.utils.file_io import write_atomic
+
 REQUIRED_SPECIAL_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[MASK]")
+WORDPIECE = "wordpiece"
+SENTENCEPIECE = "sentencepiece"
+# The pieces a SentencePiece model needs besides its own unknown piece; a
+# model may name its padding and unknown pieces as it likes (`<pad>`, `<unk>`).
+SENTENCEPIECE_SPECIAL_PIECES = {"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]"}
+SETTINGS_SUFFIX = ".json"
+# Normalisation when a vocab has no settings file: WordPiece as the original,
+# SentencePiece models see the text as it is.
+DEFAULT_SETTINGS = {
+  WORDPIECE: {"do_lower_case": True, "strip_accents": True},
+  SENTENCEPIECE: {"do_lower_case": False, "strip_accents": False},
+}
+# Bytes read to tell the kinds apart: text has neither NUL bytes nor invalid
+# UTF-8, while a model's first pieces carry 4-byte float scores.
+_SNIFF_BYTES = 4096
+
+
+class SentencePieceVocab(collections.OrderedDict):
+  """piece -> id of a SentencePiece model, with the model's special ids
+  (`special_ids`; None for a piece the model lacks) and its bytes (`proto`)."""
+
+  kind = SENTENCEPIECE
+
+  def __init__(self, pieces, special_ids, proto):
+    super().__init__((piece, index) for index, piece in enumerate(pieces))
+    self.special_ids = special_ids
+    self.proto = proto
+
+
+def _read(vocab_file):
+  if not vocab_file or not tf.io.gfile.exists(vocab_file):
+    raise ValueError(f"vocab file {vocab_file!r} does not exist")
+  with tf.io.gfile.GFile(vocab_file, "rb") as f:
+    return f.read()
+
+
+def _looks_binary(data):
+  head = data[:_SNIFF_BYTES]
+  if b"\x00" in head:
+    return True
+  try:
+    head.decode("utf-8")
+  except UnicodeDecodeError as e:
+    # A multi-byte character cut by the sniff window is still text.
+    return e.start < len(head) - 3
+  return False
+
+
+def sentencepiece_vocab_of(data, vocab_file="<proto>"):
+  """The `SentencePieceVocab` of a model's bytes; a one-line ValueError
+  naming `vocab_file` where they are no SentencePiece model."""
+  processor = sentencepiece.SentencePieceProcessor()
+  try:
+    processor.LoadFromSerializedProto(data)
+  except (RuntimeError, OSError):
+    raise ValueError(
+      f"vocab file {vocab_file!r} is neither a WordPiece vocab.txt nor a SentencePiece model "
+      "(it does not parse as one)"
+    ) from None
+  pieces = [processor.IdToPiece(i) for i in range(processor.GetPieceSize())]
+  special = {"pad": processor.pad_id() if processor.pad_id() >= 0 else 0, "unk": processor.unk_id()}
+  for name, piece in SENTENCEPIECE_SPECIAL_PIECES.items():
+    index = processor.PieceToId(piece)
+    special[name] = index if pieces[index] == piece else None
+  return SentencePieceVocab(pieces, special, data)
+
+
+def _parse(data, vocab_file):
+  """`(kind, SentencePieceVocab or None)` of a vocab file's bytes."""
+  if not _looks_binary(data):
+    return WORDPIECE, None
+  try:
+    return SENTENCEPIECE, sentencepiece_vocab_of(data, vocab_file)
+  except ValueError:
+    if b"\x00" in data[:_SNIFF_BYTES]:
+      raise
+    # Text with bytes that are not UTF-8: read as the original reads it.
+    return WORDPIECE, None
+
+
+def vocab_kind(vocab_file):
+  """`"wordpiece"` (a text vocab.txt) or `"sentencepiece"` (a model), by
+  content, whatever the file's name; a ValueError naming the file otherwise.
+
+  Example:
+  >>> import pathlib
+  >>> _ = pathlib.Path("words.model").write_text("[UNK]\\n[CLS]\\n[SEP]\\n[MASK]\\n")
+  >>> vocab_kind("words.model")
+  'wordpiece'
+  """
+  return _parse(_read(vocab_file), vocab_file)[0]
 
 
 def load_vocab(vocab_file):
-  """Returns an ordered dict token -> id from a vocab file.
+  """Returns an ordered dict token -> id from a vocab file of either kind.
 
-  A token's id is its 0-based line number; each line is stripped; an empty
-  line is the token "" with its own id; a duplicate token keeps its last id
-  (but still uses up an id).
+  WordPiece: a token's id is its 0-based line number; each line is
+  stripped; an empty line is the token "" with its own id; a duplicate token
+  keeps its last id (but still uses up an id). SentencePiece: a
+  `SentencePieceVocab` of the model's pieces in id order.
   """
-  if not tf.io.gfile.exists(vocab_file):
-    raise ValueError(f"vocab file {vocab_file!r} does not exist")
+  data = _read(vocab_file)
+  kind, sentencepiece_vocab = _parse(data, vocab_file)
+  if kind == SENTENCEPIECE:
+    return sentencepiece_vocab
   vocab = collections.OrderedDict()
-  with tf.io.gfile.GFile(vocab_file, "rb") as f:
-    data = f.read()
   # The original reads line by line with readline(); only a final empty
   # string (EOF) stops it, so every line, even an empty one, is a token.
   lines = data.decode("utf-8", errors="ignore").split("\n")
@@ -31,6 +138,15 @@ def load_vocab(vocab_file):
 
 def check_special_tokens(vocab, vocab_file="<vocab>"):
   """Raises a ValueError naming the file and the missing special tokens."""
+  if isinstance(vocab, SentencePieceVocab):
+    missing = [SENTENCEPIECE_SPECIAL_PIECES[k] for k, v in vocab.special_ids.items() if v is None]
+    if missing:
+      raise ValueError(
+        f"SentencePiece model {vocab_file!r} lacks the piece(s) {missing}; train it with "
+        "them as control symbols (python -m tfrecords_tools.build_vocab --model-type unigram "
+        "does)"
+      )
+    return
   missing = [t for t in REQUIRED_SPECIAL_TOKENS if t not in vocab]
   if missing:
     raise ValueError(
@@ -40,20 +156,25 @@ def check_special_tokens(vocab, vocab_file="<vocab>"):
 
 
 def special_token_ids(vocab_file):
-  """`special_ids_of` the vocab in `vocab_file`."""
+  """`special_ids_of` the vocab in `vocab_file` (either kind)."""
   return special_ids_of(load_vocab(vocab_file), vocab_file)
 
 
 def special_ids_of(vocab, vocab_file="<vocab>"):
-  """`{"pad": id, "unk": id, "cls": id, "sep": id, "mask": id}` looked up by
-  string, as the original does (it never hard-codes ids). `[PAD]` defaults to
-  0 when absent (the original never looks it up).
+  """`{"pad": id, "unk": id, "cls": id, "sep": id, "mask": id}`.
+
+  WordPiece: looked up by string, as the original does (it never hard-codes
+  ids); `[PAD]` defaults to 0 when absent (the original never looks it up).
+  SentencePiece: the model's own padding (0 when it has none) and unknown
+  ids, and its `[CLS]`, `[SEP]`, `[MASK]` pieces.
 
   Example:
   >>> special_ids_of({"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "[MASK]": 3})["mask"]
   3
   """
   check_special_tokens(vocab, vocab_file)
+  if isinstance(vocab, SentencePieceVocab):
+    return dict(vocab.special_ids)
   return {
     "pad": vocab.get("[PAD]", 0),
     "unk": vocab["[UNK]"],
@@ -63,17 +184,57 @@ def special_ids_of(vocab, vocab_file="<vocab>"):
   }
 
 
+def settings_path(vocab_file):
+  """Where the settings a vocab was built with are recorded: `<vocab_file>.json`."""
+  return f"{vocab_file}{SETTINGS_SUFFIX}"
+
+
+def vocab_settings(vocab_file, kind=None):
+  """`{"kind", "do_lower_case", "strip_accents"}` the vocab was built with:
+  from its settings file where there is one, else the kind's defaults
+  (WordPiece lower-cases and strips accents, SentencePiece neither).
+
+  Args:
+    vocab_file: the vocab, either kind.
+    kind: its kind if already known (saves reading it).
+  """
+  kind = kind or vocab_kind(vocab_file)
+  settings = {"kind": kind, **DEFAULT_SETTINGS[kind]}
+  path = settings_path(vocab_file)
+  if not tf.io.gfile.exists(path):
+    return settings
+  try:
+    with tf.io.gfile.GFile(path, "r") as f:
+      recorded = json.load(f)
+  except (ValueError, UnicodeDecodeError) as e:
+    raise ValueError(f"vocab settings file {path!r} is not valid JSON ({e})") from None
+  for key in ("do_lower_case", "strip_accents"):
+    value = recorded.get(key, settings[key]) if isinstance(recorded, dict) else None
+    if not isinstance(value, bool):
+      raise ValueError(
+        f"vocab settings file {path!r}: expected a JSON object with boolean {key!r}, got {value!r}"
+      )
+    settings[key] = value
+  return settings
+
+
+def write_vocab_settings(vocab_file, settings):
+  """Records `settings` (a JSON-able dict) beside `vocab_file`, atomically."""
+  write_atomic(settings_path(vocab_file), json.dumps(settings, indent=2, sort_keys=True) + "\n")
+
+
 def check_vocab_file(vocab_file, vocab_size, what="hparam"):
   """Checks that `vocab_file` exists, holds the special tokens and has
-  exactly `vocab_size` ids (its line count); raises a one-line ValueError
-  naming the file and the setting otherwise.
+  exactly `vocab_size` ids (its line count, or a SentencePiece model's piece
+  count); raises a one-line ValueError naming the file and the setting
+  otherwise.
 
   A vocab_size larger than the file leaves embedding rows no token ever
   uses; a smaller one makes ids out of range. The released checkpoints'
   30,522 matches the released vocab.txt.
 
   Args:
-    vocab_file: the WordPiece vocab path.
+    vocab_file: the WordPiece vocab.txt or SentencePiece model path.
     vocab_size: the model's vocab size.
     what: how the setting is named in errors ("hparam" or "flag").
 
@@ -84,11 +245,13 @@ def check_vocab_file(vocab_file, vocab_size, what="hparam"):
   >>> check_vocab_file("vocab.txt", 6)
   """
   if not vocab_file:
-    raise ValueError(f"{what} vocab_file is not set; expected the WordPiece vocab.txt")
+    raise ValueError(
+      f"{what} vocab_file is not set; expected the WordPiece vocab.txt or SentencePiece model"
+    )
   if not tf.io.gfile.exists(vocab_file):
     raise ValueError(
-      f"{what} vocab_file={vocab_file!r} does not exist; expected the WordPiece vocab "
-      "the TFRecords were built with"
+      f"{what} vocab_file={vocab_file!r} does not exist; expected the vocab (WordPiece "
+      "vocab.txt or SentencePiece model) the TFRecords were built with"
     )
   vocab = load_vocab(vocab_file)
   check_special_tokens(vocab, vocab_file)
@@ -98,3 +261,63 @@ def check_vocab_file(vocab_file, vocab_size, what="hparam"):
       f"{what} vocab_size={vocab_size} but vocab file {vocab_file!r} has {num_ids} "
       f"entries; set vocab_size to {num_ids}"
     )
+
+
+def train_sentencepiece(
+  sentences,
+  vocab_size,
+  model_type="unigram",
+  character_coverage=0.9995,
+  input_sentence_size=0,
+):
+  """Trains a SentencePiece model on `sentences`; returns its bytes.
+
+  The model's first ids are `[PAD]`=0, `[UNK]`=1, `[CLS]`=2, `[SEP]`=3,
+  `[MASK]`=4, and it has no BOS/EOS pieces. `[CLS]`, `[SEP]` and `[MASK]`
+  are control symbols: produced only by id, never from text, so a corpus
+  line that spells "[MASK]" stays text (as with WordPiece). `vocab_size` is
+  an upper bound: a small corpus can give fewer pieces.
+
+  Args:
+    sentences: an iterable of str, one sentence or line each.
+    vocab_size: the most pieces, the five special ones included.
+    model_type: "unigram" or "bpe".
+    character_coverage: share of the characters the pieces cover (the rest
+      become `[UNK]`); SentencePiece's default suits scripts with many
+      characters, 1.0 suits small alphabets.
+    input_sentence_size: train on a sample of this many sentences (0: all).
+
+  Example:
+  >>> model = train_sentencepiece(["Grüße aus Köln", "Guten Morgen"] * 20, 40)
+  >>> import sentencepiece
+  >>> sentencepiece.SentencePieceProcessor(model_proto=model).id_to_piece(4)
+  '[MASK]'
+  """
+  if model_type not in ("unigram", "bpe"):
+    raise ValueError(f"model_type {model_type!r}: expected 'unigram' or 'bpe'")
+  model = io.BytesIO()
+  try:
+    sentencepiece.SentencePieceTrainer.train(
+      sentence_iterator=iter(sentences),
+      model_writer=model,
+      vocab_size=int(vocab_size),
+      model_type=model_type,
+      character_coverage=character_coverage,
+      input_sentence_size=int(input_sentence_size),
+      shuffle_input_sentence=True,
+      pad_id=0,
+      pad_piece="[PAD]",
+      unk_id=1,
+      unk_piece="[UNK]",
+      bos_id=-1,
+      eos_id=-1,
+      control_symbols=list(SENTENCEPIECE_SPECIAL_PIECES.values()),
+      hard_vocab_limit=False,
+      minloglevel=2,
+    )
+  except RuntimeError as e:
+    # SentencePiece's message names the limit broken, e.g. "Vocabulary size is too high (N)".
+    message = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+    message = message.split("] ", 1)[-1]  # drop the "INTERNAL: file.cc(line) [check]" prefix
+    raise ValueError(f"SentencePiece training failed: {message}") from None
+  return model.getvalue()

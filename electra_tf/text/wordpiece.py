@@ -17,6 +17,7 @@ ids = tokenizer.convert_tokens_to_ids(tokens)
 
 import unicodedata
 
+from electra_tf.text.vocab import SentencePieceVocab
 from electra_tf.text.vocab import load_vocab
 
 # Code points BERT treats as CJK ideographs (Hangul, Hiragana and Katakana are
@@ -248,6 +249,12 @@ class FullTokenizer:
 
   def __init__(self, vocab_file, do_lower_case=True, strip_accents=True):
     self.vocab = load_vocab(vocab_file)
+    if isinstance(self.vocab, SentencePieceVocab):
+      # Running WordPiece over a model's pieces would give wrong ids silently.
+      raise ValueError(
+        f"vocab file {vocab_file!r} is a SentencePiece model; this step needs a WordPiece "
+        "vocab.txt (SentencePiece vocabularies are not supported here yet)"
+      )
     self.inv_vocab = {v: k for k, v in self.vocab.items()}
     self.do_lower_case = do_lower_case
     self.strip_accents = strip_accents

@@ -76,8 +76,8 @@ def _source_run_config(config):
 def make_config(model_name, data_dir, hparams):
   """The `FinetuningConfig` of the three flags (hparams: dict, JSON string,
   `.json` path or a run's `config.json`). When the model it starts from is
-  an electra_tf run with a `config.json`, the encoder's sizes, the vocab file
-  and `do_lower_case` come from that file unless the hparams set them; sizes
+  an electra_tf run with a `config.json`, the encoder's sizes, the vocab file,
+  `do_lower_case` and `strip_accents` come from that file unless the hparams set them; sizes
   the hparams set must build the same encoder (one-line
   `model_dir.ModelDirMismatch` otherwise)."""
   user = load_hparams(hparams)
@@ -90,6 +90,15 @@ def make_config(model_name, data_dir, hparams):
   )
   model_dir_lib.check_finetuning_encoder(config, source)
   return config
+
+
+def finetuning_tokenizer(config):
+  """The tokenizer every fine-tuning task featurises with: the config's
+  vocab, `do_lower_case` and `strip_accents` (the pre-trained model's, from
+  its `config.json`, unless the hparams set them)."""
+  return tokenization.FullTokenizer(
+    config.vocab_file, do_lower_case=config.do_lower_case, strip_accents=config.strip_accents
+  )
 
 
 def validate_inputs(config):
@@ -109,7 +118,7 @@ def validate_inputs(config):
 
 
 def _check_data_files(config):
-  tokenizer = tokenization.FullTokenizer(config.vocab_file, do_lower_case=config.do_lower_case)
+  tokenizer = finetuning_tokenizer(config)
   tasks = task_builder.get_tasks(config, tokenizer)
   preprocessor = preprocessing.Preprocessor(config, tasks)
 
@@ -418,7 +427,7 @@ def _run_trials(config, strategy, chief):
     accumulation_steps=config.gradient_accumulation_steps,
   )
   generic_model_dir = config.model_dir
-  tokenizer = tokenization.FullTokenizer(config.vocab_file, do_lower_case=config.do_lower_case)
+  tokenizer = finetuning_tokenizer(config)
   tasks = task_builder.get_tasks(config, tokenizer)
   while config.num_trials < 0 or trial <= config.num_trials:
     config.model_dir = generic_model_dir + "_" + str(trial)

@@ -25,7 +25,7 @@ def run_to_exit_status(tool, run):
     print(f"{tool}: {e}; re-run to resume.", file=sys.stderr, flush=True)
     return exit_codes.PREEMPTED
   except TrainingDiverged as e:
-    print(f"{tool}: error: {e}", file=sys.stderr, flush=True)
+    print(f"{tool}: error: {e}; exit status {exit_codes.DIVERGED}", file=sys.stderr, flush=True)
     return exit_codes.DIVERGED
   except _BAD_INPUT as e:
     print(f"{tool}: error: {e}", file=sys.stderr, flush=True)

@@ -4,6 +4,7 @@ every backbone weight comes from the checkpoint (the pooler aside), and the
 outputs differ from electra_tf's only by keras-hub's tanh GELU."""
 
 import json
+import shutil
 
 import keras
 import keras_hub
@@ -12,9 +13,11 @@ import pytest
 import tensorflow as tf
 
 from electra_tf import convert_checkpoint
+from electra_tf.checkpoints import any_format
 from electra_tf.checkpoints import convert
 from electra_tf.checkpoints import huggingface
 from electra_tf.checkpoints import keras_hub as keras_hub_preset
+from electra_tf.models import official_names
 from electra_tf.text.tokenizer import ElectraTokenizer
 from electra_tf.utils import keras_compat
 from tests.helpers import interop
@@ -148,3 +151,55 @@ def test_cased_model_gives_a_cased_tokenizer(tmp_path):
   tokenizer = keras_hub.models.ElectraTokenizer.from_preset(preset)
   assert not tokenizer.lowercase and not tokenizer.strip_accents
   assert _ids(tokenizer(tf.constant(["w1 W1"]))) == [[6, 1]]
+
+
+def test_preset_reads_back_bit_exact_and_a_wrong_preset_is_one_line(tmp_path, capsys):
+  """electra_tf -> keras-hub preset -> electra_tf: every encoder variable
+  bit-exact, through the one door and `convert_checkpoint --input <preset>`;
+  a BERT preset or a corrupt weights file stops with one line (exit 2)."""
+  source, vocab, hparams = _source(tmp_path)
+  preset = _publish(source, tmp_path / "preset", vocab, hparams)
+  pretrainer, _, _, _ = convert.load_official_pretrainer(source, hparams)
+  expected = official_names.discriminator_name_map(pretrainer.discriminator, include_head=False)
+  loaded = any_format.load(preset, "discriminator")
+  assert loaded.model.head is None and keras_hub_preset.UNTRAINED_HEAD in loaded.notes
+  got = official_names.discriminator_name_map(loaded.model)
+  assert sorted(got) == sorted(expected)
+  for name, variable in expected.items():
+    np.testing.assert_array_equal(np.asarray(got[name]), np.asarray(variable), err_msg=name)
+  output = tmp_path / "encoder.keras"
+  argv = ["--input", preset, "--output", str(output), "--part", "discriminator"]
+  assert convert_checkpoint.main(argv) == 0
+  assert (
+    "keras-hub backbone preset holds no replaced-token-detection head" in capsys.readouterr().out
+  )
+  feats, _ = interop.features(DIMS["V"])
+  encoder = keras.saving.load_model(str(output), compile=False)
+  np.testing.assert_array_equal(
+    np.asarray(encoder(feats)["sequence_output"]),
+    np.asarray(pretrainer.discriminator(feats)["sequence_output"]),
+  )
+  # Another family: a BERT backbone preset written by keras-hub itself.
+  bert = str(tmp_path / "bert")
+  keras_hub.models.BertBackbone(
+    vocabulary_size=DIMS["V"], num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16
+  ).save_to_preset(bert)
+  # A corrupt one: the weights file cut short.
+  corrupt = tmp_path / "corrupt"
+  shutil.copytree(preset, corrupt)
+  with open(corrupt / "model.weights.h5", "r+b") as f:
+    f.truncate(200)
+  for path, message in (
+    (bert, "holds a keras_hub>BertBackbone; expected an ELECTRA backbone"),
+    (str(corrupt), "model.weights.h5' does not hold this model's weights"),
+  ):
+    with pytest.raises(ValueError, match=message) as e:
+      any_format.load(path, "discriminator")
+    assert "\n" not in str(e.value)
+    capsys.readouterr()
+    argv = ["--input", path, "--output", str(tmp_path / "x.keras"), "--part", "discriminator"]
+    assert convert_checkpoint.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err, err
+  with pytest.raises(ValueError, match="a keras-hub preset holds an encoder only"):
+    convert.convert(preset, str(tmp_path / "g.keras"), part="generator")

@@ -375,11 +375,14 @@ def test_cli_killed_anywhere_then_rerun_ends_bit_identical(rte_data):
   """kill -9 between saves, kill -9 inside a checkpoint save, then SIGTERM,
   each followed by the same command again: the end is the uninterrupted
   run's, every checkpoint entry bit for bit. Dropout is on and
-  mixed_float16 skips steps, so the input position runs ahead of the step."""
+  mixed_float16 skips steps, so the input position runs ahead of the step.
+  Each step is two accumulated micro-batches, so a kill can land between
+  them: the re-run starts that step again."""
   data_dir, vocab_size = rte_data
   hparams = _rte_hparams(
     vocab_size,
     mixed_precision="mixed_float16",
+    gradient_accumulation_steps=2,
     num_train_epochs=3.0,  # 24 examples / 4 per batch * 3 = 18 steps
     save_checkpoints_steps=3,
     keep_checkpoint_max=1,
@@ -387,6 +390,7 @@ def test_cli_killed_anywhere_then_rerun_ends_bit_identical(rte_data):
   )
   full = _cli(data_dir, hparams, model_name="full")
   assert full.returncode == 0, full.stderr[-2000:]
+  assert "2 micro-batches of 2 per step (gradient accumulation over 2)" in full.stdout + full.stderr
   command, model_dir = _command(data_dir, hparams, "split"), _trial_dir(data_dir, "split")
 
   status, output = _interrupted(command, signal.SIGKILL, at_step=4)

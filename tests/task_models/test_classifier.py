@@ -73,7 +73,7 @@ def test_classifier_from_checkpoint_fits_predicts_saves_and_exports(tmp_path):
     model, path
   )
 
-  version_dir = classifier.export(str(tmp_path / "serving"))
+  version_dir = classifier.export(str(tmp_path / "serving" / "1"))
   served = serve_text(version_dir, PREMISES, HYPOTHESES, ["logits"])
   np.testing.assert_allclose(served["logits"], logits, rtol=1e-4, atol=1e-4)
 

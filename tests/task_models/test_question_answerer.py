@@ -147,7 +147,7 @@ def test_predicts_saves_loads_and_evaluates(tmp_path):
 def test_export_serves_the_same_logits(tmp_path):
   qa, _, _ = _answerer(tmp_path)
   outputs = qa.predict((QUESTIONS, CONTEXTS), verbose=0)
-  version_dir = qa.export(str(tmp_path / "serving"))
+  version_dir = qa.export(str(tmp_path / "serving" / "1"))
   served = serve_text(
     version_dir, QUESTIONS, CONTEXTS, ["start_logits", "end_logits", "input_mask"]
   )

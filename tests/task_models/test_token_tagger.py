@@ -138,7 +138,7 @@ def test_predicts_saves_loads_and_evaluates(tmp_path):
 def test_export_serves_the_same_logits(tmp_path):
   tagger, _, _ = _tagger(tmp_path)
   logits = tagger.predict(SENTENCES, verbose=0)
-  version_dir = tagger.export(str(tmp_path / "serving"))
+  version_dir = tagger.export(str(tmp_path / "serving" / "1"))
   served = serve_text(version_dir, SENTENCES, [""] * 4, ["logits", "input_mask", "segment_ids"])
   packed = tagger.preprocessor(tf.constant(SENTENCES))
   np.testing.assert_array_equal(served["segment_ids"], packed["segment_ids"].numpy())

@@ -1,12 +1,18 @@
-"""The WordPiece vocab learner writes a usable BERT-layout vocab."""
+"""The vocab learner: a usable BERT-layout WordPiece vocab, or a SentencePiece model with its settings."""
 
+import json
 import random
 
 import pytest
+import sentencepiece
+import tensorflow as tf
 
+from electra_tf.text import tokenizer_for
 from electra_tf.text import wordpiece as tokenization
 from electra_tf.text.vocab import special_token_ids
+from electra_tf.text.vocab import vocab_kind
 from tests.helpers.subprocesses import run_python
+from tests.helpers.translations import write_corpus
 from tfrecords_tools import build_vocab
 
 
@@ -112,6 +118,68 @@ def test_errors(tmp_path, corpus_dir):
     )
     == 2
   )
+
+
+@pytest.fixture(scope="module")
+def german_dir(tmp_path_factory):
+  root = tmp_path_factory.mktemp("de")
+  write_corpus(root, "de")
+  return root
+
+
+@pytest.mark.parametrize("model_type", ["unigram", "bpe"])
+def test_sentencepiece_models_keep_case_and_record_their_settings(german_dir, tmp_path, model_type):
+  out = tmp_path / "de.model"
+  argv = ["--corpus-dir", str(german_dir), "--vocab-size", "400", "--output", str(out)]
+  assert build_vocab.main(argv + ["--model-type", model_type]) == 0
+  assert vocab_kind(str(out)) == "sentencepiece"
+  assert special_token_ids(str(out)) == {"pad": 0, "unk": 1, "cls": 2, "sep": 3, "mask": 4}
+  settings = json.loads((tmp_path / "de.model.json").read_text())
+  assert settings == {
+    "kind": "sentencepiece",
+    "model_type": model_type,
+    "vocab_size": 400,
+    "do_lower_case": False,
+    "strip_accents": False,
+    "character_coverage": 0.9995,
+  }
+  model = sentencepiece.SentencePieceProcessor(model_file=str(out))
+  assert model.get_piece_size() == 400
+  pieces = [model.id_to_piece(i) for i in range(400)]
+  assert any(any(c.isupper() for c in p) for p in pieces)
+  assert any(any(c in "äöüß" for c in p) for p in pieces)
+  assert not any(tmp_path.glob(".*"))  # no temporary file left beside it
+
+
+def test_sentencepiece_lower_casing_is_recorded_and_applied(german_dir, tmp_path, capsys):
+  out = tmp_path / "uncased.model"
+  argv = ["--corpus-dir", str(german_dir), "--vocab-size", "400", "--output", str(out)]
+  argv += ["--model-type", "unigram", "--do-lower-case", "--do-strip-accents"]
+  assert build_vocab.main(argv) == 0
+  assert "Wrote a SentencePiece unigram model of 400 pieces" in capsys.readouterr().out
+  settings = json.loads((tmp_path / "uncased.model.json").read_text())
+  assert settings["do_lower_case"] and settings["strip_accents"]
+  model = sentencepiece.SentencePieceProcessor(model_file=str(out))
+  learned = [model.id_to_piece(i) for i in range(5, model.get_piece_size())]
+  assert not any(c.isupper() or c in "äöüÄÖÜ" for p in learned for c in p)
+  tok = tokenizer_for(str(out))  # reads the settings beside the model
+  same = tok(tf.constant(["ÜBER die Äpfel", "uber die apfel"])).to_list()
+  assert same[0] == same[1]
+  # An existing model is refused like a vocab.txt; the settings stay untouched.
+  assert build_vocab.main(argv) == 2
+  assert "exists; pass --overwrite" in capsys.readouterr().err
+
+
+def test_sentencepiece_errors_are_one_line(german_dir, tmp_path, capsys):
+  out = tmp_path / "x.model"
+  base = ["--corpus-dir", str(german_dir), "--output", str(out), "--model-type", "bpe"]
+  assert build_vocab.main(base + ["--vocab-size", "20"]) == 2
+  err = capsys.readouterr().err.strip()
+  assert err.startswith("error: SentencePiece training failed: Vocabulary size is smaller than")
+  assert len(err.splitlines()) == 1
+  assert build_vocab.main(base + ["--vocab-size", "400", "--character-coverage", "1.5"]) == 2
+  assert "--character-coverage 1.5: expected a share in (0, 1]" in capsys.readouterr().err
+  assert not out.exists() and not (tmp_path / "x.model.json").exists()
 
 
 def test_split_long_line_cuts_at_spaces_and_drops_unsplittable_runs():

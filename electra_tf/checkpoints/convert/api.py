@@ -15,6 +15,7 @@ import os
 from electra_tf.checkpoints import formats
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints.convert.publish import huggingface_to_keras
+from electra_tf.checkpoints.convert.publish import keras_hub_preset_to_keras
 from electra_tf.checkpoints.convert.to_keras import official_to_keras
 from electra_tf.checkpoints.convert.to_keras import training_checkpoint_to_keras
 from electra_tf.checkpoints.convert.to_official import keras_to_official
@@ -24,8 +25,7 @@ from electra_tf.checkpoints.reader import open_reader
 from electra_tf.models import official_names
 
 DIRECTIONS = ("to-keras", "to-official")
-# Every format but keras-hub presets, which are not read yet.
-CONVERTIBLE = tuple(f for f in formats.FORMATS if f != formats.KERAS_HUB_PRESET)
+CONVERTIBLE = formats.FORMATS
 
 
 def detect_direction(input_path, output_path=None):
@@ -78,6 +78,13 @@ def convert(
   if output.endswith(KERAS_SUFFIX) and os.path.exists(output) and not overwrite:
     raise ValueError(f"--output {output!r} exists; pass --overwrite to replace it")
   found = formats.require(input_path, CONVERTIBLE).format
+  if found == formats.KERAS_HUB_PRESET:
+    if direction not in (None, "to-keras") or hparams is not None:
+      raise ValueError(
+        f"--input {os.fspath(input_path)!r} is a keras-hub preset: it becomes a .keras "
+        "discriminator encoder; --direction and --hparams do not apply"
+      )
+    return keras_hub_preset_to_keras(input_path, output_path, part)
   if found == formats.HUGGINGFACE:
     if direction not in (None, "to-keras") or part is not None or hparams is not None:
       raise ValueError(

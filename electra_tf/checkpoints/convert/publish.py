@@ -48,36 +48,51 @@ def load_part_for_publishing(input_path, part, hparams=None):
 
   Sources: an official (name-based) checkpoint, an electra_tf training
   checkpoint, a `.keras` model written by electra_tf, or a Hugging Face
-  ELECTRA directory. Returns `(part, do_lower_case, source)`; `do_lower_case`
-  is the run's (hparams) or the Hugging Face tokenizer's, else True.
+  ELECTRA directory. Returns `(part, normalisation, source)`;
+  `normalisation` is `{"do_lower_case": bool, "strip_accents": bool}`: the
+  user's hparams, else the run's (its `config.json`, also beside a `.keras`
+  file) or the Hugging Face tokenizer's, else True.
   """
 
   path = os.fspath(input_path)
   user = _publishing_hparams(hparams)
-  do_lower_case = bool(user.get("do_lower_case", True))
+  keys = ("do_lower_case", "strip_accents")
+
+  def normalisation(recorded):
+    values = {k: bool(recorded.get(k, True)) for k in keys}
+    values.update({k: bool(user[k]) for k in keys if k in user})
+    return values
+
   found = formats.require(path, any_format.READABLE[part]).format
   if found == formats.HUGGINGFACE:
     loaded = any_format.load(path, part)
     tokenizer_config = os.path.join(path, huggingface.TOKENIZER_CONFIG_FILE)
-    if os.path.isfile(tokenizer_config) and "do_lower_case" not in user:
+    recorded = {}
+    if os.path.isfile(tokenizer_config):
       with open(tokenizer_config, encoding="utf-8") as f:
-        do_lower_case = bool(json.load(f).get("do_lower_case", True))
+        recorded = json.load(f)
+      if recorded.get("strip_accents") is None:  # Hugging Face's "follow lower-casing"
+        recorded.pop("strip_accents", None)
     if part == huggingface.PART_DISCRIMINATOR:
-      return huggingface.discriminator_part(loaded.model, notes=loaded.notes), do_lower_case, path
+      electra_part = huggingface.discriminator_part(loaded.model, notes=loaded.notes)
+      return electra_part, normalisation(recorded), path
     scopes = [official_names.GENERATOR_SCOPE]
     electra_part = huggingface.generator_part(loaded.model, scopes, True, notes=loaded.notes)
-    return electra_part, do_lower_case, path
+    return electra_part, normalisation(recorded), path
   if found == formats.KERAS:
     model = any_format.load_keras_file(path)
+    beside = any_format.run_config_beside(path)
+    recorded = {k: getattr(beside, k) for k in keys} if beside is not None else {}
     if isinstance(model, ElectraPretrainer):
-      return huggingface.pretrainer_part(model, part), do_lower_case, path
+      return huggingface.pretrainer_part(model, part), normalisation(recorded), path
     discriminator = find_layer(model, ElectraDiscriminator)
     generator = find_layer(model, ElectraGenerator)
     if part == huggingface.PART_DISCRIMINATOR and discriminator is not None:
-      return huggingface.discriminator_part(discriminator), do_lower_case, path
+      return huggingface.discriminator_part(discriminator), normalisation(recorded), path
     if part == huggingface.PART_GENERATOR and generator is not None:
       scopes, shared = standalone_generator_layout(model, generator)
-      return huggingface.generator_part(generator, scopes, shared), do_lower_case, path
+      electra_part = huggingface.generator_part(generator, scopes, shared)
+      return electra_part, normalisation(recorded), path
     raise ValueError(f"--input {path!r} holds no ElectraPretrainer or electra_tf {part} model")
   # Official and training checkpoints: the pretrainer, built as the run
   # built it (a run's config.json: attention heads included).
@@ -86,7 +101,8 @@ def load_part_for_publishing(input_path, part, hparams=None):
   if found == formats.TRAINING:
     not_loaded = ["optimizer state and step (not part of a published model)"]
   result = huggingface.pretrainer_part(loaded.model, part, not_loaded, loaded.notes)
-  return result, loaded.config.do_lower_case, loaded.detected.location
+  recorded = {k: getattr(loaded.config, k) for k in keys}
+  return result, normalisation(recorded), loaded.detected.location
 
 
 def _default_vocab_file(input_path, hparams):
@@ -123,13 +139,22 @@ def publish(input_path, output_dir, to, part=None, hparams=None, vocab_file=None
       f"--to {to}: give --vocab-file (the vocab the model was trained with; none in --hparams, "
       f"next to --input {os.fspath(input_path)!r} or in its run's data dir)"
     )
-  electra_part, do_lower_case, source = load_part_for_publishing(input_path, part, hparams)
+  electra_part, normalisation, source = load_part_for_publishing(input_path, part, hparams)
   writer = (
     huggingface.write_huggingface if to == "huggingface" else keras_hub.write_keras_hub_preset
   )
-  report = writer(electra_part, output_dir, vocab_file, do_lower_case, do_lower_case)
+  report = writer(
+    electra_part,
+    output_dir,
+    vocab_file,
+    normalisation["do_lower_case"],
+    normalisation["strip_accents"],
+  )
   report.update(input=source, part=part)
-  report["notes"].append(f"tokenizer: do_lower_case={do_lower_case}, vocab {vocab_file}")
+  report["notes"].append(
+    f"tokenizer: do_lower_case={normalisation['do_lower_case']}, "
+    f"strip_accents={normalisation['strip_accents']}, vocab {vocab_file}"
+  )
   return report
 
 
@@ -155,4 +180,29 @@ def huggingface_to_keras(input_dir, output_path):
     "notes": notes,
     "converted": sorted(name_map),
     "not_converted": [],
+  }
+
+
+def keras_hub_preset_to_keras(input_dir, output_path, part=None):
+  """A keras-hub `ElectraBackbone` preset's encoder as a `.keras`
+  discriminator without head (`--part discriminator`; a backbone holds no
+  head and no generator)."""
+  if part not in (None, huggingface.PART_DISCRIMINATOR):
+    raise ValueError(
+      f"--part {part!r}: a keras-hub preset holds an encoder only; use --part discriminator"
+    )
+  if not os.fspath(output_path).endswith(KERAS_SUFFIX):
+    raise ValueError(
+      f"--input {os.fspath(input_dir)!r} is a keras-hub preset: give an --output ending in "
+      f"{KERAS_SUFFIX}"
+    )
+  loaded = any_format.load(input_dir, any_format.DISCRIMINATOR)
+  save_keras(discriminator_model(loaded.model), output_path)
+  return {
+    "input": os.fspath(input_dir),
+    "output": os.fspath(output_path),
+    "part": huggingface.PART_DISCRIMINATOR,
+    "notes": loaded.notes,
+    "converted": sorted(official_names.discriminator_name_map(loaded.model, include_head=False)),
+    "not_converted": ["pooled_dense/kernel", "pooled_dense/bias"],
   }

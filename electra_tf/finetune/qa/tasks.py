@@ -80,9 +80,10 @@ def _check_is_max_context(doc_spans, cur_span_index, position):
   return cur_span_index == best_span_index
 
 
-def get_final_text(pred_text, orig_text, do_lower_case):
+def get_final_text(pred_text, orig_text, do_lower_case, strip_accents=True):
   """Projects the de-WordPieced prediction back onto the original words
-  (BERT's alignment); returns `orig_text` when the alignment fails."""
+  (BERT's alignment, normalising `orig_text` as the model's tokenizer
+  does); returns `orig_text` when the alignment fails."""
 
   def strip_spaces(text):
     chars = []
@@ -94,7 +95,7 @@ def get_final_text(pred_text, orig_text, do_lower_case):
       chars.append(c)
     return "".join(chars), ns_to_s
 
-  tokenizer = tokenization.BasicTokenizer(do_lower_case=do_lower_case)
+  tokenizer = tokenization.BasicTokenizer(do_lower_case=do_lower_case, strip_accents=strip_accents)
   tok_text = " ".join(tokenizer.tokenize(orig_text))
   start_position = tok_text.find(pred_text)
   if start_position == -1:
@@ -545,7 +546,7 @@ class SpanBasedQAScorer(scorer_lib.Scorer):
         orig_start = feature[name + "_token_to_orig_map"][start_index]
         orig_end = feature[name + "_token_to_orig_map"][end_index]
         orig_text = " ".join(example.doc_tokens[orig_start : orig_end + 1])
-        final_text = get_final_text(tok_text, orig_text, config.do_lower_case)
+        final_text = get_final_text(tok_text, orig_text, config.do_lower_case, config.strip_accents)
         if final_text in seen:
           continue
         seen.add(final_text)

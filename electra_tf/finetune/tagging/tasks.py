@@ -59,8 +59,10 @@ def read_conll(path, debug=False, first_lines=None):
 
 def tokenize_and_align(tokenizer, words):
   """WordPiece tokens of each word, with pseudo-words `[CLS]`/`[SEP]` around
-  the sentence. Always lower-cases and strips accents (the original never
-  passes its `cased` flag), splits punctuation, no CJK or whitespace split."""
+  the sentence. Always lower-cases (the original never passes its `cased`
+  flag) and strips accents unless the tokenizer keeps them (`strip_accents`
+  false, a model pre-trained on accented text), splits punctuation, no CJK
+  or whitespace split."""
   words = ["[CLS]"] + list(words) + ["[SEP]"]
   tokenized_words = []
   for word in words:
@@ -68,7 +70,9 @@ def tokenize_and_align(tokenizer, words):
     if word in ("[CLS]", "[SEP]"):
       pieces = [word]
     else:
-      word = tokenization._run_strip_accents(word.lower())  # pylint: disable=protected-access
+      word = word.lower()
+      if tokenizer.basic_tokenizer.strip_accents:
+        word = tokenization._run_strip_accents(word)  # pylint: disable=protected-access
       pieces = tokenization._run_split_on_punc(word)  # pylint: disable=protected-access
     tokens = []
     for piece in pieces:

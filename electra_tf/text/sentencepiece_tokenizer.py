@@ -1,0 +1,167 @@
+"""In-graph SentencePiece tokenizer (tensorflow-text), beside the WordPiece `ElectraTokenizer`.
+
+The text goes to the SentencePiece model untouched: no BERT basic
+tokenisation (no punctuation or CJK splitting, no control-character
+cleaning), as SentencePiece expects; the model applies its own normaliser.
+Lower-casing and accent stripping happen first only where the vocab was built
+with them (`electra_tf.text.vocab.vocab_settings`, the `<model>.json` beside
+the model), so the builder, pre-training and serving tokenise alike.
+"""
+
+import base64
+
+import keras
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from electra_tf.text.packing import pack_segments
+from electra_tf.text.vocab import SENTENCEPIECE
+from electra_tf.text.vocab import check_special_tokens
+from electra_tf.text.vocab import load_vocab
+from electra_tf.text.vocab import sentencepiece_vocab_of
+from electra_tf.text.vocab import vocab_kind
+from electra_tf.text.vocab import vocab_settings
+
+
+def _proto_bytes(proto):
+  """`proto` as bytes: raw model bytes, or their base64 text (get_config's)."""
+  if isinstance(proto, str):
+    return base64.b64decode(proto.encode("ascii"))
+  return bytes(proto)
+
+
+def normalize_text(inputs, do_lower_case, strip_accents):
+  """What a SentencePiece model sees of strings [B]: lower-cased (Unicode)
+  and without combining marks (NFD, marks dropped, NFC) where asked; else
+  unchanged. The vocab builder trains the model on the same text.
+
+  Example:
+  >>> normalize_text(tf.constant(["Köln ÉLAN"]), True, True).numpy().tolist()
+  [b'koln elan']
+  """
+  strings = tf.convert_to_tensor(inputs, tf.string)
+  if not (do_lower_case or strip_accents):
+    return strings
+  # Invalid UTF-8 becomes U+FFFD first: the Unicode ops below refuse it.
+  strings = tf.strings.unicode_transcode(strings, "UTF-8", "UTF-8", errors="replace")
+  if do_lower_case:
+    strings = tf.strings.lower(strings, encoding="utf-8")
+  if strip_accents:
+    strings = tf_text.normalize_utf8(strings, "NFD")
+    strings = tf.strings.regex_replace(strings, r"\p{Mn}", "")
+    strings = tf_text.normalize_utf8(strings, "NFC")
+  return strings
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class SentencePieceTokenizer(keras.layers.Layer):
+  """Strings → SentencePiece ids, with `ElectraTokenizer`'s surface (call,
+  `pack`, the special ids `pad_id unk_id cls_id sep_id mask_id`, `vocab`,
+  `vocab_size`).
+
+  Args:
+    model_file: path of the SentencePiece model (`.model`). Either this or
+      `proto` must be given.
+    proto: the model's bytes (or their base64 text, as `get_config` gives).
+    do_lower_case: lower-case (Unicode) before the model; None: as the
+      model's settings file says (off without one).
+    strip_accents: drop combining marks (NFD, then NFC again) before the
+      model; None: as the settings file says (off without one).
+    **kwargs: standard Keras layer arguments.
+
+  Call arguments:
+    inputs: a string tensor [B] (or a scalar).
+
+  Returns:
+    A `tf.RaggedTensor` of int32 ids, [B, None] ([None] for a scalar).
+
+  Example:
+
+  >>> from electra_tf.text.vocab import train_sentencepiece
+  >>> model = train_sentencepiece(["Grüße aus Köln", "Guten Morgen, Köln"] * 20, 40)
+  >>> tok = SentencePieceTokenizer(proto=model)
+  >>> ids = tok(tf.constant(["Guten Morgen"]))
+  >>> tok.detokenize(ids).numpy().tolist()
+  [b'Guten Morgen']
+  >>> packed = tok.pack(ids, max_seq_length=8)
+  >>> int(packed["input_ids"][0, 0]) == tok.cls_id
+  True
+  """
+
+  def __init__(self, model_file=None, proto=None, do_lower_case=None, strip_accents=None, **kwargs):
+    kwargs.setdefault("trainable", False)
+    super().__init__(**kwargs)
+    if (model_file is None) == (proto is None):
+      raise ValueError("SentencePieceTokenizer needs exactly one of `model_file` and `proto`")
+    if model_file is not None:
+      if vocab_kind(model_file) != SENTENCEPIECE:
+        raise ValueError(
+          f"vocab file {model_file!r} is a WordPiece vocab.txt, not a SentencePiece model; "
+          "use electra_tf.text.tokenizer_for (or ElectraTokenizer)"
+        )
+      vocab = load_vocab(model_file)
+      settings = vocab_settings(model_file, SENTENCEPIECE)
+      source = model_file
+    else:
+      vocab = sentencepiece_vocab_of(_proto_bytes(proto))
+      settings = {"do_lower_case": False, "strip_accents": False}
+      source = "<proto argument>"
+    check_special_tokens(vocab, source)
+    self.model_file = model_file
+    self.proto = None if proto is None else _proto_bytes(proto)
+    self.do_lower_case = bool(settings["do_lower_case"] if do_lower_case is None else do_lower_case)
+    self.strip_accents = bool(settings["strip_accents"] if strip_accents is None else strip_accents)
+    self.vocab = dict(vocab)
+    self.vocab_size = len(vocab)
+    special = vocab.special_ids
+    self.pad_id = special["pad"]
+    self.unk_id = special["unk"]
+    self.cls_id = special["cls"]
+    self.sep_id = special["sep"]
+    self.mask_id = special["mask"]
+    self._sentencepiece = tf_text.SentencepieceTokenizer(model=vocab.proto, out_type=tf.int32)
+
+  @property
+  def vocab_file(self):
+    """The model's path (None when built from `proto`), as `ElectraTokenizer.vocab_file`."""
+    return self.model_file
+
+  def normalize(self, inputs):
+    """What the model sees (`normalize_text` with this tokenizer's settings)."""
+    return normalize_text(inputs, self.do_lower_case, self.strip_accents)
+
+  def call(self, inputs):
+    inputs = tf.convert_to_tensor(inputs, tf.string)
+    scalar = inputs.shape.rank == 0
+    if scalar:
+      inputs = tf.expand_dims(inputs, 0)
+    ids = self._sentencepiece.tokenize(self.normalize(inputs))
+    ids = ids.with_row_splits_dtype(tf.int64)
+    return ids[0] if scalar else ids
+
+  def detokenize(self, ids):
+    """Ids (ragged [B, None]) back to strings [B] (the normalised text)."""
+    return self._sentencepiece.detokenize(ids)
+
+  def pack(self, segment_a, segment_b=None, max_seq_length=128):
+    """`[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]`, padded to `max_seq_length`,
+    truncated as `ElectraTokenizer.pack` (the original's `_truncate_seq_pair`).
+
+    Returns:
+      dict of int32 [B, S] tensors `input_ids`, `input_mask`, `segment_ids`.
+    """
+    return pack_segments(
+      segment_a, segment_b, max_seq_length, self.cls_id, self.sep_id, self.pad_id
+    )
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(
+      {
+        "model_file": self.model_file,
+        "proto": None if self.proto is None else base64.b64encode(self.proto).decode("ascii"),
+        "do_lower_case": self.do_lower_case,
+        "strip_accents": self.strip_accents,
+      }
+    )
+    return config
