@@ -474,7 +474,10 @@ def test_a_diverged_run_exits_3_naming_the_step_and_the_last_good_checkpoint(tmp
   assert code == 3, err
   lines = [line for line in err.splitlines() if line.strip()]
   assert len(lines) == 1, err
-  match = re.search(r"global step (\d+): the loss is nan.* last good checkpoint is (\S+) .*; exit status 3$", lines[0])
+  match = re.search(
+    r"global step (\d+): the loss is nan.* last good checkpoint is (\S+) .*; exit status 3$",
+    lines[0],
+  )
   assert match, lines[0]
   step = int(match.group(1))
   assert 1 < step <= 6

@@ -188,7 +188,18 @@ class ElectraPretrainer(keras.Model):
           f"hparam masking='whole_word' needs the vocab file its words come from; "
           f"vocab_file={config.vocab_file!r} does not exist"
         )
-      word_continuation = masking.continuation_table(vocab)
+      # SentencePiece marks word starts (`▁`), WordPiece continuations (`##`).
+      sentencepiece = isinstance(vocab, vocab_lib.SentencePieceVocab)
+      word_continuation = masking.continuation_table(
+        vocab,
+        masking.is_sentencepiece_continuation
+        if sentencepiece
+        else masking.is_wordpiece_continuation,
+      )
+      # A special piece (SentencePiece's unknown one has no `▁`) is a word of its own.
+      for index in vocab_lib.special_ids_of(vocab, config.vocab_file).values():
+        if index is not None and index < len(word_continuation):
+          word_continuation[index] = False
     return cls(
       bert_config=bert_config.to_dict(),
       generator_config=generator_config.to_dict(),

@@ -65,9 +65,16 @@ def test_vocab_records_and_pretraining(tmp_path, capsys, language, model_type, v
   config = PretrainingConfig(
     "m",
     str(tmp_path),
-    **dict(TINY, vocab_size=vocab_size, vocab_file=str(model), num_train_steps=4),
+    **dict(
+      TINY, vocab_size=vocab_size, vocab_file=str(model), num_train_steps=4, masking="whole_word"
+    ),
   )
-  objective = ElectraPretrainer.from_pretraining_config(config).objective
+  pretrainer = ElectraPretrainer.from_pretraining_config(config)
+  objective = pretrainer.objective
+  # Whole words by the model's word-start mark; a special piece is a word.
+  pieces = [reference.id_to_piece(i) for i in range(vocab_size)]
+  expected = [not p.startswith("\u2581") and i > 4 for i, p in enumerate(pieces)]
+  assert pretrainer.word_continuation.tolist() == expected
   assert (objective.pad_id, objective.cls_id, objective.sep_id, objective.mask_id) == (0, 2, 3, 4)
   pretraining_run.train_or_eval(config)
   described = json.loads((tmp_path / "models" / "m" / "config.json").read_text())["vocab"]
