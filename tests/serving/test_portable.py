@@ -137,7 +137,8 @@ def _as_dict(outputs):
 @pytest.mark.slow
 @needs_extras
 def test_task_models_run_in_fresh_runtimes_as_in_tensorflow(tmp_path):
-  """Classification, QA and tagging, LiteRT and ONNX, at the packed length
+  """Classification, QA and tagging exported with `model.export(path,
+  format=...)`, LiteRT and ONNX, at the packed length
   and a shorter one (both formats take any length); the tokenizer.json
   beside the files tokenises as the model's preprocessor."""
   models = _task_models()
@@ -148,7 +149,7 @@ def test_task_models_run_in_fresh_runtimes_as_in_tensorflow(tmp_path):
     lengths = {"full": packed, "short": {k: v[:, :7].copy() for k, v in packed.items()}}
     for fmt in portable.FORMATS:
       path = str(tmp_path / name / portable.default_filename(name, fmt))
-      assert portable.export_portable(model, path, fmt) == path
+      assert model.export(path, format=fmt) == path  # Keras' contract, through export_portable
       for length, features in lengths.items():
         runs[f"{name}_{fmt}_{length}"] = (path, features)
         expected[f"{name}_{fmt}_{length}"] = _as_dict(model(features))
