@@ -25,7 +25,9 @@ def serving_blocks():
   ```python block; its blocks on the demo's output run in tests/test_demo.py."""
   blocks = [b for b in doc_blocks.page_blocks(PAGE) if b.kind != "demo"]
   bash = [b.code for b in blocks if b.lang == "bash"]
-  python = [b.code for b in blocks if b.lang == "python"]
+  # The Python block that queries a served model in $DATA_DIR (the page's
+  # other Python blocks need a Keras task model in hand).
+  python = [b.code for b in blocks if b.lang == "python" and "DATA_DIR" in b.code]
   assert len(bash) == 3 and len(python) == 1, f"{PAGE} lost its serving commands"
   assert "--jit-compile" in bash[1], f"the second serving command of {PAGE} is the XLA export"
   return bash, python[0]
