@@ -18,9 +18,11 @@ seen) and at the end; the verdict per metric compares the seed means at the
 same examples seen with the run-to-run noise (`bench.learning_comparison`).
 
 Writes `<report-dir>/lamb_learning.{md,json,png}` (tables and curves against
-examples seen) and prints the tables:
+examples seen; `lamb_learning_lr<rate>.*` with `--lamb-learning-rate`) and
+prints the tables:
 
-  python -m bench.lamb_learning [--steps 600] [--output-dir DIR] [--report-dir DIR]
+  python -m bench.lamb_learning [--steps 600] [--lamb-learning-rate R] [--output-dir DIR]
+    [--report-dir DIR]
 """
 
 import argparse
@@ -44,33 +46,40 @@ CURVES_TEXT = (
 )
 
 
-def lamb_hparams(k=BATCH_FACTOR):
+def sqrt_scaled_learning_rate(k=BATCH_FACTOR):
+  """The LAMB paper's square-root scaling of the demo's rate to a k-fold batch."""
+  return demo.DEMO_HPARAMS["learning_rate"] * math.sqrt(k)
+
+
+def lamb_hparams(k=BATCH_FACTOR, learning_rate=None):
   """LAMB's overrides of the demo's hparams for a k-fold global batch made
-  of k accumulated micro-batches of the demo's batch."""
+  of k accumulated micro-batches of the demo's batch; `learning_rate`
+  defaults to `sqrt_scaled_learning_rate(k)`."""
   batch = demo.DEMO_HPARAMS["train_batch_size"]
   return {
     "optimizer": "lamb",
     "train_batch_size": k * batch,
     "gradient_accumulation_steps": k,
-    # The LAMB paper's square-root scaling of the rate with the batch.
-    "learning_rate": demo.DEMO_HPARAMS["learning_rate"] * math.sqrt(k),
+    "learning_rate": learning_rate or sqrt_scaled_learning_rate(k),
     # No warm-up override: the demo's warm-up steps are the LAMB paper's
     # linear-epoch warm-up (k× the examples, so the same steps), and
     # demo.pretraining_config caps them at half of a short run.
   }
 
 
-def comparison(steps=600, k=BATCH_FACTOR):
+def comparison(steps=600, k=BATCH_FACTOR, learning_rate=None):
   """Adam for `steps` steps (the reference) and LAMB at k× the batch for
-  steps / k, held-out metrics at the same examples seen."""
+  steps / k (at `learning_rate`, see `lamb_hparams`), held-out metrics at
+  the same examples seen."""
   every = steps // EVALUATIONS
   return learning_comparison.Comparison(
-    name="lamb_learning",
+    # A rate of one's own gets a report of its own beside the default's.
+    name="lamb_learning" if learning_rate is None else f"lamb_learning_lr{learning_rate:g}",
     title=f"LAMB at a {k}x global batch against Adam, by examples seen",
     variants=(
       learning_comparison.Variant("adam", {}, steps, every, color="tab:blue"),
       learning_comparison.Variant(
-        "lamb", lamb_hparams(k), steps // k, every // k, color="tab:green"
+        "lamb", lamb_hparams(k, learning_rate), steps // k, every // k, color="tab:green"
       ),
     ),
     variant_key="optimizer",
@@ -92,16 +101,27 @@ def main(argv=None):
   parser.add_argument(
     "--report-dir",
     default=os.path.join(REPO_ROOT, "bench", "reports"),
-    help="where lamb_learning.{md,json,png} go",
+    help="where lamb_learning[_lr<rate>].{md,json,png} go",
+  )
+  parser.add_argument(
+    "--lamb-learning-rate",
+    type=float,
+    help="LAMB's peak rate (default: the demo's Adam rate scaled by sqrt(4))",
   )
   args = parser.parse_args(argv)
+  if args.lamb_learning_rate is not None and not args.lamb_learning_rate > 0:
+    parser.error(f"--lamb-learning-rate {args.lamb_learning_rate}: expected a positive rate")
   unit = BATCH_FACTOR * EVALUATIONS
   if args.steps < unit or args.steps % unit:
     parser.error(
       f"--steps {args.steps}: expected a positive multiple of {unit} (LAMB runs steps/"
       f"{BATCH_FACTOR}, and both are measured {EVALUATIONS} times at the same examples seen)"
     )
-  c = comparison(args.steps)
+  c = comparison(args.steps, learning_rate=args.lamb_learning_rate)
+  how = "square-root scaling" if args.lamb_learning_rate is None else "--lamb-learning-rate"
+  command = f"python -m bench.lamb_learning --steps {args.steps}"
+  if args.lamb_learning_rate is not None:
+    command += f" --lamb-learning-rate {args.lamb_learning_rate:g}"
 
   def warmup(steps):
     return demo.pretraining_hparams(args.output_dir, steps)["num_warmup_steps"]
@@ -112,14 +132,14 @@ def main(argv=None):
     c,
     args.output_dir,
     args.report_dir,
-    command=f"python -m bench.lamb_learning --steps {args.steps}",
+    command=command,
     heading=(
       f"# LAMB at a {BATCH_FACTOR}x global batch against Adam: the demo's ELECTRA, "
       f"{args.steps * batch} examples each, seeds {list(c.seeds)}\n\n"
       f"adam: the demo's settings, batch {batch}, learning rate "
       f"{demo.DEMO_HPARAMS['learning_rate']:g}, {adam.steps} steps. lamb: batch "
       f"{lamb.overrides['train_batch_size']} as {BATCH_FACTOR} accumulated micro-batches of "
-      f"{batch}, learning rate {lamb.overrides['learning_rate']:g} (square-root scaling), "
+      f"{batch}, learning rate {lamb.overrides['learning_rate']:g} ({how}), "
       f"{lamb.steps} steps, warm-up {warmup(lamb.steps)} "
       f"steps (linear-epoch, capped at half the run; Adam's: "
       f"{warmup(adam.steps)}). Held-out metrics every "

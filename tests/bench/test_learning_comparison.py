@@ -71,12 +71,27 @@ def test_lamb_sees_adams_examples_at_4x_batch_in_the_same_memory(tmp_path):
   ).num_warmup_steps <= (short.steps // 2)
 
 
-@pytest.mark.parametrize("steps", ["100", "12", "0"])
-def test_steps_that_cannot_be_compared_at_equal_examples_are_refused(steps, capsys):
+def test_a_learning_rate_of_ones_own_gets_its_own_report():
+  default, given = lamb_learning.comparison(480), lamb_learning.comparison(480, learning_rate=6e-3)
+  assert given.variants[1].overrides["learning_rate"] == 6e-3
+  assert given.variants[0] == default.variants[0]
+  assert (default.name, given.name) == ("lamb_learning", "lamb_learning_lr0.006")
+
+
+@pytest.mark.parametrize(
+  "flags, message",
+  [
+    (["--steps", "100"], "--steps 100: expected a positive multiple of 24"),
+    (["--steps", "12"], "--steps 12: expected a positive multiple of 24"),
+    (["--steps", "0"], "--steps 0: expected a positive multiple of 24"),
+    (["--lamb-learning-rate", "-1"], "--lamb-learning-rate -1.0: expected a positive rate"),
+  ],
+)
+def test_flags_that_cannot_be_compared_are_refused(flags, message, capsys):
   with pytest.raises(SystemExit) as exit_info:
-    lamb_learning.main(["--steps", steps])
+    lamb_learning.main(flags)
   assert exit_info.value.code == 2
-  assert f"--steps {steps}: expected a positive multiple of 24" in capsys.readouterr().err
+  assert message in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
