@@ -108,6 +108,10 @@ def main(argv=None):
     type=float,
     help="LAMB's peak rate (default: the demo's Adam rate scaled by sqrt(4))",
   )
+  parser.add_argument(
+    "--reference-from",
+    help="an earlier report's JSON whose adam runs (same --steps) are reused, not run again",
+  )
   args = parser.parse_args(argv)
   if args.lamb_learning_rate is not None and not args.lamb_learning_rate > 0:
     parser.error(f"--lamb-learning-rate {args.lamb_learning_rate}: expected a positive rate")
@@ -122,6 +126,8 @@ def main(argv=None):
   command = f"python -m bench.lamb_learning --steps {args.steps}"
   if args.lamb_learning_rate is not None:
     command += f" --lamb-learning-rate {args.lamb_learning_rate:g}"
+  if args.reference_from:
+    command += f" --reference-from {args.reference_from}"
 
   def warmup(steps):
     return demo.pretraining_hparams(args.output_dir, steps)["num_warmup_steps"]
@@ -133,6 +139,7 @@ def main(argv=None):
     args.output_dir,
     args.report_dir,
     command=command,
+    reference_from=args.reference_from,
     heading=(
       f"# LAMB at a {BATCH_FACTOR}x global batch against Adam: the demo's ELECTRA, "
       f"{args.steps * batch} examples each, seeds {list(c.seeds)}\n\n"

@@ -103,25 +103,38 @@ def train_and_measure(out, variant, variant_key, seed, steps, eval_every, overri
   }
 
 
-def run_all(comparison, out):
-  """Trains every variant with every seed, each in its own process."""
+def run_all(comparison, out, skip=()):
+  """Trains every variant (but those named in `skip`) with every seed, each
+  in its own process. Each finished run's result is kept in
+  `<out>/runs/<run>.json` with its settings, so an interrupted report
+  resumes at its next run; a result of other settings is trained again."""
   runs = []
   for seed in comparison.seeds:
     for v in comparison.variants:
-      print(f"== {run_name(v.name, seed)}: {v.steps} steps", flush=True)
-      runs.append(
-        call_in_child(
-          "bench.learning_comparison",
-          "train_and_measure",
-          out=out,
-          variant=v.name,
-          variant_key=comparison.variant_key,
-          seed=seed,
-          steps=v.steps,
-          eval_every=v.eval_every,
-          overrides=v.overrides,
-        )
+      if v.name in skip:
+        continue
+      name = run_name(v.name, seed)
+      kwargs = dict(
+        variant=v.name,
+        variant_key=comparison.variant_key,
+        seed=seed,
+        steps=v.steps,
+        eval_every=v.eval_every,
+        overrides=v.overrides,
       )
+      path = os.path.join(out, "runs", f"{name}.json")
+      if os.path.exists(path):
+        with open(path) as f:
+          kept = json.load(f)
+        if kept["settings"] == kwargs:
+          print(f"== {name}: kept from {path}", flush=True)
+          runs.append(kept["result"])
+          continue
+      print(f"== {name}: {v.steps} steps", flush=True)
+      result = call_in_child("bench.learning_comparison", "train_and_measure", out=out, **kwargs)
+      os.makedirs(os.path.dirname(path), exist_ok=True)
+      write_atomic(path, json.dumps({"settings": kwargs, "result": result}))
+      runs.append(result)
   return runs
 
 
@@ -282,13 +295,34 @@ def write_report(comparison, runs, header, report_dir, rates):
   return text
 
 
-def run_report(comparison, out, report_dir, command, heading):
+def reference_runs(comparison, path):
+  """The reference variant's runs from an earlier report's JSON at `path`,
+  checked to have run the reference's steps with this report's seeds."""
+  reference = comparison.variants[0]
+  with open(path) as f:
+    runs = [r for r in json.load(f)["runs"] if r[comparison.variant_key] == reference.name]
+  found = sorted((r["seed"], r["final"]["global_step"]) for r in runs)
+  wanted = [(seed, reference.steps) for seed in sorted(comparison.seeds)]
+  if found != wanted:
+    raise ValueError(
+      f"{path}: expected {reference.name} runs (seed, steps) {wanted}; found {found}"
+    )
+  return runs
+
+
+def run_report(comparison, out, report_dir, command, heading, reference_from=None):
   """Prepares the data, trains every run, writes the report and prints it.
-  `heading` is the report's first line; `command` how it was run."""
+  `heading` is the report's first line; `command` how it was run. With
+  `reference_from` (an earlier report's JSON), the reference variant's runs
+  are read from it when the others have trained, not trained again."""
   out = os.path.abspath(out)
   prepare_data(out)
   line, rates = machine_line(command)
-  runs = run_all(comparison, out)
+  skip = (comparison.variants[0].name,) if reference_from else ()
+  runs = run_all(comparison, out, skip)
+  if reference_from:
+    line += f" The {skip[0]} runs are those of `{reference_from}`."
+    runs = reference_runs(comparison, reference_from) + runs
   text = write_report(comparison, runs, f"{heading}\n\n{line}", report_dir, rates)
   print(text, flush=True)
   return text

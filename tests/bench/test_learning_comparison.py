@@ -2,6 +2,8 @@
 variant list: the variants' settings, the verdicts at equal examples seen
 and the curves against examples seen (on made-up runs: no training)."""
 
+import json
+
 import pytest
 
 from bench import lamb_learning
@@ -138,3 +140,41 @@ def test_report_files_and_curves_against_examples_seen(tmp_path):
   lines = {line.get_label(): list(line.get_xdata()) for line in auc.get_lines()}
   # Adam every 80 steps of 32, LAMB every 20 of 128: the same examples seen
   assert lines["adam seed 0"] == lines["lamb seed 0"] == list(range(0, 480 * 32 + 1, 80 * 32))
+
+
+def _settings(comparison, variant, seed):
+  return dict(
+    variant=variant.name,
+    variant_key=comparison.variant_key,
+    seed=seed,
+    steps=variant.steps,
+    eval_every=variant.eval_every,
+    overrides=variant.overrides,
+  )
+
+
+def test_finished_runs_are_kept_and_not_trained_again(tmp_path):
+  comparison = lamb_learning.comparison(480)
+  runs = _runs(comparison, {"adam": (0.88, 0.9), "lamb": (0.87, 0.89)})
+  (tmp_path / "runs").mkdir()
+  for run in runs:
+    variant = comparison.variant(run["optimizer"])
+    kept = {"settings": _settings(comparison, variant, run["seed"]), "result": run}
+    name = learning_comparison.run_name(variant.name, run["seed"])
+    (tmp_path / "runs" / f"{name}.json").write_text(json.dumps(kept))
+  # every run kept: nothing trains (a child would fail: there is no data here)
+  assert learning_comparison.run_all(comparison, str(tmp_path)) == json.loads(json.dumps(runs))
+  # the reference skipped, only the others come back
+  skipped = learning_comparison.run_all(comparison, str(tmp_path), skip=("adam",))
+  assert [r["optimizer"] for r in skipped] == ["lamb", "lamb"]
+
+
+def test_reference_runs_come_from_an_earlier_report_of_the_same_steps(tmp_path):
+  comparison = lamb_learning.comparison(480)
+  runs = _runs(comparison, {"adam": (0.88, 0.9), "lamb": (0.87, 0.89)})
+  report = tmp_path / "earlier.json"
+  report.write_text(json.dumps({"runs": runs}))
+  reused = learning_comparison.reference_runs(comparison, str(report))
+  assert [(r["optimizer"], r["seed"]) for r in reused] == [("adam", 0), ("adam", 1)]
+  with pytest.raises(ValueError, match=r"earlier.json: expected adam runs \(seed, steps\)"):
+    learning_comparison.reference_runs(lamb_learning.comparison(960), str(report))
