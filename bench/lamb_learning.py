@@ -38,7 +38,7 @@ from electra_tf import demo
 BATCH_FACTOR = 4
 EVALUATIONS = 6
 CURVES_TEXT = (
-  "Curves (`lamb_learning.png`), against examples seen (step × global batch): one panel per "
+  "Curves (`{name}.png`), against examples seen (step × global batch): one panel per "
   "measure with every run in it (adam blue, lamb green; seed 0 solid, seed 1 dashed): the "
   "discriminator loss on training batches (raw faint, its moving average bold; LAMB's batches "
   "are 4× larger, so its raw loss is less noisy), the held-out discriminator AUC (random "
@@ -72,9 +72,10 @@ def comparison(steps=600, k=BATCH_FACTOR, learning_rate=None):
   steps / k (at `learning_rate`, see `lamb_hparams`), held-out metrics at
   the same examples seen."""
   every = steps // EVALUATIONS
+  # A rate of one's own gets a report of its own beside the default's.
+  name = "lamb_learning" if learning_rate is None else f"lamb_learning_lr{learning_rate:g}"
   return learning_comparison.Comparison(
-    # A rate of one's own gets a report of its own beside the default's.
-    name="lamb_learning" if learning_rate is None else f"lamb_learning_lr{learning_rate:g}",
+    name=name,
     title=f"LAMB at a {k}x global batch against Adam, by examples seen",
     variants=(
       learning_comparison.Variant("adam", {}, steps, every, color="tab:blue"),
@@ -85,7 +86,7 @@ def comparison(steps=600, k=BATCH_FACTOR, learning_rate=None):
     variant_key="optimizer",
     difference_key="lamb_minus_adam",
     comparison_heading="LAMB against Adam at the same examples seen (means over the seeds):",
-    curves_text=CURVES_TEXT,
+    curves_text=CURVES_TEXT.format(name=name),
     by_examples=True,
   )
 

@@ -78,6 +78,7 @@ def test_a_learning_rate_of_ones_own_gets_its_own_report():
   assert given.variants[1].overrides["learning_rate"] == 6e-3
   assert given.variants[0] == default.variants[0]
   assert (default.name, given.name) == ("lamb_learning", "lamb_learning_lr0.006")
+  assert "`lamb_learning_lr0.006.png`" in given.curves_text
 
 
 @pytest.mark.parametrize(
