@@ -21,7 +21,7 @@ Writes `<report-dir>/lamb_learning.{md,json,png}` (tables and curves against
 examples seen; `lamb_learning_lr<rate>.*` with `--lamb-learning-rate`) and
 prints the tables:
 
-  python -m bench.lamb_learning [--steps 600] [--lamb-learning-rate R] [--output-dir DIR]
+  python -m bench.lamb_learning [--steps 480] [--lamb-learning-rate R] [--output-dir DIR]
     [--report-dir DIR]
 """
 
@@ -67,7 +67,7 @@ def lamb_hparams(k=BATCH_FACTOR, learning_rate=None):
   }
 
 
-def comparison(steps=600, k=BATCH_FACTOR, learning_rate=None):
+def comparison(steps=480, k=BATCH_FACTOR, learning_rate=None):
   """Adam for `steps` steps (the reference) and LAMB at k× the batch for
   steps / k (at `learning_rate`, see `lamb_hparams`), held-out metrics at
   the same examples seen."""
@@ -93,7 +93,7 @@ def comparison(steps=600, k=BATCH_FACTOR, learning_rate=None):
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--steps", type=int, default=600, help="Adam's steps (LAMB runs a quarter)")
+  parser.add_argument("--steps", type=int, default=480, help="Adam's steps (LAMB runs a quarter)")
   parser.add_argument(
     "--output-dir",
     default=os.path.join(REPO_ROOT, "bench", "results", "lamb_learning"),

@@ -107,7 +107,8 @@ def run_all(comparison, out, skip=()):
   """Trains every variant (but those named in `skip`) with every seed, each
   in its own process. Each finished run's result is kept in
   `<out>/runs/<run>.json` with its settings, so an interrupted report
-  resumes at its next run; a result of other settings is trained again."""
+  resumes at its next run; a result of other settings is trained again
+  (remove `<out>/runs` to train every run again after a code change)."""
   runs = []
   for seed in comparison.seeds:
     for v in comparison.variants:
