@@ -1,0 +1,161 @@
+"""Does LAMB at a 4× larger global batch learn like Adam in the same number
+of examples seen? A report, not a speed benchmark.
+
+The demo's small ELECTRA (`electra_tf.demo`: H=128, L=4, batches of B = 32 ×
+128 tokens, Adam at learning rate 1e-3) on the demo's data is pre-trained
+with two seeds each:
+- `adam`: the demo's settings for `--steps` N steps;
+- `lamb`: `"optimizer": "lamb"`, global batch 4B = 128 as 4 accumulated
+  micro-batches of B (the same memory as Adam's batch), for N/4 steps, so
+  both see N × B examples.
+
+LAMB's learning rate and warm-up follow the LAMB paper's recipe for a k-fold
+batch (k = 4): the rate grows by sqrt(k) (1e-3 → 2e-3) and the warm-up by k
+in examples ("linear-epoch warm-up": the same 100 warm-up steps), capped as
+the demo caps every short run's warm-up at half its steps. Held-out metrics
+are measured every N/6 Adam steps and N/24 LAMB steps (the same examples
+seen) and at the end; the verdict per metric compares the seed means at the
+same examples seen with the run-to-run noise (`bench.learning_comparison`).
+
+Writes `<report-dir>/lamb_learning.{md,json,png}` (tables and curves against
+examples seen; `lamb_learning_lr<rate>.*` with `--lamb-learning-rate`) and
+prints the tables:
+
+  python -m bench.lamb_learning [--steps 480] [--lamb-learning-rate R] [--output-dir DIR]
+    [--report-dir DIR]
+"""
+
+import argparse
+import math
+import os
+import sys
+
+from bench import learning_comparison
+from bench.common import REPO_ROOT
+from electra_tf import demo
+
+# k: LAMB's global batch over Adam's, run as k micro-batches of Adam's batch.
+BATCH_FACTOR = 4
+EVALUATIONS = 6
+CURVES_TEXT = (
+  "Curves (`{name}.png`), against examples seen (step × global batch): one panel per "
+  "measure with every run in it (adam blue, lamb green; seed 0 solid, seed 1 dashed): the "
+  "discriminator loss on training batches (raw faint, its moving average bold; LAMB's batches "
+  "are 4× larger, so its raw loss is less noisy), the held-out discriminator AUC (random "
+  "scores dashed) and the held-out generator accuracy (unigram answer dashed)."
+)
+
+
+def sqrt_scaled_learning_rate(k=BATCH_FACTOR):
+  """The LAMB paper's square-root scaling of the demo's rate to a k-fold batch."""
+  return demo.DEMO_HPARAMS["learning_rate"] * math.sqrt(k)
+
+
+def lamb_hparams(k=BATCH_FACTOR, learning_rate=None):
+  """LAMB's overrides of the demo's hparams for a k-fold global batch made
+  of k accumulated micro-batches of the demo's batch; `learning_rate`
+  defaults to `sqrt_scaled_learning_rate(k)`."""
+  batch = demo.DEMO_HPARAMS["train_batch_size"]
+  return {
+    "optimizer": "lamb",
+    "train_batch_size": k * batch,
+    "gradient_accumulation_steps": k,
+    "learning_rate": learning_rate or sqrt_scaled_learning_rate(k),
+    # No warm-up override: the demo's warm-up steps are the LAMB paper's
+    # linear-epoch warm-up (k× the examples, so the same steps), and
+    # demo.pretraining_config caps them at half of a short run.
+  }
+
+
+def comparison(steps=480, k=BATCH_FACTOR, learning_rate=None):
+  """Adam for `steps` steps (the reference) and LAMB at k× the batch for
+  steps / k (at `learning_rate`, see `lamb_hparams`), held-out metrics at
+  the same examples seen."""
+  every = steps // EVALUATIONS
+  # A rate of one's own gets a report of its own beside the default's.
+  name = "lamb_learning" if learning_rate is None else f"lamb_learning_lr{learning_rate:g}"
+  return learning_comparison.Comparison(
+    name=name,
+    title=f"LAMB at a {k}x global batch against Adam, by examples seen",
+    variants=(
+      learning_comparison.Variant("adam", {}, steps, every, color="tab:blue"),
+      learning_comparison.Variant(
+        "lamb", lamb_hparams(k, learning_rate), steps // k, every // k, color="tab:green"
+      ),
+    ),
+    variant_key="optimizer",
+    difference_key="lamb_minus_adam",
+    comparison_heading="LAMB against Adam at the same examples seen (means over the seeds):",
+    curves_text=CURVES_TEXT.format(name=name),
+    by_examples=True,
+  )
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--steps", type=int, default=480, help="Adam's steps (LAMB runs a quarter)")
+  parser.add_argument(
+    "--output-dir",
+    default=os.path.join(REPO_ROOT, "bench", "results", "lamb_learning"),
+    help="the demo's data and the runs' model dirs",
+  )
+  parser.add_argument(
+    "--report-dir",
+    default=os.path.join(REPO_ROOT, "bench", "reports"),
+    help="where lamb_learning[_lr<rate>].{md,json,png} go",
+  )
+  parser.add_argument(
+    "--lamb-learning-rate",
+    type=float,
+    help="LAMB's peak rate (default: the demo's Adam rate scaled by sqrt(4))",
+  )
+  parser.add_argument(
+    "--reference-from",
+    help="an earlier report's JSON whose adam runs (same --steps) are reused, not run again",
+  )
+  args = parser.parse_args(argv)
+  if args.lamb_learning_rate is not None and not args.lamb_learning_rate > 0:
+    parser.error(f"--lamb-learning-rate {args.lamb_learning_rate}: expected a positive rate")
+  unit = BATCH_FACTOR * EVALUATIONS
+  if args.steps < unit or args.steps % unit:
+    parser.error(
+      f"--steps {args.steps}: expected a positive multiple of {unit} (LAMB runs steps/"
+      f"{BATCH_FACTOR}, and both are measured {EVALUATIONS} times at the same examples seen)"
+    )
+  c = comparison(args.steps, learning_rate=args.lamb_learning_rate)
+  how = "square-root scaling" if args.lamb_learning_rate is None else "--lamb-learning-rate"
+  command = f"python -m bench.lamb_learning --steps {args.steps}"
+  if args.lamb_learning_rate is not None:
+    command += f" --lamb-learning-rate {args.lamb_learning_rate:g}"
+  if args.reference_from:
+    command += f" --reference-from {args.reference_from}"
+
+  def warmup(steps):
+    return demo.pretraining_hparams(args.output_dir, steps)["num_warmup_steps"]
+
+  adam, lamb = c.variants
+  batch = demo.DEMO_HPARAMS["train_batch_size"]
+  learning_comparison.run_report(
+    c,
+    args.output_dir,
+    args.report_dir,
+    command=command,
+    reference_from=args.reference_from,
+    heading=(
+      f"# LAMB at a {BATCH_FACTOR}x global batch against Adam: the demo's ELECTRA, "
+      f"{args.steps * batch} examples each, seeds {list(c.seeds)}\n\n"
+      f"adam: the demo's settings, batch {batch}, learning rate "
+      f"{demo.DEMO_HPARAMS['learning_rate']:g}, {adam.steps} steps. lamb: batch "
+      f"{lamb.overrides['train_batch_size']} as {BATCH_FACTOR} accumulated micro-batches of "
+      f"{batch}, learning rate {lamb.overrides['learning_rate']:g} ({how}), "
+      f"{lamb.steps} steps, warm-up {warmup(lamb.steps)} "
+      f"steps (linear-epoch, capped at half the run; Adam's: "
+      f"{warmup(adam.steps)}). Held-out metrics every "
+      f"{adam.eval_every * batch} examples."
+    ),
+  )
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
