@@ -50,6 +50,9 @@ class Variant:
   steps: int
   eval_every: int
   color: str
+  # Hparams of training only, left out of the held-out evaluation's config
+  # (which then measures every variant alike).
+  train_only: tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,7 +81,7 @@ def run_name(variant, seed):
   return f"{variant}_seed{seed}"
 
 
-def train_and_measure(out, variant, variant_key, seed, steps, eval_every, overrides):
+def train_and_measure(out, variant, variant_key, seed, steps, eval_every, overrides, train_only=()):
   """One run (for `call_in_child`): trains from scratch, returns the
   held-out history, the final metrics and the training-loss series."""
   name = run_name(variant, seed)
@@ -89,7 +92,8 @@ def train_and_measure(out, variant, variant_key, seed, steps, eval_every, overri
   start = time.perf_counter()
   pretraining_run.train_or_eval(config, callbacks=[periodic.callback])
   seconds = time.perf_counter() - start
-  eval_config = demo.pretraining_config(out, steps, for_eval=True, **overrides)
+  measured = {k: v for k, v in overrides.items() if k not in train_only}
+  eval_config = demo.pretraining_config(out, steps, for_eval=True, **measured)
   final = held_out_evaluation.measure_against_baselines(eval_config, num_batches=FINAL_BATCHES)
   events = scalar_events(config.model_dir)
   return {
@@ -122,6 +126,7 @@ def run_all(comparison, out, skip=()):
         steps=v.steps,
         eval_every=v.eval_every,
         overrides=v.overrides,
+        **({"train_only": list(v.train_only)} if v.train_only else {}),
       )
       path = os.path.join(out, "runs", f"{name}.json")
       if os.path.exists(path):
@@ -296,12 +301,19 @@ def write_report(comparison, runs, header, report_dir, rates):
   return text
 
 
-def reference_runs(comparison, path):
+def reference_runs(comparison, path, earlier=None):
   """The reference variant's runs from an earlier report's JSON at `path`,
-  checked to have run the reference's steps with this report's seeds."""
+  checked to have run the reference's steps with this report's seeds.
+  `earlier`: `(variant_key, name)` of the same settings in that report when
+  it names them otherwise (the runs are relabelled)."""
   reference = comparison.variants[0]
+  key, name = earlier or (comparison.variant_key, reference.name)
   with open(path) as f:
-    runs = [r for r in json.load(f)["runs"] if r[comparison.variant_key] == reference.name]
+    runs = [r for r in json.load(f)["runs"] if r.get(key) == name]
+  runs = [
+    {**{k: v for k, v in r.items() if k != key}, comparison.variant_key: reference.name}
+    for r in runs
+  ]
   found = sorted((r["seed"], r["final"]["global_step"]) for r in runs)
   wanted = [(seed, reference.steps) for seed in sorted(comparison.seeds)]
   if found != wanted:
@@ -311,7 +323,9 @@ def reference_runs(comparison, path):
   return runs
 
 
-def run_report(comparison, out, report_dir, command, heading, reference_from=None):
+def run_report(
+  comparison, out, report_dir, command, heading, reference_from=None, reference_earlier=None
+):
   """Prepares the data, trains every run, writes the report and prints it.
   `heading` is the report's first line; `command` how it was run. With
   `reference_from` (an earlier report's JSON), the reference variant's runs
@@ -323,7 +337,7 @@ def run_report(comparison, out, report_dir, command, heading, reference_from=Non
   runs = run_all(comparison, out, skip)
   if reference_from:
     line += f" The {skip[0]} runs are those of `{reference_from}`."
-    runs = reference_runs(comparison, reference_from) + runs
+    runs = reference_runs(comparison, reference_from, reference_earlier) + runs
   text = write_report(comparison, runs, f"{heading}\n\n{line}", report_dir, rates)
   print(text, flush=True)
   return text
