@@ -10,6 +10,7 @@ import tensorflow as tf
 from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.finetune import task_builder
 from electra_tf.finetune.classification.tasks import InputExample
+from electra_tf.finetune.text_preprocessor import ElectraTextPreprocessor
 from electra_tf.text import tokenizer_for
 from electra_tf.text.full_tokenizer import full_tokenizer_for
 from electra_tf.text.vocab import train_sentencepiece
@@ -82,3 +83,16 @@ def test_qa_and_tagging_refuse_sentencepiece(german, tmp_path, name, missing):
   message = str(raised.value)
   assert name in message and missing in message and "SentencePiece" in message
   assert "\n" not in message
+
+
+def test_task_models_preprocessor_reads_a_model(german):
+  model, lines = german
+  preprocessor = ElectraTextPreprocessor.from_vocab_file(model, max_seq_length=24)
+  graph = tokenizer_for(model)
+  expected = graph.pack(graph(tf.constant(lines[:50])), max_seq_length=24)["input_ids"]
+  np.testing.assert_array_equal(preprocessor(tf.constant(lines[:50]))["input_ids"], expected)
+  # Its config holds the model's bytes: it needs the file no more.
+  rebuilt = ElectraTextPreprocessor.from_config(preprocessor.get_config())
+  np.testing.assert_array_equal(rebuilt(tf.constant(lines[:50]))["input_ids"], expected)
+  with pytest.raises(ValueError, match="does not support a SentencePiece tokenizer"):
+    ElectraTextPreprocessor.from_vocab_file(model, packing="question_context")
