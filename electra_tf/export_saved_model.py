@@ -44,12 +44,9 @@ import sys
 
 import keras
 
-from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.serving import export as export_lib
-from electra_tf.serving import loading as serving_loading
 from electra_tf.serving import modules as serving_modules
 from electra_tf.serving import portable
-from electra_tf.text import vocab as vocab_lib
 from electra_tf.utils import exit_codes
 from electra_tf.utils.file_io import check_writable
 
@@ -154,24 +151,9 @@ def main(argv=None):
         f"{args.keras_model or args.checkpoint!r} records none (a run's model dir records it in "
         "its config.json, and so does a .keras file kept in that dir)"
       )
-    sentencepiece = vocab_lib.vocab_kind(vocab_file) == vocab_lib.SENTENCEPIECE
-    if sentencepiece and not isinstance(config, FinetuningConfig):
-      # A SentencePiece model's settings file says how its records were
-      # normalised; a pre-training run records WordPiece's defaults.
-      do_lower_case = False if args.no_lower_case else None
-      strip_accents = False if args.no_strip_accents else None
-    else:
-      do_lower_case = not args.no_lower_case and (
-        config is None or getattr(config, "do_lower_case", True)
-      )
-      strip_accents = not args.no_strip_accents and (
-        config is None or getattr(config, "strip_accents", True)
-      )
-    if sentencepiece and args.format != "tf_saved_model":
-      raise ValueError(
-        f"--format {args.format} does not support a SentencePiece vocab yet ({vocab_file}); "
-        "use --format tf_saved_model"
-      )
+    do_lower_case, strip_accents = export_lib.normalisation(
+      config, vocab_file, args.no_lower_case, args.no_strip_accents
+    )
     if args.format != "tf_saved_model":
       path = portable.export_from_flags(model, args, vocab_file, do_lower_case, strip_accents)
       print(f"Exported {args.model} ({args.format}) to {path}; tokenizer files beside it")
@@ -202,13 +184,10 @@ def main(argv=None):
     f"{serving_modules.SIGNATURE_TEXT}, {serving_modules.SIGNATURE_IDS}, "
     f"{serving_modules.SIGNATURE_EXAMPLES}"
   )
-  tokenizer_op = (
-    serving_loading.SENTENCEPIECE_OPS[1] if sentencepiece else serving_loading.TOKENIZER_OP
-  )
   print(
     f"Load it in Python with electra_tf.serving.load({path!r}); with plain TensorFlow, "
     f"import tensorflow_text before tf.saved_model.load (the raw-text signature tokenizes "
-    f"with its {tokenizer_op} op)"
+    f"with its {export_lib.tokenizer_op(vocab_file)} op)"
   )
   return 0
 

@@ -30,6 +30,7 @@ from electra_tf.runtime import distribution
 from electra_tf.serving import loading as serving_loading
 from electra_tf.serving import modules as serving_modules
 from electra_tf.text import tokenizer_for
+from electra_tf.text import vocab as vocab_lib
 from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from electra_tf.utils import keras_compat
 from electra_tf.utils.file_io import atomic_path
@@ -203,6 +204,33 @@ def build_serving_module(
       f"but the model's vocab_size is {bert_config['vocab_size']}"
     )
   return module
+
+
+def is_sentencepiece(vocab_file):
+  """Whether `vocab_file` is a SentencePiece model (by content)."""
+  return vocab_lib.vocab_kind(vocab_file) == vocab_lib.SENTENCEPIECE
+
+
+def tokenizer_op(vocab_file):
+  """The tensorflow-text op the raw-text signature tokenizes with."""
+  if is_sentencepiece(vocab_file):
+    return serving_loading.SENTENCEPIECE_OPS[1]
+  return serving_loading.TOKENIZER_OP
+
+
+def normalisation(config, vocab_file, no_lower_case=False, no_strip_accents=False):
+  """`(do_lower_case, strip_accents)` of an export: the flags `--no-lower-case`
+  / `--no-strip-accents` turn them off; otherwise the run's `config` says
+  (on without one), except for a SentencePiece model under a pre-training
+  run: its records were normalised as the model's settings file says (None:
+  `tokenizer_for` reads it), while the run records WordPiece's defaults."""
+  if is_sentencepiece(vocab_file) and not isinstance(config, FinetuningConfig):
+    return (False if no_lower_case else None), (False if no_strip_accents else None)
+  do_lower_case = not no_lower_case and (config is None or getattr(config, "do_lower_case", True))
+  strip_accents = not no_strip_accents and (
+    config is None or getattr(config, "strip_accents", True)
+  )
+  return do_lower_case, strip_accents
 
 
 def next_version(export_dir):
