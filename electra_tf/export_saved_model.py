@@ -45,7 +45,6 @@ import sys
 import keras
 
 from electra_tf.serving import export as export_lib
-from electra_tf.serving import loading as serving_loading
 from electra_tf.serving import modules as serving_modules
 from electra_tf.serving import portable
 from electra_tf.utils import exit_codes
@@ -152,11 +151,8 @@ def main(argv=None):
         f"{args.keras_model or args.checkpoint!r} records none (a run's model dir records it in "
         "its config.json, and so does a .keras file kept in that dir)"
       )
-    do_lower_case = not args.no_lower_case and (
-      config is None or getattr(config, "do_lower_case", True)
-    )
-    strip_accents = not args.no_strip_accents and (
-      config is None or getattr(config, "strip_accents", True)
+    do_lower_case, strip_accents = export_lib.normalisation(
+      config, vocab_file, args.no_lower_case, args.no_strip_accents
     )
     if args.format != "tf_saved_model":
       path = portable.export_from_flags(model, args, vocab_file, do_lower_case, strip_accents)
@@ -191,7 +187,7 @@ def main(argv=None):
   print(
     f"Load it in Python with electra_tf.serving.load({path!r}); with plain TensorFlow, "
     f"import tensorflow_text before tf.saved_model.load (the raw-text signature tokenizes "
-    f"with its {serving_loading.TOKENIZER_OP} op)"
+    f"with its {export_lib.tokenizer_op(vocab_file)} op)"
   )
   return 0
 

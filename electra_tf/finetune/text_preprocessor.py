@@ -6,6 +6,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from electra_tf.text import vocab as vocab_lib
+from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from electra_tf.text.tokenizer import ElectraTokenizer
 
 PACKINGS = ("pair", "question_context", "tagging")
@@ -44,7 +46,8 @@ class ElectraTextPreprocessor(keras.layers.Layer):
   truncated like `_truncate_seq_pair`, padded to `max_seq_length`.
 
   Args:
-    tokenizer: an `ElectraTokenizer` (or its config dict).
+    tokenizer: an `ElectraTokenizer` or a `SentencePieceTokenizer` (or its
+      config dict); SentencePiece only with `packing="pair"`.
     max_seq_length: S, the packed length.
     packing: `"pair"` (one or two segments, the classification featuriser),
       `"question_context"` (always two: the question cut to
@@ -81,6 +84,13 @@ class ElectraTextPreprocessor(keras.layers.Layer):
       raise ValueError(f"packing={packing!r}; expected one of {PACKINGS}")
     if max_query_length < 1:
       raise ValueError(f"max_query_length={max_query_length}; expected at least 1")
+    if isinstance(tokenizer, SentencePieceTokenizer) and packing != "pair":
+      # QA answers and tagging labels are aligned by whitespace words and
+      # WordPiece pieces (`word_pieces`), which a SentencePiece model lacks.
+      raise ValueError(
+        f"packing={packing!r} does not support a SentencePiece tokenizer yet (QA and tagging "
+        "align words with WordPiece pieces); only classification (packing='pair') does"
+      )
     self.tokenizer = tokenizer
     self.max_seq_length = int(max_seq_length)
     self.packing = packing
@@ -88,10 +98,25 @@ class ElectraTextPreprocessor(keras.layers.Layer):
 
   @classmethod
   def from_vocab_file(
-    cls, vocab_file, max_seq_length=128, do_lower_case=True, strip_accents=True, **kwargs
+    cls, vocab_file, max_seq_length=128, do_lower_case=None, strip_accents=None, **kwargs
   ):
     """A preprocessor whose vocabulary is stored in its config (so a saved
-    `.keras` model does not depend on the vocab file's path)."""
+    `.keras` model does not depend on the vocab file's path): a WordPiece
+    vocab.txt's tokens, or a SentencePiece model's bytes, recognised by
+    content. `do_lower_case` and `strip_accents` None apply what the vocab
+    was built with (`vocab_lib.vocab_settings`: on for a WordPiece vocab
+    without a settings file, off for a SentencePiece model)."""
+    kind = vocab_lib.vocab_kind(vocab_file)
+    settings = vocab_lib.vocab_settings(vocab_file, kind)
+    do_lower_case = settings["do_lower_case"] if do_lower_case is None else do_lower_case
+    strip_accents = settings["strip_accents"] if strip_accents is None else strip_accents
+    if kind == vocab_lib.SENTENCEPIECE:
+      tokenizer = SentencePieceTokenizer(
+        proto=vocab_lib.load_vocab(vocab_file).proto,
+        do_lower_case=do_lower_case,
+        strip_accents=strip_accents,
+      )
+      return cls(tokenizer, max_seq_length=max_seq_length, **kwargs)
     with tf.io.gfile.GFile(vocab_file, "r") as f:
       vocabulary = [line.rstrip("\n") for line in f]
     while vocabulary and not vocabulary[-1]:

@@ -29,7 +29,9 @@ from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.runtime import distribution
 from electra_tf.serving import loading as serving_loading
 from electra_tf.serving import modules as serving_modules
-from electra_tf.text.tokenizer import ElectraTokenizer
+from electra_tf.text import tokenizer_for
+from electra_tf.text import vocab as vocab_lib
+from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from electra_tf.utils import keras_compat
 from electra_tf.utils.file_io import atomic_path
 from electra_tf.utils.file_io import write_atomic
@@ -126,9 +128,11 @@ def build_serving_module(
       `FinetuningModel` (task), or directly an `ElectraDiscriminator` /
       `ElectraGenerator`.
     kind: what to serve.
-    tokenizer: an `ElectraTokenizer` with the model's vocab.
+    tokenizer: the model's in-graph tokenizer (`electra_tf.text.tokenizer_for`:
+      WordPiece or SentencePiece).
     max_seq_length: S of every signature.
-    vocab_asset: path of a file named `vocab.txt` to ship in `assets/`.
+    vocab_asset: path of the vocab file to ship in `assets/` (`vocab.txt`,
+      or `sentencepiece.model`).
     task: the task head (needed when the model has several).
     top_k, max_predictions: generator options.
     max_query_length: QA question budget.
@@ -202,6 +206,33 @@ def build_serving_module(
   return module
 
 
+def is_sentencepiece(vocab_file):
+  """Whether `vocab_file` is a SentencePiece model (by content)."""
+  return vocab_lib.vocab_kind(vocab_file) == vocab_lib.SENTENCEPIECE
+
+
+def tokenizer_op(vocab_file):
+  """The tensorflow-text op the raw-text signature tokenizes with."""
+  if is_sentencepiece(vocab_file):
+    return serving_loading.SENTENCEPIECE_OPS[1]
+  return serving_loading.TOKENIZER_OP
+
+
+def normalisation(config, vocab_file, no_lower_case=False, no_strip_accents=False):
+  """`(do_lower_case, strip_accents)` of an export: the flags `--no-lower-case`
+  / `--no-strip-accents` turn them off; otherwise the run's `config` says
+  (on without one), except for a SentencePiece model under a pre-training
+  run: its records were normalised as the model's settings file says (None:
+  `tokenizer_for` reads it), while the run records WordPiece's defaults."""
+  if is_sentencepiece(vocab_file) and not isinstance(config, FinetuningConfig):
+    return (False if no_lower_case else None), (False if no_strip_accents else None)
+  do_lower_case = not no_lower_case and (config is None or getattr(config, "do_lower_case", True))
+  strip_accents = not no_strip_accents and (
+    config is None or getattr(config, "strip_accents", True)
+  )
+  return do_lower_case, strip_accents
+
+
 def next_version(export_dir):
   """1 + the largest numeric version under `export_dir` (1 if none)."""
   if not tf.io.gfile.isdir(export_dir):
@@ -256,8 +287,8 @@ def export(
   max_seq_length=128,
   version=None,
   task=None,
-  do_lower_case=True,
-  strip_accents=True,
+  do_lower_case=None,
+  strip_accents=None,
   top_k=5,
   max_predictions=20,
   max_query_length=64,
@@ -270,7 +301,9 @@ def export(
 
   `length_multiple` and `jit_compile` are the serving module's (see
   `serving_modules.ElectraServingModule`); the other options are those of
-  `build_serving_module`.
+  `build_serving_module`. `vocab_file` is a WordPiece vocab.txt or a
+  SentencePiece model; `do_lower_case` and `strip_accents` None apply what
+  the vocab was built with (`electra_tf.text.vocab.vocab_settings`).
 
   Returns:
     the version directory written.
@@ -278,12 +311,13 @@ def export(
   if not os.path.isfile(vocab_file):
     raise ValueError(f"--vocab-file {vocab_file!r} does not exist")
   model = with_dtype_policy(model, MIXED_POLICY if mixed_precision else "float32")
-  tokenizer = ElectraTokenizer(
-    vocab_file=vocab_file, do_lower_case=do_lower_case, strip_accents=strip_accents
-  )
+  tokenizer = tokenizer_for(vocab_file, do_lower_case=do_lower_case, strip_accents=strip_accents)
   asset_dir = tempfile.mkdtemp(prefix="electra_vocab_")
   try:
-    asset = os.path.join(asset_dir, "vocab.txt")
+    # The asset's name says its kind; a SentencePiece model is also inside
+    # the graph (the tokenizer op holds its bytes), the asset is for readers.
+    name = "sentencepiece.model" if isinstance(tokenizer, SentencePieceTokenizer) else "vocab.txt"
+    asset = os.path.join(asset_dir, name)
     shutil.copyfile(vocab_file, asset)
     module = build_serving_module(
       model,

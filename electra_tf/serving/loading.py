@@ -15,6 +15,8 @@ Example:
 import tensorflow as tf
 
 TOKENIZER_OP = "FastWordpieceTokenizeWithOffsets"
+# A SentencePiece export's ops (`electra_tf.text.SentencePieceTokenizer`).
+SENTENCEPIECE_OPS = ("SentencepieceOp", "SentencepieceTokenizeOp")
 LOADING_HINT = (
   "import tensorflow_text before tf.saved_model.load (or use electra_tf.serving.load(path)); "
   f"the raw-text signature tokenizes with its {TOKENIZER_OP} op"
@@ -36,7 +38,8 @@ def import_tensorflow_text():
 def load_error_hint(error, path):
   """A `ValueError` naming `path` and the fix when `error` is TensorFlow's
   "Op type not registered" for the tokenizer op; None for other errors."""
-  if "Op type not registered" in str(error) and TOKENIZER_OP in str(error):
+  ops = (TOKENIZER_OP,) + SENTENCEPIECE_OPS
+  if "Op type not registered" in str(error) and any(op in str(error) for op in ops):
     return ValueError(f"cannot load the SavedModel {path!r}: {LOADING_HINT}")
   return None
 

@@ -440,6 +440,12 @@ def add_flags(parser):
 
 def export_from_flags(model, args, vocab_file, do_lower_case, strip_accents):
   """`export_to_dir` as `export_saved_model`'s flags `args` ask."""
+  if export_lib.is_sentencepiece(vocab_file):
+    # Its tokenizer files are WordPiece's (vocab.txt, tokenizer.json).
+    raise ValueError(
+      f"--format {args.format} does not support a SentencePiece vocab yet ({vocab_file}); "
+      "use --format tf_saved_model"
+    )
   options = {k: getattr(args, k) for k in ("task", "max_seq_length", "top_k", "max_predictions")}
   return export_to_dir(
     model,

@@ -23,6 +23,8 @@ from electra_tf.runtime import replicas
 from electra_tf.serving import export as export_lib
 from electra_tf.serving import portable
 from electra_tf.text.tokenizer import ElectraTokenizer
+from electra_tf.text.vocab import SENTENCEPIECE
+from electra_tf.text.vocab import vocab_kind
 from electra_tf.utils import keras_compat
 
 # Keras' `export` formats that `electra_tf.serving.portable` writes.
@@ -93,27 +95,36 @@ class ElectraTaskModel(keras.Model):
     size is given as in the hparams (`model_size`, default `small`,
     `embedding_size` — `small` defaults to 128 —, `model_hparam_overrides`),
     the vocab size comes from `vocab_file` (required) and `do_lower_case`
-    and `strip_accents` default to true. `max_seq_length` defaults to the class's
+    and `strip_accents` default to true. With a SentencePiece model for
+    vocab, they default to what its settings file records (off without
+    one), whatever the run recorded, and only classifiers can use it. `max_seq_length` defaults to the class's
     `default_max_seq_length`; `kwargs` named in `preprocessor_args` go to
     the preprocessor, the rest to the constructor."""
     run_config = any_format.run_config(path)
+    run_vocab = {}
     if run_config is not None:
       run_vocab = run_config.get("vocab") or {}
       vocab_file = vocab_file or run_vocab.get("file")
-      if do_lower_case is None:
-        do_lower_case = run_vocab.get("do_lower_case")
-      if strip_accents is None:
-        strip_accents = run_vocab.get("strip_accents")
     if not vocab_file:
       raise ValueError(
         f"{path!r} has no electra_tf config.json recording its vocab: pass vocab_file"
         " (for a keras-hub preset, use from_preset)"
       )
+    # A SentencePiece model's own settings file says how its records were
+    # normalised (a pre-training run records WordPiece's defaults); None
+    # lets `from_vocab_file` read it.
+    if vocab_kind(vocab_file) != SENTENCEPIECE:
+      if do_lower_case is None:
+        do_lower_case = run_vocab.get("do_lower_case")
+        do_lower_case = True if do_lower_case is None else do_lower_case
+      if strip_accents is None:
+        strip_accents = run_vocab.get("strip_accents")
+        strip_accents = True if strip_accents is None else strip_accents
     preprocessor = ElectraTextPreprocessor.from_vocab_file(
       vocab_file,
       max_seq_length=max_seq_length or cls.default_max_seq_length,
-      do_lower_case=True if do_lower_case is None else do_lower_case,
-      strip_accents=True if strip_accents is None else strip_accents,
+      do_lower_case=do_lower_case,
+      strip_accents=strip_accents,
       packing=cls.packing,
       **{k: kwargs.pop(k) for k in cls.preprocessor_args if k in kwargs},
     )

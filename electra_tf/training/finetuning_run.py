@@ -36,7 +36,8 @@ from electra_tf.finetune import task_builder
 from electra_tf.finetune.model import FinetuningModel
 from electra_tf.optimization import factory as optimizer_factory
 from electra_tf.runtime import distribution
-from electra_tf.text import wordpiece as tokenization
+from electra_tf.text import vocab as vocab_lib
+from electra_tf.text.full_tokenizer import full_tokenizer_for
 from electra_tf.training.callbacks import DivergenceGuard
 from electra_tf.training.callbacks import ETALogger
 from electra_tf.training.callbacks import TrainingSummaries
@@ -83,12 +84,30 @@ def make_config(model_name, data_dir, hparams):
   user = load_hparams(hparams)
   config = FinetuningConfig(model_name, data_dir, **user)
   source = _source_run_config(config)
-  if source is None:
+  if source is not None:
+    config = FinetuningConfig(
+      model_name, data_dir, **model_dir_lib.finetuning_hparams_over(source, user)
+    )
+    model_dir_lib.check_finetuning_encoder(config, source)
+  return _with_sentencepiece_settings(config, user)
+
+
+def _with_sentencepiece_settings(config, user):
+  """A SentencePiece model's records were built with the normalisation its
+  settings file records, whatever a pre-training run's (WordPiece-minded)
+  defaults say; the hparams still override it when set."""
+  if not tf.io.gfile.exists(config.vocab_file):
     return config
-  config = FinetuningConfig(
-    model_name, data_dir, **model_dir_lib.finetuning_hparams_over(source, user)
-  )
-  model_dir_lib.check_finetuning_encoder(config, source)
+  try:
+    kind = vocab_lib.vocab_kind(config.vocab_file)
+  except ValueError:
+    return config  # validate_inputs names the file
+  if kind != vocab_lib.SENTENCEPIECE:
+    return config
+  settings = vocab_lib.vocab_settings(config.vocab_file, kind)
+  for key in ("do_lower_case", "strip_accents"):
+    if key not in user:
+      setattr(config, key, settings[key])
   return config
 
 
@@ -96,7 +115,7 @@ def finetuning_tokenizer(config):
   """The tokenizer every fine-tuning task featurises with: the config's
   vocab, `do_lower_case` and `strip_accents` (the pre-trained model's, from
   its `config.json`, unless the hparams set them)."""
-  return tokenization.FullTokenizer(
+  return full_tokenizer_for(
     config.vocab_file, do_lower_case=config.do_lower_case, strip_accents=config.strip_accents
   )
 

@@ -32,6 +32,7 @@ from electra_tf.models import official_names
 from electra_tf.models.electra_discriminator import ElectraDiscriminator
 from electra_tf.models.electra_generator import ElectraGenerator
 from electra_tf.models.electra_pretrainer import ElectraPretrainer
+from electra_tf.text import vocab as vocab_lib
 
 TARGETS = ("huggingface", "keras-hub")
 
@@ -138,6 +139,12 @@ def publish(input_path, output_dir, to, part=None, hparams=None, vocab_file=None
     raise ValueError(
       f"--to {to}: give --vocab-file (the vocab the model was trained with; none in --hparams, "
       f"next to --input {os.fspath(input_path)!r} or in its run's data dir)"
+    )
+  if vocab_lib.vocab_kind(vocab_file) == vocab_lib.SENTENCEPIECE:
+    # The writers build WordPiece tokenizers: a model's pieces would give wrong ids silently.
+    raise ValueError(
+      f"--to {to}: vocab file {vocab_file!r} is a SentencePiece model; publishing one is not "
+      "supported yet (the Hugging Face tokenizer.json and keras-hub presets are WordPiece only)"
     )
   electra_part, normalisation, source = load_part_for_publishing(input_path, part, hparams)
   writer = (

@@ -1,0 +1,77 @@
+"""The Python tokenizer of a vocab file of either kind, for featurisers that
+work on token lists (fine-tuning): `full_tokenizer_for`.
+
+A WordPiece vocab.txt gets the original's `FullTokenizer`; a SentencePiece
+model gets `SentencePieceFullTokenizer`, which gives the in-graph
+`SentencePieceTokenizer`'s ids (it runs it).
+"""
+
+import tensorflow as tf
+
+from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
+from electra_tf.text.vocab import SENTENCEPIECE
+from electra_tf.text.vocab import load_vocab
+from electra_tf.text.vocab import vocab_kind
+from electra_tf.text.vocab import vocab_settings
+from electra_tf.text.wordpiece import FullTokenizer
+
+
+class SentencePieceFullTokenizer:
+  """`FullTokenizer`'s surface (`tokenize`, `convert_tokens_to_ids`,
+  `convert_ids_to_tokens`, `vocab`, `inv_vocab`) over a SentencePiece model.
+
+  The ids come from the in-graph `SentencePieceTokenizer` itself, run
+  eagerly: the `sentencepiece` package of another version can break ties
+  between equally likely segmentations differently (seen on German text),
+  and fine-tuning must see the ids serving will give. `tokenize` gives the
+  pieces of those ids (a character the model cannot cover is its unknown
+  piece), so every token converts back to the model's id.
+
+  Usage (needs a model file, so not run as a doctest):
+    tok = SentencePieceFullTokenizer("de.model")
+    tok.convert_tokens_to_ids(tok.tokenize("Guten Morgen"))
+  """
+
+  kind = SENTENCEPIECE
+
+  def __init__(self, vocab_file, do_lower_case=None, strip_accents=None):
+    self.vocab_file = vocab_file
+    self.graph_tokenizer = SentencePieceTokenizer(
+      model_file=vocab_file, do_lower_case=do_lower_case, strip_accents=strip_accents
+    )
+    self.do_lower_case = self.graph_tokenizer.do_lower_case
+    self.strip_accents = self.graph_tokenizer.strip_accents
+    self.vocab = load_vocab(vocab_file)
+    self.inv_vocab = {v: k for k, v in self.vocab.items()}
+
+  def encode(self, text):
+    """The model's ids of `text` (a list of int)."""
+    return self.graph_tokenizer(tf.constant([text])).to_list()[0]
+
+  def tokenize(self, text):
+    return [self.inv_vocab[i] for i in self.encode(text)]
+
+  def convert_tokens_to_ids(self, tokens):
+    return [self.vocab[token] for token in tokens]
+
+  def convert_ids_to_tokens(self, ids):
+    return [self.inv_vocab[i] for i in ids]
+
+
+def full_tokenizer_for(vocab_file, do_lower_case=None, strip_accents=None):
+  """The Python tokenizer of `vocab_file`'s kind (recognised by content):
+  the original's `FullTokenizer` for a WordPiece vocab.txt, a
+  `SentencePieceFullTokenizer` for a SentencePiece model.
+
+  do_lower_case, strip_accents: None applies what the vocab was built with
+  (`vocab_settings`); a bool overrides it.
+  """
+  kind = vocab_kind(vocab_file)
+  if kind == SENTENCEPIECE:
+    return SentencePieceFullTokenizer(vocab_file, do_lower_case, strip_accents)
+  settings = vocab_settings(vocab_file, kind)
+  return FullTokenizer(
+    vocab_file,
+    do_lower_case=settings["do_lower_case"] if do_lower_case is None else do_lower_case,
+    strip_accents=settings["strip_accents"] if strip_accents is None else strip_accents,
+  )

@@ -1,0 +1,130 @@
+"""German end to end with a SentencePiece (unigram) vocab: build_vocab →
+records → a few pre-training steps → fine-tuning a 2-class task built from
+the catalogue lines → the task models' preprocessor → export → a
+fresh-process SavedModel answers raw German text with the ids of the
+in-graph tokenizer."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import electra_tf
+from electra_tf import build_pretraining_dataset
+from electra_tf import export_saved_model
+from electra_tf.configs.pretraining import PretrainingConfig
+from electra_tf.text import tokenizer_for
+from electra_tf.text.vocab import load_vocab
+from electra_tf.training import finetuning_run
+from electra_tf.training import pretraining_run
+from tests.helpers.pretraining_data import TINY
+from tests.helpers.subprocesses import build_dataset_flags
+from tests.helpers.translations import write_corpus
+from tfrecords_tools import build_vocab
+
+MAX_SEQ_LENGTH = 32
+# The fresh process prints the served ids and predictions of the lines.
+SERVE = """
+import json, sys
+import tensorflow as tf
+import tensorflow_text  # registers the SentencePiece ops
+lines = json.loads(sys.stdin.read())
+serve = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
+out = serve(text_a=tf.constant(lines), text_b=tf.constant([""] * len(lines)))
+print(json.dumps({k: out[k].numpy().tolist() for k in ("input_ids", "predictions")}))
+"""
+
+
+def _tsv(path, lines):
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, "w", encoding="utf-8") as f:
+    f.write("sentence\tlabel\n")
+    for line in lines:
+      f.write(f"{line}\t{int('%' in line)}\n")
+
+
+@pytest.mark.slow  # vocab, records, pre-training, fine-tuning, export, a fresh process (~60 s)
+def test_german_sentencepiece_from_vocab_to_served_model(tmp_path):
+  data_dir = tmp_path / "data"
+  lines = [line for line in write_corpus(tmp_path / "corpus", "de") if line and "\t" not in line]
+  model = tmp_path / "de.model"
+  argv = ["--corpus-dir", str(tmp_path / "corpus"), "--vocab-size", "400", "--output", str(model)]
+  assert build_vocab.main(argv + ["--model-type", "unigram"]) == 0
+  vocab_size = len(load_vocab(str(model)))
+  records = data_dir / "pretrain_tfrecords"
+  flags = build_dataset_flags(
+    tmp_path / "corpus", model, records, max_seq_length=MAX_SEQ_LENGTH, seed=0
+  )
+  assert build_pretraining_dataset.main(flags + ["--num-out-files", "1"]) == 0
+  pretraining = PretrainingConfig(
+    "de",
+    str(data_dir),
+    **dict(TINY, vocab_size=vocab_size, vocab_file=str(model), num_train_steps=3),
+  )
+  pretraining_run.train_or_eval(pretraining)
+
+  # A 2-class task from the catalogue: does the message hold a '%'?
+  with_percent = [line for line in lines if "%" in line]
+  without = [line for line in lines if "%" not in line]
+  train = with_percent[:24] + without[:24]
+  dev = with_percent[24:32] + without[24:32]
+  _tsv(str(data_dir / "finetuning_data" / "sst" / "train.tsv"), train)
+  _tsv(str(data_dir / "finetuning_data" / "sst" / "dev.tsv"), dev)
+  config = finetuning_run.make_config(
+    "de_sst",
+    str(data_dir),
+    {
+      "init_checkpoint": str(data_dir / "models" / "de"),
+      "task_names": ["sst"],
+      "max_seq_length": MAX_SEQ_LENGTH,
+      "train_batch_size": 8,
+      "eval_batch_size": 8,
+      "num_train_epochs": 1.0,
+      "learning_rate": 1e-3,
+    },
+  )
+  # The model's settings file, not the pre-training run's WordPiece defaults.
+  assert (config.do_lower_case, config.strip_accents) == (False, False)
+  (results,) = finetuning_run.run_finetuning(config)
+  assert 0.0 <= results["sst"]["accuracy"] <= 100.0  # percent
+  finetuned = data_dir / "models" / "de_sst" / "finetuning_models" / "sst_model_1"
+  recorded = json.loads((finetuned / "config.json").read_text())["vocab"]
+  assert recorded["do_lower_case"] is False and recorded["file"] == str(model)
+
+  # Every door gives the in-graph tokenizer's ids: fine-tuning's featuriser,
+  # the task model's preprocessor and the SavedModel.
+  probe = dev[:4] + ["Grüße aus Köln: Straße, Übergröße und 東京"]
+  graph = tokenizer_for(str(model))
+  expected = graph.pack(graph(tf.constant(probe)), max_seq_length=MAX_SEQ_LENGTH)
+  expected = expected["input_ids"].numpy()
+  tokenizer = finetuning_run.finetuning_tokenizer(config)
+  for row, line in zip(expected, probe):
+    ids = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line))
+    assert row[1 : 1 + len(ids)].tolist() == ids[: MAX_SEQ_LENGTH - 2]
+  classifier = electra_tf.ElectraClassifier.from_checkpoint(str(finetuned), num_classes=2)
+  packed = classifier.preprocessor(tf.constant(probe))
+  np.testing.assert_array_equal(packed["input_ids"].numpy()[:, :MAX_SEQ_LENGTH], expected)
+
+  export_dir = tmp_path / "export"
+  argv = ["--checkpoint", str(finetuned), "--model", "task", "--export-dir", str(export_dir)]
+  assert export_saved_model.main(argv + ["--max-seq-length", str(MAX_SEQ_LENGTH)]) == 0
+  (version,) = list(export_dir.iterdir())
+  assert (version / "assets" / "sentencepiece.model").read_bytes() == model.read_bytes()
+  assert not (version / "assets" / "vocab.txt").exists()
+  # A fresh process, with the model file gone: the graph holds the model.
+  model.rename(tmp_path / "moved.model")
+  served = subprocess.run(
+    [sys.executable, "-c", SERVE, str(version)],
+    input=json.dumps(probe),
+    capture_output=True,
+    text=True,
+    check=True,
+    env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+  )
+  answer = json.loads(served.stdout.strip().splitlines()[-1])
+  assert answer["input_ids"] == expected.tolist()
+  assert all(p in (0, 1) for p in answer["predictions"])
