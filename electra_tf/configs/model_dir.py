@@ -95,6 +95,13 @@ def _vocab_description(vocab_file, do_lower_case, strip_accents):
   if tf.io.gfile.exists(vocab_file):
     vocab = vocab_lib.load_vocab(vocab_file)
     description["size"] = len(vocab)
+    if isinstance(vocab, vocab_lib.SentencePieceVocab):
+      # The text was normalised as the model was built (the builder refuses
+      # other flags); the WordPiece-minded hparam defaults do not apply.
+      settings = vocab_lib.vocab_settings(vocab_file, kind="sentencepiece")
+      description["kind"] = "sentencepiece"
+      description["do_lower_case"] = settings["do_lower_case"]
+      description["strip_accents"] = settings["strip_accents"]
     try:
       description["special_ids"] = vocab_lib.special_ids_of(vocab, vocab_file)
     except ValueError:

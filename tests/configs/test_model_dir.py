@@ -68,7 +68,9 @@ def test_config_json_describes_the_run(trained_run):
     "size": 60,
     "special_ids": {"pad": 0, "unk": 1, "cls": 2, "sep": 3, "mask": 4},
     "do_lower_case": False,
+    "strip_accents": run_config["hparams"]["strip_accents"],
   }
+  assert run_config["hparams"]["strip_accents"] is True  # the original's default
   assert run_config["hparams"]["num_train_steps"] == 2
   # The file is plain JSON and only the config is next to the checkpoints (no temp file).
   assert not [n for n in os.listdir(model_dir) if n.startswith(".") or n.endswith(".tmp")]

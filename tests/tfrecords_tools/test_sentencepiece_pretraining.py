@@ -80,4 +80,11 @@ def test_vocab_records_and_pretraining(tmp_path, capsys, language, model_type, v
   described = json.loads((tmp_path / "models" / "m" / "config.json").read_text())["vocab"]
   assert described["size"] == vocab_size
   assert described["special_ids"] == {"pad": 0, "unk": 1, "cls": 2, "sep": 3, "mask": 4}
+  # How the records' text was normalised: the model's settings, not the
+  # WordPiece defaults of the hparams.
+  assert (described["kind"], described["do_lower_case"], described["strip_accents"]) == (
+    "sentencepiece",
+    False,
+    False,
+  )
   assert tf.train.latest_checkpoint(str(tmp_path / "models" / "m")) is not None
