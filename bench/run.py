@@ -29,6 +29,7 @@ BENCHMARKS = (
   "bench_beam",
   "bench_tokenizer",
   "bench_serving",
+  "bench_quantization",
   "bench_record_check",
 )
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
