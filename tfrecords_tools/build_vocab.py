@@ -176,15 +176,7 @@ def count_words(corpus_dir, do_lower_case=True, strip_accents=True, report=None)
     normalizer.normalize_words, input_signature=[tf.TensorSpec([None], tf.string)]
   )
   counts = collections.Counter()
-  for name in list_corpus_files(corpus_dir):
-    path = os.path.join(corpus_dir, name)
-    if tf.io.gfile.isdir(path):
-      continue
-    with tf.io.gfile.GFile(path, "rb") as f:
-      text, bad = decode_utf8(f.read())
-    if bad:
-      report.bad_bytes += bad
-      logging.warning("%s: ignored %d bytes that are not UTF-8", path, bad)
+  for text in corpus_texts(corpus_dir, report):
     lines = []
     for line in text.split("\n"):
       if not line.strip():
@@ -240,9 +232,9 @@ def write_vocab(tokens, output):
   write_atomic(output, "".join(t + "\n" for t in tokens))
 
 
-def corpus_lines(corpus_dir, report):
-  """The non-blank lines of every file in `corpus_dir`, stripped; bytes
-  that are not UTF-8 are dropped and counted in `report` (a `CountReport`)."""
+def corpus_texts(corpus_dir, report):
+  """The text of every file in `corpus_dir`; bytes that are not UTF-8 are
+  dropped and counted in `report` (a `CountReport`)."""
   for name in list_corpus_files(corpus_dir):
     path = os.path.join(corpus_dir, name)
     if tf.io.gfile.isdir(path):
@@ -252,6 +244,12 @@ def corpus_lines(corpus_dir, report):
     if bad:
       report.bad_bytes += bad
       logging.warning("%s: ignored %d bytes that are not UTF-8", path, bad)
+    yield text
+
+
+def corpus_lines(corpus_dir, report):
+  """The non-blank lines of every file in `corpus_dir`, stripped (see `corpus_texts`)."""
+  for text in corpus_texts(corpus_dir, report):
     for line in text.split("\n"):
       line = line.strip()
       if line:

@@ -171,7 +171,17 @@ def mask(
   masked_lm_positions = sampled_positions * tf.cast(masked_lm_weights, tf.int32)
   masked_lm_ids = gather_positions(input_ids, masked_lm_positions)
   masked_lm_ids *= tf.cast(masked_lm_weights, tf.int32)
+  return _replace_with_mask(
+    input_ids, masked_lm_positions, masked_lm_ids, masked_lm_weights, replace_seeds, mask_id, n
+  )
 
+
+def _replace_with_mask(
+  input_ids, masked_lm_positions, masked_lm_ids, masked_lm_weights, replace_seeds, mask_id, n
+):
+  """Both masking kinds' last step: each picked position becomes `[MASK]`
+  with probability `MASK_REPLACE_PROB` (one draw per slot, keyed per row)."""
+  batch_size = tf.shape(input_ids)[0]
   replace = (
     random_streams.row_uniform(replace_seeds, [n], batch_size=batch_size) < MASK_REPLACE_PROB
   )
@@ -288,20 +298,9 @@ def mask_whole_words(
   masked_lm_weights = tf.cast(filled, tf.float32)
   masked_lm_positions = tf.where(filled, slot_positions, 0)
   masked_lm_ids = gather_positions(input_ids, masked_lm_positions) * tf.cast(filled, tf.int32)
-
-  replace = (
-    random_streams.row_uniform(replace_seeds, [n], batch_size=batch_size) < MASK_REPLACE_PROB
+  return _replace_with_mask(
+    input_ids, masked_lm_positions, masked_lm_ids, masked_lm_weights, replace_seeds, mask_id, n
   )
-  replace_positions = masked_lm_positions * tf.cast(replace, tf.int32)
-  masked_input_ids, _ = scatter_update(
-    input_ids, tf.fill(tf.shape(masked_lm_positions), tf.cast(mask_id, tf.int32)), replace_positions
-  )
-  return {
-    "input_ids": tf.stop_gradient(masked_input_ids),
-    "masked_lm_positions": masked_lm_positions,
-    "masked_lm_ids": masked_lm_ids,
-    "masked_lm_weights": masked_lm_weights,
-  }
 
 
 def unmask(input_ids, masked_lm_positions, masked_lm_ids):
