@@ -274,20 +274,21 @@ class ExampleWriter:
       example = builder.add_ids(flat[splits[i] : splits[i + 1]], is_blank=not line)
       if example is not None:
         examples.append(example)
+    # Text and records of whole chunks (files are read ahead), counted before
+    # the write: a job whose very first write meets a full disk (another job
+    # filled it) still has a ratio for the estimate.
+    self.chars_packed += sum(map(len, lines)) + len(lines)
     if examples:
       self._write(
         examples_to_features(examples, self._max_seq_length, builder.cls_id, builder.sep_id)
       )
-    # Text and records of whole chunks (files are read ahead): for estimates.
-    self.chars_packed += sum(map(len, lines)) + len(lines)
 
   def _write(self, columns):
-    size = 0
-    for record in serialize_examples(*columns):
+    records = list(serialize_examples(*columns))
+    self.bytes_written += sum(len(record) + 16 for record in records)  # with the framing
+    for record in records:
       self._writers[self.n_written % len(self._writers)].write(record)
       self.n_written += 1
-      size += len(record) + 16  # a TFRecord's framing
-    self.bytes_written += size
 
   def _warn_long_lines(self, first, splits):
     """Warns about the long lines of the chunk whose first line is the
