@@ -25,6 +25,7 @@ LABELS = [0, 2, 0, 2]
 
 
 def test_classifier_from_checkpoint_fits_predicts_saves_and_exports(tmp_path):
+  keras.utils.set_random_seed(0)  # head and dropout draws independent of earlier tests
   model_dir = str(tmp_path / "pretrained")
   names = pretrained_dir(model_dir)
   classifier = electra_tf.ElectraClassifier.from_checkpoint(

@@ -75,6 +75,7 @@ def test_labels_and_packing_follow_the_original_featuriser(tmp_path):
 
 @pytest.mark.slow
 def test_fit_learns_the_toy_task_and_predicts_its_tags(tmp_path):
+  keras.utils.set_random_seed(0)  # head and dropout draws independent of earlier tests
   tagger, _, _ = _tagger(tmp_path)
   labels = tagger.wordpiece_labels(SENTENCES, WORD_TAGS)
   dataset = tf.data.Dataset.from_tensor_slices((SENTENCES, labels)).batch(2)
@@ -82,7 +83,9 @@ def test_fit_learns_the_toy_task_and_predicts_its_tags(tmp_path):
   history = tagger.fit(dataset.repeat(), epochs=2, steps_per_epoch=20, verbose=0)
   losses = history.history["loss"]
   assert losses[-1] < losses[0] / 2, losses
-  assert history.history["accuracy"][-1] == 1.0
+  # The trained weights (no dropout), not the epoch's mean over its steps,
+  # whose early batches may still miss a tag.
+  assert tagger.evaluate(dataset, verbose=0, return_dict=True)["accuracy"] == 1.0
   assert tagger.predict_tags(SENTENCES) == WORD_TAGS
 
 
