@@ -4,7 +4,9 @@
 `keras_hub.models.ElectraTokenizer.from_preset(dir)` load what
 `write_keras_hub_preset` writes (keras-hub's own `save_to_preset`:
 `config.json`, `metadata.json`, `model.weights.h5`, `tokenizer.json`,
-`assets/tokenizer/vocabulary.txt`). Every variable of the part's encoder
+`assets/tokenizer/vocabulary.txt`). A SentencePiece vocab becomes keras-hub's
+generic `SentencePieceTokenizer` (`assets/tokenizer/vocabulary.spm`), which
+`keras_hub.models.Tokenizer.from_preset(dir)` loads. Every variable of the part's encoder
 (embeddings, `embeddings_project`, transformer layers) sets one backbone
 weight; the heads have no place in a backbone and are listed as not
 converted.
@@ -39,6 +41,7 @@ import numpy as np
 from electra_tf.checkpoints import huggingface
 from electra_tf.models import official_names
 from electra_tf.models.electra_discriminator import ElectraDiscriminator
+from electra_tf.text import vocab as vocab_lib
 from electra_tf.utils import keras_compat
 from electra_tf.utils.file_io import atomic_path
 
@@ -186,7 +189,10 @@ def write_keras_hub_preset(part, output_dir, vocab_file, do_lower_case=True, str
   Args:
     part: a `huggingface.ElectraPart` (discriminator or generator encoder).
     output_dir: a new (or empty) directory; it appears complete or not at all.
-    vocab_file: the vocab the model was trained with.
+    vocab_file: the vocab the model was trained with: a WordPiece vocab.txt
+      (keras-hub's `ElectraTokenizer`) or a SentencePiece model without
+      lower-casing or accent stripping (keras-hub's `SentencePieceTokenizer`,
+      `assets/tokenizer/vocabulary.spm`).
     do_lower_case, strip_accents: the tokenizer's normalisation.
 
   Returns:
@@ -196,13 +202,25 @@ def write_keras_hub_preset(part, output_dir, vocab_file, do_lower_case=True, str
 
   output_dir = os.fspath(output_dir)
   huggingface.check_new_output_dir(output_dir)
-  tokens = huggingface.read_vocab(vocab_file, int(part.bert_config["vocab_size"]))
+  vocab_size = int(part.bert_config["vocab_size"])
+  if vocab_lib.vocab_kind(vocab_file) == vocab_lib.SENTENCEPIECE:
+    if do_lower_case or strip_accents:
+      raise ValueError(
+        f"--to keras-hub: vocab file {vocab_file!r} is a SentencePiece model built with "
+        "lower-casing or accent stripping, which keras-hub's SentencePieceTokenizer cannot "
+        "apply; publish it --to huggingface"
+      )
+    proto = huggingface.read_sentencepiece_vocab(vocab_file, vocab_size)
+    # keras-hub's ElectraTokenizer is WordPiece only; its generic tokenizer
+    # runs the model as electra_tf does (without [CLS]/[SEP]: docs/publish.md).
+    tokenizer = keras_hub.tokenizers.SentencePieceTokenizer(proto=bytes(proto))
+  else:
+    tokenizer = keras_hub.models.ElectraTokenizer(
+      vocabulary=huggingface.read_vocab(vocab_file, vocab_size),
+      lowercase=bool(do_lower_case),
+      strip_accents=bool(do_lower_case and strip_accents),
+    )
   backbone, converted, not_converted = build_keras_hub_backbone(part)
-  tokenizer = keras_hub.models.ElectraTokenizer(
-    vocabulary=tokens,
-    lowercase=bool(do_lower_case),
-    strip_accents=bool(do_lower_case and strip_accents),
-  )
   if os.path.isdir(output_dir):
     os.rmdir(output_dir)  # empty: atomic_path renames a new directory into place
   with atomic_path(output_dir) as tmp:
