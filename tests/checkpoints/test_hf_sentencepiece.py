@@ -218,6 +218,24 @@ def test_publish_command_on_a_sentencepiece_vocab(tmp_path, capsys):
   assert [[int(i) for i in row] for row in got] == expected[probe]
   backbone = keras_hub.models.ElectraBackbone.from_preset(str(preset))
   assert backbone.token_embedding.input_dim == size
+  # docs/publish.md's packing gives electra_tf's features.
+  pad_id = hub_tokenizer.token_to_id("[PAD]")
+  assert pad_id == ours.pad_id
+  packer = keras_hub.layers.MultiSegmentPacker(
+    sequence_length=64,
+    start_value=hub_tokenizer.token_to_id("[CLS]"),
+    end_value=hub_tokenizer.token_to_id("[SEP]"),
+    pad_value=pad_id,
+  )
+  a, b = lines[:4], lines[4:8]
+  token_ids, segment_ids = packer((hub_tokenizer(a), hub_tokenizer(b)))
+  packed = ours.pack(ours(tf.constant(a)), ours(tf.constant(b)), max_seq_length=64)
+  np.testing.assert_array_equal(np.asarray(token_ids), packed["input_ids"].numpy())
+  np.testing.assert_array_equal(np.asarray(segment_ids), packed["segment_ids"].numpy())
+  outputs = backbone(
+    {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": token_ids != pad_id}
+  )
+  assert tuple(outputs["sequence_output"].shape) == (4, 64, 32)
 
   # A vocab built lower-cased: Hugging Face applies it, keras-hub cannot.
   lower_source, lower_hparams = _checkpoint(
