@@ -12,6 +12,7 @@ import pytest
 import sentencepiece
 import tensorflow as tf
 
+import electra_tf
 from electra_tf import convert_checkpoint
 from electra_tf.checkpoints import hf_sentencepiece_tokenizer
 from electra_tf.checkpoints import huggingface
@@ -171,7 +172,7 @@ def _checkpoint(directory, vocab_size):
   return str(directory), json.dumps({"model_hparam_overrides": {"num_attention_heads": 4}})
 
 
-@pytest.mark.slow  # four publications, transformers and keras-hub loads (~10 s)
+@pytest.mark.slow  # four publications, two presets, transformers and keras-hub loads (~12 s)
 def test_publish_command_on_a_sentencepiece_vocab(tmp_path, capsys):
   import keras_hub
 
@@ -236,6 +237,19 @@ def test_publish_command_on_a_sentencepiece_vocab(tmp_path, capsys):
     {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": token_ids != pad_id}
   )
   assert tuple(outputs["sequence_output"].shape) == (4, 64, 32)
+
+  # electra_tf's task models start from that preset (its SentencePiece model),
+  # and their own presets carry keras-hub's tokenizer too.
+  classifier = electra_tf.ElectraClassifier.from_preset(
+    str(preset), max_seq_length=64, num_classes=2
+  )
+  features = classifier.preprocessor((tf.constant(a), tf.constant(b)))
+  np.testing.assert_array_equal(features["input_ids"].numpy(), packed["input_ids"].numpy())
+  task_preset = classifier.save_to_preset(str(tmp_path / "task"))
+  assert keras_hub.models.Tokenizer.from_preset(task_preset)(lines[probe]) == expected[probe]
+  restored = electra_tf.ElectraClassifier.from_preset(task_preset)
+  texts = tf.constant(lines[:4])
+  np.testing.assert_array_equal(restored(texts), classifier(texts))
 
   # A vocab built lower-cased: Hugging Face applies it, keras-hub cannot.
   lower_source, lower_hparams = _checkpoint(
