@@ -135,6 +135,8 @@ def _check_supported(model, source):
     problems.append("byte fallback")
   if any(t == USER_DEFINED for _, _, t in model["pieces"]):
     problems.append("user-defined symbols")
+  if any(t == UNUSED for _, _, t in model["pieces"]):
+    problems.append("unused pieces")
   if model["whitespace_as_suffix"] or not model["escape_whitespaces"]:
     problems.append("whitespace as a suffix or not escaped")
   if problems:
@@ -218,7 +220,8 @@ def build_tokenizer(proto, do_lower_case=False, strip_accents=False, source="<pr
 
   Raises:
     ValueError: one line naming `source`, for a model this cannot reproduce
-      (byte fallback, user-defined symbols, word/char models) or one without
+      (byte fallback, user-defined symbols, unused pieces, word/char models)
+      or one without
       `[CLS]`, `[SEP]`, `[MASK]`.
   """
   model = read_model(proto)

@@ -16,6 +16,7 @@ import electra_tf
 from electra_tf import convert_checkpoint
 from electra_tf.checkpoints import hf_sentencepiece_tokenizer
 from electra_tf.checkpoints import huggingface
+from electra_tf.checkpoints import keras_hub as keras_hub_preset
 from electra_tf.text import vocab as vocab_lib
 from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from tests.helpers import interop
@@ -251,7 +252,14 @@ def test_publish_command_on_a_sentencepiece_vocab(tmp_path, capsys):
   texts = tf.constant(lines[:4])
   np.testing.assert_array_equal(restored(texts), classifier(texts))
 
-  # A vocab built lower-cased: Hugging Face applies it, keras-hub cannot.
+  # A vocab built lower-cased: Hugging Face applies it, keras-hub cannot (a
+  # task preset then has no keras-hub tokenizer).
+  no_tokenizer = str(tmp_path / "task_lower")
+  lower_tokenizer = SentencePieceTokenizer(model_file=str(lower))
+  encoder = classifier.finetuning_model.encoder
+  keras_hub_preset.write_task_preset(None, encoder, lower_tokenizer, no_tokenizer)
+  assert "config.json" in os.listdir(no_tokenizer)
+  assert "tokenizer.json" not in os.listdir(no_tokenizer)
   lower_source, lower_hparams = _checkpoint(
     tmp_path / "ckpt_lower", len(vocab_lib.load_vocab(str(lower)))
   )
