@@ -221,8 +221,7 @@ def build_tokenizer(proto, do_lower_case=False, strip_accents=False, source="<pr
   Raises:
     ValueError: one line naming `source`, for a model this cannot reproduce
       (byte fallback, user-defined symbols, unused pieces, word/char models)
-      or one without
-      `[CLS]`, `[SEP]`, `[MASK]`.
+      or one without `[CLS]`, `[SEP]`, `[MASK]`.
   """
   model = read_model(proto)
   _check_supported(model, source)

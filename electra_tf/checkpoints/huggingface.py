@@ -9,8 +9,8 @@ An electra_tf or official checkpoint becomes a directory that
 safetensors' NumPy API), `vocab.txt` (or a SentencePiece vocab's
 `sentencepiece.model`), `tokenizer.json` (a `tokenizers` pipeline that gives
 electra_tf's ids, `electra_tf.checkpoints.hf_tokenizer` and
-`hf_sentencepiece_tokenizer`) and `tokenizer_config.json` (lower-casing and accent stripping as the model was
-trained). A Hugging Face ELECTRA
+`hf_sentencepiece_tokenizer`) and `tokenizer_config.json` (lower-casing and
+accent stripping as the model was trained). A Hugging Face ELECTRA
 directory (safetensors) becomes a `.keras` discriminator or generator, whose
 official checkpoint (`convert_checkpoint --direction to-official`) then holds
 exactly the Hugging Face weights.
