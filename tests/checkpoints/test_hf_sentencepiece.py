@@ -158,6 +158,17 @@ def test_models_it_cannot_reproduce_are_refused(tmp_path):
       hf_sentencepiece_tokenizer.build_tokenizer(proto, source="m")
 
 
+def test_wordpiece_tokenizer_files_give_segment_ids_too(tmp_path):
+  """transformers' generic tokenizer returns `token_type_ids` only where
+  `tokenizer_config.json` names them; ELECTRA's pairs need them."""
+  transformers, _ = interop.require_transformers()
+  tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]
+  huggingface.write_hf_tokenizer_files(str(tmp_path), tokens, True, True, 16)
+  encoded = transformers.AutoTokenizer.from_pretrained(str(tmp_path))("a", "b a")
+  assert encoded["input_ids"] == [2, 5, 3, 6, 5, 3]
+  assert encoded["token_type_ids"] == [0, 0, 0, 1, 1, 1]
+
+
 def _checkpoint(directory, vocab_size):
   """A random name-based checkpoint for `vocab_size` ids (4 heads) and its hparams."""
   shapes = spec_checkpoint_shapes(
@@ -173,7 +184,6 @@ def _checkpoint(directory, vocab_size):
   return str(directory), json.dumps({"model_hparam_overrides": {"num_attention_heads": 4}})
 
 
-@pytest.mark.slow  # four publications, two presets, transformers and keras-hub loads (~12 s)
 def test_publish_command_on_a_sentencepiece_vocab(tmp_path, capsys):
   import keras_hub
 
