@@ -100,15 +100,17 @@ def _char_lists():
     if cp in _SURROGATES:
       continue
     char = chr(cp)
+    # The sigma classes include the dropped characters: SentencePiece
+    # vocabs lower-case text that still holds them.
+    if (" " + char + _CAPITAL_SIGMA).lower()[-1] == _FINAL_SIGMA:
+      lists["cased"].append(char)
+    elif ("A" + char + _CAPITAL_SIGMA).lower()[-1] == _FINAL_SIGMA:
+      lists["ignorable"].append(char)
     if _is_dropped(char):
       lists["dropped"].append(char)
       continue
     if wordpiece._is_whitespace(char) or char.isspace():
       lists["space"].append(char)
-    if (" " + char + _CAPITAL_SIGMA).lower()[-1] == _FINAL_SIGMA:
-      lists["cased"].append(char)
-    elif ("A" + char + _CAPITAL_SIGMA).lower()[-1] == _FINAL_SIGMA:
-      lists["ignorable"].append(char)
     if _holds_kept_mark(char):
       lists["kept_mark"].append(char)
     if unicodedata.category(char) == "Mn":
@@ -138,15 +140,20 @@ def _replace(regex, content):
   return normalizers.Replace(tokenizers.Regex(regex), content)
 
 
+def lowercase_steps():
+  """Python's `str.lower` (step 3) as normaliser steps: a capital sigma that
+  it makes final becomes "ς", then `Lowercase`."""
+  c = _char_lists()
+  final_sigma = f"{c['cased']}{c['ignorable']}*\\K{_CAPITAL_SIGMA}(?!{c['ignorable']}*{c['cased']})"
+  return [_replace(final_sigma, _FINAL_SIGMA), normalizers.Lowercase()]
+
+
 def normalizer(do_lower_case, strip_accents):
   """The normaliser (steps 1-4), a `tokenizers.normalizers.Sequence`."""
   c = _char_lists()
   steps = [_replace(c["dropped"], ""), _replace(c["space"], " ")]
   if do_lower_case:
-    final_sigma = (
-      f"{c['cased']}{c['ignorable']}*\\K{_CAPITAL_SIGMA}(?!{c['ignorable']}*{c['cased']})"
-    )
-    steps += [_replace(final_sigma, _FINAL_SIGMA), normalizers.Lowercase()]
+    steps += lowercase_steps()
     if strip_accents:
       steps.append(_replace(f"(?<={c['kept_mark']})", _REORDER_GUARD))
       for cp in _DECOMPOSITIONS_RUST_LACKS:

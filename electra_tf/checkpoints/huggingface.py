@@ -6,10 +6,11 @@ An electra_tf or official checkpoint becomes a directory that
 `ElectraForMaskedLM.from_pretrained` (the generator) loads: `config.json`
 (an `ElectraConfig` with the exact erf GELU, `"gelu"`, and `layer_norm_eps`
 1e-12, as the original computes), `model.safetensors` (written through
-safetensors' NumPy API), `vocab.txt`, `tokenizer.json` (a `tokenizers`
-pipeline that gives electra_tf's ids, `electra_tf.checkpoints.hf_tokenizer`)
-and `tokenizer_config.json` (lower-casing and accent stripping as the model was
-trained). A Hugging Face ELECTRA
+safetensors' NumPy API), `vocab.txt` (or a SentencePiece vocab's
+`sentencepiece.model`), `tokenizer.json` (a `tokenizers` pipeline that gives
+electra_tf's ids, `electra_tf.checkpoints.hf_tokenizer` and
+`hf_sentencepiece_tokenizer`) and `tokenizer_config.json` (lower-casing and
+accent stripping as the model was trained). A Hugging Face ELECTRA
 directory (safetensors) becomes a `.keras` discriminator or generator, whose
 official checkpoint (`convert_checkpoint --direction to-official`) then holds
 exactly the Hugging Face weights.
@@ -34,11 +35,13 @@ import re
 import keras
 import numpy as np
 
+from electra_tf.checkpoints import hf_sentencepiece_tokenizer
 from electra_tf.checkpoints import hf_tokenizer
 from electra_tf.layers.electra_embeddings import ElectraEmbeddings
 from electra_tf.models import official_names
 from electra_tf.models.electra_discriminator import ElectraDiscriminator
 from electra_tf.models.electra_generator import ElectraGenerator
+from electra_tf.text import vocab as vocab_lib
 from electra_tf.utils.file_io import atomic_path
 
 PART_DISCRIMINATOR = "discriminator"
@@ -47,6 +50,8 @@ ARCHITECTURES = {PART_DISCRIMINATOR: "ElectraForPreTraining", PART_GENERATOR: "E
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 VOCAB_FILE = "vocab.txt"
+# A SentencePiece vocab's model, copied as the exported SavedModels name it.
+SENTENCEPIECE_FILE = "sentencepiece.model"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 TOKENIZER_FILE = "tokenizer.json"
 # contrib's layer_norm epsilon, which the original's checkpoints were trained with.
@@ -261,6 +266,19 @@ def read_vocab(vocab_file, vocab_size):
   return tokens
 
 
+def read_sentencepiece_vocab(vocab_file, vocab_size):
+  """A SentencePiece model's bytes; raises unless it has exactly `vocab_size`
+  pieces and the special ones."""
+  vocab = vocab_lib.load_vocab(vocab_file)
+  if len(vocab) != vocab_size:
+    raise ValueError(
+      f"--vocab-file {vocab_file!r} has {len(vocab)} pieces; the model's word embeddings "
+      f"have {vocab_size} rows"
+    )
+  vocab_lib.check_special_tokens(vocab, vocab_file)
+  return vocab.proto
+
+
 def hf_tokenizer_config(do_lower_case, strip_accents, model_max_length):
   """`tokenizer_config.json`: `tokenizer.json` as written is the tokenizer.
 
@@ -278,6 +296,8 @@ def hf_tokenizer_config(do_lower_case, strip_accents, model_max_length):
     "strip_accents": bool(do_lower_case and strip_accents),
     "tokenize_chinese_chars": True,
     "model_max_length": int(model_max_length),
+    # The generic tokenizer returns no segment ids unless named; ELECTRA needs them for pairs.
+    "model_input_names": ["input_ids", "token_type_ids", "attention_mask"],
     **SPECIAL_TOKENS,
   }
 
@@ -306,6 +326,27 @@ def write_hf_tokenizer_files(directory, tokens, do_lower_case, strip_accents, mo
   )
 
 
+def write_hf_sentencepiece_files(
+  directory, proto, do_lower_case, strip_accents, model_max_length, source="<proto>"
+):
+  """Writes `sentencepiece.model` (with its settings file), `tokenizer.json`
+  and `tokenizer_config.json` into `directory` for a SentencePiece model's
+  bytes `proto`."""
+  model_path = os.path.join(directory, SENTENCEPIECE_FILE)
+  with open(model_path, "wb") as f:
+    f.write(bytes(proto))
+  settings = {"do_lower_case": bool(do_lower_case), "strip_accents": bool(strip_accents)}
+  vocab_lib.write_vocab_settings(model_path, settings)
+  hf_sentencepiece_tokenizer.write_tokenizer_json(
+    os.path.join(directory, TOKENIZER_FILE), proto, do_lower_case, strip_accents, source
+  )
+  config = hf_tokenizer_config(do_lower_case, strip_accents, model_max_length)
+  # electra_tf strips accents of a SentencePiece vocab whether or not it lower-cases.
+  config.update(settings, tokenize_chinese_chars=False)
+  config.update(hf_sentencepiece_tokenizer.special_tokens(proto, source))
+  _write_json(os.path.join(directory, TOKENIZER_CONFIG_FILE), config)
+
+
 def write_huggingface(part, output_dir, vocab_file, do_lower_case=True, strip_accents=True):
   """Writes a Hugging Face ELECTRA directory for an `ElectraPart`.
 
@@ -313,7 +354,9 @@ def write_huggingface(part, output_dir, vocab_file, do_lower_case=True, strip_ac
     part: the `ElectraPart` (`discriminator_part`, `generator_part`,
       `pretrainer_part`).
     output_dir: a new (or empty) directory; it appears complete or not at all.
-    vocab_file: the vocab the model was trained with.
+    vocab_file: the vocab the model was trained with: a WordPiece vocab.txt
+      (written as `vocab.txt`) or a SentencePiece model (written as
+      `sentencepiece.model`, with its settings file).
     do_lower_case, strip_accents: the tokenizer's normalisation.
 
   Returns:
@@ -324,8 +367,31 @@ def write_huggingface(part, output_dir, vocab_file, do_lower_case=True, strip_ac
   output_dir = os.fspath(output_dir)
   check_new_output_dir(output_dir)
   c = part.bert_config
-  tokens = read_vocab(vocab_file, int(c["vocab_size"]))
-  config = hf_config(part, pad_token_id=tokens.index(SPECIAL_TOKENS["pad_token"]))
+  if vocab_lib.vocab_kind(vocab_file) == vocab_lib.SENTENCEPIECE:
+    proto = read_sentencepiece_vocab(vocab_file, int(c["vocab_size"]))
+    pad_token_id = vocab_lib.sentencepiece_vocab_of(proto, vocab_file).special_ids["pad"]
+    # Checked before anything is written.
+    hf_sentencepiece_tokenizer.build_tokenizer(proto, do_lower_case, strip_accents, vocab_file)
+
+    def write_tokenizer(directory):
+      write_hf_sentencepiece_files(
+        directory,
+        proto,
+        do_lower_case,
+        strip_accents,
+        int(c["max_position_embeddings"]),
+        vocab_file,
+      )
+  else:
+    tokens = read_vocab(vocab_file, int(c["vocab_size"]))
+    pad_token_id = tokens.index(SPECIAL_TOKENS["pad_token"])
+
+    def write_tokenizer(directory):
+      write_hf_tokenizer_files(
+        directory, tokens, do_lower_case, strip_accents, int(c["max_position_embeddings"])
+      )
+
+  config = hf_config(part, pad_token_id=pad_token_id)
   tensors = hf_tensors(part.tensors)
   if os.path.isdir(output_dir):
     os.rmdir(output_dir)  # empty: atomic_path renames a new directory into place
@@ -333,9 +399,7 @@ def write_huggingface(part, output_dir, vocab_file, do_lower_case=True, strip_ac
     os.makedirs(tmp)
     _write_json(os.path.join(tmp, CONFIG_FILE), config)
     save_file(tensors, os.path.join(tmp, WEIGHTS_FILE), metadata={"format": "pt"})
-    write_hf_tokenizer_files(
-      tmp, tokens, do_lower_case, strip_accents, int(c["max_position_embeddings"])
-    )
+    write_tokenizer(tmp)
   return {
     "output": output_dir,
     "architecture": config["architectures"][0],

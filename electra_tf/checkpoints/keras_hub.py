@@ -4,7 +4,9 @@
 `keras_hub.models.ElectraTokenizer.from_preset(dir)` load what
 `write_keras_hub_preset` writes (keras-hub's own `save_to_preset`:
 `config.json`, `metadata.json`, `model.weights.h5`, `tokenizer.json`,
-`assets/tokenizer/vocabulary.txt`). Every variable of the part's encoder
+`assets/tokenizer/vocabulary.txt`). A SentencePiece vocab becomes keras-hub's
+generic `SentencePieceTokenizer` (`assets/tokenizer/vocabulary.spm`), which
+`keras_hub.models.Tokenizer.from_preset(dir)` loads. Every variable of the part's encoder
 (embeddings, `embeddings_project`, transformer layers) sets one backbone
 weight; the heads have no place in a backbone and are listed as not
 converted.
@@ -39,6 +41,8 @@ import numpy as np
 from electra_tf.checkpoints import huggingface
 from electra_tf.models import official_names
 from electra_tf.models.electra_discriminator import ElectraDiscriminator
+from electra_tf.text import vocab as vocab_lib
+from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from electra_tf.utils import keras_compat
 from electra_tf.utils.file_io import atomic_path
 
@@ -186,7 +190,10 @@ def write_keras_hub_preset(part, output_dir, vocab_file, do_lower_case=True, str
   Args:
     part: a `huggingface.ElectraPart` (discriminator or generator encoder).
     output_dir: a new (or empty) directory; it appears complete or not at all.
-    vocab_file: the vocab the model was trained with.
+    vocab_file: the vocab the model was trained with: a WordPiece vocab.txt
+      (keras-hub's `ElectraTokenizer`) or a SentencePiece model without
+      lower-casing or accent stripping (keras-hub's `SentencePieceTokenizer`,
+      `assets/tokenizer/vocabulary.spm`).
     do_lower_case, strip_accents: the tokenizer's normalisation.
 
   Returns:
@@ -196,13 +203,25 @@ def write_keras_hub_preset(part, output_dir, vocab_file, do_lower_case=True, str
 
   output_dir = os.fspath(output_dir)
   huggingface.check_new_output_dir(output_dir)
-  tokens = huggingface.read_vocab(vocab_file, int(part.bert_config["vocab_size"]))
+  vocab_size = int(part.bert_config["vocab_size"])
+  if vocab_lib.vocab_kind(vocab_file) == vocab_lib.SENTENCEPIECE:
+    if do_lower_case or strip_accents:
+      raise ValueError(
+        f"--to keras-hub: vocab file {vocab_file!r} is a SentencePiece model built with "
+        "lower-casing or accent stripping, which keras-hub's SentencePieceTokenizer cannot "
+        "apply; publish it --to huggingface"
+      )
+    proto = huggingface.read_sentencepiece_vocab(vocab_file, vocab_size)
+    # keras-hub's ElectraTokenizer is WordPiece only; its generic tokenizer
+    # runs the model as electra_tf does (without [CLS]/[SEP]: docs/publish.md).
+    tokenizer = keras_hub.tokenizers.SentencePieceTokenizer(proto=bytes(proto))
+  else:
+    tokenizer = keras_hub.models.ElectraTokenizer(
+      vocabulary=huggingface.read_vocab(vocab_file, vocab_size),
+      lowercase=bool(do_lower_case),
+      strip_accents=bool(do_lower_case and strip_accents),
+    )
   backbone, converted, not_converted = build_keras_hub_backbone(part)
-  tokenizer = keras_hub.models.ElectraTokenizer(
-    vocabulary=tokens,
-    lowercase=bool(do_lower_case),
-    strip_accents=bool(do_lower_case and strip_accents),
-  )
   if os.path.isdir(output_dir):
     os.rmdir(output_dir)  # empty: atomic_path renames a new directory into place
   with atomic_path(output_dir) as tmp:
@@ -229,6 +248,7 @@ CONFIG_FILE = "config.json"
 MODEL_WEIGHTS_FILE = "model.weights.h5"
 TOKENIZER_CONFIG_FILE = "tokenizer.json"
 VOCAB_ASSET = os.path.join("assets", "tokenizer", "vocabulary.txt")
+SENTENCEPIECE_ASSET = os.path.join("assets", "tokenizer", "vocabulary.spm")
 # keras-hub's names for a task's config and weights; here they hold an
 # electra_tf task model (keras-hub's own loaders read the backbone only).
 TASK_CONFIG_FILE = "task.json"
@@ -293,10 +313,14 @@ def preset_backbone_config(preset_dir):
 
 
 def preset_vocab(preset_dir):
-  """`(vocab file, do_lower_case, strip_accents)` of a preset's tokenizer
-  (keras-hub's `ElectraTokenizer` assets)."""
+  """`(vocab file, do_lower_case, strip_accents)` of a preset's tokenizer:
+  keras-hub's `ElectraTokenizer` assets, or its `SentencePieceTokenizer`'s
+  model (which keras-hub runs without lower-casing or accent stripping)."""
   preset_dir = os.fspath(preset_dir)
   config = _read_preset_json(preset_dir, TOKENIZER_CONFIG_FILE).get("config") or {}
+  model_file = os.path.join(preset_dir, SENTENCEPIECE_ASSET)
+  if os.path.isfile(model_file):
+    return model_file, False, False
   vocab_file = os.path.join(preset_dir, VOCAB_ASSET)
   if not os.path.isfile(vocab_file):
     raise ValueError(f"keras-hub preset {preset_dir!r} has no tokenizer vocabulary ({VOCAB_ASSET})")
@@ -408,7 +432,9 @@ def write_task_preset(task_model, encoder, tokenizer, output_dir):
   Args:
     task_model: a Keras task model, or None for a backbone preset.
     encoder: its `ElectraDiscriminator` encoder.
-    tokenizer: its electra_tf `ElectraTokenizer`.
+    tokenizer: its electra_tf `ElectraTokenizer` or `SentencePieceTokenizer`
+      (keras-hub's `SentencePieceTokenizer` in the preset, none for a model
+      built with lower-casing or accent stripping, which it cannot apply).
     output_dir: a new (or empty) directory; it appears complete or not at all.
 
   Returns:
@@ -424,16 +450,26 @@ def write_task_preset(task_model, encoder, tokenizer, output_dir):
     )
   huggingface.check_new_output_dir(output_dir)
   backbone, _, _ = build_keras_hub_backbone(encoder_part(encoder))
-  hub_tokenizer = keras_hub.models.ElectraTokenizer(
-    vocabulary=list(tokenizer.vocabulary),
-    lowercase=bool(tokenizer.do_lower_case),
-    strip_accents=bool(tokenizer.do_lower_case and tokenizer.strip_accents),
-  )
+  if isinstance(tokenizer, SentencePieceTokenizer):
+    # A SentencePiece tokenizer: keras-hub's generic one runs the model, but
+    # cannot lower-case or strip accents first; then the preset has no
+    # keras-hub tokenizer (task.json still holds electra_tf's).
+    hub_tokenizer = None
+    if not (tokenizer.do_lower_case or tokenizer.strip_accents):
+      proto = tokenizer.proto or vocab_lib.load_vocab(tokenizer.model_file).proto
+      hub_tokenizer = keras_hub.tokenizers.SentencePieceTokenizer(proto=bytes(proto))
+  else:
+    hub_tokenizer = keras_hub.models.ElectraTokenizer(
+      vocabulary=list(tokenizer.vocabulary),
+      lowercase=bool(tokenizer.do_lower_case),
+      strip_accents=bool(tokenizer.do_lower_case and tokenizer.strip_accents),
+    )
   if os.path.isdir(output_dir):
     os.rmdir(output_dir)  # empty: atomic_path renames a new directory into place
   with atomic_path(output_dir) as tmp:
     backbone.save_to_preset(tmp)
-    hub_tokenizer.save_to_preset(tmp)
+    if hub_tokenizer is not None:
+      hub_tokenizer.save_to_preset(tmp)
     if task_model is not None:
       with open(os.path.join(tmp, TASK_CONFIG_FILE), "w", encoding="utf-8") as f:
         json.dump(keras.saving.serialize_keras_object(task_model), f, indent=2)

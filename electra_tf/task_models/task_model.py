@@ -22,6 +22,7 @@ from electra_tf.runtime import accumulation
 from electra_tf.runtime import replicas
 from electra_tf.serving import export as export_lib
 from electra_tf.serving import portable
+from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from electra_tf.text.tokenizer import ElectraTokenizer
 from electra_tf.text.vocab import SENTENCEPIECE
 from electra_tf.text.vocab import vocab_kind
@@ -175,13 +176,19 @@ class ElectraTaskModel(keras.Model):
       return task_model
     _, bert_config, embedding_size = keras_hub.preset_backbone_config(preset)
     vocab_file, do_lower_case, strip_accents = keras_hub.preset_vocab(preset)
-    with open(vocab_file, encoding="utf-8") as f:
-      vocabulary = [line.rstrip("\n") for line in f]
-    while vocabulary and not vocabulary[-1]:
-      vocabulary.pop()
-    tokenizer = ElectraTokenizer(
-      vocabulary=vocabulary, do_lower_case=do_lower_case, strip_accents=strip_accents
-    )
+    if vocab_kind(vocab_file) == SENTENCEPIECE:
+      with open(vocab_file, "rb") as f:
+        tokenizer = SentencePieceTokenizer(
+          proto=f.read(), do_lower_case=do_lower_case, strip_accents=strip_accents
+        )
+    else:
+      with open(vocab_file, encoding="utf-8") as f:
+        vocabulary = [line.rstrip("\n") for line in f]
+      while vocabulary and not vocabulary[-1]:
+        vocabulary.pop()
+      tokenizer = ElectraTokenizer(
+        vocabulary=vocabulary, do_lower_case=do_lower_case, strip_accents=strip_accents
+      )
     preprocessor = ElectraTextPreprocessor(
       tokenizer,
       max_seq_length=max_seq_length or cls.default_max_seq_length,

@@ -119,10 +119,22 @@ def _default_vocab_file(input_path, hparams):
   path = os.path.abspath(os.fspath(input_path))
   directory = path if os.path.isdir(path) else os.path.dirname(path)
   candidates = [os.path.join(directory, huggingface.VOCAB_FILE)]
+  # A Hugging Face directory of a SentencePiece vocab holds its model.
+  candidates.append(os.path.join(directory, huggingface.SENTENCEPIECE_FILE))
   models_dir = os.path.dirname(directory)
   if os.path.basename(models_dir) == "models":  # a run's <data_dir>/models/<model_name>
     candidates.append(os.path.join(os.path.dirname(models_dir), huggingface.VOCAB_FILE))
   return next((c for c in candidates if os.path.isfile(c)), None)
+
+
+def _sentencepiece_normalisation(vocab_file, hparams):
+  """A SentencePiece vocab's text was normalised as its settings file says
+  (whatever a run's WordPiece-minded defaults record); the user's hparams
+  still override it."""
+  settings = vocab_lib.vocab_settings(vocab_file, vocab_lib.SENTENCEPIECE)
+  user = _publishing_hparams(hparams)
+  keys = ("do_lower_case", "strip_accents")
+  return {k: bool(user[k]) if k in user else settings[k] for k in keys}
 
 
 def publish(input_path, output_dir, to, part=None, hparams=None, vocab_file=None):
@@ -140,13 +152,10 @@ def publish(input_path, output_dir, to, part=None, hparams=None, vocab_file=None
       f"--to {to}: give --vocab-file (the vocab the model was trained with; none in --hparams, "
       f"next to --input {os.fspath(input_path)!r} or in its run's data dir)"
     )
-  if vocab_lib.vocab_kind(vocab_file) == vocab_lib.SENTENCEPIECE:
-    # The writers build WordPiece tokenizers: a model's pieces would give wrong ids silently.
-    raise ValueError(
-      f"--to {to}: vocab file {vocab_file!r} is a SentencePiece model; publishing one is not "
-      "supported yet (the Hugging Face tokenizer.json and keras-hub presets are WordPiece only)"
-    )
+  sentencepiece = vocab_lib.vocab_kind(vocab_file) == vocab_lib.SENTENCEPIECE
   electra_part, normalisation, source = load_part_for_publishing(input_path, part, hparams)
+  if sentencepiece:
+    normalisation = _sentencepiece_normalisation(vocab_file, hparams)
   writer = (
     huggingface.write_huggingface if to == "huggingface" else keras_hub.write_keras_hub_preset
   )
