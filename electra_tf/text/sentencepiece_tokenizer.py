@@ -23,6 +23,7 @@ from electra_tf.text.vocab import load_vocab
 from electra_tf.text.vocab import sentencepiece_vocab_of
 from electra_tf.text.vocab import vocab_kind
 from electra_tf.text.vocab import vocab_settings
+from electra_tf.utils import keras_compat
 
 
 def _proto_bytes(proto):
@@ -121,7 +122,7 @@ class SentencePieceTokenizer(keras.layers.Layer):
     self.cls_id = special["cls"]
     self.sep_id = special["sep"]
     self.mask_id = special["mask"]
-    self._sentencepiece = tf_text.SentencepieceTokenizer(model=vocab.proto, out_type=tf.int32)
+    self._sentencepiece = keras_compat.sentencepiece_tokenizer(vocab.proto, tf.int32)
 
   @property
   def vocab_file(self):

@@ -4,6 +4,7 @@ the text, answers map to pieces and back by character offsets, and tags sit
 on each word's first piece (the one holding its `▁`). Both doors: the
 run_finetuning featurisers and the task models' preprocessor."""
 
+import json
 import random
 import re
 
@@ -23,6 +24,7 @@ from electra_tf.text import tokenizer_for
 from electra_tf.text.full_tokenizer import full_tokenizer_for
 from electra_tf.text.vocab import load_vocab
 from electra_tf.text.vocab import train_sentencepiece
+from electra_tf.training.finetuning_run import ModelRunner
 from tests.helpers.finetuning_testdata import make_data_dir
 from tests.helpers.finetuning_testdata import squad_json
 from tests.helpers.finetuning_testdata import tiny_hparams
@@ -36,15 +38,18 @@ S = 128  # every context and sentence below fits one window
 MODELS = {"de": ("unigram", 300, 0.99), "ja": ("bpe", 400, 0.98)}
 
 
+def _model(language, directory):
+  """(language, model path, short catalogue lines)."""
+  model_type, size, coverage = MODELS[language]
+  lines = [line for document in catalogue_messages(language) for line in document]
+  path = directory / f"{language}.model"
+  path.write_bytes(train_sentencepiece(lines, size, model_type, character_coverage=coverage))
+  return language, str(path), [line for line in lines if 20 <= len(line) <= 60]
+
+
 @pytest.fixture(scope="module", params=sorted(MODELS))
 def language(request, tmp_path_factory):
-  """(language, model path, short catalogue lines)."""
-  model_type, size, coverage = MODELS[request.param]
-  lines = [line for document in catalogue_messages(request.param) for line in document]
-  path = tmp_path_factory.mktemp(request.param) / f"{request.param}.model"
-  path.write_bytes(train_sentencepiece(lines, size, model_type, character_coverage=coverage))
-  short = [line for line in lines if 20 <= len(line) <= 60]
-  return request.param, str(path), short
+  return _model(request.param, tmp_path_factory.mktemp(request.param))
 
 
 def _answers(language, lines, count=16):
@@ -109,14 +114,7 @@ def test_qa_featuriser_maps_answers_to_pieces_and_back(language, tmp_path):
   name, model, lines = language
   items = _answers(name, lines)
   data_dir, _ = make_data_dir(tmp_path)
-  paragraphs = [
-    {
-      "context": c,
-      "qas": [{"id": f"q{i}", "question": q, "answers": [{"text": a, "answer_start": s}]}],
-    }
-    for i, (q, c, s, a) in enumerate(items)
-  ]
-  write_task_file(data_dir, "squadv1", "train.json", squad_json(paragraphs, "1.1"))
+  write_task_file(data_dir, "squadv1", "train.json", squad_json(_squad_paragraphs(items), "1.1"))
   hparams = tiny_hparams(
     len(load_vocab(model)),
     task_names=["squadv1"],
@@ -167,6 +165,60 @@ def test_qa_featuriser_maps_answers_to_pieces_and_back(language, tmp_path):
   if name == "de":  # a whole word of letters is whole pieces
     words = [a for _, c, s, a in items if a.isalpha() and _whole_word(c, s, s + len(a))]
     assert words and set(words) <= set(exact)
+
+
+def _squad_paragraphs(items):
+  return [
+    {
+      "context": c,
+      "qas": [{"id": f"q{i}", "question": q, "answers": [{"text": a, "answer_start": s}]}],
+    }
+    for i, (q, c, s, a) in enumerate(items)
+  ]
+
+
+def _conll(sentences):
+  """CoNLL lines: each word, a POS column, a chunk tag."""
+  tags = ("B-NP", "I-NP", "O")
+  return "".join(
+    "".join(f"{w} X {tags[k % 3]}\n" for k, w in enumerate(words)) + "\n" for words in sentences
+  )
+
+
+@pytest.mark.slow  # two tasks trained and evaluated (~10 s)
+def test_run_finetuning_trains_and_answers_german_qa_and_chunking(tmp_path):
+  _, model, lines = _model("de", tmp_path)
+  items = _answers("de", lines, count=8)[::2]  # whole words
+  data_dir, _ = make_data_dir(tmp_path)
+  for split in ("train", "dev"):  # evaluated on what it trained on
+    write_task_file(data_dir, "squadv1", f"{split}.json", squad_json(_squad_paragraphs(items)))
+    write_task_file(data_dir, "chunk", f"{split}.txt", _conll(_words("de", lines, 6)))
+  hparams = tiny_hparams(
+    len(load_vocab(model)),
+    task_names=["squadv1", "chunk"],
+    vocab_file=model,
+    max_seq_length=64,
+    beam_size=4,
+    init_checkpoint=None,
+    learning_rate=3e-3,
+    layerwise_lr_decay=0.0,
+    num_train_epochs=15.0,
+  )
+  config = FinetuningConfig("m", data_dir, **hparams)
+  config.model_dir += "_1"
+  tokenizer = full_tokenizer_for(model)
+  runner = ModelRunner(config, task_builder.get_tasks(config, tokenizer))
+  losses = runner.train()
+  assert np.mean(losses[-5:]) < 0.8 * np.mean(losses[:5])
+  results = runner.evaluate()
+  assert 0.0 <= results["chunk"]["f1"] <= 100.0
+  with open(config.qa_preds_file("squadv1"), encoding="utf-8") as f:
+    predictions = json.load(f)
+  contexts = {f"q{i}": c for i, (_, c, _, _) in enumerate(items)}
+  assert sorted(predictions) == sorted(contexts)
+  # The context's own characters (case, umlauts, punctuation), never pieces joined.
+  assert all(p in contexts[q] and "▁" not in p for q, p in predictions.items())
+  assert results["squadv1"]["f1"] > 0.0  # trained on these questions
 
 
 def _tiny(model, packing, **kwargs):
@@ -228,13 +280,8 @@ def _words(language, lines, count=12):
 def test_tagging_labels_each_words_first_piece(language, tmp_path):
   name, model, lines = language
   sentences = _words(name, lines)
-  tags = [[("B-NP", "I-NP", "O")[k % 3] for k in range(len(words))] for words in sentences]
   data_dir, _ = make_data_dir(tmp_path)
-  conll = "".join(
-    "".join(f"{w} X {t}\n" for w, t in zip(words, row)) + "\n"
-    for words, row in zip(sentences, tags)
-  )
-  write_task_file(data_dir, "chunk", "train.txt", conll)
+  write_task_file(data_dir, "chunk", "train.txt", _conll(sentences))
   hparams = tiny_hparams(
     len(load_vocab(model)), task_names=["chunk"], vocab_file=model, max_seq_length=S
   )
