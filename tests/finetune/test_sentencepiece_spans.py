@@ -30,6 +30,7 @@ from tests.helpers.finetuning_testdata import squad_json
 from tests.helpers.finetuning_testdata import tiny_hparams
 from tests.helpers.finetuning_testdata import write_task_file
 from tests.helpers.task_models import TINY
+from tests.helpers.task_models import serve_text
 from tests.helpers.translations import catalogue_messages
 
 S = 128  # every context and sentence below fits one window
@@ -311,3 +312,24 @@ def test_tagging_labels_each_words_first_piece(language, tmp_path):
   predicted = tagger.predict_tags(joined)
   assert [len(row) for row in predicted] == [len(words) for words in sentences]
   assert all(0 <= t < 3 for row in predicted for t in row)
+
+
+@pytest.mark.slow  # an export and a fresh interpreter (~20 s)
+def test_japanese_question_answerer_export_serves_the_same_logits(tmp_path):
+  _, model, lines = _model("ja", tmp_path)
+  keras.utils.set_random_seed(0)
+  bert_config, preprocessor = _tiny(model, "question_context", max_query_length=8)
+  qa = ElectraQuestionAnswerer(bert_config, preprocessor=preprocessor)
+  questions, contexts = lines[:3], lines[3:6]
+  outputs = qa.predict((questions, contexts), verbose=0)
+  version_dir = qa.export(str(tmp_path / "serving" / "1"))
+  # The preprocessor holds the model's bytes, not its path: the asset is written from them.
+  with open(model, "rb") as f, open(f"{version_dir}/assets/sentencepiece.model", "rb") as g:
+    assert g.read() == f.read()
+  served = serve_text(version_dir, questions, contexts, ["start_logits", "input_ids"])
+  packed = preprocessor((tf.constant(questions), tf.constant(contexts)))["input_ids"].numpy()
+  np.testing.assert_array_equal(served["input_ids"][:, :S], packed)
+  mask = packed != 0
+  np.testing.assert_allclose(
+    served["start_logits"][:, :S][mask], outputs["start_logits"][mask], rtol=1e-4, atol=1e-4
+  )

@@ -25,7 +25,8 @@ class QAExample:
   `context` is the paragraph as given and `answer_span` the answer's
   `(start, end)` character offsets in it (training, answerable only): a
   SentencePiece vocab featurises from these, not from the words.
-  `context_pieces` caches the context's pieces and their character spans.
+  `context_pieces` caches the context's pieces and their character spans
+  for evaluation.
   """
 
   task_name: str
@@ -261,18 +262,22 @@ class QATask(task_lib.Task):
     """Whether the vocab is a SentencePiece model (features from character offsets)."""
     return getattr(self.tokenizer, "kind", None) == SENTENCEPIECE
 
-  def context_pieces(self, example):
+  def context_pieces(self, example, keep=True):
     """`(pieces, spans)` of a SentencePiece vocab: the whole context's pieces
     (the model reads the text untouched, spaces or none) and the characters
-    each stands for; computed once per example."""
-    if example.context_pieces is None:
-      example.context_pieces = self.tokenizer.tokenize_with_offsets(example.context)
-    return example.context_pieces
+    each stands for. `keep`: computed once per example and kept (evaluation
+    reads them again; training, once, keeps none)."""
+    if example.context_pieces is not None:
+      return example.context_pieces
+    pieces = self.tokenizer.tokenize_with_offsets(example.context)
+    if keep:
+      example.context_pieces = pieces
+    return pieces
 
-  def _piece_document(self, example):
+  def _piece_document(self, example, keep):
     """The SentencePiece featuriser's document: pieces, each its own
     "original token", and the answer's first and last piece (`piece_range`)."""
-    pieces, spans = self.context_pieces(example)
+    pieces, spans = self.context_pieces(example, keep)
     tok_start = tok_end = None
     if example.is_impossible:
       tok_start = tok_end = -1
@@ -287,7 +292,7 @@ class QATask(task_lib.Task):
     query_tokens = self.tokenizer.tokenize(example.question_text)
     query_tokens = query_tokens[: self.config.max_query_length]
     if self.sentencepiece:
-      document = self._piece_document(example)
+      document = self._piece_document(example, keep=for_eval)
     else:
       document = self._wordpiece_document(example, is_training)
     return self._window_features(example, query_tokens, document, is_training, log, for_eval)
