@@ -114,7 +114,9 @@ def sentencepiece_tokenizer(model, out_type):
   fine-tuning run with a `seed` calls) clears TF's eager kernels and with them
   the model of every tokenizer built before ("Resource ... SentencepieceOp
   ... does not exist"). A shared name of its own puts the model in TF's
-  resource manager instead, where it stays.
+  resource manager instead, where it stays until the process ends (one
+  model's memory per tokenizer built; not destroyed with the tokenizer, as a
+  SavedModel loaded in the same process shares the name).
   """
   tokenizer = tf_text.SentencepieceTokenizer(model=model, out_type=out_type)
   tokenizer._model_resource = _NamedSentencepieceModel(model)  # pylint: disable=protected-access
