@@ -3,7 +3,6 @@
 from electra_tf.finetune.classification import tasks as classification_tasks
 from electra_tf.finetune.qa import tasks as qa_tasks
 from electra_tf.finetune.tagging import tasks as tagging_tasks
-from electra_tf.text.vocab import SENTENCEPIECE
 
 TASK_CLASSES = {
   "cola": classification_tasks.CoLA,
@@ -29,26 +28,7 @@ def get_task(config, task_name, tokenizer):
     raise ValueError(
       f"Unknown task {task_name!r} in hparam task_names; known tasks: {sorted(TASK_CLASSES)}"
     )
-  task_class = TASK_CLASSES[task_name]
-  if getattr(tokenizer, "kind", None) == SENTENCEPIECE:
-    _check_sentencepiece_support(task_name, task_class)
-  return task_class(config, tokenizer)
-
-
-def _check_sentencepiece_support(task_name, task_class):
-  """Only classification featurises SentencePiece pieces yet: QA aligns
-  answers by whitespace words and tagging labels WordPiece word starts, so
-  both would give wrong features, not an error."""
-  if issubclass(task_class, qa_tasks.QATask):
-    missing = "QA's character-to-token alignment splits on whitespace and runs WordPiece per word"
-  elif issubclass(task_class, tagging_tasks.TaggingTask):
-    missing = "tagging aligns labels with WordPiece word starts"
-  else:
-    return
-  raise ValueError(
-    f"hparam task_names: task {task_name!r} does not support a SentencePiece vocab yet "
-    f"({missing}); use a WordPiece vocab.txt or a classification task"
-  )
+  return TASK_CLASSES[task_name](config, tokenizer)
 
 
 def get_tasks(config, tokenizer):

@@ -47,7 +47,7 @@ class ElectraTextPreprocessor(keras.layers.Layer):
 
   Args:
     tokenizer: an `ElectraTokenizer` or a `SentencePieceTokenizer` (or its
-      config dict); SentencePiece only with `packing="pair"`.
+      config dict).
     max_seq_length: S, the packed length.
     packing: `"pair"` (one or two segments, the classification featuriser),
       `"question_context"` (always two: the question cut to
@@ -84,13 +84,6 @@ class ElectraTextPreprocessor(keras.layers.Layer):
       raise ValueError(f"packing={packing!r}; expected one of {PACKINGS}")
     if max_query_length < 1:
       raise ValueError(f"max_query_length={max_query_length}; expected at least 1")
-    if isinstance(tokenizer, SentencePieceTokenizer) and packing != "pair":
-      # QA answers and tagging labels are aligned by whitespace words and
-      # WordPiece pieces (`word_pieces`), which a SentencePiece model lacks.
-      raise ValueError(
-        f"packing={packing!r} does not support a SentencePiece tokenizer yet (QA and tagging "
-        "align words with WordPiece pieces); only classification (packing='pair') does"
-      )
     self.tokenizer = tokenizer
     self.max_seq_length = int(max_seq_length)
     self.packing = packing
@@ -157,12 +150,26 @@ class ElectraTextPreprocessor(keras.layers.Layer):
     texts = as_strings(texts)
     return self.tokenizer(tf.constant(texts, tf.string)).to_list() if texts else []
 
+  @property
+  def sentencepiece(self):
+    """Whether the tokenizer is a SentencePiece model's."""
+    return isinstance(self.tokenizer, SentencePieceTokenizer)
+
+  def piece_spans(self, texts):
+    """Each text's ids and the characters each piece stands for (eager; a
+    SentencePiece tokenizer only: `SentencePieceTokenizer.tokenize_with_offsets`)."""
+    return self.tokenizer.tokenize_with_offsets(as_strings(texts))
+
   def word_pieces(self, texts):
     """How each text's whitespace-separated words tokenise (in Python, eager).
 
     The original reads QA contexts and tagging sentences as words split on
     whitespace and tokenises each word on its own; the tokenizer splits on
     whitespace first, so the words' pieces, concatenated, are the text's.
+    A SentencePiece model tokenises the whole text (as the packing does)
+    and each piece goes to the word its characters are in; a piece of only
+    `▁` goes to the word after it. So a word's pieces start with the piece
+    that holds its `▁`, and words are what the text's whitespace splits.
 
     Args:
       texts: a list (or 1-D array/tensor) of strings.
@@ -174,6 +181,11 @@ class ElectraTextPreprocessor(keras.layers.Layer):
     """
     texts = as_strings(texts)
     spans = [[m.span() for m in _WORD.finditer(t)] for t in texts]
+    if self.sentencepiece:
+      return [
+        (row, _group_by_word(row, ids, piece_spans))
+        for row, (ids, piece_spans) in zip(spans, self.piece_spans(texts))
+      ]
     pieces = self.token_ids([t[a:b] for t, row in zip(texts, spans) for a, b in row])
     ends = np.cumsum([len(row) for row in spans], dtype=int)
     return [(row, pieces[end - len(row) : end]) for row, end in zip(spans, ends)]
@@ -189,6 +201,18 @@ class ElectraTextPreprocessor(keras.layers.Layer):
       }
     )
     return config
+
+
+def _group_by_word(words, ids, spans):
+  """`ids` split into one list per word of `words` (character spans): a
+  piece goes to the first word that ends after the piece starts (a piece
+  past the last word, to the last word)."""
+  ends = [end for _, end in words]
+  grouped = [[] for _ in words]
+  for piece_id, (start, _) in zip(ids, spans):
+    if grouped:
+      grouped[min(int(np.searchsorted(ends, start, "right")), len(grouped) - 1)].append(piece_id)
+  return grouped
 
 
 def as_strings(texts):

@@ -401,9 +401,13 @@ def export_task_model(task_model, filepath, overwrite=False, jit_compile=False, 
   tokenizer = preprocessor.tokenizer
   asset_dir = tempfile.mkdtemp(prefix="electra_vocab_")
   try:
-    asset = os.path.join(asset_dir, "vocab.txt")
+    sentencepiece = isinstance(tokenizer, SentencePieceTokenizer)
+    asset = os.path.join(asset_dir, "sentencepiece.model" if sentencepiece else "vocab.txt")
     if tokenizer.vocab_file:
       shutil.copyfile(tokenizer.vocab_file, asset)
+    elif sentencepiece:  # a preprocessor's config holds the model's bytes, not its path
+      with open(asset, "wb") as f:
+        f.write(tokenizer.proto)
     else:
       with open(asset, "w", encoding="utf-8") as f:
         f.write("".join(t + "\n" for t in tokenizer.vocabulary))

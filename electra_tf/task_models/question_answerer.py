@@ -8,6 +8,7 @@ import numpy as np
 
 from electra_tf.finetune.qa.head import QAHead
 from electra_tf.finetune.qa.tasks import get_final_text
+from electra_tf.finetune.qa.tasks import piece_range
 from electra_tf.finetune.text_preprocessor import as_strings
 from electra_tf.task_models.task_model import ElectraTaskModel
 
@@ -32,6 +33,12 @@ class ElectraQuestionAnswerer(ElectraTaskModel):
   character offsets (an answer cut off by the truncation gets `(0, 0)`,
   `[CLS]`, as the original's featuriser). The default loss is the original's:
   `(start cross-entropy + end cross-entropy) / 2`, summed over the batch.
+
+  With a SentencePiece model the pieces carry their characters in the
+  context (`SentencePieceTokenizer.tokenize_with_offsets`), so spaces or
+  none (Japanese), an answer maps to pieces and back by character offsets:
+  `predict_answers` returns the context's characters from the best span's
+  first piece to its last, exactly as written.
 
   `predict_answers` returns answer text. It maps the best wordpiece span back
   to the context as the original's SQuAD post-processing does, not through
@@ -154,15 +161,21 @@ class ElectraQuestionAnswerer(ElectraTaskModel):
 
   def _contexts_in_window(self, questions, contexts):
     """Per example: where the context starts in the packed sequence, how
-    many of its wordpieces fit, and its words (`word_pieces`)."""
+    many of its wordpieces fit, and its words (`word_pieces`). With a
+    SentencePiece model every piece is a "word" of its own: its characters
+    (`piece_spans`) and `[id]`."""
     if self.preprocessor is None:
       raise ValueError("this needs the model's preprocessor (its tokenizer and lengths)")
     pre = self.preprocessor
     questions = as_strings(questions)
     if len(questions) != len(as_strings(contexts)):
       raise ValueError(f"{len(questions)} questions but {len(contexts)} contexts")
+    if pre.sentencepiece:
+      words = [(spans, [[i] for i in ids]) for ids, spans in pre.piece_spans(as_strings(contexts))]
+    else:
+      words = pre.word_pieces(contexts)
     layouts = []
-    for question, (spans, pieces) in zip(pre.token_ids(questions), pre.word_pieces(contexts)):
+    for question, (spans, pieces) in zip(pre.token_ids(questions), words):
       q_len = min(len(question), pre.max_query_length)
       kept = min(sum(len(p) for p in pieces), pre.max_seq_length - 3 - q_len)
       layouts.append((q_len + 2, kept, spans, pieces))
@@ -174,6 +187,9 @@ class ElectraQuestionAnswerer(ElectraTaskModel):
     As the original's featuriser: the context words the answer overlaps
     give the wordpiece span, narrowed to the answer's own wordpieces when
     they occur inside it; an answer beyond the window gets `(0, 0)`.
+    With a SentencePiece model: the pieces whose characters overlap the
+    answer's (`piece_range`: exactly the answer where piece boundaries fall
+    on its ends, else the smallest run of whole pieces covering it).
 
     Args:
       questions, contexts, answers: lists of strings.
@@ -195,10 +211,14 @@ class ElectraQuestionAnswerer(ElectraTaskModel):
           f"{begin} (it has {contexts[i][begin:end]!r})"
         )
       first_piece = np.cumsum([0] + [len(p) for p in pieces])
-      words = [w for w, (a, b) in enumerate(spans) if a < end and b > begin]
-      tok_start, tok_end = first_piece[words[0]], first_piece[words[-1] + 1] - 1
+      words = piece_range(spans, begin, end)
+      if words is None:  # only characters the model drops: as if cut off
+        starts.append(0)
+        ends.append(0)
+        continue
+      tok_start, tok_end = first_piece[words[0]], first_piece[words[1] + 1] - 1
       flat = [t for p in pieces for t in p]
-      target = answer_ids[i]
+      target = [] if self.preprocessor.sentencepiece else answer_ids[i]
       for s in range(tok_start, tok_end + 1):
         e = s + len(target) - 1
         if target and e <= tok_end and flat[s : e + 1] == target:
@@ -237,6 +257,9 @@ class ElectraQuestionAnswerer(ElectraTaskModel):
       piece_word = [w for w, p in enumerate(pieces) for _ in p]
       flat = [t for p in pieces for t in p]
       raw = context[spans[piece_word[s]][0] : spans[piece_word[e]][1]]
+      if self.preprocessor.sentencepiece:
+        answers.append(raw)  # the pieces' own characters: exact already
+        continue
       pred_text = " ".join(id_to_token[t] for t in flat[s : e + 1])
       pred_text = pred_text.replace(" ##", "").replace("##", "").strip()
       # get_final_text aligns on " "-separated text: other whitespace → " ",

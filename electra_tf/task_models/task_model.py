@@ -98,7 +98,7 @@ class ElectraTaskModel(keras.Model):
     the vocab size comes from `vocab_file` (required) and `do_lower_case`
     and `strip_accents` default to true. With a SentencePiece model for
     vocab, they default to what its settings file records (off without
-    one), whatever the run recorded, and only classifiers can use it. `max_seq_length` defaults to the class's
+    one), whatever the run recorded. `max_seq_length` defaults to the class's
     `default_max_seq_length`; `kwargs` named in `preprocessor_args` go to
     the preprocessor, the rest to the constructor."""
     run_config = any_format.run_config(path)

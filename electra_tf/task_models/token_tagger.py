@@ -41,8 +41,10 @@ class ElectraTokenTagger(ElectraTaskModel):
   and — the original's convention — every wordpiece of a word but its first.
   `wordpiece_labels` builds them from per-word tags (words = the sentence
   split on whitespace, e.g. `" ".join(conll_words)`); `predict_tags` reads
-  each word's tag back from its first wordpiece. The default loss is the
-  original's: the cross-entropy summed over the scored positions and the
+  each word's tag back from its first wordpiece. With a SentencePiece model
+  a word's first piece is the one holding its `▁` (`word_pieces`); for text
+  written without spaces, join a segmenter's words with spaces. The default
+  loss is the original's: the cross-entropy summed over the scored positions and the
   batch; the default metric, accuracy over the scored positions.
 
   Variables: `electra/...` and `task_specific/<task_name>/dense`; `export`

@@ -48,6 +48,17 @@ class SentencePieceFullTokenizer:
     """The model's ids of `text` (a list of int)."""
     return self.graph_tokenizer(tf.constant([text])).to_list()[0]
 
+  def encode_batch(self, texts):
+    """The model's ids of each of `texts` (one tokenizer call for all)."""
+    texts = list(texts)
+    return self.graph_tokenizer(tf.constant(texts, tf.string)).to_list() if texts else []
+
+  def tokenize_with_offsets(self, text):
+    """`(pieces, spans)` of `text`: `tokenize`'s pieces and the characters of
+    `text` each stands for (`SentencePieceTokenizer.tokenize_with_offsets`)."""
+    ((ids, spans),) = self.graph_tokenizer.tokenize_with_offsets([text])
+    return self.convert_ids_to_tokens(ids), spans
+
   def tokenize(self, text):
     return [self.inv_vocab[i] for i in self.encode(text)]
 

@@ -9,8 +9,10 @@ the model), so the builder, pre-training and serving tokenise alike.
 """
 
 import base64
+import difflib
 
 import keras
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -21,6 +23,7 @@ from electra_tf.text.vocab import load_vocab
 from electra_tf.text.vocab import sentencepiece_vocab_of
 from electra_tf.text.vocab import vocab_kind
 from electra_tf.text.vocab import vocab_settings
+from electra_tf.utils import keras_compat
 
 
 def _proto_bytes(proto):
@@ -119,7 +122,7 @@ class SentencePieceTokenizer(keras.layers.Layer):
     self.cls_id = special["cls"]
     self.sep_id = special["sep"]
     self.mask_id = special["mask"]
-    self._sentencepiece = tf_text.SentencepieceTokenizer(model=vocab.proto, out_type=tf.int32)
+    self._sentencepiece = keras_compat.sentencepiece_tokenizer(vocab.proto, tf.int32)
 
   @property
   def vocab_file(self):
@@ -138,6 +141,77 @@ class SentencePieceTokenizer(keras.layers.Layer):
     ids = self._sentencepiece.tokenize(self.normalize(inputs))
     ids = ids.with_row_splits_dtype(tf.int64)
     return ids[0] if scalar else ids
+
+  def tokenize_with_offsets(self, texts):
+    """Each text's ids with the characters each piece stands for (eager, Python).
+
+    The ids are `call`'s. A piece's span is `(start, end)`, Python string
+    offsets into the text as given (before any lower-casing or accent
+    stripping), without the whitespace its `▁` stands for: `text[start:end]`
+    is the piece's own text, exactly as written (case, accents, width kept).
+    A piece that is only `▁` (e.g. before a Japanese word the model has no
+    `▁word` piece for) has an empty span where the next character starts.
+
+    Args:
+      texts: a list of `str`.
+
+    Returns:
+      one `(ids, spans)` per text: lists of int and of `(start, end)`.
+
+    Example:
+    >>> from electra_tf.text.vocab import train_sentencepiece
+    >>> tok = SentencePieceTokenizer(proto=train_sentencepiece(["Guten Morgen, Köln"] * 20, 30))
+    >>> text = "Morgen  Köln"
+    >>> ids, spans = tok.tokenize_with_offsets([text])[0]
+    >>> ids == tok(tf.constant([text])).to_list()[0]
+    True
+    >>> "".join(text[a:b] for a, b in spans)  # the text as written, but its spaces
+    'MorgenKöln'
+    """
+    texts = [str(t) for t in texts]
+    if not texts:
+      return []
+    normalized = self.normalize(tf.constant(texts, tf.string))
+    ids, starts, ends = self._sentencepiece.tokenize_with_offsets(normalized)
+    ids = ids.with_row_splits_dtype(tf.int64)
+    rows = zip(texts, normalized.numpy(), ids.to_list(), starts.to_list(), ends.to_list())
+    out = []
+    for text, seen, row_ids, row_starts, row_ends in rows:
+      seen = seen.decode("utf-8", "replace")
+      to_text = self._origins(text, seen)
+      # Byte offsets into what the model saw → its characters → `text`'s.
+      first_byte = np.cumsum([0] + [len(c.encode("utf-8")) for c in seen])
+      spans = []
+      for start, end in zip(row_starts, row_ends):
+        start = int(np.searchsorted(first_byte, start, "right")) - 1
+        end = int(np.searchsorted(first_byte, end, "left"))
+        start, end = to_text[start], to_text[end]
+        while start < end and text[start].isspace():
+          start += 1
+        spans.append((start, end))
+      out.append((row_ids, spans))
+    return out
+
+  def _origins(self, text, seen):
+    """For each character position of `seen` (`text` normalised) and its
+    end, the position in `text` it comes from; a character the normalising
+    dropped (a combining mark) joins the one before it."""
+    if seen == text:
+      return list(range(len(text) + 1))
+    # Normalised one character at a time, each output character knows its origin.
+    pieces = [p.decode("utf-8", "replace") for p in self.normalize(tf.constant(list(text))).numpy()]
+    joined = "".join(pieces)
+    origin = [i for i, p in enumerate(pieces) for _ in p] + [len(text)]
+    if joined == seen:
+      return origin
+    # Context-dependent normalising (rare: a final sigma, Hangul jamo): align.
+    to_joined = [0] * (len(seen) + 1)
+    to_joined[-1] = len(joined)
+    matcher = difflib.SequenceMatcher(None, joined, seen, autojunk=False)
+    for _, i1, i2, j1, j2 in matcher.get_opcodes():
+      for j in range(j1, j2):
+        to_joined[j] = min(i1 + (j - j1), max(i1, i2 - 1))
+    return [origin[j] for j in to_joined]
 
   def detokenize(self, ids):
     """Ids (ragged [B, None]) back to strings [B] (the normalised text)."""

@@ -6,12 +6,16 @@ loudly there instead of deep inside training or export. Code elsewhere in the
 package uses these names, never the private paths themselves.
 """
 
+import uuid
+
 from keras.src import backend as _keras_backend
 from keras.src.losses import loss as _keras_loss
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2  # noqa: F401  (TensorBoard summary protos)
 from tensorflow.core.protobuf import trackable_object_graph_pb2  # noqa: F401  (checkpoint graph)
 from tensorflow.python.framework import convert_to_constants as _convert_to_constants
+import tensorflow_text as tf_text
+from tensorflow_text.python.ops import sentencepiece_tokenizer as _tf_text_sentencepiece
 
 # The override point through which a layer names extra checkpoint children
 # (Keras 3 leaves layers held in plain lists out of `tf.train.Checkpoint`).
@@ -85,3 +89,35 @@ def freeze(concrete_function):
   variables, which the interpreter cannot read); its outputs come back as a
   flat list in `tf.nest.flatten` order of the original's."""
   return _convert_to_constants.convert_variables_to_constants_v2(concrete_function)
+
+
+class _NamedSentencepieceModel(_tf_text_sentencepiece._SentencepieceModelResource):  # pylint: disable=protected-access
+  """tensorflow-text's SentencePiece model resource under a name of its own."""
+
+  def __init__(self, model):
+    self._shared_name = "electra_tf_sentencepiece_" + uuid.uuid4().hex
+    super().__init__(model, None)
+
+  def _create_resource(self):
+    with tf.name_scope("SentenceTokenizerInitializer"):
+      return _tf_text_sentencepiece.gen_sentencepiece_tokenizer.sentencepiece_op(
+        model=self._model, shared_name=self._shared_name
+      )
+
+
+def sentencepiece_tokenizer(model, out_type):
+  """tensorflow-text's `SentencepieceTokenizer` whose model survives
+  `tf.random.set_seed`.
+
+  tensorflow-text keeps the model in a resource that its kernel owns;
+  `tf.random.set_seed` (and so `keras.utils.set_random_seed`, which a
+  fine-tuning run with a `seed` calls) clears TF's eager kernels and with them
+  the model of every tokenizer built before ("Resource ... SentencepieceOp
+  ... does not exist"). A shared name of its own puts the model in TF's
+  resource manager instead, where it stays until the process ends (one
+  model's memory per tokenizer built; not destroyed with the tokenizer, as a
+  SavedModel loaded in the same process shares the name).
+  """
+  tokenizer = tf_text.SentencepieceTokenizer(model=model, out_type=out_type)
+  tokenizer._model_resource = _NamedSentencepieceModel(model)  # pylint: disable=protected-access
+  return tokenizer

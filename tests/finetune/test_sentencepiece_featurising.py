@@ -1,8 +1,8 @@
 """Fine-tuning featurisation with a SentencePiece vocab: the Python
 tokenizer gives the in-graph tokenizer's ids on real German text, a
 classification task featurises with them, the task models' preprocessor
-reads the model, and what cannot work with SentencePiece yet (QA, tagging,
-publishing) refuses it in one line."""
+reads the model, and what cannot work with SentencePiece yet (publishing)
+refuses it in one line. QA and tagging: test_sentencepiece_spans.py."""
 
 import numpy as np
 import pytest
@@ -75,18 +75,6 @@ def test_classification_featurises_with_the_model(german, tmp_path):
   np.testing.assert_array_equal(features["input_mask"], packed["input_mask"][0])
 
 
-@pytest.mark.parametrize("name, missing", [("squad", "alignment"), ("chunk", "tagging")])
-def test_qa_and_tagging_refuse_sentencepiece(german, tmp_path, name, missing):
-  model, _ = german
-  data_dir, _ = make_data_dir(tmp_path)
-  config = FinetuningConfig("m", data_dir, **tiny_hparams(300, task_names=[name], vocab_file=model))
-  with pytest.raises(ValueError) as raised:
-    task_builder.get_task(config, name, full_tokenizer_for(model))
-  message = str(raised.value)
-  assert name in message and missing in message and "SentencePiece" in message
-  assert "\n" not in message
-
-
 def test_task_models_preprocessor_reads_a_model(german):
   model, lines = german
   preprocessor = ElectraTextPreprocessor.from_vocab_file(model, max_seq_length=24)
@@ -96,8 +84,6 @@ def test_task_models_preprocessor_reads_a_model(german):
   # Its config holds the model's bytes: it needs the file no more.
   rebuilt = ElectraTextPreprocessor.from_config(preprocessor.get_config())
   np.testing.assert_array_equal(rebuilt(tf.constant(lines[:50]))["input_ids"], expected)
-  with pytest.raises(ValueError, match="does not support a SentencePiece tokenizer"):
-    ElectraTextPreprocessor.from_vocab_file(model, packing="question_context")
 
 
 @pytest.mark.parametrize("to", ["huggingface", "keras-hub"])

@@ -8,6 +8,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from electra_tf.text.vocab import train_sentencepiece
 from electra_tf.utils import keras_compat
 
 
@@ -123,3 +124,16 @@ def test_loss_tracker_and_unscale_loss_for_distribution(two_replica_strategy):
   assert float(keras_compat.unscale_loss_for_distribution(tf.constant(3.0))) == 3.0
   with two_replica_strategy.scope():
     assert float(keras_compat.unscale_loss_for_distribution(tf.constant(3.0))) == 6.0
+
+
+def test_sentencepiece_model_survives_set_random_seed():
+  tokenizer = keras_compat.sentencepiece_tokenizer(
+    train_sentencepiece(["Guten Morgen, Köln"] * 20, 30), tf.int32
+  )
+  traced = tf.function(tokenizer.tokenize)
+  text = tf.constant(["Morgen Köln"])
+  expected = tokenizer.tokenize(text).to_list()
+  keras.utils.set_random_seed(1)  # clears the eager kernels
+  assert tokenizer.tokenize(text).to_list() == expected
+  assert tokenizer.tokenize_with_offsets(text)[0].to_list() == expected
+  assert traced(text).to_list() == expected

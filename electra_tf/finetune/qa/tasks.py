@@ -14,12 +14,20 @@ from electra_tf.finetune import task as task_lib
 from electra_tf.finetune.qa import metrics as qa_metrics
 from electra_tf.finetune.qa.head import QAHead
 from electra_tf.text import wordpiece as tokenization
+from electra_tf.text.vocab import SENTENCEPIECE
 from electra_tf.utils.file_io import write_atomic
 
 
 @dataclasses.dataclass(eq=False)
 class QAExample:
-  """One question over a whitespace-split context (compared by identity)."""
+  """One question over a whitespace-split context (compared by identity).
+
+  `context` is the paragraph as given and `answer_span` the answer's
+  `(start, end)` character offsets in it (training, answerable only): a
+  SentencePiece vocab featurises from these, not from the words.
+  `context_pieces` caches the context's pieces and their character spans
+  for evaluation.
+  """
 
   task_name: str
   eid: int
@@ -31,6 +39,9 @@ class QAExample:
   start_position: int | None = None
   end_position: int | None = None
   is_impossible: bool = False
+  context: str | None = None
+  answer_span: tuple | None = None
+  context_pieces: tuple | None = None
 
 
 def is_whitespace(c):
@@ -46,6 +57,27 @@ def _improve_answer_span(doc_tokens, input_start, input_end, tokenizer, orig_ans
       if " ".join(doc_tokens[new_start : new_end + 1]) == tok_answer_text:
         return new_start, new_end
   return input_start, input_end
+
+
+def piece_range(spans, begin, end):
+  """The first and last piece whose characters overlap `[begin, end)`, given
+  each piece's `(start, end)` characters (`tokenize_with_offsets`); None when
+  none does.
+
+  The pieces' characters then run from `spans[first][0]` to
+  `spans[last][1]`: exactly the answer when piece boundaries fall on its
+  ends, else the smallest run of whole pieces that covers it (a piece that
+  reaches across an answer's edge is kept whole). A piece of only `▁` at
+  either edge is left out.
+
+  Example:
+  >>> piece_range([(0, 2), (2, 2), (2, 4), (4, 6)], 2, 6)
+  (2, 3)
+  >>> piece_range([(0, 2), (2, 4)], 3, 4)
+  (1, 1)
+  """
+  inside = [i for i, (a, b) in enumerate(spans) if a < end and b > begin]
+  return (inside[0], inside[-1]) if inside else None
 
 
 DocSpan = collections.namedtuple("DocSpan", ["start", "length"])
@@ -145,7 +177,7 @@ class QATask(task_lib.Task):
       char_to_word_offset.append(len(doc_tokens) - 1)
 
     for qa in paragraph["qas"]:
-      start_position = end_position = orig_answer_text = None
+      start_position = end_position = orig_answer_text = answer_span = None
       is_impossible = False
       if split == "train":
         if self.v2:
@@ -165,6 +197,14 @@ class QATask(task_lib.Task):
           orig_answer_text = answer["text"]
           if answer_offset + len(orig_answer_text) - 1 >= len(char_to_word_offset):
             tf.get_logger().info("End position is out of document!")
+            failures[0] += 1
+            continue
+          answer_span = (answer_offset, answer_offset + len(orig_answer_text))
+          if self.sentencepiece and text[answer_offset : answer_span[1]] != orig_answer_text:
+            # Its labels come from these characters: a shifted offset would mislabel.
+            tf.get_logger().info(
+              "Answer %r is not at character %d", orig_answer_text, answer_offset
+            )
             failures[0] += 1
             continue
           start_position = char_to_word_offset[answer_offset]
@@ -190,6 +230,8 @@ class QATask(task_lib.Task):
           start_position,
           end_position,
           is_impossible,
+          context=text,
+          answer_span=answer_span,
         )
       )
 
@@ -215,10 +257,49 @@ class QATask(task_lib.Task):
       self._examples[split] = examples
     return self._examples[split]
 
+  @property
+  def sentencepiece(self):
+    """Whether the vocab is a SentencePiece model (features from character offsets)."""
+    return getattr(self.tokenizer, "kind", None) == SENTENCEPIECE
+
+  def context_pieces(self, example, keep=True):
+    """`(pieces, spans)` of a SentencePiece vocab: the whole context's pieces
+    (the model reads the text untouched, spaces or none) and the characters
+    each stands for. `keep`: computed once per example and kept (evaluation
+    reads them again; training, once, keeps none)."""
+    if example.context_pieces is not None:
+      return example.context_pieces
+    pieces = self.tokenizer.tokenize_with_offsets(example.context)
+    if keep:
+      example.context_pieces = pieces
+    return pieces
+
+  def _piece_document(self, example, keep):
+    """The SentencePiece featuriser's document: pieces, each its own
+    "original token", and the answer's first and last piece (`piece_range`)."""
+    pieces, spans = self.context_pieces(example, keep)
+    tok_start = tok_end = None
+    if example.is_impossible:
+      tok_start = tok_end = -1
+    elif example.answer_span is not None:
+      found = piece_range(spans, *example.answer_span)
+      # No piece overlaps (the answer is only characters the model drops):
+      # trained as no answer in any window, as an answer outside one.
+      tok_start, tok_end = found if found else (len(pieces), len(pieces))
+    return list(pieces), list(range(len(pieces))), tok_start, tok_end
+
   def featurize(self, example, is_training, log=False, for_eval=False):
-    config = self.config
-    name = self.name
-    query_tokens = self.tokenizer.tokenize(example.question_text)[: config.max_query_length]
+    query_tokens = self.tokenizer.tokenize(example.question_text)
+    query_tokens = query_tokens[: self.config.max_query_length]
+    if self.sentencepiece:
+      document = self._piece_document(example, keep=for_eval)
+    else:
+      document = self._wordpiece_document(example, is_training)
+    return self._window_features(example, query_tokens, document, is_training, log, for_eval)
+
+  def _wordpiece_document(self, example, is_training):
+    """The original's: each whitespace word's WordPieces, the answer's
+    tokens narrowed to the tokenized answer (`_improve_answer_span`)."""
     tok_to_orig_index = []
     orig_to_tok_index = []
     all_doc_tokens = []
@@ -240,7 +321,17 @@ class QATask(task_lib.Task):
       tok_start, tok_end = _improve_answer_span(
         all_doc_tokens, tok_start, tok_end, self.tokenizer, example.orig_answer_text
       )
+    return all_doc_tokens, tok_to_orig_index, tok_start, tok_end
 
+  def _window_features(self, example, query_tokens, document, is_training, log, for_eval):
+    """One feature dict per doc-stride window over the document's tokens.
+
+    `document` is `(all_doc_tokens, tok_to_orig_index, tok_start, tok_end)`:
+    the tokens, each token's original word (WordPiece) or piece
+    (SentencePiece), and the answer's first and last token."""
+    all_doc_tokens, tok_to_orig_index, tok_start, tok_end = document
+    config = self.config
+    name = self.name
     max_tokens_for_doc = config.max_seq_length - len(query_tokens) - 3
     if max_tokens_for_doc <= 0:
       raise ValueError(
@@ -541,12 +632,17 @@ class SpanBasedQAScorer(scorer_lib.Scorer):
         if len(nbest) >= config.n_best_size:
           break
         feature = features[feature_index]
-        tok_text = " ".join(feature[name + "_tokens"][start_index : end_index + 1])
-        tok_text = " ".join(tok_text.replace(" ##", "").replace("##", "").strip().split())
         orig_start = feature[name + "_token_to_orig_map"][start_index]
         orig_end = feature[name + "_token_to_orig_map"][end_index]
-        orig_text = " ".join(example.doc_tokens[orig_start : orig_end + 1])
-        final_text = get_final_text(tok_text, orig_text, config.do_lower_case, config.strip_accents)
+        if self._task.sentencepiece:
+          final_text = self._piece_text(example, orig_start, orig_end)
+        else:
+          tok_text = " ".join(feature[name + "_tokens"][start_index : end_index + 1])
+          tok_text = " ".join(tok_text.replace(" ##", "").replace("##", "").strip().split())
+          orig_text = " ".join(example.doc_tokens[orig_start : orig_end + 1])
+          final_text = get_final_text(
+            tok_text, orig_text, config.do_lower_case, config.strip_accents
+          )
         if final_text in seen:
           continue
         seen.add(final_text)
@@ -567,6 +663,12 @@ class SpanBasedQAScorer(scorer_lib.Scorer):
     if self._v2:
       write_atomic(na_file or config.qa_na_file(name), json.dumps(dict(null_odds), indent=2))
     return predictions, null_odds
+
+  def _piece_text(self, example, first, last):
+    """The context's own characters from piece `first` to piece `last`
+    (SentencePiece): an exact substring, spaces and all."""
+    _, spans = self._task.context_pieces(example)
+    return example.context[spans[first][0] : max(spans[first][0], spans[last][1])]
 
   def _get_results(self):
     predictions, null_odds = self.write_predictions()

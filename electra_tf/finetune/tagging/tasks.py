@@ -13,6 +13,7 @@ from electra_tf.finetune.tagging import labels as tagging_utils
 from electra_tf.finetune.tagging import scorer as tagging_scorers
 from electra_tf.finetune.tagging.head import TaggingHead
 from electra_tf.text import wordpiece as tokenization
+from electra_tf.text.vocab import SENTENCEPIECE
 from electra_tf.utils.file_io import write_atomic
 
 LABEL_ENCODING = "BIOES"
@@ -62,7 +63,15 @@ def tokenize_and_align(tokenizer, words):
   the sentence. Always lower-cases (the original never passes its `cased`
   flag) and strips accents unless the tokenizer keeps them (`strip_accents`
   false, a model pre-trained on accented text), splits punctuation, no CJK
-  or whitespace split."""
+  or whitespace split.
+
+  With a SentencePiece vocab each word is tokenised on its own, untouched
+  (no lower-casing or punctuation split; the model's own settings apply):
+  its pieces start with the `▁` piece of the space before it, so words are
+  what the input splits, Japanese words without spaces between them too."""
+  if getattr(tokenizer, "kind", None) == SENTENCEPIECE:
+    pieces = tokenizer.convert_ids_to_tokens
+    return [["[CLS]"]] + [pieces(ids) for ids in tokenizer.encode_batch(words)] + [["[SEP]"]]
   words = ["[CLS]"] + list(words) + ["[SEP]"]
   tokenized_words = []
   for word in words:
