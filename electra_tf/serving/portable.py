@@ -19,9 +19,11 @@ dynamic axes, LiteRT through a dynamic shape signature (its signature runner
 resizes the inputs; a bare interpreter takes `resize_tensor_input`).
 
 Beside the file go the tokenizer files a non-TF runtime tokenises with:
-`vocab.txt`, the Hugging Face `tokenizer.json` that reproduces electra_tf's
-ids (`electra_tf.checkpoints.hf_tokenizer`) and `tokenizer_config.json`
-(whose `model_max_length` is the length the model was trained to pack).
+the vocab (`vocab.txt`, or a SentencePiece model as `sentencepiece.model`
+with its settings file), the Hugging Face `tokenizer.json` that reproduces
+electra_tf's ids (`electra_tf.checkpoints.hf_tokenizer`,
+`hf_sentencepiece_tokenizer`) and `tokenizer_config.json` (whose
+`model_max_length` is the length the model was trained to pack).
 
 `quantize="dynamic-int8"`: LiteRT's dynamic-range quantisation (int8 weights,
 float activations) or ONNX Runtime's dynamic quantisation (int8 weights,
@@ -53,6 +55,8 @@ from electra_tf.checkpoints import any_format
 from electra_tf.checkpoints import huggingface
 from electra_tf.serving import export as export_lib
 from electra_tf.serving import modules as serving_modules
+from electra_tf.text.auto_tokenizer import tokenizer_for
+from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from electra_tf.text.tokenizer import ElectraTokenizer
 from electra_tf.utils import keras_compat
 from electra_tf.utils.file_io import atomic_path
@@ -153,14 +157,17 @@ def _tokenizer(model, vocab_file, do_lower_case, strip_accents, max_seq_length):
   if vocab_file is None:
     raise ValueError(
       f"{type(model).__name__} carries no tokenizer: pass vocab_file (--vocab-file), the "
-      "WordPiece vocab the model was trained with"
+      "vocab (WordPiece vocab.txt or SentencePiece model) the model was trained with"
     )
   if not os.path.isfile(vocab_file):
     raise ValueError(f"--vocab-file {vocab_file!r} does not exist")
+  if export_lib.is_sentencepiece(vocab_file):
+    # None applies what the model was built with (its settings file).
+    return tokenizer_for(vocab_file, do_lower_case, strip_accents), max_seq_length
   tokenizer = ElectraTokenizer(
     vocab_file=vocab_file,
     do_lower_case=True if do_lower_case is None else do_lower_case,
-    strip_accents=strip_accents,
+    strip_accents=True if strip_accents is None else strip_accents,
   )
   return tokenizer, max_seq_length
 
@@ -194,7 +201,7 @@ def build_network(model, kind=None, task=None, vocab_file=None, **options):
     model,
     vocab_file,
     options.get("do_lower_case"),
-    options.get("strip_accents", True),
+    options.get("strip_accents"),
     options.get("max_seq_length", 512),
   )
   model = export_lib.with_dtype_policy(model, "float32")
@@ -349,17 +356,39 @@ def _check_export(path, function, quantize, min_length, vocab_size):
 # --- the export --------------------------------------------------------------------
 
 
+def vocab_file_name(tokenizer):
+  """The vocab's name among the tokenizer files: `sentencepiece.model` or `vocab.txt`."""
+  if isinstance(tokenizer, SentencePieceTokenizer):
+    return huggingface.SENTENCEPIECE_FILE
+  return huggingface.VOCAB_FILE
+
+
 def write_tokenizer_files(directory, tokenizer, packing_length):
-  """`vocab.txt`, `tokenizer.json` and `tokenizer_config.json` in `directory`."""
-  if tokenizer.vocabulary is not None:
-    tokens = [str(t).strip() for t in tokenizer.vocabulary]
-  else:
-    tokens = huggingface.read_vocab(tokenizer.vocab_file, tokenizer.vocab_size)
+  """The vocab (`vocab.txt`, or `sentencepiece.model` and its settings),
+  `tokenizer.json` and `tokenizer_config.json` in `directory`."""
   work = tempfile.mkdtemp(prefix="electra_tokenizer_")
   try:
-    huggingface.write_hf_tokenizer_files(
-      work, tokens, tokenizer.do_lower_case, tokenizer.strip_accents, packing_length
-    )
+    if isinstance(tokenizer, SentencePieceTokenizer):
+      proto = tokenizer.proto
+      if proto is None:
+        with open(tokenizer.model_file, "rb") as f:
+          proto = f.read()
+      huggingface.write_hf_sentencepiece_files(
+        work,
+        proto,
+        tokenizer.do_lower_case,
+        tokenizer.strip_accents,
+        packing_length,
+        source=tokenizer.model_file or "the preprocessor's SentencePiece model",
+      )
+    else:
+      if tokenizer.vocabulary is not None:
+        tokens = [str(t).strip() for t in tokenizer.vocabulary]
+      else:
+        tokens = huggingface.read_vocab(tokenizer.vocab_file, tokenizer.vocab_size)
+      huggingface.write_hf_tokenizer_files(
+        work, tokens, tokenizer.do_lower_case, tokenizer.strip_accents, packing_length
+      )
     for name in sorted(os.listdir(work)):
       with open(os.path.join(work, name), "rb") as f:
         write_atomic(os.path.join(directory, name), f.read())
@@ -390,7 +419,7 @@ def export_portable(model, filepath, format, quantize=None, **options):
   metadata = {
     "inputs": ",".join(INPUT_NAMES),
     "max_sequence_length": str(max_length),
-    "tokenizer": "tokenizer.json, vocab.txt (beside this file)",
+    "tokenizer": f"{huggingface.TOKENIZER_FILE}, {vocab_file_name(tokenizer)} (beside this file)",
   }
   if format == "litert":
     data = _to_litert(function, quantize)
@@ -440,12 +469,6 @@ def add_flags(parser):
 
 def export_from_flags(model, args, vocab_file, do_lower_case, strip_accents):
   """`export_to_dir` as `export_saved_model`'s flags `args` ask."""
-  if export_lib.is_sentencepiece(vocab_file):
-    # Its tokenizer files are WordPiece's (vocab.txt, tokenizer.json).
-    raise ValueError(
-      f"--format {args.format} does not support a SentencePiece vocab yet ({vocab_file}); "
-      "use --format tf_saved_model"
-    )
   options = {k: getattr(args, k) for k in ("task", "max_seq_length", "top_k", "max_predictions")}
   return export_to_dir(
     model,

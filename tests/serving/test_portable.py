@@ -20,7 +20,10 @@ import electra_tf
 from electra_tf import export_saved_model
 from electra_tf.finetune.text_preprocessor import ElectraTextPreprocessor
 from electra_tf.serving import portable
+from electra_tf.text import vocab as vocab_lib
+from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from electra_tf.text.tokenizer import ElectraTokenizer
+from tests.helpers import translations
 from tests.helpers.serving import VOCAB
 from tests.helpers.subprocesses import run_python
 
@@ -255,3 +258,47 @@ def test_missing_extra_and_bad_flags_are_one_line(tmp_path, monkeypatch, capsys)
     err = capsys.readouterr().err.strip()
     assert err.splitlines() == [err] and f"the optional '{fmt}' extra" in err
   assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+@needs_extras
+def test_sentencepiece_classifier_exports_with_its_model_and_tokenizer_json(tmp_path):
+  """A classifier on a German SentencePiece model: both formats carry the
+  model and a `tokenizer.json` that tokenises as the preprocessor, and run
+  as TensorFlow does."""
+  lines = [line for doc in translations.catalogue_messages("de") for line in doc if line]
+  tokenizer = SentencePieceTokenizer(proto=vocab_lib.train_sentencepiece(lines, 300, "unigram"))
+  preprocessor = ElectraTextPreprocessor(tokenizer, max_seq_length=32, packing="pair")
+  bert = {
+    "vocab_size": tokenizer.vocab_size,
+    "hidden_size": 16,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "intermediate_size": 32,
+    "max_position_embeddings": 32,
+  }
+  keras.utils.set_random_seed(6)
+  model = electra_tf.ElectraClassifier(bert, 2, preprocessor=preprocessor, embedding_size=8)
+  # Short pairs that fit untruncated, umlauts and ß included.
+  a = [line for line in lines if 3 <= len(line) <= 12][:3] + ["Grüße aus Köln"]
+  b = ["Straße", "Übergröße", "ja", "nein"]
+  packed = {k: np.asarray(v) for k, v in model.pack((tf.constant(a), tf.constant(b))).items()}
+  assert packed["input_mask"][:, -1].sum() == 0
+  runs, expected = {}, _as_dict(model(packed))
+  for fmt in portable.FORMATS:
+    path = str(tmp_path / fmt / portable.default_filename("sst", fmt))
+    assert model.export(path, format=fmt) == path
+    files = set(os.listdir(tmp_path / fmt))
+    assert {"sentencepiece.model", "sentencepiece.model.json", "tokenizer.json"} <= files
+    assert "vocab.txt" not in files
+    assert (tmp_path / fmt / "sentencepiece.model").read_bytes() == tokenizer.proto
+    runs[fmt] = (path, packed)
+  tokenize = [("sp", str(tmp_path / "onnx" / "tokenizer.json"), a, b)]
+  outputs, ids = run_fresh(tmp_path, runs, tokenize)
+  for fmt in runs:
+    np.testing.assert_allclose(
+      outputs[fmt]["logits"], expected["logits"], rtol=0, atol=TOLERANCE, err_msg=fmt
+    )
+  for row, row_ids in enumerate(ids["sp"]):
+    n = int(packed["input_mask"][row].sum())
+    assert row_ids == packed["input_ids"][row][:n].tolist()
