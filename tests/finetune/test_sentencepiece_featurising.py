@@ -1,14 +1,13 @@
 """Fine-tuning featurisation with a SentencePiece vocab: the Python
 tokenizer gives the in-graph tokenizer's ids on real German text, a
 classification task featurises with them, the task models' preprocessor
-reads the model, and what cannot work with SentencePiece yet (publishing)
-refuses it in one line. QA and tagging: test_sentencepiece_spans.py."""
+reads the model. QA and tagging: test_sentencepiece_spans.py; publishing:
+tests/checkpoints/test_hf_sentencepiece.py."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.checkpoints import convert
 from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.finetune import task_builder
 from electra_tf.finetune.classification.tasks import InputExample
@@ -84,13 +83,3 @@ def test_task_models_preprocessor_reads_a_model(german):
   # Its config holds the model's bytes: it needs the file no more.
   rebuilt = ElectraTextPreprocessor.from_config(preprocessor.get_config())
   np.testing.assert_array_equal(rebuilt(tf.constant(lines[:50]))["input_ids"], expected)
-
-
-@pytest.mark.parametrize("to", ["huggingface", "keras-hub"])
-def test_publishing_refuses_a_model(german, tmp_path, to):
-  model, _ = german
-  with pytest.raises(ValueError) as raised:
-    convert.publish(str(tmp_path / "run"), str(tmp_path / "out"), to=to, vocab_file=model)
-  message = str(raised.value)
-  assert "SentencePiece" in message and model in message and "\n" not in message
-  assert not (tmp_path / "out").exists()
