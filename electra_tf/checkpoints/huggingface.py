@@ -267,8 +267,8 @@ def read_vocab(vocab_file, vocab_size):
 
 
 def read_sentencepiece_vocab(vocab_file, vocab_size):
-  """A SentencePiece model's bytes; raises unless it has exactly `vocab_size`
-  pieces and the special ones."""
+  """A SentencePiece model's vocab (`.proto`, its bytes; `.special_ids`);
+  raises unless it has exactly `vocab_size` pieces and the special ones."""
   vocab = vocab_lib.load_vocab(vocab_file)
   if len(vocab) != vocab_size:
     raise ValueError(
@@ -276,7 +276,7 @@ def read_sentencepiece_vocab(vocab_file, vocab_size):
       f"have {vocab_size} rows"
     )
   vocab_lib.check_special_tokens(vocab, vocab_file)
-  return vocab.proto
+  return vocab
 
 
 def hf_tokenizer_config(do_lower_case, strip_accents, model_max_length):
@@ -368,8 +368,8 @@ def write_huggingface(part, output_dir, vocab_file, do_lower_case=True, strip_ac
   check_new_output_dir(output_dir)
   c = part.bert_config
   if vocab_lib.vocab_kind(vocab_file) == vocab_lib.SENTENCEPIECE:
-    proto = read_sentencepiece_vocab(vocab_file, int(c["vocab_size"]))
-    pad_token_id = vocab_lib.sentencepiece_vocab_of(proto, vocab_file).special_ids["pad"]
+    vocab = read_sentencepiece_vocab(vocab_file, int(c["vocab_size"]))
+    proto, pad_token_id = vocab.proto, vocab.special_ids["pad"]
     # Checked before anything is written.
     hf_sentencepiece_tokenizer.build_tokenizer(proto, do_lower_case, strip_accents, vocab_file)
 

@@ -211,7 +211,7 @@ def write_keras_hub_preset(part, output_dir, vocab_file, do_lower_case=True, str
         "lower-casing or accent stripping, which keras-hub's SentencePieceTokenizer cannot "
         "apply; publish it --to huggingface"
       )
-    proto = huggingface.read_sentencepiece_vocab(vocab_file, vocab_size)
+    proto = huggingface.read_sentencepiece_vocab(vocab_file, vocab_size).proto
     # keras-hub's ElectraTokenizer is WordPiece only; its generic tokenizer
     # runs the model as electra_tf does (without [CLS]/[SEP]: docs/publish.md).
     tokenizer = keras_hub.tokenizers.SentencePieceTokenizer(proto=bytes(proto))
@@ -456,8 +456,7 @@ def write_task_preset(task_model, encoder, tokenizer, output_dir):
     # keras-hub tokenizer (task.json still holds electra_tf's).
     hub_tokenizer = None
     if not (tokenizer.do_lower_case or tokenizer.strip_accents):
-      proto = tokenizer.proto or vocab_lib.load_vocab(tokenizer.model_file).proto
-      hub_tokenizer = keras_hub.tokenizers.SentencePieceTokenizer(proto=bytes(proto))
+      hub_tokenizer = keras_hub.tokenizers.SentencePieceTokenizer(proto=tokenizer.model_bytes)
   else:
     hub_tokenizer = keras_hub.models.ElectraTokenizer(
       vocabulary=list(tokenizer.vocabulary),

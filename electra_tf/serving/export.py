@@ -407,7 +407,7 @@ def export_task_model(task_model, filepath, overwrite=False, jit_compile=False, 
       shutil.copyfile(tokenizer.vocab_file, asset)
     elif sentencepiece:  # a preprocessor's config holds the model's bytes, not its path
       with open(asset, "wb") as f:
-        f.write(tokenizer.proto)
+        f.write(tokenizer.model_bytes)
     else:
       with open(asset, "w", encoding="utf-8") as f:
         f.write("".join(t + "\n" for t in tokenizer.vocabulary))

@@ -369,13 +369,9 @@ def write_tokenizer_files(directory, tokenizer, packing_length):
   work = tempfile.mkdtemp(prefix="electra_tokenizer_")
   try:
     if isinstance(tokenizer, SentencePieceTokenizer):
-      proto = tokenizer.proto
-      if proto is None:
-        with open(tokenizer.model_file, "rb") as f:
-          proto = f.read()
       huggingface.write_hf_sentencepiece_files(
         work,
-        proto,
+        tokenizer.model_bytes,
         tokenizer.do_lower_case,
         tokenizer.strip_accents,
         packing_length,

@@ -112,6 +112,8 @@ class SentencePieceTokenizer(keras.layers.Layer):
     check_special_tokens(vocab, source)
     self.model_file = model_file
     self.proto = None if proto is None else _proto_bytes(proto)
+    # The model's bytes however it was given (exports and presets carry them).
+    self.model_bytes = bytes(vocab.proto)
     self.do_lower_case = bool(settings["do_lower_case"] if do_lower_case is None else do_lower_case)
     self.strip_accents = bool(settings["strip_accents"] if strip_accents is None else strip_accents)
     self.vocab = dict(vocab)
