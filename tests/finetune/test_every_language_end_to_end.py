@@ -56,6 +56,8 @@ def _tsv(path, lines):
 
 # Japanese needs more entries: its catalogues hold over 500 distinct
 # characters, and a WordPiece vocab holds each twice (alone and as "##c").
+# Unigram at 1,000 pieces makes phrases of them (about 8 pieces a line), too
+# few tokens for 200 steps to learn from.
 VOCAB_SIZES = {
   ("de", "wordpiece"): 1000,
   ("de", "unigram"): 400,
