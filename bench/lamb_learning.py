@@ -18,11 +18,12 @@ seen) and at the end; the verdict per metric compares the seed means at the
 same examples seen with the run-to-run noise (`bench.learning_comparison`).
 
 Writes `<report-dir>/lamb_learning.{md,json,png}` (tables and curves against
-examples seen; `lamb_learning_lr<rate>.*` with `--lamb-learning-rate`) and
+examples seen; with settings of one's own `lamb_learning_lr<rate>_steps<N>_warmup<W>.*`,
+each part where it is given and not the default) and
 prints the tables:
 
-  python -m bench.lamb_learning [--steps 480] [--lamb-learning-rate R] [--output-dir DIR]
-    [--report-dir DIR]
+  python -m bench.lamb_learning [--steps 480] [--lamb-learning-rate R]
+    [--lamb-warmup-steps W] [--reference-from JSON] [--output-dir DIR] [--report-dir DIR]
 """
 
 import argparse
@@ -51,12 +52,13 @@ def sqrt_scaled_learning_rate(k=BATCH_FACTOR):
   return demo.DEMO_HPARAMS["learning_rate"] * math.sqrt(k)
 
 
-def lamb_hparams(k=BATCH_FACTOR, learning_rate=None):
+def lamb_hparams(k=BATCH_FACTOR, learning_rate=None, warmup_steps=None):
   """LAMB's overrides of the demo's hparams for a k-fold global batch made
   of k accumulated micro-batches of the demo's batch; `learning_rate`
-  defaults to `sqrt_scaled_learning_rate(k)`."""
+  defaults to `sqrt_scaled_learning_rate(k)`, `warmup_steps` to the demo's
+  (see below)."""
   batch = demo.DEMO_HPARAMS["train_batch_size"]
-  return {
+  overrides = {
     "optimizer": "lamb",
     "train_batch_size": k * batch,
     "gradient_accumulation_steps": k,
@@ -65,22 +67,35 @@ def lamb_hparams(k=BATCH_FACTOR, learning_rate=None):
     # linear-epoch warm-up (k× the examples, so the same steps), and
     # demo.pretraining_config caps them at half of a short run.
   }
+  if warmup_steps is not None:
+    overrides["num_warmup_steps"] = warmup_steps
+  return overrides
 
 
-def comparison(steps=480, k=BATCH_FACTOR, learning_rate=None):
+def comparison(steps=480, k=BATCH_FACTOR, learning_rate=None, warmup_steps=None):
   """Adam for `steps` steps (the reference) and LAMB at k× the batch for
-  steps / k (at `learning_rate`, see `lamb_hparams`), held-out metrics at
-  the same examples seen."""
+  steps / k (at `learning_rate` and `warmup_steps`, see `lamb_hparams`),
+  held-out metrics at the same examples seen."""
   every = steps // EVALUATIONS
-  # A rate of one's own gets a report of its own beside the default's.
-  name = "lamb_learning" if learning_rate is None else f"lamb_learning_lr{learning_rate:g}"
+  # Settings of one's own get a report of their own beside the default's.
+  name = "lamb_learning"
+  if learning_rate is not None:
+    name += f"_lr{learning_rate:g}"
+  if steps != 480:
+    name += f"_steps{steps}"
+  if warmup_steps is not None:
+    name += f"_warmup{warmup_steps}"
   return learning_comparison.Comparison(
     name=name,
     title=f"LAMB at a {k}x global batch against Adam, by examples seen",
     variants=(
       learning_comparison.Variant("adam", {}, steps, every, color="tab:blue"),
       learning_comparison.Variant(
-        "lamb", lamb_hparams(k, learning_rate), steps // k, every // k, color="tab:green"
+        "lamb",
+        lamb_hparams(k, learning_rate, warmup_steps),
+        steps // k,
+        every // k,
+        color="tab:green",
       ),
     ),
     variant_key="optimizer",
@@ -113,7 +128,14 @@ def main(argv=None):
     "--reference-from",
     help="an earlier report's JSON whose adam runs (same --steps) are reused, not run again",
   )
+  parser.add_argument(
+    "--lamb-warmup-steps",
+    type=int,
+    help="LAMB's warm-up steps (default: the demo's, the LAMB paper's linear-epoch warm-up)",
+  )
   args = parser.parse_args(argv)
+  if args.lamb_warmup_steps is not None and args.lamb_warmup_steps < 0:
+    parser.error(f"--lamb-warmup-steps {args.lamb_warmup_steps}: expected 0 or more steps")
   if args.lamb_learning_rate is not None and not args.lamb_learning_rate > 0:
     parser.error(f"--lamb-learning-rate {args.lamb_learning_rate}: expected a positive rate")
   unit = BATCH_FACTOR * EVALUATIONS
@@ -122,11 +144,13 @@ def main(argv=None):
       f"--steps {args.steps}: expected a positive multiple of {unit} (LAMB runs steps/"
       f"{BATCH_FACTOR}, and both are measured {EVALUATIONS} times at the same examples seen)"
     )
-  c = comparison(args.steps, learning_rate=args.lamb_learning_rate)
+  c = comparison(args.steps, learning_rate=args.lamb_learning_rate, warmup_steps=args.lamb_warmup_steps)
   how = "square-root scaling" if args.lamb_learning_rate is None else "--lamb-learning-rate"
   command = f"python -m bench.lamb_learning --steps {args.steps}"
   if args.lamb_learning_rate is not None:
     command += f" --lamb-learning-rate {args.lamb_learning_rate:g}"
+  if args.lamb_warmup_steps is not None:
+    command += f" --lamb-warmup-steps {args.lamb_warmup_steps}"
   if args.reference_from:
     command += f" --reference-from {args.reference_from}"
 
@@ -134,6 +158,10 @@ def main(argv=None):
     return demo.pretraining_hparams(args.output_dir, steps)["num_warmup_steps"]
 
   adam, lamb = c.variants
+  if args.lamb_warmup_steps is None:
+    lamb_warmup = f"{warmup(lamb.steps)} steps (linear-epoch, capped at half the run"
+  else:
+    lamb_warmup = f"{args.lamb_warmup_steps} steps (--lamb-warmup-steps"
   batch = demo.DEMO_HPARAMS["train_batch_size"]
   learning_comparison.run_report(
     c,
@@ -148,8 +176,7 @@ def main(argv=None):
       f"{demo.DEMO_HPARAMS['learning_rate']:g}, {adam.steps} steps. lamb: batch "
       f"{lamb.overrides['train_batch_size']} as {BATCH_FACTOR} accumulated micro-batches of "
       f"{batch}, learning rate {lamb.overrides['learning_rate']:g} ({how}), "
-      f"{lamb.steps} steps, warm-up {warmup(lamb.steps)} "
-      f"steps (linear-epoch, capped at half the run; Adam's: "
+      f"{lamb.steps} steps, warm-up {lamb_warmup}; Adam's: "
       f"{warmup(adam.steps)}). Held-out metrics every "
       f"{adam.eval_every * batch} examples."
     ),
