@@ -79,6 +79,17 @@ def test_a_learning_rate_of_ones_own_gets_its_own_report():
   assert given.variants[0] == default.variants[0]
   assert (default.name, given.name) == ("lamb_learning", "lamb_learning_lr0.006")
   assert "`lamb_learning_lr0.006.png`" in given.curves_text
+  # other steps and a warm-up of one's own name their report too
+  longer = lamb_learning.comparison(960, learning_rate=0.05, warmup_steps=24)
+  assert longer.name == "lamb_learning_lr0.05_steps960_warmup24"
+  assert longer.variants[1].overrides["num_warmup_steps"] == 24
+  assert "num_warmup_steps" not in given.variants[1].overrides
+
+
+def test_a_warmup_of_ones_own_reaches_the_lamb_config(tmp_path):
+  lamb = lamb_learning.comparison(960, warmup_steps=24).variants[1]
+  config = demo.pretraining_config(str(tmp_path), lamb.steps, **lamb.overrides)
+  assert (config.num_warmup_steps, config.num_train_steps) == (24, 240)
 
 
 @pytest.mark.parametrize(
@@ -88,6 +99,7 @@ def test_a_learning_rate_of_ones_own_gets_its_own_report():
     (["--steps", "12"], "--steps 12: expected a positive multiple of 24"),
     (["--steps", "0"], "--steps 0: expected a positive multiple of 24"),
     (["--lamb-learning-rate", "-1"], "--lamb-learning-rate -1.0: expected a positive rate"),
+    (["--lamb-warmup-steps", "-5"], "--lamb-warmup-steps -5: expected 0 or more steps"),
   ],
 )
 def test_flags_that_cannot_be_compared_are_refused(flags, message, capsys):
