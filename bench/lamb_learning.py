@@ -144,7 +144,9 @@ def main(argv=None):
       f"--steps {args.steps}: expected a positive multiple of {unit} (LAMB runs steps/"
       f"{BATCH_FACTOR}, and both are measured {EVALUATIONS} times at the same examples seen)"
     )
-  c = comparison(args.steps, learning_rate=args.lamb_learning_rate, warmup_steps=args.lamb_warmup_steps)
+  c = comparison(
+    args.steps, learning_rate=args.lamb_learning_rate, warmup_steps=args.lamb_warmup_steps
+  )
   how = "square-root scaling" if args.lamb_learning_rate is None else "--lamb-learning-rate"
   command = f"python -m bench.lamb_learning --steps {args.steps}"
   if args.lamb_learning_rate is not None:
