@@ -37,6 +37,8 @@ from electra_tf import demo
 
 # k: LAMB's global batch over Adam's, run as k micro-batches of Adam's batch.
 BATCH_FACTOR = 4
+# Adam's steps by default; other step counts name their report.
+DEFAULT_STEPS = 480
 EVALUATIONS = 6
 CURVES_TEXT = (
   "Curves (`{name}.png`), against examples seen (step × global batch): one panel per "
@@ -72,7 +74,7 @@ def lamb_hparams(k=BATCH_FACTOR, learning_rate=None, warmup_steps=None):
   return overrides
 
 
-def comparison(steps=480, k=BATCH_FACTOR, learning_rate=None, warmup_steps=None):
+def comparison(steps=DEFAULT_STEPS, k=BATCH_FACTOR, learning_rate=None, warmup_steps=None):
   """Adam for `steps` steps (the reference) and LAMB at k× the batch for
   steps / k (at `learning_rate` and `warmup_steps`, see `lamb_hparams`),
   held-out metrics at the same examples seen."""
@@ -81,7 +83,7 @@ def comparison(steps=480, k=BATCH_FACTOR, learning_rate=None, warmup_steps=None)
   name = "lamb_learning"
   if learning_rate is not None:
     name += f"_lr{learning_rate:g}"
-  if steps != 480:
+  if steps != DEFAULT_STEPS:
     name += f"_steps{steps}"
   if warmup_steps is not None:
     name += f"_warmup{warmup_steps}"
@@ -108,7 +110,9 @@ def comparison(steps=480, k=BATCH_FACTOR, learning_rate=None, warmup_steps=None)
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--steps", type=int, default=480, help="Adam's steps (LAMB runs a quarter)")
+  parser.add_argument(
+    "--steps", type=int, default=DEFAULT_STEPS, help="Adam's steps (LAMB runs a quarter)"
+  )
   parser.add_argument(
     "--output-dir",
     default=os.path.join(REPO_ROOT, "bench", "results", "lamb_learning"),
