@@ -23,10 +23,16 @@ each part where it is given and not the default) and
 prints the tables:
 
   python -m bench.lamb_learning [--steps 480] [--lamb-learning-rate R]
-    [--lamb-warmup-steps W] [--reference-from JSON] [--output-dir DIR] [--report-dir DIR]
+    [--lamb-warmup-steps W] [--large-batch-optimizer adam] [--reference-from JSON]
+    [--output-dir DIR] [--report-dir DIR]
+
+`--large-batch-optimizer adam` is the control: Adam at the same 4× batch,
+rate and warm-up (variant `adam_4x`, report `lamb_learning_adam4x*`), to
+tell what the larger batch costs from what the optimizer does about it.
 """
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -42,8 +48,8 @@ DEFAULT_STEPS = 480
 EVALUATIONS = 6
 CURVES_TEXT = (
   "Curves (`{name}.png`), against examples seen (step × global batch): one panel per "
-  "measure with every run in it (adam blue, lamb green; seed 0 solid, seed 1 dashed): the "
-  "discriminator loss on training batches (raw faint, its moving average bold; LAMB's batches "
+  "measure with every run in it (adam blue, {large} green; seed 0 solid, seed 1 dashed): the "
+  "discriminator loss on training batches (raw faint, its moving average bold; {large}'s batches "
   "are 4× larger, so its raw loss is less noisy), the held-out discriminator AUC (random "
   "scores dashed) and the held-out generator accuracy (unigram answer dashed)."
 )
@@ -54,14 +60,15 @@ def sqrt_scaled_learning_rate(k=BATCH_FACTOR):
   return demo.DEMO_HPARAMS["learning_rate"] * math.sqrt(k)
 
 
-def lamb_hparams(k=BATCH_FACTOR, learning_rate=None, warmup_steps=None):
+def lamb_hparams(k=BATCH_FACTOR, learning_rate=None, warmup_steps=None, optimizer="lamb"):
   """LAMB's overrides of the demo's hparams for a k-fold global batch made
   of k accumulated micro-batches of the demo's batch; `learning_rate`
   defaults to `sqrt_scaled_learning_rate(k)`, `warmup_steps` to the demo's
-  (see below)."""
+  (see below). `optimizer="adam"` gives the control: Adam at the same
+  batch and rate."""
   batch = demo.DEMO_HPARAMS["train_batch_size"]
   overrides = {
-    "optimizer": "lamb",
+    "optimizer": optimizer,
     "train_batch_size": k * batch,
     "gradient_accumulation_steps": k,
     "learning_rate": learning_rate or sqrt_scaled_learning_rate(k),
@@ -74,38 +81,82 @@ def lamb_hparams(k=BATCH_FACTOR, learning_rate=None, warmup_steps=None):
   return overrides
 
 
-def comparison(steps=DEFAULT_STEPS, k=BATCH_FACTOR, learning_rate=None, warmup_steps=None):
+def comparison(
+  steps=DEFAULT_STEPS, k=BATCH_FACTOR, learning_rate=None, warmup_steps=None, large_batch="lamb"
+):
   """Adam for `steps` steps (the reference) and LAMB at k× the batch for
   steps / k (at `learning_rate` and `warmup_steps`, see `lamb_hparams`),
-  held-out metrics at the same examples seen."""
+  held-out metrics at the same examples seen. `large_batch="adam"` runs
+  Adam instead of LAMB at k× the batch (the variant `adam_4x`): whether the
+  larger batch or the optimizer costs what LAMB lacks."""
   every = steps // EVALUATIONS
   # Settings of one's own get a report of their own beside the default's.
   name = "lamb_learning"
+  if large_batch != "lamb":
+    name += f"_{large_batch}{k}x"
   if learning_rate is not None:
     name += f"_lr{learning_rate:g}"
   if steps != DEFAULT_STEPS:
     name += f"_steps{steps}"
   if warmup_steps is not None:
     name += f"_warmup{warmup_steps}"
+  large = "lamb" if large_batch == "lamb" else f"{large_batch}_{k}x"
   return learning_comparison.Comparison(
     name=name,
-    title=f"LAMB at a {k}x global batch against Adam, by examples seen",
+    title=f"{large} at a {k}x global batch against Adam, by examples seen",
     variants=(
       learning_comparison.Variant("adam", {}, steps, every, color="tab:blue"),
       learning_comparison.Variant(
-        "lamb",
-        lamb_hparams(k, learning_rate, warmup_steps),
+        large,
+        lamb_hparams(k, learning_rate, warmup_steps, large_batch),
         steps // k,
         every // k,
         color="tab:green",
       ),
     ),
     variant_key="optimizer",
-    difference_key="lamb_minus_adam",
-    comparison_heading="LAMB against Adam at the same examples seen (means over the seeds):",
-    curves_text=CURVES_TEXT.format(name=name),
+    difference_key=f"{large}_minus_adam",
+    comparison_heading=(
+      f"{large} at a {k}x batch against Adam at the same examples seen (means over the seeds):"
+    ),
+    curves_text=CURVES_TEXT.format(name=name, large=large),
     by_examples=True,
   )
+
+
+def lamb_against_control(lamb_report, control_report):
+  """LAMB's runs in `lamb_report` judged against the Adam control's
+  (`adam_4x`) in `control_report` (the JSONs of two reports at the same
+  steps and batch): the rows of `learning_comparison.compare`, with the
+  control as the reference and the same noise rule."""
+  runs = {}
+  for path, name in ((control_report, "adam_4x"), (lamb_report, "lamb")):
+    with open(path) as f:
+      runs[name] = [r for r in json.load(f)["runs"] if r.get("optimizer") == name]
+    if not runs[name]:
+      raise ValueError(f"{path}: expected runs of {name}; found none")
+  shapes = {
+    name: sorted((r["seed"], r["final"]["global_step"], r["train_batch_size"]) for r in rs)
+    for name, rs in runs.items()
+  }
+  if shapes["adam_4x"] != shapes["lamb"]:
+    raise ValueError(
+      f"{control_report} and {lamb_report}: expected the same (seed, steps, batch) runs; found "
+      f"{shapes['adam_4x']} and {shapes['lamb']}"
+    )
+  steps = shapes["lamb"][0][1]
+  variants = tuple(
+    learning_comparison.Variant(name, {}, steps, steps, color="") for name in ("adam_4x", "lamb")
+  )
+  comparison = learning_comparison.Comparison(
+    name="lamb_against_control",
+    title="LAMB against Adam at the same batch",
+    variants=variants,
+    variant_key="optimizer",
+    difference_key="lamb_minus_adam_4x",
+    seeds=tuple(sorted({seed for seed, _, _ in shapes["lamb"]})),
+  )
+  return learning_comparison.compare(comparison, runs["adam_4x"] + runs["lamb"])
 
 
 def main(argv=None):
@@ -137,7 +188,26 @@ def main(argv=None):
     type=int,
     help="LAMB's warm-up steps (default: the demo's, the LAMB paper's linear-epoch warm-up)",
   )
+  parser.add_argument(
+    "--large-batch-optimizer",
+    choices=("lamb", "adam"),
+    default="lamb",
+    help="the optimizer at the 4x batch: lamb, or adam as the control (report lamb_learning_adam4x*)",
+  )
+  parser.add_argument(
+    "--lamb-against-control",
+    nargs=2,
+    metavar=("LAMB_JSON", "CONTROL_JSON"),
+    help="train nothing; print LAMB's runs of one report judged against the adam_4x runs of another",
+  )
   args = parser.parse_args(argv)
+  if args.lamb_against_control:
+    try:
+      rows = lamb_against_control(*args.lamb_against_control)
+    except (OSError, ValueError, KeyError) as e:
+      parser.error(f"--lamb-against-control: {e}")
+    print("\n".join(learning_comparison.table(rows)))
+    return 0
   if args.lamb_warmup_steps is not None and args.lamb_warmup_steps < 0:
     parser.error(f"--lamb-warmup-steps {args.lamb_warmup_steps}: expected 0 or more steps")
   if args.lamb_learning_rate is not None and not args.lamb_learning_rate > 0:
@@ -149,7 +219,10 @@ def main(argv=None):
       f"{BATCH_FACTOR}, and both are measured {EVALUATIONS} times at the same examples seen)"
     )
   c = comparison(
-    args.steps, learning_rate=args.lamb_learning_rate, warmup_steps=args.lamb_warmup_steps
+    args.steps,
+    learning_rate=args.lamb_learning_rate,
+    warmup_steps=args.lamb_warmup_steps,
+    large_batch=args.large_batch_optimizer,
   )
   how = "square-root scaling" if args.lamb_learning_rate is None else "--lamb-learning-rate"
   command = f"python -m bench.lamb_learning --steps {args.steps}"
@@ -157,6 +230,8 @@ def main(argv=None):
     command += f" --lamb-learning-rate {args.lamb_learning_rate:g}"
   if args.lamb_warmup_steps is not None:
     command += f" --lamb-warmup-steps {args.lamb_warmup_steps}"
+  if args.large_batch_optimizer != "lamb":
+    command += f" --large-batch-optimizer {args.large_batch_optimizer}"
   if args.reference_from:
     command += f" --reference-from {args.reference_from}"
 
@@ -169,6 +244,7 @@ def main(argv=None):
   else:
     lamb_warmup = f"{args.lamb_warmup_steps} steps (--lamb-warmup-steps"
   batch = demo.DEMO_HPARAMS["train_batch_size"]
+  title = "LAMB" if lamb.name == "lamb" else f"Adam (the control, `{lamb.name}`)"
   learning_comparison.run_report(
     c,
     args.output_dir,
@@ -176,10 +252,11 @@ def main(argv=None):
     command=command,
     reference_from=args.reference_from,
     heading=(
-      f"# LAMB at a {BATCH_FACTOR}x global batch against Adam: the demo's ELECTRA, "
+      f"# {title} at a {BATCH_FACTOR}x global batch against Adam: the demo's ELECTRA, "
       f"{args.steps * batch} examples each, seeds {list(c.seeds)}\n\n"
       f"adam: the demo's settings, batch {batch}, learning rate "
-      f"{demo.DEMO_HPARAMS['learning_rate']:g}, {adam.steps} steps. lamb: batch "
+      f"{demo.DEMO_HPARAMS['learning_rate']:g}, {adam.steps} steps. {lamb.name} "
+      f"({lamb.overrides['optimizer']}): batch "
       f"{lamb.overrides['train_batch_size']} as {BATCH_FACTOR} accumulated micro-batches of "
       f"{batch}, learning rate {lamb.overrides['learning_rate']:g} ({how}), "
       f"{lamb.steps} steps, warm-up {lamb_warmup}; Adam's: "

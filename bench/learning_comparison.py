@@ -182,6 +182,13 @@ def _loss_tail(run, tag):
   return sum(points) / len(points) if points else float("nan")
 
 
+def table(rows):
+  """`compare`'s rows as the lines of a markdown table."""
+  columns = list(rows[0])
+  lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+  return lines + ["| " + " | ".join(str(row[c]) for c in columns) + " |" for row in rows]
+
+
 def markdown(comparison, runs, rows, header):
   """The report: one row per run at its last step, then the verdicts."""
   lines = [header, "", "Each run at its last step, on the real tokens of 20 held-out batches:", ""]
@@ -202,12 +209,7 @@ def markdown(comparison, runs, rows, header):
       f"{r['train_seconds'] / steps:.3f} | " + " | ".join(metrics) + " | "
       f"{_loss_tail(r, 'disc_loss'):.3f} | {_loss_tail(r, 'generator_loss'):.3f} |"
     )
-  lines += ["", comparison.comparison_heading, ""]
-  columns = list(rows[0])
-  lines.append("| " + " | ".join(columns) + " |")
-  lines.append("|" + "---|" * len(columns))
-  for row in rows:
-    lines.append("| " + " | ".join(str(row[c]) for c in columns) + " |")
+  lines += ["", comparison.comparison_heading, ""] + table(rows)
   if comparison.curves_text:
     lines += ["", comparison.curves_text]
   return "\n".join(lines) + "\n"

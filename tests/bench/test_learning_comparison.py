@@ -92,6 +92,30 @@ def test_a_warmup_of_ones_own_reaches_the_lamb_config(tmp_path):
   assert (config.num_warmup_steps, config.num_train_steps) == (24, 240)
 
 
+def test_the_adam_control_runs_adam_at_lambs_batch_and_rate(tmp_path):
+  lamb = lamb_learning.comparison(960, learning_rate=0.004)
+  control = lamb_learning.comparison(960, learning_rate=0.004, large_batch="adam")
+  assert control.name == "lamb_learning_adam4x_lr0.004_steps960"
+  assert control.variants[0] == lamb.variants[0]
+  adam_4x = control.variants[1]
+  assert adam_4x.name == "adam_4x" and control.difference_key == "adam_4x_minus_adam"
+  config = demo.pretraining_config(str(tmp_path), adam_4x.steps, **adam_4x.overrides)
+  lamb_config = demo.pretraining_config(
+    str(tmp_path), lamb.variants[1].steps, **lamb.variants[1].overrides
+  )
+  assert config.optimizer == "adam"
+  # everything else is LAMB's: batch, micro-batches, steps, rate and warm-up
+  for key in (
+    "train_batch_size",
+    "gradient_accumulation_steps",
+    "num_train_steps",
+    "learning_rate",
+    "num_warmup_steps",
+  ):
+    assert getattr(config, key) == getattr(lamb_config, key), key
+  assert "adam_4x green" in control.curves_text
+
+
 @pytest.mark.parametrize(
   "flags, message",
   [
@@ -100,6 +124,7 @@ def test_a_warmup_of_ones_own_reaches_the_lamb_config(tmp_path):
     (["--steps", "0"], "--steps 0: expected a positive multiple of 24"),
     (["--lamb-learning-rate", "-1"], "--lamb-learning-rate -1.0: expected a positive rate"),
     (["--lamb-warmup-steps", "-5"], "--lamb-warmup-steps -5: expected 0 or more steps"),
+    (["--large-batch-optimizer", "sgd"], "--large-batch-optimizer: invalid choice: 'sgd'"),
   ],
 )
 def test_flags_that_cannot_be_compared_are_refused(flags, message, capsys):
@@ -191,3 +216,34 @@ def test_reference_runs_come_from_an_earlier_report_of_the_same_steps(tmp_path):
   assert [(r["optimizer"], r["seed"]) for r in reused] == [("adam", 0), ("adam", 1)]
   with pytest.raises(ValueError, match=r"earlier.json: expected adam runs \(seed, steps\)"):
     learning_comparison.reference_runs(lamb_learning.comparison(960), str(report))
+
+
+def _report(path, runs):
+  path.write_text(json.dumps({"runs": runs}))
+  return str(path)
+
+
+def test_lamb_is_judged_against_the_control_from_two_reports(tmp_path, capsys):
+  lamb = _report(
+    tmp_path / "lamb.json",
+    [_run("adam", s, 0.9, 32, 960, 160) for s in (0, 1)]
+    + [_run("lamb", s, auc, 128, 240, 40) for s, auc in ((0, 0.89), (1, 0.88))],
+  )
+  control = _report(
+    tmp_path / "control.json", [_run("adam_4x", s, 0.85, 128, 240, 40) for s in (0, 1)]
+  )
+  rows = lamb_learning.lamb_against_control(lamb, control)
+  auc = next(r for r in rows if r["metric"] == "discriminator AUC")
+  assert auc["adam_4x_mean"] == pytest.approx(0.85) and auc["lamb_mean"] == pytest.approx(0.885)
+  assert auc["lamb_minus_adam_4x"] == pytest.approx(0.035) and auc["verdict"] == "outside noise"
+  assert lamb_learning.main(["--lamb-against-control", lamb, control]) == 0
+  assert "| discriminator AUC | 0.85 | 0.885 | 0.035 |" in capsys.readouterr().out
+
+
+def test_reports_of_other_runs_cannot_be_judged_against_each_other(tmp_path):
+  lamb = _report(tmp_path / "lamb.json", [_run("lamb", s, 0.89, 128, 360, 60) for s in (0, 1)])
+  control = _report(tmp_path / "c.json", [_run("adam_4x", s, 0.85, 128, 240, 40) for s in (0, 1)])
+  with pytest.raises(ValueError, match=r"c.json and .*lamb.json: expected the same"):
+    lamb_learning.lamb_against_control(lamb, control)
+  with pytest.raises(ValueError, match=r"lamb.json: expected runs of adam_4x; found none"):
+    lamb_learning.lamb_against_control(control, lamb)
