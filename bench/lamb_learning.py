@@ -23,8 +23,8 @@ each part where it is given and not the default) and
 prints the tables:
 
   python -m bench.lamb_learning [--steps 480] [--lamb-learning-rate R]
-    [--lamb-warmup-steps W] [--large-batch-optimizer adam] [--reference-from JSON]
-    [--output-dir DIR] [--report-dir DIR]
+    [--lamb-warmup-steps W] [--large-batch-optimizer adam] [--batch B]
+    [--reference-from JSON] [--output-dir DIR] [--report-dir DIR]
 
 `--large-batch-optimizer adam` is the control: Adam at the same 4× batch,
 rate and warm-up (variant `adam_4x`, report `lamb_learning_adam4x*`), to
@@ -60,13 +60,15 @@ def sqrt_scaled_learning_rate(k=BATCH_FACTOR):
   return demo.DEMO_HPARAMS["learning_rate"] * math.sqrt(k)
 
 
-def lamb_hparams(k=BATCH_FACTOR, learning_rate=None, warmup_steps=None, optimizer="lamb"):
+def lamb_hparams(
+  k=BATCH_FACTOR, learning_rate=None, warmup_steps=None, optimizer="lamb", batch=None
+):
   """LAMB's overrides of the demo's hparams for a k-fold global batch made
   of k accumulated micro-batches of the demo's batch; `learning_rate`
   defaults to `sqrt_scaled_learning_rate(k)`, `warmup_steps` to the demo's
   (see below). `optimizer="adam"` gives the control: Adam at the same
-  batch and rate."""
-  batch = demo.DEMO_HPARAMS["train_batch_size"]
+  batch and rate. `batch`: Adam's (default the demo's)."""
+  batch = batch or demo.DEMO_HPARAMS["train_batch_size"]
   overrides = {
     "optimizer": optimizer,
     "train_batch_size": k * batch,
@@ -82,13 +84,19 @@ def lamb_hparams(k=BATCH_FACTOR, learning_rate=None, warmup_steps=None, optimize
 
 
 def comparison(
-  steps=DEFAULT_STEPS, k=BATCH_FACTOR, learning_rate=None, warmup_steps=None, large_batch="lamb"
+  steps=DEFAULT_STEPS,
+  k=BATCH_FACTOR,
+  learning_rate=None,
+  warmup_steps=None,
+  large_batch="lamb",
+  batch=None,
 ):
   """Adam for `steps` steps (the reference) and LAMB at k× the batch for
   steps / k (at `learning_rate` and `warmup_steps`, see `lamb_hparams`),
   held-out metrics at the same examples seen. `large_batch="adam"` runs
   Adam instead of LAMB at k× the batch (the variant `adam_4x`): whether the
-  larger batch or the optimizer costs what LAMB lacks."""
+  larger batch or the optimizer costs what LAMB lacks. `batch`: Adam's
+  global batch (default the demo's 32; LAMB's is k× it)."""
   every = steps // EVALUATIONS
   # Settings of one's own get a report of their own beside the default's.
   name = "lamb_learning"
@@ -100,15 +108,19 @@ def comparison(
     name += f"_steps{steps}"
   if warmup_steps is not None:
     name += f"_warmup{warmup_steps}"
+  adam_overrides = {}
+  if batch is not None and batch != demo.DEMO_HPARAMS["train_batch_size"]:
+    name += f"_batch{batch}"
+    adam_overrides["train_batch_size"] = batch
   large = "lamb" if large_batch == "lamb" else f"{large_batch}_{k}x"
   return learning_comparison.Comparison(
     name=name,
     title=f"{large} at a {k}x global batch against Adam, by examples seen",
     variants=(
-      learning_comparison.Variant("adam", {}, steps, every, color="tab:blue"),
+      learning_comparison.Variant("adam", adam_overrides, steps, every, color="tab:blue"),
       learning_comparison.Variant(
         large,
-        lamb_hparams(k, learning_rate, warmup_steps, large_batch),
+        lamb_hparams(k, learning_rate, warmup_steps, large_batch, batch),
         steps // k,
         every // k,
         color="tab:green",
@@ -195,6 +207,13 @@ def main(argv=None):
     help="the optimizer at the 4x batch: lamb, or adam as the control (report lamb_learning_adam4x*)",
   )
   parser.add_argument(
+    "--batch",
+    type=int,
+    default=demo.DEMO_HPARAMS["train_batch_size"],
+    help="Adam's global batch (LAMB's is 4x it, as 4 micro-batches of it); other than the demo's "
+    "names the report (_batch<B>)",
+  )
+  parser.add_argument(
     "--lamb-against-control",
     nargs=2,
     metavar=("LAMB_JSON", "CONTROL_JSON"),
@@ -212,6 +231,8 @@ def main(argv=None):
     parser.error(f"--lamb-warmup-steps {args.lamb_warmup_steps}: expected 0 or more steps")
   if args.lamb_learning_rate is not None and not args.lamb_learning_rate > 0:
     parser.error(f"--lamb-learning-rate {args.lamb_learning_rate}: expected a positive rate")
+  if args.batch < 1:
+    parser.error(f"--batch {args.batch}: expected a batch of 1 or more examples")
   unit = BATCH_FACTOR * EVALUATIONS
   if args.steps < unit or args.steps % unit:
     parser.error(
@@ -223,6 +244,7 @@ def main(argv=None):
     learning_rate=args.lamb_learning_rate,
     warmup_steps=args.lamb_warmup_steps,
     large_batch=args.large_batch_optimizer,
+    batch=args.batch,
   )
   how = "square-root scaling" if args.lamb_learning_rate is None else "--lamb-learning-rate"
   command = f"python -m bench.lamb_learning --steps {args.steps}"
@@ -232,6 +254,8 @@ def main(argv=None):
     command += f" --lamb-warmup-steps {args.lamb_warmup_steps}"
   if args.large_batch_optimizer != "lamb":
     command += f" --large-batch-optimizer {args.large_batch_optimizer}"
+  if args.batch != demo.DEMO_HPARAMS["train_batch_size"]:
+    command += f" --batch {args.batch}"
   if args.reference_from:
     command += f" --reference-from {args.reference_from}"
 
@@ -243,7 +267,7 @@ def main(argv=None):
     lamb_warmup = f"{warmup(lamb.steps)} steps (linear-epoch, capped at half the run"
   else:
     lamb_warmup = f"{args.lamb_warmup_steps} steps (--lamb-warmup-steps"
-  batch = demo.DEMO_HPARAMS["train_batch_size"]
+  batch = args.batch
   title = "LAMB" if lamb.name == "lamb" else f"Adam (the control, `{lamb.name}`)"
   learning_comparison.run_report(
     c,

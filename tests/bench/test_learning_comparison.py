@@ -116,6 +116,20 @@ def test_the_adam_control_runs_adam_at_lambs_batch_and_rate(tmp_path):
   assert "adam_4x green" in control.curves_text
 
 
+def test_a_batch_of_ones_own_scales_both_and_names_the_report(tmp_path):
+  comparison = lamb_learning.comparison(3840, learning_rate=0.05, batch=8)
+  assert comparison.name == "lamb_learning_lr0.05_steps3840_batch8"
+  adam, lamb = comparison.variants
+  adam_config = demo.pretraining_config(str(tmp_path), adam.steps, **adam.overrides)
+  lamb_config = demo.pretraining_config(str(tmp_path), lamb.steps, **lamb.overrides)
+  assert (adam_config.train_batch_size, lamb_config.train_batch_size) == (8, 32)
+  assert lamb_config.train_batch_size // lamb_config.gradient_accumulation_steps == 8
+  assert lamb.steps * 32 == adam.steps * 8 == 3840 * 8
+  # the demo's batch keeps the default name and Adam's settings untouched
+  same = lamb_learning.comparison(480, batch=32)
+  assert same.name == "lamb_learning" and same.variants[0].overrides == {}
+
+
 @pytest.mark.parametrize(
   "flags, message",
   [
@@ -125,6 +139,7 @@ def test_the_adam_control_runs_adam_at_lambs_batch_and_rate(tmp_path):
     (["--lamb-learning-rate", "-1"], "--lamb-learning-rate -1.0: expected a positive rate"),
     (["--lamb-warmup-steps", "-5"], "--lamb-warmup-steps -5: expected 0 or more steps"),
     (["--large-batch-optimizer", "sgd"], "--large-batch-optimizer: invalid choice: 'sgd'"),
+    (["--batch", "0"], "--batch 0: expected a batch of 1 or more examples"),
   ],
 )
 def test_flags_that_cannot_be_compared_are_refused(flags, message, capsys):
