@@ -95,7 +95,11 @@ class FinetuningConfig(RuntimeHparams):
   iterations_per_loop: int = hparam(
     1000, "TPU loop size in the original; see `steps_per_execution`."
   )
-  use_tfrecords_if_existing: bool = hparam(True, "Reuse the cached featurised TFRecords.")
+  use_tfrecords_if_existing: bool = hparam(
+    True,
+    "Reuse the cached featurised TFRecords while the settings and data files they were built "
+    "from are unchanged (a change rebuilds them, with a line saying which).",
+  )
 
   # writing model outputs to disk
   write_test_outputs: bool = hparam(False, "Write test-set predictions (GLUE and SQuAD 2.0).")

@@ -2,11 +2,18 @@
 (`finetune/preprocessing.py`).
 
 Records are cached in `<preprocessed_data_dir>/<sorted task names joined by
-"_">_<split>.{tfrecord,metadata}` and reused when `use_tfrecords_if_existing`
-and the metadata file exists. As in the original, the cache is keyed only by
-task names and split (not by max_seq_length or batch size).
+"_">_<split>.{tfrecord,metadata}`. The metadata records every setting that
+shapes the records (`feature_stamp`: max_seq_length, the vocab's content,
+casing, the padding batch size, the tasks, the training shuffle, QA windows,
+...) and the size and SHA-256 of each file they were built from; with
+`use_tfrecords_if_existing` they are reused only when all of these are
+unchanged, else rebuilt with one line saying what changed. The original
+reused them by task names and split alone, which trains on stale features
+(docs/differences.md).
 """
 
+import datetime
+import hashlib
 import json
 import os
 import random
@@ -17,6 +24,84 @@ import tensorflow as tf
 from electra_tf.finetune import task as task_lib
 from electra_tf.utils.file_io import atomic_path
 from electra_tf.utils.file_io import write_atomic
+
+# The metadata's `format`; a metadata file without it (written before the
+# stamps existed) is never reused.
+METADATA_FORMAT = "electra_tf.finetuning_features"
+# Bump when the records' layout or featurisation changes.
+FEATURES_VERSION = 2
+
+
+def file_identity(path):
+  """`{"size": bytes, "sha256": hex}` of a file (local or `scheme://`), or
+  None when it does not exist. Content, not times: a copy or a `touch` keeps
+  the identity, an edit within one clock tick does not.
+
+  Example:
+  >>> import tempfile
+  >>> path = os.path.join(tempfile.mkdtemp(), "train.tsv")
+  >>> with open(path, "w") as f:
+  ...   _ = f.write("abcd")
+  >>> file_identity(path)["size"]
+  4
+  """
+  if not tf.io.gfile.exists(path):
+    return None
+  digest = hashlib.sha256()
+  size = 0
+  with tf.io.gfile.GFile(path, "rb") as f:
+    while chunk := f.read(1 << 20):
+      digest.update(chunk)
+      size += len(chunk)
+  return {"size": size, "sha256": digest.hexdigest()}
+
+
+def _shown(value):
+  if isinstance(value, str) and len(value) > 60:
+    return repr(value[:40] + "…")
+  return json.dumps(value)
+
+
+def _file_change(path, old, new):
+  if old is None:
+    return f"{path} is new"
+  if new is None:
+    return f"{path} is gone"
+  if old.get("size") != new["size"]:
+    return f"{path} changed ({old.get('size')} → {new['size']} bytes)"
+  return f"{path} changed (same size, sha256 {str(old.get('sha256'))[:12]} → {new['sha256'][:12]})"
+
+
+def stamp_changes(old, new, vocab_file="the vocab"):
+  """What differs between a cache's recorded metadata `old` and the
+  `new` stamp, as short phrases ("max_seq_length changed (64 → 128)"); empty
+  when the cache matches.
+
+  Example:
+  >>> old = {"format": METADATA_FORMAT, "settings": {"max_seq_length": 64}, "sources": {}}
+  >>> stamp_changes(old, {"settings": {"max_seq_length": 128}, "sources": {}})
+  ['max_seq_length changed (64 → 128)']
+  """
+  if not isinstance(old, dict) or old.get("format") != METADATA_FORMAT:
+    return ["it was written without the settings it was built with (an older electra_tf)"]
+  changes = []
+  old_settings = old.get("settings") or {}
+  new_settings = new["settings"]
+  for key in list(new_settings) + [k for k in old_settings if k not in new_settings]:
+    before = old_settings.get(key)
+    after = new_settings.get(key)
+    if before == after:
+      continue
+    if key == "vocab":
+      changes.append(_file_change(f"the vocab {vocab_file}", before, after))
+    else:
+      changes.append(f"{key} changed ({_shown(before)} → {_shown(after)})")
+  old_sources = old.get("sources") or {}
+  new_sources = new["sources"]
+  for path in list(new_sources) + [p for p in old_sources if p not in new_sources]:
+    if old_sources.get(path) != new_sources.get(path):
+      changes.append(_file_change(path, old_sources.get(path), new_sources.get(path)))
+  return changes
 
 
 def _int_feature(values):
@@ -53,24 +138,112 @@ class Preprocessor:
     base = os.path.join(self._config.preprocessed_data_dir, name)
     return base + ".tfrecord", base + ".metadata"
 
-  def serialize(self, tasks, is_training, split):
-    """Writes (or reuses) the records of `tasks`' `split`; returns
-    `(tfrecord_path, n_records)` where the count includes padding records."""
+  def feature_stamp(self, tasks, is_training, split):
+    """`{"settings": {...}, "sources": {path: identity}}`: everything that
+    shapes the records of `tasks`' `split`, as the metadata records it."""
+    return {
+      "settings": self._settings(tasks, is_training, split),
+      "sources": self._sources(tasks, split),
+    }
+
+  def _settings(self, tasks, is_training, split):
+    config = self._config
+    settings = {
+      "features_version": FEATURES_VERSION,
+      # Task ids are positions in task_names.
+      "task_names": list(config.task_names),
+      "tasks": sorted(task.name for task in tasks),
+      "split": split,
+      "max_seq_length": config.max_seq_length,
+      # Its content: the same vocab elsewhere gives the same features.
+      "vocab": file_identity(config.vocab_file),
+      "do_lower_case": config.do_lower_case,
+      "strip_accents": config.strip_accents,
+      # Padding records fill the last batch of this size.
+      "padding_batch_size": config.train_batch_size if is_training else config.eval_batch_size,
+      "training": is_training,
+      "shuffle_seed": config.seed if is_training else None,
+      "debug": config.debug,
+      "data_source": config.data_source,
+    }
+    if config.data_source != "files":
+      settings["tfds_data_dir"] = config.tfds_data_dir
+    for task in tasks:
+      settings.update(task.feature_settings())
+    return settings
+
+  def _sources(self, tasks, split):
+    return {path: file_identity(path) for task in tasks for path in task.source_files(split)}
+
+  def cache_changes(self, tasks, is_training, split):
+    """None when the cached records of `tasks`' `split` can be reused as
+    they are; else the phrases saying why not (empty when there is no cache
+    or `use_tfrecords_if_existing` is false)."""
     config = self._config
     tfrecords_path, metadata_path = self.dataset_paths(tasks, split)
-    batch_size = config.train_batch_size if is_training else config.eval_batch_size
-    if config.use_tfrecords_if_existing and tf.io.gfile.exists(metadata_path):
+    if not config.use_tfrecords_if_existing or not tf.io.gfile.exists(metadata_path):
+      return []
+    try:
+      with tf.io.gfile.GFile(metadata_path, "r") as f:
+        old = json.load(f)
+    except (ValueError, UnicodeDecodeError):
+      return [f"its metadata {metadata_path} is not valid JSON"]
+    changes = stamp_changes(old, self.feature_stamp(tasks, is_training, split), config.vocab_file)
+    if not changes:
+      if not tf.io.gfile.exists(tfrecords_path):
+        changes = [f"the records file {tfrecords_path} is missing"]
+      elif tf.io.gfile.stat(tfrecords_path).length != old.get("records_bytes"):
+        changes = [f"the records file {tfrecords_path} changed since it was written"]
+    return changes or None
+
+  def serialize(self, tasks, is_training, split):
+    """Writes (or reuses) the records of `tasks`' `split`; returns
+    `(tfrecord_path, n_records)` where the count includes padding records.
+
+    Cached records are reused only when `feature_stamp` matches their
+    metadata; a rebuild prints one line naming what changed. A build with no
+    examples raises `ValueError` and leaves no cache."""
+    config = self._config
+    tfrecords_path, metadata_path = self.dataset_paths(tasks, split)
+    changes = self.cache_changes(tasks, is_training, split)
+    if changes is None:
       with tf.io.gfile.GFile(metadata_path, "r") as f:
         return tfrecords_path, json.load(f)["n_examples"]
+    if changes:
+      print(
+        f"Rebuilding the fine-tuning features {tfrecords_path}: {'; '.join(changes)}", flush=True
+      )
+    # Nothing stale survives a build that fails.
+    for path in (metadata_path, tfrecords_path):
+      if tf.io.gfile.exists(path):
+        tf.io.gfile.remove(path)
+    # Before reading: a file edited while it is read is rebuilt next time.
+    sources = self._sources(tasks, split)
+    batch_size = config.train_batch_size if is_training else config.eval_batch_size
     examples = []
     for task in tasks:
       examples += task.get_examples(split)
+    if not examples:
+      raise ValueError(
+        f"no {split} examples for task(s) {', '.join(t.name for t in tasks)} "
+        f"(read from {', '.join(sources) or 'their example source'})"
+      )
     if is_training:
       rng = random.Random(config.seed) if config.seed is not None else random
       rng.shuffle(examples)
     tf.io.gfile.makedirs(config.preprocessed_data_dir)
     n_records = self._write_records(examples, is_training, tfrecords_path, batch_size)
-    write_atomic(metadata_path, json.dumps({"n_examples": n_records}))
+    # Settings after the build: a tagging task's label mapping is written by it.
+    metadata = {
+      "format": METADATA_FORMAT,
+      "n_examples": n_records,
+      "records_bytes": tf.io.gfile.stat(tfrecords_path).length,
+      "written": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+      "vocab_file": config.vocab_file,
+      "settings": self._settings(tasks, is_training, split),
+      "sources": sources,
+    }
+    write_atomic(metadata_path, json.dumps(metadata, indent=2))
     return tfrecords_path, n_records
 
   def _write_records(self, examples, is_training, path, batch_size):

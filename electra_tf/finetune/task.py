@@ -52,6 +52,19 @@ class Task(abc.ABC):
   def get_test_splits(self):
     return ["test"]
 
+  def source_files(self, split):
+    """The files `split`'s examples are read from (none when an
+    `example_source` gives them): the feature cache records their identity
+    and is rebuilt when one changes."""
+    del split
+    return []
+
+  def feature_settings(self):
+    """The settings of this task, beyond the ones every task shares
+    (`max_seq_length`, the vocab, casing, ...), that shape its features: the
+    feature cache records them and is rebuilt when one changes."""
+    return {}
+
   def check_examples(self, split):
     """Reads `split`, so that bad data fails before training (errors name
     the file and line); tasks with labels check them too."""

@@ -142,9 +142,9 @@ def _check_data_files(config):
   preprocessor = preprocessing.Preprocessor(config, tasks)
 
   def cached(split_tasks, split):
-    # Records cached by an earlier run are read instead of the files.
-    metadata = preprocessor.dataset_paths(split_tasks, split)[1]
-    return config.use_tfrecords_if_existing and tf.io.gfile.exists(metadata)
+    # Records an earlier run built with the same settings from the same
+    # files are read instead of the files (`Preprocessor.cache_changes`).
+    return preprocessor.cache_changes(split_tasks, split == "train", split) is None
 
   train = config.do_train and not cached(tasks, "train")
   for task in tasks:

@@ -58,11 +58,16 @@ def truncate_seq_pair(tokens_a, tokens_b, max_length):
 class SingleOutputTask(task_lib.Task):
   """A task with one output per sentence (pair): classification or regression."""
 
+  # MRPC and STS add swapped pairs to their training set (hparam `double_unordered`).
+  doubles_unordered = False
+
   def __init__(self, config, name, tokenizer):
     super().__init__(config, name, tokenizer)
     self._examples = {}
     # The file `_create_examples` is reading (named in its examples' `where`).
     self._reading = None
+    # (line number, columns, columns needed, error) of the first row `_load_glue` skipped.
+    self._first_skip = None
 
   def get_examples(self, split):
     if split not in self._examples:
@@ -71,11 +76,41 @@ class SingleOutputTask(task_lib.Task):
       else:
         file_name = self.file_name(split)
         self._reading = os.path.join(self.config.raw_data_dir(self.name), file_name)
+        self._first_skip = None
         try:
-          self._examples[split] = self._create_examples(self.load_lines(file_name), split)
+          lines = self.load_lines(file_name)
+          examples = self._create_examples(lines, split)
+          if not examples:
+            raise ValueError(self._no_examples_message(lines))
+          self._examples[split] = examples
         finally:
           self._reading = None
     return self._examples[split]
+
+  def _no_examples_message(self, lines):
+    """Why a TSV gave no example: empty, a header only, or every row skipped."""
+    path = self._reading
+    if not lines:
+      return f"{path}: the file is empty; expected tab-separated rows (task {self.name})"
+    if self._first_skip is None:
+      return f"{path}: no rows after the header line (task {self.name})"
+    line, columns, needed, error = self._first_skip
+    if columns >= needed:
+      return f"{path}, line {line}: {error}; every row was skipped (task {self.name})"
+    return (
+      f"{path}, line {line}: {columns} tab-separated column{'s' if columns != 1 else ''}, "
+      f"task {self.name} needs at least {needed}; every row was skipped, none is usable"
+    )
+
+  def source_files(self, split):
+    if self.example_source is not None:
+      return []
+    return [os.path.join(self.config.raw_data_dir(self.name), self.file_name(split))]
+
+  def feature_settings(self):
+    if self.doubles_unordered:
+      return {"double_unordered": self.config.double_unordered}
+    return {}
 
   def check_examples(self, split):
     """Reads `split` and checks every example's label; raises ValueError
@@ -134,6 +169,11 @@ class SingleOutputTask(task_lib.Task):
           text_a, text_b = text_b, text_a
         examples.append(InputExample(eid, self.name, text_a, text_b, label, where))
       except Exception as e:  # the original logs and skips bad rows
+        if self._first_skip is None:
+          has_label = not ("test" in split or "diagnostic" in split)
+          locs = [text_a_loc, text_b_loc, label_loc if has_label else None]
+          needed = max(loc + 1 if loc >= 0 else -loc for loc in locs if loc is not None)
+          self._first_skip = (i + 1, len(line), needed, e)
         tf.get_logger().warning(
           "Skipping line %d of task %s (%s): %r", i + 1, where or self.name, e, line
         )
@@ -276,6 +316,8 @@ class SST(ClassificationTask):
 class MRPC(ClassificationTask):
   """Microsoft Research Paraphrase Corpus; train doubled with swapped pairs."""
 
+  doubles_unordered = True
+
   def __init__(self, config, tokenizer):
     super().__init__(config, "mrpc", tokenizer, ["0", "1"])
 
@@ -339,6 +381,8 @@ class MNLI(ClassificationTask):
 
 class STS(RegressionTask):
   """Semantic Textual Similarity, [0, 5]; train doubled with swapped pairs."""
+
+  doubles_unordered = True
 
   def __init__(self, config, tokenizer):
     super().__init__(config, "sts", tokenizer, 0.0, 5.0)

@@ -238,6 +238,16 @@ class QATask(task_lib.Task):
   def _paragraphs(self, split):
     raise NotImplementedError
 
+  def data_file(self, split):
+    """The file `split` is read from."""
+    raise NotImplementedError
+
+  def source_files(self, split):
+    return [] if self.example_source is not None else [self.data_file(split)]
+
+  def feature_settings(self):
+    return {"max_query_length": self.config.max_query_length, "doc_stride": self.config.doc_stride}
+
   def get_examples(self, split):
     if split not in self._examples:
       examples = []

@@ -115,6 +115,18 @@ class TaggingTask(task_lib.Task):
   def _split_path(self, split):
     return os.path.join(self.config.raw_data_dir(self.name), split + ".txt")
 
+  def source_files(self, split):
+    return [self._split_path(split)]
+
+  def feature_settings(self):
+    # The label ids of the features come from the saved mapping.
+    path = self.label_mapping_path
+    mapping = None
+    if tf.io.gfile.exists(path):
+      with tf.io.gfile.GFile(path, "r") as f:
+        mapping = f.read()
+    return {f"{self.name}_label_mapping": mapping}
+
   def _read_split(self, split, first_lines=None):
     return read_conll(self._split_path(split), self.config.debug, first_lines)
 
