@@ -44,11 +44,20 @@ class BertConfig:
   @classmethod
   def from_dict(cls, values):
     """Builds a config from a dict; unknown keys are an error (the original
-    silently kept them as attributes, which hid typos)."""
+    silently kept them as attributes, which hid typos). An integral float for
+    an integer field becomes an int (`model_hparam_overrides` from JSON:
+    `256.0` → 256); another float there is an error naming the field."""
     known = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - known)
     if unknown:
       raise ValueError(f"Unknown BertConfig field(s) {unknown}; valid fields are {sorted(known)}")
+    values = dict(values)
+    for f in dataclasses.fields(cls):
+      value = values.get(f.name)
+      if f.type in (int, Optional[int]) and isinstance(value, float):
+        if not value.is_integer():
+          raise ValueError(f"BertConfig field {f.name} must be an integer, got {value!r}")
+        values[f.name] = int(value)
     return cls(**values)
 
   @classmethod
@@ -64,3 +73,45 @@ class BertConfig:
 
   def replace(self, **changes):
     return dataclasses.replace(self, **changes)
+
+  def check(self, what="BertConfig"):
+    """Raises a one-line `ValueError` naming the field, its value and the
+    expected range for a shape that cannot build a model (a hidden size the
+    heads do not divide, a non-positive size, a dropout outside [0, 1)).
+    `what` names the config in the message (e.g. "the generator's BertConfig").
+
+    Example:
+    >>> BertConfig(vocab_size=10, hidden_size=32, num_attention_heads=3).check()
+    Traceback (most recent call last):
+    ...
+    ValueError: BertConfig hidden_size=32 must be divisible by num_attention_heads=3 (each head gets hidden_size / heads dimensions)
+    """
+    positive = (
+      "hidden_size",
+      "num_hidden_layers",
+      "num_attention_heads",
+      "intermediate_size",
+      "max_position_embeddings",
+      "type_vocab_size",
+    )
+    for name in positive + (("vocab_size",) if self.vocab_size is not None else ()):
+      value = getattr(self, name)
+      if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{what} {name}={value!r}; expected a positive integer")
+    if self.hidden_size % self.num_attention_heads:
+      raise ValueError(
+        f"{what} hidden_size={self.hidden_size} must be divisible by "
+        f"num_attention_heads={self.num_attention_heads} (each head gets hidden_size / heads "
+        "dimensions)"
+      )
+    for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+      value = getattr(self, name)
+      if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+        raise ValueError(f"{what} {name}={value!r}; expected a probability in [0, 1)")
+    if not isinstance(self.initializer_range, (int, float)) or not self.initializer_range > 0:
+      raise ValueError(f"{what} initializer_range={self.initializer_range!r}; expected > 0")
+    act = self.hidden_act
+    if isinstance(act, str) and act.lower() not in ("", "gelu", "relu", "tanh", "linear"):
+      raise ValueError(
+        f"{what} hidden_act={self.hidden_act!r}; expected one of gelu, relu, tanh, linear"
+      )

@@ -205,7 +205,9 @@ class ConfigBase:
   def update(self, values):
     """Sets hparams from a dict; a key that is not a settable field raises
     `ValueError` naming it, the closest valid name and every valid name, and
-    a value that does not fit the field's type raises one naming the key."""
+    a value that does not fit the field's type raises one naming the key.
+    An integral float for an integer field is stored as an int (JSON's
+    `1e6` is a float: 1000000)."""
     fields = dataclasses.fields(self)
     settable = [f.name for f in fields if not f.metadata.get("derived")]
     derived = {f.name for f in fields if f.metadata.get("derived")}
@@ -217,7 +219,7 @@ class ConfigBase:
         )
       if key not in settable:
         raise ValueError(unknown_hparam_message(key, settable))
-      check_type(key, value, self.__dataclass_fields__[key].type)
+      value = check_type(key, value, self.__dataclass_fields__[key].type)
       setattr(self, key, value)
 
   def to_dict(self):
@@ -243,7 +245,8 @@ def unknown_hparam_message(key, valid_names):
 
 
 # What a field's annotation accepts, and how the error names it. Integral
-# floats pass as ints (JSON `1e6`), paths as strings; bools are not numbers.
+# floats pass as ints (JSON `1e6`; `check_type` converts them), paths as
+# strings; bools are not numbers.
 _TYPE_CHECKS = {
   bool: (lambda v: isinstance(v, bool), "true or false"),
   int: (
@@ -262,9 +265,18 @@ _TYPE_CHECKS = {
 
 def check_type(name, value, annotation):
   """Raises `ValueError` naming the hparam when `value` does not fit its
-  annotation (`bool`, `int`, `float`, `str`, `list`, `dict`, or `X | None`).
+  annotation (`bool`, `int`, `float`, `str`, `list`, `dict`, or `X | None`);
+  returns the value as the field keeps it: an integral float given for an
+  integer becomes an int (`1e6` → 1000000), so that no float reaches
+  `range()` or a shape.
 
   Example:
+  >>> check_type("num_train_steps", 1e6, int)
+  1000000
+  >>> check_type("num_train_steps", 2.5, int)
+  Traceback (most recent call last):
+  ...
+  ValueError: hparam 'num_train_steps' must be an integer, got the float 2.5
   >>> check_type("debug", "false", bool)
   Traceback (most recent call last):
   ...
@@ -277,9 +289,12 @@ def check_type(name, value, annotation):
     (annotation,) = members
   accepts, expected = _TYPE_CHECKS[annotation]
   if value is None and optional:
-    return
+    return value
   if value is None or not accepts(value):
     expected += " or null" if optional else ""
     raise ValueError(
       f"hparam {name!r} must be {expected}, got the {type(value).__name__} {value!r}"
     )
+  if annotation is int and type(value) is not int:
+    return int(value)  # an integral float, or a numpy integer
+  return value
