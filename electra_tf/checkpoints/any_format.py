@@ -33,7 +33,9 @@ Example:
 """
 
 import dataclasses
+import json
 import os
+import zipfile
 
 from absl import logging
 import keras
@@ -50,6 +52,7 @@ from electra_tf.checkpoints.layout import load_official_pretrainer
 from electra_tf.checkpoints.object_graph import infer_hparams_from_training_checkpoint
 from electra_tf.checkpoints.object_graph import training_checkpoint_config
 from electra_tf.configs import model_dir as model_dir_lib
+from electra_tf.configs.hparams import RUN_CONFIG_FORMAT
 from electra_tf.configs.hparams import load_hparams
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.finetune import task_builder
@@ -347,14 +350,198 @@ def run_config(path):
   """The electra_tf run config (`config.json`) of the checkpoint at `path`
   (a model dir or a checkpoint prefix), or None: no checkpoint there (a
   `config.json` with no checkpoint describes nothing that was kept), not an
-  electra_tf run, or a run older than `config.json`."""
+  electra_tf run, or a run older than `config.json`.
+
+  A Hugging Face discriminator directory or a keras-hub preset (what
+  `convert_checkpoint --to` publishes) gets a run config of kind
+  `"published"` made from what it records (`published_run_config`), so
+  that fine-tuning and the task models take its encoder's sizes, vocab and
+  casing from it as from a pre-training run's."""
   if not tf.io.gfile.exists(os.fspath(path)) and not tf.io.gfile.exists(f"{path}.index"):
     return None
   try:
     detected = formats.detect(path)
   except ValueError:
     return None
+  if detected.format in (formats.HUGGINGFACE, formats.KERAS_HUB_PRESET):
+    try:
+      return published_run_config(detected)
+    except (OSError, ValueError):
+      return None  # the loader then says what is wrong with it, in one line
   return detected.run_config if detected.format in (formats.TRAINING, formats.FINETUNED) else None
+
+
+# --- what a model records about its inputs ---------------------------------------
+
+KIND_PUBLISHED = "published"
+DEFAULT_MAX_SEQ_LENGTH = 128
+DEFAULT_MAX_QUERY_LENGTH = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class Recorded:
+  """What a model records about the text it was trained on (None: not recorded).
+
+  Attributes:
+    vocab_file: its vocab (WordPiece `vocab.txt` or SentencePiece model).
+    do_lower_case, strip_accents: its normalisation.
+    max_seq_length: the length it was trained at.
+    max_query_length, doc_stride: a QA trial's question budget and stride.
+    source: the file the lengths come from.
+    vocab_source: the file the vocab and casing come from.
+  """
+
+  vocab_file: str = None
+  do_lower_case: bool = None
+  strip_accents: bool = None
+  max_seq_length: int = None
+  max_query_length: int = None
+  doc_stride: int = None
+  source: str = None
+  vocab_source: str = None
+
+
+def _recorded_in_run_config(found):
+  hparams = found.get("hparams") or {}
+  vocab = found.get("vocab") or {}
+  lengths = {k: hparams.get(k) for k in ("max_seq_length", "max_query_length", "doc_stride")}
+  if found.get("kind") != model_dir_lib.KIND_FINETUNING:
+    # Only fine-tuning trials (QA ones) were trained with a question budget.
+    lengths.update(max_query_length=None, doc_stride=None)
+  return Recorded(
+    vocab_file=vocab.get("file"),
+    do_lower_case=vocab.get("do_lower_case"),
+    strip_accents=vocab.get("strip_accents"),
+    source=found.get("path"),
+    vocab_source=found.get("path"),
+    **{k: int(v) if v else None for k, v in lengths.items()},
+  )
+
+
+def _keras_file_lengths(path):
+  """The preprocessor lengths of a Keras task model saved as `.keras` (its
+  archive's `config.json`), else {}."""
+  try:
+    with zipfile.ZipFile(path) as archive:
+      config = json.loads(archive.read(formats.CONFIG_FILE))
+  except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+    return {}
+  preprocessor = ((config.get("config") or {}).get("preprocessor") or {}).get("config") or {}
+  return {
+    k: int(preprocessor[k]) for k in ("max_seq_length", "max_query_length") if preprocessor.get(k)
+  }
+
+
+def recorded_inputs(path):
+  """What the model at `path` records about its inputs (`Recorded`): the one
+  place every entry point finds a model's vocab, casing and trained length.
+
+  - an electra_tf run dir (pre-training or fine-tuning trial) or a
+    checkpoint in it: its `config.json` (`max_seq_length`; a fine-tuning
+    trial's `max_query_length` and `doc_stride`; the vocab and casing);
+  - a `.keras` file: the `config.json` of the run dir that holds it, and a
+    task model's preprocessor lengths;
+  - a Hugging Face directory: its `vocab.txt` or `sentencepiece.model` and
+    `tokenizer_config.json`'s casing (`huggingface.recorded_tokenizer`);
+    no length (its `max_position_embeddings` is the position table, not a
+    trained length);
+  - a keras-hub preset: its tokenizer assets and lower-casing
+    (`keras_hub.preset_vocab`), and an electra_tf task preset's
+    preprocessor lengths;
+  - an official checkpoint: nothing.
+
+  Unreadable records give None fields (the loaders report them).
+  """
+  try:
+    detected = formats.detect(path)
+  except ValueError:
+    return Recorded()
+  where = detected.location
+  if detected.format in (formats.TRAINING, formats.FINETUNED):
+    found = detected.run_config
+    return Recorded() if found is None else _recorded_in_run_config(found)
+  if detected.format == formats.KERAS:
+    try:
+      found = model_dir_lib.read_run_config(os.path.dirname(os.path.abspath(where)))
+    except ValueError:
+      found = None
+    recorded = Recorded() if found is None else _recorded_in_run_config(found)
+    lengths = _keras_file_lengths(where)
+    if lengths:  # the model's own preprocessor wins over the run's hparams
+      recorded = dataclasses.replace(recorded, source=os.fspath(where), **lengths)
+    return recorded
+  if detected.format == formats.HUGGINGFACE:
+    try:
+      tokenizer = huggingface.recorded_tokenizer(where)
+    except ValueError:
+      tokenizer = None
+    if tokenizer is None:
+      return Recorded()
+    vocab_file, do_lower_case, strip_accents = tokenizer
+    return Recorded(vocab_file, do_lower_case, strip_accents, vocab_source=os.fspath(where))
+  if detected.format == formats.KERAS_HUB_PRESET:
+    try:
+      vocab_file, do_lower_case, strip_accents = keras_hub.preset_vocab(where)
+    except ValueError:
+      vocab_file = do_lower_case = strip_accents = None
+    try:
+      lengths = keras_hub.preset_lengths(where)
+    except ValueError:
+      lengths = {}
+    source = os.path.join(os.fspath(where), keras_hub.TASK_CONFIG_FILE) if lengths else None
+    return Recorded(
+      vocab_file,
+      do_lower_case,
+      strip_accents,
+      source=source,
+      vocab_source=os.fspath(where),
+      **lengths,
+    )
+  return Recorded()
+
+
+def published_run_config(detected):
+  """A run config (kind `"published"`) describing the encoder of a Hugging
+  Face discriminator directory or a keras-hub preset: its sizes as
+  `model_hparam_overrides`, its embedding size, its vocab and casing and,
+  for a task preset, its length. None for a Hugging Face generator (no
+  encoder to fine-tune)."""
+  where = os.fspath(detected.location)
+  if detected.format == formats.HUGGINGFACE:
+    part, bert_config, embedding_size, _ = huggingface.read_hf_config(where)
+    if part != DISCRIMINATOR:
+      return None
+    config_path = os.path.join(where, huggingface.CONFIG_FILE)
+  else:
+    _, bert_config, embedding_size = keras_hub.preset_backbone_config(where)
+    config_path = os.path.join(where, keras_hub.CONFIG_FILE)
+  recorded = recorded_inputs(where)
+  sizes = {k: bert_config[k] for k in model_dir_lib.ARCHITECTURE_BERT_FIELDS}
+  hparams = {
+    "model_size": "base",  # every size below overrides the table's
+    "model_hparam_overrides": {k: v for k, v in sizes.items() if k != "vocab_size"},
+    "vocab_size": bert_config["vocab_size"],
+    "embedding_size": embedding_size,
+  }
+  if recorded.max_seq_length:
+    hparams["max_seq_length"] = recorded.max_seq_length
+  return {
+    "format": RUN_CONFIG_FORMAT,
+    "version": model_dir_lib.RUN_CONFIG_VERSION,
+    "kind": KIND_PUBLISHED,
+    "config_class": None,
+    "model_name": os.path.basename(os.path.abspath(where)),
+    "data_dir": None,
+    "hparams": hparams,
+    "architecture": {"encoder": dict(bert_config), "embedding_size": embedding_size},
+    "vocab": {
+      "file": recorded.vocab_file,
+      "size": bert_config["vocab_size"],
+      "do_lower_case": recorded.do_lower_case,
+      "strip_accents": recorded.strip_accents,
+    },
+    "path": config_path,
+  }
 
 
 def run_config_beside(path):

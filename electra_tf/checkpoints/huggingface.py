@@ -448,6 +448,64 @@ def _bert_config_from_hf(config, source):
   return bert_config
 
 
+def read_hf_config(input_dir):
+  """`(part, BertConfig dict, embedding size, config.json content)` of a
+  Hugging Face ELECTRA directory, without reading its weights.
+
+  Raises:
+    ValueError: one line naming `config.json` (not ELECTRA, another
+      architecture, a setting electra_tf does not compute).
+  """
+  config_path = os.path.join(os.fspath(input_dir), CONFIG_FILE)
+  with open(config_path, encoding="utf-8") as f:
+    config = json.load(f)
+  architectures = config.get("architectures") or []
+  by_architecture = {v: k for k, v in ARCHITECTURES.items()}
+  if len(architectures) != 1 or architectures[0] not in by_architecture:
+    raise ValueError(
+      f"{config_path}: architectures {architectures}; expected one of {sorted(by_architecture)}"
+    )
+  bert_config = _bert_config_from_hf(config, config_path)
+  embedding_size = int(config.get("embedding_size", bert_config["hidden_size"]))
+  return by_architecture[architectures[0]], bert_config, embedding_size, config
+
+
+def recorded_tokenizer(input_dir):
+  """`(vocab file, do_lower_case, strip_accents)` of the tokenizer a Hugging
+  Face directory holds, as `write_huggingface` writes it: `sentencepiece.model`
+  (its normalisation from its settings file, else `tokenizer_config.json`)
+  or `vocab.txt` (from `tokenizer_config.json`: `do_lower_case`, default
+  true as transformers' `ElectraTokenizer`; `strip_accents` null or absent
+  follows lower-casing). None when it holds neither file (a directory with
+  only `tokenizer.json` needs `--vocab-file`)."""
+  input_dir = os.fspath(input_dir)
+  recorded = {}
+  config_path = os.path.join(input_dir, TOKENIZER_CONFIG_FILE)
+  if os.path.isfile(config_path):
+    try:
+      with open(config_path, encoding="utf-8") as f:
+        recorded = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+      raise ValueError(f"{config_path!r} is not readable JSON: {str(e).splitlines()[0]}") from None
+    if not isinstance(recorded, dict):
+      raise ValueError(f"{config_path!r} holds {type(recorded).__name__}; expected a JSON object")
+  model_file = os.path.join(input_dir, SENTENCEPIECE_FILE)
+  if os.path.isfile(model_file):
+    settings = vocab_lib.vocab_settings(model_file, vocab_lib.SENTENCEPIECE)
+    if not os.path.isfile(vocab_lib.settings_path(model_file)):
+      for key in ("do_lower_case", "strip_accents"):
+        if isinstance(recorded.get(key), bool):
+          settings[key] = recorded[key]
+    return model_file, settings["do_lower_case"], settings["strip_accents"]
+  vocab_file = os.path.join(input_dir, VOCAB_FILE)
+  if not os.path.isfile(vocab_file):
+    return None
+  do_lower_case = bool(recorded.get("do_lower_case", True))
+  strip_accents = recorded.get("strip_accents")
+  strip_accents = do_lower_case if strip_accents is None else bool(strip_accents)
+  return vocab_file, do_lower_case, strip_accents
+
+
 def load_huggingface(input_dir):
   """Reads a Hugging Face `ElectraForPreTraining` or `ElectraForMaskedLM`
   directory into a fresh electra_tf model, strictly: every stored tensor is
@@ -463,17 +521,8 @@ def load_huggingface(input_dir):
 
   input_dir = os.fspath(input_dir)
   config_path = os.path.join(input_dir, CONFIG_FILE)
-  with open(config_path, encoding="utf-8") as f:
-    config = json.load(f)
-  architectures = config.get("architectures") or []
-  by_architecture = {v: k for k, v in ARCHITECTURES.items()}
-  if len(architectures) != 1 or architectures[0] not in by_architecture:
-    raise ValueError(
-      f"{config_path}: architectures {architectures}; expected one of {sorted(by_architecture)}"
-    )
-  part = by_architecture[architectures[0]]
-  bert_config = _bert_config_from_hf(config, config_path)
-  embedding_size = int(config.get("embedding_size", bert_config["hidden_size"]))
+  part, bert_config, embedding_size, config = read_hf_config(input_dir)
+  architectures = config["architectures"]
   notes = []
   if part == PART_DISCRIMINATOR:
     model = ElectraDiscriminator(

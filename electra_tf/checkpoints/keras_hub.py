@@ -328,6 +328,18 @@ def preset_vocab(preset_dir):
   return vocab_file, lowercase, bool(config.get("strip_accents", lowercase))
 
 
+def preset_lengths(preset_dir):
+  """`{"max_seq_length", "max_query_length"}` the preprocessor of an
+  electra_tf task preset packs to (what it was trained at, kept in
+  `task.json`); empty for a backbone preset, which records no length."""
+  task = preset_task(preset_dir)
+  if task is None:
+    return {}
+  preprocessor = (task[0].get("config") or {}).get("preprocessor") or {}
+  config = preprocessor.get("config") or {}
+  return {k: int(config[k]) for k in ("max_seq_length", "max_query_length") if config.get(k)}
+
+
 def preset_task(preset_dir):
   """`(task config, task weights path)` of an electra_tf task preset, or None
   for a backbone preset."""

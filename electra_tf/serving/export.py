@@ -13,6 +13,7 @@ Example:
   >>> # export(model, "discriminator", "vocab.txt", "/tmp/electra_serving")
 """
 
+import dataclasses
 import os
 import re
 import shutil
@@ -26,6 +27,7 @@ from electra_tf.checkpoints import formats
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.configs import hparams as hparams_lib
 from electra_tf.configs.finetuning import FinetuningConfig
+from electra_tf.finetune.qa.head import QAHead
 from electra_tf.runtime import distribution
 from electra_tf.serving import loading as serving_loading
 from electra_tf.serving import modules as serving_modules
@@ -206,6 +208,117 @@ def build_serving_module(
   return module
 
 
+@dataclasses.dataclass(frozen=True)
+class ServingLengths:
+  """The lengths an export serves and where each came from.
+
+  Attributes:
+    max_seq_length: S of every signature.
+    max_query_length: the QA question budget (None: the served head is not QA).
+    line: one line saying both and their sources.
+  """
+
+  max_seq_length: int
+  max_query_length: int = None
+  line: str = ""
+
+
+def served_head(model, kind, task=None):
+  """The head a `--model task` export serves (None for other kinds, or
+  when it cannot tell: `build_serving_module` then says why)."""
+  heads = getattr(model, "heads", None)
+  if kind != "task" or not heads:
+    return None
+  if task is None:
+    return heads[0] if len(heads) == 1 else None
+  return next((h for h in heads if getattr(h, "task_name", None) == task), None)
+
+
+def _served_bert_config(model, kind):
+  if _is_finetuning_model(model):
+    return model.bert_config
+  network = any_format.find_network(model, kind)
+  return None if network is None else network.bert_config
+
+
+def serving_lengths(
+  model,
+  kind,
+  path,
+  max_seq_length=None,
+  max_query_length=None,
+  task=None,
+  config=None,
+  hparams=None,
+  recorded=None,
+):
+  """The lengths an export of `model` serves: each given one, else what the
+  model records (`any_format.recorded_inputs`: its run's `config.json`, a
+  task preset's preprocessor) unless the run's `hparams` (`--hparams`)
+  name it, else the defaults (128
+  tokens, a 64-token question) with a line saying the model records none.
+
+  Args:
+    model, kind: what `load_model` returned and what is served.
+    path: the model's path (named in the line).
+    max_seq_length, max_query_length: the flags (None: not given).
+    task: the served head (`--task`).
+    config: the config `load_model` returned (None where there is none).
+    hparams: the user's `--hparams` (dict, JSON string, path or None).
+    recorded: `any_format.recorded_inputs(path)` (None reads it).
+
+  Returns:
+    A `ServingLengths`.
+
+  Raises:
+    ValueError: one line, for a length above the model's position table
+      (`max_position_embeddings`) or below 3.
+  """
+  if recorded is None:
+    recorded = any_format.recorded_inputs(path)
+  user = hparams_lib.load_hparams(hparams) if hparams else {}
+  qa = isinstance(served_head(model, kind, task), QAHead)
+
+  def choose(name, given, default):
+    flag = "--" + name.replace("_", "-")
+    if given is not None:
+      return int(given), f"given: {flag}"
+    if name in user and config is not None and getattr(config, name, None) is not None:
+      return int(getattr(config, name)), "from --hparams"
+    if getattr(recorded, name) is not None:
+      return int(getattr(recorded, name)), f"recorded in {recorded.source}"
+    return default, (
+      f"the default: {os.fspath(path)!r} records no trained length; pass {flag} to change it"
+    )
+
+  bert_config = _served_bert_config(model, kind) or {}
+  positions = bert_config.get("max_position_embeddings")
+  default = any_format.DEFAULT_MAX_SEQ_LENGTH
+  if positions is not None:
+    default = min(default, int(positions))  # a small model's whole position table
+  seq, seq_source = choose("max_seq_length", max_seq_length, default)
+  if positions is not None and seq > int(positions):
+    raise ValueError(
+      f"max_seq_length {seq} ({seq_source}) exceeds the model's max_position_embeddings "
+      f"{positions}; pass --max-seq-length {positions} or less"
+    )
+  if seq < 3:
+    raise ValueError(f"max_seq_length {seq} ({seq_source}); expected at least 3")
+  line = f"max_seq_length {seq} ({seq_source})"
+  query = None
+  if qa:
+    query, query_source = choose(
+      "max_query_length", max_query_length, any_format.DEFAULT_MAX_QUERY_LENGTH
+    )
+    if query_source == seq_source:
+      line = f"max_seq_length {seq}, max_query_length {query} ({seq_source})"
+    else:
+      line += f", max_query_length {query} ({query_source})"
+  elif max_query_length is not None:
+    query = int(max_query_length)
+  return ServingLengths(seq, query, "Serving " + line)
+
+
 def is_sentencepiece(vocab_file):
   """Whether `vocab_file` is a SentencePiece model (by content)."""
   return vocab_lib.vocab_kind(vocab_file) == vocab_lib.SENTENCEPIECE
@@ -218,12 +331,20 @@ def tokenizer_op(vocab_file):
   return serving_loading.TOKENIZER_OP
 
 
-def normalisation(config, vocab_file, no_lower_case=False, no_strip_accents=False):
+def normalisation(config, vocab_file, no_lower_case=False, no_strip_accents=False, recorded=None):
   """`(do_lower_case, strip_accents)` of an export: the flags `--no-lower-case`
-  / `--no-strip-accents` turn them off; otherwise the run's `config` says
-  (on without one), except for a SentencePiece model under a pre-training
-  run: its records were normalised as the model's settings file says (None:
-  `tokenizer_for` reads it), while the run records WordPiece's defaults."""
+  / `--no-strip-accents` turn them off; otherwise the run's `config` says;
+  without one, what the model records (`recorded`, an
+  `any_format.Recorded`: a Hugging Face directory's `tokenizer_config.json`,
+  a keras-hub preset's tokenizer), else on. A SentencePiece model under a
+  pre-training run is the exception: its records were normalised as the
+  model's settings file says (None: `tokenizer_for` reads it), while the
+  run records WordPiece's defaults."""
+  if config is None and recorded is not None and recorded.do_lower_case is not None:
+    strip = True if recorded.strip_accents is None else recorded.strip_accents
+    return (not no_lower_case and bool(recorded.do_lower_case)), (
+      not no_strip_accents and bool(strip)
+    )
   if is_sentencepiece(vocab_file) and not isinstance(config, FinetuningConfig):
     return (False if no_lower_case else None), (False if no_strip_accents else None)
   do_lower_case = not no_lower_case and (config is None or getattr(config, "do_lower_case", True))

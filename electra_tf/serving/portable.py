@@ -202,11 +202,12 @@ def build_network(model, kind=None, task=None, vocab_file=None, **options):
     vocab_file,
     options.get("do_lower_case"),
     options.get("strip_accents"),
-    options.get("max_seq_length", 512),
+    options.get("max_seq_length"),
   )
   model = export_lib.with_dtype_policy(model, "float32")
   bert_config = _bert_config(model, kind) or {}
   max_length = int(bert_config.get("max_position_embeddings", 512))
+  packing_length = packing_length or min(512, max_length)
   if _is_task_model(model):
     if kind != "task":
       raise ValueError(f"{type(model).__name__} is a task model; it exports its task head only")
@@ -412,9 +413,15 @@ def export_portable(model, filepath, format, quantize=None, **options):
   check_format(format, quantize)
   require(format)
   function, tokenizer, packing_length, max_length = build_network(model, **options)
+  if packing_length > max_length:
+    raise ValueError(
+      f"max_seq_length {packing_length} exceeds the model's max_position_embeddings {max_length}"
+    )
   metadata = {
     "inputs": ",".join(INPUT_NAMES),
     "max_sequence_length": str(max_length),
+    # The length the model was trained to pack text to (tokenizer_config.json's too).
+    "max_seq_length": str(packing_length),
     "tokenizer": f"{huggingface.TOKENIZER_FILE}, {vocab_file_name(tokenizer)} (beside this file)",
   }
   if format == "litert":

@@ -98,14 +98,25 @@ class ElectraTaskModel(keras.Model):
     the vocab size comes from `vocab_file` (required) and `do_lower_case`
     and `strip_accents` default to true. With a SentencePiece model for
     vocab, they default to what its settings file records (off without
-    one), whatever the run recorded. `max_seq_length` defaults to the class's
-    `default_max_seq_length`; `kwargs` named in `preprocessor_args` go to
-    the preprocessor, the rest to the constructor."""
+    one), whatever the run recorded. A Hugging Face discriminator directory
+    or a keras-hub preset that electra_tf published records its encoder and
+    tokenizer the same way (`any_format.published_run_config`).
+    `max_seq_length` defaults to the length a fine-tuned model (an
+    electra_tf trial dir, a task preset) was trained at, else to the class's
+    `default_max_seq_length` (a pre-training run's length is not a task's);
+    `kwargs` named in `preprocessor_args` go to the preprocessor (a QA
+    trial's `max_query_length` is its default), the rest to the
+    constructor."""
     run_config = any_format.run_config(path)
     run_vocab = {}
     if run_config is not None:
       run_vocab = run_config.get("vocab") or {}
       vocab_file = vocab_file or run_vocab.get("file")
+      if run_config.get("kind") != model_dir_lib.KIND_PRETRAINING:
+        recorded = any_format.recorded_inputs(path)
+        max_seq_length = max_seq_length or recorded.max_seq_length
+        if "max_query_length" in cls.preprocessor_args and recorded.max_query_length:
+          kwargs.setdefault("max_query_length", recorded.max_query_length)
     if not vocab_file:
       raise ValueError(
         f"{path!r} has no electra_tf config.json recording its vocab: pass vocab_file"

@@ -13,6 +13,7 @@ import json
 import os
 
 from electra_tf.checkpoints import formats
+from electra_tf.checkpoints import huggingface
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints.convert.publish import huggingface_to_keras
 from electra_tf.checkpoints.convert.publish import keras_hub_preset_to_keras
@@ -86,11 +87,17 @@ def convert(
       )
     return keras_hub_preset_to_keras(input_path, output_path, part)
   if found == formats.HUGGINGFACE:
-    if direction not in (None, "to-keras") or part is not None or hparams is not None:
+    if direction not in (None, "to-keras") or hparams is not None:
       raise ValueError(
         f"--input {os.fspath(input_path)!r} is a Hugging Face directory: it becomes a "
-        ".keras discriminator or generator (as its architecture says); --direction, --part "
+        ".keras discriminator or generator (as its architecture says); --direction "
         "and --hparams do not apply"
+      )
+    held = huggingface.read_hf_config(input_path)[0]
+    if part not in (None, held):
+      raise ValueError(
+        f"--part {part}: --input {os.fspath(input_path)!r} is a Hugging Face directory that "
+        f"holds the {held} only (use --part {held}, or leave --part out)"
       )
     return huggingface_to_keras(input_path, output_path)
   detected = detect_direction(input_path, output_path)
