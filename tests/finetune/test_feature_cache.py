@@ -180,6 +180,25 @@ def test_a_tsv_without_usable_rows_leaves_no_cache_and_a_fixed_one_works(data, c
   assert len(records) == 4 and lines == []
 
 
+@pytest.mark.parametrize(
+  "task, file_name, text, expected",
+  [
+    ("squad", "train.json", squad_json([]), "{path}: no train example, it has no question"),
+    ("chunk", "train.txt", "the DT B-NP\ncat NN I-NP\n", "{path}: no sentence; expected lines"),
+  ],
+)
+def test_qa_and_tagging_files_without_examples_leave_no_cache(
+  data, task, file_name, text, expected
+):
+  data_dir, _ = data
+  path = write_task_file(data_dir, task, file_name, text)
+  pre, tasks = _preprocessor(data, task_names=[task])
+  with pytest.raises(ValueError) as e:
+    pre.serialize(tasks, True, "train")
+  assert str(e.value).startswith(expected.format(path=path)) and f"(task {task})" in str(e.value)
+  assert _cache_files(data_dir) == []
+
+
 def _main(data, capsys, **hparams):
   data_dir, vocab_size = data
   hparams = tiny_hparams(vocab_size, **{"task_names": ["sst"], "init_checkpoint": None, **hparams})

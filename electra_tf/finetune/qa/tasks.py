@@ -264,6 +264,13 @@ class QATask(task_lib.Task):
       tf.get_logger().info(
         "%s %s: %d examples created, %d failures", self.name, split, len(examples), failures[0]
       )
+      if not examples:
+        skipped = (
+          f"all {failures[0]} questions were skipped (their answer is not in their context)"
+          if failures[0]
+          else "it has no question"
+        )
+        raise ValueError(f"{source}: no {split} example, {skipped} (task {self.name})")
       self._examples[split] = examples
     return self._examples[split]
 

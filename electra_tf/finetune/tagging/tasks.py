@@ -155,6 +155,11 @@ class TaggingTask(task_lib.Task):
     if split not in self._examples:
       first_lines = []
       sentences = self._read_split(split, first_lines)
+      if not sentences:
+        raise ValueError(
+          f"{self._split_path(split)}: no sentence; expected lines of `word ... tag` with a blank "
+          f"line after each sentence (task {self.name})"
+        )
       mapping = self.get_label_mapping(split, sentences)
       examples = []
       for i, (words, tags) in enumerate(sentences):
