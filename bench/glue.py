@@ -182,8 +182,8 @@ def pretraining_flops(checkpoint):
   if "discriminator" in towers:
     total += tower("discriminator", e).get_train_flops(batch, step, discriminator=True)
   if "generator" in towers:
-    # A tied generator reads the discriminator's embeddings; an untied one its own width.
-    tied = not hparams.get("untied_generator", True)
+    # Tied embeddings (the default) are the discriminator's; untied ones the generator's width.
+    tied = not hparams.get("untied_generator_embeddings", False)
     total += tower(
       "generator", e if tied or "discriminator" not in towers else None
     ).get_train_flops(batch, step)
