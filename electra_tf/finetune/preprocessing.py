@@ -203,7 +203,6 @@ class Preprocessor:
     Cached records are reused only when `feature_stamp` matches their
     metadata; a rebuild prints one line naming what changed. A build with no
     examples raises `ValueError` and leaves no cache."""
-    config = self._config
     tfrecords_path, metadata_path = self.dataset_paths(tasks, split)
     changes = self.cache_changes(tasks, is_training, split)
     if changes is None:
@@ -213,10 +212,20 @@ class Preprocessor:
       print(
         f"Rebuilding the fine-tuning features {tfrecords_path}: {'; '.join(changes)}", flush=True
       )
-    # Nothing stale survives a build that fails.
-    for path in (metadata_path, tfrecords_path):
-      if tf.io.gfile.exists(path):
-        tf.io.gfile.remove(path)
+    # The records are only read with their metadata: without it they are
+    # never reused, and a failed build removes them too.
+    if tf.io.gfile.exists(metadata_path):
+      tf.io.gfile.remove(metadata_path)
+    try:
+      n_records = self._build(tasks, is_training, split, tfrecords_path, metadata_path)
+    except BaseException:
+      if tf.io.gfile.exists(tfrecords_path):
+        tf.io.gfile.remove(tfrecords_path)
+      raise
+    return tfrecords_path, n_records
+
+  def _build(self, tasks, is_training, split, tfrecords_path, metadata_path):
+    config = self._config
     # Before reading: a file edited while it is read is rebuilt next time.
     sources = self._sources(tasks, split)
     batch_size = config.train_batch_size if is_training else config.eval_batch_size
@@ -244,7 +253,7 @@ class Preprocessor:
       "sources": sources,
     }
     write_atomic(metadata_path, json.dumps(metadata, indent=2))
-    return tfrecords_path, n_records
+    return n_records
 
   def _write_records(self, examples, is_training, path, batch_size):
     n_records = 0

@@ -180,6 +180,21 @@ def test_a_tsv_without_usable_rows_leaves_no_cache_and_a_fixed_one_works(data, c
   assert len(records) == 4 and lines == []
 
 
+def test_a_failed_rebuild_leaves_no_stale_cache(data, capsys):
+  data_dir, _ = data
+  records, _ = _train_records(data, capsys)
+  assert len(_cache_files(data_dir)) == 2
+  path = write_task_file(data_dir, "sst", "train.tsv", _sst(3) + "the cat\t7\n")
+  pre, tasks = _preprocessor(data)
+  with pytest.raises(ValueError, match=rf"^{path}, line 5: label '7' is not one of"):
+    pre.serialize(tasks, True, "train")
+  assert f"{path} changed (" in capsys.readouterr().out
+  assert _cache_files(data_dir) == []
+  write_task_file(data_dir, "sst", "train.tsv", _sst(4))
+  again, lines = _train_records(data, capsys)
+  assert _ids(again) == _ids(records) and lines == []
+
+
 @pytest.mark.parametrize(
   "task, file_name, text, expected",
   [
