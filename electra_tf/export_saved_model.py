@@ -28,15 +28,9 @@ Example:
   python -m electra_tf.export_saved_model --checkpoint data/models/tiny \\
       --model discriminator --export-dir /tmp/electra_serving
 
-The length every signature serves defaults to the one the model was trained
-at (its run's `config.json`: a pre-training run's or a fine-tuning trial's
-`max_seq_length`, a QA trial's `max_query_length` too; a task preset's
-preprocessor); a model that records none (an official checkpoint, a
-Hugging Face directory) gets 128 (a 64-token question) and a line says so.
-`--max-seq-length` / `--max-query-length` override it; a length above the
-model's `max_position_embeddings` is refused. The vocab and casing default
-to the model's own as well, a published Hugging Face directory's or
-keras-hub preset's tokenizer files included.
+The length, vocab and casing default to what the model records (its run's
+`config.json`, a task preset's preprocessor, a published directory's
+tokenizer files); one line says which length and where it came from.
 
 Loading the export in Python: `electra_tf.serving.load(path)`, or `import
 tensorflow_text` before `tf.saved_model.load` (the raw-text signature's
@@ -49,12 +43,10 @@ then needs `--xla_cpu_compilation_enabled=true` on CPU.
 """
 
 import argparse
-import os
 import sys
 
 import keras
 
-from electra_tf.checkpoints import any_format
 from electra_tf.serving import export as export_lib
 from electra_tf.serving import modules as serving_modules
 from electra_tf.serving import portable
@@ -86,10 +78,7 @@ def _parse_args(argv):
   parser.add_argument("--model-name", default="electra", help="the run's model name")
   parser.add_argument("--data-dir", help="the run's data dir (default: the checkpoint's dir)")
   parser.add_argument(
-    "--vocab-file",
-    help="the WordPiece vocab or SentencePiece model (default: the one the model records: its "
-    "run's vocab_file, a Hugging Face directory's vocab.txt / sentencepiece.model, a keras-hub "
-    "preset's tokenizer assets)",
+    "--vocab-file", help="WordPiece vocab or SentencePiece model (default: the model's own)"
   )
   parser.add_argument("--export-dir", required=True, help="writes <export-dir>/<version>/")
   portable.add_flags(parser)  # --format, --quantize
@@ -101,11 +90,7 @@ def _parse_args(argv):
   )
   parser.add_argument("--task", help="the fine-tuned head to serve (--model task)")
   parser.add_argument(
-    "--max-seq-length",
-    type=int,
-    default=None,
-    help="S of every signature (text is truncated to it); default: the length the model was "
-    "trained at (its run's config.json, a task preset's preprocessor), else 128",
+    "--max-seq-length", type=int, help="S of every signature (default: the trained one, else 128)"
   )
   parser.add_argument("--version", type=int, help="default: 1 + the newest existing version")
   parser.add_argument(
@@ -124,10 +109,7 @@ def _parse_args(argv):
     help="generator: [MASK] positions scored per sequence",
   )
   parser.add_argument(
-    "--max-query-length",
-    type=int,
-    default=None,
-    help="QA question budget; default: the QA trial's (its config.json), else 64",
+    "--max-query-length", type=int, help="QA question budget (default: the trial's, else 64)"
   )
   parser.add_argument(
     "--length-multiple",
@@ -168,38 +150,10 @@ def main(argv=None):
     model, config = export_lib.load_model(
       args.keras_model, args.checkpoint, args.hparams, args.model, args.model_name, args.data_dir
     )
-    # The vocab, casing and length the model records (its run's config.json,
-    # a published directory's tokenizer files, a task preset's preprocessor).
-    recorded = any_format.recorded_inputs(source)
-    vocab_file = args.vocab_file
-    if vocab_file is None and config is not None and os.path.isfile(config.vocab_file):
-      vocab_file = config.vocab_file
-    if vocab_file is None and recorded.vocab_file and os.path.isfile(recorded.vocab_file):
-      vocab_file = recorded.vocab_file
-    if not vocab_file:
-      raise ValueError(
-        "pass --vocab-file (the WordPiece vocab the model was trained with): "
-        f"{source!r} records none (a run's model dir records it in its config.json, and so "
-        "does a .keras file kept in that dir; a published Hugging Face directory or keras-hub "
-        "preset holds it)"
-      )
-    do_lower_case, strip_accents = export_lib.normalisation(
-      config, vocab_file, args.no_lower_case, args.no_strip_accents, recorded
-    )
-    lengths = export_lib.serving_lengths(
-      model,
-      args.model,
-      source,
-      args.max_seq_length,
-      args.max_query_length,
-      task=args.task,
-      config=config,
-      hparams=args.hparams,
-      recorded=recorded,
+    vocab_file, do_lower_case, strip_accents, lengths = export_lib.settings_from_flags(
+      model, config, source, args
     )
     print(lengths.line)
-    args.max_seq_length = lengths.max_seq_length
-    args.max_query_length = lengths.max_query_length or any_format.DEFAULT_MAX_QUERY_LENGTH
     if args.format != "tf_saved_model":
       path = portable.export_from_flags(model, args, vocab_file, do_lower_case, strip_accents)
       print(f"Exported {args.model} ({args.format}) to {path}; tokenizer files beside it")

@@ -26,9 +26,16 @@ which finds them under `model/` or under the optimizer's list of trainable
 variables. (The converter's to-official direction restores the optimizer
 state as well, see `convert.to_official.load_training_checkpoint`.)
 
+What a model records about its inputs (vocab, casing, trained length) is
+read here too, in one place (`recorded_inputs`): the exporter's defaults,
+fine-tuning from a published directory and the task models' `from_checkpoint`
+take it from there.
+
 Example:
   >>> READABLE["finetuned"]
   ('finetuned', 'keras', 'keras_hub_preset')
+  >>> recorded_inputs("/nonexistent").max_seq_length is None  # nothing there records a length
+  True
   >>> # loaded = load("data/models/tiny", "discriminator"); loaded.model, loaded.config
 """
 

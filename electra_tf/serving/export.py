@@ -331,6 +331,59 @@ def tokenizer_op(vocab_file):
   return serving_loading.TOKENIZER_OP
 
 
+def tokenizer_settings(
+  source, config, recorded, vocab_file=None, no_lower_case=False, no_strip_accents=False
+):
+  """`(vocab_file, do_lower_case, strip_accents)` of an export of the model at
+  `source`: the given `vocab_file`, else the run's (`config`), else the one
+  the model records (`recorded`, an `any_format.Recorded`: a published
+  directory's tokenizer files); the casing as `normalisation` decides.
+
+  Raises:
+    ValueError: one line, when no vocab is given or recorded.
+  """
+  if vocab_file is None and config is not None and os.path.isfile(config.vocab_file):
+    vocab_file = config.vocab_file
+  if vocab_file is None and recorded.vocab_file and os.path.isfile(recorded.vocab_file):
+    vocab_file = recorded.vocab_file
+  if not vocab_file:
+    raise ValueError(
+      "pass --vocab-file (the WordPiece vocab the model was trained with): "
+      f"{os.fspath(source)!r} records none (a run's model dir records it in its config.json, "
+      "and so does a .keras file kept in that dir; a published Hugging Face directory or "
+      "keras-hub preset holds it)"
+    )
+  do_lower_case, strip_accents = normalisation(
+    config, vocab_file, no_lower_case, no_strip_accents, recorded
+  )
+  return vocab_file, do_lower_case, strip_accents
+
+
+def settings_from_flags(model, config, source, args):
+  """`(vocab_file, do_lower_case, strip_accents, ServingLengths)` of an
+  `export_saved_model` run: its flags `args` over what the model at `source`
+  records (`any_format.recorded_inputs`). Sets `args.max_seq_length` and
+  `args.max_query_length` to the lengths served."""
+  recorded = any_format.recorded_inputs(source)
+  vocab_file, do_lower_case, strip_accents = tokenizer_settings(
+    source, config, recorded, args.vocab_file, args.no_lower_case, args.no_strip_accents
+  )
+  lengths = serving_lengths(
+    model,
+    args.model,
+    source,
+    args.max_seq_length,
+    args.max_query_length,
+    args.task,
+    config,
+    args.hparams,
+    recorded,
+  )
+  args.max_seq_length = lengths.max_seq_length
+  args.max_query_length = lengths.max_query_length or any_format.DEFAULT_MAX_QUERY_LENGTH
+  return vocab_file, do_lower_case, strip_accents, lengths
+
+
 def normalisation(config, vocab_file, no_lower_case=False, no_strip_accents=False, recorded=None):
   """`(do_lower_case, strip_accents)` of an export: the flags `--no-lower-case`
   / `--no-strip-accents` turn them off; otherwise the run's `config` says;
