@@ -25,7 +25,6 @@ Example:
 import argparse
 import collections
 import dataclasses
-import logging
 import os
 import sys
 
@@ -38,6 +37,7 @@ from electra_tf.text.tokenizer import ElectraTokenizer
 from electra_tf.utils import exit_codes
 from electra_tf.utils.file_io import check_writable
 from electra_tf.utils.file_io import write_atomic
+from tfrecords_tools import text_checks
 from tfrecords_tools.example_writer import decode_utf8
 from tfrecords_tools.text_corpus import list_corpus_files
 
@@ -63,21 +63,47 @@ class CountReport:
   """What `count_words` had to change in the corpus (all totals)."""
 
   bad_bytes: int = 0  # bytes dropped because they are not UTF-8
+  bad_bytes_files: int = 0
+  bad_bytes_example: str = ""
   split_lines: int = 0  # lines longer than MAX_PIECE_CHARS, cut at spaces
   skipped_words: int = 0  # space-free runs longer than MAX_PIECE_CHARS
   skipped_chars: int = 0
   long_sentences: int = 0  # SentencePiece: lines its trainer leaves out
+  total_bytes: int = 0  # of every file read
+  not_text_files: int = 0  # files skipped whole: not text (`text_checks`)
+  not_text_bytes: int = 0
+  not_text_example: str = ""
+  # {word as written: occurrences} of the corpus's first words, for
+  # `text_checks.normalisation_warning`.
+  sample_words: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+
+  def check_text(self):
+    """Raises a one-line `ValueError` when files that are not text are
+    most of the corpus; else returns the warning about them, or None."""
+    if not self.not_text_files:
+      return None
+    refuse, line = text_checks.skipped_message(
+      self.not_text_files, self.not_text_bytes, self.total_bytes, self.not_text_example
+    )
+    if refuse:
+      raise ValueError(line)
+    return line
 
   def summary(self):
     """One line per kind of change, empty when nothing changed."""
     lines = []
+    if self.not_text_files:
+      lines.append(self.check_text())
     if self.long_sentences:
       lines.append(
         f"{self.long_sentences} lines longer than {MAX_SENTENCE_BYTES} UTF-8 bytes are left out "
         "of SentencePiece training (put sentences or paragraphs on lines of their own)"
       )
     if self.bad_bytes:
-      lines.append(f"ignored {self.bad_bytes} bytes that are not UTF-8")
+      lines.append(
+        f"ignored {self.bad_bytes} bytes that are not UTF-8 in {self.bad_bytes_files} file(s) "
+        f"(e.g. {self.bad_bytes_example!r})"
+      )
     if self.split_lines:
       lines.append(
         f"split {self.split_lines} lines longer than {MAX_PIECE_CHARS} characters at spaces"
@@ -176,11 +202,16 @@ def count_words(corpus_dir, do_lower_case=True, strip_accents=True, report=None)
     normalizer.normalize_words, input_signature=[tf.TensorSpec([None], tf.string)]
   )
   counts = collections.Counter()
+  sampled = sum(report.sample_words.values())
   for text in corpus_texts(corpus_dir, report):
     lines = []
     for line in text.split("\n"):
       if not line.strip():
         continue
+      if sampled < text_checks.SAMPLE_WORDS:
+        words = line.split()
+        report.sample_words.update(words)
+        sampled += len(words)
       if len(line) > MAX_PIECE_CHARS:
         # Tabs and carriage returns separate words like spaces do.
         line = line.replace("\t", " ").replace("\r", " ")
@@ -199,10 +230,70 @@ def count_words(corpus_dir, do_lower_case=True, strip_accents=True, report=None)
   return counts
 
 
-def learn_vocab(word_counts, vocab_size, num_unused=99, max_unique_chars=1000):
-  """The vocab list: reserved tokens first, then the learned pieces."""
+def _learn_wordpieces(word_counts, vocab_size, reserved, max_unique_chars, tried):
+  """tensorflow-text's `learn` with `lower_thresh=1` (the same steps, so the
+  same vocab), recording each `(count threshold, vocab size)` its binary
+  search tries in `tried`: why a vocab falls short of `vocab_size`."""
   from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner  # pylint: disable=g-import-not-at-top
 
+  params = learner.Params(
+    upper_thresh=int(1e7),
+    lower_thresh=1,
+    num_iterations=4,
+    max_input_tokens=int(5e6),
+    max_token_length=50,
+    max_unique_chars=max_unique_chars,
+    vocab_size=vocab_size,
+    slack_ratio=0.05,
+    include_joiner_token=True,
+    joiner="##",
+    reserved_tokens=reserved,
+  )
+  upper, lower = learner.get_search_threshs(word_counts, params.upper_thresh, params.lower_thresh)
+  all_counts = learner.get_input_words(word_counts, reserved, params.max_token_length)
+  allowed = learner.get_allowed_chars(all_counts, max_unique_chars)
+  counts = learner.filter_input_words(all_counts, allowed, params.max_input_tokens)
+  slack = max(0, params.slack_ratio * vocab_size)
+  while True:  # the library's `learn_binary_search`, as a loop
+    thresh = (upper + lower) // 2
+    vocab = learner.learn_with_thresh(counts, thresh, params)
+    tried.append((thresh, len(vocab)))
+    fits = len(vocab) <= vocab_size and vocab_size - len(vocab) <= slack
+    if fits or lower >= upper or thresh <= 1:
+      return vocab
+    if len(vocab) > vocab_size:
+      lower = thresh + 1
+    else:
+      upper = thresh - 1
+
+
+def shortfall_reason(tried, vocab_size, num_words):
+  """Why the WordPiece learner gave fewer than `vocab_size` tokens, from the
+  `(count threshold, vocab size)` pairs its search tried (the last one is
+  the vocab written).
+
+  Example:
+  >>> shortfall_reason([(10, 900), (4, 3100), (5, 2600)], 3000, 5000)
+  'the WordPiece learner keeps the pieces seen at least N times: N=5 gives 2600 tokens, N=4 already 3100, more than --vocab-size 3000'
+  """
+  thresh, size = tried[-1]
+  over = [(t, n) for t, n in tried if n > vocab_size and t < thresh]
+  if thresh <= 1 or not over:
+    return (
+      f"even the pieces seen once give only {size} tokens: the corpus ({num_words} distinct "
+      "words after normalisation) is too small for that many"
+    )
+  t, n = max(over)
+  return (
+    f"the WordPiece learner keeps the pieces seen at least N times: N={thresh} gives {size} "
+    f"tokens, N={t} already {n}, more than --vocab-size {vocab_size}"
+  )
+
+
+def learn_vocab(word_counts, vocab_size, num_unused=99, max_unique_chars=1000, tried=None):
+  """The vocab list: reserved tokens first, then the learned pieces.
+  `tried` (a list) receives the learner's `(count threshold, vocab size)`
+  steps (see `shortfall_reason`)."""
   reserved = reserved_tokens(num_unused)
   if vocab_size <= len(reserved):
     raise ValueError(
@@ -210,13 +301,12 @@ def learn_vocab(word_counts, vocab_size, num_unused=99, max_unique_chars=1000):
     )
   if not word_counts:
     raise ValueError("the corpus has no words to learn a vocab from")
-  vocab = learner.learn(
+  vocab = _learn_wordpieces(
     list(word_counts.items()),
     vocab_size,
     reserved,
-    lower_thresh=1,
-    max_unique_chars=max_unique_chars,
-    include_joiner_token=True,
+    max_unique_chars,
+    [] if tried is None else tried,
   )
   # The learner already lists the reserved tokens first; keep each token once
   # and drop the bare joiner "##" (an empty suffix that is never produced).
@@ -240,10 +330,20 @@ def corpus_texts(corpus_dir, report):
     if tf.io.gfile.isdir(path):
       continue
     with tf.io.gfile.GFile(path, "rb") as f:
-      text, bad = decode_utf8(f.read())
+      data = f.read()
+    text, bad = decode_utf8(data)
+    report.total_bytes += len(data)
+    if text_checks.is_not_text(data, bad):
+      # Skipped whole and reported once (`CountReport.check_text`).
+      report.not_text_files += 1
+      report.not_text_bytes += len(data)
+      report.not_text_example = report.not_text_example or path
+      continue
     if bad:
+      # Reported once, in the summary.
       report.bad_bytes += bad
-      logging.warning("%s: ignored %d bytes that are not UTF-8", path, bad)
+      report.bad_bytes_files += 1
+      report.bad_bytes_example = report.bad_bytes_example or path
     yield text
 
 
@@ -277,7 +377,12 @@ def sentencepiece_sentences(corpus_dir, do_lower_case, strip_accents, report):
         report.long_sentences += 1
       yield line
 
+  sampled = 0
   for line in corpus_lines(corpus_dir, report):
+    if sampled < text_checks.SAMPLE_WORDS:
+      words = line.split()
+      report.sample_words.update(words)
+      sampled += len(words)
     batch.append(line)
     if len(batch) >= NORMALIZE_BATCH_LINES:
       yield from flush()
@@ -297,6 +402,7 @@ def build_sentencepiece(args, report):
     character_coverage=args.character_coverage,
     input_sentence_size=args.input_sentence_size,
   )
+  report.check_text()  # nothing written when the corpus is mostly not text
   size = len(vocab_lib.sentencepiece_vocab_of(model, args.output))
   # The settings first: a model never stands without them.
   vocab_lib.write_vocab_settings(
@@ -369,6 +475,11 @@ def main(argv=None):
     args.strip_accents = wordpiece
   report = CountReport()
   try:
+    if os.path.isdir(args.output):
+      raise ValueError(
+        f"--output {args.output!r} is a directory; expected the vocab file's path (such as "
+        f"{os.path.join(args.output, 'vocab.txt')!r})"
+      )
     if os.path.exists(args.output) and not args.overwrite:
       # A vocab is what TFRecords and models index into: never replaced silently.
       raise ValueError(
@@ -389,6 +500,11 @@ def main(argv=None):
   if not wordpiece:
     for line in report.summary():
       print(f"warning: {args.corpus_dir}: {line}", file=sys.stderr)
+    lost = text_checks.normalisation_warning(
+      report.sample_words, args.do_lower_case, args.strip_accents
+    )
+    if lost:
+      print(f"warning: {args.corpus_dir}: {lost}", file=sys.stderr)
     print(
       f"Wrote a SentencePiece {args.model_type} model of {size} pieces to {args.output} "
       f"(settings: {vocab_lib.settings_path(args.output)})"
@@ -400,21 +516,28 @@ def main(argv=None):
         file=sys.stderr,
       )
     return 0
+  tried = []
   try:
     counts = count_words(args.corpus_dir, args.do_lower_case, args.strip_accents, report)
-    tokens = learn_vocab(counts, args.vocab_size, args.num_unused)
+    report.check_text()
+    tokens = learn_vocab(counts, args.vocab_size, args.num_unused, tried=tried)
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return exit_codes.BAD_INPUT
   write_vocab(tokens, args.output)
   for line in report.summary():
     print(f"warning: {args.corpus_dir}: {line}", file=sys.stderr)
+  lost = text_checks.normalisation_warning(
+    report.sample_words, args.do_lower_case, args.strip_accents
+  )
+  if lost:
+    print(f"warning: {args.corpus_dir}: {lost}", file=sys.stderr)
   print(f"Wrote {len(tokens)} tokens to {args.output}")
   if len(tokens) < args.vocab_size:
     print(
       f"warning: the vocab has {len(tokens)} tokens, fewer than --vocab-size {args.vocab_size}: "
-      f"the corpus has only {len(counts)} distinct words; set vocab_size to {len(tokens)} "
-      "in the pre-training hparams (or use a larger corpus)",
+      f"{shortfall_reason(tried, args.vocab_size, len(counts))}; set vocab_size to "
+      f"{len(tokens)} in the pre-training hparams (or use a larger corpus)",
       file=sys.stderr,
     )
   return 0

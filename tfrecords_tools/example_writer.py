@@ -36,6 +36,7 @@ from electra_tf.utils.file_io import atomic_path
 from tfrecords_tools.example_builder import ExampleBuilder
 from tfrecords_tools.example_builder import examples_to_features
 from tfrecords_tools.example_builder import serialize_examples
+from tfrecords_tools.text_checks import is_not_text
 
 SHARD_PREFIX = "pretrain_data.tfrecord"
 # Every temporary shard name starts with this (`atomic_path` hides it behind a
@@ -172,6 +173,13 @@ class ExampleWriter:
     self.n_written = 0
     self.bytes_read = 0
     self.bad_bytes = 0
+    # Files with bytes that are not UTF-8, and files skipped whole as not text
+    # (`text_checks`); the build reports both once, with an example file.
+    self.bad_bytes_files = 0
+    self.bad_bytes_example = ""
+    self.not_text_files = 0
+    self.not_text_bytes = 0
+    self.not_text_example = ""
     self.lines_read = 0
     # Long lines by their index in the stream of lines: (source, line number, characters).
     self._long_lines = {}
@@ -183,7 +191,9 @@ class ExampleWriter:
     self.bytes_written = 0
 
   def read_file(self, input_file):
-    """A corpus file's text; bytes that are not UTF-8 are ignored and counted.
+    """A corpus file's text; bytes that are not UTF-8 are ignored and
+    counted, and a file that is not text (`text_checks.is_not_text`) gives
+    "" and is counted (the build warns once about both).
 
     Pass `(input_file, text)` to `write_texts` so that warnings name the file.
     """
@@ -191,9 +201,15 @@ class ExampleWriter:
       data = f.read()
     text, bad = decode_utf8(data)
     self.bytes_read += len(data)
+    if is_not_text(data, bad):
+      self.not_text_files += 1
+      self.not_text_bytes += len(data)
+      self.not_text_example = self.not_text_example or input_file
+      return ""
     if bad:
       self.bad_bytes += bad
-      logging.warning("%s: ignored %d bytes that are not UTF-8", input_file, bad)
+      self.bad_bytes_files += 1
+      self.bad_bytes_example = self.bad_bytes_example or input_file
     return text
 
   def write_file(self, input_file):

@@ -17,6 +17,7 @@ build_pretraining_dataset(BuildOptions(corpus_dir="corpus", vocab_file="vocab.tx
 ```
 """
 
+import collections
 import concurrent.futures
 import ctypes
 import dataclasses
@@ -37,9 +38,11 @@ from electra_tf.text.vocab import SentencePieceVocab
 from electra_tf.text.vocab import check_special_tokens
 from electra_tf.text.vocab import load_vocab
 from electra_tf.text.vocab import settings_path
+from electra_tf.text.vocab import vocab_kind
 from electra_tf.text.vocab import vocab_settings
 from electra_tf.utils import file_io
 from tfrecords_tools import example_writer
+from tfrecords_tools import text_checks
 
 
 @dataclasses.dataclass
@@ -91,6 +94,11 @@ def job_stats(job_id, writer):
     "bytes": writer.bytes_read,
     "lines": writer.lines_read,
     "bad_bytes": writer.bad_bytes,
+    "bad_bytes_files": writer.bad_bytes_files,
+    "bad_bytes_example": writer.bad_bytes_example,
+    "not_text_files": writer.not_text_files,
+    "not_text_bytes": writer.not_text_bytes,
+    "not_text_example": writer.not_text_example,
   }
 
 
@@ -100,6 +108,11 @@ def check_vocab(vocab_file, do_lower_case=None, strip_accents=None):
   `<model>.json`): its pieces were learned on text normalised that way."""
   if not vocab_file or not tf.io.gfile.exists(vocab_file):
     raise ValueError(f"--vocab-file {vocab_file!r} does not exist")
+  if tf.io.gfile.isdir(vocab_file):
+    raise ValueError(
+      f"--vocab-file {vocab_file!r} is a directory; expected the vocab file (a WordPiece "
+      "vocab.txt or a SentencePiece .model)"
+    )
   vocab = load_vocab(vocab_file)
   check_special_tokens(vocab, vocab_file)
   settings_file = settings_path(vocab_file)
@@ -332,8 +345,6 @@ def run_job(job_id, options, cpu=None, on_file=None):
       raise writer.output_full_error(options.output_dir, corpus_bytes(options)) from None
     raise
   elapsed = time.time() - start
-  if writer.bad_bytes:
-    progress.log(f"ignored {writer.bad_bytes} bytes that are not UTF-8")
   # The same clock as the progress lines' ELAPSED (the set-up included).
   progress.log(
     f"Done! {writer.n_written} examples from {writer.bytes_read / 1e6:.2f} MB "
@@ -378,10 +389,80 @@ def build_pretraining_dataset(options, beam_options=None):
     (`beam_pipeline.counter_totals`).
   """
   check_options(options)
+  if tf.io.gfile.exists(options.output_dir) and not tf.io.gfile.isdir(options.output_dir):
+    raise ValueError(
+      f"--output-dir {options.output_dir!r} is a file; expected a directory for the shards"
+    )
   file_io.check_writable(options.output_dir, "--output-dir")
+  lost = normalisation_warning(options)
+  if lost:
+    print(f"warning: {options.corpus_dir}: {lost}", file=sys.stderr, flush=True)
+  created = not tf.io.gfile.exists(options.output_dir)
   prepare_output_dir(options.output_dir, options.overwrite)
   if beam_options is not None:
     from tfrecords_tools import beam_pipeline  # deferred: Apache Beam is an optional extra
 
     return beam_pipeline.run_jobs_on_beam(run_job, options, beam_options)
-  return run_jobs(run_job, options)
+  stats = run_jobs(run_job, options)
+  for line in skipped_text_lines(stats, options.output_dir, created):
+    print(f"warning: {options.corpus_dir}: {line}", file=sys.stderr, flush=True)
+  return stats
+
+
+def skipped_text_lines(stats, output_dir, created=False):
+  """The warnings of a build, once for all its jobs: the files skipped as
+  not text and the bytes dropped as not UTF-8. When the skipped files are
+  most of the corpus, removes the shards (and `output_dir`, if the build
+  `created` it and nothing else is there) and raises one `ValueError`."""
+  total = sum(s["bytes"] for s in stats)
+  lines = []
+  not_text = sum(s["not_text_files"] for s in stats)
+  if not_text:
+    example = next(s["not_text_example"] for s in stats if s["not_text_example"])
+    refuse, line = text_checks.skipped_message(
+      not_text, sum(s["not_text_bytes"] for s in stats), total, example
+    )
+    if refuse:
+      for name in tf.io.gfile.listdir(output_dir):
+        if name.startswith(example_writer.SHARD_PREFIX):
+          tf.io.gfile.remove(os.path.join(output_dir, name))
+      if created and not tf.io.gfile.listdir(output_dir):
+        tf.io.gfile.rmtree(output_dir)
+      raise ValueError(f"--corpus-dir: {line}; no shards were written")
+    lines.append(line)
+  bad = sum(s["bad_bytes"] for s in stats)
+  if bad:
+    example = next(s["bad_bytes_example"] for s in stats if s["bad_bytes_example"])
+    files = sum(s["bad_bytes_files"] for s in stats)
+    lines.append(f"ignored {bad} bytes that are not UTF-8 in {files} file(s) (e.g. {example!r})")
+  return lines
+
+
+# Bytes read from the start of the first corpus files for `normalisation_warning`.
+_SAMPLE_BYTES_PER_FILE = 1 << 18
+_SAMPLE_FILES = 8
+
+
+def normalisation_warning(options):
+  """The builder's line about words lower-casing or accent stripping would
+  change (`text_checks.normalisation_warning`), from the start of the first
+  corpus files; None when little changes, nothing is normalised, or the
+  source is TFDS."""
+  if options.tfds_name:
+    return None
+  kind = vocab_kind(options.vocab_file)
+  settings = vocab_settings(options.vocab_file, kind)
+  lower = settings["do_lower_case"] if options.do_lower_case is None else options.do_lower_case
+  strip = settings["strip_accents"] if options.strip_accents is None else options.strip_accents
+  if not lower:
+    return None
+  counts = collections.Counter()
+  for name in list_corpus_files(options.corpus_dir)[:_SAMPLE_FILES]:
+    path = os.path.join(options.corpus_dir, name)
+    if tf.io.gfile.isdir(path):
+      continue
+    with tf.io.gfile.GFile(path, "rb") as f:
+      data = f.read(_SAMPLE_BYTES_PER_FILE)
+    if not text_checks.is_not_text(data):
+      counts.update(data.decode("utf-8", "ignore").split())
+  return text_checks.normalisation_warning(counts, lower, strip)

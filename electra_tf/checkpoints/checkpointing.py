@@ -27,6 +27,13 @@ full) and raises `CheckpointSaveError` with one line: where, how much, and
 the last good checkpoint to resume from. Such temporary directories left by
 a killed save are removed when a manager starts.
 
+A checkpoint that cannot be read (a truncated `.data-*` file, a missing
+`.index`) is skipped with one line naming it and what is wrong, and the
+newest readable one is restored instead, as `tf.train.CheckpointManager`'s
+users expect; a `checkpoint` state file that is not one is rewritten from
+the checkpoints found beside it, with a line. Only when none is readable
+does the run stop (`reader.UnreadableCheckpointError`, one line).
+
 Multi-worker: every worker takes part in a save (saving distributed
 variables may need all of them), but only the chief writes into `model_dir`;
 the others write into a private temporary directory that is removed at once.
@@ -49,6 +56,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.checkpoints import name_based
+from electra_tf.checkpoints import reader as checkpoint_reader
 from electra_tf.layers import layer_utils
 from electra_tf.models import official_names
 from electra_tf.runtime import distribution
@@ -99,6 +107,44 @@ def _checkpoint_bytes(prefix):
 
 def _variables_bytes(checkpoint_variables):
   return sum(int(np.prod(v.shape)) * tf.as_dtype(v.dtype).size for v in checkpoint_variables)
+
+
+# What restoring a damaged checkpoint raises (IndexError: "Read less bytes than requested").
+_RESTORE_ERRORS = (tf.errors.OpError, IndexError, UnicodeDecodeError)
+
+
+def state_file_text(paths):
+  """The text of a `checkpoint` state file naming `paths` (oldest first;
+  the last is the newest), relative to the directory as TensorFlow writes them."""
+  lines = [f"model_checkpoint_path: {_quoted(paths[-1])}"]
+  lines += [f"all_model_checkpoint_paths: {_quoted(p)}" for p in paths]
+  return "\n".join(lines) + "\n"
+
+
+def _quoted(path):
+  return '"' + os.path.basename(path).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def recover_state_file(model_dir, log=print):
+  """Rewrites `model_dir`'s `checkpoint` state file when it is not one
+  (random bytes, other text) from the checkpoints found there (every
+  `*.index`), or removes it when there are none, saying so in one line
+  through `log`. Nothing is done to a readable state file. Returns whether
+  it changed anything. Call it only where no other process saves into
+  `model_dir` (the chief, holding the run's lock)."""
+  _, problem = checkpoint_reader.read_state(model_dir)
+  if problem is None:
+    return False
+  path = os.path.join(model_dir, checkpoint_reader.STATE_FILE)
+  found = list(reversed(checkpoint_reader.checkpoint_candidates(model_dir)))
+  if found:
+    file_io.write_atomic(path, state_file_text(found))
+    done = "rewrote it from the checkpoints there: " + ", ".join(map(os.path.basename, found))
+  else:
+    tf.io.gfile.remove(path)
+    done = "removed it (no checkpoint there)"
+  log(f"WARNING: {model_dir}: {problem}; {done}")
+  return True
 
 
 def disk_full_error(model_dir, step, latest, variables):
@@ -207,6 +253,11 @@ class TrainingCheckpointManager:
           f"Removed what an interrupted checkpoint save left in {model_dir}: " + ", ".join(removed),
           flush=True,
         )
+      # tf.train.CheckpointManager reads the state file now, and fails on random bytes.
+      recover_state_file(model_dir, lambda line: print(line, flush=True))
+    # Checkpoints found unreadable (skipped by `restore_latest`) and the one restored.
+    self.unreadable = {}
+    self.restored_checkpoint = None
     self._manager = tf.train.CheckpointManager(
       self.checkpoint,
       model_dir,
@@ -216,22 +267,56 @@ class TrainingCheckpointManager:
 
   @property
   def latest_checkpoint(self):
-    """Path prefix of the newest complete checkpoint in `model_dir`, or None."""
-    return tf.train.latest_checkpoint(self.model_dir)
+    """Path prefix of the newest complete checkpoint in `model_dir`, or None
+    (one `restore_latest` found unreadable does not count)."""
+    latest = checkpoint_reader.latest_checkpoint(self.model_dir)
+    if latest in self.unreadable:
+      return self.restored_checkpoint
+    return latest
 
   @property
   def checkpoints(self):
     """Path prefixes of the kept checkpoints, oldest first."""
-    state = tf.train.get_checkpoint_state(self.model_dir)
+    state, _ = checkpoint_reader.read_state(self.model_dir)
     return list(state.all_model_checkpoint_paths) if state else []
 
-  def restore_latest(self):
-    """Restores the newest checkpoint; returns its step, or None if there is none."""
-    path = self.latest_checkpoint
-    if path is None:
-      return None
-    self.restore(path)
-    return global_step(self.model)
+  def restore_latest(self, log=print):
+    """Restores the newest readable checkpoint; returns its step, or None if
+    there is none. Newer ones that cannot be read are skipped with one line
+    through `log` naming each and what is wrong.
+
+    Raises:
+      reader.UnreadableCheckpointError: there are checkpoints, but none can
+        be read (one line).
+    """
+    skipped = []
+    for prefix in checkpoint_reader.checkpoint_candidates(self.model_dir):
+      problem = checkpoint_reader.checkpoint_problem(prefix)
+      if problem is None:
+        try:
+          self.restore(prefix)
+        except _RESTORE_ERRORS as e:
+          problem = f"restoring it failed: {' '.join(str(getattr(e, 'message', e)).split())}"
+      if problem is not None:
+        skipped.append((prefix, problem))
+        self.unreadable[prefix] = problem
+        continue
+      self.restored_checkpoint = prefix
+      if skipped:
+        log(
+          "WARNING: "
+          + "; ".join(f"checkpoint {p} cannot be read ({why})" for p, why in skipped)
+          + f"; falling back to {prefix}, the newest readable checkpoint "
+          f"(global step {global_step(self.model)})"
+        )
+      return global_step(self.model)
+    if skipped:
+      raise checkpoint_reader.UnreadableCheckpointError(
+        f"no readable checkpoint in {self.model_dir}: "
+        + "; ".join(f"{p} ({why})" for p, why in skipped)
+        + "; move them away to start over"
+      )
+    return None
 
   def restore(self, path):
     """Restores the checkpoint at `path` (a prefix like `.../model.ckpt-25`)."""
@@ -268,7 +353,10 @@ class TrainingCheckpointManager:
       if latest is not None and latest.endswith(f"-{step}"):
         return latest
       try:
-        return self._manager.save(checkpoint_number=step)
+        # (A save of the step of an unreadable checkpoint replaces its files.)
+        saved = self._manager.save(checkpoint_number=step)
+        self.unreadable.pop(saved, None)
+        return saved
       except (tf.errors.OpError, OSError) as e:
         if not file_io.is_disk_full(e):
           raise
@@ -343,9 +431,9 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
     self.preempted = True
 
   def restore(self):
-    """Restores the newest checkpoint once; returns the global step."""
+    """Restores the newest readable checkpoint once; returns the global step."""
     if not self.restored:
-      self.manager.restore_latest()
+      self.manager.restore_latest(lambda line: print(line, flush=True))
       self.restored = True
     return global_step(self.manager.model)
 

@@ -29,7 +29,7 @@ import zipfile
 
 import tensorflow as tf
 
-from electra_tf.checkpoints import official as official_checkpoint
+from electra_tf.checkpoints import reader as checkpoint_reader
 from electra_tf.checkpoints.finetuned_heads import task_groups
 from electra_tf.checkpoints.reader import is_object_based
 from electra_tf.checkpoints.reader import open_reader
@@ -144,7 +144,10 @@ def detect(path):
   elif not tf.io.gfile.exists(path + ".index"):
     raise ValueError(f"{path!r} does not exist (no file, directory or checkpoint prefix)")
   try:
-    prefix = official_checkpoint.resolve_checkpoint_path(path)
+    # A damaged checkpoint is named with what is wrong, before anything reads it.
+    prefix = checkpoint_reader.readable_prefix(path)
+  except checkpoint_reader.UnreadableCheckpointError:
+    raise
   except ValueError:
     raise ValueError(
       f"{path!r} holds no model electra_tf reads: it has no usable `checkpoint` file, "

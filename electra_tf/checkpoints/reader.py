@@ -1,5 +1,13 @@
-"""Reading name-based (TF1) checkpoints: every entry as numpy, with one clear
-error for a damaged file, and assigning entries to a model's variables.
+"""Reading checkpoints safely: what is wrong with a damaged one in a few
+words (a missing `.index`, a truncated `.data-*` file, a `checkpoint` state
+file that is not one), the checkpoints of a directory newest first whatever
+its state file says, and name-based (TF1) checkpoints' entries as numpy.
+
+Every reader of a checkpoint a user hands over goes through here:
+`formats.detect` (so the converter and the exporter) calls
+`readable_prefix`, and training's `TrainingCheckpointManager` walks
+`checkpoint_candidates` back to the newest checkpoint without a
+`checkpoint_problem`.
 
 Example:
   >>> import tempfile
@@ -12,6 +20,10 @@ Example:
   3
 """
 
+import logging
+import os
+import re
+
 import numpy as np
 import tensorflow as tf
 
@@ -21,6 +33,192 @@ from electra_tf.models import official_names
 # What the checkpoint reader raises on a damaged file (IndexError: "Read less
 # bytes than requested" for a truncated data file).
 _READ_ERRORS = (tf.errors.OpError, ValueError, IndexError, RuntimeError)
+# TensorFlow's name of the state file that lists a directory's checkpoints.
+STATE_FILE = "checkpoint"
+_STEP = re.compile(r"-(\d+)$")
+
+
+class UnreadableCheckpointError(ValueError):
+  """A checkpoint (or a directory's `checkpoint` state file) that cannot be
+  read; the message names it and what is wrong, in one line."""
+
+
+def step_of(prefix):
+  """The step a prefix such as `.../model.ckpt-25` ends with, or None.
+
+  Example:
+  >>> step_of("/m/model.ckpt-25"), step_of("/m/weights")
+  (25, None)
+  """
+  found = _STEP.search(os.fspath(prefix))
+  return int(found.group(1)) if found else None
+
+
+def _message(error):
+  return " ".join(str(getattr(error, "message", error)).split())[:200]
+
+
+def checkpoint_problem(prefix):
+  """What is wrong with the checkpoint at `prefix`, in a few words, or None
+  when it looks readable: its `.index` is there and opens, every data shard
+  the file names is there, and they hold at least the bytes the index lists
+  (a truncated `.data-*` file is what a full disk or an interrupted copy
+  leaves). Reads the index and the (small) string entries only, not the
+  weights.
+
+  Example:
+  >>> import tempfile
+  >>> checkpoint_problem(tempfile.mkdtemp() + "/model.ckpt-3")
+  'its .index file is missing'
+  """
+  prefix = os.fspath(prefix)
+  if not tf.io.gfile.exists(prefix + ".index"):
+    return "its .index file is missing"
+  try:
+    reader = tf.train.load_checkpoint(prefix)
+    shapes = reader.get_variable_to_shape_map()
+    dtypes = reader.get_variable_to_dtype_map()
+  except _READ_ERRORS as e:
+    return f"its .index file cannot be read ({_message(e)})"
+  data = sorted(tf.io.gfile.glob(prefix + ".data-?????-of-?????"))
+  if not data:
+    return "its .data-* file is missing" if shapes else None
+  total = int(data[0].rsplit("-of-", 1)[1])
+  present = {int(p.rsplit(".data-", 1)[1][:5]) for p in data}
+  missing = [i for i in range(total) if i not in present]
+  if missing:
+    return f"{len(missing)} of its {total} .data-* files are missing (shard {missing[0]} first)"
+  found = sum(tf.io.gfile.stat(p).length for p in data)
+  needed = 0
+  strings = []
+  for name, shape in shapes.items():
+    if dtypes[name] == tf.string:
+      strings.append(name)
+    else:
+      needed += int(np.prod(shape, dtype=np.int64)) * dtypes[name].size
+  for name in strings if found >= needed else ():
+    try:
+      needed += sum(len(v) for v in np.ravel(reader.get_tensor(name)))
+    except _READ_ERRORS as e:
+      return f"its entry {name!r} cannot be read ({_message(e)}; a truncated .data-* file?)"
+  if found < needed:
+    what = "file is" if total == 1 else "files are"
+    return (
+      f"its .data-* {what} truncated: {found:,} bytes of the at least {needed:,} its index lists"
+    )
+  return None
+
+
+def check_checkpoint(prefix):
+  """Raises `UnreadableCheckpointError` (one line) when `checkpoint_problem`
+  finds one; returns `prefix`."""
+  problem = checkpoint_problem(prefix)
+  if problem is not None:
+    raise UnreadableCheckpointError(f"checkpoint {os.fspath(prefix)!r} cannot be read: {problem}")
+  return prefix
+
+
+def read_state(directory):
+  """The `checkpoint` state file of `directory`: `(state, problem)`, where
+  `state` is TensorFlow's `CheckpointState` (None when there is no usable
+  one) and `problem` a few words when the file exists but is not a state
+  file (random bytes, text of another kind), else None."""
+  directory = os.fspath(directory)
+  path = os.path.join(directory, STATE_FILE)
+  if not tf.io.gfile.exists(path):
+    return None, None
+  # TensorFlow logs a parse error as two warnings and returns None; say it once instead.
+  tf_logger = tf.get_logger()
+  level = tf_logger.level
+  tf_logger.setLevel(logging.ERROR)
+  try:
+    state = tf.train.get_checkpoint_state(directory)
+  except UnicodeDecodeError:
+    return None, f"its `{STATE_FILE}` state file {path!r} is not text (random or binary bytes)"
+  finally:
+    tf_logger.setLevel(level)
+  if state is None or not state.model_checkpoint_path:
+    return None, f"its `{STATE_FILE}` state file {path!r} is not a checkpoint state"
+  return state, None
+
+
+def checkpoint_candidates(directory):
+  """The checkpoint prefixes of `directory`, newest (highest step) first:
+  those its state file lists and every `*.index` there, so that a damaged
+  state file or newest checkpoint still leaves the older ones to try."""
+  directory = os.fspath(directory)
+  if not tf.io.gfile.isdir(directory):
+    return []
+  state, _ = read_state(directory)
+  found = set()
+  if state is not None:
+    # (TensorFlow has put relative paths under `directory`.)
+    found.update([*state.all_model_checkpoint_paths, state.model_checkpoint_path])
+  for index in tf.io.gfile.glob(os.path.join(directory, "*.index")):
+    found.add(index[: -len(".index")])
+  return sorted(found, key=lambda p: (step_of(p) is not None, step_of(p) or 0, p), reverse=True)
+
+
+def newest_readable(directory):
+  """`(prefix, skipped)`: the newest checkpoint of `directory` without a
+  `checkpoint_problem` (None if there is none) and `[(prefix, problem)]` of
+  the newer ones that cannot be read."""
+  skipped = []
+  for prefix in checkpoint_candidates(directory):
+    problem = checkpoint_problem(prefix)
+    if problem is None:
+      return prefix, skipped
+    skipped.append((prefix, problem))
+  return None, skipped
+
+
+def latest_checkpoint(directory):
+  """`tf.train.latest_checkpoint`, but never an error for a damaged state
+  file: the newest checkpoint with an `.index` then. None when there is none."""
+  directory = os.fspath(directory)
+  state, problem = read_state(directory)
+  if problem is None and state is not None:
+    prefix = state.model_checkpoint_path
+    if tf.io.gfile.exists(prefix + ".index"):
+      return prefix
+  for prefix in checkpoint_candidates(directory):
+    if tf.io.gfile.exists(prefix + ".index"):
+      return prefix
+  return None
+
+
+def readable_prefix(path):
+  """The prefix of the checkpoint `path` names (a prefix, or a directory:
+  its state file's newest checkpoint), checked by `checkpoint_problem`.
+
+  Raises:
+    UnreadableCheckpointError: one line naming the file and what is wrong
+      (a damaged state file, a named checkpoint without its `.index`, a
+      truncated data file).
+    ValueError: nothing that looks like a checkpoint there.
+  """
+  path = os.fspath(path)
+  if tf.io.gfile.isdir(path):
+    state, problem = read_state(path)
+    if problem is not None:
+      raise UnreadableCheckpointError(
+        f"checkpoint directory {path!r} cannot be read: {problem}; give a checkpoint "
+        "prefix (such as <dir>/model.ckpt-<step>) or delete the state file"
+      )
+    if state is not None:
+      prefix = state.model_checkpoint_path
+      if not tf.io.gfile.exists(prefix + ".index"):
+        others = [p for p in checkpoint_candidates(path) if p != prefix]
+        hint = f" (older ones there: {os.path.basename(others[0])})" if others else ""
+        raise UnreadableCheckpointError(
+          f"checkpoint directory {path!r}: its `{STATE_FILE}` state file names "
+          f"{os.path.basename(prefix)}, but {prefix + '.index'!r} is missing{hint}"
+        )
+      return check_checkpoint(prefix)
+  elif not tf.io.gfile.exists(path + ".index") and tf.io.gfile.glob(path + ".data-*"):
+    check_checkpoint(path)  # its data without its index
+  prefix = official_checkpoint.resolve_checkpoint_path(path)
+  return check_checkpoint(prefix)
 
 
 def open_reader(prefix):

@@ -210,7 +210,46 @@ class PretrainingConfig(RuntimeHparams):
   def data_dir(self):
     return self._data_dir
 
+  def _check_ranges(self):
+    """Every hparam with a range, before any work: one `ValueError` naming
+    the hparam, its value and what was expected."""
+    for name, low, high, closed in _PROBABILITIES:
+      _check_number(self, name, low, high, closed)
+    for name in _NON_NEGATIVE:
+      _check_number(self, name, 0, None, (True, True))
+    for name in _POSITIVE_FLOATS:
+      _check_number(self, name, 0, None, (False, True))
+    for name in _POSITIVE_INTEGERS:
+      _check_integer(self, name, 1)
+    for name in _NON_NEGATIVE_INTEGERS:
+      _check_integer(self, name, 0)
+    if self.embedding_size is not None:
+      _check_integer(self, "embedding_size", 1)
+    if self.do_eval:
+      _check_integer(self, "num_eval_steps", 1)
+    bert_config = get_pretraining_bert_config(self)
+    bert_config.check("hparam model_hparam_overrides (the discriminator's BertConfig):")
+    if self.max_seq_length > bert_config.max_position_embeddings:
+      raise ValueError(
+        f"hparam max_seq_length={self.max_seq_length} exceeds the model's "
+        f"max_position_embeddings={bert_config.max_position_embeddings}; expected at most that"
+      )
+    if self.untied_generator and not self.uniform_generator:
+      generator = get_generator_config(self, bert_config)
+      what = (
+        f"the generator's BertConfig (hparams generator_hidden_size={self.generator_hidden_size}"
+        f", generator_layers={self.generator_layers} of the discriminator's "
+        f"{bert_config.hidden_size} and {bert_config.num_hidden_layers}):"
+      )
+      if generator.num_hidden_layers < 1 or generator.hidden_size < 1:
+        raise ValueError(
+          f"{what} hidden_size={generator.hidden_size}, num_hidden_layers="
+          f"{generator.num_hidden_layers}; expected at least 1 of each (raise the fractions)"
+        )
+      generator.check(what)
+
   def _validate(self):
+    self._check_ranges()
     optimizer_factory.check_optimizer_name(self.optimizer)
     if self.num_warmup_steps < 1:
       # The original divides by zero in its schedule.
@@ -232,6 +271,58 @@ class PretrainingConfig(RuntimeHparams):
       raise ValueError(
         "electric_objective=True needs untied_generator=True and uniform_generator=False"
       )
+
+
+# (name, low, high, (low included, high included)): shares and probabilities.
+_PROBABILITIES = (
+  ("mask_prob", 0, 1, (False, True)),
+  ("generator_hidden_size", 0, 1, (False, True)),
+  ("generator_layers", 0, 1, (False, True)),
+)
+_NON_NEGATIVE = (
+  "gen_weight",
+  "disc_weight",
+  "learning_rate",
+  "lr_decay_power",
+  "weight_decay_rate",
+)
+_POSITIVE_FLOATS = ("temperature",)
+_POSITIVE_INTEGERS = (
+  "num_train_steps",
+  "train_batch_size",
+  "eval_batch_size",
+  "max_seq_length",
+  "vocab_size",
+  "iterations_per_loop",
+  "steps_per_execution",
+  "num_tpu_cores",
+  "log_every_steps",
+)
+_NON_NEGATIVE_INTEGERS = ("save_checkpoints_steps", "save_summary_steps")
+
+
+def _range_text(low, high, closed):
+  if high is None:
+    return f">= {low}" if closed[0] else f"> {low}"
+  return f"a value in {'[' if closed[0] else '('}{low}, {high}{']' if closed[1] else ')'}"
+
+
+def _check_number(config, name, low, high, closed):
+  value = getattr(config, name)
+  expected = _range_text(low, high, closed)
+  if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+    raise ValueError(f"hparam {name}={value!r}; expected a number, {expected}")
+  too_low = value < low if closed[0] else value <= low
+  too_high = high is not None and (value > high if closed[1] else value >= high)
+  if too_low or too_high:
+    raise ValueError(f"hparam {name}={value!r}; expected {expected}")
+
+
+def _check_integer(config, name, low):
+  value = getattr(config, name)
+  if isinstance(value, bool) or not isinstance(value, int) or value < low:
+    kind = "a positive integer" if low == 1 else f"an integer >= {low}"
+    raise ValueError(f"hparam {name}={value!r}; expected {kind}")
 
 
 def get_bert_config(config):

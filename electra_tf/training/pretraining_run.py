@@ -27,6 +27,7 @@ import tensorflow as tf
 from electra_tf.checkpoints import any_format
 from electra_tf.checkpoints import checkpointing
 from electra_tf.checkpoints import official as official_checkpoint
+from electra_tf.checkpoints import reader as checkpoint_reader
 from electra_tf.configs import model_dir as model_dir_lib
 from electra_tf.configs.hparams import load_hparams
 from electra_tf.configs.pretraining import PretrainingConfig
@@ -54,13 +55,17 @@ def resolve_file_patterns(config):
     pattern = pattern.strip()
     if not pattern:
       continue
+    under_data_dir = os.path.join(config.data_dir or "", pattern)
     if (
       not os.path.isabs(pattern)
       and "://" not in pattern
-      and not tf.io.gfile.glob(pattern)
       and config.data_dir
+      and not tf.io.gfile.glob(pattern)
+      and tf.io.gfile.glob(under_data_dir)
     ):
-      pattern = os.path.join(config.data_dir, pattern)
+      # (Only where that finds files: the default pattern already starts with
+      # data_dir, and an error naming `<data_dir>/<data_dir>/...` misleads.)
+      pattern = under_data_dir
     patterns.append(pattern)
   return patterns
 
@@ -93,6 +98,11 @@ def validate_config(config):
       raise ValueError(f"hparam {name}={getattr(config, name)}; expected a positive integer")
   if config.do_eval and int(config.num_eval_steps) <= 0:
     raise ValueError(f"hparam num_eval_steps={config.num_eval_steps}; expected > 0")
+  if config.do_eval and not checkpoint_reader.checkpoint_candidates(config.model_dir):
+    raise ValueError(
+      f"do_eval: no checkpoint to evaluate in model dir {config.model_dir!r}; train first "
+      "(do_train) or check --data-dir/--model-name"
+    )
   if config.save_checkpoints_steps is not None and config.save_checkpoints_steps < 0:
     raise ValueError(
       f"hparam save_checkpoints_steps={config.save_checkpoints_steps}; expected >= 0"
@@ -155,7 +165,7 @@ def build_pretrainer(config, strategy):
 
   init_step = None
   with strategy.scope():
-    if config.init_checkpoint and tf.train.latest_checkpoint(config.model_dir) is None:
+    if config.init_checkpoint and checkpoint_reader.latest_checkpoint(config.model_dir) is None:
       model = official_checkpoint.load_official_checkpoint(config.init_checkpoint, config)
       info = getattr(model, "official_checkpoint_info", None) or {}
       init_step = info.get("global_step")
@@ -244,8 +254,8 @@ def train(config, strategy, files, callbacks=()):
       save_initial=single_worker,
     )
     step = checkpoint_callback.restore()
-  if manager.latest_checkpoint is not None:
-    print(f"Restored {manager.latest_checkpoint} (global step {step})", flush=True)
+  if manager.restored_checkpoint is not None:
+    print(f"Restored {manager.restored_checkpoint} (global step {step})", flush=True)
   if chief:
     # Only now, with the model built and its checkpoint restored: a run that
     # fails before leaves the model dir's description as it was.
@@ -302,7 +312,7 @@ def evaluate(config, strategy, files):
   under `strategy`, prints the metrics as the original does and writes the
   results files."""
   files = _as_pretraining_files(files)
-  if tf.train.latest_checkpoint(config.model_dir) is None:
+  if not checkpoint_reader.checkpoint_candidates(config.model_dir):
     raise ValueError(
       f"do_eval: no checkpoint found in model dir {config.model_dir!r}; "
       "train first (do_train) or check --data-dir/--model-name"
@@ -315,8 +325,8 @@ def evaluate(config, strategy, files):
       keep_checkpoint_max=config.keep_checkpoint_max,
       chief=distribution.is_chief(strategy),
     )
-    step = manager.restore_latest()
-  print(f"Evaluating {manager.latest_checkpoint}", flush=True)
+    step = manager.restore_latest(lambda line: print(line, flush=True))
+  print(f"Evaluating {manager.restored_checkpoint}", flush=True)
   results = model.evaluate(
     make_dataset(config, is_training=False, files=files),
     steps=config.num_eval_steps,
@@ -346,7 +356,13 @@ def check_model_dir(config):
   (`model_dir.architecture_of`: tower sizes, heads, layers, vocab and
   embedding sizes, which networks exist and what they share); steps,
   learning rate and the other hparams may change on a re-run."""
-  existing, ignore = any_format.existing_architecture(config.model_dir)
+  newest, skipped = checkpoint_reader.newest_readable(config.model_dir)
+  _, state_problem = checkpoint_reader.read_state(config.model_dir)
+  if skipped and newest is None:
+    return  # nothing readable: restoring says so in one line
+  # Past a damaged state file or newest checkpoint: the one training will restore.
+  where = newest if (skipped or state_problem) and newest else config.model_dir
+  existing, ignore = any_format.existing_architecture(where)
   if existing is not None:
     model_dir_lib.check_same_architecture(
       existing, model_dir_lib.run_config_dict(config), ignore=ignore
@@ -436,6 +452,10 @@ def make_config(data_dir, model_name, hparams):
   if config.do_train:
     return config
   existing = any_format.run_config(config.model_dir)
+  if existing is None:
+    # Past a damaged state file or newest checkpoint: the one evaluation will restore.
+    newest, _ = checkpoint_reader.newest_readable(config.model_dir)
+    existing = any_format.run_config(newest) if newest is not None else None
   if existing is None or existing.get("kind") != model_dir_lib.KIND_PRETRAINING:
     return config
   return PretrainingConfig(model_name, data_dir, **model_dir_lib.model_hparams(existing, user))

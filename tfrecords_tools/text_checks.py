@@ -1,0 +1,134 @@
+"""Checks on a corpus before it becomes a vocab or records: files that are
+not text, and words that lower-casing or accent stripping would change.
+
+Not text: a file whose bytes are mostly not UTF-8 or control characters
+(random bytes, a binary file, text in another encoding) is skipped whole and
+counted, with one warning per run; when such files are most of the corpus
+the run is refused in one line naming a file and the share. A text file
+with a few stray bytes stays (those bytes are dropped, as before).
+
+Meaning lost: lower-casing and accent stripping (the WordPiece defaults)
+change words; for Vietnamese tones, Devanagari and Thai vowel signs or
+Korean syllables that is a loss of meaning, not of noise. `normalisation_warning`
+measures the share of the corpus's words that change and says so in one line
+with the flag that keeps them.
+
+Example:
+  >>> not_text_share(b"plain text\\n")
+  0.0
+  >>> round(not_text_share(bytes(range(256)) * 4), 2) > MAX_NOT_TEXT_SHARE
+  True
+  >>> counts = {"Nhấn": 1, "đôi": 1, "để": 1, "ok": 1}
+  >>> normalisation_warning(counts, do_lower_case=True, strip_accents=True)[:42]
+  'accent stripping changes 75% of the words '
+"""
+
+import unicodedata
+
+# Bytes that are never text (C0 controls but tab, newline, vertical tab,
+# form feed and carriage return; DEL).
+_CONTROL_BYTES = bytes([*range(0, 9), *range(14, 32), 127])
+# A file with a larger share of bytes that are not UTF-8 or control
+# characters is not text. Random bytes are about 60% so; a UTF-8 text with
+# some Latin-1 bytes a few percent.
+MAX_NOT_TEXT_SHARE = 0.3
+# When skipped files are more than this share of the corpus's bytes, the run is refused.
+MAX_SKIPPED_SHARE = 0.5
+# Warn when accent stripping changes at least this share of the words
+# (occurrences) ...
+ACCENT_WARNING_SHARE = 0.05
+# ... or lower-casing this share (sentence starts and names alone stay below it).
+LOWER_CASE_WARNING_SHARE = 0.4
+# Words sampled for the normalisation check (the first ones of the corpus).
+SAMPLE_WORDS = 200_000
+
+
+def not_text_share(data, bad_utf8_bytes=None):
+  """The share of `data`'s bytes that are not UTF-8 or are control characters.
+
+  Args:
+    data: bytes.
+    bad_utf8_bytes: how many of them are not UTF-8, when already known
+      (`example_writer.decode_utf8`); counted here otherwise.
+  """
+  if not data:
+    return 0.0
+  if bad_utf8_bytes is None:
+    bad_utf8_bytes = len(data) - len(data.decode("utf-8", "ignore").encode("utf-8"))
+  control = len(data) - len(data.translate(None, _CONTROL_BYTES))
+  return (bad_utf8_bytes + control) / len(data)
+
+
+def is_not_text(data, bad_utf8_bytes=None):
+  """Whether `data` (a file's bytes) is to be skipped as not text."""
+  return not_text_share(data, bad_utf8_bytes) > MAX_NOT_TEXT_SHARE
+
+
+def skipped_message(skipped_files, skipped_bytes, total_bytes, example):
+  """What a run says about the files it skipped as not text: `(refuse,
+  line)`; `refuse` when they are most of the corpus."""
+  share = skipped_bytes / max(total_bytes, 1)
+  what = (
+    f"{skipped_files} file(s) ({share:.0%} of the corpus's {total_bytes:,} bytes, e.g. "
+    f"{example!r}) are not text: mostly bytes that are not UTF-8 or control characters "
+    "(random or binary data, or another encoding: convert it to UTF-8)"
+  )
+  if share > MAX_SKIPPED_SHARE:
+    return True, f"{what}; too little text is left to use"
+  return False, f"skipped {what}"
+
+
+def without_accents(word):
+  """The original's accent stripping: NFD, then drop the combining marks (Mn)."""
+  return "".join(c for c in unicodedata.normalize("NFD", word) if unicodedata.category(c) != "Mn")
+
+
+def _example(word, changed):
+  return f'"{word}" -> "{changed}"'
+
+
+def normalisation_warning(
+  word_counts,
+  do_lower_case,
+  strip_accents,
+  accents_flag="--no-strip-accents",
+  lower_case_flag="--no-lower-case",
+):
+  """One line saying how much of the corpus lower-casing and accent
+  stripping change, or None when it is little.
+
+  Args:
+    word_counts: `{word as written: occurrences}` of (a sample of) the corpus.
+    do_lower_case, strip_accents: the normalisation applied (accents are
+      stripped only with lower-casing, as the original's tokenizer does).
+    accents_flag, lower_case_flag: the flags that keep them.
+  """
+  total = sum(word_counts.values())
+  if not total or not do_lower_case:
+    return None
+  accents = lowered = 0
+  accent_example = lower_example = None
+  for word, count in word_counts.items():
+    lower = word.lower()
+    if lower != word:
+      lowered += count
+      lower_example = lower_example or _example(word, lower)
+    if strip_accents and without_accents(lower) != lower:
+      accents += count
+      if accent_example is None or count > accent_example[0]:
+        accent_example = (count, _example(word, without_accents(lower)))
+  parts = []
+  if accents / total >= ACCENT_WARNING_SHARE:
+    parts.append(
+      f"accent stripping changes {accents / total:.0%} of the words (e.g. {accent_example[1]}; "
+      "tones, vowel signs and syllables that tell words apart are lost); pass "
+      f"{accents_flag} to keep them"
+    )
+  if lowered / total >= LOWER_CASE_WARNING_SHARE:
+    parts.append(
+      f"lower-casing changes {lowered / total:.0%} of the words (e.g. {lower_example}); pass "
+      f"{lower_case_flag} to keep the case"
+    )
+  if not parts:
+    return None
+  return "; ".join(parts) + " (the same flags for the builder; see docs/vocab.md)"
