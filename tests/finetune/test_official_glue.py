@@ -188,3 +188,30 @@ def test_reported_metric_is_the_originals_on_the_same_predictions(docs_run, task
   assert reported[metric] == pytest.approx(expected, abs=1e-6), (predictions, labels)
   text = (model_dir / "results" / f"{task}_results.txt").read_text()
   assert f"{task}: {metric}: {reported[metric]:.2f}" in text
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_the_readers_take_every_row_of_the_whole_official_files(task, tmp_path):
+  """SST-2's header is skipped and CoLA's first line is a row: every row of
+  the official train and dev files is an example, with its own label."""
+  from electra_tf.configs.finetuning import FinetuningConfig
+  from electra_tf.finetune import task_builder
+  from electra_tf.text import wordpiece
+
+  folder, _ = TASKS[task]
+  if not (GLUE_DIR / folder).is_dir():
+    pytest.skip(f"official GLUE files not found in {GLUE_DIR / folder}")
+  (tmp_path / "finetuning_data").mkdir()
+  (tmp_path / "finetuning_data" / task).symlink_to(GLUE_DIR / folder)
+  vocab = tmp_path / "vocab.txt"
+  write_vocab(str(vocab))
+  config = FinetuningConfig("m", str(tmp_path), task_names=[task], vocab_file=str(vocab))
+  (reader,) = task_builder.get_tasks(config, wordpiece.FullTokenizer(str(vocab)))
+  for split in ("train", "dev"):
+    lines = (GLUE_DIR / folder / f"{split}.tsv").read_text(encoding="utf-8").splitlines()
+    rows = [line.split("\t") for line in (lines if task == "cola" else lines[1:])]
+    label_column = 1 if task == "cola" else -1
+    examples = reader.get_examples(split)
+    assert [e.label for e in examples] == [row[label_column] for row in rows]
+    assert [e.text_a for e in examples] == [row[3 if task == "cola" else 0] for row in rows]
+    reader.check_examples(split)
