@@ -100,7 +100,9 @@ def checkpoint_problem(prefix):
     try:
       needed += sum(len(v) for v in np.ravel(reader.get_tensor(name)))
     except _READ_ERRORS as e:
-      return f"its entry {name!r} cannot be read ({_message(e)}; a truncated .data-* file?)"
+      return (
+        f"its .data-* file is truncated or damaged: entry {name!r} cannot be read ({_message(e)})"
+      )
   if found < needed:
     what = "file is" if total == 1 else "files are"
     return (
