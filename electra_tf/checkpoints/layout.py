@@ -212,6 +212,18 @@ def infer_hparams_from_shapes(shapes):
   return hparams, layout, notes
 
 
+def fit_length_to_positions(hparams):
+  """`hparams` for building the config of a checkpoint, which records no
+  training length: when they name no `max_seq_length` and the position table
+  is shorter than the default (128), the table's length (the config refuses
+  a length beyond it)."""
+  positions = (hparams.get("model_hparam_overrides") or {}).get("max_position_embeddings")
+  default = pretraining_config_lib.PretrainingConfig.max_seq_length
+  if "max_seq_length" not in hparams and positions and int(positions) < default:
+    return dict(hparams, max_seq_length=int(positions))
+  return hparams
+
+
 def merge_hparams(inferred, user):
   """The user's hparams over the inferred ones.
 
@@ -276,7 +288,9 @@ def infer_config_and_model(path, hparams, source=None):
   inferred, layout, notes = infer_hparams_from_shapes(shapes)
   merged = merge_hparams(inferred, user)
   try:
-    config = pretraining_config_lib.PretrainingConfig("converted", NO_DATA_DIR, **merged)
+    config = pretraining_config_lib.PretrainingConfig(
+      "converted", NO_DATA_DIR, **fit_length_to_positions(merged)
+    )
   except ValueError as e:
     raise ValueError(f"hparams for {source} are invalid: {e}") from e
   if "num_attention_heads" not in merged["model_hparam_overrides"] and not config.debug:

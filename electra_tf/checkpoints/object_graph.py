@@ -12,6 +12,7 @@ import os
 
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints.layout import NO_DATA_DIR
+from electra_tf.checkpoints.layout import fit_length_to_positions
 from electra_tf.checkpoints.layout import generator_size_hparams
 from electra_tf.checkpoints.layout import model_overrides
 from electra_tf.checkpoints.reader import open_reader
@@ -261,6 +262,8 @@ def training_checkpoint_config(
       hparams, inferred_notes = infer_hparams_from_training_checkpoint(prefix)
       notes += inferred_notes
   hparams = load_hparams(hparams)
-  config = pretraining_config_lib.PretrainingConfig(model_name, data_dir or NO_DATA_DIR, **hparams)
+  config = pretraining_config_lib.PretrainingConfig(
+    model_name, data_dir or NO_DATA_DIR, **fit_length_to_positions(hparams)
+  )
   described = f"the hparams {json.dumps(hparams, sort_keys=True)}"
   return config, notes, described
