@@ -43,6 +43,8 @@ then needs `--xla_cpu_compilation_enabled=true` on CPU.
 """
 
 import argparse
+import os
+import shutil
 import sys
 
 import keras
@@ -51,6 +53,7 @@ from electra_tf.serving import export as export_lib
 from electra_tf.serving import modules as serving_modules
 from electra_tf.serving import portable
 from electra_tf.utils import exit_codes
+from electra_tf.utils import file_io
 from electra_tf.utils.file_io import check_writable
 
 
@@ -142,6 +145,7 @@ def _parse_args(argv):
 def main(argv=None):
   args = _parse_args(argv)
   keras.mixed_precision.set_global_policy("float32")
+  created = not os.path.exists(args.export_dir)
   try:
     # Before loading the model (seconds to minutes).
     check_writable(args.export_dir, "--export-dir")
@@ -178,6 +182,20 @@ def main(argv=None):
     )
   except (ValueError, portable.MissingExtra) as e:
     print(f"export_saved_model: error: {e}", file=sys.stderr)
+    return exit_codes.BAD_INPUT
+  except Exception as e:  # pylint: disable=broad-except
+    if not file_io.is_disk_full(e):
+      raise
+    # The version dir was written under a temporary name, removed on error;
+    # an --export-dir this run created goes too.
+    if created:
+      shutil.rmtree(args.export_dir, ignore_errors=True)
+    print(
+      f"export_saved_model: error: no space left on device writing --export-dir "
+      f"{args.export_dir!r} ({file_io.megabytes(file_io.free_bytes(args.export_dir))} free); "
+      "nothing was left behind; free some space and run again",
+      file=sys.stderr,
+    )
     return exit_codes.BAD_INPUT
   print(
     f"Exported {args.model} SavedModel to {path} with signatures "

@@ -27,6 +27,7 @@ import sys
 
 from absl import logging
 
+from electra_tf.checkpoints import formats
 from electra_tf.configs.hparams import add_run_flags
 from electra_tf.runtime import distribution
 from electra_tf.training import finetuning_run as runner
@@ -40,6 +41,22 @@ from electra_tf.training.finetuning_run import write_results  # noqa: F401
 from electra_tf.utils import exit_codes
 
 
+def _check_before_work(config):
+  """What would otherwise fail after the data is read: the model fine-tuning
+  starts from (by default the pre-trained `<data-dir>/models/<model-name>`)
+  and the epochs."""
+  if config.do_train and not config.num_train_epochs > 0:
+    raise ValueError(f"hparam num_train_epochs={config.num_train_epochs}; expected > 0")
+  if config.init_checkpoint:
+    try:
+      formats.detect(config.init_checkpoint)
+    except ValueError as e:
+      raise ValueError(
+        f"hparam init_checkpoint (the model to fine-tune; by default the pre-trained "
+        f"<data-dir>/models/<model-name>): {e}"
+      ) from None
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   add_run_flags(parser, "fine-tuned")
@@ -50,6 +67,7 @@ def main(argv=None):
     # Collective ops (multi-worker) must be configured before TF starts.
     strategy = distribution.setup_distribution(config)
     runner.validate_inputs(config)
+    _check_before_work(config)
   except ValueError as e:
     print(f"run_finetuning: error: {e}", file=sys.stderr, flush=True)
     return exit_codes.BAD_INPUT

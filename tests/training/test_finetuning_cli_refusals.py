@@ -1,0 +1,38 @@
+"""`run_finetuning` refuses in one line, exit status 2, before reading any
+data: a model name with no pre-trained model, and a non-positive
+`num_train_epochs` (both were tracebacks after the data was featurised)."""
+
+import json
+
+from electra_tf import run_finetuning
+from tests.helpers import finetuning_testdata as testdata
+
+
+def _run(data_dir, model_name, hparams, capsys):
+  argv = ["--data-dir", data_dir, "--model-name", model_name, "--hparams", json.dumps(hparams)]
+  code = run_finetuning.main(argv)
+  return code, [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+
+
+def _data_dir(tmp_path):
+  data_dir, vocab_size = testdata.make_data_dir(tmp_path)
+  rows = [("sentence", "label")] + [("the a", 1), ("a the", 0)] * 4
+  testdata.write_task_file(data_dir, "sst", "train.tsv", testdata.tsv(rows))
+  testdata.write_task_file(data_dir, "sst", "dev.tsv", testdata.tsv(rows))
+  return data_dir, testdata.tiny_hparams(vocab_size, task_names=["sst"])
+
+
+def test_a_model_name_with_no_model_is_one_line(tmp_path, capsys):
+  data_dir, hparams = _data_dir(tmp_path)
+  code, err = _run(data_dir, "nothing", hparams, capsys)
+  assert code == 2 and len(err) == 1, err
+  assert err[0].startswith("run_finetuning: error: hparam init_checkpoint (the model to fine-tune")
+  assert "models/nothing" in err[0]
+
+
+def test_non_positive_epochs_are_one_line(tmp_path, capsys):
+  data_dir, hparams = _data_dir(tmp_path)
+  for epochs in (-1, 0):
+    code, err = _run(data_dir, "m", dict(hparams, num_train_epochs=epochs), capsys)
+    assert code == 2 and len(err) == 1, err
+    assert f"hparam num_train_epochs={epochs}; expected > 0" in err[0]
