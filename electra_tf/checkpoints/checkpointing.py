@@ -554,9 +554,12 @@ class NameBasedCheckpointManager:
     checkpoint)."""
     return int(self.input_position.numpy())
 
-  def restore_latest(self):
+  def restore_latest(self, log=None):
     """Restores weights, Adam slots, the global step and the resume state
-    of the newest checkpoint; returns the step, or None if there is none."""
+    of the newest checkpoint; returns the step, or None if there is none.
+    `log` is the pre-training manager's (`PretrainingCheckpoint` passes it);
+    nothing is skipped here, so there is nothing to say."""
+    del log
     prefix = self.latest_checkpoint
     if prefix is None:
       return None
