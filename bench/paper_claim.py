@@ -1,0 +1,405 @@
+"""The paper's claim in miniature: ELECTRA against masked-LM pre-training at the
+same FLOPs, on an English prose corpus, then both fine-tuned on GLUE.
+
+  python -m bench.paper_claim data      # vocab + TFRecords from the prose corpus
+  python -m bench.paper_claim measure   # time a few steps at the recipe's shapes
+  python -m bench.paper_claim plan      # the budget, the steps of each objective
+  python -m bench.paper_claim pretrain --objective electra   # or mlm
+  python -m bench.paper_claim finetune --objective electra   # mlm, random: bench.glue
+
+Shapes: ELECTRA-Small's (hidden 256, 12 layers, 4 heads, FFN 1024, embeddings
+128, generator a quarter as wide, tied embeddings), sequences of 128 tokens,
+but a batch of 32 instead of 128: the budget (`BUDGET_FLOPS`, two hours of a
+2-core CPU, set from `measure`) buys 4x as many updates of the same model
+that way, for the same FLOPs per sequence. The MLM run (`electra_objective:
+false`, the original's BERT baseline: the discriminator-sized transformer
+with the MLM head, no generator) gets the same FLOPs, so its step count is
+the budget over its own FLOPs per step. FLOPs are counted by the project's
+`electra_tf.utils.flops` (the original's `flops_computation.py` rules).
+
+The runs write checkpoints every tenth of their steps and keep them all
+(held-out curves are measured on them afterwards); `run_pretraining` resumes
+from its model dir, so re-running the same command continues a stopped run,
+and a larger `--budget-flops` (or `--steps`) trains on from the last
+checkpoint (the learning-rate decay horizon then moves to the new end).
+
+Corpus: `python -m tfrecords_tools.english_prose_corpus --output-dir
+/work/corpora/english_prose` (see docs/data.md).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from electra_tf.utils import exit_codes
+from electra_tf.utils import flops
+from electra_tf.utils.file_io import write_atomic
+
+CORPUS_DIR = "/work/corpora/english_prose/corpus"
+RUN_DIR = "/work/runs/paper_claim"
+VOCAB_SIZE = 30522
+SEQ = 128
+BATCH = 32
+NUM_SHARDS = 16
+EVAL_SHARD = NUM_SHARDS - 1
+
+# ELECTRA-Small (the original's `small` size; generator_hidden_size 0.25).
+HIDDEN, LAYERS, EMBEDDING, GENERATOR_FRACTION = 256, 12, 128, 0.25
+
+# Two hours of this machine (2-core AMD EPYC, fp32, no native bf16) at the
+# ELECTRA-Small step rate measured on it when it was not shared: 4.60 s per
+# step of batch 128 with vocab 7,814 (docs/benchmarks.md, the 2026-11-22 run),
+# 882.2 GFLOP by the FLOPs computation, so 191.8 GFLOP/s; 7,200 s of that is
+# 1.38e15, rounded up to 1.4e15. Held fixed, so that the MLM run and later runs
+# get the same FLOPs whatever the machine's load; `measure` times the steps
+# again (bench/reports/paper_claim_recipe.md has both).
+REFERENCE_SECONDS_PER_STEP, REFERENCE_BATCH, REFERENCE_VOCAB = 4.60, 128, 7814
+BUDGET_SECONDS = 2 * 3600
+BUDGET_FLOPS = 1.4e15
+
+# The original ELECTRA-Small: 1M steps of batch 128 x 128 tokens.
+ORIGINAL_SMALL_FLOPS = flops.MODEL_FLOPS["electra_small"]
+
+
+def flops_per_step(objective, vocab_size=VOCAB_SIZE, batch=BATCH, seq=SEQ):
+  """Training FLOPs of one step of `objective` ("electra" or "mlm") at the
+  recipe's shapes, by the project's FLOPs computation.
+
+  ELECTRA: the discriminator with its binary head plus the generator (a
+  quarter as wide, the discriminator's embedding size: tied embeddings) with
+  its softmax head, as `flops.get_electra_train_flops` counts them. MLM: the
+  discriminator-sized transformer with the softmax head.
+
+  Example:
+  >>> flops_per_step("electra") > flops_per_step("mlm")
+  True
+  """
+  discriminator = flops.TransformerHparams(HIDDEN, LAYERS, s=seq, v=vocab_size, e=EMBEDDING)
+  if objective == "mlm":
+    return discriminator.get_train_flops(batch, 1)
+  if objective != "electra":
+    raise ValueError(f"objective {objective!r}; expected 'electra' or 'mlm'")
+  generator = flops.TransformerHparams(
+    int(HIDDEN * GENERATOR_FRACTION), LAYERS, s=seq, v=vocab_size, e=EMBEDDING
+  )
+  return discriminator.get_train_flops(batch, 1, discriminator=True) + generator.get_train_flops(
+    batch, 1
+  )
+
+
+def reference_flops_per_second():
+  """The ELECTRA-Small training rate (FLOPs-computation FLOPs per second) of
+  the reference measurement the budget is set from."""
+  step = flops_per_step("electra", REFERENCE_VOCAB, REFERENCE_BATCH)
+  return step / REFERENCE_SECONDS_PER_STEP
+
+
+def steps_for_budget(objective, budget_flops, vocab_size=VOCAB_SIZE, batch=BATCH):
+  """The whole number of steps of `objective` closest to `budget_flops`.
+
+  Example:
+  >>> steps_for_budget("electra", 10 * flops_per_step("electra"))
+  10
+  """
+  return max(1, round(budget_flops / flops_per_step(objective, vocab_size, batch)))
+
+
+def budget_from_step_time(seconds_per_step, budget_seconds=BUDGET_SECONDS, vocab_size=VOCAB_SIZE):
+  """FLOPs of `budget_seconds` of ELECTRA steps that take `seconds_per_step`
+  (the budget is counted in ELECTRA steps, then held fixed)."""
+  steps = budget_seconds / seconds_per_step
+  return steps * flops_per_step("electra", vocab_size)
+
+
+def hparams(objective, steps, data_dir, model_dir, vocab_size=VOCAB_SIZE, batch=BATCH):
+  """`run_pretraining` hparams of one objective's run."""
+  train_shards = ",".join(
+    os.path.join(data_dir, "pretrain_tfrecords", f"pretrain_data.tfrecord-{i}-of-{NUM_SHARDS}")
+    for i in range(EVAL_SHARD)
+  )
+  return {
+    "model_size": "small",
+    "embedding_size": EMBEDDING,
+    "generator_hidden_size": GENERATOR_FRACTION,
+    "electra_objective": objective == "electra",
+    "vocab_size": vocab_size,
+    "vocab_file": os.path.join(data_dir, "vocab.txt"),
+    "pretrain_tfrecords": train_shards,
+    "model_dir": model_dir,
+    "max_seq_length": SEQ,
+    "train_batch_size": batch,
+    "eval_batch_size": batch,
+    # ELECTRA-Small's peak rate; warm-up a tenth of the run (the original's
+    # 10,000 of 1M steps would never end here), linear decay to the budget's end.
+    "learning_rate": 5e-4,
+    "num_warmup_steps": max(1, steps // 10),
+    "num_train_steps": steps,
+    "save_checkpoints_steps": max(1, steps // 10),
+    "keep_checkpoint_max": 0,
+    "log_every_steps": 10,
+    "save_summary_steps": 50,
+    "seed": 0,
+    # no native bf16 on this CPU (no avx512_bf16 / amx_bf16): float32
+    "mixed_precision": "float32",
+  }
+
+
+def _vocab_size(data_dir):
+  path = os.path.join(data_dir, "vocab.txt")
+  if not os.path.exists(path):
+    return VOCAB_SIZE
+  with open(path, encoding="utf-8") as f:
+    return sum(1 for _ in f)
+
+
+def _run(argv, **kwargs):
+  print("+ " + " ".join(argv), flush=True)
+  return subprocess.run(argv, check=False, **kwargs).returncode
+
+
+def cmd_data(args):
+  vocab = os.path.join(args.data_dir, "vocab.txt")
+  os.makedirs(args.data_dir, exist_ok=True)
+  if not os.path.exists(vocab):
+    rc = _run(
+      [sys.executable, "-m", "tfrecords_tools.build_vocab", "--corpus-dir", args.corpus_dir,
+       "--vocab-size", str(args.vocab_size), "--output", vocab]
+    )  # fmt: skip
+    if rc:
+      return rc
+  return _run(
+    [sys.executable, "-m", "electra_tf.build_pretraining_dataset", "--corpus-dir",
+     args.corpus_dir, "--vocab-file", vocab, "--output-dir",
+     os.path.join(args.data_dir, "pretrain_tfrecords"), "--max-seq-length", str(SEQ),
+     "--num-processes", "2", "--num-out-files", str(NUM_SHARDS), "--seed", "0"]
+  )  # fmt: skip
+
+
+def _batch(args):
+  return int(getattr(args, "extra_hparams", {}).get("train_batch_size", BATCH))
+
+
+def _pretrain_argv(objective, steps, args, model_dir):
+  vocab_size = _vocab_size(args.data_dir)
+  config = hparams(objective, steps, args.data_dir, model_dir, vocab_size, _batch(args))
+  config.update(args.extra_hparams)
+  return [
+    sys.executable, "-m", "electra_tf.run_pretraining", "--data-dir", args.data_dir,
+    "--model-name", os.path.basename(model_dir), "--hparams", json.dumps(config),
+  ]  # fmt: skip
+
+
+def seconds_per_step(progress_times, skip=1):
+  """Seconds per step from `(step, arrival time)` of progress lines, leaving out
+  the first `skip` lines (start-up and compilation): the mean over the rest,
+  and the fastest single interval (on a machine shared with other work, the
+  nearest it shows to the idle step time).
+
+  Example:
+  >>> seconds_per_step([(2, 10.0), (4, 13.0), (6, 17.0)])
+  (1.75, 1.5)
+  """
+  timed = progress_times[skip:]
+  if len(timed) < 2:
+    raise ValueError("too few progress lines to time")
+  (s0, t0), (s1, t1) = timed[0], timed[-1]
+  fastest = min((b[1] - a[1]) / (b[0] - a[0]) for a, b in zip(timed, timed[1:]))
+  return (t1 - t0) / (s1 - s0), fastest
+
+
+def cmd_measure(args):
+  vocab_size = _vocab_size(args.data_dir)
+  from bench.bench_pretraining_step import machine_rates  # the GEMM rate, as the step bench
+
+  rates = machine_rates()
+  results = {
+    "machine_rates": rates,
+    "load_average": os.getloadavg(),
+    "batch": BATCH,
+    "seq": SEQ,
+    "vocab_size": vocab_size,
+  }
+  for objective in args.objectives.split(","):
+    with tempfile.TemporaryDirectory() as tmp:
+      model_dir = os.path.join(tmp, f"measure_{objective}")
+      argv = _pretrain_argv(objective, args.steps, args, model_dir)
+      argv[-1] = json.dumps(dict(json.loads(argv[-1]), log_every_steps=1, save_summary_steps=1000))
+      times = []
+      with subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+      ) as process:
+        for line in process.stdout:
+          sys.stdout.write(line)
+          head = line.split(" = ", 1)[0]
+          if "/" in head and head.split("/")[0].strip().isdigit() and "SPS" in line:
+            times.append((int(head.split("/")[0]), time.time()))
+      if process.returncode:
+        return process.returncode
+    mean, fastest = seconds_per_step(times, skip=2)
+    step_flops = flops_per_step(objective, vocab_size)
+    results[objective] = {
+      "seconds_per_step": round(mean, 3),
+      "fastest_seconds_per_step": round(fastest, 3),
+      "flops_per_step": step_flops,
+      "flops_per_second": step_flops / mean,
+      "steps_timed": times[-1][0] - times[2][0],
+    }
+    print(json.dumps({objective: results[objective]}), flush=True)
+  if "electra" in results:
+    results["budget_flops_two_hours"] = budget_from_step_time(
+      results["electra"]["fastest_seconds_per_step"], vocab_size=vocab_size
+    )
+  path = os.path.join(args.report_dir, "paper_claim_measure.json")
+  write_atomic(path, json.dumps(results, indent=2) + "\n")
+  print(f"wrote {path}")
+  return exit_codes.OK
+
+
+def plan(budget_flops, vocab_size=VOCAB_SIZE, batch=BATCH):
+  """Steps and FLOPs of both objectives at `budget_flops`, and the budget's
+  ratio to the original ELECTRA-Small's pre-training."""
+  rows = {}
+  for objective in ("electra", "mlm"):
+    steps = steps_for_budget(objective, budget_flops, vocab_size, batch)
+    step_flops = flops_per_step(objective, vocab_size, batch)
+    rows[objective] = {
+      "steps": steps,
+      "flops_per_step": step_flops,
+      "flops": steps * step_flops,
+    }
+  rows["budget_flops"] = budget_flops
+  rows["original_small_flops"] = ORIGINAL_SMALL_FLOPS
+  rows["budget_ratio"] = budget_flops / ORIGINAL_SMALL_FLOPS
+  rows["budget_hours_at_reference_rate"] = budget_flops / reference_flops_per_second() / 3600
+  rows["mlm_over_electra_flops"] = rows["mlm"]["flops"] / rows["electra"]["flops"]
+  return rows
+
+
+def _budget(args):
+  if args.budget_flops is not None:
+    return args.budget_flops
+  if BUDGET_FLOPS is None:
+    raise SystemExit("no budget yet: run `measure` or pass --budget-flops")
+  return BUDGET_FLOPS
+
+
+def cmd_plan(args):
+  print(json.dumps(plan(_budget(args), _vocab_size(args.data_dir)), indent=2))
+  return exit_codes.OK
+
+
+def model_dir_of(objective, run_dir=RUN_DIR, batch=BATCH):
+  return os.path.join(run_dir, "models", f"{objective}_small_b{batch}")
+
+
+def cmd_pretrain(args):
+  vocab_size, batch = _vocab_size(args.data_dir), _batch(args)
+  steps = args.steps or steps_for_budget(args.objective, _budget(args), vocab_size, batch)
+  model_dir = args.model_dir or model_dir_of(args.objective, args.run_dir, batch)
+  step_flops = flops_per_step(args.objective, vocab_size, batch)
+  print(
+    f"[paper_claim] {args.objective}: {steps} steps x {step_flops / 1e9:.1f} GFLOP = "
+    f"{steps * step_flops:.3e} FLOPs -> {model_dir}",
+    flush=True,
+  )
+  os.makedirs(model_dir, exist_ok=True)
+  write_atomic(
+    os.path.join(model_dir, "paper_claim.json"),
+    json.dumps(
+      {
+        "objective": args.objective,
+        "steps": steps,
+        "flops_per_step": step_flops,
+        "pretraining_flops": steps * step_flops,
+        "batch": batch,
+        "seq": SEQ,
+        "vocab_size": vocab_size,
+        "budget_flops": _budget(args) if not args.steps else None,
+        "code": os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+      },
+      indent=2,
+    )
+    + "\n",
+  )
+  return _run(_pretrain_argv(args.objective, steps, args, model_dir))
+
+
+def finetune_argv(args):
+  """The `bench.glue` command of one row: the same recipe for every row;
+  `random` is the same architecture from random init with this corpus'
+  vocab, the others start from their pre-training model dir and carry its
+  FLOPs (from the `paper_claim.json` the pretrain command wrote there)."""
+  vocab = os.path.join(args.data_dir, "vocab.txt")
+  argv = [sys.executable, "-m", "bench.glue", "--init-name", args.objective]
+  if args.objective == "random":
+    argv += ["--random-init", "--model-size", "small", "--pretraining-flops", "0"]
+  else:
+    model_dir = args.model_dir or model_dir_of(args.objective, args.run_dir, _batch(args))
+    with open(os.path.join(model_dir, "paper_claim.json")) as f:
+      done = json.load(f)
+    argv += [
+      "--init-checkpoint", model_dir, "--pretraining-flops", str(done["pretraining_flops"]),
+    ]  # fmt: skip
+  return (
+    argv + ["--vocab-file", vocab, "--report", f"paper_claim_{args.objective}"] + args.glue_args
+  )
+
+
+def cmd_finetune(args):
+  """Shells out to the GLUE bench (`bench.glue`, kept by its own owner)."""
+  return _run(finetune_argv(args))
+
+
+def parse_args(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("--corpus-dir", default=CORPUS_DIR)
+  parser.add_argument("--run-dir", default=RUN_DIR)
+  parser.add_argument(
+    "--data-dir", help="vocab.txt and pretrain_tfrecords/ (default <run-dir>/data)"
+  )
+  parser.add_argument("--report-dir", default=os.path.join(os.path.dirname(__file__), "reports"))
+  parser.add_argument("--budget-flops", type=float, help="default: BUDGET_FLOPS")
+  sub = parser.add_subparsers(dest="command", required=True)
+  data = sub.add_parser("data", help="vocab and TFRecords from the corpus")
+  data.add_argument("--vocab-size", type=int, default=VOCAB_SIZE)
+  measure = sub.add_parser("measure", help="time steps at the recipe's shapes")
+  measure.add_argument("--steps", type=int, default=12)
+  measure.add_argument("--objectives", default="electra,mlm")
+  sub.add_parser("plan", help="steps of each objective at the budget")
+  for name in ("pretrain", "finetune"):
+    command = sub.add_parser(name)
+    choices = ("electra", "mlm") if name == "pretrain" else ("electra", "mlm", "random")
+    command.add_argument("--objective", required=True, choices=choices)
+    command.add_argument("--model-dir", help="default <run-dir>/models/<objective>_small_b32")
+  sub.choices["pretrain"].add_argument("--steps", type=int, help="instead of the budget's")
+  for command in (measure, sub.choices["pretrain"]):
+    command.add_argument("--extra-hparams", type=json.loads, default={}, help="JSON hparams")
+  # finetune passes the flags it does not know on to bench.glue (e.g. --seeds 1,2,3)
+  args, unknown = parser.parse_known_args(argv)
+  if unknown and args.command != "finetune":
+    parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+  args.glue_args = unknown
+  args.data_dir = args.data_dir or os.path.join(args.run_dir, "data")
+  return args
+
+
+COMMANDS = {
+  "data": cmd_data,
+  "measure": cmd_measure,
+  "plan": cmd_plan,
+  "pretrain": cmd_pretrain,
+  "finetune": cmd_finetune,
+}
+
+
+def main(argv=None):
+  args = parse_args(argv)
+  return COMMANDS[args.command](args)
+
+
+if __name__ == "__main__":
+  sys.exit(main())

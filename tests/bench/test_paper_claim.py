@@ -1,0 +1,98 @@
+import pytest
+
+from bench import paper_claim
+from electra_tf.utils import flops
+
+
+def test_electra_step_flops_are_the_flops_computation_s():
+  # at the original's vocab, the same as the project's ELECTRA counter
+  expected = flops.get_electra_train_flops(
+    256, 12, 64, 12, paper_claim.BATCH, 1, True, e=128, s=128
+  )
+  assert paper_claim.flops_per_step("electra", vocab_size=30522) == pytest.approx(expected)
+  # the original Small's whole pre-training is 1M such steps at 4x the batch
+  assert paper_claim.flops_per_step("electra", batch=128) * 1e6 == pytest.approx(
+    paper_claim.ORIGINAL_SMALL_FLOPS
+  )
+
+
+def test_mlm_step_is_bert_of_the_discriminator_s_size():
+  expected = flops.TransformerHparams(256, 12, e=128, s=128).get_train_flops(paper_claim.BATCH, 1)
+  assert paper_claim.flops_per_step("mlm") == pytest.approx(expected)
+  with pytest.raises(ValueError, match="objective"):
+    paper_claim.flops_per_step("electric")
+
+
+def test_same_budget_gives_equal_flops_within_ten_percent():
+  budget = paper_claim.budget_from_step_time(1.5, budget_seconds=7200)
+  plan = paper_claim.plan(budget)
+  assert plan["electra"]["steps"] == round(7200 / 1.5)
+  # the MLM step is cheaper, so it runs more steps for the same FLOPs
+  assert plan["mlm"]["steps"] > plan["electra"]["steps"]
+  assert abs(plan["mlm_over_electra_flops"] - 1) < 0.01
+  assert plan["budget_ratio"] == pytest.approx(budget / paper_claim.ORIGINAL_SMALL_FLOPS)
+
+
+def test_steps_scale_with_the_budget():
+  one = paper_claim.steps_for_budget("mlm", 1e15)
+  two = paper_claim.steps_for_budget("mlm", 2e15)
+  assert abs(two - 2 * one) <= 1
+
+
+def test_seconds_per_step_leaves_out_start_up():
+  times = [(1, 0.0), (2, 30.0), (3, 33.0), (5, 36.0)]
+  mean, fastest = paper_claim.seconds_per_step(times, skip=1)
+  assert mean == pytest.approx(2.0) and fastest == pytest.approx(1.5)
+  with pytest.raises(ValueError):
+    paper_claim.seconds_per_step(times[:2], skip=1)
+
+
+def test_arguments(tmp_path):
+  args = paper_claim.parse_args(
+    ["--run-dir", str(tmp_path), "pretrain", "--objective", "mlm", "--extra-hparams", '{"seed": 3}']
+  )
+  assert args.command == "pretrain" and args.objective == "mlm"
+  assert args.data_dir == str(tmp_path / "data")
+  assert args.extra_hparams == {"seed": 3}
+  args = paper_claim.parse_args(["finetune", "--objective", "random", "--seeds", "1,2,3"])
+  assert args.glue_args == ["--seeds", "1,2,3"]
+  with pytest.raises(SystemExit):
+    paper_claim.parse_args(["pretrain", "--objective", "bert"])
+
+
+def test_hparams_of_the_two_runs_differ_only_in_objective_and_steps(tmp_path):
+  electra = paper_claim.hparams("electra", 1000, str(tmp_path), str(tmp_path / "e"))
+  mlm = paper_claim.hparams("mlm", 1200, str(tmp_path), str(tmp_path / "m"))
+  assert electra["electra_objective"] and not mlm["electra_objective"]
+  different = {k for k in electra if electra[k] != mlm[k]}
+  assert different == {
+    "electra_objective", "num_train_steps", "num_warmup_steps", "save_checkpoints_steps",
+    "model_dir",
+  }  # fmt: skip
+  # the held-out shard is not trained on
+  assert f"tfrecord-{paper_claim.EVAL_SHARD}-of" not in electra["pretrain_tfrecords"]
+
+
+def test_the_budget_is_at_least_two_hours_of_the_reference_rate():
+  hours = paper_claim.BUDGET_FLOPS / paper_claim.reference_flops_per_second() / 3600
+  assert 2.0 <= hours < 2.2
+  plan = paper_claim.plan(paper_claim.BUDGET_FLOPS)
+  assert abs(plan["mlm"]["flops"] / plan["electra"]["flops"] - 1) < 0.1
+
+
+def test_finetune_rows_call_the_glue_bench(tmp_path):
+  args = paper_claim.parse_args(
+    ["--run-dir", str(tmp_path), "finetune", "--objective", "random", "--seeds", "1,2,3"]
+  )
+  argv = paper_claim.finetune_argv(args)
+  assert argv[1:3] == ["-m", "bench.glue"]
+  assert "--random-init" in argv and argv[argv.index("--pretraining-flops") + 1] == "0"
+  assert argv[-2:] == ["--seeds", "1,2,3"]
+  model_dir = tmp_path / "models" / f"electra_small_b{paper_claim.BATCH}"
+  model_dir.mkdir(parents=True)
+  (model_dir / "paper_claim.json").write_text('{"pretraining_flops": 1.4e15}')
+  args = paper_claim.parse_args(["--run-dir", str(tmp_path), "finetune", "--objective", "electra"])
+  argv = paper_claim.finetune_argv(args)
+  assert argv[argv.index("--init-checkpoint") + 1] == str(model_dir)
+  assert float(argv[argv.index("--pretraining-flops") + 1]) == 1.4e15
+  assert argv[argv.index("--vocab-file") + 1] == str(tmp_path / "data" / "vocab.txt")
