@@ -11,7 +11,10 @@ checkpoints, an electra_tf pre-training model dir, or a `.keras` model) and
 writes everything under that model directory (`configure_finetuning.py`
 output paths): `finetuning_models/<tasks>_model_<trial>/`,
 `finetuning_tfrecords/`, `results/<tasks>_results.{txt,json}`,
-`results/<tasks>_qa/` and `test_predictions/`. Re-running the same command
+`results/<tasks>_qa/` and `test_predictions/`. The featurised records in
+`finetuning_tfrecords/` are reused only while the settings and data files they
+were built from are unchanged; otherwise they are rebuilt, with one line
+saying what changed. Re-running the same command
 resumes an interrupted trial from its newest checkpoint (its encoder must
 not change: one line otherwise). An electra_tf pre-training model dir's
 `config.json` gives the encoder's sizes, the vocab and `do_lower_case`
