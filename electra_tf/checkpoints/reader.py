@@ -146,18 +146,18 @@ def read_state(directory):
 
 def checkpoint_candidates(directory):
   """The checkpoint prefixes of `directory`, newest (highest step) first:
-  those its state file lists and every `*.index` there, so that a damaged
-  state file or newest checkpoint still leaves the older ones to try."""
+  those its state file lists or, when it has none or it is damaged, every
+  `*.index` there. A checkpoint the state file does not name yet (a save
+  killed before its last step) is not one to resume from."""
   directory = os.fspath(directory)
   if not tf.io.gfile.isdir(directory):
     return []
   state, _ = read_state(directory)
-  found = set()
   if state is not None:
     # (TensorFlow has put relative paths under `directory`.)
-    found.update([*state.all_model_checkpoint_paths, state.model_checkpoint_path])
-  for index in tf.io.gfile.glob(os.path.join(directory, "*.index")):
-    found.add(index[: -len(".index")])
+    found = {*state.all_model_checkpoint_paths, state.model_checkpoint_path}
+  else:
+    found = {p[: -len(".index")] for p in tf.io.gfile.glob(os.path.join(directory, "*.index"))}
   return sorted(found, key=lambda p: (step_of(p) is not None, step_of(p) or 0, p), reverse=True)
 
 

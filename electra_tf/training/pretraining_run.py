@@ -100,7 +100,7 @@ def validate_config(config):
     raise ValueError(f"hparam num_eval_steps={config.num_eval_steps}; expected > 0")
   if config.do_eval and not checkpoint_reader.checkpoint_candidates(config.model_dir):
     raise ValueError(
-      f"do_eval: no checkpoint to evaluate in model dir {config.model_dir!r}; train first "
+      f"do_eval: no checkpoint found in model dir {config.model_dir!r}; train first "
       "(do_train) or check --data-dir/--model-name"
     )
   if config.save_checkpoints_steps is not None and config.save_checkpoints_steps < 0:

@@ -99,7 +99,7 @@ def test_evaluation_without_a_checkpoint_is_one_line(tmp_path, capsys):
   argv = ["--data-dir", str(data_dir), "--model-name", "none", "--hparams", json.dumps(hparams)]
   assert run_pretraining.main(argv) == 2
   err = capsys.readouterr().err.strip().splitlines()
-  assert len(err) == 1 and "do_eval: no checkpoint to evaluate in model dir" in err[0], err
+  assert len(err) == 1 and "do_eval: no checkpoint found in model dir" in err[0], err
   assert not (data_dir / "models" / "none").exists()
 
 
