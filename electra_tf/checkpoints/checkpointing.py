@@ -147,6 +147,46 @@ def recover_state_file(model_dir, log=print):
   return True
 
 
+def restore_newest_readable(manager, restore, log=print):
+  """What both managers' `restore_latest` do: `restore(prefix)` (which
+  returns the step) on the newest checkpoint of `manager.model_dir` without
+  a `reader.checkpoint_problem` and that restores without a read error;
+  the newer ones are recorded in `manager.unreadable` and named in one line
+  through `log`, and the one restored is `manager.restored_checkpoint`.
+  Returns the step, or None when there is no checkpoint.
+
+  Raises:
+    reader.UnreadableCheckpointError: there are checkpoints, none readable.
+  """
+  skipped = []
+  for prefix in checkpoint_reader.checkpoint_candidates(manager.model_dir):
+    problem = checkpoint_reader.checkpoint_problem(prefix)
+    if problem is None:
+      try:
+        step = restore(prefix)
+      except _RESTORE_ERRORS as e:
+        problem = f"restoring it failed: {' '.join(str(getattr(e, 'message', e)).split())}"
+    if problem is not None:
+      skipped.append((prefix, problem))
+      manager.unreadable[prefix] = problem
+      continue
+    manager.restored_checkpoint = prefix
+    if skipped:
+      (log or print)(
+        "WARNING: "
+        + "; ".join(f"checkpoint {p} cannot be read ({why})" for p, why in skipped)
+        + f"; falling back to {prefix}, the newest readable checkpoint (global step {step})"
+      )
+    return step
+  if skipped:
+    raise checkpoint_reader.UnreadableCheckpointError(
+      f"no readable checkpoint in {manager.model_dir}: "
+      + "; ".join(f"{p} ({why})" for p, why in skipped)
+      + "; move them away to start over"
+    )
+  return None
+
+
 def disk_full_error(model_dir, step, latest, variables):
   """Removes the partial files of the save of `step` in `model_dir`; returns
   the one-line `CheckpointSaveError` to raise (`variables`: what a checkpoint
@@ -289,34 +329,12 @@ class TrainingCheckpointManager:
       reader.UnreadableCheckpointError: there are checkpoints, but none can
         be read (one line).
     """
-    skipped = []
-    for prefix in checkpoint_reader.checkpoint_candidates(self.model_dir):
-      problem = checkpoint_reader.checkpoint_problem(prefix)
-      if problem is None:
-        try:
-          self.restore(prefix)
-        except _RESTORE_ERRORS as e:
-          problem = f"restoring it failed: {' '.join(str(getattr(e, 'message', e)).split())}"
-      if problem is not None:
-        skipped.append((prefix, problem))
-        self.unreadable[prefix] = problem
-        continue
-      self.restored_checkpoint = prefix
-      if skipped:
-        log(
-          "WARNING: "
-          + "; ".join(f"checkpoint {p} cannot be read ({why})" for p, why in skipped)
-          + f"; falling back to {prefix}, the newest readable checkpoint "
-          f"(global step {global_step(self.model)})"
-        )
+
+    def restore(prefix):
+      self.restore(prefix)
       return global_step(self.model)
-    if skipped:
-      raise checkpoint_reader.UnreadableCheckpointError(
-        f"no readable checkpoint in {self.model_dir}: "
-        + "; ".join(f"{p} ({why})" for p, why in skipped)
-        + "; move them away to start over"
-      )
-    return None
+
+    return restore_newest_readable(self, restore, log)
 
   def restore(self, path):
     """Restores the checkpoint at `path` (a prefix like `.../model.ckpt-25`)."""
@@ -524,6 +542,8 @@ class NameBasedCheckpointManager:
     self._slots = _inner_optimizer(model.optimizer).official_slots(self._name_map)
     self.input_position = _input_position_variable()
     self._state = self._training_state()
+    self.unreadable = {}
+    self.restored_checkpoint = None
     if chief and tf.io.gfile.isdir(model_dir):
       removed = remove_temporary_checkpoints(model_dir)
       if removed:
@@ -531,6 +551,7 @@ class NameBasedCheckpointManager:
           f"Removed what an interrupted checkpoint save left in {model_dir}: " + ", ".join(removed),
           flush=True,
         )
+      recover_state_file(model_dir, lambda line: print(line, flush=True))
 
   def _training_state(self):
     """`{checkpoint name: variable}` of the resume state."""
@@ -546,7 +567,12 @@ class NameBasedCheckpointManager:
 
   @property
   def latest_checkpoint(self):
-    return tf.train.latest_checkpoint(self.model_dir)
+    """The newest checkpoint's prefix (one `restore_latest` found unreadable
+    does not count), or None."""
+    latest = checkpoint_reader.latest_checkpoint(self.model_dir)
+    if latest in self.unreadable:
+      return self.restored_checkpoint
+    return latest
 
   @property
   def batches_consumed(self):
@@ -556,13 +582,12 @@ class NameBasedCheckpointManager:
 
   def restore_latest(self, log=None):
     """Restores weights, Adam slots, the global step and the resume state
-    of the newest checkpoint; returns the step, or None if there is none.
-    `log` is the pre-training manager's (`PretrainingCheckpoint` passes it);
-    nothing is skipped here, so there is nothing to say."""
-    del log
-    prefix = self.latest_checkpoint
-    if prefix is None:
-      return None
+    of the newest readable checkpoint; returns the step, or None if there is
+    none. Newer ones that cannot be read are named in one line through `log`
+    (default: print)."""
+    return restore_newest_readable(self, self._restore, log)
+
+  def _restore(self, prefix):
     reader = tf.train.load_checkpoint(prefix)
     found = reader.get_variable_to_shape_map()
     wanted = {**self._name_map, **self._slots}
@@ -602,9 +627,11 @@ class NameBasedCheckpointManager:
     names[official_names.GLOBAL_STEP_NAME] = tf.constant(int(step), tf.int64)
     latest = self.latest_checkpoint
     try:
-      return name_based.save_name_based(
+      saved = name_based.save_name_based(
         names, self.model_dir, step, max_to_keep=self.keep_checkpoint_max
       )
+      self.unreadable.pop(saved, None)  # its files were replaced
+      return saved
     except (tf.errors.OpError, OSError) as e:
       if not file_io.is_disk_full(e):
         raise
