@@ -328,6 +328,13 @@ def finetune(args, folder, task, seed, recipe_size, records_config, flops, rates
   return row
 
 
+def _read_rows(report_json):
+  if not os.path.exists(report_json):
+    return []
+  with open(report_json, encoding="utf-8") as f:
+    return json.load(f)
+
+
 def merge_rows(existing, new):
   """`existing` with the rows of `new` replacing those of the same (init,
   task, seed), then sorted by init, task, seed."""
@@ -385,7 +392,7 @@ def markdown(report, rows):
   lines = [
     f"#### `glue_{report}`",
     "",
-    "| init | task | dev metric | seeds | median | min – max | train examples "
+    "| init | task | dev metric | seeds | median | min – max | train / dev examples "
     "| max_seq_length | epochs | lr / layer decay | pre-training FLOPs | wall s (median run) "
     "| peak RSS MB |",
     "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
@@ -393,7 +400,8 @@ def markdown(report, rows):
   for s in summary(rows):
     lines.append(
       f"| {s['init']} | {s['glue_task']} | {s['metric_name']} | {len(s['seeds'])} "
-      f"| {s['median']:.2f} | {s['min']:.2f} – {s['max']:.2f} | {_one_or_list(s['train_examples'])} "
+      f"| {s['median']:.2f} | {s['min']:.2f} – {s['max']:.2f} "
+      f"| {_one_or_list(s['train_examples'])} / {_one_or_list(s['dev_examples'])} "
       f"| {_one_or_list(s['max_seq_length'])} | {_one_or_list(s['epochs'])} "
       f"| {s['learning_rate']:g} / {s['layerwise_lr_decay']:g} | {_fmt_flops(s['pretraining_flops'])} "
       f"| {s['wall_s_median']:.0f} | {s['peak_rss_mb_max']:.0f} |"
@@ -406,8 +414,8 @@ def markdown(report, rows):
   lines += [
     "",
     f"Runs {dates[0]} – {dates[-1]} on {'; '.join(machines)}; fp32 GEMM rate measured in the "
-    f"runs: {', '.join(f'{r:g}' for r in rates) or 'not measured'} GFLOP/s. Dev sets whole "
-    "unless the dev column of the JSON says otherwise; metric ×100 as the original prints it.",
+    f"runs: {', '.join(f'{r:g}' for r in rates) or 'not measured'} GFLOP/s. Metric ×100 as "
+    "the original prints it; the seeds and their values are in the JSON.",
   ]
   return "\n".join(lines) + "\n"
 
@@ -493,7 +501,7 @@ def parse_args(argv):
   )
   parser.add_argument("--report", help="report name: glue_<report>.json (default: --init-name)")
   parser.add_argument("--report-dir", default=REPORT_DIR)
-  parser.add_argument("--work-dir", help=f"data and model dirs (default {WORK_DIR}/<report>)")
+  parser.add_argument("--work-dir", help=f"data and model dirs (default {WORK_DIR}/<init-name>)")
   parser.add_argument("--docs-page", default=DOCS_PAGE, help="'' leaves the page alone")
   parser.add_argument("--keep-models", action="store_true", help="keep the fine-tuned checkpoints")
   parser.add_argument("--quick", action="store_true", help="smoke run: tiny slice, 1 seed")
@@ -522,7 +530,7 @@ def parse_args(argv):
       parser.error(f"--random-init needs --vocab-file (the original's {FIXTURE_VOCAB} is absent)")
     args.vocab_file = FIXTURE_VOCAB
   args.report = args.report or args.init_name
-  args.work_dir = args.work_dir or os.path.join(WORK_DIR, args.report)
+  args.work_dir = args.work_dir or os.path.join(WORK_DIR, args.init_name)
   return args, parser
 
 
@@ -563,19 +571,15 @@ def main(argv=None):
     print(f"matmul rates: {rates}", flush=True)
   os.makedirs(args.report_dir, exist_ok=True)
   report_json = os.path.join(args.report_dir, f"glue_{args.report}.json")
-  existing = []
-  if os.path.exists(report_json):
-    with open(report_json, encoding="utf-8") as f:
-      existing = json.load(f)
   new_rows = []
   for folder, task in tasks:
     for seed in args.seeds:
       new_rows.append(finetune(args, folder, task, seed, recipe_size, records_config, flops, rates))
-      # Written after every run, so an interrupted bench keeps what it measured.
-      rows = merge_rows(existing, new_rows)
+      # Written after every run, so an interrupted bench keeps what it measured; the file is
+      # read again each time, so a bench of another init writing the same report keeps its rows.
+      rows = merge_rows(_read_rows(report_json), new_rows)
       write_atomic(report_json, json.dumps(rows, indent=2) + "\n")
       write_atomic(report_json[: -len(".json")] + ".md", markdown(args.report, rows))
-  rows = merge_rows(existing, new_rows)
   print(markdown(args.report, rows), flush=True)
   if not args.quick and args.docs_page:
     write_docs_section(args.docs_page, docs_section(args.report_dir))
