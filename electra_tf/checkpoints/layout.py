@@ -286,11 +286,10 @@ def infer_config_and_model(path, hparams, source=None):
     shapes, source = open_reader(prefix).get_variable_to_shape_map(), repr(prefix)
   user = load_hparams(hparams) if hparams is not None else {}
   inferred, layout, notes = infer_hparams_from_shapes(shapes)
-  merged = merge_hparams(inferred, user)
+  # Recorded with the rest (a converted training checkpoint's hparams must build its config).
+  merged = fit_length_to_positions(merge_hparams(inferred, user))
   try:
-    config = pretraining_config_lib.PretrainingConfig(
-      "converted", NO_DATA_DIR, **fit_length_to_positions(merged)
-    )
+    config = pretraining_config_lib.PretrainingConfig("converted", NO_DATA_DIR, **merged)
   except ValueError as e:
     raise ValueError(f"hparams for {source} are invalid: {e}") from e
   if "num_attention_heads" not in merged["model_hparam_overrides"] and not config.debug:

@@ -84,6 +84,7 @@ PRETRAIN_HPARAMS = {
   "vocab_size": len(VOCAB),
   "embedding_size": 8,
   "generator_hidden_size": 0.5,
+  "max_seq_length": 32,  # the whole position table (the config refuses more)
   "model_hparam_overrides": {
     "hidden_size": 16,
     "num_hidden_layers": 1,
