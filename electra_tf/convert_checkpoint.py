@@ -75,8 +75,6 @@ Example:
 """
 
 import argparse
-import os
-import shutil
 import sys
 
 from electra_tf.checkpoints import convert
@@ -160,29 +158,13 @@ def main(argv=None):
     "<data_dir>/models/<model_name>)",
   )
   args = parser.parse_args(argv)
-  created = not os.path.exists(args.output)
   try:
     # Before reading or converting anything.
     check_writable(args.output, "--output")
-    report = _publish_or_convert(args)
+    with file_io.full_disk_as_bad_input("--output", args.output):
+      report = _publish_or_convert(args)
   except ValueError as e:
     print(f"convert_checkpoint: error: {e}", file=sys.stderr)
-    return exit_codes.BAD_INPUT
-  except Exception as e:  # pylint: disable=broad-except
-    if not file_io.is_disk_full(e):
-      raise
-    # Outputs are written under temporary names, removed on error; an
-    # --output this run created goes too.
-    if created and os.path.isdir(args.output):
-      shutil.rmtree(args.output, ignore_errors=True)
-    elif created and os.path.exists(args.output):
-      os.remove(args.output)
-    print(
-      f"convert_checkpoint: error: no space left on device writing --output {args.output!r} "
-      f"({file_io.megabytes(file_io.free_bytes(args.output))} free); nothing was left "
-      "behind; free some space and run again",
-      file=sys.stderr,
-    )
     return exit_codes.BAD_INPUT
   print(convert.format_report(report))
   return exit_codes.OK

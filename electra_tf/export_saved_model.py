@@ -43,8 +43,6 @@ then needs `--xla_cpu_compilation_enabled=true` on CPU.
 """
 
 import argparse
-import os
-import shutil
 import sys
 
 import keras
@@ -145,7 +143,6 @@ def _parse_args(argv):
 def main(argv=None):
   args = _parse_args(argv)
   keras.mixed_precision.set_global_policy("float32")
-  created = not os.path.exists(args.export_dir)
   try:
     # Before loading the model (seconds to minutes).
     check_writable(args.export_dir, "--export-dir")
@@ -158,44 +155,31 @@ def main(argv=None):
       model, config, source, args
     )
     print(lengths.line)
-    if args.format != "tf_saved_model":
-      path = portable.export_from_flags(model, args, vocab_file, do_lower_case, strip_accents)
-      print(f"Exported {args.model} ({args.format}) to {path}; tokenizer files beside it")
-      return 0
-    path = export_lib.export(
-      model,
-      args.model,
-      vocab_file,
-      args.export_dir,
-      max_seq_length=args.max_seq_length,
-      version=args.version,
-      task=args.task,
-      do_lower_case=do_lower_case,
-      strip_accents=strip_accents,
-      top_k=args.top_k,
-      max_predictions=args.max_predictions,
-      max_query_length=args.max_query_length,
-      mixed_precision=args.mixed_precision,
-      overwrite=args.overwrite,
-      length_multiple=args.length_multiple,
-      jit_compile=args.jit_compile,
-    )
+    with file_io.full_disk_as_bad_input("--export-dir", args.export_dir):
+      if args.format != "tf_saved_model":
+        path = portable.export_from_flags(model, args, vocab_file, do_lower_case, strip_accents)
+        print(f"Exported {args.model} ({args.format}) to {path}; tokenizer files beside it")
+        return 0
+      path = export_lib.export(
+        model,
+        args.model,
+        vocab_file,
+        args.export_dir,
+        max_seq_length=args.max_seq_length,
+        version=args.version,
+        task=args.task,
+        do_lower_case=do_lower_case,
+        strip_accents=strip_accents,
+        top_k=args.top_k,
+        max_predictions=args.max_predictions,
+        max_query_length=args.max_query_length,
+        mixed_precision=args.mixed_precision,
+        overwrite=args.overwrite,
+        length_multiple=args.length_multiple,
+        jit_compile=args.jit_compile,
+      )
   except (ValueError, portable.MissingExtra) as e:
     print(f"export_saved_model: error: {e}", file=sys.stderr)
-    return exit_codes.BAD_INPUT
-  except Exception as e:  # pylint: disable=broad-except
-    if not file_io.is_disk_full(e):
-      raise
-    # The version dir was written under a temporary name, removed on error;
-    # an --export-dir this run created goes too.
-    if created:
-      shutil.rmtree(args.export_dir, ignore_errors=True)
-    print(
-      f"export_saved_model: error: no space left on device writing --export-dir "
-      f"{args.export_dir!r} ({file_io.megabytes(file_io.free_bytes(args.export_dir))} free); "
-      "nothing was left behind; free some space and run again",
-      file=sys.stderr,
-    )
     return exit_codes.BAD_INPUT
   print(
     f"Exported {args.model} SavedModel to {path} with signatures "

@@ -227,13 +227,11 @@ class PretrainingConfig(RuntimeHparams):
       _check_integer(self, "embedding_size", 1)
     if self.do_eval:
       _check_integer(self, "num_eval_steps", 1)
+
+  def _check_shapes(self):
+    """The towers' shapes (after the model size is known to be valid)."""
     bert_config = get_pretraining_bert_config(self)
     bert_config.check("hparam model_hparam_overrides (the discriminator's BertConfig):")
-    if self.max_seq_length > bert_config.max_position_embeddings:
-      raise ValueError(
-        f"hparam max_seq_length={self.max_seq_length} exceeds the model's "
-        f"max_position_embeddings={bert_config.max_position_embeddings}; expected at most that"
-      )
     if self.untied_generator and not self.uniform_generator:
       generator = get_generator_config(self, bert_config)
       what = (
@@ -263,9 +261,10 @@ class PretrainingConfig(RuntimeHparams):
       )
     if self.masking not in MASKING_KINDS:
       raise ValueError(f"hparam masking={self.masking!r}; expected one of {list(MASKING_KINDS)}")
-    self.validate_runtime()
     if not isinstance(self.model_hparam_overrides, dict):
       raise ValueError("hparam model_hparam_overrides must be a JSON object of BertConfig fields")
+    self._check_shapes()
+    self.validate_runtime()
     if self.electric_objective and (self.uniform_generator or not self.untied_generator):
       # The original crashes during graph construction here (a quirk of the original (docs/differences.md)).
       raise ValueError(

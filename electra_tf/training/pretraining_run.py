@@ -31,6 +31,7 @@ from electra_tf.checkpoints import reader as checkpoint_reader
 from electra_tf.configs import model_dir as model_dir_lib
 from electra_tf.configs.hparams import load_hparams
 from electra_tf.configs.pretraining import PretrainingConfig
+from electra_tf.configs.pretraining import get_pretraining_bert_config
 from electra_tf.data import pretraining_dataset as pretrain_data
 from electra_tf.data import record_check
 from electra_tf.models.electra_pretrainer import built_pretrainer
@@ -98,6 +99,12 @@ def validate_config(config):
       raise ValueError(f"hparam {name}={getattr(config, name)}; expected a positive integer")
   if config.do_eval and int(config.num_eval_steps) <= 0:
     raise ValueError(f"hparam num_eval_steps={config.num_eval_steps}; expected > 0")
+  positions = get_pretraining_bert_config(config).max_position_embeddings
+  if config.max_seq_length > positions:
+    raise ValueError(
+      f"hparam max_seq_length={config.max_seq_length} exceeds the model's "
+      f"max_position_embeddings={positions}; expected at most that"
+    )
   if config.do_eval and not checkpoint_reader.checkpoint_candidates(config.model_dir):
     raise ValueError(
       f"do_eval: no checkpoint found in model dir {config.model_dir!r}; train first "

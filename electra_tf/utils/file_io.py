@@ -171,3 +171,30 @@ def free_bytes(path):
 def megabytes(num_bytes):
   """`num_bytes` for a message: "1.25 MB" (None: "unknown")."""
   return "unknown" if num_bytes is None else f"{num_bytes / 1e6:.2f} MB"
+
+
+@contextlib.contextmanager
+def full_disk_as_bad_input(what, path):
+  """Runs a command's writing of `path` (an output file or directory; `what`:
+  its flag) so that a full disk (or quota) becomes a one-line `ValueError`,
+  after removing `path` if this run created it (its partial content; atomic
+  writers remove their own temporary files). Other errors pass unchanged.
+
+  Example:
+  >>> with full_disk_as_bad_input("--output", "out.txt"):
+  ...   write_atomic("out.txt", "fits")
+  """
+  created = not os.path.lexists(path)
+  try:
+    yield
+  except Exception as e:  # pylint: disable=broad-except
+    if not is_disk_full(e):
+      raise
+    if created and os.path.isdir(path):
+      shutil.rmtree(path, ignore_errors=True)
+    elif created and os.path.lexists(path):
+      os.remove(path)
+    raise ValueError(
+      f"no space left on device writing {what} {path!r} ({megabytes(free_bytes(path))} free); "
+      "nothing was left behind; free some space and run again"
+    ) from None
