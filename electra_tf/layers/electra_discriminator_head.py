@@ -46,9 +46,10 @@ class ElectraDiscriminatorHead(keras.layers.Layer):
     self.built = True
 
   def call(self, hidden_states):
-    x = self.dense(hidden_states)
+    # Dense layers on a 2-D view: a 3-D input costs each a tensordot's shape arithmetic.
+    x = self.dense(ops.reshape(hidden_states, (-1, self.hidden_size)))
     logits = self.dense_1(ops.cast(x, "float32"))
-    return ops.squeeze(logits, axis=-1)
+    return ops.reshape(logits, ops.shape(hidden_states)[:-1])
 
   def compute_output_shape(self, hidden_states_shape):
     return tuple(hidden_states_shape[:-1])

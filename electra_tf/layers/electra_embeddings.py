@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 import keras_hub
+import tensorflow as tf
 
 from electra_tf.layers import layer_utils
 
@@ -84,10 +85,11 @@ class ElectraEmbeddings(keras.layers.Layer):
         f"{self.max_position_embeddings}"
       )
     dtype = self.compute_dtype
-    x = ops.take(ops.cast(self.word_embeddings, dtype), input_ids, axis=0)
-    x = x + ops.take(ops.cast(self.token_type_embeddings, dtype), segment_ids, axis=0)
+    # tf.gather, not ops.take: take spends three ops per lookup wrapping negative ids.
+    x = tf.gather(ops.cast(self.word_embeddings, dtype), input_ids)
+    x = x + tf.gather(ops.cast(self.token_type_embeddings, dtype), segment_ids)
     x = x + ops.cast(self.position_embedding(x), dtype)
-    x = self.layer_norm(x)
+    x = layer_utils.layer_norm(self.layer_norm, x)
     return layer_utils.dropout(self.dropout, x, training)
 
   @property

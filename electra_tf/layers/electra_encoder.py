@@ -2,6 +2,8 @@
 post-LN blocks (`model/modeling.py:BertModel`–5.3)."""
 
 import keras
+from keras import ops
+import tensorflow as tf
 
 from electra_tf.layers import layer_utils
 from electra_tf.layers.electra_transformer_layer import ElectraTransformerLayer
@@ -126,19 +128,29 @@ class ElectraEncoder(keras.layers.Layer):
     self.built = True
 
   def call(self, embeddings, input_mask, training=None):
-    x = embeddings
+    # Activations stay 2-D, `[B·S, width]`, from the projection to the last
+    # block (the original's `reshape_to_matrix`): each projection is then one
+    # plain matmul, and B and S are read once here rather than in every layer.
+    shape = tf.shape(embeddings)  # tensors even where static: Keras refuses a mixed tuple argument
+    batch, seq = shape[0], shape[1]
+    x = ops.reshape(embeddings, (-1, self.input_width))
     if self.embeddings_project is not None:
       x = self.embeddings_project(x)
-    embedding_output = x
+    projected = x
     adder = layer_utils.attention_mask_adder(input_mask, self.attention_direction)
     hidden_states = []
     for layer in self.transformer_layers:
-      x = layer(x, adder, training=training)
+      x = layer(x, adder, training=training, sequence_shape=(batch, seq))
       hidden_states.append(x)
+
+    def unflatten(matrix):  # unused outputs (and their reshapes) are pruned from graphs
+      return ops.reshape(matrix, (batch, seq, self.hidden_size))
+
+    hidden_states = [unflatten(h) for h in hidden_states]
     return {
-      "embedding_output": embedding_output,
+      "embedding_output": unflatten(projected),
       "hidden_states": hidden_states,
-      "sequence_output": x,
+      "sequence_output": hidden_states[-1] if hidden_states else unflatten(x),
     }
 
   def get_config(self):

@@ -2,6 +2,7 @@
 
 import keras
 from keras import ops
+import tensorflow as tf
 
 from electra_tf.layers import layer_utils
 
@@ -62,13 +63,22 @@ class ElectraMaskedLMHead(keras.layers.Layer):
   def transform(self, hidden_states):
     """dense + activation + LayerNorm; float32 `[..., E]`."""
     x = self.dense(ops.cast(hidden_states, self.compute_dtype))
-    return ops.cast(self.layer_norm(x), "float32")
+    return layer_utils.layer_norm(self.layer_norm, x)
 
   def call(self, hidden_states, embedding_table):
-    x = self.transform(hidden_states)
+    # On a 2-D view: dense layers and the output matmul on a 3-D input each
+    # cost a tensordot's shape arithmetic; one reshape in and one out instead.
+    rank = len(hidden_states.shape)
+    flat = hidden_states
+    if rank != 2:
+      flat = ops.reshape(hidden_states, (-1, self.dense.kernel.shape[0]))
     table = ops.cast(embedding_table, "float32")
-    logits = ops.matmul(x, ops.transpose(table))
-    return logits + ops.cast(self.output_bias, "float32")
+    logits = tf.matmul(self.transform(flat), table, transpose_b=True)
+    logits = tf.nn.bias_add(logits, ops.cast(self.output_bias, "float32"))
+    if rank == 2:
+      return logits
+    leading = tf.shape(hidden_states)[:-1]
+    return tf.reshape(logits, tf.concat([leading, [self.vocab_size]], axis=0))
 
   def compute_output_shape(self, hidden_states_shape, embedding_table_shape=None):
     return tuple(hidden_states_shape[:-1]) + (self.vocab_size,)

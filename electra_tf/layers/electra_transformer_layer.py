@@ -19,6 +19,11 @@ def _float32(variable):
     return ops.convert_to_tensor(variable)
 
 
+def _first_token(first_example, seq):
+  """The row of a `[B·S, H]` tensor's first row in the flattened global batch."""
+  return tf.cast(first_example, tf.int64) * tf.cast(seq, tf.int64)
+
+
 @keras.saving.register_keras_serializable(package="electra_tf")
 class ElectraTransformerLayer(keras.layers.Layer):
   """The original's `layer_<i>`: self-attention and FFN, each followed by
@@ -48,11 +53,13 @@ class ElectraTransformerLayer(keras.layers.Layer):
     **kwargs: standard `keras.layers.Layer` arguments.
 
   Call args:
-    hidden_states: `[B, S, H]`.
+    hidden_states: `[B, S, H]`, or `[B·S, H]` with `sequence_shape`.
     attention_mask_adder: float32 `[B, 1, S, S]` from
       `layer_utils.attention_mask_adder` (0 = attend, −10000 = masked), or
       None for no masking.
     training: enables dropout.
+    sequence_shape: `(B, S)` when `hidden_states` is 2-D (the encoder keeps
+      its activations 2-D); the output then is 2-D too.
 
   Example:
   >>> import numpy as np
@@ -119,21 +126,33 @@ class ElectraTransformerLayer(keras.layers.Layer):
     self.output_layer_norm.build((None, h))
     self.built = True
 
-  def _split_heads(self, x, batch, seq):
-    x = ops.reshape(x, (batch, seq, self.num_attention_heads, self.head_size))
-    return ops.transpose(x, (0, 2, 1, 3))  # [B, A, S, d]
+  def call(self, hidden_states, attention_mask_adder=None, training=None, sequence_shape=None):
+    """`hidden_states` `[B, S, H]` → `[B, S, H]`; with `sequence_shape=(B, S)`
+    (the encoder's way) `[B·S, H]` → `[B·S, H]`: activations stay 2-D so
+    every projection is one plain matmul (a 3-D one costs a tensordot's
+    shape arithmetic on every call), and the shapes are computed once per
+    encoder call, not once per layer."""
+    if sequence_shape is None:
+      shape = ops.shape(hidden_states)
+      batch, seq = shape[0], shape[1]
+      x = ops.reshape(hidden_states, (-1, self.hidden_size))
+      out = self._call_2d(x, attention_mask_adder, training, batch, seq)
+      return ops.reshape(out, (batch, seq, self.hidden_size))
+    batch, seq = sequence_shape
+    return self._call_2d(hidden_states, attention_mask_adder, training, batch, seq)
 
-  def call(self, hidden_states, attention_mask_adder=None, training=None):
+  def _call_2d(self, x, attention_mask_adder, training, batch, seq):
     # Training graphs use the XLA-fused elementwise kernels (same math, see
     # `fused_ops`); inference graphs keep plain ops.
     if training and self.fused_training_kernels:
-      return self._fused_call(hidden_states, attention_mask_adder)
-    shape = ops.shape(hidden_states)
-    batch, seq = shape[0], shape[1]
+      return self._fused_call(x, attention_mask_adder, batch, seq)
     first_example = replicas.replica_first_example(batch)
-    x = hidden_states
-    q, k, v = (
-      self._split_heads(dense(x), batch, seq) for dense in (self.query, self.key, self.value)
+    q, k, v = self._split_heads(
+      tf.nn.bias_add(
+        self._matmul(x, self._qkv_kernel()), ops.cast(self._qkv_bias(), self.compute_dtype)
+      ),
+      batch,
+      seq,
     )
     scores = tf.matmul(q, k, transpose_b=True)  # no explicit transpose of K
     scores = ops.cast(scores, "float32") * (1.0 / math.sqrt(float(self.head_size)))
@@ -141,15 +160,15 @@ class ElectraTransformerLayer(keras.layers.Layer):
       scores = scores + ops.cast(attention_mask_adder, "float32")
     probs = ops.softmax(scores, axis=-1)
     probs = layer_utils.dropout(self.attention_probs_dropout, probs, training, first_example)
-    context = self._merge_heads(ops.matmul(ops.cast(probs, v.dtype), v), batch, seq)
+    context = self._merge_heads(ops.matmul(ops.cast(probs, v.dtype), v))
 
     attention_output = self.attention_output_dense(context)
-    attention_output = layer_utils.dropout(
-      self.attention_output_dropout, attention_output, training, first_example
+    attention_output = self._token_dropout(
+      self.attention_output_dropout, attention_output, training, first_example, seq
     )
     # Residual sums and LayerNorm in float32 (matters under mixed precision).
-    attention_output = self.attention_layer_norm(
-      ops.cast(attention_output, "float32") + ops.cast(x, "float32")
+    attention_output = layer_utils.layer_norm(
+      self.attention_layer_norm, ops.cast(attention_output, "float32") + ops.cast(x, "float32")
     )
     attention_output = ops.cast(attention_output, self.compute_dtype)
 
@@ -157,24 +176,45 @@ class ElectraTransformerLayer(keras.layers.Layer):
     if self.intermediate_activation is not None:
       intermediate = self.intermediate_activation(intermediate)
     layer_output = self.output_dense(intermediate)
-    layer_output = layer_utils.dropout(self.output_dropout, layer_output, training, first_example)
-    layer_output = self.output_layer_norm(
-      ops.cast(layer_output, "float32") + ops.cast(attention_output, "float32")
+    layer_output = self._token_dropout(
+      self.output_dropout, layer_output, training, first_example, seq
+    )
+    layer_output = layer_utils.layer_norm(
+      self.output_layer_norm,
+      ops.cast(layer_output, "float32") + ops.cast(attention_output, "float32"),
     )
     return ops.cast(layer_output, self.compute_dtype)
 
-  def _fused_call(self, hidden_states, attention_mask_adder):
-    """`call(training=True)` with the bias/activation/dropout/residual/
-    LayerNorm and softmax/dropout chains each one fused kernel."""
-    shape = ops.shape(hidden_states)
-    batch, seq = shape[0], shape[1]
+  @staticmethod
+  def _token_dropout(dropout_layer, x, training, first_example, seq):
+    """Dropout of a `[B·S, H]` tensor with the mask of its `[B, S, H]` form:
+    row-major element order is the same, so the first row is token
+    `first_example · S`."""
+    if not training or dropout_layer.rate == 0.0:
+      return x
+    return layer_utils.dropout(dropout_layer, x, training, _first_token(first_example, seq))
+
+  def _qkv_kernel(self):
+    return ops.concatenate([p.kernel for p in (self.query, self.key, self.value)], axis=1)
+
+  def _qkv_bias(self):
+    return ops.concatenate([_float32(p.bias) for p in (self.query, self.key, self.value)], axis=0)
+
+  def _split_heads(self, qkv, batch, seq):
+    """`[B·S, 3H]` → query, key and value, each `[B, A, S, d]`: one reshape,
+    one transpose, one unstack."""
+    x = ops.reshape(qkv, (batch, seq, 3, self.num_attention_heads, self.head_size))
+    return tf.unstack(ops.transpose(x, (2, 0, 3, 1, 4)))  # [3, B, A, S, d]
+
+  def _fused_call(self, x, attention_mask_adder, batch, seq):
+    """The training path with the bias/activation/dropout/residual/LayerNorm
+    and softmax/dropout chains each one fused kernel; `x` is `[B·S, H]`."""
     first_example = replicas.replica_first_example(batch)
-    x = hidden_states
-    projections = (self.query, self.key, self.value)
+    first_token = _first_token(first_example, seq)
     # One matmul for the three projections (one pass over x, one gradient).
     q, k, v = fused_ops.bias_split_heads(
-      self._matmul(x, ops.concatenate([p.kernel for p in projections], axis=1)),
-      ops.concatenate([_float32(p.bias) for p in projections], axis=0),
+      ops.reshape(self._matmul(x, self._qkv_kernel()), (batch, seq, 3 * self.hidden_size)),
+      self._qkv_bias(),
       self.num_attention_heads,
     )
     scores = tf.matmul(q, k, transpose_b=True)
@@ -187,7 +227,7 @@ class ElectraTransformerLayer(keras.layers.Layer):
       dtype=v.dtype,
       first_example=first_example,
     )
-    context = self._merge_heads(ops.matmul(probs, v), batch, seq)
+    context = self._merge_heads(ops.matmul(probs, v))
 
     attention_output = self._dense_dropout_residual_layer_norm(
       self.attention_output_dense,
@@ -195,7 +235,7 @@ class ElectraTransformerLayer(keras.layers.Layer):
       self.attention_output_dropout,
       x,
       self.attention_layer_norm,
-      first_example,
+      first_token,
     )
     attention_output = ops.cast(attention_output, self.compute_dtype)
 
@@ -212,19 +252,20 @@ class ElectraTransformerLayer(keras.layers.Layer):
       self.output_dropout,
       attention_output,
       self.output_layer_norm,
-      first_example,
+      first_token,
     )
     return ops.cast(layer_output, self.compute_dtype)
 
-  def _merge_heads(self, context, batch, seq):
-    return ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (batch, seq, self.hidden_size))
+  def _merge_heads(self, context):
+    """`[B, A, S, d]` → `[B·S, H]`."""
+    return ops.reshape(ops.transpose(context, (0, 2, 1, 3)), (-1, self.hidden_size))
 
   def _matmul(self, x, kernel):
     """A dense layer's matmul without its bias (the fused kernels add it)."""
     return ops.matmul(x, ops.cast(kernel, self.compute_dtype))
 
   def _dense_dropout_residual_layer_norm(
-    self, dense, x, dropout, residual, layer_norm, first_example
+    self, dense, x, dropout, residual, layer_norm, first_token
   ):
     return fused_ops.bias_dropout_residual_layer_norm(
       self._matmul(x, dense.kernel),
@@ -235,7 +276,7 @@ class ElectraTransformerLayer(keras.layers.Layer):
       seed=layer_utils.dropout_seed(dropout),
       rate=dropout.rate,
       epsilon=layer_norm.epsilon,
-      first_example=first_example,
+      first_example=first_token,
     )
 
   def compute_output_shape(self, hidden_states_shape, attention_mask_adder_shape=None):
