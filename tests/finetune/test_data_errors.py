@@ -138,3 +138,31 @@ def test_qa_and_tagging_data_errors_name_the_file_and_line(data, capsys):
     json.dump({"B-NP": 0, "E-NP": 1}, f)
   with pytest.raises(ValueError, match=rf"^{train_path}, line 4: tag 'S-VP' is not in the label"):
     task.get_examples("train")
+
+
+def test_a_skipped_row_is_reported_once_however_often_the_run_reads_it(data):
+  import logging
+
+  import tensorflow as tf
+
+  data_dir, vocab_size = data
+  short = tsv(RTE + [[4, "only two columns"]])  # line 6: too few columns, skipped
+  write_task_file(data_dir, "rte", "train.tsv", short)
+  config = FinetuningConfig("m", data_dir, **tiny_hparams(vocab_size, task_names=["rte"]))
+  records = []
+  handler = logging.Handler()
+  handler.emit = records.append
+  tf.get_logger().addHandler(handler)
+  try:
+    # What a run does: the command's check, the runner's check, then featurising.
+    finetuning_run.validate_inputs(config)
+    finetuning_run.validate_inputs(config)
+    tokenizer = tokenization.FullTokenizer(config.vocab_file, do_lower_case=True)
+    (task,) = task_builder.get_tasks(config, tokenizer)
+    examples = task.get_examples("train")
+  finally:
+    tf.get_logger().removeHandler(handler)
+  skips = [r.getMessage() for r in records if "Skipping line" in r.getMessage()]
+  assert len(examples) == 4
+  assert len(skips) == 1, skips
+  assert "Skipping line 6" in skips[0] and "train.tsv" in skips[0]

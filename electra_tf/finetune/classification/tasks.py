@@ -15,6 +15,9 @@ from electra_tf.finetune.classification.head import ClassificationHead
 # csv fields of GLUE rows can be long (QQP, MNLI)
 csv.field_size_limit(2**31 - 1)
 
+# (file or task, split, row) of the skipped rows already reported in this process
+_SKIPS_REPORTED = set()
+
 
 @dataclasses.dataclass(eq=False)
 class InputExample:
@@ -174,9 +177,13 @@ class SingleOutputTask(task_lib.Task):
           locs = [text_a_loc, text_b_loc, label_loc if has_label else None]
           needed = max(loc + 1 if loc >= 0 else -loc for loc in locs if loc is not None)
           self._first_skip = (i + 1, len(line), needed, e)
-        tf.get_logger().warning(
-          "Skipping line %d of task %s (%s): %r", i + 1, where or self.name, e, line
-        )
+        # A run reads a file more than once (checks, then featurising): say it once.
+        key = (where or self.name, split, i)
+        if key not in _SKIPS_REPORTED:
+          _SKIPS_REPORTED.add(key)
+          tf.get_logger().warning(
+            "Skipping line %d of task %s (%s): %r", i + 1, where or self.name, e, line
+          )
     return examples
 
   def featurize(self, example, is_training, log=False):
