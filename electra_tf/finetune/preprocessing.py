@@ -112,6 +112,11 @@ def _float_feature(values):
   return tf.train.Feature(float_list=tf.train.FloatList(value=list(values)))
 
 
+class NoExamplesError(ValueError):
+  """A split gave no example (an empty TFDS split, every row unusable): bad
+  input, met while the run builds its features."""
+
+
 class Preprocessor:
   """Serialises tasks' examples to tfrecords and reads them back as batches.
 
@@ -233,7 +238,7 @@ class Preprocessor:
     for task in tasks:
       examples += task.get_examples(split)
     if not examples:
-      raise ValueError(
+      raise NoExamplesError(
         f"no {split} examples for task(s) {', '.join(t.name for t in tasks)} "
         f"(read from {', '.join(sources) or 'their example source'})"
       )

@@ -7,15 +7,18 @@ from electra_tf.checkpoints.checkpointing import CheckpointSaveError
 from electra_tf.checkpoints.checkpointing import TrainingPreempted
 from electra_tf.checkpoints.reader import UnreadableCheckpointError
 from electra_tf.configs.model_dir import ModelDirMismatch
+from electra_tf.finetune.preprocessing import NoExamplesError
 from electra_tf.training.callbacks import TrainingDiverged
 from electra_tf.training.pretraining_run import TrainingDataError
 from electra_tf.utils import exit_codes
 from electra_tf.utils.run_lock import ModelDirBusy
 
 # Another model than the dir holds, another trainer on it, bad data met while
-# training, a full disk, no readable checkpoint: bad input, in one line.
+# training, a full disk, no readable checkpoint, a split without examples:
+# bad input, in one line.
 _BAD_INPUT = (
   ModelDirMismatch,
+  NoExamplesError,
   ModelDirBusy,
   TrainingDataError,
   CheckpointSaveError,

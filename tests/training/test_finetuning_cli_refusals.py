@@ -36,3 +36,31 @@ def test_non_positive_epochs_are_one_line(tmp_path, capsys):
     code, err = _run(data_dir, "m", dict(hparams, num_train_epochs=epochs), capsys)
     assert code == 2 and len(err) == 1, err
     assert f"hparam num_train_epochs={epochs}; expected > 0" in err[0]
+
+
+def test_a_split_without_examples_met_during_the_run_is_one_line(tmp_path, capsys):
+  # An empty TFDS split reaches the feature builder without a file to check
+  # beforehand; a split whose rows all vanish there behaves the same.
+  import pytest
+
+  from electra_tf.configs.finetuning import FinetuningConfig
+  from electra_tf.finetune import preprocessing
+  from electra_tf.finetune import task_builder
+  from electra_tf.text import wordpiece
+  from electra_tf.training import run_status
+
+  data_dir, hparams = _data_dir(tmp_path)
+  config = FinetuningConfig("m", data_dir, **hparams)
+  tokenizer = wordpiece.FullTokenizer(config.vocab_file, do_lower_case=True)
+  tasks = task_builder.get_tasks(config, tokenizer)
+  tasks[0].get_examples = lambda split: []
+  preprocessor = preprocessing.Preprocessor(config, tasks)
+  with pytest.raises(preprocessing.NoExamplesError, match="no train examples for task"):
+    preprocessor.serialize(tasks, True, "train")
+
+  def run():
+    preprocessor.serialize(tasks, True, "train")
+
+  assert run_status.run_to_exit_status("run_finetuning", run) == 2
+  err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+  assert len(err) == 1 and err[0].startswith("run_finetuning: error: no train examples"), err
