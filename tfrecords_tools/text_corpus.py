@@ -459,7 +459,9 @@ def normalisation_warning(options):
   counts = collections.Counter()
   for name in list_corpus_files(options.corpus_dir)[:_SAMPLE_FILES]:
     path = os.path.join(options.corpus_dir, name)
-    if tf.io.gfile.isdir(path):
+    local = "://" not in path
+    # Only regular files: a named pipe would block this sample (its job reads it).
+    if tf.io.gfile.isdir(path) or (local and not os.path.isfile(path)):
       continue
     with tf.io.gfile.GFile(path, "rb") as f:
       data = f.read(_SAMPLE_BYTES_PER_FILE)

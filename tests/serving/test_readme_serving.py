@@ -91,8 +91,9 @@ def test_readme_python_snippet_in_a_fresh_process(exported):
   result = _run_python(python, data_dir)
   assert result.returncode == 0, result.stderr[-3000:]
   probs = [float(x) for x in re.findall(r"\d+\.\d*", result.stdout)]
-  # rtd_probs [1, 128] (the page's --max-seq-length): one probability per position.
-  assert len(probs) == 128 and all(0 <= p <= 1 for p in probs), result.stdout
+  # rtd_probs [1, S]: the export serves the length the model was trained at.
+  trained = self_made_hparams()["max_seq_length"]
+  assert len(probs) == trained and all(0 <= p <= 1 for p in probs), result.stdout
 
 
 @pytest.mark.slow
