@@ -152,3 +152,17 @@ def main(run, description):
     write_atomic(args.json, text)
   print(text)
   sys.stdout.flush()
+
+
+def replace_between_markers(path, start_marker, end_marker, markdown):
+  """Replaces what lies between `start_marker` and `end_marker` in the page at
+  `path` with `markdown`; every byte outside the markers stays as it was."""
+  with open(path, encoding="utf-8") as f:
+    text = f.read()
+  if text.count(start_marker) != 1 or text.count(end_marker) != 1:
+    raise ValueError(f"{path}: needs exactly one {start_marker!r} and one {end_marker!r}")
+  start = text.index(start_marker) + len(start_marker)
+  end = text.index(end_marker)
+  if end < start:
+    raise ValueError(f"{path}: {end_marker!r} comes before {start_marker!r}")
+  write_atomic(path, text[:start] + "\n" + markdown.strip("\n") + "\n" + text[end:])

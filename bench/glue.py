@@ -37,6 +37,7 @@ from bench.common import FIXTURE_VOCAB
 from bench.common import REPO_ROOT
 from bench.common import call_in_child
 from bench.common import machine_description
+from bench.common import replace_between_markers
 from bench.common import write_atomic
 
 # GLUE's folder names → the task names `run_finetuning` uses.
@@ -433,17 +434,9 @@ def docs_section(report_dir):
 
 
 def write_docs_section(path, section):
-  """Replaces what lies between the GLUE markers of the page at `path`;
-  every byte outside them stays as it was."""
-  with open(path, encoding="utf-8") as f:
-    text = f.read()
-  if text.count(DOCS_START) != 1 or text.count(DOCS_END) != 1:
-    raise ValueError(f"{path}: needs exactly one {DOCS_START!r} and one {DOCS_END!r}")
-  start = text.index(DOCS_START) + len(DOCS_START)
-  end = text.index(DOCS_END)
-  if end < start:
-    raise ValueError(f"{path}: {DOCS_END!r} comes before {DOCS_START!r}")
-  write_atomic(path, text[:start] + "\n" + section.strip("\n") + "\n" + text[end:])
+  """Replaces what lies between `DOCS_START` and `DOCS_END` in the page at
+  `path`; every byte outside them stays as it was."""
+  replace_between_markers(path, DOCS_START, DOCS_END, section)
 
 
 def _seeds(text):

@@ -19,6 +19,7 @@ import sys
 
 from bench.common import REPO_ROOT
 from bench.common import machine_description
+from bench.common import replace_between_markers
 from bench.common import write_atomic
 
 BENCHMARKS = (
@@ -70,16 +71,8 @@ def _markdown(results, started):
 
 def write_docs_section(path, markdown):
   """Replaces what lies between `DOCS_START` and `DOCS_END` in the page at
-  `path` with `markdown`; every byte outside the markers stays as it was."""
-  with open(path, encoding="utf-8") as f:
-    text = f.read()
-  if text.count(DOCS_START) != 1 or text.count(DOCS_END) != 1:
-    raise ValueError(f"{path}: needs exactly one {DOCS_START!r} and one {DOCS_END!r}")
-  start = text.index(DOCS_START) + len(DOCS_START)
-  end = text.index(DOCS_END)
-  if end < start:
-    raise ValueError(f"{path}: {DOCS_END!r} comes before {DOCS_START!r}")
-  write_atomic(path, text[:start] + "\n" + markdown.strip("\n") + "\n" + text[end:])
+  `path`; every byte outside them stays as it was."""
+  replace_between_markers(path, DOCS_START, DOCS_END, markdown)
 
 
 def main(argv=None):

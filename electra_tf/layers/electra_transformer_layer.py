@@ -9,14 +9,6 @@ import tensorflow as tf
 from electra_tf.layers import fused_ops
 from electra_tf.layers import layer_utils
 from electra_tf.runtime import replicas
-from electra_tf.utils import keras_compat
-
-
-def _float32(variable):
-  """A float32 variable's value, not autocast to this layer's compute dtype
-  under mixed precision: the fused kernels compute in float32."""
-  with keras_compat.autocast_scope(None):
-    return ops.convert_to_tensor(variable)
 
 
 def _first_token(first_example, seq):
@@ -198,7 +190,9 @@ class ElectraTransformerLayer(keras.layers.Layer):
     return ops.concatenate([p.kernel for p in (self.query, self.key, self.value)], axis=1)
 
   def _qkv_bias(self):
-    return ops.concatenate([_float32(p.bias) for p in (self.query, self.key, self.value)], axis=0)
+    return ops.concatenate(
+      [layer_utils.float32_value(p.bias) for p in (self.query, self.key, self.value)], axis=0
+    )
 
   def _split_heads(self, qkv, batch, seq):
     """`[B·S, 3H]` → query, key and value, each `[B, A, S, d]`: one reshape,
@@ -241,7 +235,9 @@ class ElectraTransformerLayer(keras.layers.Layer):
 
     intermediate = self._matmul(attention_output, self.intermediate_dense.kernel)
     if self.intermediate_activation is keras.activations.gelu:
-      intermediate = fused_ops.bias_gelu(intermediate, _float32(self.intermediate_dense.bias))
+      intermediate = fused_ops.bias_gelu(
+        intermediate, layer_utils.float32_value(self.intermediate_dense.bias)
+      )
     else:
       intermediate = intermediate + ops.cast(self.intermediate_dense.bias, intermediate.dtype)
       if self.intermediate_activation is not None:
@@ -269,10 +265,10 @@ class ElectraTransformerLayer(keras.layers.Layer):
   ):
     return fused_ops.bias_dropout_residual_layer_norm(
       self._matmul(x, dense.kernel),
-      _float32(dense.bias),
+      layer_utils.float32_value(dense.bias),
       residual,
-      _float32(layer_norm.gamma),
-      _float32(layer_norm.beta),
+      layer_utils.float32_value(layer_norm.gamma),
+      layer_utils.float32_value(layer_norm.beta),
       seed=layer_utils.dropout_seed(dropout),
       rate=dropout.rate,
       epsilon=layer_norm.epsilon,

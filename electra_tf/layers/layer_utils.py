@@ -41,6 +41,13 @@ def make_layer_norm(name):
   )
 
 
+def float32_value(variable):
+  """A float32 variable's value, not autocast to a layer's compute dtype
+  under mixed precision (the fused kernels and LayerNorm compute in float32)."""
+  with keras_compat.autocast_scope(None):
+    return ops.convert_to_tensor(variable)
+
+
 def layer_norm(layer, x):
   """`layer` (a `make_layer_norm` LayerNorm) applied to `x` over the last axis,
   in float32, in nine ops. Keras' own call reshapes gamma and beta on every
@@ -53,9 +60,7 @@ def layer_norm(layer, x):
   >>> [round(float(v), 4) for v in layer_norm(norm, tf.constant([[1.0, 2.0, 3.0, 4.0]]))[0]]
   [-1.3416, -0.4472, 0.4472, 1.3416]
   """
-  with keras_compat.autocast_scope(None):  # the variables' float32, not a mixed compute dtype
-    gamma = ops.convert_to_tensor(layer.gamma)
-    beta = ops.convert_to_tensor(layer.beta)
+  gamma, beta = float32_value(layer.gamma), float32_value(layer.beta)
   x = ops.cast(x, "float32")
   centered = x - tf.reduce_mean(x, axis=-1, keepdims=True)
   variance = tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True)
