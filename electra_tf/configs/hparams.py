@@ -10,6 +10,8 @@ import os
 import re
 import types
 
+from electra_tf.configs import presets
+
 # The `format` of a run's `config.json` (`electra_tf.configs.model_dir`).
 RUN_CONFIG_FORMAT = "electra_tf.run_config"
 # Every `ConfigBase` subclass by name, so a run config's `config_class` finds its fields.
@@ -17,9 +19,10 @@ _CONFIG_CLASSES = {}
 
 
 def load_hparams(hparams):
-  """Returns the hparams dict given as a dict, a JSON object string, or a path
+  """Returns the hparams dict given as a dict, a JSON object string, a path
   to a `.json` file (the original's `--hparams` rule: a string ending in
-  `.json` is a file). A run's `config.json` (`"format":
+  `.json` is a file) or a packaged preset (`small`, or `configs/small.json`
+  where no such file exists; `electra_tf.configs.presets`). A run's `config.json` (`"format":
   "electra_tf.run_config"`) gives that run's hparams (`run_config_hparams`)."""
   values = _load_hparams(hparams)
   if values.get("format") == RUN_CONFIG_FORMAT:
@@ -97,7 +100,11 @@ def _load_hparams(hparams):
       f"--hparams must be a dict, a JSON string or a .json path, got {type(hparams).__name__}"
     )
   text = hparams.strip()
-  if text.endswith(".json"):
+  preset = presets.preset_name(text)
+  # A file that exists wins over the packaged preset of its name; a bare name has no file.
+  if preset is not None and (preset == text or not os.path.exists(text)):
+    values = presets.load_preset(preset)
+  elif text.endswith(".json"):
     if not os.path.exists(text):
       raise ValueError(f"--hparams: file {text!r} does not exist")
     with open(text, encoding="utf-8") as f:
@@ -110,7 +117,8 @@ def _load_hparams(hparams):
       values = json.loads(text or "{}")
     except json.JSONDecodeError as e:
       raise ValueError(
-        f"--hparams: expected a JSON object or a path ending in .json, got {text!r}: {e}"
+        f"--hparams: expected a JSON object, a path ending in .json or a preset name "
+        f"({', '.join(presets.preset_names())}), got {text!r}: {e}"
       ) from e
   if not isinstance(values, dict):
     raise ValueError(f"--hparams: expected a JSON object, got {type(values).__name__}")
@@ -128,7 +136,12 @@ def add_run_flags(parser, model_role):
     "--model-name", required=True, help=f"The name of the model being {model_role}."
   )
   parser.add_argument(
-    "--hparams", default="{}", help="JSON dict of model hyperparameters, or a path ending in .json."
+    "--hparams",
+    default="{}",
+    help=(
+      "JSON dict of model hyperparameters, a path ending in .json, or a packaged preset's name "
+      f"({', '.join(presets.preset_names())})."
+    ),
   )
 
 
