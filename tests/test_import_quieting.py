@@ -1,0 +1,52 @@
+"""The tools' quieting of TensorFlow's start-up (`electra_tf/__init__.py`):
+what TensorFlow writes to stderr while it is imported is hidden when the
+import succeeds and shown when it fails, so a broken TensorFlow install is
+not a silent exit. A stand-in `tensorflow` package first on the path plays
+TensorFlow (writing to fd 2 as its C++ code does), so no real import runs."""
+
+import os
+import subprocess
+import sys
+
+from tests.conftest import REPO_ROOT
+from tests.helpers.subprocesses import tool_user_env
+
+_FAKE_TENSORFLOW = """import os
+os.write(2, b"{message}\\n")
+{ending}
+"""
+MESSAGE = "F tensorflow/core/fake_cpu_check.cc:42] this TensorFlow needs AVX2"
+
+
+def _tool_with_fake_tensorflow(tmp_path, ending, **env):
+  package = tmp_path / "tensorflow"
+  package.mkdir(parents=True)
+  (package / "__init__.py").write_text(_FAKE_TENSORFLOW.format(message=MESSAGE, ending=ending))
+  env = tool_user_env(PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO_ROOT)]), **env)
+  return subprocess.run(
+    [sys.executable, "-m", "electra_tf.hparams_reference", "--help"],
+    cwd=REPO_ROOT,
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=120,
+  )
+
+
+def test_a_failing_tensorflow_import_shows_what_it_wrote(tmp_path):
+  done = _tool_with_fake_tensorflow(tmp_path, 'raise ImportError("no usable TensorFlow")')
+  assert done.returncode != 0
+  assert MESSAGE in done.stderr, done.stderr
+  # The Python error follows what TensorFlow wrote, once.
+  assert done.stderr.count(MESSAGE) == 1
+  assert done.stderr.index(MESSAGE) < done.stderr.index("ImportError: no usable TensorFlow")
+
+
+def test_a_succeeding_import_stays_quiet_unless_asked(tmp_path):
+  # The stand-in imports fine but is no TensorFlow: the tool then fails on
+  # the first TensorFlow name it uses, after the quieted import.
+  quiet = _tool_with_fake_tensorflow(tmp_path / "a", "", ELECTRA_TF_VERBOSE_IMPORT="0")
+  assert quiet.returncode != 0 and "Error" in quiet.stderr
+  assert MESSAGE not in quiet.stderr, quiet.stderr
+  verbose = _tool_with_fake_tensorflow(tmp_path / "b", "", ELECTRA_TF_VERBOSE_IMPORT="1")
+  assert MESSAGE in verbose.stderr, verbose.stderr
