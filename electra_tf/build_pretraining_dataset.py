@@ -20,6 +20,7 @@ import argparse
 import sys
 
 from tfrecords_tools import runner_flags
+from tfrecords_tools import tfds_corpus
 from tfrecords_tools.text_corpus import BuildOptions
 from tfrecords_tools.text_corpus import build_pretraining_dataset
 
@@ -114,6 +115,8 @@ def make_parser():
 def options_from_args(args):
   if not args.corpus_dir and not args.tfds_name:
     raise ValueError("one of --corpus-dir or --tfds-name is required")
+  if args.tfds_name:
+    tfds_corpus.require_tfds(args.tfds_name)  # the tfds extra, before any job starts
   return runner_flags.options_from_args(BuildOptions, args)
 
 

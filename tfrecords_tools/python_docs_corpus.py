@@ -63,7 +63,7 @@ def _paragraphs(docstring):
   return keep
 
 
-DEPENDENCY_PACKAGES = ("numpy", "keras", "tensorflow", "absl", "tensorflow_datasets", "keras_hub")
+DEPENDENCY_PACKAGES = ("numpy", "keras", "tensorflow", "absl", "keras_hub")
 
 
 def default_roots():

@@ -19,6 +19,7 @@ import dataclasses
 import sys
 
 from electra_tf.utils import exit_codes
+from electra_tf.utils import extras
 
 
 def add_runner_flag(parser):
@@ -28,7 +29,7 @@ def add_runner_flag(parser):
     help=(
       "Run the jobs as an Apache Beam pipeline on this runner (DirectRunner, PrismRunner, "
       "DataflowRunner, FlinkRunner, SparkRunner); other unknown flags go to Beam as pipeline "
-      "options. Needs `pip install -e '.[beam]'`. Default: local job processes."
+      "options. Needs the beam extra (`pip install 'electra_tf[beam]'`). Default: local job processes."
     ),
   )
 
@@ -44,12 +45,9 @@ def parse_args(parser, argv=None):
     if rest:
       parser.error(f"unrecognized arguments: {' '.join(rest)} (Beam options need --runner)")
     return args, None
-  try:
-    from tfrecords_tools import beam_pipeline  # deferred: Apache Beam is an optional extra
-  except ImportError as e:
-    raise ValueError(
-      f"--runner {args.runner} needs Apache Beam: pip install -e '.[beam]' ({e})"
-    ) from e
+  extras.require("apache_beam", "beam", f"--runner {args.runner}")
+  from tfrecords_tools import beam_pipeline  # deferred: Apache Beam is an optional extra
+
   return args, beam_pipeline.pipeline_options(args.runner, rest)
 
 

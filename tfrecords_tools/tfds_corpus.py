@@ -17,6 +17,15 @@ or, from the command line:
         --tfds-split train --tfds-text-key text --vocab-file vocab.txt --output-dir out
 """
 
+from electra_tf.utils import extras
+
+
+def require_tfds(name):
+  """Imports TensorFlow Datasets for the dataset `name`; a one-line
+  `MissingExtra` (a `ValueError`) naming the `tfds` extra when it is not
+  installed."""
+  return extras.require("tensorflow_datasets", "tfds", f"--tfds-name {name}")
+
 
 def iter_documents(
   name, split="train", text_key="text", data_dir=None, num_shards=1, shard_index=0, download=True
@@ -35,7 +44,7 @@ def iter_documents(
   Raises:
     ValueError: unknown dataset, or `text_key` not among its features.
   """
-  import tensorflow_datasets as tfds  # pylint: disable=g-import-not-at-top
+  tfds = require_tfds(name)
 
   try:
     dataset = tfds.load(

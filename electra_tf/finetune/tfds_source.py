@@ -15,9 +15,10 @@ TFDS must have the data prepared (`tfds.load` with `download=False`), under
 `tfds_data_dir` if set.
 """
 
-import tensorflow_datasets as tfds
-
 from electra_tf.finetune.classification import tasks as classification_tasks
+from electra_tf.utils import extras
+
+tfds = extras.require("tensorflow_datasets", "tfds", 'hparam data_source="tfds"')
 
 # task -> (tfds config, text_a feature, text_b feature or None)
 GLUE_TFDS = {

@@ -58,6 +58,7 @@ from electra_tf.serving import modules as serving_modules
 from electra_tf.text.auto_tokenizer import tokenizer_for
 from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from electra_tf.text.tokenizer import ElectraTokenizer
+from electra_tf.utils import extras
 from electra_tf.utils import keras_compat
 from electra_tf.utils.file_io import atomic_path
 from electra_tf.utils.file_io import write_atomic
@@ -84,21 +85,15 @@ _NEEDS = {
 _NETWORK_OPTIONS = ("do_lower_case", "strip_accents", "max_seq_length", "top_k", "max_predictions")
 
 
-class MissingExtra(ImportError):
-  """A format's optional packages are not installed."""
+# A format's optional packages are not installed (one line naming the extra).
+MissingExtra = extras.MissingExtra
 
 
 def require(format):
   """Imports the modules `format` needs; a missing one raises `MissingExtra`
   with one line naming the extra to install."""
   check_format(format)
-  try:
-    return [importlib.import_module(name) for name in _NEEDS[format]]
-  except ImportError as e:
-    raise MissingExtra(
-      f"--format {format} needs the optional '{format}' extra ({e.name} is not installed): "
-      f"pip install 'electra_tf[{format}]'"
-    ) from None
+  return [extras.require(name, format, f"--format {format}") for name in _NEEDS[format]]
 
 
 def check_format(format, quantize=None):

@@ -41,6 +41,7 @@ from electra_tf.text.full_tokenizer import full_tokenizer_for
 from electra_tf.training.callbacks import DivergenceGuard
 from electra_tf.training.callbacks import ETALogger
 from electra_tf.training.callbacks import TrainingSummaries
+from electra_tf.utils import extras
 from electra_tf.utils import run_lock
 from electra_tf.utils.file_io import write_atomic
 
@@ -128,6 +129,8 @@ def validate_inputs(config):
   name the file and the line."""
   if not tf.io.gfile.exists(config.vocab_file):
     raise ValueError(f"vocab file {config.vocab_file} does not exist (hparam vocab_file)")
+  if config.data_source == "tfds":
+    extras.require("tensorflow_datasets", "tfds", 'hparam data_source="tfds"')
   if config.data_source == "files" and (config.do_train or config.do_eval):
     for name in config.task_names:
       path = config.raw_data_dir(name)
