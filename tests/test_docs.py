@@ -83,3 +83,59 @@ def test_every_command_block_says_whether_it_runs_on_the_demo_output():
         f"{block.where()}: a demo block that does not use demo_output"
       )
       assert not re.search(r"\$[A-Z_]+DIR", block.code), f"{block.where()}: a placeholder dir"
+
+
+# Dotted names in the docs that are not Python modules of the repo.
+NOT_MODULES = {"electra_tf.build": "the Beam counter namespace of docs/data.md"}
+DOTTED = re.compile(r"(?<![\w./-])((?:electra_tf|bench|tfrecords_tools)(?:\.[A-Za-z_]\w*)+)")
+SOURCE_PATH = re.compile(r"(?<![\w./-])((?:electra_tf|bench|tfrecords_tools|tests)/[\w/.-]*\.py)\b")
+
+
+def _module_file(parts):
+  base = REPO_ROOT.joinpath(*parts)
+  for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+    if candidate.is_file():
+      return candidate
+  return None
+
+
+def _missing_part(name):
+  """None when `name` (a.b.c) is a module of the repo or a name its longest
+  module prefix defines or imports; else what is missing."""
+  parts = name.split(".")
+  for i in range(len(parts), 0, -1):
+    found = _module_file(parts[:i])
+    if found is None:
+      continue
+    if i == len(parts):
+      return None
+    attr = parts[i]
+    defined = rf"^\s*(?:def|class)\s+{attr}\b|^\s*{attr}\s*[:=]|^\s*(?:from|import)\b.*\b{attr}\b"
+    if re.search(defined, found.read_text(), flags=re.M):
+      return None
+    return f"{'.'.join(parts[:i])} has no {attr}"
+  return "no such module"
+
+
+def _moved_from_column(page, text):
+  """architecture.md's "Moved modules" table names the old paths on purpose:
+  its first column is left out."""
+  if page.name != "architecture.md":
+    return text
+  return re.sub(r"^\| `[^|]*\|", "|", text, flags=re.M)
+
+
+def test_modules_and_source_files_named_in_the_docs_exist():
+  missing = []
+  for page in _pages():
+    text = _moved_from_column(page, page.read_text())
+    for number, line in enumerate(text.splitlines(), 1):
+      where = f"{page.relative_to(REPO_ROOT)}:{number}"
+      for name in DOTTED.findall(line):
+        problem = None if name in NOT_MODULES else _missing_part(name)
+        if problem:
+          missing.append(f"{where}: {name} ({problem})")
+      for path in SOURCE_PATH.findall(line):
+        if not (REPO_ROOT / path).is_file():
+          missing.append(f"{where}: {path} (no such file)")
+  assert not missing, "the docs name modules or files that do not exist:\n" + "\n".join(missing)
