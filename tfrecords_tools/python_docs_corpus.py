@@ -20,6 +20,7 @@ import ast
 import contextlib
 import os
 import re
+import sys
 import sysconfig
 
 from electra_tf.utils.file_io import atomic_path
@@ -146,7 +147,8 @@ def main(argv=None):
   print(
     f"wrote {written / 2**20:.2f} MB of Python docstrings to {len(paths)} files in {args.output_dir}"
   )
+  return 0
 
 
 if __name__ == "__main__":
-  main()
+  sys.exit(main())
