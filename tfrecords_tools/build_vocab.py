@@ -2,9 +2,11 @@
 
 `--model-type wordpiece` (the default) writes a WordPiece vocab.txt in the
 BERT layout. Words are counted after the same `BasicTokenizer`
-normalisation the builder uses (so `--no-lower-case` / `--no-strip-accents`
-must match the builder's flags), then tensorflow-text's WordPiece learner
-picks the pieces. The file starts `[PAD]`, `[unused0]`…`[unused<k-1>]`,
+normalisation the builder uses, then tensorflow-text's WordPiece learner
+picks the pieces. The normalisation (`--no-lower-case`,
+`--no-strip-accents`) and the special tokens are recorded in `<output>.json`
+beside it, which the builder, training, export and publishing apply (and
+refuse a flag that contradicts). The file starts `[PAD]`, `[unused0]`…`[unused<k-1>]`,
 `[UNK]`, `[CLS]`, `[SEP]`, `[MASK]` like the uncased BERT vocab (ids 0, 1…k,
 k+1…k+4) and has at most `--vocab-size` lines.
 
@@ -12,7 +14,10 @@ k+1…k+4) and has at most `--vocab-size` lines.
 the corpus lines as they are (no BERT pre-tokenisation; lower-casing and
 accent stripping only where asked), with `[PAD]`=0, `[UNK]`=1, `[CLS]`=2,
 `[SEP]`=3, `[MASK]`=4, and records what it was built with in
-`<output>.json` beside it, which the builder and the tokenizers read.
+`<output>.json` beside it, like a WordPiece vocab. Without
+`--character-coverage` the coverage is chosen from the corpus's alphabet
+(`SMALL_ALPHABET_CHARS`). Both kinds end with two lines: the share of a
+corpus sample's distinct characters and of its tokens that become [UNK].
 
 Example:
 
@@ -32,6 +37,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.text import vocab as vocab_lib
+from electra_tf.text.auto_tokenizer import tokenizer_for
 from electra_tf.text.sentencepiece_tokenizer import normalize_text
 from electra_tf.text.tokenizer import ElectraTokenizer
 from electra_tf.utils import exit_codes
@@ -52,6 +58,21 @@ NORMALIZE_BATCH_LINES = 4096
 MAX_PIECE_CHARS = 10_000
 # Lines × longest line per normaliser batch (~100 MB of intermediates).
 MAX_BATCH_CELLS = 1 << 22
+# SentencePiece's character coverage when --character-coverage is not given:
+# a corpus whose sample has at most SMALL_ALPHABET_CHARS distinct characters,
+# and no more than a quarter of --vocab-size, is written in small alphabets
+# (Latin with diacritics, Cyrillic, Hangul syllables in everyday use,
+# Devanagari…): every character gets a piece (coverage 1.0), since each one
+# is a real letter and dropping 0.05% of them drops whole letters. Larger
+# alphabets (Chinese, Japanese) keep SentencePiece's 0.9995, which leaves
+# the rarest ideographs to [UNK] instead of spending pieces on them.
+SMALL_ALPHABET_CHARS = 1000
+SMALL_ALPHABET_COVERAGE = 1.0
+LARGE_ALPHABET_COVERAGE = 0.9995
+# Characters of the corpus's first lines read to count its alphabet.
+ALPHABET_SAMPLE_CHARS = 1 << 21
+# Characters of the corpus's first lines tokenised to report the [UNK] shares.
+UNKNOWN_SAMPLE_CHARS = 200_000
 
 
 def reserved_tokens(num_unused=99):
@@ -267,7 +288,7 @@ def _learn_wordpieces(word_counts, vocab_size, reserved, max_unique_chars, tried
       upper = thresh - 1
 
 
-def shortfall_reason(tried, vocab_size, num_words):
+def shortfall_reason(tried, vocab_size, num_words, decomposed_hangul=False):
   """Why the WordPiece learner gave fewer than `vocab_size` tokens, from the
   `(count threshold, vocab size)` pairs its search tried (the last one is
   the vocab written).
@@ -279,10 +300,17 @@ def shortfall_reason(tried, vocab_size, num_words):
   thresh, size = tried[-1]
   over = [(t, n) for t, n in tried if n > vocab_size and t < thresh]
   if thresh <= 1 or not over:
-    return (
-      f"even the pieces seen once give only {size} tokens: the corpus ({num_words} distinct "
-      "words after normalisation) is too small for that many"
+    reason = (
+      f"even the pieces seen once give only {size} tokens: that many already spell every word "
+      f"of the corpus ({num_words} distinct words after normalisation), so only more text "
+      "gives more"
     )
+    if decomposed_hangul:
+      reason += (
+        "; accent stripping split its Hangul syllables into a few dozen jamo, which few "
+        "pieces spell (--no-strip-accents keeps syllables)"
+      )
+    return reason
   t, n = max(over)
   return (
     f"the WordPiece learner keeps the pieces seen at least N times: N={thresh} gives {size} "
@@ -390,11 +418,97 @@ def sentencepiece_sentences(corpus_dir, do_lower_case, strip_accents, report):
     yield from flush()
 
 
+def corpus_sample(corpus_dir, max_chars):
+  """The corpus's first non-blank lines, about `max_chars` characters."""
+  lines, size = [], 0
+  for line in corpus_lines(corpus_dir, CountReport()):
+    lines.append(line)
+    size += len(line)
+    if size >= max_chars:
+      break
+  return lines
+
+
+def choose_character_coverage(lines, vocab_size):
+  """SentencePiece's character coverage for a corpus sample (`lines`) when
+  the user gives none: `(coverage, why)`, see `SMALL_ALPHABET_CHARS`.
+
+  Example:
+  >>> choose_character_coverage(["Nhấn để bằng"], 8000)[0]
+  1.0
+  >>> choose_character_coverage(["".join(chr(0x4E00 + i) for i in range(3000))], 32000)[0]
+  0.9995
+  """
+  alphabet = len({c for line in lines for c in line if not c.isspace()})
+  limit = min(SMALL_ALPHABET_CHARS, vocab_size // 4)
+  if alphabet <= limit:
+    return SMALL_ALPHABET_COVERAGE, (
+      f"character coverage {SMALL_ALPHABET_COVERAGE}: the corpus has {alphabet} distinct "
+      f"characters (a small alphabet, at most {limit}), so every one gets a piece"
+    )
+  return LARGE_ALPHABET_COVERAGE, (
+    f"character coverage {LARGE_ALPHABET_COVERAGE}: the corpus has {alphabet} distinct "
+    f"characters (more than {limit}), the rarest become [UNK]"
+  )
+
+
+def unknown_shares(vocab_file, lines):
+  """What the vocab written to `vocab_file` (read back with its settings, as
+  every reader will) maps to its unknown id in `lines`: `(unknown
+  characters, distinct characters, [UNK] tokens, tokens)`, the characters
+  as a sorted list; a character counts as unknown when, alone, it gives
+  the unknown id."""
+  tokenizer = tokenizer_for(vocab_file)
+  unk = tokenizer.unk_id
+  chars = sorted({c for line in lines for c in line if not c.isspace()})
+  unknown = []
+  for start in range(0, len(chars), 1024):
+    batch = chars[start : start + 1024]
+    rows = tokenizer(tf.constant([c.encode("utf-8") for c in batch])).to_list()
+    unknown += [c for c, row in zip(batch, rows) if unk in row]
+  unknown_tokens = tokens = 0
+  for start in range(0, len(lines), 256):
+    batch = [line.encode("utf-8") for line in lines[start : start + 256]]
+    ids = tokenizer(tf.constant(batch)).flat_values.numpy()
+    tokens += ids.size
+    unknown_tokens += int((ids == unk).sum())
+  return unknown, len(chars), unknown_tokens, tokens
+
+
+def unknown_report(vocab_file, lines):
+  """Two lines: the share of the sample's distinct characters and of its
+  tokens that become [UNK] under the vocab in `vocab_file`."""
+  unknown, chars, unknown_tokens, tokens = unknown_shares(vocab_file, lines)
+  example = f" (e.g. {' '.join(unknown[:8])})" if unknown else ""
+  return [
+    f"[UNK] characters: {len(unknown)} of the {chars} distinct characters of a sample of "
+    f"{len(lines)} corpus lines ({len(unknown) / max(chars, 1):.2%}) get no piece{example}",
+    f"[UNK] tokens: {unknown_tokens} of the sample's {tokens} tokens "
+    f"({unknown_tokens / max(tokens, 1):.2%})",
+  ]
+
+
+def wordpiece_settings(args, tokens):
+  """What a WordPiece vocab records beside it (`vocab_lib.write_vocab_settings`)."""
+  return {
+    "kind": vocab_lib.WORDPIECE,
+    "vocab_size": len(tokens),
+    "do_lower_case": args.do_lower_case,
+    "strip_accents": args.strip_accents,
+    "num_unused": args.num_unused,
+    "special_tokens": ["[PAD]", *SPECIAL_TOKENS],
+  }
+
+
 def build_sentencepiece(args, report):
   """Trains the model, writes it and its settings file; returns the model's piece count."""
   sentences = sentencepiece_sentences(
     args.corpus_dir, args.do_lower_case, args.strip_accents, report
   )
+  if args.character_coverage is None:
+    sample = corpus_sample(args.corpus_dir, ALPHABET_SAMPLE_CHARS)
+    args.character_coverage, why = choose_character_coverage(sample, args.vocab_size)
+    print(f"{why} (pass --character-coverage to choose)")
   model = vocab_lib.train_sentencepiece(
     sentences,
     args.vocab_size,
@@ -451,9 +565,11 @@ def main(argv=None):
   parser.add_argument("--no-strip-accents", dest="strip_accents", action="store_false")
   parser.add_argument(
     "--character-coverage",
-    default=0.9995,
+    default=None,
     type=float,
-    help="SentencePiece: share of the characters covered by pieces (1.0 for small alphabets).",
+    help="SentencePiece: share of the characters covered by pieces (default: 1.0 when the "
+    f"corpus has at most {SMALL_ALPHABET_CHARS} distinct characters and a quarter of "
+    f"--vocab-size, else {LARGE_ALPHABET_COVERAGE}).",
   )
   parser.add_argument(
     "--input-sentence-size",
@@ -489,7 +605,7 @@ def main(argv=None):
     # Before counting the corpus (seconds to hours), not when writing the result.
     check_writable(args.output, "--output")
     if not wordpiece:
-      if not 0 < args.character_coverage <= 1:
+      if args.character_coverage is not None and not 0 < args.character_coverage <= 1:
         raise ValueError(
           f"--character-coverage {args.character_coverage}: expected a share in (0, 1]"
         )
@@ -509,6 +625,8 @@ def main(argv=None):
       f"Wrote a SentencePiece {args.model_type} model of {size} pieces to {args.output} "
       f"(settings: {vocab_lib.settings_path(args.output)})"
     )
+    for line in unknown_report(args.output, corpus_sample(args.corpus_dir, UNKNOWN_SAMPLE_CHARS)):
+      print(line)
     if size < args.vocab_size:
       print(
         f"warning: the model has {size} pieces, fewer than --vocab-size {args.vocab_size} "
@@ -524,6 +642,8 @@ def main(argv=None):
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return exit_codes.BAD_INPUT
+  # The settings first, as for a SentencePiece model: a vocab never stands without them.
+  vocab_lib.write_vocab_settings(args.output, wordpiece_settings(args, tokens))
   write_vocab(tokens, args.output)
   for line in report.summary():
     print(f"warning: {args.corpus_dir}: {line}", file=sys.stderr)
@@ -532,11 +652,21 @@ def main(argv=None):
   )
   if lost:
     print(f"warning: {args.corpus_dir}: {lost}", file=sys.stderr)
-  print(f"Wrote {len(tokens)} tokens to {args.output}")
+  print(
+    f"Wrote {len(tokens)} tokens to {args.output} "
+    f"(settings: {vocab_lib.settings_path(args.output)})"
+  )
+  for line in unknown_report(args.output, corpus_sample(args.corpus_dir, UNKNOWN_SAMPLE_CHARS)):
+    print(line)
   if len(tokens) < args.vocab_size:
+    decomposed = (
+      args.do_lower_case
+      and args.strip_accents
+      and text_checks.hangul_share(report.sample_words) >= text_checks.ACCENT_WARNING_SHARE
+    )
     print(
       f"warning: the vocab has {len(tokens)} tokens, fewer than --vocab-size {args.vocab_size}: "
-      f"{shortfall_reason(tried, args.vocab_size, len(counts))}; set vocab_size to "
+      f"{shortfall_reason(tried, args.vocab_size, len(counts), decomposed)}; set vocab_size to "
       f"{len(tokens)} in the pre-training hparams (or use a larger corpus)",
       file=sys.stderr,
     )

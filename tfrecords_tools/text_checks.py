@@ -83,6 +83,19 @@ def without_accents(word):
   return "".join(c for c in unicodedata.normalize("NFD", word) if unicodedata.category(c) != "Mn")
 
 
+def has_hangul_syllable(word):
+  """Whether `word` holds a precomposed Hangul syllable (U+AC00..U+D7A3),
+  which accent stripping's NFD splits into conjoining jamo."""
+  return any("\uac00" <= c <= "\ud7a3" for c in word)
+
+
+def hangul_share(word_counts):
+  """The share of the words (occurrences) that hold a Hangul syllable."""
+  total = sum(word_counts.values())
+  hangul = sum(n for w, n in word_counts.items() if has_hangul_syllable(w))
+  return hangul / total if total else 0.0
+
+
 def _example(word, changed):
   return f'"{word}" -> "{changed}"'
 
@@ -106,7 +119,7 @@ def normalisation_warning(
   total = sum(word_counts.values())
   if not total or not do_lower_case:
     return None
-  accents = lowered = 0
+  accents = lowered = hangul = 0
   accent_example = lower_example = None
   for word, count in word_counts.items():
     lower = word.lower()
@@ -114,10 +127,20 @@ def normalisation_warning(
       lowered += count
       lower_example = lower_example or _example(word, lower)
     if strip_accents and without_accents(lower) != lower:
+      if has_hangul_syllable(lower):
+        # Not an accent lost: the syllable becomes letters no piece joins again.
+        hangul += count
+        continue
       accents += count
       if accent_example is None or count > accent_example[0]:
         accent_example = (count, _example(word, without_accents(lower)))
   parts = []
+  if hangul / total >= ACCENT_WARNING_SHARE:
+    parts.append(
+      f"accent stripping decomposes the Hangul syllables of {hangul / total:.0%} of the words "
+      "into conjoining jamo (no vocab piece then holds a syllable, and pieces start "
+      f"mid-syllable); pass {accents_flag} to keep syllables"
+    )
   if accents / total >= ACCENT_WARNING_SHARE:
     parts.append(
       f"accent stripping changes {accents / total:.0%} of the words (e.g. {accent_example[1]}; "

@@ -33,13 +33,13 @@ from typing import Optional
 
 import tensorflow as tf
 
+from electra_tf.text.vocab import NORMALISATION_FLAGS
 from electra_tf.text.vocab import SENTENCEPIECE
+from electra_tf.text.vocab import WORDPIECE
 from electra_tf.text.vocab import SentencePieceVocab
 from electra_tf.text.vocab import check_special_tokens
 from electra_tf.text.vocab import load_vocab
-from electra_tf.text.vocab import settings_path
-from electra_tf.text.vocab import vocab_kind
-from electra_tf.text.vocab import vocab_settings
+from electra_tf.text.vocab import resolve_normalisation
 from electra_tf.utils import file_io
 from tfrecords_tools import example_writer
 from tfrecords_tools import text_checks
@@ -104,8 +104,8 @@ def job_stats(job_id, writer):
 
 def check_vocab(vocab_file, do_lower_case=None, strip_accents=None):
   """Clear errors for a missing vocab, one without the special tokens, or
-  flags that contradict what a SentencePiece model was built with (its
-  `<model>.json`): its pieces were learned on text normalised that way."""
+  flags that contradict what the vocab was built with (its `<vocab>.json`,
+  either kind): its pieces were learned on text normalised that way."""
   if not vocab_file or not tf.io.gfile.exists(vocab_file):
     raise ValueError(f"--vocab-file {vocab_file!r} does not exist")
   if tf.io.gfile.isdir(vocab_file):
@@ -115,21 +115,8 @@ def check_vocab(vocab_file, do_lower_case=None, strip_accents=None):
     )
   vocab = load_vocab(vocab_file)
   check_special_tokens(vocab, vocab_file)
-  settings_file = settings_path(vocab_file)
-  if not isinstance(vocab, SentencePieceVocab) or not tf.io.gfile.exists(settings_file):
-    return  # WordPiece: the flags apply as in the original
-  settings = vocab_settings(vocab_file, SENTENCEPIECE)
-  flags = {
-    "do_lower_case": ("--do-lower-case", "--no-lower-case"),
-    "strip_accents": ("--do-strip-accents", "--no-strip-accents"),
-  }
-  for key, value in (("do_lower_case", do_lower_case), ("strip_accents", strip_accents)):
-    if value is not None and value != settings[key]:
-      raise ValueError(
-        f"{flags[key][0 if value else 1]} contradicts {settings_file!r}, which says the "
-        f"SentencePiece model was built with {key}={str(settings[key]).lower()}; leave the "
-        "flag out to apply the model's settings"
-      )
+  kind = SENTENCEPIECE if isinstance(vocab, SentencePieceVocab) else WORDPIECE
+  resolve_normalisation(vocab_file, do_lower_case, strip_accents, kind, names=NORMALISATION_FLAGS)
 
 
 def prepare_output_dir(output_dir, overwrite):
@@ -450,10 +437,9 @@ def normalisation_warning(options):
   source is TFDS."""
   if options.tfds_name:
     return None
-  kind = vocab_kind(options.vocab_file)
-  settings = vocab_settings(options.vocab_file, kind)
-  lower = settings["do_lower_case"] if options.do_lower_case is None else options.do_lower_case
-  strip = settings["strip_accents"] if options.strip_accents is None else options.strip_accents
+  lower, strip = resolve_normalisation(
+    options.vocab_file, options.do_lower_case, options.strip_accents, names=NORMALISATION_FLAGS
+  )
   if not lower:
     return None
   counts = collections.Counter()

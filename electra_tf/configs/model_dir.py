@@ -95,11 +95,14 @@ def _vocab_description(vocab_file, do_lower_case, strip_accents):
   if tf.io.gfile.exists(vocab_file):
     vocab = vocab_lib.load_vocab(vocab_file)
     description["size"] = len(vocab)
-    if isinstance(vocab, vocab_lib.SentencePieceVocab):
-      # The text was normalised as the model was built (the builder refuses
+    sentencepiece = isinstance(vocab, vocab_lib.SentencePieceVocab)
+    if sentencepiece or vocab_lib.has_recorded_settings(vocab_file):
+      # The text was normalised as the vocab was built (the builder refuses
       # other flags); the WordPiece-minded hparam defaults do not apply.
-      settings = vocab_lib.vocab_settings(vocab_file, kind="sentencepiece")
-      description["kind"] = "sentencepiece"
+      kind = vocab_lib.SENTENCEPIECE if sentencepiece else vocab_lib.WORDPIECE
+      settings = vocab_lib.vocab_settings(vocab_file, kind=kind)
+      if sentencepiece:
+        description["kind"] = "sentencepiece"
       description["do_lower_case"] = settings["do_lower_case"]
       description["strip_accents"] = settings["strip_accents"]
     try:

@@ -98,11 +98,12 @@ class ElectraTextPreprocessor(keras.layers.Layer):
     vocab.txt's tokens, or a SentencePiece model's bytes, recognised by
     content. `do_lower_case` and `strip_accents` None apply what the vocab
     was built with (`vocab_lib.vocab_settings`: on for a WordPiece vocab
-    without a settings file, off for a SentencePiece model)."""
+    without a settings file, off for a SentencePiece model); a bool that
+    contradicts the vocab's settings file raises `VocabSettingsConflict`."""
     kind = vocab_lib.vocab_kind(vocab_file)
-    settings = vocab_lib.vocab_settings(vocab_file, kind)
-    do_lower_case = settings["do_lower_case"] if do_lower_case is None else do_lower_case
-    strip_accents = settings["strip_accents"] if strip_accents is None else strip_accents
+    do_lower_case, strip_accents = vocab_lib.resolve_normalisation(
+      vocab_file, do_lower_case, strip_accents, kind
+    )
     if kind == vocab_lib.SENTENCEPIECE:
       tokenizer = SentencePieceTokenizer(
         proto=vocab_lib.load_vocab(vocab_file).proto,

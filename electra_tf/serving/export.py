@@ -392,11 +392,21 @@ def normalisation(config, vocab_file, no_lower_case=False, no_strip_accents=Fals
   a keras-hub preset's tokenizer), else on. A SentencePiece model under a
   pre-training run is the exception: its records were normalised as the
   model's settings file says (None: `tokenizer_for` reads it), while the
-  run records WordPiece's defaults."""
+  run records WordPiece's defaults. A vocab with a settings file (either
+  kind) follows that file, and a flag that contradicts it is refused
+  (`vocab.VocabSettingsConflict`)."""
   if config is None and recorded is not None and recorded.do_lower_case is not None:
     strip = True if recorded.strip_accents is None else recorded.strip_accents
     return (not no_lower_case and bool(recorded.do_lower_case)), (
       not no_strip_accents and bool(strip)
+    )
+  if vocab_lib.has_recorded_settings(vocab_file):
+    # The vocab's settings file decides; a flag may only agree with it.
+    return vocab_lib.resolve_normalisation(
+      vocab_file,
+      False if no_lower_case else None,
+      False if no_strip_accents else None,
+      names={"do_lower_case": ("", "--no-lower-case"), "strip_accents": ("", "--no-strip-accents")},
     )
   if is_sentencepiece(vocab_file) and not isinstance(config, FinetuningConfig):
     return (False if no_lower_case else None), (False if no_strip_accents else None)

@@ -57,7 +57,6 @@ from electra_tf.serving import export as export_lib
 from electra_tf.serving import modules as serving_modules
 from electra_tf.text.auto_tokenizer import tokenizer_for
 from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
-from electra_tf.text.tokenizer import ElectraTokenizer
 from electra_tf.utils import extras
 from electra_tf.utils import keras_compat
 from electra_tf.utils.file_io import atomic_path
@@ -156,15 +155,8 @@ def _tokenizer(model, vocab_file, do_lower_case, strip_accents, max_seq_length):
     )
   if not os.path.isfile(vocab_file):
     raise ValueError(f"--vocab-file {vocab_file!r} does not exist")
-  if export_lib.is_sentencepiece(vocab_file):
-    # None applies what the model was built with (its settings file).
-    return tokenizer_for(vocab_file, do_lower_case, strip_accents), max_seq_length
-  tokenizer = ElectraTokenizer(
-    vocab_file=vocab_file,
-    do_lower_case=True if do_lower_case is None else do_lower_case,
-    strip_accents=True if strip_accents is None else strip_accents,
-  )
-  return tokenizer, max_seq_length
+  # None applies what the vocab was built with (its settings file, else the kind's defaults).
+  return tokenizer_for(vocab_file, do_lower_case, strip_accents), max_seq_length
 
 
 def build_network(model, kind=None, task=None, vocab_file=None, **options):

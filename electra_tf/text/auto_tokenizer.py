@@ -3,8 +3,8 @@
 from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from electra_tf.text.tokenizer import ElectraTokenizer
 from electra_tf.text.vocab import WORDPIECE
+from electra_tf.text.vocab import resolve_normalisation
 from electra_tf.text.vocab import vocab_kind
-from electra_tf.text.vocab import vocab_settings
 
 
 def tokenizer_for(vocab_file, do_lower_case=None, strip_accents=None, **kwargs):
@@ -19,7 +19,9 @@ def tokenizer_for(vocab_file, do_lower_case=None, strip_accents=None, **kwargs):
     vocab_file: the vocab, either kind.
     do_lower_case, strip_accents: None (the default) applies what the vocab
       was built with (`vocab_settings`: its `<vocab_file>.json`, else on for
-      WordPiece and off for SentencePiece); a bool overrides it.
+      WordPiece and off for SentencePiece); a bool overrides the defaults of
+      a vocab without a settings file, and one that contradicts a settings
+      file raises `vocab.VocabSettingsConflict` (`resolve_normalisation`).
     **kwargs: passed on to the tokenizer (Keras layer arguments, or
       `max_input_chars_per_word` for WordPiece).
 
@@ -32,11 +34,9 @@ def tokenizer_for(vocab_file, do_lower_case=None, strip_accents=None, **kwargs):
   ('ElectraTokenizer', [[5]])
   """
   kind = vocab_kind(vocab_file)
-  settings = vocab_settings(vocab_file, kind)
-  if do_lower_case is None:
-    do_lower_case = settings["do_lower_case"]
-  if strip_accents is None:
-    strip_accents = settings["strip_accents"]
+  do_lower_case, strip_accents = resolve_normalisation(
+    vocab_file, do_lower_case, strip_accents, kind
+  )
   if kind == WORDPIECE:
     return ElectraTokenizer(
       vocab_file=vocab_file, do_lower_case=do_lower_case, strip_accents=strip_accents, **kwargs

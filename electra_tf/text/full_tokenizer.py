@@ -11,8 +11,8 @@ import tensorflow as tf
 from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from electra_tf.text.vocab import SENTENCEPIECE
 from electra_tf.text.vocab import load_vocab
+from electra_tf.text.vocab import resolve_normalisation
 from electra_tf.text.vocab import vocab_kind
-from electra_tf.text.vocab import vocab_settings
 from electra_tf.text.wordpiece import FullTokenizer
 
 
@@ -75,14 +75,13 @@ def full_tokenizer_for(vocab_file, do_lower_case=None, strip_accents=None):
   `SentencePieceFullTokenizer` for a SentencePiece model.
 
   do_lower_case, strip_accents: None applies what the vocab was built with
-  (`vocab_settings`); a bool overrides it.
+  (`vocab_settings`); a bool overrides it unless it contradicts the vocab's
+  settings file (`resolve_normalisation`).
   """
   kind = vocab_kind(vocab_file)
+  do_lower_case, strip_accents = resolve_normalisation(
+    vocab_file, do_lower_case, strip_accents, kind
+  )
   if kind == SENTENCEPIECE:
     return SentencePieceFullTokenizer(vocab_file, do_lower_case, strip_accents)
-  settings = vocab_settings(vocab_file, kind)
-  return FullTokenizer(
-    vocab_file,
-    do_lower_case=settings["do_lower_case"] if do_lower_case is None else do_lower_case,
-    strip_accents=settings["strip_accents"] if strip_accents is None else strip_accents,
-  )
+  return FullTokenizer(vocab_file, do_lower_case=do_lower_case, strip_accents=strip_accents)

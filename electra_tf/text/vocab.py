@@ -5,9 +5,12 @@
 - a SentencePiece model (`.model`, a serialised `ModelProto`), as
   `tfrecords_tools.build_vocab --model-type unigram|bpe` writes it.
 
-Whatever a vocab was built with (lower-casing, accent stripping) is recorded
-beside it in `<vocab file>.json` (`vocab_settings`); the builder, pre-training
-and the tokenizers read it from there.
+Whatever a vocab was built with (lower-casing, accent stripping, its special
+tokens, for SentencePiece the character coverage) is recorded beside it in
+`<vocab file>.json` (`vocab_settings`), for both kinds; every reader applies
+it through `resolve_normalisation`, which refuses a contradicting flag. A
+vocab without that file (written before WordPiece vocabs got one) keeps the
+flags' and hparams' defaults.
 """
 
 import collections
@@ -26,6 +29,12 @@ SENTENCEPIECE = "sentencepiece"
 # model may name its padding and unknown pieces as it likes (`<pad>`, `<unk>`).
 SENTENCEPIECE_SPECIAL_PIECES = {"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]"}
 SETTINGS_SUFFIX = ".json"
+# The command-line flags that set each normalisation, when on and when off
+# (build_vocab and the pretraining-data builders), for `resolve_normalisation`.
+NORMALISATION_FLAGS = {
+  "do_lower_case": ("--do-lower-case", "--no-lower-case"),
+  "strip_accents": ("--do-strip-accents", "--no-strip-accents"),
+}
 # Normalisation when a vocab has no settings file: WordPiece as the original,
 # SentencePiece models see the text as it is.
 DEFAULT_SETTINGS = {
@@ -216,6 +225,109 @@ def vocab_settings(vocab_file, kind=None):
       )
     settings[key] = value
   return settings
+
+
+class VocabSettingsConflict(ValueError):
+  """A flag or hparam asks for another normalisation than the one a vocab's
+  settings file records (its pieces were learned on text normalised that
+  way); the message is one line naming the flag, the file and its value."""
+
+
+def has_recorded_settings(vocab_file):
+  """Whether `vocab_file` has a settings file beside it (`settings_path`).
+  Vocabs written before WordPiece vocabs got one have none: their
+  normalisation comes from the flags and hparams, as before."""
+  return bool(vocab_file) and tf.io.gfile.exists(settings_path(vocab_file))
+
+
+def _effective(kind, do_lower_case, strip_accents):
+  # WordPiece strips accents only while lower-casing (the original's quirk),
+  # so a strip_accents value without lower-casing changes nothing.
+  if kind == WORDPIECE:
+    return do_lower_case, do_lower_case and strip_accents
+  return do_lower_case, strip_accents
+
+
+def resolve_normalisation(
+  vocab_file, do_lower_case=None, strip_accents=None, kind=None, names=None
+):
+  """`(do_lower_case, strip_accents)` to tokenise `vocab_file` with.
+
+  None takes what the vocab was built with (`vocab_settings`). A bool is
+  applied when the vocab has no settings file (old vocabs keep today's
+  behaviour), and when it has one, only if it normalises text the same way;
+  otherwise a one-line `VocabSettingsConflict` names the flag (`names`), the
+  settings file and what it says. This is the single check every reader
+  goes through (`auto_tokenizer.tokenizer_for` and the readers' own flags).
+
+  Args:
+    vocab_file: the vocab, either kind.
+    do_lower_case, strip_accents: None or the user's bool.
+    kind: its kind if already known.
+    names: `{key: (name when true, name when false)}` for the message,
+      e.g. `{"strip_accents": ("--do-strip-accents", "--no-strip-accents")}`;
+      default `key=true` / `key=false`.
+
+  Example:
+  >>> import pathlib
+  >>> _ = pathlib.Path("v.txt").write_text("[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\n[MASK]\\n")
+  >>> write_vocab_settings("v.txt", {"do_lower_case": True, "strip_accents": False})
+  >>> resolve_normalisation("v.txt")
+  (True, False)
+  >>> try:
+  ...   resolve_normalisation("v.txt", strip_accents=True)
+  ... except VocabSettingsConflict as e:
+  ...   print(str(e).split(";")[0])
+  strip_accents=true contradicts 'v.txt.json', which says the vocab was built with strip_accents=false
+  """
+  kind = kind or vocab_kind(vocab_file)
+  recorded = vocab_settings(vocab_file, kind)
+  given = {"do_lower_case": do_lower_case, "strip_accents": strip_accents}
+  resolved = {k: recorded[k] if v is None else bool(v) for k, v in given.items()}
+  if has_recorded_settings(vocab_file):
+    before = _effective(kind, recorded["do_lower_case"], recorded["strip_accents"])
+    after = _effective(kind, resolved["do_lower_case"], resolved["strip_accents"])
+    if before != after:
+      names = names or {}
+      for key in ("do_lower_case", "strip_accents"):
+        value = given[key]
+        if value is None or bool(value) == recorded[key]:
+          continue
+        flag = names.get(key, (f"{key}=true", f"{key}=false"))[0 if value else 1]
+        raise VocabSettingsConflict(
+          f"{flag} contradicts {settings_path(vocab_file)!r}, which says the vocab was built "
+          f"with {key}={str(recorded[key]).lower()}; leave it out to apply the vocab's settings"
+        )
+  return resolved["do_lower_case"], resolved["strip_accents"]
+
+
+def normalisation_for_hparams(vocab_file, hparams):
+  """`(do_lower_case, strip_accents)` a run tokenises `vocab_file` with when
+  the vocab has a settings file: its settings, which the user's `hparams`
+  (a dict; only the keys the user set) may only agree with (one-line
+  `VocabSettingsConflict` naming the hparam otherwise). None when the vocab
+  is missing, unreadable or has no settings file: the hparams decide, as
+  before.
+
+  Example:
+  >>> import pathlib
+  >>> _ = pathlib.Path("v.txt").write_text("[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\n[MASK]\\n")
+  >>> write_vocab_settings("v.txt", {"do_lower_case": False, "strip_accents": False})
+  >>> normalisation_for_hparams("v.txt", {"learning_rate": 1e-4})
+  (False, False)
+  """
+  if not vocab_file or not tf.io.gfile.exists(vocab_file):
+    return None
+  if not has_recorded_settings(vocab_file):
+    return None
+  try:
+    kind = vocab_kind(vocab_file)
+  except ValueError:
+    return None  # the run's own checks name the file
+  keys = ("do_lower_case", "strip_accents")
+  names = {k: (f"hparam {k}=true", f"hparam {k}=false") for k in keys}
+  given = {k: hparams.get(k) for k in keys}
+  return resolve_normalisation(vocab_file, given[keys[0]], given[keys[1]], kind, names)
 
 
 def write_vocab_settings(vocab_file, settings):

@@ -90,25 +90,18 @@ def make_config(model_name, data_dir, hparams):
       model_name, data_dir, **model_dir_lib.finetuning_hparams_over(source, user)
     )
     model_dir_lib.check_finetuning_encoder(config, source)
-  return _with_sentencepiece_settings(config, user)
+  return _with_vocab_settings(config, user)
 
 
-def _with_sentencepiece_settings(config, user):
-  """A SentencePiece model's records were built with the normalisation its
-  settings file records, whatever a pre-training run's (WordPiece-minded)
-  defaults say; the hparams still override it when set."""
-  if not tf.io.gfile.exists(config.vocab_file):
-    return config
-  try:
-    kind = vocab_lib.vocab_kind(config.vocab_file)
-  except ValueError:
-    return config  # validate_inputs names the file
-  if kind != vocab_lib.SENTENCEPIECE:
-    return config
-  settings = vocab_lib.vocab_settings(config.vocab_file, kind)
-  for key in ("do_lower_case", "strip_accents"):
-    if key not in user:
-      setattr(config, key, settings[key])
+def _with_vocab_settings(config, user):
+  """A vocab with a settings file (a SentencePiece model, or a WordPiece
+  vocab from build_vocab) was built, and its records normalised, as that
+  file says, whatever a pre-training run's (WordPiece-minded) defaults say;
+  hparams the user sets must agree with it (`vocab.normalisation_for_hparams`).
+  A vocab without one keeps the hparams."""
+  resolved = vocab_lib.normalisation_for_hparams(config.vocab_file, user)
+  if resolved is not None:
+    config.do_lower_case, config.strip_accents = resolved
   return config
 
 

@@ -457,12 +457,24 @@ def make_config(data_dir, model_name, hparams):
   user = load_hparams(hparams)
   config = PretrainingConfig(model_name, data_dir, **user)
   if config.do_train:
-    return config
+    return _with_vocab_settings(config, user)
   existing = any_format.run_config(config.model_dir)
   if existing is None:
     # Past a damaged state file or newest checkpoint: the one evaluation will restore.
     newest, _ = checkpoint_reader.newest_readable(config.model_dir)
     existing = any_format.run_config(newest) if newest is not None else None
   if existing is None or existing.get("kind") != model_dir_lib.KIND_PRETRAINING:
-    return config
-  return PretrainingConfig(model_name, data_dir, **model_dir_lib.model_hparams(existing, user))
+    return _with_vocab_settings(config, user)
+  config = PretrainingConfig(model_name, data_dir, **model_dir_lib.model_hparams(existing, user))
+  return _with_vocab_settings(config, user)
+
+
+def _with_vocab_settings(config, user):
+  """The normalisation a vocab's settings file records, which the records
+  were built with, over the hparams' defaults (recorded in the run's
+  config.json for fine-tuning, export and publishing); a user hparam that
+  contradicts it is refused in one line (`vocab.normalisation_for_hparams`)."""
+  resolved = vocab_lib.normalisation_for_hparams(config.vocab_file, user)
+  if resolved is not None:
+    config.do_lower_case, config.strip_accents = resolved
+  return config

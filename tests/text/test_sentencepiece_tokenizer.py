@@ -87,8 +87,10 @@ def test_settings_file_decides_normalisation_and_config_round_trips(model, tmp_p
   assert tok.do_lower_case and tok.strip_accents
   text = tf.constant(["ÜBER Straße", "über strasse"])
   assert tok.normalize(text).numpy().tolist() == [b"uber stra\xc3\x9fe", b"uber strasse"]
-  # An explicit argument overrides the file.
-  assert not tokenizer_for(str(copy), do_lower_case=False).do_lower_case
+  # An explicit argument that agrees is fine; one that contradicts the file is refused.
+  assert tokenizer_for(str(copy), do_lower_case=True).do_lower_case
+  with pytest.raises(vocab_lib.VocabSettingsConflict, match=r"lower\.model\.json.*=true"):
+    tokenizer_for(str(copy), do_lower_case=False)
   for config in (tok.get_config(), SentencePieceTokenizer(proto=copy.read_bytes()).get_config()):
     config = json.loads(json.dumps(config))  # JSON-safe, as Keras saves it
     again = SentencePieceTokenizer.from_config(config)

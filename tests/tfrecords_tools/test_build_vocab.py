@@ -131,6 +131,7 @@ def german_dir(tmp_path_factory):
 def test_sentencepiece_models_keep_case_and_record_their_settings(german_dir, tmp_path, model_type):
   out = tmp_path / "de.model"
   argv = ["--corpus-dir", str(german_dir), "--vocab-size", "400", "--output", str(out)]
+  argv += ["--character-coverage", "0.9995"]  # given, so recorded as given
   assert build_vocab.main(argv + ["--model-type", model_type]) == 0
   assert vocab_kind(str(out)) == "sentencepiece"
   assert special_token_ids(str(out)) == {"pad": 0, "unk": 1, "cls": 2, "sep": 3, "mask": 4}

@@ -15,6 +15,7 @@ import json
 import os
 
 from electra_tf.checkpoints import any_format
+from electra_tf.checkpoints import finetuned_heads
 from electra_tf.checkpoints import formats
 from electra_tf.checkpoints import huggingface
 from electra_tf.checkpoints import keras_hub
@@ -127,13 +128,18 @@ def _default_vocab_file(input_path, hparams):
   return next((c for c in candidates if os.path.isfile(c)), None)
 
 
-def _sentencepiece_normalisation(vocab_file, hparams):
-  """A SentencePiece vocab's text was normalised as its settings file says
-  (whatever a run's WordPiece-minded defaults record); the user's hparams
-  still override it."""
-  settings = vocab_lib.vocab_settings(vocab_file, vocab_lib.SENTENCEPIECE)
+def _vocab_normalisation(vocab_file, hparams):
+  """A vocab with a settings file (either kind), or a SentencePiece model,
+  had its text normalised as that file says (whatever a run's
+  WordPiece-minded defaults record). Hparams the user sets must agree with
+  a settings file (one-line `vocab.VocabSettingsConflict`); without one they
+  override a SentencePiece model's defaults."""
   user = _publishing_hparams(hparams)
   keys = ("do_lower_case", "strip_accents")
+  resolved = vocab_lib.normalisation_for_hparams(vocab_file, user)
+  if resolved is not None:
+    return dict(zip(keys, resolved))
+  settings = vocab_lib.vocab_settings(vocab_file, vocab_lib.SENTENCEPIECE)
   return {k: bool(user[k]) if k in user else settings[k] for k in keys}
 
 
@@ -142,6 +148,10 @@ def publish(input_path, output_dir, to, part=None, hparams=None, vocab_file=None
   (`to="keras-hub"`) of the discriminator (default) or generator."""
   if to not in TARGETS:
     raise ValueError(f"--to {to!r}; expected one of {TARGETS}")
+  if part is None and formats.detect(input_path).format == formats.FINETUNED:
+    part = any_format.FINETUNED
+  if part == any_format.FINETUNED:
+    return publish_finetuned(input_path, output_dir, to, hparams, vocab_file)
   part = part or huggingface.PART_DISCRIMINATOR
   if part not in (huggingface.PART_DISCRIMINATOR, huggingface.PART_GENERATOR):
     raise ValueError(f"--to {to}: --part {part!r}; expected discriminator or generator")
@@ -154,8 +164,8 @@ def publish(input_path, output_dir, to, part=None, hparams=None, vocab_file=None
     )
   sentencepiece = vocab_lib.vocab_kind(vocab_file) == vocab_lib.SENTENCEPIECE
   electra_part, normalisation, source = load_part_for_publishing(input_path, part, hparams)
-  if sentencepiece:
-    normalisation = _sentencepiece_normalisation(vocab_file, hparams)
+  if sentencepiece or vocab_lib.has_recorded_settings(vocab_file):
+    normalisation = _vocab_normalisation(vocab_file, hparams)
   writer = (
     huggingface.write_huggingface if to == "huggingface" else keras_hub.write_keras_hub_preset
   )
@@ -170,6 +180,88 @@ def publish(input_path, output_dir, to, part=None, hparams=None, vocab_file=None
   report["notes"].append(
     f"tokenizer: do_lower_case={normalisation['do_lower_case']}, "
     f"strip_accents={normalisation['strip_accents']}, vocab {vocab_file}"
+  )
+  return report
+
+
+def _split_publishing_keys(hparams):
+  """`(user hparams without the publishing keys, task, label_names)`."""
+  user = dict(load_hparams(hparams)) if hparams is not None else {}
+  task = user.pop("task", None)
+  label_names = user.pop("label_names", None) or {}
+  if not isinstance(label_names, dict):
+    raise ValueError(
+      f"--hparams label_names must be a JSON object {{task: [names]}}, got {label_names!r}"
+    )
+  return user, task, label_names
+
+
+def publish_finetuned(input_path, output_dir, to, hparams=None, vocab_file=None):
+  """One task head of a fine-tuned model (a fine-tuned checkpoint or trial
+  dir, a `.keras` fine-tuning or task model, a task preset) with its
+  encoder, as `ElectraForSequenceClassification` (classification,
+  regression) or `ElectraForTokenClassification` (tagging).
+
+  `hparams` are the fine-tuning hparams of the source (as for `--part
+  finetuned`) plus `task` (which head, when there are several) and
+  `label_names` (`{task: [names]}` where the task does not give them).
+  """
+  if to != "huggingface":
+    raise ValueError(
+      f"--to {to} --part finetuned: keras-hub has no ELECTRA task class (only ElectraBackbone "
+      "and ElectraTokenizer); save the task model as an electra_tf preset (save_to_preset) or "
+      "publish it with --to huggingface"
+    )
+  huggingface.check_new_output_dir(os.fspath(output_dir))
+  user, task, label_names = _split_publishing_keys(hparams)
+  loaded = any_format.load(input_path, any_format.FINETUNED, user or None)
+  model, config = loaded.model, loaded.config
+  tasks = [head.task_name for head in model.heads]
+  if task is None and len(tasks) != 1:
+    raise ValueError(
+      f"--input {os.fspath(input_path)!r} has the heads {tasks}: name the one to publish with "
+      f'--hparams \'{{"task": "{tasks[0]}"}}\''
+    )
+  task = task or tasks[0]
+  if task not in tasks:
+    raise ValueError(f"--hparams task {task!r}: the model's heads are {tasks}")
+  head = model.heads[tasks.index(task)]
+  labels, notes = finetuned_heads.head_label_names(
+    task,
+    finetuned_heads.head_type(head),
+    getattr(head, "num_labels", 0),
+    label_names.get(task),
+    config,
+    input_path,
+  )
+  electra_part = huggingface.task_part(model, task, labels, loaded.notes + notes)
+  vocab_file = vocab_file or user.get("vocab_file")
+  if vocab_file is None and config is not None and os.path.isfile(config.vocab_file):
+    vocab_file = config.vocab_file
+  vocab_file = vocab_file or _default_vocab_file(input_path, None)
+  if vocab_file is None:
+    raise ValueError(
+      f"--to {to}: give --vocab-file (the vocab the model was trained with; none in --hparams, "
+      f"in the run or next to --input {os.fspath(input_path)!r})"
+    )
+  keys = ("do_lower_case", "strip_accents")
+  if vocab_lib.vocab_kind(vocab_file) == vocab_lib.SENTENCEPIECE:
+    normalisation = vocab_lib.vocab_settings(vocab_file, vocab_lib.SENTENCEPIECE)
+  else:
+    normalisation = {k: bool(getattr(config, k, True)) for k in keys}
+  normalisation = {k: bool(user.get(k, normalisation[k])) for k in keys}
+  report = huggingface.write_huggingface(
+    electra_part,
+    output_dir,
+    vocab_file,
+    normalisation["do_lower_case"],
+    normalisation["strip_accents"],
+  )
+  report.update(input=os.fspath(input_path), part=any_format.FINETUNED, task=task)
+  report["notes"].append(
+    f"task {task}: labels {labels}; tokenizer: do_lower_case="
+    f"{normalisation['do_lower_case']}, strip_accents={normalisation['strip_accents']}, "
+    f"vocab {vocab_file}"
   )
   return report
 
