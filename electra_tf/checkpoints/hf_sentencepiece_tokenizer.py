@@ -8,7 +8,14 @@ Built from the `tokenizers` library's own objects, in electra_tf's order:
    no Mn marks, NFC);
 2. the model's own normaliser: its precompiled character map
    (`normalizers.Precompiled`), then, as SentencePiece removes extra
-   whitespace, runs of spaces become one and none is left at either end;
+   whitespace, runs of spaces become one and none is left at either end.
+   Where the map composes (nmt_nfkc, the default), `NFC` comes first, with a
+   guard after every precomposed character (`composition_steps`): the map
+   composes a fully decomposed letter ("a" U+0302 U+0301 → "ấ", Hangul jamo →
+   a syllable), but `tokenizers`' reading of it replaces a whole grapheme by
+   its shortest matching prefix ("ấ" decomposed becomes "â") and never joins
+   jamo; and it leaves a precomposed letter followed by a mark as it is
+   ("â" U+0301 stays two characters), which a bare `NFC` would join;
 3. `Metaspace`: spaces become "▁", one is prepended (the dummy prefix), and
    the text is cut before each "▁" (SentencePiece pieces hold "▁" only at
    their start);
@@ -29,8 +36,10 @@ package's generated `sentencepiece_model_pb2` needs a newer protobuf than
 TensorFlow allows.
 """
 
+import functools
 import re
 import struct
+import unicodedata
 
 import tokenizers
 from tokenizers import decoders
@@ -53,6 +62,12 @@ _PIECE_TEXT, _PIECE_SCORE, _PIECE_TYPE = 1, 2, 3
 _TRAINER_MODEL_TYPE, _TRAINER_WHITESPACE_SUFFIX, _TRAINER_BYTE_FALLBACK = 3, 24, 35
 _NORMALIZER_CHARSMAP, _NORMALIZER_DUMMY_PREFIX = 2, 3
 _NORMALIZER_REMOVE_SPACES, _NORMALIZER_ESCAPE_SPACES = 4, 5
+# Control characters; the first the model's map deletes guards compositions
+# (its own removal leaves each character a grapheme of its own).
+_GUARD_CANDIDATES = "\x01\x02\x03\x04\x05\x06\x07\x08\x0e\x0f\x7f"
+# Used where the map deletes none of them; removed right after `NFC` (with
+# any the text itself holds).
+_PRIVATE_GUARD = "\ue000"
 
 
 def _varint(data, pos):
@@ -146,6 +161,65 @@ def _check_supported(model, source):
     )
 
 
+@functools.lru_cache(maxsize=1)
+def _guard_positions():
+  """A regex matching (empty) where SentencePiece's map, read longest match
+  first, joins nothing that `NFC` would: after every character that
+  decomposes (a precomposed letter, a Hangul syllable; a singleton too, or
+  `tokenizers` would drop a mark after it as SentencePiece does not), and
+  between two combining marks out of canonical order (the second with a
+  lower class), which `NFC` would reorder. Python's Unicode database."""
+  precomposed = []
+  by_class = {}
+  for cp in range(0x110000):
+    if 0xD800 <= cp < 0xE000:
+      continue
+    char = chr(cp)
+    if unicodedata.normalize("NFD", char) != char:
+      precomposed.append(char)
+    if unicodedata.combining(char):
+      by_class.setdefault(unicodedata.combining(char), []).append(char)
+  char_class = hf_tokenizer.char_class
+  out_of_order = [
+    f"(?<={char_class(chars)})(?={char_class(c for k in by_class if k < ccc for c in by_class[k])})"
+    for ccc, chars in sorted(by_class.items())
+    if any(k < ccc for k in by_class)
+  ]
+  return "|".join([f"(?<={char_class(precomposed)})"] + out_of_order)
+
+
+def composition_steps(charsmap):
+  """Normaliser steps, before `Precompiled(charsmap)`, that make `tokenizers`
+  compose as SentencePiece does with that map; `[]` for a map that composes
+  nothing (identity, or a custom rule without compositions).
+
+  SentencePiece replaces, at each position, the longest sequence its map
+  holds: the decomposed form of every precomposed character is there, a
+  precomposed character followed by a further mark is not, nor are marks
+  out of canonical order. `NFC` composes the first; a guard after every
+  precomposed character and between marks out of order keeps it from
+  joining or reordering the others. The guard is a control character the map deletes,
+  so the map sees each character as its own grapheme, as SentencePiece
+  reads it.
+
+  >>> composition_steps(b"")  # no map: SentencePiece leaves the text as it is
+  []
+  """
+  if not charsmap:
+    return []
+  precompiled = normalizers.Precompiled(charsmap)
+  if precompiled.normalize_str("a\u0302") != "\u00e2":
+    return []
+  guard = next((c for c in _GUARD_CANDIDATES if precompiled.normalize_str(c) == ""), None)
+  steps = [
+    normalizers.Replace(tokenizers.Regex(_guard_positions()), guard or _PRIVATE_GUARD),
+    normalizers.NFC(),
+  ]
+  if guard is None:
+    steps.append(normalizers.Replace(_PRIVATE_GUARD, ""))
+  return steps
+
+
 def normalizer(model, do_lower_case, strip_accents):
   """Steps 1-2: electra_tf's normalisation, then the model's."""
   steps = []
@@ -158,6 +232,7 @@ def normalizer(model, do_lower_case, strip_accents):
       normalizers.NFC(),
     ]
   if model["charsmap"]:
+    steps += composition_steps(model["charsmap"])
     steps.append(normalizers.Precompiled(model["charsmap"]))
   if model["remove_extra_whitespaces"]:
     steps += [
