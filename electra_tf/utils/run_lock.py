@@ -1,16 +1,24 @@
-"""One trainer per model dir: a lock file holding the trainer's pid and host.
+"""One trainer per model dir: a lock the kernel holds for the whole run.
 
 `run_pretraining` takes `<model_dir>/train.lock` and `run_finetuning` takes
 `finetuning_models/<tasks>_model.lock` (its trials' dirs are deleted and
 re-made) for as long as they train; a second trainer on the same dir stops
-with one line naming the first. A lock whose process is gone (same host, pid
-not alive: the trainer was killed with `kill -9`) is stale: it is taken over
-with a note. A lock of another host cannot be checked from here, so it is
-refused with the file to delete if that trainer is gone. Only the chief of a
-multi-worker job takes it (the other workers train the same run).
+with one line naming the first. The lock is `fcntl.flock` on the lock file,
+on a descriptor the trainer keeps open: the kernel releases it when the
+process ends, however it ends (`kill -9`, a container stopped), so a lock
+left behind never blocks a new run, whatever pid the new run gets. The file
+also holds the holder's pid, host, command and start time, read only to
+name it in the message. Only the chief of a multi-worker job takes it (the
+other workers train the same run).
 
-The lock is created with `O_CREAT | O_EXCL`, atomic on local and POSIX
-network file systems; a remote model dir (`gs://...`) is not locked.
+Across hosts the lock is as good as the file system's: on a local disk and
+on NFS (Linux maps `flock` to NFS byte-range locks, over NLM for v3) a
+trainer on another host holds it too. On a file system whose locks do not
+reach other hosts (NFS mounted with `nolock` or `local_lock=flock`, some
+FUSE mounts), a lock file naming another host is taken over with a note;
+set `ELECTRA_TF_RUN_LOCK_OTHER_HOSTS=refuse` there to refuse it instead
+(delete the file once that trainer is gone). A remote model dir
+(`gs://...`) is not locked.
 
 Example:
   >>> import tempfile
@@ -22,6 +30,8 @@ Example:
   electra_tf.utils.run_lock.ModelDirBusy: ...
 """
 
+import errno
+import fcntl
 import json
 import os
 import socket
@@ -29,33 +39,45 @@ import sys
 import time
 
 LOCK_FILE = "train.lock"
+# "refuse": a lock file naming another host is refused even when no process
+# holds the lock (for file systems whose locks do not reach other hosts).
+OTHER_HOSTS_VARIABLE = "ELECTRA_TF_RUN_LOCK_OTHER_HOSTS"
 
 
 class ModelDirBusy(ValueError):
   """Another live trainer holds the lock; the message names it."""
 
 
-def _pid_alive(pid):
+def _describe(holder):
+  if not holder:
+    return "another trainer (its lock file names no holder yet)"
+  return (
+    f"{holder.get('what', 'a trainer')} (pid {holder.get('pid')} on {holder.get('host')}, "
+    f"since {holder.get('started')})"
+  )
+
+
+def _parse(data):
   try:
-    os.kill(pid, 0)
-  except ProcessLookupError:
-    return False
-  except PermissionError:
-    return True  # another user's live process
-  return True
+    holder = json.loads(data.decode("utf-8"))
+  except (UnicodeDecodeError, ValueError):
+    return None
+  return holder if isinstance(holder, dict) else None
 
 
 class RunLock:
   """The lock file at `path` for a trainer described as `what`.
 
   Use as a context manager, or `acquire()` / `release()`. Releasing is
-  idempotent and removes the file only while it is still this process's.
+  idempotent; it removes the file while still holding the lock, and a
+  trainer that then finds its locked file gone takes the new one.
   """
 
   def __init__(self, path, what="a trainer", log=None):
     self.path = os.fspath(path)
     self.what = what
     self.held = False
+    self._fd = None
     self._log = log or (lambda line: print(line, file=sys.stderr, flush=True))
 
   def _content(self):
@@ -69,67 +91,107 @@ class RunLock:
 
   def _read(self):
     try:
-      with open(self.path, encoding="utf-8") as f:
-        return json.load(f)
-    except (OSError, ValueError):
+      with open(self.path, "rb") as f:
+        return _parse(f.read())
+    except OSError:
       return None
+
+  def _busy(self):
+    holder = self._read()
+    if holder is None:
+      time.sleep(0.2)  # its holder may be writing it this instant
+      holder = self._read()
+    return ModelDirBusy(
+      f"{os.path.dirname(self.path) or '.'} is in use by {_describe(holder)}: wait for it or "
+      "stop it first (one trainer per model dir)"
+    )
+
+  def _lock(self, fd):
+    """Takes the flock on `fd` without waiting; False when another holds it."""
+    try:
+      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+      return False
+    except OSError as e:
+      if e.errno in (errno.EAGAIN, errno.EACCES):
+        return False
+      raise ModelDirBusy(
+        f"{self.path}: the file system refuses a lock ({e.strerror}); a model dir there cannot "
+        "be kept to one trainer"
+      ) from None
+    return True
+
+  def _is_current_file(self, fd):
+    """Whether `fd` is still the file at `path` (a releasing holder removes
+    it; a lock on the removed file guards nothing)."""
+    try:
+      on_disk = os.stat(self.path)
+    except FileNotFoundError:
+      return False
+    mine = os.fstat(fd)
+    return (mine.st_dev, mine.st_ino) == (on_disk.st_dev, on_disk.st_ino)
 
   def acquire(self):
     """Takes the lock; raises `ModelDirBusy` if a live trainer holds it."""
     if "://" in self.path:
       return self
+    if self.held:
+      return self
     os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-    for _ in range(3):
+    for _ in range(10):
+      fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
       try:
-        fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-      except FileExistsError:
-        self._take_over_if_stale()
-        continue
-      with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(json.dumps(self._content(), indent=1) + "\n")
-      self.held = True
+        if not self._lock(fd):
+          raise self._busy()
+        if not self._is_current_file(fd):
+          os.close(fd)
+          continue
+        self._take(fd)
+      except BaseException:
+        if fd != self._fd:
+          os.close(fd)
+        raise
       return self
     raise ModelDirBusy(f"{self.path}: could not take the lock (another trainer keeps taking it)")
 
-  def _take_over_if_stale(self):
-    holder = self._read()
-    if holder is None:
-      # Being written this instant, or not a lock electra_tf wrote.
-      time.sleep(0.2)
-      holder = self._read()
-    if holder is None:
-      raise ModelDirBusy(
-        f"{self.path} exists but is not a readable lock; if no trainer uses this model dir, "
-        "delete it"
-      )
-    pid, host = holder.get("pid"), holder.get("host")
-    who = f"{holder.get('what', 'a trainer')} (pid {pid} on {host}, since {holder.get('started')})"
-    if host != socket.gethostname():
-      raise ModelDirBusy(
-        f"{os.path.dirname(self.path)} is in use by {who}; it runs on another host, so it cannot "
-        f"be checked from here: if it is gone, delete {self.path}"
-      )
-    if isinstance(pid, int) and _pid_alive(pid):
-      raise ModelDirBusy(
-        f"{os.path.dirname(self.path)} is in use by {who}: wait for it or stop it first "
-        "(one trainer per model dir)"
-      )
-    self._log(f"note: taking over the stale lock {self.path} of {who}: that process is gone")
-    try:
-      os.remove(self.path)
-    except FileNotFoundError:
-      pass
+  def _take(self, fd):
+    """With the flock held: notes a holder the file still names (a trainer
+    that ended without releasing), then writes this process's details."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    previous = _parse(os.read(fd, 1 << 16))
+    here = socket.gethostname()
+    if previous is not None:
+      who = _describe(previous)
+      if previous.get("host") != here:
+        if os.environ.get(OTHER_HOSTS_VARIABLE) == "refuse":
+          raise ModelDirBusy(
+            f"{os.path.dirname(self.path) or '.'} is in use by {who}; it runs on another host "
+            f"and {OTHER_HOSTS_VARIABLE}=refuse: if it is gone, delete {self.path}"
+          )
+        self._log(
+          f"note: taking the lock {self.path} last held by {who} on another host: no process "
+          "holds it now (on a file system whose locks do not reach other hosts, make sure that "
+          f"trainer has stopped, or set {OTHER_HOSTS_VARIABLE}=refuse)"
+        )
+      else:
+        self._log(f"note: taking over the stale lock {self.path} of {who}: that process is gone")
+    content = (json.dumps(self._content(), indent=1) + "\n").encode("utf-8")
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, content, 0)
+    self._fd = fd
+    self.held = True
 
   def release(self):
     if not self.held:
       return
-    self.held = False
-    holder = self._read()
-    if holder is not None and holder.get("pid") == os.getpid():
-      try:
+    fd, self._fd, self.held = self._fd, None, False
+    try:
+      if self._is_current_file(fd):
         os.remove(self.path)
-      except FileNotFoundError:
-        pass
+    except FileNotFoundError:
+      pass
+    finally:
+      os.close(fd)  # the kernel releases the flock
 
   def __enter__(self):
     return self.acquire()

@@ -4,9 +4,6 @@ rebuild the model from it with no `--hparams` (attention heads included)."""
 
 import json
 import os
-import socket
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -18,6 +15,7 @@ from electra_tf import export_saved_model
 from electra_tf.checkpoints import any_format
 from electra_tf.configs import model_dir as model_dir_lib
 from electra_tf.configs.pretraining import PretrainingConfig
+from tests.helpers.lock_holder import another_trainer_holding
 from tests.helpers.pretraining_data import pretrain_on_self_made_data
 from tests.helpers.pretraining_data import self_made_hparams
 
@@ -239,15 +237,9 @@ def test_a_rerun_may_not_change_the_architecture(trained_run, tmp_path, capsys):
   assert (model_dir / "config.json").read_bytes() == config_json
   assert sorted(os.listdir(model_dir)) == checkpoints
   # A second trainer while one is alive: one line naming it.
-  sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-  try:
-    lock = {"pid": sleeper.pid, "host": socket.gethostname(), "what": "run_pretraining m"}
-    (model_dir / run_lock.LOCK_FILE).write_text(json.dumps(lock))
+  with another_trainer_holding(model_dir / run_lock.LOCK_FILE, "run_pretraining m") as pid:
     assert _cli(data_dir, _hparams(num_train_steps=3)) == 2
-    assert f"in use by run_pretraining m (pid {sleeper.pid}" in capsys.readouterr().err
-  finally:
-    sleeper.kill()
-    sleeper.wait()
+    assert f"in use by run_pretraining m (pid {pid}" in capsys.readouterr().err
   # A run of an older version (no config.json) is checked against the checkpoint's shapes.
   os.rename(model_dir / "config.json", tmp_path / "config.json")
   wider = _hparams(num_train_steps=3, embedding_size=8)

@@ -18,6 +18,7 @@ from tests.helpers.finetuning_testdata import squad_json
 from tests.helpers.finetuning_testdata import tiny_hparams
 from tests.helpers.finetuning_testdata import tsv
 from tests.helpers.finetuning_testdata import write_task_file
+from tests.helpers.lock_holder import another_trainer_holding
 
 PAIRS = [
   ("the cat sat on the mat", "a cat is on a mat", "entailment"),
@@ -386,10 +387,6 @@ def test_a_pretraining_run_dir_gives_the_model_and_nothing_replaces_it(tmp_path,
   one line each (exit 2, config.json untouched); the trial's config.json
   is enough for `--hparams`, `export_saved_model --model task` and
   `from_checkpoint`."""
-  import socket
-  import subprocess
-  import sys
-
   import keras
 
   import electra_tf
@@ -435,14 +432,9 @@ def test_a_pretraining_run_dir_gives_the_model_and_nothing_replaces_it(tmp_path,
   explicit.update(model_hparam_overrides=dict(sizes, intermediate_size=64))
   refused(explicit, "encoder.num_attention_heads 2 → 4", str(trial))
   # A second trainer of the same tasks.
-  sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-  try:
-    lock = root / "models" / "m" / "finetuning_models" / "rte_model.lock"
-    lock.write_text(json.dumps({"pid": sleeper.pid, "host": socket.gethostname(), "what": "x"}))
-    refused(ft, f"pid {sleeper.pid}", "in use by")
-  finally:
-    sleeper.kill()
-    sleeper.wait()
+  lock = root / "models" / "m" / "finetuning_models" / "rte_model.lock"
+  with another_trainer_holding(lock, "x") as pid:
+    refused(ft, f"pid {pid}", "in use by")
   # The trial's config.json as --hparams: the same run (resumed at its end, evaluated again).
   assert main(str(trial / "config.json")) == 0
   assert not lock.exists()  # the stale lock was taken over, then released
