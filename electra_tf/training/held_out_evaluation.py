@@ -5,7 +5,8 @@ The original's `disc_auc` and `disc_accuracy` also count padding, and a
 number alone does not say whether the model learned anything. Here every
 metric is computed on real tokens only and paired with the baseline a model
 that learned nothing reaches (`METRIC_ROWS`), with the margin's standard
-error over the batches, so a difference within noise is not reported as a
+error over the batches (distinct batches: the held-out set is read once, never
+repeated), so a difference within noise is not reported as a
 gain (`verdict`, `format_against_baselines`).
 
 `real_token_metrics` measures a model on a dataset, `measure_against_baselines`
@@ -15,6 +16,7 @@ the newest checkpoint of a run, and `PeriodicEvaluation` a run as it trains
 
 import json
 import os
+import sys
 
 import keras
 import numpy as np
@@ -116,7 +118,7 @@ def metrics(targets, preds, labels, probs, unigram_id=None):
   }
 
 
-def real_token_metrics(model, dataset, num_batches):
+def real_token_metrics(model, dataset, num_batches, log=None):
   """Generator and discriminator on `num_batches` batches of `dataset`, on
   real tokens only (the original's `disc_auc` also counts padding), next to
   trivial baselines: the unigram generator (always the most frequent target
@@ -126,14 +128,22 @@ def real_token_metrics(model, dataset, num_batches):
   reported as a gain. The masking and sampling use a fixed seed, so repeated
   calls see the same corruption.
 
+  A dataset that ends before `num_batches` is measured to its end, each
+  batch once (a repeated example would shrink the standard errors without
+  adding evidence); `log` gets one line saying so. Give the held-out set
+  read once (`pretraining_run.make_eval_dataset`), not a repeating one.
+
   Args:
     model: an `ElectraPretrainer`.
     dataset: batches of pre-training features (the held-out shard).
-    num_batches: how many batches to use.
+    num_batches: how many batches to use at most.
+    log: a callable taking the one line about a dataset shorter than
+      `num_batches` (None: no line).
 
   Returns:
     A dict of pooled metrics, baselines, margins and their standard errors,
-    plus `real_tokens`, `masked_positions` and `num_batches`.
+    plus `real_tokens`, `masked_positions`, `num_batches` (measured) and
+    `num_examples`.
 
   Example:
     measured = real_token_metrics(model, eval_dataset, num_batches=20)
@@ -145,9 +155,18 @@ def real_token_metrics(model, dataset, num_batches):
     return pretraining_step.forward(model, features, training=False, seed=EVAL_SEED, step=index)
 
   batches = []
+  num_examples = 0
   for index, features in enumerate(dataset.take(num_batches)):
     out = {k: v.numpy() for k, v in forward(features, tf.constant(index)).items()}
     batches.append(batch_arrays(out))
+    num_examples += int(out["input_mask"].shape[0])
+  if not batches:
+    raise ValueError("held-out evaluation: the dataset holds no batches")
+  if len(batches) < num_batches and log is not None:
+    log(
+      f"held-out evaluation: {num_batches} batches asked, but the dataset ends after "
+      f"{len(batches)} ({num_examples} examples): measured each once"
+    )
   pooled = {k: np.concatenate([b[k] for b in batches]) for k in batches[0]}
   measured = metrics(**pooled)
   # The same unigram answer in every batch, so its per-batch accuracy is not
@@ -165,6 +184,7 @@ def real_token_metrics(model, dataset, num_batches):
     real_tokens=int(len(pooled["labels"])),
     masked_positions=int(len(pooled["targets"])),
     num_batches=len(batches),
+    num_examples=num_examples,
   )
   return measured
 
@@ -201,14 +221,21 @@ def format_against_baselines(measured):
   return lines
 
 
-def measure_against_baselines(config, num_batches=20):
+def _stderr_line(line):
+  print(line, file=sys.stderr, flush=True)
+
+
+def measure_against_baselines(config, num_batches=20, log=_stderr_line):
   """`real_token_metrics` of the latest checkpoint in `config.model_dir` on
-  the evaluation files of `config`, with its `global_step`."""
+  the evaluation files of `config` (read once: at most as many batches as
+  they hold; `log` gets one line when that is fewer than `num_batches`),
+  with its `global_step`."""
   strategy = distribution.setup_distribution(config)
   model = pretraining_run.build_pretrainer(config, strategy)
   manager = checkpointing.TrainingCheckpointManager(model, config.model_dir, chief=True)
   step = manager.restore_latest()
-  dataset = pretraining_run.make_dataset(config, is_training=False)
+  dataset, num_examples = pretraining_run.make_eval_dataset(config)
+  num_batches = pretraining_run.eval_steps(num_batches, num_examples, config.eval_batch_size, log)
   return {"global_step": step, **real_token_metrics(model, dataset, num_batches)}
 
 
@@ -241,8 +268,11 @@ class PeriodicEvaluation:
     self.every = every
     self.history_path = history_path
     self.history = load_history(history_path)
-    self.dataset = pretraining_run.make_dataset(eval_config, is_training=False)
-    self.num_batches = eval_config.num_eval_steps
+    self.dataset, num_examples = pretraining_run.make_eval_dataset(eval_config)
+    # Said once, not at every evaluation.
+    self.num_batches = pretraining_run.eval_steps(
+      eval_config.num_eval_steps, num_examples, eval_config.eval_batch_size, _stderr_line
+    )
     self.callback = _PeriodicCallback(self)
 
   def due(self, step, starting=False):

@@ -164,6 +164,52 @@ def make_dataset(config, is_training, start_batch=0, record_counts=None, files=N
   return dataset.with_options(options)
 
 
+def make_eval_dataset(config, files=None):
+  """`(dataset, num_examples)`: the held-out records of `files` (default:
+  hparam `pretrain_tfrecords`'s) read once, in file order, in batches of
+  `eval_batch_size` (the last one partial), and how many records they hold.
+  Nothing repeats, so a measurement counts every example at most once (the
+  original's eval pipeline repeats and shuffles, so asking for more batches
+  than the files hold counted examples again); `eval_steps` says how many
+  batches to take."""
+  files = _as_pretraining_files(
+    files if files is not None else pretrain_data.find_files(resolve_file_patterns(config))
+  )
+  counts = files.record_counts
+  if counts is None:
+    counts = record_check.check_tfrecord_files(files.files)
+  dataset = tf.data.TFRecordDataset(files.files).map(
+    lambda r: pretrain_data.decode_record(r, config.max_seq_length),
+    num_parallel_calls=tf.data.AUTOTUNE,
+  )
+  dataset = dataset.batch(config.eval_batch_size).prefetch(tf.data.AUTOTUNE)
+  options = tf.data.Options()
+  options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+  return dataset.with_options(options), int(sum(counts))
+
+
+def eval_steps(num_eval_steps, num_examples, batch_size, log=None):
+  """The batches one measurement takes: `num_eval_steps`, or every batch the
+  held-out set holds (`num_examples`, the last batch partial) when that is
+  fewer; then one line through `log` says so, with the examples measured.
+
+  >>> eval_steps(200, 151, 16, log=print)
+  held-out evaluation: num_eval_steps=200 batches of 16 (3200 examples) asked, but the held-out set holds 151 examples: measuring 10 batches, each of the 151 examples once
+  10
+  """
+  available = -(-int(num_examples) // int(batch_size))
+  if int(num_eval_steps) <= available:
+    return int(num_eval_steps)
+  if log is not None:
+    log(
+      f"held-out evaluation: num_eval_steps={num_eval_steps} batches of {batch_size} "
+      f"({int(num_eval_steps) * int(batch_size)} examples) asked, but the held-out set holds "
+      f"{num_examples} examples: measuring {available} batches, each of the {num_examples} "
+      "examples once"
+    )
+  return available
+
+
 def build_pretrainer(config, strategy):
   """Builds and compiles the pretrainer under `strategy`. With
   `init_checkpoint` (and no checkpoint in the model dir yet) the weights and
@@ -316,6 +362,7 @@ def train(config, strategy, files, callbacks=()):
 
 def evaluate(config, strategy, files):
   """Evaluates the newest checkpoint on `num_eval_steps` batches of `files`
+  (fewer where the files hold fewer: no example counts twice, `eval_steps`)
   under `strategy`, prints the metrics as the original does and writes the
   results files."""
   files = _as_pretraining_files(files)
@@ -334,12 +381,19 @@ def evaluate(config, strategy, files):
     )
     step = manager.restore_latest(lambda line: print(line, flush=True))
   print(f"Evaluating {manager.restored_checkpoint}", flush=True)
+  dataset, num_examples = make_eval_dataset(config, files)
+  steps = eval_steps(
+    config.num_eval_steps,
+    num_examples,
+    config.eval_batch_size,
+    lambda line: print(line, flush=True),
+  )
   results = model.evaluate(
-    make_dataset(config, is_training=False, files=files),
-    steps=config.num_eval_steps,
+    dataset,
+    steps=steps,
     verbose=0,
     return_dict=True,
-    callbacks=[training_callbacks.ETALogger(config.num_eval_steps, is_training=False)],
+    callbacks=[training_callbacks.ETALogger(steps, is_training=False)],
   )
   results = {k: float(v) for k, v in results.items()}
   results["global_step"] = step
