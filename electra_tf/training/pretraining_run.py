@@ -188,24 +188,44 @@ def make_eval_dataset(config, files=None):
   return dataset.with_options(options), int(sum(counts))
 
 
-def eval_steps(num_eval_steps, num_examples, batch_size, log=None):
+def eval_steps(num_eval_steps, num_examples, batch_size, log=None, workers=1):
   """The batches one measurement takes: `num_eval_steps`, or every batch the
   held-out set holds (`num_examples`, the last batch partial) when that is
   fewer; then one line through `log` says so, with the examples measured.
+  With several `workers` (each takes every n-th batch) the count is per
+  worker and only full batches every worker has are measured, so all
+  workers run the same steps.
 
   >>> eval_steps(200, 151, 16, log=print)
   held-out evaluation: num_eval_steps=200 batches of 16 (3200 examples) asked, but the held-out set holds 151 examples: measuring 10 batches, each of the 151 examples once
   10
+
+  Raises:
+    ValueError: with several workers, fewer examples than one full batch
+      for each.
   """
-  available = -(-int(num_examples) // int(batch_size))
-  if int(num_eval_steps) <= available:
-    return int(num_eval_steps)
+  num_eval_steps, num_examples, batch_size = int(num_eval_steps), int(num_examples), int(batch_size)
+  if workers > 1:
+    available = num_examples // batch_size // workers
+    if available == 0:
+      raise ValueError(
+        f"held-out evaluation: the held-out set holds {num_examples} examples, fewer than one "
+        f"batch of eval_batch_size={batch_size} for each of {workers} workers"
+      )
+    distinct = available * workers * batch_size
+    measured = (
+      f"{available} batches on each of {workers} workers, {distinct} distinct examples once"
+    )
+  else:
+    available = -(-num_examples // batch_size)
+    measured = f"{available} batches, each of the {num_examples} examples once"
+  if num_eval_steps <= available:
+    return num_eval_steps
   if log is not None:
     log(
       f"held-out evaluation: num_eval_steps={num_eval_steps} batches of {batch_size} "
-      f"({int(num_eval_steps) * int(batch_size)} examples) asked, but the held-out set holds "
-      f"{num_examples} examples: measuring {available} batches, each of the {num_examples} "
-      "examples once"
+      f"({num_eval_steps * batch_size} examples) asked, but the held-out set holds "
+      f"{num_examples} examples: measuring {measured}"
     )
   return available
 
@@ -387,6 +407,7 @@ def evaluate(config, strategy, files):
     num_examples,
     config.eval_batch_size,
     lambda line: print(line, flush=True),
+    workers=distribution.num_workers(strategy),
   )
   results = model.evaluate(
     dataset,

@@ -52,6 +52,13 @@ def test_eval_dataset_holds_each_example_once_and_says_so(tmp_path):
   assert sorted(seen) == sorted(expected)
   # Enough data: no line, the steps asked.
   assert pretraining_run.eval_steps(2, num_examples, 4, lines.append) == 2 and len(lines) == 1
+  assert pretraining_run.eval_steps(3, num_examples, 4, lines.append) == 3 and len(lines) == 1
+  # Several workers (each takes every n-th batch): full batches every one
+  # has, the same number on each.
+  assert pretraining_run.eval_steps(5, num_examples, 4, lines.append, workers=2) == 1
+  assert lines[-1].endswith("measuring 1 batches on each of 2 workers, 8 distinct examples once")
+  with pytest.raises(ValueError, match="fewer than one batch of eval_batch_size=8 for each of 2"):
+    pretraining_run.eval_steps(5, num_examples, 8, lines.append, workers=2)
   # The repeating training pipeline, asked the same, counts examples twice.
   repeating = pretraining_run.make_dataset(config, is_training=False)
   again = [tuple(r) for b in repeating.take(5) for r in b["input_ids"].numpy().tolist()]
