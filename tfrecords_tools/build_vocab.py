@@ -475,17 +475,25 @@ def unknown_shares(vocab_file, lines):
   return unknown, len(chars), unknown_tokens, tokens
 
 
-def unknown_report(vocab_file, lines):
+def unknown_report(vocab_file, lines, coverage=None):
   """Two lines: the share of the sample's distinct characters and of its
-  tokens that become [UNK] under the vocab in `vocab_file`."""
+  tokens that become [UNK] under the vocab in `vocab_file`; then, for a
+  SentencePiece `coverage` below 1.0 that left characters of a small
+  alphabet without a piece, a warning line (prefixed "warning: ")."""
   unknown, chars, unknown_tokens, tokens = unknown_shares(vocab_file, lines)
   example = f" (e.g. {' '.join(unknown[:8])})" if unknown else ""
-  return [
+  report = [
     f"[UNK] characters: {len(unknown)} of the {chars} distinct characters of a sample of "
     f"{len(lines)} corpus lines ({len(unknown) / max(chars, 1):.2%}) get no piece{example}",
     f"[UNK] tokens: {unknown_tokens} of the sample's {tokens} tokens "
     f"({unknown_tokens / max(tokens, 1):.2%})",
   ]
+  if coverage is not None and coverage < 1 and unknown and chars <= SMALL_ALPHABET_CHARS:
+    report.append(
+      f"warning: --character-coverage {coverage} left {len(unknown)} of a small alphabet's "
+      f"{chars} characters without a piece; 1.0 gives each one"
+    )
+  return report
 
 
 def wordpiece_settings(args, tokens):
@@ -625,8 +633,9 @@ def main(argv=None):
       f"Wrote a SentencePiece {args.model_type} model of {size} pieces to {args.output} "
       f"(settings: {vocab_lib.settings_path(args.output)})"
     )
-    for line in unknown_report(args.output, corpus_sample(args.corpus_dir, UNKNOWN_SAMPLE_CHARS)):
-      print(line)
+    sample = corpus_sample(args.corpus_dir, UNKNOWN_SAMPLE_CHARS)
+    for line in unknown_report(args.output, sample, args.character_coverage):
+      print(line, file=sys.stderr if line.startswith("warning: ") else sys.stdout)
     if size < args.vocab_size:
       print(
         f"warning: the model has {size} pieces, fewer than --vocab-size {args.vocab_size} "

@@ -53,7 +53,8 @@ def test_a_given_coverage_is_honoured_and_its_losses_reported(vietnamese, tmp_pa
   argv = ["--corpus-dir", str(corpus), "--vocab-size", "800", "--output", str(out)]
   argv += ["--model-type", "unigram", "--character-coverage", "0.9995"]
   assert build_vocab.main(argv) == 0
-  stdout = capsys.readouterr().out
+  captured = capsys.readouterr()
+  stdout = captured.out
   assert "character coverage 1.0" not in stdout
   assert json.loads((tmp_path / "vi.model.json").read_text())["character_coverage"] == 0.9995
   characters, tokens = _unknown_lines(stdout)
@@ -61,6 +62,8 @@ def test_a_given_coverage_is_honoured_and_its_losses_reported(vietnamese, tmp_pa
   lost = int(characters.split()[2])
   assert lost > 0 and "get no piece (e.g. " in characters, characters
   assert int(tokens.split()[2]) >= lost
+  warned = [line for line in captured.err.splitlines() if "--character-coverage 0.9995" in line]
+  assert len(warned) == 1 and "1.0 gives each one" in warned[0], captured.err
 
 
 def test_many_ideographs_keep_sentencepiece_coverage(tmp_path):
