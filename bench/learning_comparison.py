@@ -191,7 +191,12 @@ def table(rows):
 
 def markdown(comparison, runs, rows, header):
   """The report: one row per run at its last step, then the verdicts."""
-  lines = [header, "", "Each run at its last step, on the real tokens of 20 held-out batches:", ""]
+  final = runs[0]["final"] if runs else {}
+  # The held-out set is read once: fewer batches than asked where it is smaller.
+  held_out = f"{final.get('num_batches', FINAL_BATCHES)} held-out batches"
+  if "num_examples" in final:
+    held_out += f" ({final['num_examples']} distinct examples)"
+  lines = [header, "", f"Each run at its last step, on the real tokens of {held_out}:", ""]
   lines.append(
     f"| {comparison.variant_key} | seed | train s | s/step | "
     + " | ".join(title for _, _, title, _ in held_out_evaluation.METRIC_ROWS)
