@@ -63,7 +63,8 @@ def make_parser():
     "--do-lower-case",
     dest="do_lower_case",
     action="store_true",
-    help="Lower-case the input (default for a WordPiece vocab; a SentencePiece model: as built).",
+    help="Lower-case the input (default: as the vocab was built, its <vocab>.json; without one "
+    "on for a WordPiece vocab, off for a SentencePiece model).",
   )
   parser.add_argument(
     "--no-lower-case",
@@ -75,13 +76,14 @@ def make_parser():
     "--do-strip-accents",
     dest="strip_accents",
     action="store_true",
-    help="Strip accents (default for a WordPiece vocab, when lower-casing; a SentencePiece "
-    "model: as built).",
+    help="Strip accents (default: as the vocab was built, its <vocab>.json; without one on for "
+    "a WordPiece vocab, when lower-casing, off for a SentencePiece model).",
   )
   parser.add_argument(
     "--no-strip-accents", dest="strip_accents", action="store_false", help="Don't strip accents."
   )
-  # Unset: as the vocab was built (WordPiece: on; a SentencePiece model: its <model>.json).
+  # Unset: as the vocab was built (its <vocab>.json, else WordPiece: on, SentencePiece: off);
+  # a flag that contradicts that file is refused.
   parser.set_defaults(do_lower_case=None, strip_accents=None)
   parser.add_argument(
     "--seed",
