@@ -113,6 +113,7 @@ def test_demo_runs_every_stage(demo_run):
 
 # What each documented demo block leaves under the folder holding demo_output.
 DEMO_BLOCK_OUTPUTS = {
+  "readme-python-classifier": [],  # README's Python example: prints, writes nothing
   "build-data": [
     f"demo_output/pretrain_tfrecords_64/pretrain_data.tfrecord-{i}-of-8" for i in range(8)
   ],
@@ -149,7 +150,11 @@ DEMO_BLOCK_OUTPUTS = {
     "demo_output/serving/rte_portable/tokenizer.json",
   ],
   "serve-portable-runtimes": [],
-  "keras-pretraining-script": ["demo_output/models/keras_demo/model.ckpt-10.index"],
+  "keras-pretraining-script": [
+    "demo_output/models/keras_demo/model.ckpt-10.index",
+    "demo_output/models/keras_demo/config.json",
+  ],
+  "keras-script-export": ["demo_output/serving/keras_demo/1/saved_model.pb"],
 }
 
 
