@@ -9,6 +9,9 @@ Example:
   {'rte': {'dense'}}
 """
 
+import json
+import os
+
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints.layout import NO_DATA_DIR
 from electra_tf.checkpoints.layout import check_shapes
@@ -282,3 +285,91 @@ def load_official_finetuning_model(path, hparams=None):
     tensors,
     {"prefix": prefix, "layout": layout, "notes": notes, "hparams": used, "tasks": tasks},
   )
+
+
+# --- label names of a head, for publishing --------------------------------------
+
+
+def _mapping_labels(path):
+  """The tag names of a tagging task's label mapping (`{tag: id}` JSON), by id."""
+  with open(path, encoding="utf-8") as f:
+    mapping = json.load(f)
+  if not isinstance(mapping, dict) or sorted(mapping.values()) != list(range(len(mapping))):
+    raise ValueError(f"{path!r} is not a label mapping {{tag: id}} with ids 0..n-1")
+  return [tag for tag, _ in sorted(mapping.items(), key=lambda item: item[1])]
+
+
+def label_mapping_candidates(task, config=None, source=None):
+  """Where a tagging task's label mapping may be: the fine-tuning run's
+  feature cache (`config.preprocessed_data_dir`), and the cache beside a
+  trial dir `<model dir>/finetuning_models/<tasks>_model_<trial>` (its
+  `finetuning_tfrecords/<tasks>_tfrecords/`, debug variant included)."""
+  candidates = []
+  if config is not None:
+    prefix = "debug_" if config.debug else ""
+    candidates.append(
+      os.path.join(config.preprocessed_data_dir, f"{prefix}{task}_label_mapping.json")
+    )
+  if source:
+    trial = os.path.abspath(os.fspath(source))
+    if not os.path.isdir(trial):
+      trial = os.path.dirname(trial)
+    models, name = os.path.split(trial)
+    if os.path.basename(models) == "finetuning_models" and "_model" in name:
+      tasks = name[: name.rindex("_model")]
+      cache = os.path.join(os.path.dirname(models), "finetuning_tfrecords", tasks + "_tfrecords")
+      for suffix in ("", "-debug"):
+        for prefix in ("", "debug_"):
+          candidates.append(os.path.join(cache + suffix, f"{prefix}{task}_label_mapping.json"))
+  return candidates
+
+
+def head_type(head):
+  """The type (one of `TASK_TYPES`) of a head layer."""
+  if isinstance(head, QAHead):
+    return "qa"
+  if isinstance(head, TaggingHead):
+    return "tagging"
+  return "regression" if head.regression else "classification"
+
+
+def head_label_names(task, head_type, num_labels, given=None, config=None, source=None):
+  """The label names of a head, index = label id, for a published model.
+
+  From `given` (the user's list), else the task electra_tf defines
+  (`rte`: entailment, not_entailment; a regression task: its name), else a
+  tagging task's label mapping saved by its fine-tuning run
+  (`label_mapping_candidates`), else `LABEL_<i>` with a note.
+
+  Returns:
+    `(names, notes)`.
+  """
+  if given is not None:
+    if not isinstance(given, (list, tuple)) or len(given) != num_labels:
+      raise ValueError(
+        f"--hparams label_names for task {task!r}: {given!r}; expected a list of "
+        f"{num_labels} names (one per output, in label-id order)"
+      )
+    return [str(name) for name in given], []
+  if head_type == "qa":
+    return [], []
+  if head_type == "regression":
+    return [task], []
+  task_class = task_builder.TASK_CLASSES.get(task)
+  if head_type == "classification" and task_class is not None:
+    if issubclass(task_class, classification_tasks.ClassificationTask):
+      names = task_class(
+        FinetuningConfig("converted", NO_DATA_DIR, task_names=[task]), None
+      ).label_list
+      if len(names) == num_labels:
+        return list(names), []
+  if head_type == "tagging":
+    for path in label_mapping_candidates(task, config, source):
+      if os.path.isfile(path):
+        names = _mapping_labels(path)
+        if len(names) == num_labels:
+          return names, [f"label names from {path}"]
+  return [f"LABEL_{i}" for i in range(num_labels)], [
+    f"task {task}: label names unknown (named LABEL_0..LABEL_{num_labels - 1}); give them with "
+    f'--hparams \'{{"label_names": {{"{task}": [...]}}}}\''
+  ]

@@ -15,6 +15,13 @@ directory (safetensors) becomes a `.keras` discriminator or generator, whose
 official checkpoint (`convert_checkpoint --direction to-official`) then holds
 exactly the Hugging Face weights.
 
+A fine-tuned model's encoder and one task head (`task_part`) become
+`ElectraForSequenceClassification` (classification, regression: `num_labels`,
+`problem_type`, the labels in `id2label`) or `ElectraForTokenClassification`
+(tagging), computing electra_tf's logits (`sequence_classification_tensors`
+says how transformers' two-layer head is made to compute the original's
+one dense layer); QA heads have no transformers class and are refused.
+
 Hugging Face names are derived from the original's names
 (`electra_tf.models.official_names`) by one table, `_HF_NAME_TABLE`; PyTorch's
 `Linear` stores `[out, in]`, so every `kernel` is transposed.
@@ -37,6 +44,8 @@ import numpy as np
 
 from electra_tf.checkpoints import hf_sentencepiece_tokenizer
 from electra_tf.checkpoints import hf_tokenizer
+from electra_tf.finetune.classification.head import ClassificationHead
+from electra_tf.finetune.tagging.head import TaggingHead
 from electra_tf.layers.electra_embeddings import ElectraEmbeddings
 from electra_tf.models import official_names
 from electra_tf.models.electra_discriminator import ElectraDiscriminator
@@ -47,6 +56,9 @@ from electra_tf.utils.file_io import atomic_path
 PART_DISCRIMINATOR = "discriminator"
 PART_GENERATOR = "generator"
 ARCHITECTURES = {PART_DISCRIMINATOR: "ElectraForPreTraining", PART_GENERATOR: "ElectraForMaskedLM"}
+# transformers' classes of fine-tuned heads (`task_part`).
+SEQUENCE_CLASSIFICATION = "ElectraForSequenceClassification"
+TOKEN_CLASSIFICATION = "ElectraForTokenClassification"
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 VOCAB_FILE = "vocab.txt"
@@ -126,12 +138,22 @@ def hf_tensors(official_tensors):
 # -----------------------------------------------------------------------------
 
 ElectraPart = collections.namedtuple(
-  "ElectraPart", ["part", "bert_config", "embedding_size", "tensors", "not_converted", "notes"]
+  "ElectraPart",
+  ["part", "bert_config", "embedding_size", "tensors", "not_converted", "notes", "task_head"],
+  defaults=(None,),
 )
 ElectraPart.__doc__ = """A discriminator (with its head) or generator (with its
 MLM head) ready to publish: its `BertConfig` dict, the width of its
 embeddings, `{official name: float32 array}`, the source's entries left out
-and notes."""
+and notes; for a fine-tuned encoder (`task_part`) the `TaskHead` too."""
+
+TaskHead = collections.namedtuple(
+  "TaskHead", ["task", "architecture", "labels", "problem_type", "hf_tensors", "official_names"]
+)
+TaskHead.__doc__ = """A fine-tuned head as transformers holds it: the task's
+name, the transformers class, the label names (index = label id), the
+config's `problem_type`, `{hf name: array}` in PyTorch's layout, and the
+official names it came from."""
 
 
 def _numpy_tensors(name_map):
@@ -146,7 +168,8 @@ def discriminator_part(discriminator, not_converted=(), notes=()):
   if discriminator.head is None:
     raise ValueError(
       "the model's discriminator has no replaced-token-detection head (an encoder only, e.g. "
-      "from a fine-tuned checkpoint); ElectraForPreTraining needs it"
+      "from a fine-tuned checkpoint); ElectraForPreTraining needs it (a fine-tuned model "
+      "publishes with --part finetuned)"
     )
   name_map = official_names.discriminator_name_map(discriminator)
   width = discriminator.embeddings.embedding_size
@@ -210,6 +233,109 @@ def pretrainer_part(pretrainer, part, other_entries=(), notes=()):
   return result._replace(not_converted=left_out)
 
 
+def sequence_classification_tensors(kernel, bias):
+  """`ElectraForSequenceClassification`'s head computing electra_tf's logits.
+
+  electra_tf's (the original's) head is one dense layer on the `[CLS]` row:
+  `logits = h @ kernel + bias`. transformers' `ElectraClassificationHead`
+  computes `out_proj(gelu(dense(h)))`, with the GELU fixed in its code. Since
+  `gelu(u) - gelu(-u) = u` for every `u` (GELU is `u * P(u)` with
+  `P(u) + P(-u) = 1`, for the exact and the tanh GELU alike), `dense` writes
+  `h @ kernel` into its first `num_labels` units and `-(h @ kernel)` into
+  the next `num_labels` (the rest zero), and `out_proj` takes the difference
+  and adds `bias`: the same logits up to float rounding. It needs
+  `2 * num_labels <= hidden_size`.
+
+  Args:
+    kernel: `[H, num_labels]`; bias: `[num_labels]`.
+
+  Returns:
+    `{hf name: float32 array}` of `classifier.dense` and `classifier.out_proj`.
+
+  Example:
+  >>> import numpy as np
+  >>> t = sequence_classification_tensors(np.ones((4, 2)), np.zeros(2))
+  >>> t["classifier.dense.weight"].shape, t["classifier.out_proj.weight"].shape
+  ((4, 4), (2, 4))
+  """
+  kernel = np.asarray(kernel, np.float32)
+  hidden, num_labels = kernel.shape
+  if 2 * num_labels > hidden:
+    raise ValueError(
+      f"{num_labels} labels over hidden size {hidden}: {SEQUENCE_CLASSIFICATION} reproduces "
+      "electra_tf's one dense layer exactly only with 2 x num_labels <= hidden_size (its head "
+      "adds a hidden layer with a fixed GELU)"
+    )
+  dense = np.zeros((hidden, hidden), np.float32)  # PyTorch's [out, in]
+  dense[:num_labels] = kernel.T
+  dense[num_labels : 2 * num_labels] = -kernel.T
+  out_proj = np.zeros((num_labels, hidden), np.float32)
+  out_proj[:, :num_labels] = np.eye(num_labels, dtype=np.float32)
+  out_proj[:, num_labels : 2 * num_labels] = -np.eye(num_labels, dtype=np.float32)
+  return {
+    "classifier.dense.weight": dense,
+    "classifier.dense.bias": np.zeros((hidden,), np.float32),
+    "classifier.out_proj.weight": out_proj,
+    "classifier.out_proj.bias": np.asarray(bias, np.float32).copy(),
+  }
+
+
+def task_part(model, task, labels, notes=()):
+  """An `ElectraPart` of a fine-tuned model's encoder and one task head, for
+  `write_huggingface`.
+
+  Args:
+    model: a `FinetuningModel`.
+    task: the name of one of its heads: a classification or regression
+      head becomes `ElectraForSequenceClassification`, a tagging head
+      `ElectraForTokenClassification`.
+    labels: the label names, one per output (a regression head's one name).
+    notes: lines for the report.
+
+  Raises:
+    ValueError: a head transformers has no ELECTRA class for (QA), or label
+      names that do not match the head's outputs.
+  """
+  heads = {head.task_name: head for head in model.heads}
+  if task not in heads:
+    raise ValueError(f"task {task!r}: the model's heads are {sorted(heads)}")
+  head = heads[task]
+  if not isinstance(head, (ClassificationHead, TaggingHead)):
+    raise ValueError(
+      f"task {task!r} is a question-answering head: the joint start/end prediction (and "
+      "answerable classifier) of ELECTRA's QA head has no transformers class "
+      "(ElectraForQuestionAnswering predicts start and end independently)"
+    )
+  labels = [str(label) for label in labels]
+  if len(labels) != head.num_labels or len(set(labels)) != len(labels):
+    raise ValueError(
+      f"task {task!r}: {len(labels)} label names {labels} for a head of {head.num_labels} "
+      "outputs; expected one distinct name per output"
+    )
+  kernel = np.asarray(keras.ops.convert_to_numpy(head.dense.kernel), np.float32)
+  bias = np.asarray(keras.ops.convert_to_numpy(head.dense.bias), np.float32)
+  if isinstance(head, TaggingHead):
+    architecture, problem_type = TOKEN_CLASSIFICATION, None
+    hf = {"classifier.weight": np.ascontiguousarray(kernel.T), "classifier.bias": bias}
+  else:
+    architecture = SEQUENCE_CLASSIFICATION
+    problem_type = "regression" if head.regression else "single_label_classification"
+    hf = sequence_classification_tensors(kernel, bias)
+  encoder = model.encoder
+  name_map = official_names.discriminator_name_map(encoder, include_head=False)
+  head_names = sorted(official_names.task_head_names(task, head.dense_layers()))
+  others = [h for h in heads if h != task]
+  return ElectraPart(
+    PART_DISCRIMINATOR,
+    dict(encoder.bert_config),
+    encoder.embeddings.embedding_size,
+    _numpy_tensors(name_map),
+    [f"the heads of the other tasks {others}"] if others else [],
+    list(notes),
+    TaskHead(task, architecture, labels, problem_type, hf, head_names),
+  )
+
+
 # -----------------------------------------------------------------------------
 # electra_tf -> Hugging Face
 # -----------------------------------------------------------------------------
@@ -222,8 +348,9 @@ def hf_config(part, pad_token_id=0):
     raise ValueError(
       f"hidden_act {c['hidden_act']!r}: only the original's exact GELU ('gelu') is published"
     )
-  return {
-    "architectures": [ARCHITECTURES[part.part]],
+  head = part.task_head
+  config = {
+    "architectures": [head.architecture if head else ARCHITECTURES[part.part]],
     "model_type": "electra",
     "vocab_size": int(c["vocab_size"]),
     "embedding_size": int(part.embedding_size),
@@ -242,6 +369,13 @@ def hf_config(part, pad_token_id=0):
     "tie_word_embeddings": True,
     "dtype": "float32",
   }
+  if head is not None:
+    config["num_labels"] = len(head.labels)
+    config["id2label"] = {str(i): label for i, label in enumerate(head.labels)}
+    config["label2id"] = {label: i for i, label in enumerate(head.labels)}
+    if head.problem_type:
+      config["problem_type"] = head.problem_type
+  return config
 
 
 def read_vocab(vocab_file, vocab_size):
@@ -393,6 +527,10 @@ def write_huggingface(part, output_dir, vocab_file, do_lower_case=True, strip_ac
 
   config = hf_config(part, pad_token_id=pad_token_id)
   tensors = hf_tensors(part.tensors)
+  converted = sorted(part.tensors)
+  if part.task_head is not None:
+    tensors.update(part.task_head.hf_tensors)
+    converted += part.task_head.official_names
   if os.path.isdir(output_dir):
     os.rmdir(output_dir)  # empty: atomic_path renames a new directory into place
   with atomic_path(output_dir) as tmp:
@@ -403,7 +541,7 @@ def write_huggingface(part, output_dir, vocab_file, do_lower_case=True, strip_ac
   return {
     "output": output_dir,
     "architecture": config["architectures"][0],
-    "converted": sorted(part.tensors),
+    "converted": converted,
     "not_converted": list(part.not_converted),
     "notes": list(part.notes),
   }

@@ -245,11 +245,15 @@ def publish_finetuned(input_path, output_dir, to, hparams=None, vocab_file=None)
       f"in the run or next to --input {os.fspath(input_path)!r})"
     )
   keys = ("do_lower_case", "strip_accents")
-  if vocab_lib.vocab_kind(vocab_file) == vocab_lib.SENTENCEPIECE:
-    normalisation = vocab_lib.vocab_settings(vocab_file, vocab_lib.SENTENCEPIECE)
+  recorded = vocab_lib.normalisation_for_hparams(vocab_file, user)  # a settings file decides
+  if recorded is not None:
+    normalisation = dict(zip(keys, recorded))
   else:
-    normalisation = {k: bool(getattr(config, k, True)) for k in keys}
-  normalisation = {k: bool(user.get(k, normalisation[k])) for k in keys}
+    if vocab_lib.vocab_kind(vocab_file) == vocab_lib.SENTENCEPIECE:
+      normalisation = vocab_lib.vocab_settings(vocab_file, vocab_lib.SENTENCEPIECE)
+    else:
+      normalisation = {k: bool(getattr(config, k, True)) for k in keys}
+    normalisation = {k: bool(user.get(k, normalisation[k])) for k in keys}
   report = huggingface.write_huggingface(
     electra_part,
     output_dir,
