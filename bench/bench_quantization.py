@@ -33,7 +33,7 @@ import numpy as np
 from bench.common import FIXTURE_VOCAB
 from bench.common import main
 
-# The bound docs/serve.md states: int8's dev accuracy within one point of
+# The bound docs/benchmarks.md states: int8's dev accuracy within one point of
 # the float SavedModel's.
 BOUND_POINTS = 1.0
 SEQ = 32
