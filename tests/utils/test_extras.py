@@ -44,3 +44,22 @@ def test_builder_without_the_extra_exits_2_with_one_line(
   assert err.splitlines() == [err], err
   assert f"pip install 'electra_tf[{extra}]'" in err and f"{module} is not installed" in err
   assert not (tmp_path / "out").exists()
+
+
+def test_finetuning_from_tfds_without_the_extra_is_one_line(tmp_path, monkeypatch):
+  from electra_tf.configs.finetuning import FinetuningConfig
+  from electra_tf.training import finetuning_run
+
+  (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\n")
+  config = FinetuningConfig(
+    "m",
+    str(tmp_path),
+    data_source="tfds",
+    task_names=["sst"],
+    vocab_file=str(tmp_path / "vocab.txt"),
+  )
+  monkeypatch.setitem(sys.modules, "tensorflow_datasets", None)
+  with pytest.raises(
+    extras.MissingExtra, match=r"^hparam data_source=\"tfds\" needs the optional 'tfds' extra"
+  ):
+    finetuning_run.validate_inputs(config)
