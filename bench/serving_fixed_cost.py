@@ -1,0 +1,266 @@
+"""Where a short request's time goes in a loaded SavedModel: the floor of a
+signature call, TensorFlow's cost per executed op, the arithmetic, and what
+the executor's thread pools and Grappler change.
+
+For an ELECTRA-Small discriminator export (random init, fp32, as
+`electra_tf.serving.export` writes it and `tf.saved_model.load` reads it):
+
+- `serve_ids` on one request of 12 tokens and of 128 tokens (p50, p90);
+- the floor: a signature of the same kind that returns its input;
+- the cost of one executed op: a loaded signature running a chain of
+  `serve_ids`' executed-op count of dependent element-wise ops on one
+  float, minus the floor, divided by the count;
+- the arithmetic: the request's matmul FLOPs at this machine's fp32 GEMM
+  rate (an optimistic bound: small matmuls run below the peak rate);
+- `serve_ids` (12 tokens) again in fresh processes with one inter-op thread,
+  with one intra-op thread, and with Grappler's meta-optimizer off (op
+  count and time), to see what the thread pools and graph rewrites cost
+  or save.
+
+The last row splits the 12-token latency into floor + ops × per-op cost +
+arithmetic + the rest.
+
+  python -m bench.serving_fixed_cost [--quick] [--json out.json]
+"""
+
+import os
+import statistics
+import tempfile
+import time
+
+from bench.common import call_in_child
+from bench.common import main
+
+SEQ = 128
+SHORT_TOKENS = 12
+VOCAB = 30522
+
+
+def _time(call, warmup, repeats):
+  for _ in range(warmup):
+    call()
+  times = []
+  for _ in range(repeats):
+    start = time.perf_counter()
+    call()
+    times.append(time.perf_counter() - start)
+  ordered = sorted(times)
+  return {
+    "p50_ms": round(1000 * statistics.median(times), 3),
+    "p90_ms": round(1000 * ordered[int(0.9 * (len(ordered) - 1))], 3),
+  }
+
+
+def _ids(tokens):
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  ids = np.zeros((1, SEQ), "int32")
+  ids[0, :tokens] = [101] + [1000 + i for i in range(tokens - 2)] + [102]
+  return {
+    "input_ids": tf.constant(ids),
+    "input_mask": tf.constant((ids > 0).astype("int32")),
+    "segment_ids": tf.zeros_like(tf.constant(ids)),
+  }
+
+
+def time_serve_ids(export_dir, repeats, inter_op=None, intra_op=None, grappler=True):
+  """p50/p90 of `serve_ids` at 12 and 128 tokens and its executed-op count,
+  in this process with the given threads and Grappler setting (call first
+  thing in a fresh process: both must be set before TensorFlow runs)."""
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  from bench.graph_ops import op_types  # pylint: disable=g-import-not-at-top
+  from bench.graph_ops import summary  # pylint: disable=g-import-not-at-top
+
+  if inter_op:
+    tf.config.threading.set_inter_op_parallelism_threads(inter_op)
+  if intra_op:
+    tf.config.threading.set_intra_op_parallelism_threads(intra_op)
+  if not grappler:
+    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
+  from electra_tf.serving import loading  # pylint: disable=g-import-not-at-top
+
+  # Registers the tokenizer's TF Text ops before the graph is read.
+  serve = loading.load(export_dir).signatures["serve_ids"]
+  short, full = _ids(SHORT_TOKENS), _ids(SEQ)
+  ops = summary(op_types(lambda: serve(**short)))["executed"]
+  warmup = max(3, repeats // 10)
+  return {
+    "executed_ops": ops,
+    "short": _time(lambda: serve(**short), warmup, repeats),
+    "full": _time(lambda: serve(**full), warmup, repeats),
+  }
+
+
+def save_floor_and_chain(directory, ops):
+  """Writes two SavedModels: `floor` (returns its input) and `chain` (`ops`
+  dependent element-wise ops on one float). Loaded in another process, so
+  nothing of their tracing is shared with the timed calls."""
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  class Identity(tf.Module):
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32, name="x")])
+    def serve(self, x):
+      return {"output": tf.identity(x)}
+
+  class Chain(tf.Module):
+    @tf.function(
+      input_signature=[
+        tf.TensorSpec([1], tf.float32, name="x"),
+        tf.TensorSpec([1], tf.float32, name="y"),
+      ]
+    )
+    def serve(self, x, y):
+      # A multiplication between the sines: Grappler fuses a run of unary
+      # ops into one kernel, not this, so the executor runs `ops` kernels.
+      for i in range(ops):
+        x = tf.sin(x) if i % 2 else x * y
+      return {"output": x}
+
+  for name, module in (("floor", Identity()), ("chain", Chain())):
+    tf.saved_model.save(module, os.path.join(directory, name), signatures={"serve": module.serve})
+  return {}
+
+
+def time_loaded(path, repeats):
+  """p50/p90 and executed-op count of the `serve` signature at `path`
+  (written by `save_floor_and_chain`)."""
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  from bench.graph_ops import op_types  # pylint: disable=g-import-not-at-top
+  from bench.graph_ops import summary  # pylint: disable=g-import-not-at-top
+
+  serve = tf.saved_model.load(path).signatures["serve"]
+  specs = serve.structured_input_signature[1]
+  if "y" in specs:
+    args = {"x": tf.constant([0.5]), "y": tf.constant([0.999])}
+  else:
+    args = {"x": tf.zeros([1, SEQ], tf.int32)}
+  executed = summary(op_types(lambda: serve(**args)))["executed"]
+  return {"executed_ops": executed, **_time(lambda: serve(**args), max(3, repeats // 10), repeats)}
+
+
+def _export(directory, quick):
+  import keras  # pylint: disable=g-import-not-at-top
+
+  from bench.graph_ops import _size  # pylint: disable=g-import-not-at-top
+  from bench.graph_ops import _vocab_file  # pylint: disable=g-import-not-at-top
+  from electra_tf.configs.pretraining import PretrainingConfig  # pylint: disable=g-import-not-at-top
+  from electra_tf.models.electra_pretrainer import ElectraPretrainer  # pylint: disable=g-import-not-at-top
+  from electra_tf.serving import export as export_lib  # pylint: disable=g-import-not-at-top
+
+  keras.mixed_precision.set_global_policy("float32")
+  vocab_size = 2000 if quick else VOCAB
+  vocab_file = _vocab_file(directory, vocab_size)
+  config = PretrainingConfig(
+    "cost", directory, model_size="small", vocab_size=vocab_size, max_seq_length=SEQ, **_size(quick)
+  )
+  keras.utils.set_random_seed(0)
+  model = ElectraPretrainer.from_pretraining_config(config)
+  model.build()
+  path = export_lib.export(
+    model, "discriminator", vocab_file, os.path.join(directory, "export"), max_seq_length=SEQ
+  )
+  return path, model
+
+
+def _matmul_flops(model, tokens):
+  """Matmul FLOPs of the discriminator's forward on one request of `tokens`
+  tokens: each Dense kernel once per token, attention's two products."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+
+  flops = 0
+  for weight in model.discriminator.trainable_weights:
+    shape = tuple(weight.shape)
+    if len(shape) == 2 and "embeddings" not in weight.path:
+      flops += 2 * tokens * int(np.prod(shape))
+  config = model.discriminator.get_config()["bert_config"]
+  hidden, layers = config["hidden_size"], config["num_hidden_layers"]
+  flops += layers * 2 * 2 * tokens * tokens * hidden
+  return flops
+
+
+def run(quick=False):
+  repeats = 20 if quick else 200
+  rates = call_in_child("bench.bench_pretraining_step", "machine_rates")
+  machine = {k: v for k, v in rates.items() if k.endswith("_per_s")}
+  rows = []
+  with tempfile.TemporaryDirectory() as tmp:
+    path, model = _export(tmp, quick)
+    flops = _matmul_flops(model, SHORT_TOKENS)
+    default = call_in_child(MODULE, "time_serve_ids", export_dir=path, repeats=repeats)
+    ops = default["executed_ops"]
+    call_in_child(MODULE, "save_floor_and_chain", directory=tmp, ops=ops)
+    base = {
+      name: call_in_child(MODULE, "time_loaded", path=os.path.join(tmp, name), repeats=repeats)
+      for name in ("floor", "chain")
+    }
+    variants = {
+      "1 inter-op thread": {"inter_op": 1},
+      "1 intra-op thread": {"intra_op": 1},
+      "Grappler off": {"grappler": False},
+    }
+    measured = {"default": default}
+    for name, kwargs in variants.items():
+      measured[name] = call_in_child(
+        MODULE, "time_serve_ids", export_dir=path, repeats=repeats, **kwargs
+      )
+  for name, m in measured.items():
+    for length, tokens in (("short", SHORT_TOKENS), ("full", SEQ)):
+      rows.append(
+        dict(
+          name=f"serve_ids, 1 request of {tokens} tokens, {name}",
+          latency_ms=m[length]["p50_ms"],
+          latency_p90_ms=m[length]["p90_ms"],
+          executed_ops=m["executed_ops"],
+          **machine,
+        )
+      )
+  floor, chain = base["floor"], base["chain"]
+  per_op_us = 1000 * (chain["p50_ms"] - floor["p50_ms"]) / max(1, chain["executed_ops"])
+  rows.append(
+    dict(
+      name="loaded signature returning its input (the floor of a call)",
+      latency_ms=floor["p50_ms"],
+      latency_p90_ms=floor["p90_ms"],
+      executed_ops=floor["executed_ops"],
+      **machine,
+    )
+  )
+  rows.append(
+    dict(
+      name=f"loaded signature running {chain['executed_ops']} dependent element-wise ops",
+      latency_ms=chain["p50_ms"],
+      latency_p90_ms=chain["p90_ms"],
+      executed_ops=chain["executed_ops"],
+      per_op_us=round(per_op_us, 2),
+      **machine,
+    )
+  )
+  total = default["short"]["p50_ms"]
+  arithmetic_ms = 1000 * flops / (1e9 * machine["fp32_matmul_gflop_per_s"])
+  ops_ms = ops * per_op_us / 1000
+  rows.append(
+    dict(
+      name=f"serve_ids, {SHORT_TOKENS} tokens, split",
+      latency_ms=total,
+      floor_ms=floor["p50_ms"],
+      ops_ms=round(ops_ms, 3),
+      arithmetic_ms=round(arithmetic_ms, 3),
+      matmul_flops=flops,
+      rest_ms=round(total - floor["p50_ms"] - ops_ms - arithmetic_ms, 3),
+      executed_ops=ops,
+      **machine,
+    )
+  )
+  return rows
+
+
+MODULE = "bench.serving_fixed_cost"
+
+if __name__ == "__main__":
+  main(run, __doc__.split("\n\n")[0])
