@@ -118,7 +118,7 @@ def metrics(targets, preds, labels, probs, unigram_id=None):
   }
 
 
-def real_token_metrics(model, dataset, num_batches, log=None):
+def real_token_metrics(model, dataset, num_batches, log=None, passes=1):
   """Generator and discriminator on `num_batches` batches of `dataset`, on
   real tokens only (the original's `disc_auc` also counts padding), next to
   trivial baselines: the unigram generator (always the most frequent target
@@ -132,6 +132,10 @@ def real_token_metrics(model, dataset, num_batches, log=None):
   batch once (a repeated example would shrink the standard errors without
   adding evidence); `log` gets one line saying so. Give the held-out set
   read once (`pretraining_run.make_eval_dataset`), not a repeating one.
+  `passes` > 1 measures the same batches again with fresh masks and
+  samples, so the verdict rests less on one draw of masks; the standard
+  errors stay over the distinct batches (each batch's draws pooled), so
+  the extra passes never count as extra text.
 
   Args:
     model: an `ElectraPretrainer`.
@@ -139,11 +143,13 @@ def real_token_metrics(model, dataset, num_batches, log=None):
     num_batches: how many batches to use at most.
     log: a callable taking the one line about a dataset shorter than
       `num_batches` (None: no line).
+    passes: draws of masks over the same batches (the dataset must give
+      the same batches each time, as `make_eval_dataset`'s does).
 
   Returns:
     A dict of pooled metrics, baselines, margins and their standard errors,
-    plus `real_tokens`, `masked_positions`, `num_batches` (measured) and
-    `num_examples`.
+    plus `real_tokens`, `masked_positions` (all passes), `num_batches`
+    and `num_examples` (distinct) and `passes`.
 
   Example:
     measured = real_token_metrics(model, eval_dataset, num_batches=20)
@@ -154,19 +160,27 @@ def real_token_metrics(model, dataset, num_batches, log=None):
   def forward(features, index):
     return pretraining_step.forward(model, features, training=False, seed=EVAL_SEED, step=index)
 
-  batches = []
+  # One list of arrays per distinct batch; a further pass adds its draw to it.
+  draws = []
   num_examples = 0
-  for index, features in enumerate(dataset.take(num_batches)):
-    out = {k: v.numpy() for k, v in forward(features, tf.constant(index)).items()}
-    batches.append(batch_arrays(out))
-    num_examples += int(out["input_mask"].shape[0])
-  if not batches:
+  for pass_index in range(int(passes)):
+    for index, features in enumerate(dataset.take(num_batches)):
+      # Pass 0 keeps the seeds of one pass; later passes draw fresh masks.
+      step = tf.constant(pass_index * len(draws) + index if pass_index else index)
+      out = {k: v.numpy() for k, v in forward(features, step).items()}
+      if pass_index == 0:
+        draws.append([])
+        num_examples += int(out["input_mask"].shape[0])
+      draws[index].append(batch_arrays(out))
+  if not draws:
     raise ValueError("held-out evaluation: the dataset holds no batches")
-  if len(batches) < num_batches and log is not None:
+  if len(draws) < num_batches and log is not None:
     log(
       f"held-out evaluation: {num_batches} batches asked, but the dataset ends after "
-      f"{len(batches)} ({num_examples} examples): measured each once"
+      f"{len(draws)} ({num_examples} examples): measured each once"
+      + (f" per pass ({passes} passes with fresh masks)" if passes > 1 else "")
     )
+  batches = [{k: np.concatenate([d[k] for d in batch]) for k in batch[0]} for batch in draws]
   pooled = {k: np.concatenate([b[k] for b in batches]) for k in batches[0]}
   measured = metrics(**pooled)
   # The same unigram answer in every batch, so its per-batch accuracy is not
@@ -185,6 +199,7 @@ def real_token_metrics(model, dataset, num_batches, log=None):
     masked_positions=int(len(pooled["targets"])),
     num_batches=len(batches),
     num_examples=num_examples,
+    passes=int(passes),
   )
   return measured
 
@@ -225,18 +240,19 @@ def _stderr_line(line):
   print(line, file=sys.stderr, flush=True)
 
 
-def measure_against_baselines(config, num_batches=20, log=_stderr_line):
+def measure_against_baselines(config, num_batches=20, log=_stderr_line, passes=1):
   """`real_token_metrics` of the latest checkpoint in `config.model_dir` on
   the evaluation files of `config` (read once: at most as many batches as
-  they hold; `log` gets one line when that is fewer than `num_batches`),
-  with its `global_step`."""
+  they hold; `log` gets one line when that is fewer than `num_batches`;
+  `passes` draws of masks over them), with its `global_step`."""
   strategy = distribution.setup_distribution(config)
   model = pretraining_run.build_pretrainer(config, strategy)
   manager = checkpointing.TrainingCheckpointManager(model, config.model_dir, chief=True)
   step = manager.restore_latest()
   dataset, num_examples = pretraining_run.make_eval_dataset(config)
   num_batches = pretraining_run.eval_steps(num_batches, num_examples, config.eval_batch_size, log)
-  return {"global_step": step, **real_token_metrics(model, dataset, num_batches)}
+  measured = real_token_metrics(model, dataset, num_batches, passes=passes)
+  return {"global_step": step, **measured}
 
 
 def load_history(path):

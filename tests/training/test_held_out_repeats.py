@@ -81,6 +81,13 @@ def test_standard_errors_are_those_of_the_distinct_examples(tmp_path):
   assert finite, exact
   for key in keys:
     np.testing.assert_equal(asked_more[key], exact[key])
+  # Two passes (fresh masks over the same batches): twice the draws, the
+  # same 3 distinct batches and 10 examples behind the errors.
+  two = held_out_evaluation.real_token_metrics(model, dataset, 5, lines.append, passes=2)
+  assert (two["num_batches"], two["num_examples"], two["passes"]) == (3, NUM_EXAMPLES, 2)
+  assert two["real_tokens"] == 2 * exact["real_tokens"]
+  assert two["masked_positions"] > exact["masked_positions"]
+  assert lines[-1].endswith("measured each once per pass (2 passes with fresh masks)")
   # A repeating pipeline (the original's eval input) reuses examples and
   # reports other, smaller-looking errors for the same evidence.
   repeated = held_out_evaluation.real_token_metrics(
