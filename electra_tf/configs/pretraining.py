@@ -95,7 +95,9 @@ class PretrainingConfig(RuntimeHparams):
   )
   save_checkpoints_steps: int = hparam(1000, "Checkpoint period in steps.")
   num_train_steps: int = hparam(1000000, "Absolute step to train to (also the decay horizon).")
-  num_eval_steps: int = hparam(100, "Batches evaluated by `do_eval`.")
+  num_eval_steps: int = hparam(
+    100, "Batches evaluated by `do_eval`, at most the held-out set once (a shorter set says so)."
+  )
 
   # model size
   model_size: str = hparam("small", "`small`, `base` or `large` (size table of the original).")
