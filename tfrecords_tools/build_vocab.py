@@ -60,13 +60,15 @@ MAX_PIECE_CHARS = 10_000
 MAX_BATCH_CELLS = 1 << 22
 # SentencePiece's character coverage when --character-coverage is not given:
 # a corpus whose sample has at most SMALL_ALPHABET_CHARS distinct characters,
-# and no more than a quarter of --vocab-size, is written in small alphabets
+# and no more than an eighth of --vocab-size, is written in small alphabets
 # (Latin with diacritics, Cyrillic, Hangul syllables in everyday use,
 # Devanagari…): every character gets a piece (coverage 1.0), since each one
 # is a real letter and dropping 0.05% of them drops whole letters. Larger
 # alphabets (Chinese, Japanese) keep SentencePiece's 0.9995, which leaves
-# the rarest ideographs to [UNK] instead of spending pieces on them.
+# the rarest ideographs to [UNK] instead of spending pieces on them. So does a
+# toy vocab, where characters alone would take more than an eighth of the pieces.
 SMALL_ALPHABET_CHARS = 1000
+ALPHABET_SHARE_OF_VOCAB = 8
 SMALL_ALPHABET_COVERAGE = 1.0
 LARGE_ALPHABET_COVERAGE = 0.9995
 # Characters of the corpus's first lines read to count its alphabet.
@@ -440,7 +442,7 @@ def choose_character_coverage(lines, vocab_size):
   0.9995
   """
   alphabet = len({c for line in lines for c in line if not c.isspace()})
-  limit = min(SMALL_ALPHABET_CHARS, vocab_size // 4)
+  limit = min(SMALL_ALPHABET_CHARS, vocab_size // ALPHABET_SHARE_OF_VOCAB)
   if alphabet <= limit:
     return SMALL_ALPHABET_COVERAGE, (
       f"character coverage {SMALL_ALPHABET_COVERAGE}: the corpus has {alphabet} distinct "
@@ -576,7 +578,7 @@ def main(argv=None):
     default=None,
     type=float,
     help="SentencePiece: share of the characters covered by pieces (default: 1.0 when the "
-    f"corpus has at most {SMALL_ALPHABET_CHARS} distinct characters and a quarter of "
+    f"corpus has at most {SMALL_ALPHABET_CHARS} distinct characters and an eighth of "
     f"--vocab-size, else {LARGE_ALPHABET_COVERAGE}).",
   )
   parser.add_argument(

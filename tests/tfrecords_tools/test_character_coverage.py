@@ -36,7 +36,7 @@ def vietnamese(tmp_path_factory):
 def test_a_small_alphabet_gets_every_character(vietnamese, tmp_path, capsys):
   corpus, lines = vietnamese
   out = tmp_path / "vi.model"
-  argv = ["--corpus-dir", str(corpus), "--vocab-size", "800", "--output", str(out)]
+  argv = ["--corpus-dir", str(corpus), "--vocab-size", "1300", "--output", str(out)]
   assert build_vocab.main(argv + ["--model-type", "unigram"]) == 0
   stdout = capsys.readouterr().out
   alphabet = len({c for line in lines for c in line if not c.isspace()})
@@ -50,7 +50,7 @@ def test_a_small_alphabet_gets_every_character(vietnamese, tmp_path, capsys):
 def test_a_given_coverage_is_honoured_and_its_losses_reported(vietnamese, tmp_path, capsys):
   corpus, _ = vietnamese
   out = tmp_path / "vi.model"
-  argv = ["--corpus-dir", str(corpus), "--vocab-size", "800", "--output", str(out)]
+  argv = ["--corpus-dir", str(corpus), "--vocab-size", "1300", "--output", str(out)]
   argv += ["--model-type", "unigram", "--character-coverage", "0.9995"]
   assert build_vocab.main(argv) == 0
   captured = capsys.readouterr()
@@ -69,9 +69,10 @@ def test_a_given_coverage_is_honoured_and_its_losses_reported(vietnamese, tmp_pa
 def test_many_ideographs_keep_sentencepiece_coverage(tmp_path):
   _, lines = _corpus(tmp_path, "zh_Hans")
   alphabet = len({c for line in lines for c in line if not c.isspace()})
-  coverage, why = build_vocab.choose_character_coverage(lines, vocab_size=4 * alphabet - 4)
+  share = build_vocab.ALPHABET_SHARE_OF_VOCAB
+  coverage, why = build_vocab.choose_character_coverage(lines, share * alphabet - share)
   assert coverage == build_vocab.LARGE_ALPHABET_COVERAGE, why
-  assert build_vocab.choose_character_coverage(lines, 4 * alphabet)[0] == 1.0
+  assert build_vocab.choose_character_coverage(lines, share * alphabet)[0] == 1.0
   many = ["".join(chr(0x4E00 + i) for i in range(build_vocab.SMALL_ALPHABET_CHARS + 1))]
   assert build_vocab.choose_character_coverage(many, 10**6)[0] == 0.9995
 
