@@ -26,8 +26,9 @@ arithmetic + the rest.
 import os
 import statistics
 import tempfile
-import time
 
+from bench.bench_serving import _percentile
+from bench.bench_serving import _time_calls
 from bench.common import call_in_child
 from bench.common import main
 
@@ -37,17 +38,13 @@ VOCAB = 30522
 
 
 def _time(call, warmup, repeats):
-  for _ in range(warmup):
-    call()
-  times = []
-  for _ in range(repeats):
-    start = time.perf_counter()
-    call()
-    times.append(time.perf_counter() - start)
-  ordered = sorted(times)
+  """p50 and p90 of `repeats` calls after `warmup` unrecorded ones, as
+  bench_serving times its rows."""
+  _time_calls(call, warmup)
+  times = _time_calls(call, repeats)
   return {
     "p50_ms": round(1000 * statistics.median(times), 3),
-    "p90_ms": round(1000 * ordered[int(0.9 * (len(ordered) - 1))], 3),
+    "p90_ms": round(1000 * _percentile(times, 0.9), 3),
   }
 
 

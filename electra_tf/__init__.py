@@ -30,22 +30,22 @@ def _quiet_tensorflow_start_up():
   _os.environ[_QUIET_MARKER] = "1"
   _sys.stderr.flush()
   saved_stderr = _os.dup(2)
+  failed = True
   with _tempfile.TemporaryFile() as captured:
     _os.dup2(captured.fileno(), 2)
     try:
       import tensorflow  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
-    except BaseException:
-      _sys.stderr.flush()
-      _os.dup2(saved_stderr, 2)
-      captured.seek(0)
-      hidden = captured.read()
-      if hidden:
-        _os.write(2, hidden if hidden.endswith(b"\n") else hidden + b"\n")
-      raise
+
+      failed = False
     finally:
       _sys.stderr.flush()
       _os.dup2(saved_stderr, 2)
       _os.close(saved_stderr)
+      if failed:  # the import raised: show what it printed before the traceback
+        captured.seek(0)
+        hidden = captured.read()
+        if hidden:
+          _os.write(2, hidden if hidden.endswith(b"\n") else hidden + b"\n")
 
 
 _quiet_tensorflow_start_up()

@@ -165,8 +165,8 @@ def real_token_metrics(model, dataset, num_batches, log=None, passes=1):
   num_examples = 0
   for pass_index in range(int(passes)):
     for index, features in enumerate(dataset.take(num_batches)):
-      # Pass 0 keeps the seeds of one pass; later passes draw fresh masks.
-      step = tf.constant(pass_index * len(draws) + index if pass_index else index)
+      # Pass 0 uses the seeds of a single pass; each later pass draws fresh masks.
+      step = tf.constant(pass_index * len(draws) + index)
       out = {k: v.numpy() for k, v in forward(features, step).items()}
       if pass_index == 0:
         draws.append([])

@@ -531,16 +531,15 @@ def make_config(data_dir, model_name, hparams):
   `do_lower_case` from it unless the hparams set them."""
   user = load_hparams(hparams)
   config = PretrainingConfig(model_name, data_dir, **user)
-  if config.do_train:
-    return _with_vocab_settings(config, user)
-  existing = any_format.run_config(config.model_dir)
-  if existing is None:
-    # Past a damaged state file or newest checkpoint: the one evaluation will restore.
-    newest, _ = checkpoint_reader.newest_readable(config.model_dir)
-    existing = any_format.run_config(newest) if newest is not None else None
-  if existing is None or existing.get("kind") != model_dir_lib.KIND_PRETRAINING:
-    return _with_vocab_settings(config, user)
-  config = PretrainingConfig(model_name, data_dir, **model_dir_lib.model_hparams(existing, user))
+  if not config.do_train:
+    existing = any_format.run_config(config.model_dir)
+    if existing is None:
+      # Past a damaged state file or newest checkpoint: the one evaluation will restore.
+      newest, _ = checkpoint_reader.newest_readable(config.model_dir)
+      existing = any_format.run_config(newest) if newest is not None else None
+    if existing is not None and existing.get("kind") == model_dir_lib.KIND_PRETRAINING:
+      hparams = model_dir_lib.model_hparams(existing, user)
+      config = PretrainingConfig(model_name, data_dir, **hparams)
   return _with_vocab_settings(config, user)
 
 

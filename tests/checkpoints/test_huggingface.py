@@ -71,19 +71,7 @@ def _electra_tf_logits(pretrainer, feats, positions):
 
 
 def _hf_logits(directory, part, feats, positions):
-  transformers, torch = interop.require_transformers()
-  cls = getattr(transformers, huggingface.ARCHITECTURES[part])
-  model, info = cls.from_pretrained(directory, output_loading_info=True)
-  # Every stored tensor used, every parameter loaded.
-  assert not info["missing_keys"] and not info["unexpected_keys"], info
-  assert not info["mismatched_keys"], info
-  model.eval()
-  with torch.no_grad():
-    out = model(
-      input_ids=torch.tensor(feats["input_ids"].astype(np.int64)),
-      attention_mask=torch.tensor(feats["input_mask"].astype(np.int64)),
-      token_type_ids=torch.tensor(feats["segment_ids"].astype(np.int64)),
-    ).logits.numpy()
+  _, out = interop.transformers_logits(huggingface.ARCHITECTURES[part], directory, feats)
   if part == huggingface.PART_GENERATOR:
     out = np.take_along_axis(out, positions[:, :, None].astype(np.int64), axis=1)
   return out

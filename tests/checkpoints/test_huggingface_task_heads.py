@@ -70,18 +70,7 @@ def _electra_tf_logits(model, task, feats):
 
 
 def _hf(directory, class_name, feats):
-  transformers, torch = interop.require_transformers()
-  model, info = getattr(transformers, class_name).from_pretrained(
-    directory, output_loading_info=True
-  )
-  assert not any(info[k] for k in ("missing_keys", "unexpected_keys", "mismatched_keys")), info
-  model.eval()
-  with torch.no_grad():
-    logits = model(
-      input_ids=torch.tensor(feats["input_ids"].astype(np.int64)),
-      attention_mask=torch.tensor(feats["input_mask"].astype(np.int64)),
-      token_type_ids=torch.tensor(feats["segment_ids"].astype(np.int64)),
-    ).logits.numpy()
+  model, logits = interop.transformers_logits(class_name, directory, feats)
   return model.config, logits
 
 

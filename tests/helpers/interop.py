@@ -14,6 +14,25 @@ def require_transformers():
   return transformers, torch
 
 
+def transformers_logits(class_name, directory, feats):
+  """`(model, logits)` of transformers' `class_name` loaded from `directory`
+  on electra_tf's `feats`; fails unless every stored tensor is used and
+  every parameter loaded."""
+  transformers, torch = require_transformers()
+  model, info = getattr(transformers, class_name).from_pretrained(
+    directory, output_loading_info=True
+  )
+  assert not any(info[k] for k in ("missing_keys", "unexpected_keys", "mismatched_keys")), info
+  model.eval()
+  with torch.no_grad():
+    logits = model(
+      input_ids=torch.tensor(feats["input_ids"].astype(np.int64)),
+      attention_mask=torch.tensor(feats["input_mask"].astype(np.int64)),
+      token_type_ids=torch.tensor(feats["segment_ids"].astype(np.int64)),
+    ).logits.numpy()
+  return model, logits
+
+
 def features(vocab_size, batch=3, length=24, seed=0):
   """Random ids with `[CLS]`-like first tokens, two segments and padding."""
   rng = np.random.default_rng(seed)

@@ -128,19 +128,16 @@ def _default_vocab_file(input_path, hparams):
   return next((c for c in candidates if os.path.isfile(c)), None)
 
 
-def _vocab_normalisation(vocab_file, hparams):
-  """A vocab with a settings file (either kind), or a SentencePiece model,
-  had its text normalised as that file says (whatever a run's
-  WordPiece-minded defaults record). Hparams the user sets must agree with
-  a settings file (one-line `vocab.VocabSettingsConflict`); without one they
-  override a SentencePiece model's defaults."""
-  user = _publishing_hparams(hparams)
+def _vocab_normalisation(vocab_file, user, defaults):
+  """`{do_lower_case, strip_accents}` to publish `vocab_file`'s tokenizer
+  with: what its settings file says, which the user's hparams (`user`, a
+  dict) must agree with (one-line `vocab.VocabSettingsConflict`); without
+  one, the user's hparams over `defaults`."""
   keys = ("do_lower_case", "strip_accents")
   resolved = vocab_lib.normalisation_for_hparams(vocab_file, user)
   if resolved is not None:
     return dict(zip(keys, resolved))
-  settings = vocab_lib.vocab_settings(vocab_file, vocab_lib.SENTENCEPIECE)
-  return {k: bool(user[k]) if k in user else settings[k] for k in keys}
+  return {k: bool(user[k]) if k in user else bool(defaults[k]) for k in keys}
 
 
 def publish(input_path, output_dir, to, part=None, hparams=None, vocab_file=None):
@@ -165,7 +162,13 @@ def publish(input_path, output_dir, to, part=None, hparams=None, vocab_file=None
   sentencepiece = vocab_lib.vocab_kind(vocab_file) == vocab_lib.SENTENCEPIECE
   electra_part, normalisation, source = load_part_for_publishing(input_path, part, hparams)
   if sentencepiece or vocab_lib.has_recorded_settings(vocab_file):
-    normalisation = _vocab_normalisation(vocab_file, hparams)
+    # Its text was normalised as its settings say, whatever a run's WordPiece-minded
+    # defaults record.
+    normalisation = _vocab_normalisation(
+      vocab_file,
+      _publishing_hparams(hparams),
+      vocab_lib.vocab_settings(vocab_file, vocab_lib.SENTENCEPIECE),
+    )
   writer = (
     huggingface.write_huggingface if to == "huggingface" else keras_hub.write_keras_hub_preset
   )
@@ -244,16 +247,11 @@ def publish_finetuned(input_path, output_dir, to, hparams=None, vocab_file=None)
       f"--to {to}: give --vocab-file (the vocab the model was trained with; none in --hparams, "
       f"in the run or next to --input {os.fspath(input_path)!r})"
     )
-  keys = ("do_lower_case", "strip_accents")
-  recorded = vocab_lib.normalisation_for_hparams(vocab_file, user)  # a settings file decides
-  if recorded is not None:
-    normalisation = dict(zip(keys, recorded))
+  if vocab_lib.vocab_kind(vocab_file) == vocab_lib.SENTENCEPIECE:
+    defaults = vocab_lib.vocab_settings(vocab_file, vocab_lib.SENTENCEPIECE)
   else:
-    if vocab_lib.vocab_kind(vocab_file) == vocab_lib.SENTENCEPIECE:
-      normalisation = vocab_lib.vocab_settings(vocab_file, vocab_lib.SENTENCEPIECE)
-    else:
-      normalisation = {k: bool(getattr(config, k, True)) for k in keys}
-    normalisation = {k: bool(user.get(k, normalisation[k])) for k in keys}
+    defaults = {k: getattr(config, k, True) for k in ("do_lower_case", "strip_accents")}
+  normalisation = _vocab_normalisation(vocab_file, user, defaults)
   report = huggingface.write_huggingface(
     electra_part,
     output_dir,
