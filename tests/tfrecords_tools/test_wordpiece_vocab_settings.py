@@ -109,12 +109,14 @@ def test_every_reader_follows_the_settings_and_refuses_a_contradiction(vietnames
   with pytest.raises(conflict, match="^--no-lower-case contradicts"):
     export_lib.normalisation(None, str(vocab), no_lower_case=True)
   # Publishing.
-  assert publish._vocab_normalisation(str(vocab), None) == {  # pylint: disable=protected-access
+  # The settings file wins over the run's defaults (both True here).
+  run_defaults = {"do_lower_case": True, "strip_accents": True}
+  assert publish._vocab_normalisation(str(vocab), {}, run_defaults) == {  # pylint: disable=protected-access
     "do_lower_case": True,
     "strip_accents": False,
   }
   with pytest.raises(conflict, match="hparam strip_accents=true"):
-    publish._vocab_normalisation(str(vocab), {"strip_accents": True})  # pylint: disable=protected-access
+    publish._vocab_normalisation(str(vocab), {"strip_accents": True}, run_defaults)  # pylint: disable=protected-access
   # Every conflict message is one line.
   try:
     tokenizer_for(str(vocab), strip_accents=True)
