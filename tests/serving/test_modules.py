@@ -1,12 +1,13 @@
-"""The serving modules (`electra_tf.serving.modules`) checked in process,
-without a save: regression and tagging heads, and the Electric two-tower
-generator as a masked LM, against the Keras models they wrap."""
+"""The serving modules (`electra_tf.serving.modules`) checked in process:
+regression and tagging heads, and the Electric two-tower generator as a
+masked LM, against the Keras models they wrap; and what a save traces."""
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from electra_tf import serving
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.finetune.classification.head import ClassificationHead
 from electra_tf.finetune.tagging.head import TaggingHead
@@ -111,3 +112,28 @@ def test_electric_two_tower_generator_as_masked_lm(tmp_path):
   assert out["masked_lm_weights"][row, slot] == 1.0
   assert out["top_k_ids"][row, slot, 0] == full[row, position].argmax()
   assert logits_all.shape[-1] == len(VOCAB)
+
+
+def test_saving_traces_each_signature_once(tmp_path):
+  """An export traces its three signatures once each: the save reuses them
+  (it used to trace every tf.function of the module again), and the module
+  and the loaded SavedModel still answer `serve_ids` and the signatures."""
+  vocab_file = write_vocab(str(tmp_path))
+  model = tiny_finetuning_model([ClassificationHead("rte", 2, name="task_specific_rte")])
+  module = export_lib.build_serving_module(
+    model, "task", ElectraTokenizer(vocab_file=vocab_file), S, task="rte"
+  )
+  path = export_lib.save_module_at(module, str(tmp_path / "export" / "1"))
+  traced = {
+    name: getattr(type(module), name).__get__(module, type(module)).experimental_get_tracing_count()
+    for name in ("serve_text", "serve_ids", "serve_examples")
+  }
+  assert traced == {"serve_text": 1, "serve_ids": 1, "serve_examples": 1}
+  features = featurize(tokenization.FullTokenizer(vocab_file), TEXT_A, TEXT_B)
+  ids = {k: tf.constant(v) for k, v in features.items()}
+  in_memory = module.serve_ids(**ids)["logits"].numpy()
+  loaded = serving.load(path)
+  assert_close(loaded.serve_ids(**ids)["logits"].numpy(), in_memory, "attribute")
+  assert_close(loaded.signatures["serve_ids"](**ids)["logits"].numpy(), in_memory, "signature")
+  # A second call returns the same traced functions.
+  assert module.get_signatures()["serve_ids"] is module.serve_ids
