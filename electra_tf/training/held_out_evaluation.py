@@ -17,6 +17,7 @@ the newest checkpoint of a run, and `PeriodicEvaluation` a run as it trains
 import json
 import os
 import sys
+import weakref
 
 import keras
 import numpy as np
@@ -118,6 +119,27 @@ def metrics(targets, preds, labels, probs, unigram_id=None):
   }
 
 
+# One traced forward pass per model: periodic evaluations reuse it instead of
+# tracing the network again each time.
+_EVAL_FORWARD = weakref.WeakKeyDictionary()
+
+
+def _eval_forward(model):
+  """The model's traced evaluation forward pass (it holds the model weakly,
+  so the cache keeps no model alive)."""
+  if model not in _EVAL_FORWARD:
+    model_ref = weakref.ref(model)
+
+    @tf.function(reduce_retracing=True)
+    def forward(features, index):
+      return pretraining_step.forward(
+        model_ref(), features, training=False, seed=EVAL_SEED, step=index
+      )
+
+    _EVAL_FORWARD[model] = forward
+  return _EVAL_FORWARD[model]
+
+
 def real_token_metrics(model, dataset, num_batches, log=None, passes=1):
   """Generator and discriminator on `num_batches` batches of `dataset`, on
   real tokens only (the original's `disc_auc` also counts padding), next to
@@ -156,10 +178,7 @@ def real_token_metrics(model, dataset, num_batches, log=None, passes=1):
     print(measured["disc_auc_real_tokens"], measured["disc_auc_real_tokens_margin_se"])
   """
 
-  @tf.function
-  def forward(features, index):
-    return pretraining_step.forward(model, features, training=False, seed=EVAL_SEED, step=index)
-
+  forward = _eval_forward(model)
   # One list of arrays per distinct batch; a further pass adds its draw to it.
   draws = []
   num_examples = 0
