@@ -5,6 +5,13 @@ import pathlib
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+# Under xdist, each worker's TensorFlow (and every process it starts, which
+# inherits the variable) gets its share of the CPUs for intra-op threads:
+# by default each process spins one per CPU on cores the other worker is
+# using (on 2 CPUs with 2 workers, files ran about 20% faster with 1 each).
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+  _share = (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
+  os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(max(1, _share)))
 
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
