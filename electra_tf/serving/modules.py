@@ -69,7 +69,7 @@ SIGNATURE_EXAMPLES = "serve_examples"
 MASK_PLACEHOLDER = "[MASK]"
 SIGNATURES = (SIGNATURE_TEXT, SIGNATURE_IDS, SIGNATURE_EXAMPLES)
 # The module's tf.function behind each of SIGNATURES.
-_SIGNATURE_METHODS = ("serve_text", "serve_ids", "serve_examples")
+SIGNATURE_METHODS = ("serve_text", "serve_ids", "serve_examples")
 PACKED_KEYS = ("input_ids", "input_mask", "segment_ids")
 # What the QA head adds to the logits of positions that cannot hold an answer
 # (`finetune/qa/qa_tasks.py:QATask.get_prediction_module`); the fill of QA
@@ -243,7 +243,7 @@ class ElectraServingModule(tf.Module):
     # The class's tf.functions bound to this module (their traces are kept
     # per module), also once `_pin` below has shadowed them.
     serve_text, serve_ids, serve_examples = (
-      getattr(type(self), name).__get__(self, type(self)) for name in _SIGNATURE_METHODS
+      getattr(type(self), name).__get__(self, type(self)) for name in SIGNATURE_METHODS
     )
     signatures = {
       SIGNATURE_TEXT: serve_text.get_concrete_function(
@@ -268,7 +268,7 @@ class ElectraServingModule(tf.Module):
     `tf.function` it finds on a module once more (its cache misses under the
     save context), which made an export take half as long again; traced
     functions are saved as they are. They still take the same arguments."""
-    for name, key in zip(_SIGNATURE_METHODS, SIGNATURES):
+    for name, key in zip(SIGNATURE_METHODS, SIGNATURES):
       setattr(self, name, signatures[key])
 
 

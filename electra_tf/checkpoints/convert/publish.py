@@ -128,15 +128,20 @@ def _default_vocab_file(input_path, hparams):
   return next((c for c in candidates if os.path.isfile(c)), None)
 
 
-def _vocab_normalisation(vocab_file, user, defaults):
+def _vocab_normalisation(vocab_file, user, run_defaults):
   """`{do_lower_case, strip_accents}` to publish `vocab_file`'s tokenizer
   with: what its settings file says, which the user's hparams (`user`, a
   dict) must agree with (one-line `vocab.VocabSettingsConflict`); without
-  one, the user's hparams over `defaults`."""
+  one, the user's hparams over the defaults: a SentencePiece model's own
+  (its text was normalised as it says, whatever a run's WordPiece-minded
+  defaults record), else `run_defaults`."""
   keys = ("do_lower_case", "strip_accents")
   resolved = vocab_lib.normalisation_for_hparams(vocab_file, user)
   if resolved is not None:
     return dict(zip(keys, resolved))
+  defaults = run_defaults
+  if vocab_lib.vocab_kind(vocab_file) == vocab_lib.SENTENCEPIECE:
+    defaults = vocab_lib.vocab_settings(vocab_file, vocab_lib.SENTENCEPIECE)
   return {k: bool(user[k]) if k in user else bool(defaults[k]) for k in keys}
 
 
@@ -159,16 +164,8 @@ def publish(input_path, output_dir, to, part=None, hparams=None, vocab_file=None
       f"--to {to}: give --vocab-file (the vocab the model was trained with; none in --hparams, "
       f"next to --input {os.fspath(input_path)!r} or in its run's data dir)"
     )
-  sentencepiece = vocab_lib.vocab_kind(vocab_file) == vocab_lib.SENTENCEPIECE
   electra_part, normalisation, source = load_part_for_publishing(input_path, part, hparams)
-  if sentencepiece or vocab_lib.has_recorded_settings(vocab_file):
-    # Its text was normalised as its settings say, whatever a run's WordPiece-minded
-    # defaults record.
-    normalisation = _vocab_normalisation(
-      vocab_file,
-      _publishing_hparams(hparams),
-      vocab_lib.vocab_settings(vocab_file, vocab_lib.SENTENCEPIECE),
-    )
+  normalisation = _vocab_normalisation(vocab_file, _publishing_hparams(hparams), normalisation)
   writer = (
     huggingface.write_huggingface if to == "huggingface" else keras_hub.write_keras_hub_preset
   )
@@ -247,11 +244,8 @@ def publish_finetuned(input_path, output_dir, to, hparams=None, vocab_file=None)
       f"--to {to}: give --vocab-file (the vocab the model was trained with; none in --hparams, "
       f"in the run or next to --input {os.fspath(input_path)!r})"
     )
-  if vocab_lib.vocab_kind(vocab_file) == vocab_lib.SENTENCEPIECE:
-    defaults = vocab_lib.vocab_settings(vocab_file, vocab_lib.SENTENCEPIECE)
-  else:
-    defaults = {k: getattr(config, k, True) for k in ("do_lower_case", "strip_accents")}
-  normalisation = _vocab_normalisation(vocab_file, user, defaults)
+  run_defaults = {k: getattr(config, k, True) for k in ("do_lower_case", "strip_accents")}
+  normalisation = _vocab_normalisation(vocab_file, user, run_defaults)
   report = huggingface.write_huggingface(
     electra_part,
     output_dir,
