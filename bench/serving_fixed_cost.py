@@ -15,7 +15,11 @@ For an ELECTRA-Small discriminator export (random init, fp32, as
 - `serve_ids` (12 tokens) again in fresh processes with one inter-op thread,
   with one intra-op thread, and with Grappler's meta-optimizer off (op
   count and time), to see what the thread pools and graph rewrites cost
-  or save.
+  or save;
+- the kernels' own time by op type at 12 and 128 tokens, from TensorFlow's
+  profiler: what each op type's kernels spent per call, summed over the
+  intra-op threads (so the sum can exceed the wall time: two kernels run at
+  once on two cores).
 
 The last row splits the 12-token latency into floor + ops × per-op cost +
 arithmetic + the rest.
@@ -88,6 +92,69 @@ def time_serve_ids(export_dir, repeats, inter_op=None, intra_op=None, grappler=T
     "executed_ops": ops,
     "short": _time(lambda: serve(**short), warmup, repeats),
     "full": _time(lambda: serve(**full), warmup, repeats),
+  }
+
+
+# Profiler events on the executor's threads that wrap kernels rather than
+# being kernels (a node's whole run, a parallel shard, the done callback).
+PROFILE_WRAPPERS = ("Process", "ParallelFor", "ExecutorDoneCallback")
+
+
+def kernel_time(call, calls):
+  """Wall time and kernel time by op type of `call()`, from `tf.profiler`
+  traces of `calls` calls after as many unprofiled ones: `{"wall_ms",
+  "kernels_ms", "by_op": {op: {"us", "count"}}}`, per call, microseconds
+  summed over the executor's threads."""
+  import collections  # pylint: disable=g-import-not-at-top
+  import glob  # pylint: disable=g-import-not-at-top
+  import time  # pylint: disable=g-import-not-at-top
+
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=g-import-not-at-top
+
+  _time_calls(call, calls)
+  with tempfile.TemporaryDirectory() as logdir:
+    tf.profiler.experimental.start(logdir)
+    start = time.perf_counter()
+    for _ in range(calls):
+      call()
+    wall = (time.perf_counter() - start) / calls
+    tf.profiler.experimental.stop()
+    space = xplane_pb2.XSpace()
+    (trace,) = glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True)
+    with open(trace, "rb") as f:
+      space.ParseFromString(f.read())
+  micros, counts = collections.Counter(), collections.Counter()
+  for plane in space.planes:
+    for line in plane.lines:
+      if not line.name.startswith("tf_Compute"):  # the executor's threads
+        continue
+      for event in line.events:
+        op = plane.event_metadata[event.metadata_id].name.split(":")[-1]
+        if op not in PROFILE_WRAPPERS:
+          micros[op] += event.duration_ps / 1e6 / calls
+          counts[op] += 1 / calls
+  return {
+    "wall_ms": round(1000 * wall, 3),
+    "kernels_ms": round(sum(micros.values()) / 1000, 3),
+    "by_op": {
+      op: {"us": round(us, 1), "count": round(counts[op])} for op, us in micros.most_common()
+    },
+  }
+
+
+def kernel_time_by_op_type(export_dir, calls):
+  """`kernel_time` of `serve_ids` at 12 and 128 tokens: `{"by_length":
+  {tokens: ...}}`."""
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+  from electra_tf.serving import loading  # pylint: disable=g-import-not-at-top
+
+  serve = loading.load(export_dir).signatures["serve_ids"]
+  return {
+    "by_length": {
+      tokens: kernel_time(lambda a=_ids(tokens): serve(**a), calls)
+      for tokens in (SHORT_TOKENS, SEQ)
+    }
   }
 
 
@@ -206,6 +273,9 @@ def run(quick=False):
       measured[name] = call_in_child(
         MODULE, "time_serve_ids", export_dir=path, repeats=repeats, **kwargs
       )
+    profile = call_in_child(
+      MODULE, "kernel_time_by_op_type", export_dir=path, calls=max(5, repeats // 4)
+    )
   for name, m in measured.items():
     for length, tokens in (("short", SHORT_TOKENS), ("full", SEQ)):
       rows.append(
@@ -238,6 +308,19 @@ def run(quick=False):
       **machine,
     )
   )
+  for tokens, p in sorted(profile["by_length"].items(), key=lambda item: int(item[0])):
+    top = list(p["by_op"].items())[:PROFILE_TOP]
+    rest = sum(v["us"] for v in p["by_op"].values()) - sum(v["us"] for _, v in top)
+    rows.append(
+      dict(
+        name=f"serve_ids, {tokens} tokens, kernel time by op type (profiler, summed over threads)",
+        profiled_wall_ms=p["wall_ms"],
+        kernels_ms=p["kernels_ms"],
+        kernel_us={**{op: v["us"] for op, v in top}, "other": round(rest, 1)},
+        kernel_count={op: v["count"] for op, v in top},
+        **machine,
+      )
+    )
   total = default["short"]["p50_ms"]
   arithmetic_ms = 1000 * flops / (1e9 * machine["fp32_matmul_gflop_per_s"])
   ops_ms = ops * per_op_us / 1000
@@ -258,6 +341,7 @@ def run(quick=False):
 
 
 MODULE = "bench.serving_fixed_cost"
+PROFILE_TOP = 8
 
 if __name__ == "__main__":
   main(run, __doc__.split("\n\n")[0])
