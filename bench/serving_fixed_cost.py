@@ -16,6 +16,7 @@ For an ELECTRA-Small discriminator export (random init, fp32, as
   with one intra-op thread, and with Grappler's meta-optimizer off (op
   count and time), to see what the thread pools and graph rewrites cost
   or save;
+- the same export with `jit_compile=True` (`--jit-compile`), in the same run;
 - the kernels' own time by op type at 12 and 128 tokens, from TensorFlow's
   profiler: what each op type's kernels spent per call, summed over the
   intra-op threads (so the sum can exceed the wall time: two kernels run at
@@ -229,7 +230,15 @@ def _export(directory, quick):
   path = export_lib.export(
     model, "discriminator", vocab_file, os.path.join(directory, "export"), max_seq_length=SEQ
   )
-  return path, model
+  xla_path = export_lib.export(
+    model,
+    "discriminator",
+    vocab_file,
+    os.path.join(directory, "export_xla"),
+    max_seq_length=SEQ,
+    jit_compile=True,
+  )
+  return path, xla_path, model
 
 
 def _matmul_flops(model, tokens):
@@ -254,7 +263,7 @@ def run(quick=False):
   machine = {k: v for k, v in rates.items() if k.endswith("_per_s")}
   rows = []
   with tempfile.TemporaryDirectory() as tmp:
-    path, model = _export(tmp, quick)
+    path, xla_path, model = _export(tmp, quick)
     flops = _matmul_flops(model, SHORT_TOKENS)
     default = call_in_child(MODULE, "time_serve_ids", export_dir=path, repeats=repeats)
     ops = default["executed_ops"]
@@ -268,7 +277,12 @@ def run(quick=False):
       "1 intra-op thread": {"intra_op": 1},
       "Grappler off": {"grappler": False},
     }
-    measured = {"default": default}
+    measured = {
+      "default": default,
+      "XLA export (--jit-compile)": call_in_child(
+        MODULE, "time_serve_ids", export_dir=xla_path, repeats=repeats
+      ),
+    }
     for name, kwargs in variants.items():
       measured[name] = call_in_child(
         MODULE, "time_serve_ids", export_dir=path, repeats=repeats, **kwargs
