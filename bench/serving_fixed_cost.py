@@ -151,12 +151,11 @@ def kernel_time_by_op_type(export_dir, calls):
   from electra_tf.serving import loading  # pylint: disable=g-import-not-at-top
 
   serve = loading.load(export_dir).signatures["serve_ids"]
-  return {
-    "by_length": {
-      tokens: kernel_time(lambda a=_ids(tokens): serve(**a), calls)
-      for tokens in (SHORT_TOKENS, SEQ)
-    }
-  }
+  by_length = {}
+  for tokens in (SHORT_TOKENS, SEQ):
+    request = _ids(tokens)
+    by_length[tokens] = kernel_time(lambda request=request: serve(**request), calls)
+  return {"by_length": by_length}
 
 
 def save_floor_and_chain(directory, ops):
