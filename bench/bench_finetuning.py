@@ -45,7 +45,7 @@ quick run uses batch 4 × 32, vocab 2,000, for every row including the peer's.
   published figure.
 
 One shape instead of all rows (the SQuAD `fit` step, on a GPU in
-`mixed_float16` with XLA, on a CPU in float32):
+`mixed_float16` with XLA, on a CPU in float32; `--precision` picks another policy):
 
   python -m bench.bench_finetuning --model-size base --seq-length 384 --batch 32
 
@@ -260,15 +260,15 @@ def _shaped_row(row, shape, steps, repeats, machine, vocab=VOCAB):
   }
 
 
-def run_shape(model_size, seq_length, batch, quick=False):
+def run_shape(model_size, seq_length, batch, quick=False, precision=None):
   """The SQuAD `fit` step at one shape given on the command line: on a GPU in
-  `mixed_float16` with XLA (NVIDIA's setting), on a CPU in float32."""
+  `mixed_float16` with XLA (NVIDIA's setting), on a CPU in float32, unless `precision` names another policy."""
   rates = call_in_child("bench.bench_pretraining_step", "machine_rates")
   machine = {k: v for k, v in rates.items() if k.endswith("_per_s")}
   gpu = rates["gpus"] > 0
   row = {
     "task_name": "squad",
-    "precision": "mixed_float16" if gpu else "float32",
+    "precision": precision or ("mixed_float16" if gpu else "float32"),
     "jit_compile": gpu,
     "published": "(shape given on the command line)",
   }
@@ -285,9 +285,9 @@ def _peer_missing():
   return None
 
 
-def run(quick=False, model_size=None, seq_length=None, batch=None):
+def run(quick=False, model_size=None, seq_length=None, batch=None, precision=None):
   if model_size or seq_length or batch:
-    return run_shape(model_size or "small", seq_length or SEQ, batch or BATCH, quick)
+    return run_shape(model_size or "small", seq_length or SEQ, batch or BATCH, quick, precision)
   batch, seq, vocab = (4, 32, 2000) if quick else (BATCH, SEQ, VOCAB)
   steps, repeats = (2, 1) if quick else (10, 3)
   peer_warmup, peer_measured = (1, 2) if quick else (2, 5)

@@ -50,7 +50,7 @@ row naming the GPU model next to the published figure; a `--quick` run on a
 CPU runs them at a smoke size; a full CPU run skips them with a row saying so.
 
 One shape instead of all rows (the `fit` step, on a GPU in `mixed_float16`
-with XLA, on a CPU in float32):
+with XLA, on a CPU in float32; `--precision` picks another policy):
 
   python -m bench.bench_pretraining_step --model-size base --seq-length 512 --batch 24
 
@@ -501,15 +501,15 @@ def _shaped_row(row, shape, steps, machine, vocab_size=VOCABS[1]):
   }
 
 
-def run_shape(model_size, seq_length, batch, quick=False):
+def run_shape(model_size, seq_length, batch, quick=False, precision=None):
   """The `fit` step at one shape given on the command line: on a GPU in
-  `mixed_float16` with XLA (the peers' setting), on a CPU in float32."""
+  `mixed_float16` with XLA (the peers' setting), on a CPU in float32, unless `precision` names another policy."""
   module = "bench.bench_pretraining_step"
   rates = call_in_child(module, "machine_rates")
   machine = {k: v for k, v in rates.items() if k.endswith("_per_s")}
   gpu = rates["gpus"] > 0
   row = {
-    "precision": "mixed_float16" if gpu else "float32",
+    "precision": precision or ("mixed_float16" if gpu else "float32"),
     "jit_compile": gpu,
     "published": "(shape given on the command line)",
   }
@@ -517,10 +517,10 @@ def run_shape(model_size, seq_length, batch, quick=False):
   return [_shaped_row(row, shape, (1, 2) if quick else (5, 20), machine)]
 
 
-def run(quick=False, model_size=None, seq_length=None, batch=None):
+def run(quick=False, model_size=None, seq_length=None, batch=None, precision=None):
   module = "bench.bench_pretraining_step"
   if model_size or seq_length or batch:
-    return run_shape(model_size or "small", seq_length or SEQ, batch or BATCH, quick)
+    return run_shape(model_size or "small", seq_length or SEQ, batch or BATCH, quick, precision)
   rates = call_in_child(module, "machine_rates")
   rates.pop("peak_rss_mb", None)
   machine = {k: v for k, v in rates.items() if k.endswith("_per_s")}

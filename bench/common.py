@@ -122,6 +122,12 @@ def main(run, description):
   shape.add_argument("--model-size", choices=("small", "base", "large"))
   shape.add_argument("--seq-length", type=int)
   shape.add_argument("--batch", type=int, help="global batch")
+  shape.add_argument(
+    "--precision",
+    choices=("float32", "mixed_float16", "mixed_bfloat16"),
+    help="the Keras dtype policy of the one shape (default: mixed_float16 with XLA on a GPU, "
+    "float32 on a CPU)",
+  )
   args = parser.parse_args()
   sized = {
     k: v
@@ -129,13 +135,16 @@ def main(run, description):
       ("model_size", args.model_size),
       ("seq_length", args.seq_length),
       ("batch", args.batch),
+      ("precision", args.precision),
     )
     if v is not None
   }
+  if args.precision and not {"model_size", "seq_length", "batch"} & sized.keys():
+    parser.error("--precision applies to one shape: give --model-size, --seq-length or --batch")
   for name, value in sized.items():
     if name not in inspect.signature(run).parameters:
       parser.error(f"--{name.replace('_', '-')} is not an option of this benchmark")
-    if name != "model_size" and value < 1:
+    if name not in ("model_size", "precision") and value < 1:
       parser.error(f"--{name.replace('_', '-')}={value}; expected a positive integer")
   start = time.time()
   rows = run(quick=args.quick, **sized)

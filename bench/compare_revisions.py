@@ -14,6 +14,10 @@ are the revision's own. The order alternates (before, after; then after,
 before for the next benchmark) so a machine that slows down over the run
 does not favour one side. Rows are matched by `name`; the report is
 `<report-dir>/<report>.{json,md}`.
+
+`--bench-code after` runs the after revision's `bench/` on both sides (the
+before tree gets it checked out over its own), for a benchmark option the
+before revision did not have yet; the library measured is still each side's.
 """
 
 import argparse
@@ -108,6 +112,8 @@ def to_markdown(report):
     f"{', '.join(rates) or 'not recorded'} GFLOP/s. Ratio: before/after for latencies, "
     "after/before for rates (above 1: the after revision is faster).",
   ]
+  if report.get("bench_code"):
+    lines[-1] += f" Benchmark code: {report['bench_code']}."
   return "\n".join(lines) + "\n"
 
 
@@ -121,6 +127,12 @@ def main(argv=None):
     required=True,
     help="a benchmark module of bench/ with its arguments, e.g. 'bench_serving --quick'",
   )
+  parser.add_argument(
+    "--bench-code",
+    choices=("own", "after"),
+    default="own",
+    help="whose bench/ runs on the before side: its own, or the after revision's",
+  )
   parser.add_argument("--report", required=True, help="report name: <report>.{json,md}")
   parser.add_argument("--report-dir", default=REPORT_DIR)
   args = parser.parse_args(argv)
@@ -133,6 +145,13 @@ def main(argv=None):
       subprocess.run(
         ["git", "worktree", "add", "--detach", trees[side], sha],
         cwd=REPO_ROOT,
+        check=True,
+        capture_output=True,
+      )
+    if args.bench_code == "after":
+      subprocess.run(
+        ["git", "checkout", after, "--", "bench"],
+        cwd=trees["before"],
         check=True,
         capture_output=True,
       )
@@ -152,6 +171,9 @@ def main(argv=None):
     "before": before,
     "after": after,
     "benchmarks": args.benchmark,
+    "bench_code": "after revision's on both sides"
+    if args.bench_code == "after"
+    else "each side's own",
     "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     "machine": machine_description(),
     "rows": rows,

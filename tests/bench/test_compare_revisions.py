@@ -33,7 +33,9 @@ def test_rows_are_matched_by_name_and_ratios_say_how_many_times_better():
   text = compare_revisions.to_markdown(report)
   assert "| a | latency_ms | 40.0 | 20.0 | 2.0 |" in text
   assert "| b | examples_per_s | 100.0 | 150.0 | 1.5 |" in text
-  assert "90, 95 GFLOP/s" in text
+  assert "90, 95 GFLOP/s" in text and "Benchmark code" not in text
+  report["bench_code"] = "after revision's on both sides"
+  assert "Benchmark code: after revision's on both sides." in compare_revisions.to_markdown(report)
 
 
 def test_an_unknown_revision_is_one_line():

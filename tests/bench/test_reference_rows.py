@@ -32,6 +32,11 @@ def test_a_gpu_runs_the_published_shapes_and_a_quick_cpu_run_shrinks_them():
     ("bench.bench_tokenizer", ["--model-size", "base"], "--model-size is not an option"),
     ("bench.bench_finetuning", ["--batch", "0"], "--batch=0; expected a positive integer"),
     ("bench.bench_pretraining_step", ["--model-size", "huge"], "invalid choice: 'huge'"),
+    (
+      "bench.bench_finetuning",
+      ["--precision", "mixed_bfloat16"],
+      "--precision applies to one shape",
+    ),
   ],
 )
 def test_shape_options_are_checked_before_any_work(module, args, expected):
