@@ -139,13 +139,18 @@ class ElectraTransformerLayer(keras.layers.Layer):
     if training and self.fused_training_kernels:
       return self._fused_call(x, attention_mask_adder, batch, seq)
     first_example = replicas.replica_first_example(batch)
-    q, k, v = self._split_heads(
-      tf.nn.bias_add(
-        self._matmul(x, self._qkv_kernel()), ops.cast(self._qkv_bias(), self.compute_dtype)
-      ),
-      batch,
-      seq,
-    )
+    if layer_utils.qkv_projections_are_separate():
+      q, k, v = (
+        self._projected_heads(x, p, batch, seq) for p in (self.query, self.key, self.value)
+      )
+    else:
+      q, k, v = self._split_heads(
+        tf.nn.bias_add(
+          self._matmul(x, self._qkv_kernel()), ops.cast(self._qkv_bias(), self.compute_dtype)
+        ),
+        batch,
+        seq,
+      )
     scores = tf.matmul(q, k, transpose_b=True)  # no explicit transpose of K
     scores = ops.cast(scores, "float32") * (1.0 / math.sqrt(float(self.head_size)))
     if attention_mask_adder is not None:
@@ -199,6 +204,16 @@ class ElectraTransformerLayer(keras.layers.Layer):
     one transpose, one unstack."""
     x = ops.reshape(qkv, (batch, seq, 3, self.num_attention_heads, self.head_size))
     return tf.unstack(ops.transpose(x, (2, 0, 3, 1, 4)))  # [3, B, A, S, d]
+
+  def _projected_heads(self, x, dense, batch, seq):
+    """One projection of `[B·S, H]` `x` by its own `dense` kernel, as
+    `[B, A, S, d]` (`layer_utils.separate_qkv_projections`)."""
+    y = tf.nn.bias_add(
+      self._matmul(x, dense.kernel),
+      ops.cast(layer_utils.float32_value(dense.bias), self.compute_dtype),
+    )
+    y = ops.reshape(y, (batch, seq, self.num_attention_heads, self.head_size))
+    return ops.transpose(y, (0, 2, 1, 3))
 
   def _fused_call(self, x, attention_mask_adder, batch, seq):
     """The training path with the bias/activation/dropout/residual/LayerNorm

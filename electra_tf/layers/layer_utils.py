@@ -1,6 +1,9 @@
 """Small helpers shared by the layers: the original's initializers, LayerNorm,
 activations, attention-mask construction and replica-aware dropout."""
 
+import contextlib
+import contextvars
+
 import keras
 from keras import ops
 import tensorflow as tf
@@ -13,6 +16,38 @@ from electra_tf.utils import keras_compat
 ATTENTION_MASK_ADDER = -10000.0
 LAYER_NORM_EPSILON = 1e-12
 ATTENTION_DIRECTIONS = ("bidirectional", "ltr", "rtl")
+
+_SEPARATE_QKV_PROJECTIONS = contextvars.ContextVar("separate_qkv_projections", default=False)
+
+
+@contextlib.contextmanager
+def separate_qkv_projections():
+  """Attention layers traced inside it for inference project query, key and
+  value with three matmuls instead of one on their joined kernels.
+
+  Joining the kernels copies them on every call (they are variables, not
+  constants, so neither Grappler nor XLA folds the join). Without XLA that
+  copy runs beside the matmuls and the one wide matmul wins on batches; in an
+  XLA cluster it sits on a short request's critical path. The serving
+  modules trace their XLA-compiled network inside this.
+
+  Example:
+  >>> with separate_qkv_projections():
+  ...   print(qkv_projections_are_separate())
+  True
+  >>> qkv_projections_are_separate()
+  False
+  """
+  token = _SEPARATE_QKV_PROJECTIONS.set(True)
+  try:
+    yield
+  finally:
+    _SEPARATE_QKV_PROJECTIONS.reset(token)
+
+
+def qkv_projections_are_separate():
+  """Whether `separate_qkv_projections` is active."""
+  return _SEPARATE_QKV_PROJECTIONS.get()
 
 
 def truncated_normal(stddev):

@@ -60,6 +60,7 @@ from electra_tf.finetune import text_preprocessor
 from electra_tf.finetune.classification.head import ClassificationHead
 from electra_tf.finetune.qa.head import QAHead
 from electra_tf.finetune.tagging.head import TaggingHead
+from electra_tf.layers import layer_utils
 
 SIGNATURE_TEXT = "serving_default"
 SIGNATURE_IDS = "serve_ids"
@@ -162,7 +163,9 @@ class ElectraServingModule(tf.Module):
     """
     if not self.jit_compile:
       return network(*args)
-    return tf.function(network, jit_compile=True, autograph=False)(*args)
+    # Traced here, so inside the context: see `separate_qkv_projections`.
+    with layer_utils.separate_qkv_projections():
+      return tf.function(network, jit_compile=True, autograph=False)(*args)
 
   def trim(self, features, length):
     """Features cut to their first `length` positions."""

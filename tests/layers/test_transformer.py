@@ -1,9 +1,11 @@
 """ElectraTransformerLayer and ElectraEncoder against a NumPy BERT block."""
 
+import collections
 import math
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from electra_tf.layers import ElectraEncoder
 from electra_tf.layers import ElectraTransformerLayer
@@ -94,6 +96,27 @@ def test_transformer_layer_matches_numpy_bert_block():
   mask3d = np.ones((B, S, S), np.float32) * MASK[:, None, :]
   np.testing.assert_allclose(got, _numpy_block(layer, HIDDEN.astype(np.float64), mask3d), atol=2e-5)
   assert layer.attention_layer_norm.epsilon == 1e-12
+
+
+def test_separate_qkv_projections_drop_the_kernel_join_and_keep_the_numbers():
+  layer = ElectraTransformerLayer(**LAYER_INIT)
+  layer.build()
+  _randomize(layer)
+  adder = layer_utils.attention_mask_adder(MASK)
+
+  def traced():
+    function = tf.function(lambda x, a: layer(x, a, training=False))
+    concrete = function.get_concrete_function(tf.constant(HIDDEN), adder)
+    counts = collections.Counter(op.type for op in concrete.graph.get_operations())
+    return np.asarray(concrete(tf.constant(HIDDEN), adder)), counts
+
+  joined, joined_ops = traced()
+  with layer_utils.separate_qkv_projections():
+    separate, separate_ops = traced()
+  assert not layer_utils.qkv_projections_are_separate()  # the context is undone
+  assert joined_ops["ConcatV2"] == 2 and separate_ops["ConcatV2"] == 0  # kernels and biases
+  assert separate_ops["MatMul"] == joined_ops["MatMul"] + 2
+  np.testing.assert_allclose(separate, joined, atol=1e-5)
 
 
 def test_kernel_shapes_are_in_out():

@@ -206,6 +206,11 @@ def test_jit_compile_compiles_the_network_and_nothing_else(networks, name):
     # One compiled function per signature: the network on the trimmed inputs;
     # tokenizing, parsing and the length stay outside (XLA has no string ops).
     assert len(_xla_compiled_functions(function)) == 1, signature
+    # the compiled network projects q, k and v by three matmuls, no kernel join
+    library = function.graph.as_graph_def().library.function
+    (network,) = [f for f in library if f.attr["_XlaMustCompile"].b]
+    joins = [n.name for n in network.node_def if n.op == "ConcatV2" and "encoder" in n.name]
+    assert not joins, (signature, joins)
     assert function.structured_outputs.keys() == plain[signature].structured_outputs.keys()
 
 
