@@ -6,6 +6,7 @@ same FLOPs, on an English prose corpus, then both fine-tuned on GLUE.
   python -m bench.paper_claim plan      # the budget, the steps of each objective
   python -m bench.paper_claim pretrain --objective electra   # or mlm
   python -m bench.paper_claim finetune --objective electra   # mlm, random: bench.glue
+  python -m bench.paper_claim table     # glue_pretraining.{json,md}: rows and verdict
 
 Shapes: ELECTRA-Small's (hidden 256, 12 layers, 4 heads, FFN 1024, embeddings
 128, generator a quarter as wide, tied embeddings), sequences of 128 tokens,
@@ -60,6 +61,23 @@ HIDDEN, LAYERS, EMBEDDING, GENERATOR_FRACTION = 256, 12, 128, 0.25
 REFERENCE_SECONDS_PER_STEP, REFERENCE_BATCH, REFERENCE_VOCAB = 4.60, 128, 7814
 BUDGET_SECONDS = 2 * 3600
 BUDGET_FLOPS = 1.4e15
+
+# Every fine-tuning row's recipe, on top of bench.glue's (lr 3e-4, layer decay
+# 0.8, batch 32, 3 epochs): the same N training rows of each task for every
+# init and seed (CoLA's whole file; SST-2 a fixed sample as large, since its
+# 67k rows take hours per seed on a 2-core CPU) and 64 tokens (no CoLA
+# sentence is longer; 5% of SST-2's dev sentences are, and are cut). Flags
+# given on the command line come later and win.
+FINETUNE_RECIPE = (
+  "--tasks", "cola,sst", "--seeds", "1,2,3", "--max-train-examples", "8551",
+  "--max-seq-length", "64",
+)  # fmt: skip
+INITS = ("random", "electra", "mlm")
+# The settings a row's fine-tuning must share with every other row.
+RECIPE_KEYS = (
+  "max_seq_length", "epochs", "train_examples", "dev_examples", "model_size", "learning_rate",
+  "layerwise_lr_decay", "train_batch_size", "warmup_proportion", "extra_hparams",
+)  # fmt: skip
 
 # The original ELECTRA-Small: 1M steps of batch 128 x 128 tokens.
 ORIGINAL_SMALL_FLOPS = flops.MODEL_FLOPS["electra_small"]
@@ -200,7 +218,7 @@ def seconds_per_step(progress_times, skip=1):
   nearest it shows to the idle step time).
 
   Example:
-  >>> seconds_per_step([(2, 10.0), (4, 13.0), (6, 17.0)])
+  >>> seconds_per_step([(2, 10.0), (4, 13.0), (6, 17.0)], skip=0)
   (1.75, 1.5)
   """
   timed = progress_times[skip:]
@@ -345,13 +363,105 @@ def finetune_argv(args):
       "--init-checkpoint", model_dir, "--pretraining-flops", str(done["pretraining_flops"]),
     ]  # fmt: skip
   return (
-    argv + ["--vocab-file", vocab, "--report", f"paper_claim_{args.objective}"] + args.glue_args
+    argv
+    + ["--vocab-file", vocab, "--report", f"paper_claim_{args.objective}"]
+    + list(FINETUNE_RECIPE)
+    + args.glue_args
   )
 
 
 def cmd_finetune(args):
   """Shells out to the GLUE bench (`bench.glue`, kept by its own owner)."""
   return _run(finetune_argv(args))
+
+
+def verdict(rows):
+  """What the issue's table must show, recomputed from the rows: per task,
+  whether every ELECTRA seed is above every random-init seed; whether the
+  MLM rows' FLOPs are within 10% of ELECTRA's; and the settings that differ
+  between rows of one task (there should be none).
+
+  Example:
+  >>> rows = [
+  ...   {"init": "random", "task": "sst", "seed": 1, "metric": 80.0, "pretraining_flops": 0},
+  ...   {"init": "electra", "task": "sst", "seed": 1, "metric": 82.0, "pretraining_flops": 1e15},
+  ...   {"init": "mlm", "task": "sst", "seed": 1, "metric": 81.0, "pretraining_flops": 1e15},
+  ... ]
+  >>> v = verdict(rows)
+  >>> v["electra_above_random"], v["mlm_flops_within_10_percent"]
+  ({'sst': True}, True)
+  """
+  by = {}
+  for row in rows:
+    by.setdefault((row["init"], row["task"]), []).append(row)
+  tasks = sorted({row["task"] for row in rows})
+  above = {}
+  for task in tasks:
+    electra = [r["metric"] for r in by.get(("electra", task), [])]
+    random = [r["metric"] for r in by.get(("random", task), [])]
+    above[task] = bool(electra and random) and min(electra) > max(random)
+  flops_of = {
+    init: {r["pretraining_flops"] for r in rows if r["init"] == init} for init in ("electra", "mlm")
+  }
+  within = None
+  if flops_of["electra"] and flops_of["mlm"]:
+    within = all(abs(m / e - 1) <= 0.10 for m in flops_of["mlm"] for e in flops_of["electra"] if e)
+  differing = {}
+  for task in tasks:
+    task_rows = [r for r in rows if r["task"] == task]
+    for key in RECIPE_KEYS:
+      values = {json.dumps(r.get(key), sort_keys=True) for r in task_rows}
+      if len(values) > 1:
+        differing.setdefault(task, []).append(key)
+  return {
+    "electra_above_random": above,
+    "mlm_flops_within_10_percent": within,
+    "recipe_differs": differing,
+  }
+
+
+def summary_markdown(rows, result):
+  """Mean and spread (min–max over seeds) per init and task, then the verdict."""
+  lines = [
+    "| init | task | seeds | metric, mean | min–max | pre-training FLOPs |",
+    "|---|---|---|---|---|---|",
+  ]
+  keys = sorted(
+    {(r["init"], r["task"]) for r in rows},
+    key=lambda k: (k[1], INITS.index(k[0]) if k[0] in INITS else len(INITS), k[0]),
+  )
+  for init, task in keys:
+    values = [r["metric"] for r in rows if r["init"] == init and r["task"] == task]
+    flops_value = max(r["pretraining_flops"] for r in rows if r["init"] == init)
+    lines.append(
+      f"| {init} | {task} | {len(values)} | {sum(values) / len(values):.2f} | "
+      f"{min(values):.2f}–{max(values):.2f} | {flops_value:.3g} |"
+    )
+  lines += ["", "```json", json.dumps(result, indent=1, sort_keys=True), "```"]
+  return "\n".join(lines) + "\n"
+
+
+def cmd_table(args):
+  """Joins the fine-tuning reports of the inits into `glue_pretraining.json`
+  (the rows) and `.md` (means, spreads and the verdict)."""
+  rows = []
+  for init in INITS:
+    path = os.path.join(args.report_dir, f"glue_paper_claim_{init}.json")
+    if not os.path.exists(path):
+      print(f"[paper_claim] no rows for {init!r} yet: {path} is missing", flush=True)
+      continue
+    with open(path) as f:
+      rows += json.load(f)
+  if not rows:
+    raise SystemExit(f"paper_claim table: no glue_paper_claim_*.json in {args.report_dir}")
+  result = verdict(rows)
+  write_atomic(
+    os.path.join(args.report_dir, "glue_pretraining.json"), json.dumps(rows, indent=1) + "\n"
+  )
+  text = summary_markdown(rows, result)
+  write_atomic(os.path.join(args.report_dir, "glue_pretraining.md"), text)
+  print(text)
+  return exit_codes.OK
 
 
 def parse_args(argv=None):
@@ -370,6 +480,7 @@ def parse_args(argv=None):
   measure.add_argument("--steps", type=int, default=12)
   measure.add_argument("--objectives", default="electra,mlm")
   sub.add_parser("plan", help="steps of each objective at the budget")
+  sub.add_parser("table", help="glue_pretraining.{json,md} from the fine-tuning reports")
   for name in ("pretrain", "finetune"):
     command = sub.add_parser(name)
     choices = ("electra", "mlm") if name == "pretrain" else ("electra", "mlm", "random")
@@ -393,6 +504,7 @@ COMMANDS = {
   "plan": cmd_plan,
   "pretrain": cmd_pretrain,
   "finetune": cmd_finetune,
+  "table": cmd_table,
 }
 
 

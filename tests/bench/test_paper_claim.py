@@ -1,3 +1,6 @@
+import doctest
+import json
+
 import pytest
 
 from bench import paper_claim
@@ -87,7 +90,9 @@ def test_finetune_rows_call_the_glue_bench(tmp_path):
   argv = paper_claim.finetune_argv(args)
   assert argv[1:3] == ["-m", "bench.glue"]
   assert "--random-init" in argv and argv[argv.index("--pretraining-flops") + 1] == "0"
-  assert argv[-2:] == ["--seeds", "1,2,3"]
+  assert argv[-2:] == ["--seeds", "1,2,3"]  # the command line's flags come last and win
+  recipe = argv.index("--max-train-examples")
+  assert argv[recipe + 1] == "8551" and recipe < len(argv) - 2
   model_dir = tmp_path / "models" / f"electra_small_b{paper_claim.BATCH}"
   model_dir.mkdir(parents=True)
   (model_dir / "paper_claim.json").write_text('{"pretraining_flops": 1.4e15}')
@@ -96,3 +101,50 @@ def test_finetune_rows_call_the_glue_bench(tmp_path):
   assert argv[argv.index("--init-checkpoint") + 1] == str(model_dir)
   assert float(argv[argv.index("--pretraining-flops") + 1]) == 1.4e15
   assert argv[argv.index("--vocab-file") + 1] == str(tmp_path / "data" / "vocab.txt")
+
+
+def _row(init, task, seed, metric, flops_value, **recipe):
+  return {
+    "init": init, "task": task, "seed": seed, "metric": metric,
+    "pretraining_flops": flops_value, "max_seq_length": 64, **recipe,
+  }  # fmt: skip
+
+
+def test_the_verdict_is_recomputed_from_the_rows():
+  rows = [_row("random", "sst", s, 80.0 + s, 0) for s in (1, 2, 3)]
+  rows += [_row("electra", "sst", s, 83.5 + s, 1.40e15) for s in (1, 2, 3)]
+  rows += [_row("mlm", "sst", s, 82.0, 1.45e15) for s in (1, 2, 3)]
+  # on CoLA one ELECTRA seed is below the best random seed
+  rows += [_row("random", "cola", s, 5.0 * s, 0) for s in (1, 2, 3)]
+  rows += [_row("electra", "cola", s, 14.0 + s, 1.40e15) for s in (1, 2, 3)]
+  result = paper_claim.verdict(rows)
+  assert result["electra_above_random"] == {"sst": True, "cola": False}
+  assert result["mlm_flops_within_10_percent"] is True
+  assert result["recipe_differs"] == {}
+  rows.append(_row("mlm", "cola", 1, 9.0, 1.6e15, max_seq_length=128))
+  result = paper_claim.verdict(rows)
+  assert result["mlm_flops_within_10_percent"] is False
+  assert result["recipe_differs"] == {"cola": ["max_seq_length"]}
+
+
+def test_table_joins_the_inits_reports(tmp_path, capsys):
+  for init, metric, flops_value in (("random", 50.0, 0), ("electra", 60.0, 1.4e15)):
+    rows = [_row(init, "sst", s, metric + s, flops_value) for s in (1, 2, 3)]
+    (tmp_path / f"glue_paper_claim_{init}.json").write_text(json.dumps(rows))
+  assert paper_claim.main(["--report-dir", str(tmp_path), "table"]) == 0
+  joined = json.loads((tmp_path / "glue_pretraining.json").read_text())
+  assert [(r["init"], r["seed"]) for r in joined][:4] == [
+    ("random", 1), ("random", 2), ("random", 3), ("electra", 1)
+  ]  # fmt: skip
+  table = (tmp_path / "glue_pretraining.md").read_text()
+  assert "| electra | sst | 3 | 62.00 | 61.00–63.00 | 1.4e+15 |" in table
+  assert '"sst": true' in table
+  assert "no rows for 'mlm' yet" in capsys.readouterr().out
+  empty = tmp_path / "empty"
+  empty.mkdir()
+  with pytest.raises(SystemExit, match="no glue_paper_claim"):
+    paper_claim.main(["--report-dir", str(empty), "table"])
+
+
+def test_the_docstring_examples_run():
+  assert doctest.testmod(paper_claim).failed == 0
