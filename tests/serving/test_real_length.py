@@ -194,7 +194,7 @@ def test_signature_shapes_stay_static(networks):
 
 def _xla_compiled_functions(concrete_function):
   library = concrete_function.graph.as_graph_def().library.function
-  return [f.signature.name for f in library if f.attr["_XlaMustCompile"].b]
+  return [f for f in library if f.attr["_XlaMustCompile"].b]
 
 
 @pytest.mark.parametrize("name", ["disc", "gen", "squad"])
@@ -207,8 +207,7 @@ def test_jit_compile_compiles_the_network_and_nothing_else(networks, name):
     # tokenizing, parsing and the length stay outside (XLA has no string ops).
     assert len(_xla_compiled_functions(function)) == 1, signature
     # the compiled network projects q, k and v by three matmuls, no kernel join
-    library = function.graph.as_graph_def().library.function
-    (network,) = [f for f in library if f.attr["_XlaMustCompile"].b]
+    (network,) = _xla_compiled_functions(function)
     joins = [n.name for n in network.node_def if n.op == "ConcatV2" and "encoder" in n.name]
     assert not joins, (signature, joins)
     assert function.structured_outputs.keys() == plain[signature].structured_outputs.keys()
