@@ -1,6 +1,6 @@
-"""Every `>>>` example in the package's docstrings runs and prints what it
-says (examples that need a model or data on disk are written as plain usage
-text instead)."""
+"""Every `>>>` example in the packages' docstrings (the library, the corpus
+tools and the benchmarks) runs and prints what it says (examples that need a
+model or data on disk are written as plain usage text instead)."""
 
 import doctest
 import importlib
@@ -9,14 +9,28 @@ import pkgutil
 
 import pytest
 
+import bench
 import electra_tf
 import tfrecords_tools
+
+
+def _has_examples(package, name):
+  # The benchmarks' modules import optional extras at the top; only those with
+  # examples are imported here, read first as text.
+  path = os.path.join(package.__path__[0], *name.split(".")[1:]) + ".py"
+  with open(path, encoding="utf-8") as f:
+    return ">>> " in f.read()
 
 
 def _modules():
   names = []
   for package in (electra_tf, tfrecords_tools):
     names += [m.name for m in pkgutil.walk_packages(package.__path__, package.__name__ + ".")]
+  names += [
+    m.name
+    for m in pkgutil.iter_modules(bench.__path__, "bench.")
+    if not m.ispkg and _has_examples(bench, m.name)
+  ]
   return sorted(names)
 
 
@@ -43,3 +57,4 @@ def test_examples_are_found():
   finder = doctest.DocTestFinder()
   assert sum(len(t.examples) for t in finder.find(positions)) >= 2
   assert os.path.basename(positions.__file__) == "positions.py"
+  assert {"bench.common", "bench.paper_claim"} <= set(_modules())

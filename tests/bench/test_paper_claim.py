@@ -1,4 +1,3 @@
-import doctest
 import json
 
 import pytest
@@ -144,7 +143,3 @@ def test_table_joins_the_inits_reports(tmp_path, capsys):
   empty.mkdir()
   with pytest.raises(SystemExit, match="no glue_paper_claim"):
     paper_claim.main(["--report-dir", str(empty), "table"])
-
-
-def test_the_docstring_examples_run():
-  assert doctest.testmod(paper_claim).failed == 0
