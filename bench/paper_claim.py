@@ -7,6 +7,7 @@ same FLOPs, on an English prose corpus, then both fine-tuned on GLUE.
   python -m bench.paper_claim pretrain --objective electra   # or mlm
   python -m bench.paper_claim finetune --objective electra   # mlm, random: bench.glue
   python -m bench.paper_claim table     # glue_pretraining.{json,md}: rows and verdict
+  python -m bench.paper_claim curves    # held-out metrics of every checkpoint vs FLOPs
 
 Shapes: ELECTRA-Small's (hidden 256, 12 layers, 4 heads, FFN 1024, embeddings
 128, generator a quarter as wide, tied embeddings), sequences of 128 tokens,
@@ -29,6 +30,7 @@ Corpus: `python -m tfrecords_tools.english_prose_corpus --output-dir
 """
 
 import argparse
+import glob
 import json
 import os
 import subprocess
@@ -465,6 +467,98 @@ def cmd_table(args):
   return exit_codes.OK
 
 
+# Held-out batches per checkpoint for the curves: 1,024 of the held-out shard's
+# sequences, the same ones (and the same masks) at every checkpoint.
+CURVE_BATCHES = 32
+# (key, panel title, y range) of the curves; the discriminator's only for ELECTRA.
+CURVE_METRICS = (
+  ("masked_lm_loss", "Held-out masked-LM loss (ELECTRA: its generator)", None),
+  ("masked_lm_accuracy", "Held-out masked-LM accuracy (ELECTRA: its generator)", (0.0, 0.5)),
+  ("disc_auc_real_tokens", "Held-out discriminator AUC, real tokens", (0.5, 1.0)),
+)
+
+
+def curve_config(model_dir, data_dir, batches=CURVE_BATCHES):
+  """The `PretrainingConfig` that measures the run in `model_dir` (its
+  `config.json`) on the held-out shard."""
+  from electra_tf.configs import model_dir as model_dir_lib
+
+  run_config = model_dir_lib.read_run_config(model_dir)
+  if run_config is None:
+    raise SystemExit(f"paper_claim curves: {model_dir} has no config.json (not a run's model dir)")
+  held_out = os.path.join(
+    data_dir, "pretrain_tfrecords", f"pretrain_data.tfrecord-{EVAL_SHARD}-of-{NUM_SHARDS}"
+  )
+  return model_dir_lib.pretraining_config_from_run_config(
+    run_config,
+    {"do_train": False, "do_eval": True, "pretrain_tfrecords": held_out, "num_eval_steps": batches},
+  )
+
+
+def curve_panels(runs):
+  """`curves.Panel`s of `runs` (run name -> its points, each with
+  `pretraining_flops` and the held-out metrics), one line per run."""
+  from electra_tf.utils import curves
+
+  panels = []
+  for key, title, y_range in CURVE_METRICS:
+    series = [
+      curves.Series(name, [p["pretraining_flops"] for p in points], [p[key] for p in points])
+      for name, points in runs.items()
+      if any(key in p for p in points)
+    ]
+    if series:
+      panels.append(
+        curves.Panel(title, series, y_label=key, y_range=y_range, x_label="pre-training FLOPs")
+      )
+  return panels
+
+
+def curves_markdown(runs):
+  """One table per run: step, FLOPs and the held-out metrics."""
+  lines = ["# Held-out pre-training curves", ""]
+  for name, points in runs.items():
+    keys = [k for k, _, _ in CURVE_METRICS if k in points[0]]
+    lines += [f"## {name}", "", "| step | FLOPs | " + " | ".join(keys) + " |"]
+    lines.append("|---" * (2 + len(keys)) + "|")
+    for p in points:
+      values = " | ".join(f"{p[k]:.4f}" for k in keys)
+      lines.append(f"| {p['global_step']} | {p['pretraining_flops']:.3g} | {values} |")
+    lines.append("")
+  return "\n".join(lines)
+
+
+def cmd_curves(args):
+  """Measures every kept checkpoint of each run under `<run-dir>/models`
+  (those with a `paper_claim.json`, finished or stopped) on the held-out
+  shard and writes `paper_claim_curves.{json,md,png}`: the runs keyed by
+  their model dir's name, each a list of points oldest first."""
+  from electra_tf.training import held_out_evaluation
+  from electra_tf.utils import curves
+
+  runs = {}
+  for info_path in sorted(glob.glob(os.path.join(args.run_dir, "models", "*", "paper_claim.json"))):
+    model_dir = os.path.dirname(info_path)
+    with open(info_path) as f:
+      step_flops = json.load(f)["flops_per_step"]
+    config = curve_config(model_dir, args.data_dir, args.batches)
+    points = held_out_evaluation.measure_checkpoints(config, args.batches)
+    runs[os.path.basename(model_dir)] = [
+      dict(p, pretraining_flops=p["global_step"] * step_flops) for p in points
+    ]
+  if not runs:
+    raise SystemExit(
+      f"paper_claim curves: no run in {os.path.join(args.run_dir, 'models')} "
+      "(a model dir with the paper_claim.json that `pretrain` writes)"
+    )
+  base = os.path.join(args.report_dir, "paper_claim_curves")
+  write_atomic(base + ".json", json.dumps(runs, indent=1) + "\n")
+  write_atomic(base + ".md", curves_markdown(runs))
+  curves.write_training_curves_png(base + ".png", curve_panels(runs), columns=len(CURVE_METRICS))
+  print(curves_markdown(runs), flush=True)
+  return exit_codes.OK
+
+
 def parse_args(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("--corpus-dir", default=CORPUS_DIR)
@@ -482,6 +576,10 @@ def parse_args(argv=None):
   measure.add_argument("--objectives", default="electra,mlm")
   sub.add_parser("plan", help="steps of each objective at the budget")
   sub.add_parser("table", help="glue_pretraining.{json,md} from the fine-tuning reports")
+  curves_parser = sub.add_parser("curves", help="held-out metrics of every checkpoint vs FLOPs")
+  curves_parser.add_argument(
+    "--batches", type=int, default=CURVE_BATCHES, help="held-out batches per checkpoint"
+  )
   for name in ("pretrain", "finetune"):
     command = sub.add_parser(name)
     choices = ("electra", "mlm") if name == "pretrain" else ("electra", "mlm", "random")
@@ -495,6 +593,8 @@ def parse_args(argv=None):
   if unknown and args.command != "finetune":
     parser.error(f"unrecognized arguments: {' '.join(unknown)}")
   args.glue_args = unknown
+  if getattr(args, "batches", 1) < 1:
+    parser.error(f"--batches={args.batches}; expected a positive integer")
   args.data_dir = args.data_dir or os.path.join(args.run_dir, "data")
   return args
 
@@ -506,6 +606,7 @@ COMMANDS = {
   "pretrain": cmd_pretrain,
   "finetune": cmd_finetune,
   "table": cmd_table,
+  "curves": cmd_curves,
 }
 
 

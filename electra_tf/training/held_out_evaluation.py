@@ -10,8 +10,9 @@ repeated), so a difference within noise is not reported as a
 gain (`verdict`, `format_against_baselines`).
 
 `real_token_metrics` measures a model on a dataset, `measure_against_baselines`
-the newest checkpoint of a run, and `PeriodicEvaluation` a run as it trains
-(its history feeds `training_curve_panels`).
+the newest checkpoint of a run, `measure_checkpoints` every checkpoint a run
+kept, and `PeriodicEvaluation` a run as it trains (its history feeds
+`training_curve_panels`).
 """
 
 import json
@@ -24,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.checkpoints import checkpointing
+from electra_tf.checkpoints import reader as checkpoint_reader
 from electra_tf.pretraining import step as pretraining_step
 from electra_tf.runtime import distribution
 from electra_tf.training import pretraining_run
@@ -89,24 +91,38 @@ def baseline_value(measured, baseline):
 
 def batch_arrays(out):
   """The arrays the metrics need from one batch of `pretraining_step.forward`
-  outputs (numpy): the masked positions' targets/predictions and the real
-  tokens' labels/scores."""
+  outputs (numpy): the masked positions' targets, predictions and losses
+  and, where the objective has a discriminator, the real tokens' labels and
+  scores."""
   weights = out["masked_lm_weights"] > 0
-  targets, preds = out["masked_lm_ids"][weights], out["masked_lm_preds"][weights]
-  real = out["input_mask"] > 0
-  labels, probs = out["disc_labels"][real].astype(bool), out["disc_probs"][real]
-  return {"targets": targets, "preds": preds, "labels": labels, "probs": probs}
+  arrays = {"targets": out["masked_lm_ids"][weights], "preds": out["masked_lm_preds"][weights]}
+  if "mlm_per_slot_loss" in out:
+    arrays["losses"] = out["mlm_per_slot_loss"][weights]
+  if "disc_labels" in out:
+    real = out["input_mask"] > 0
+    arrays["labels"] = out["disc_labels"][real].astype(bool)
+    arrays["probs"] = out["disc_probs"][real]
+  return arrays
 
 
-def metrics(targets, preds, labels, probs, unigram_id=None):
+def metrics(targets, preds, labels=None, probs=None, unigram_id=None, losses=None):
   """Pooled metrics of `batch_arrays` arrays; `unigram_id` is the unigram
-  generator's one answer (default: the most frequent of `targets`)."""
+  generator's one answer (default: the most frequent of `targets`). Without
+  `labels` (a masked-LM run, no discriminator) only the masked-LM metrics;
+  with `losses`, their mean too (`masked_lm_loss`)."""
   if unigram_id is None:
     unigram_id = int(np.bincount(targets).argmax())
-  flagged = probs > 0.5
-  return {
+  measured = {
     "masked_lm_accuracy": float((targets == preds).mean()),
     "unigram_masked_lm_accuracy": float((targets == unigram_id).mean()),
+  }
+  if losses is not None:
+    measured["masked_lm_loss"] = float(np.mean(losses))
+  if labels is None:
+    return measured
+  flagged = probs > 0.5
+  return {
+    **measured,
     "disc_auc_real_tokens": roc_auc(labels, probs),
     "disc_accuracy_real_tokens": float((flagged == labels).mean()),
     "all_original_accuracy": float(1.0 - labels.mean()),
@@ -181,7 +197,7 @@ def real_token_metrics(model, dataset, num_batches, log=None, passes=1):
   forward = _eval_forward(model)
   # One list of arrays per distinct batch; a further pass adds its draw to it.
   draws = []
-  num_examples = 0
+  num_examples = real_tokens = 0
   for pass_index in range(int(passes)):
     for index, features in enumerate(dataset.take(num_batches)):
       # Pass 0 uses the seeds of a single pass; each later pass draws fresh masks.
@@ -191,6 +207,7 @@ def real_token_metrics(model, dataset, num_batches, log=None, passes=1):
         draws.append([])
         num_examples += int(out["input_mask"].shape[0])
       draws[index].append(batch_arrays(out))
+      real_tokens += int((out["input_mask"] > 0).sum())
   if not draws:
     raise ValueError("held-out evaluation: the dataset holds no batches")
   if len(draws) < num_batches and log is not None:
@@ -207,6 +224,8 @@ def real_token_metrics(model, dataset, num_batches, log=None, passes=1):
   unigram_id = int(np.bincount(pooled["targets"]).argmax())
   per_batch = [metrics(**b, unigram_id=unigram_id) for b in batches]
   for key, baseline, _, _ in METRIC_ROWS:
+    if key not in measured:  # no discriminator
+      continue
     margins = np.array([m[key] - baseline_value(m, baseline) for m in per_batch])
     margins = margins[np.isfinite(margins)]
     measured[f"{key}_margin"] = measured[key] - baseline_value(measured, baseline)
@@ -214,7 +233,7 @@ def real_token_metrics(model, dataset, num_batches, log=None, passes=1):
       float(margins.std(ddof=1) / np.sqrt(len(margins))) if len(margins) > 1 else float("nan")
     )
   measured.update(
-    real_tokens=int(len(pooled["labels"])),
+    real_tokens=real_tokens,
     masked_positions=int(len(pooled["targets"])),
     num_batches=len(batches),
     num_examples=num_examples,
@@ -239,6 +258,8 @@ def format_against_baselines(measured):
   warning line if the discriminator's scores have collapsed)."""
   lines = []
   for key, baseline, name, how in METRIC_ROWS:
+    if key not in measured:  # no discriminator
+      continue
     base = baseline_value(measured, baseline)
     margin, se = measured[f"{key}_margin"], measured[f"{key}_margin_se"]
     lines.append(
@@ -264,14 +285,61 @@ def measure_against_baselines(config, num_batches=20, log=_stderr_line, passes=1
   the evaluation files of `config` (read once: at most as many batches as
   they hold; `log` gets one line when that is fewer than `num_batches`;
   `passes` draws of masks over them), with its `global_step`."""
+  model, manager, dataset, num_batches = _model_and_held_out_data(config, num_batches, log)
+  step = manager.restore_latest()
+  measured = real_token_metrics(model, dataset, num_batches, passes=passes)
+  return {"global_step": step, **measured}
+
+
+def measure_checkpoints(config, num_batches=20, log=_stderr_line, untrained=True):
+  """`real_token_metrics` of every checkpoint in `config.model_dir`, oldest
+  first (a run with `keep_checkpoint_max: 0` keeps them all), on the same
+  batches of `config`'s evaluation files: the held-out curve of a run that
+  is over. `untrained` adds an untrained model in front (`global_step` 0)
+  where the run kept no checkpoint of step 0: freshly initialized, so not
+  the run's own initial weights, only their kind. Each entry is `{"global_step",
+  "checkpoint", **metrics}`; a masked-LM run (no discriminator) gets the
+  masked-LM metrics only.
+
+  Example:
+    for point in measure_checkpoints(eval_config, num_batches=32):
+      print(point["global_step"], point["masked_lm_loss"])
+  """
+  model, manager, dataset, num_batches = _model_and_held_out_data(config, num_batches, log)
+  prefixes = list(reversed(checkpoint_reader.checkpoint_candidates(config.model_dir)))
+  if not prefixes:
+    raise ValueError(f"no checkpoint in model dir {config.model_dir!r}")
+  points = []
+  # (A run's first checkpoint may be its step 0: the untrained model itself.)
+  if untrained and checkpoint_reader.step_of(prefixes[0]) != 0:
+    points.append({"global_step": 0, "checkpoint": None})
+    points[-1].update(real_token_metrics(model, dataset, num_batches))
+  for prefix in prefixes:
+    manager.restore(prefix)
+    point = {"global_step": checkpointing.global_step(model), "checkpoint": prefix}
+    point.update(real_token_metrics(model, dataset, num_batches))
+    log(
+      f"held-out {os.path.basename(prefix)}: masked-LM loss {point['masked_lm_loss']:.3f}, "
+      f"accuracy {point['masked_lm_accuracy']:.3f}"
+      + (
+        f", discriminator AUC {point['disc_auc_real_tokens']:.3f}"
+        if "disc_auc_real_tokens" in point
+        else ""
+      )
+    )
+    points.append(point)
+  return points
+
+
+def _model_and_held_out_data(config, num_batches, log):
+  """The pre-trainer of `config` (not restored), its checkpoint manager, the
+  evaluation files read once and the batches to take of them."""
   strategy = distribution.setup_distribution(config)
   model = pretraining_run.build_pretrainer(config, strategy)
   manager = checkpointing.TrainingCheckpointManager(model, config.model_dir, chief=True)
-  step = manager.restore_latest()
   dataset, num_examples = pretraining_run.make_eval_dataset(config)
   num_batches = pretraining_run.eval_steps(num_batches, num_examples, config.eval_batch_size, log)
-  measured = real_token_metrics(model, dataset, num_batches, passes=passes)
-  return {"global_step": step, **measured}
+  return model, manager, dataset, num_batches
 
 
 def load_history(path):
@@ -321,12 +389,17 @@ class PeriodicEvaluation:
     entry = {"step": step, **measured}
     self.history.append(entry)
     write_atomic(self.history_path, json.dumps(self.history, indent=1))
-    print(
-      f"[held-out] step {step}: real tokens: disc AUC {entry['disc_auc_real_tokens']:.3f}, "
+    discriminator = (
+      f"real tokens: disc AUC {entry['disc_auc_real_tokens']:.3f}, "
       f"accuracy {entry['disc_accuracy_real_tokens']:.3f} "
       f"(all-original {entry['all_original_accuracy']:.3f}), "
       f"recall {entry['disc_recall_real_tokens']:.3f}, "
       f"p(replaced) std {entry['disc_prob_std_real_tokens']:.1e}, "
+      if "disc_auc_real_tokens" in entry
+      else ""  # a masked-LM run
+    )
+    print(
+      f"[held-out] step {step}: {discriminator}"
       f"generator accuracy {entry['masked_lm_accuracy']:.3f}",
       flush=True,
     )

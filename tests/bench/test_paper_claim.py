@@ -1,4 +1,6 @@
 import json
+import os
+import shutil
 
 import pytest
 
@@ -143,3 +145,96 @@ def test_table_joins_the_inits_reports(tmp_path, capsys):
   empty.mkdir()
   with pytest.raises(SystemExit, match="no glue_paper_claim"):
     paper_claim.main(["--report-dir", str(empty), "table"])
+
+
+def _tiny_run(run_dir, name, electra_objective, steps_flops):
+  from electra_tf.configs.pretraining import PretrainingConfig
+  from electra_tf.training import pretraining_run
+  from tests.helpers.pretraining_data import self_made_hparams
+
+  model_dir = run_dir / "models" / name
+  hparams = self_made_hparams(
+    num_train_steps=6, save_checkpoints_steps=3, keep_checkpoint_max=0, seed=1,
+    electra_objective=electra_objective, model_dir=str(model_dir),
+  )  # fmt: skip
+  assert pretraining_run.train_or_eval(PretrainingConfig(name, str(run_dir / "data"), **hparams))
+  (model_dir / "paper_claim.json").write_text(json.dumps({"flops_per_step": steps_flops}))
+
+
+@pytest.mark.slow
+def test_curves_measure_every_checkpoint_of_each_run_on_the_held_out_shard(tmp_path, capsys):
+  from tests.helpers.pretraining_data import make_data_dir
+
+  # 16 shards as the recipe's, 4 records each: shard 15 is the held-out one
+  make_data_dir(tmp_path / "data", num_examples=64, num_files=paper_claim.NUM_SHARDS)
+  _tiny_run(tmp_path, "electra_small_b4", True, 10.0)
+  _tiny_run(tmp_path, "mlm_small_b4", False, 7.0)
+  reports = tmp_path / "reports"
+  reports.mkdir()
+  argv = ["--run-dir", str(tmp_path), "--report-dir", str(reports), "curves", "--batches", "2"]
+  assert paper_claim.main(argv) == 0
+  runs = json.loads((reports / "paper_claim_curves.json").read_text())
+  assert sorted(runs) == ["electra_small_b4", "mlm_small_b4"]
+  for name, step_flops in (("electra_small_b4", 10.0), ("mlm_small_b4", 7.0)):
+    points = runs[name]
+    # the untrained model, then each checkpoint oldest first, its FLOPs from the step
+    assert [p["global_step"] for p in points] == [0, 3, 6]
+    assert [p["pretraining_flops"] for p in points] == [0.0, 3 * step_flops, 6 * step_flops]
+    assert [os.path.basename(p["checkpoint"]) for p in points] == [
+      "model.ckpt-0",
+      "model.ckpt-3",
+      "model.ckpt-6",
+    ]
+    # one held-out batch of the 4 records of shard 15, the same masks at every point
+    assert {p["num_examples"] for p in points} == {4}
+    assert len({p["masked_positions"] for p in points}) == 1
+    # different weights give different losses
+    assert len({round(p["masked_lm_loss"], 6) for p in points}) == 3
+  # A run that kept no step-0 checkpoint: a freshly initialized model stands in for it.
+  from electra_tf.training import held_out_evaluation
+
+  only_last = tmp_path / "models" / "only_last"
+  only_last.mkdir()
+  for path in (tmp_path / "models" / "electra_small_b4").iterdir():
+    if path.name.startswith("model.ckpt-6.") or path.name == "config.json":
+      shutil.copy(path, only_last / path.name)
+  config = paper_claim.curve_config(str(only_last), str(tmp_path / "data"), batches=2)
+  config.model_dir = str(only_last)
+  points = held_out_evaluation.measure_checkpoints(config, 2)
+  assert [(p["global_step"], p["checkpoint"] is None) for p in points] == [(0, True), (6, False)]
+  electra = runs["electra_small_b4"]
+  # the same held-out batches and masks as in the run's own dir
+  assert points[1]["masked_lm_loss"] == pytest.approx(electra[2]["masked_lm_loss"], rel=1e-5)
+  assert points[0]["masked_lm_loss"] != pytest.approx(points[1]["masked_lm_loss"], rel=1e-3)
+  assert "disc_auc_real_tokens" in runs["electra_small_b4"][1]
+  assert "disc_auc_real_tokens" not in runs["mlm_small_b4"][1]  # no discriminator
+  text = (reports / "paper_claim_curves.md").read_text()
+  assert "## mlm_small_b4" in text and "| 6 | 42 |" in text
+  assert (reports / "paper_claim_curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+  capsys.readouterr()
+
+
+def test_curves_without_runs_say_where_they_looked(tmp_path):
+  with pytest.raises(SystemExit, match="no run in .*models"):
+    paper_claim.main(["--run-dir", str(tmp_path), "curves"])
+  with pytest.raises(SystemExit):
+    paper_claim.main(["--run-dir", str(tmp_path), "curves", "--batches", "0"])
+
+
+def test_curve_panels_draw_the_discriminator_only_where_a_run_has_one():
+  runs = {
+    "electra": [
+      {"pretraining_flops": 0.0, "masked_lm_loss": 9.0, "masked_lm_accuracy": 0.0,
+       "disc_auc_real_tokens": 0.5},
+      {"pretraining_flops": 1e15, "masked_lm_loss": 5.0, "masked_lm_accuracy": 0.2,
+       "disc_auc_real_tokens": 0.8},
+    ],
+    "mlm": [
+      {"pretraining_flops": 0.0, "masked_lm_loss": 9.5, "masked_lm_accuracy": 0.0},
+      {"pretraining_flops": 1e15, "masked_lm_loss": 4.0, "masked_lm_accuracy": 0.3},
+    ],
+  }  # fmt: skip
+  panels = paper_claim.curve_panels(runs)
+  assert [len(p.series) for p in panels] == [2, 2, 1]
+  assert [s.label for s in panels[2].series] == ["electra"]
+  assert list(panels[0].series[1].values) == [9.5, 4.0]

@@ -33,6 +33,29 @@ def test_metrics_on_real_tokens_against_baselines():
   assert m["disc_auc_real_tokens"] == pytest.approx(11 / 12)
 
 
+def test_a_masked_lm_run_gets_the_masked_lm_metrics_only():
+  # no discriminator outputs (electra_objective false): no discriminator metrics, no KeyError
+  out = {
+    "masked_lm_weights": np.array([[1.0, 1.0, 0.0]]),
+    "masked_lm_ids": np.array([[4, 5, 0]]),
+    "masked_lm_preds": np.array([[4, 6, 9]]),
+    "mlm_per_slot_loss": np.array([[0.5, 1.5, 7.0]]),
+    "input_mask": np.array([[1, 1, 1, 0]]),
+  }
+  arrays = held_out_evaluation.batch_arrays(out)
+  assert sorted(arrays) == ["losses", "preds", "targets"]
+  m = held_out_evaluation.metrics(**arrays)
+  assert m == {
+    "masked_lm_accuracy": 0.5,
+    "unigram_masked_lm_accuracy": 0.5,
+    "masked_lm_loss": 1.0,  # the unused slot's 7.0 is not counted
+  }
+  lines = held_out_evaluation.format_against_baselines(
+    dict(m, masked_lm_accuracy_margin=0.0, masked_lm_accuracy_margin_se=0.1)
+  )
+  assert len(lines) == 1 and "generator masked-LM accuracy" in lines[0]
+
+
 def test_report_lines_show_value_baseline_margin_and_noise():
   measured = {
     "masked_lm_accuracy": 0.30,
