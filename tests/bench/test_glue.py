@@ -160,12 +160,15 @@ def test_docs_section_holds_every_report_between_the_markers(tmp_path):
   reports.mkdir()
   (reports / "glue_a.json").write_text(json.dumps([_row("a", "sst", 1, 70.0)]))
   (reports / "glue_b.json").write_text(json.dumps([_row("b", "cola", 1, 10.0)]))
+  # the paper-claim join repeats rows of the reports beside it: not listed twice
+  (reports / "glue_pretraining.json").write_text(json.dumps([_row("a", "sst", 1, 70.0)]))
   page = tmp_path / "page.md"
   page.write_text(f"head\n{glue.DOCS_START}\nold\n{glue.DOCS_END}\ntail\n")
   glue.write_docs_section(str(page), glue.docs_section(str(reports)))
   text = page.read_text()
   assert text.startswith(f"head\n{glue.DOCS_START}\n") and text.endswith(f"{glue.DOCS_END}\ntail\n")
   assert "glue_a" in text and "glue_b" in text and "old" not in text
+  assert "glue_pretraining" not in text and text.count("| a | SST |") == 1
   page.write_text("no markers")
   with pytest.raises(ValueError):
     glue.write_docs_section(str(page), "x")
