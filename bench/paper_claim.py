@@ -136,12 +136,16 @@ def budget_from_step_time(seconds_per_step, budget_seconds=BUDGET_SECONDS, vocab
   return steps * flops_per_step("electra", vocab_size)
 
 
+def shard_path(data_dir, index):
+  """The TFRecord file of shard `index` that `data` writes."""
+  return os.path.join(
+    data_dir, "pretrain_tfrecords", f"pretrain_data.tfrecord-{index}-of-{NUM_SHARDS}"
+  )
+
+
 def hparams(objective, steps, data_dir, model_dir, vocab_size=VOCAB_SIZE, batch=BATCH):
   """`run_pretraining` hparams of one objective's run."""
-  train_shards = ",".join(
-    os.path.join(data_dir, "pretrain_tfrecords", f"pretrain_data.tfrecord-{i}-of-{NUM_SHARDS}")
-    for i in range(EVAL_SHARD)
-  )
+  train_shards = ",".join(shard_path(data_dir, i) for i in range(EVAL_SHARD))
   return {
     "model_size": "small",
     "embedding_size": EMBEDDING,
@@ -486,9 +490,7 @@ def curve_config(model_dir, data_dir, batches=CURVE_BATCHES):
   run_config = model_dir_lib.read_run_config(model_dir)
   if run_config is None:
     raise SystemExit(f"paper_claim curves: {model_dir} has no config.json (not a run's model dir)")
-  held_out = os.path.join(
-    data_dir, "pretrain_tfrecords", f"pretrain_data.tfrecord-{EVAL_SHARD}-of-{NUM_SHARDS}"
-  )
+  held_out = shard_path(data_dir, EVAL_SHARD)
   return model_dir_lib.pretraining_config_from_run_config(
     run_config,
     {"do_train": False, "do_eval": True, "pretrain_tfrecords": held_out, "num_eval_steps": batches},
@@ -564,9 +566,10 @@ def cmd_curves(args):
     )
   base = os.path.join(args.report_dir, "paper_claim_curves")
   write_atomic(base + ".json", json.dumps(runs, indent=1) + "\n")
-  write_atomic(base + ".md", curves_markdown(runs))
+  text = curves_markdown(runs)
+  write_atomic(base + ".md", text)
   curves.write_training_curves_png(base + ".png", curve_panels(runs), columns=len(CURVE_METRICS))
-  print(curves_markdown(runs), flush=True)
+  print(text, flush=True)
   return exit_codes.OK
 
 
