@@ -64,6 +64,15 @@ REFERENCE_SECONDS_PER_STEP, REFERENCE_BATCH, REFERENCE_VOCAB = 4.60, 128, 7814
 BUDGET_SECONDS = 2 * 3600
 BUDGET_FLOPS = 1.4e15
 
+# Peak learning rate of both objectives' runs. The first run used
+# ELECTRA-Small's 5e-4 (tuned for batch 128 and 10,000 warm-up steps): its
+# discriminator learned while the warm-up rate was near 1e-4 (training loss
+# 0.23 at step 100) and fell to predicting "original" everywhere once the
+# rate passed about 1.5e-4 (loss 0.38 from step 200, held-out AUC 0.52 to
+# the end). Scaling 5e-4 linearly to batch 32 gives 1.25e-4; 1e-4 stays below
+# the rate at which that run's discriminator collapsed.
+LEARNING_RATE = 1e-4
+
 # Every fine-tuning row's recipe, on top of bench.glue's (lr 3e-4, layer decay
 # 0.8, batch 32, 3 epochs): the same N training rows of each task for every
 # init and seed (CoLA's whole file; SST-2 a fixed sample as large, since its
@@ -158,9 +167,9 @@ def hparams(objective, steps, data_dir, model_dir, vocab_size=VOCAB_SIZE, batch=
     "max_seq_length": SEQ,
     "train_batch_size": batch,
     "eval_batch_size": batch,
-    # ELECTRA-Small's peak rate; warm-up a tenth of the run (the original's
-    # 10,000 of 1M steps would never end here), linear decay to the budget's end.
-    "learning_rate": 5e-4,
+    # Warm-up a tenth of the run (the original's 10,000 of 1M steps would
+    # never end here), linear decay to the budget's end.
+    "learning_rate": LEARNING_RATE,
     "num_warmup_steps": max(1, steps // 10),
     "num_train_steps": steps,
     "save_checkpoints_steps": max(1, steps // 10),
@@ -206,6 +215,10 @@ def cmd_data(args):
 
 def _batch(args):
   return int(getattr(args, "extra_hparams", {}).get("train_batch_size", BATCH))
+
+
+def _learning_rate(args):
+  return float(getattr(args, "extra_hparams", {}).get("learning_rate", LEARNING_RATE))
 
 
 def _pretrain_argv(objective, steps, args, model_dir):
@@ -317,14 +330,23 @@ def cmd_plan(args):
   return exit_codes.OK
 
 
-def model_dir_of(objective, run_dir=RUN_DIR, batch=BATCH):
-  return os.path.join(run_dir, "models", f"{objective}_small_b{batch}")
+def model_dir_of(objective, run_dir=RUN_DIR, batch=BATCH, learning_rate=LEARNING_RATE):
+  """Where `pretrain` keeps one objective's run: a new batch size or learning
+  rate starts a new run rather than resuming one made with other settings.
+
+  Example:
+  >>> model_dir_of("mlm", "/runs")
+  '/runs/models/mlm_small_b32_lr0.0001'
+  """
+  return os.path.join(run_dir, "models", f"{objective}_small_b{batch}_lr{learning_rate:g}")
 
 
 def cmd_pretrain(args):
   vocab_size, batch = _vocab_size(args.data_dir), _batch(args)
   steps = args.steps or steps_for_budget(args.objective, _budget(args), vocab_size, batch)
-  model_dir = args.model_dir or model_dir_of(args.objective, args.run_dir, batch)
+  model_dir = args.model_dir or model_dir_of(
+    args.objective, args.run_dir, batch, _learning_rate(args)
+  )
   step_flops = flops_per_step(args.objective, vocab_size, batch)
   print(
     f"[paper_claim] {args.objective}: {steps} steps x {step_flops / 1e9:.1f} GFLOP = "
@@ -341,6 +363,7 @@ def cmd_pretrain(args):
         "flops_per_step": step_flops,
         "pretraining_flops": steps * step_flops,
         "batch": batch,
+        "learning_rate": _learning_rate(args),
         "seq": SEQ,
         "vocab_size": vocab_size,
         "budget_flops": _budget(args) if not args.steps else None,
@@ -363,7 +386,9 @@ def finetune_argv(args):
   if args.objective == "random":
     argv += ["--random-init", "--model-size", "small", "--pretraining-flops", "0"]
   else:
-    model_dir = args.model_dir or model_dir_of(args.objective, args.run_dir, _batch(args))
+    model_dir = args.model_dir or model_dir_of(
+      args.objective, args.run_dir, _batch(args), _learning_rate(args)
+    )
     with open(os.path.join(model_dir, "paper_claim.json")) as f:
       done = json.load(f)
     argv += [
@@ -598,7 +623,9 @@ def parse_args(argv=None):
     command = sub.add_parser(name)
     choices = ("electra", "mlm") if name == "pretrain" else ("electra", "mlm", "random")
     command.add_argument("--objective", required=True, choices=choices)
-    command.add_argument("--model-dir", help="default <run-dir>/models/<objective>_small_b32")
+    command.add_argument(
+      "--model-dir", help="default <run-dir>/models/<objective>_small_b32_lr0.0001"
+    )
   sub.choices["pretrain"].add_argument("--steps", type=int, help="instead of the budget's")
   for command in (measure, sub.choices["pretrain"]):
     command.add_argument("--extra-hparams", type=json.loads, default={}, help="JSON hparams")

@@ -94,7 +94,7 @@ def test_finetune_rows_call_the_glue_bench(tmp_path):
   assert argv[-2:] == ["--seeds", "1,2,3"]  # the command line's flags come last and win
   recipe = argv.index("--max-train-examples")
   assert argv[recipe + 1] == "8551" and recipe < len(argv) - 2
-  model_dir = tmp_path / "models" / f"electra_small_b{paper_claim.BATCH}"
+  model_dir = tmp_path / "models" / f"electra_small_b{paper_claim.BATCH}_lr0.0001"
   model_dir.mkdir(parents=True)
   (model_dir / "paper_claim.json").write_text('{"pretraining_flops": 1.4e15}')
   args = paper_claim.parse_args(["--run-dir", str(tmp_path), "finetune", "--objective", "electra"])
