@@ -409,7 +409,8 @@ def cmd_finetune(args):
 
 def verdict(rows):
   """What the issue's table must show, recomputed from the rows: per task,
-  whether every ELECTRA seed is above every random-init seed; whether the
+  whether every ELECTRA seed is above every random-init seed (None while
+  either init has no row of it); whether the
   MLM rows' FLOPs are within 10% of ELECTRA's; and the settings that differ
   between rows of one task (there should be none).
 
@@ -431,7 +432,8 @@ def verdict(rows):
   for task in tasks:
     electra = [r["metric"] for r in by.get(("electra", task), [])]
     random = [r["metric"] for r in by.get(("random", task), [])]
-    above[task] = bool(electra and random) and min(electra) > max(random)
+    # None until both inits have rows of the task: nothing to compare yet.
+    above[task] = min(electra) > max(random) if electra and random else None
   flops_of = {
     init: {r["pretraining_flops"] for r in rows if r["init"] == init} for init in ("electra", "mlm")
   }
@@ -566,30 +568,49 @@ def curves_markdown(runs):
   return "\n".join(lines)
 
 
+def _measured_points(path, batches):
+  """The points of each run in an earlier `paper_claim_curves.json` at
+  `path` that were measured on `batches` held-out batches, by step."""
+  if not os.path.exists(path):
+    return {}
+  with open(path) as f:
+    earlier = json.load(f)
+  return {
+    name: {p["global_step"]: p for p in points if p.get("batches_requested") == batches}
+    for name, points in earlier.items()
+  }
+
+
 def cmd_curves(args):
   """Measures every kept checkpoint of each run under `<run-dir>/models`
   (those with a `paper_claim.json`, finished or stopped) on the held-out
   shard and writes `paper_claim_curves.{json,md,png}`: the runs keyed by
-  their model dir's name, each a list of points oldest first."""
+  their model dir's name, each a list of points oldest first. Points the
+  report already holds for the same `--batches` are kept, not measured
+  again: only checkpoints saved since cost time."""
   from electra_tf.training import held_out_evaluation
   from electra_tf.utils import curves
 
+  base = os.path.join(args.report_dir, "paper_claim_curves")
+  measured = _measured_points(base + ".json", args.batches)
   runs = {}
   for info_path in sorted(glob.glob(os.path.join(args.run_dir, "models", "*", "paper_claim.json"))):
     model_dir = os.path.dirname(info_path)
     with open(info_path) as f:
       step_flops = json.load(f)["flops_per_step"]
     config = curve_config(model_dir, args.data_dir, args.batches)
-    points = held_out_evaluation.measure_checkpoints(config, args.batches)
-    runs[os.path.basename(model_dir)] = [
-      dict(p, pretraining_flops=p["global_step"] * step_flops) for p in points
+    known = measured.get(os.path.basename(model_dir), {})
+    points = held_out_evaluation.measure_checkpoints(config, args.batches, skip_steps=known)
+    points = list(known.values()) + [
+      dict(p, pretraining_flops=p["global_step"] * step_flops, batches_requested=args.batches)
+      for p in points
     ]
+    runs[os.path.basename(model_dir)] = sorted(points, key=lambda p: p["global_step"])
   if not runs:
     raise SystemExit(
       f"paper_claim curves: no run in {os.path.join(args.run_dir, 'models')} "
       "(a model dir with the paper_claim.json that `pretrain` writes)"
     )
-  base = os.path.join(args.report_dir, "paper_claim_curves")
   write_atomic(base + ".json", json.dumps(runs, indent=1) + "\n")
   text = curves_markdown(runs)
   write_atomic(base + ".md", text)

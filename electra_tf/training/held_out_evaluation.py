@@ -291,7 +291,7 @@ def measure_against_baselines(config, num_batches=20, log=_stderr_line, passes=1
   return {"global_step": step, **measured}
 
 
-def measure_checkpoints(config, num_batches=20, log=_stderr_line, untrained=True):
+def measure_checkpoints(config, num_batches=20, log=_stderr_line, untrained=True, skip_steps=()):
   """`real_token_metrics` of every checkpoint in `config.model_dir`, oldest
   first (a run with `keep_checkpoint_max: 0` keeps them all), on the same
   batches of `config`'s evaluation files: the held-out curve of a run that
@@ -299,19 +299,26 @@ def measure_checkpoints(config, num_batches=20, log=_stderr_line, untrained=True
   where the run kept no checkpoint of step 0: freshly initialized, so not
   the run's own initial weights, only their kind. Each entry is `{"global_step",
   "checkpoint", **metrics}`; a masked-LM run (no discriminator) gets the
-  masked-LM metrics only.
+  masked-LM metrics only. Steps in `skip_steps` (measured by an earlier
+  call) are neither restored nor measured, so a growing run's curve costs
+  only its new checkpoints.
 
   Example:
     for point in measure_checkpoints(eval_config, num_batches=32):
       print(point["global_step"], point["masked_lm_loss"])
   """
-  model, manager, dataset, num_batches = _model_and_held_out_data(config, num_batches, log)
   prefixes = list(reversed(checkpoint_reader.checkpoint_candidates(config.model_dir)))
   if not prefixes:
     raise ValueError(f"no checkpoint in model dir {config.model_dir!r}")
-  points = []
+  skip_steps = set(skip_steps)
   # (A run's first checkpoint may be its step 0: the untrained model itself.)
-  if untrained and checkpoint_reader.step_of(prefixes[0]) != 0:
+  untrained = untrained and 0 not in skip_steps and checkpoint_reader.step_of(prefixes[0]) != 0
+  prefixes = [p for p in prefixes if checkpoint_reader.step_of(p) not in skip_steps]
+  points = []
+  if not (untrained or prefixes):
+    return points
+  model, manager, dataset, num_batches = _model_and_held_out_data(config, num_batches, log)
+  if untrained:
     points.append({"global_step": 0, "checkpoint": None})
     points[-1].update(real_token_metrics(model, dataset, num_batches))
   for prefix in prefixes:

@@ -126,6 +126,9 @@ def test_the_verdict_is_recomputed_from_the_rows():
   result = paper_claim.verdict(rows)
   assert result["mlm_flops_within_10_percent"] is False
   assert result["recipe_differs"] == {"cola": ["max_seq_length"]}
+  # A task with only random-init rows so far has no verdict yet, not a failed one.
+  rows.append(_row("random", "mrpc", 1, 70.0, 0))
+  assert paper_claim.verdict(rows)["electra_above_random"]["mrpc"] is None
 
 
 def test_table_joins_the_inits_reports(tmp_path, capsys):
@@ -208,9 +211,28 @@ def test_curves_measure_every_checkpoint_of_each_run_on_the_held_out_shard(tmp_p
   assert points[0]["masked_lm_loss"] != pytest.approx(points[1]["masked_lm_loss"], rel=1e-3)
   assert "disc_auc_real_tokens" in runs["electra_small_b4"][1]
   assert "disc_auc_real_tokens" not in runs["mlm_small_b4"][1]  # no discriminator
+  mlm_last = runs["mlm_small_b4"][2]
   text = (reports / "paper_claim_curves.md").read_text()
   assert "## mlm_small_b4" in text and "| 6 | 42 |" in text
   assert (reports / "paper_claim_curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+  # Run again after the MLM run's step-6 checkpoint is gone from the report:
+  # points already there for the same --batches are kept as they are (a
+  # marked value survives), the missing one is measured again.
+  runs["electra_small_b4"][1]["masked_lm_loss"] = 123.0
+  runs["mlm_small_b4"].pop()
+  (reports / "paper_claim_curves.json").write_text(json.dumps(runs))
+  assert paper_claim.main(argv) == 0
+  again = json.loads((reports / "paper_claim_curves.json").read_text())
+  assert again["electra_small_b4"][1]["masked_lm_loss"] == 123.0
+  assert [p["global_step"] for p in again["mlm_small_b4"]] == [0, 3, 6]
+  assert again["mlm_small_b4"][2]["masked_lm_loss"] == pytest.approx(
+    mlm_last["masked_lm_loss"], rel=1e-5
+  )
+  # Another --batches measures every checkpoint afresh.
+  assert paper_claim.main(argv[:-1] + ["1"]) == 0
+  fresh = json.loads((reports / "paper_claim_curves.json").read_text())
+  assert fresh["electra_small_b4"][1]["masked_lm_loss"] != 123.0
+  assert {p["batches_requested"] for p in fresh["electra_small_b4"]} == {1}
   capsys.readouterr()
 
 
