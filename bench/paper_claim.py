@@ -64,14 +64,17 @@ REFERENCE_SECONDS_PER_STEP, REFERENCE_BATCH, REFERENCE_VOCAB = 4.60, 128, 7814
 BUDGET_SECONDS = 2 * 3600
 BUDGET_FLOPS = 1.4e15
 
-# Peak learning rate of both objectives' runs. The first run used
-# ELECTRA-Small's 5e-4 (tuned for batch 128 and 10,000 warm-up steps): its
-# discriminator learned while the warm-up rate was near 1e-4 (training loss
-# 0.23 at step 100) and fell to predicting "original" everywhere once the
-# rate passed about 1.5e-4 (loss 0.38 from step 200, held-out AUC 0.52 to
-# the end). Scaling 5e-4 linearly to batch 32 gives 1.25e-4; 1e-4 stays below
-# the rate at which that run's discriminator collapsed.
-LEARNING_RATE = 1e-4
+# Peak learning rate of both objectives' runs: ELECTRA-Small's.
+LEARNING_RATE = 5e-4
+# The temperature ELECTRA's replacements are drawn at (the original's default
+# is 1). At 1, the first run's discriminator learned while the generator's
+# samples were near-random tokens (training loss 0.23 at step 100) and lost it
+# once they became plausible frequent words (0.38 from step 200, about what
+# calling every token original scores; held-out AUC 0.52 to the end). A
+# second run at learning rate 1e-4 lost it the same way when its generator
+# reached the same loss, later. At 3 the samples stay less plausible for
+# longer and the discriminator keeps learning at this budget (as in the demo).
+TEMPERATURE = 3.0
 
 # Every fine-tuning row's recipe, on top of bench.glue's (lr 3e-4, layer decay
 # 0.8, batch 32, 3 epochs): the same N training rows of each task for every
@@ -155,7 +158,7 @@ def shard_path(data_dir, index):
 def hparams(objective, steps, data_dir, model_dir, vocab_size=VOCAB_SIZE, batch=BATCH):
   """`run_pretraining` hparams of one objective's run."""
   train_shards = ",".join(shard_path(data_dir, i) for i in range(EVAL_SHARD))
-  return {
+  config = {
     "model_size": "small",
     "embedding_size": EMBEDDING,
     "generator_hidden_size": GENERATOR_FRACTION,
@@ -180,6 +183,9 @@ def hparams(objective, steps, data_dir, model_dir, vocab_size=VOCAB_SIZE, batch=
     # no native bf16 on this CPU (no avx512_bf16 / amx_bf16): float32
     "mixed_precision": "float32",
   }
+  if objective == "electra":
+    config["temperature"] = TEMPERATURE
+  return config
 
 
 def _vocab_size(data_dir):
@@ -217,8 +223,18 @@ def _batch(args):
   return int(getattr(args, "extra_hparams", {}).get("train_batch_size", BATCH))
 
 
-def _learning_rate(args):
-  return float(getattr(args, "extra_hparams", {}).get("learning_rate", LEARNING_RATE))
+def _run_settings(args):
+  """The settings that tell one run of an objective from another (the model
+  dir's name): batch, learning rate and, for ELECTRA, temperature, with
+  `--extra-hparams` over the recipe's."""
+  extra = getattr(args, "extra_hparams", {})
+  settings = {
+    "batch": _batch(args),
+    "learning_rate": float(extra.get("learning_rate", LEARNING_RATE)),
+  }
+  if args.objective == "electra":
+    settings["temperature"] = float(extra.get("temperature", TEMPERATURE))
+  return settings
 
 
 def _pretrain_argv(objective, steps, args, model_dir):
@@ -330,23 +346,30 @@ def cmd_plan(args):
   return exit_codes.OK
 
 
-def model_dir_of(objective, run_dir=RUN_DIR, batch=BATCH, learning_rate=LEARNING_RATE):
-  """Where `pretrain` keeps one objective's run: a new batch size or learning
-  rate starts a new run rather than resuming one made with other settings.
+def model_dir_of(
+  objective, run_dir=RUN_DIR, batch=BATCH, learning_rate=LEARNING_RATE, temperature=1.0
+):
+  """Where `pretrain` keeps one objective's run: a new batch size, learning
+  rate or temperature starts a new run rather than resuming one made with
+  other settings (the temperature is named where it is not the original's 1).
 
   Example:
   >>> model_dir_of("mlm", "/runs")
-  '/runs/models/mlm_small_b32_lr0.0001'
+  '/runs/models/mlm_small_b32_lr0.0005'
+  >>> model_dir_of("electra", "/runs", temperature=3.0)
+  '/runs/models/electra_small_b32_lr0.0005_t3'
   """
-  return os.path.join(run_dir, "models", f"{objective}_small_b{batch}_lr{learning_rate:g}")
+  name = f"{objective}_small_b{batch}_lr{learning_rate:g}"
+  if temperature != 1.0:
+    name += f"_t{temperature:g}"
+  return os.path.join(run_dir, "models", name)
 
 
 def cmd_pretrain(args):
-  vocab_size, batch = _vocab_size(args.data_dir), _batch(args)
+  vocab_size, settings = _vocab_size(args.data_dir), _run_settings(args)
+  batch = settings["batch"]
   steps = args.steps or steps_for_budget(args.objective, _budget(args), vocab_size, batch)
-  model_dir = args.model_dir or model_dir_of(
-    args.objective, args.run_dir, batch, _learning_rate(args)
-  )
+  model_dir = args.model_dir or model_dir_of(args.objective, args.run_dir, **settings)
   step_flops = flops_per_step(args.objective, vocab_size, batch)
   print(
     f"[paper_claim] {args.objective}: {steps} steps x {step_flops / 1e9:.1f} GFLOP = "
@@ -362,8 +385,7 @@ def cmd_pretrain(args):
         "steps": steps,
         "flops_per_step": step_flops,
         "pretraining_flops": steps * step_flops,
-        "batch": batch,
-        "learning_rate": _learning_rate(args),
+        **settings,
         "seq": SEQ,
         "vocab_size": vocab_size,
         "budget_flops": _budget(args) if not args.steps else None,
@@ -386,9 +408,7 @@ def finetune_argv(args):
   if args.objective == "random":
     argv += ["--random-init", "--model-size", "small", "--pretraining-flops", "0"]
   else:
-    model_dir = args.model_dir or model_dir_of(
-      args.objective, args.run_dir, _batch(args), _learning_rate(args)
-    )
+    model_dir = args.model_dir or model_dir_of(args.objective, args.run_dir, **_run_settings(args))
     with open(os.path.join(model_dir, "paper_claim.json")) as f:
       done = json.load(f)
     argv += [
@@ -645,7 +665,7 @@ def parse_args(argv=None):
     choices = ("electra", "mlm") if name == "pretrain" else ("electra", "mlm", "random")
     command.add_argument("--objective", required=True, choices=choices)
     command.add_argument(
-      "--model-dir", help="default <run-dir>/models/<objective>_small_b32_lr0.0001"
+      "--model-dir", help="default <run-dir>/models/<objective>_small_b32_lr0.0005[_t3]"
     )
   sub.choices["pretrain"].add_argument("--steps", type=int, help="instead of the budget's")
   for command in (measure, sub.choices["pretrain"]):

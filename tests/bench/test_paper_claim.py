@@ -68,6 +68,8 @@ def test_hparams_of_the_two_runs_differ_only_in_objective_and_steps(tmp_path):
   electra = paper_claim.hparams("electra", 1000, str(tmp_path), str(tmp_path / "e"))
   mlm = paper_claim.hparams("mlm", 1200, str(tmp_path), str(tmp_path / "m"))
   assert electra["electra_objective"] and not mlm["electra_objective"]
+  # the sampling temperature is ELECTRA's alone (MLM samples nothing)
+  assert electra.pop("temperature") == paper_claim.TEMPERATURE and "temperature" not in mlm
   different = {k for k in electra if electra[k] != mlm[k]}
   assert different == {
     "electra_objective", "num_train_steps", "num_warmup_steps", "save_checkpoints_steps",
@@ -94,7 +96,7 @@ def test_finetune_rows_call_the_glue_bench(tmp_path):
   assert argv[-2:] == ["--seeds", "1,2,3"]  # the command line's flags come last and win
   recipe = argv.index("--max-train-examples")
   assert argv[recipe + 1] == "8551" and recipe < len(argv) - 2
-  model_dir = tmp_path / "models" / f"electra_small_b{paper_claim.BATCH}_lr0.0001"
+  model_dir = tmp_path / "models" / f"electra_small_b{paper_claim.BATCH}_lr0.0005_t3"
   model_dir.mkdir(parents=True)
   (model_dir / "paper_claim.json").write_text('{"pretraining_flops": 1.4e15}')
   args = paper_claim.parse_args(["--run-dir", str(tmp_path), "finetune", "--objective", "electra"])
