@@ -526,7 +526,15 @@ CURVE_METRICS = (
   ("masked_lm_loss", "Held-out masked-LM loss", None),
   ("masked_lm_accuracy", "Held-out masked-LM accuracy", (0.0, 0.5)),
   ("disc_auc_real_tokens", "Held-out discriminator AUC", (0.5, 1.0)),
+  (
+    "disc_auc_at_temperature_1",
+    "Held-out discriminator AUC, replacements at temperature 1",
+    (0.5, 1.0),
+  ),
 )
+# The discriminator metric measured again on replacements drawn at the
+# original's temperature 1, for runs trained at another: one yardstick for all.
+AT_TEMPERATURE_1 = {"disc_auc_real_tokens": "disc_auc_at_temperature_1"}
 
 
 def curve_config(model_dir, data_dir, batches=CURVE_BATCHES):
@@ -621,6 +629,19 @@ def cmd_curves(args):
     config = curve_config(model_dir, args.data_dir, args.batches)
     known = measured.get(os.path.basename(model_dir), {})
     points = held_out_evaluation.measure_checkpoints(config, args.batches, skip_steps=known)
+    if config.electra_objective and config.temperature != 1.0:
+      config.temperature = 1.0
+      again = held_out_evaluation.measure_checkpoints(config, args.batches, skip_steps=known)
+      at_1 = {p["global_step"]: p for p in again}
+      for point in points:
+        point.update(
+          {new: at_1[point["global_step"]][key] for key, new in AT_TEMPERATURE_1.items()}
+        )
+    else:
+      for point in list(known.values()) + points:
+        for key, new in AT_TEMPERATURE_1.items():
+          if key in point:
+            point.setdefault(new, point[key])
     points = list(known.values()) + [
       dict(p, pretraining_flops=p["global_step"] * step_flops, batches_requested=args.batches)
       for p in points

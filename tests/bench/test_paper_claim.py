@@ -152,7 +152,7 @@ def test_table_joins_the_inits_reports(tmp_path, capsys):
     paper_claim.main(["--report-dir", str(empty), "table"])
 
 
-def _tiny_run(run_dir, name, electra_objective, steps_flops):
+def _tiny_run(run_dir, name, electra_objective, steps_flops, **extra):
   from electra_tf.configs.pretraining import PretrainingConfig
   from electra_tf.training import pretraining_run
   from tests.helpers.pretraining_data import self_made_hparams
@@ -160,7 +160,7 @@ def _tiny_run(run_dir, name, electra_objective, steps_flops):
   model_dir = run_dir / "models" / name
   hparams = self_made_hparams(
     num_train_steps=6, save_checkpoints_steps=3, keep_checkpoint_max=0, seed=1,
-    electra_objective=electra_objective, model_dir=str(model_dir),
+    electra_objective=electra_objective, model_dir=str(model_dir), **extra,
   )  # fmt: skip
   assert pretraining_run.train_or_eval(PretrainingConfig(name, str(run_dir / "data"), **hparams))
   (model_dir / "paper_claim.json").write_text(json.dumps({"flops_per_step": steps_flops}))
@@ -174,12 +174,23 @@ def test_curves_measure_every_checkpoint_of_each_run_on_the_held_out_shard(tmp_p
   make_data_dir(tmp_path / "data", num_examples=64, num_files=paper_claim.NUM_SHARDS)
   _tiny_run(tmp_path, "electra_small_b4", True, 10.0)
   _tiny_run(tmp_path, "mlm_small_b4", False, 7.0)
+  # (an untrained generator's logits are near 0: only a small temperature
+  # changes what it draws)
+  _tiny_run(tmp_path, "electra_small_b4_t0.01", True, 10.0, temperature=0.01)
   reports = tmp_path / "reports"
   reports.mkdir()
   argv = ["--run-dir", str(tmp_path), "--report-dir", str(reports), "curves", "--batches", "2"]
   assert paper_claim.main(argv) == 0
   runs = json.loads((reports / "paper_claim_curves.json").read_text())
-  assert sorted(runs) == ["electra_small_b4", "mlm_small_b4"]
+  assert sorted(runs) == ["electra_small_b4", "electra_small_b4_t0.01", "mlm_small_b4"]
+  # The discriminator against replacements drawn at the original's temperature 1:
+  # a temperature-1 run's own AUC; another temperature's run measured again.
+  for p in runs["electra_small_b4"]:
+    assert p["disc_auc_at_temperature_1"] == p["disc_auc_real_tokens"]
+  cold = runs["electra_small_b4_t0.01"]
+  assert [p["global_step"] for p in cold] == [0, 3, 6]
+  assert any(p["disc_auc_at_temperature_1"] != p["disc_auc_real_tokens"] for p in cold)
+  assert "disc_auc_at_temperature_1" not in runs["mlm_small_b4"][0]
   for name, step_flops in (("electra_small_b4", 10.0), ("mlm_small_b4", 7.0)):
     points = runs[name]
     # the untrained model, then each checkpoint oldest first, its FLOPs from the step
