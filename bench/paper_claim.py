@@ -546,10 +546,15 @@ def curve_config(model_dir, data_dir, batches=CURVE_BATCHES):
   if run_config is None:
     raise SystemExit(f"paper_claim curves: {model_dir} has no config.json (not a run's model dir)")
   held_out = shard_path(data_dir, EVAL_SHARD)
+  # The dir given, not the one config.json names: a copied or moved run is
+  # measured where it is now.
   return model_dir_lib.pretraining_config_from_run_config(
     run_config,
-    {"do_train": False, "do_eval": True, "pretrain_tfrecords": held_out, "num_eval_steps": batches},
-  )
+    {
+      "do_train": False, "do_eval": True, "pretrain_tfrecords": held_out,
+      "num_eval_steps": batches, "model_dir": model_dir,
+    },
+  )  # fmt: skip
 
 
 def curve_panels(runs):

@@ -214,8 +214,9 @@ def test_curves_measure_every_checkpoint_of_each_run_on_the_held_out_shard(tmp_p
   for path in (tmp_path / "models" / "electra_small_b4").iterdir():
     if path.name.startswith("model.ckpt-6.") or path.name == "config.json":
       shutil.copy(path, only_last / path.name)
+  # (its config.json still names the run's own dir: the copy is measured)
   config = paper_claim.curve_config(str(only_last), str(tmp_path / "data"), batches=2)
-  config.model_dir = str(only_last)
+  assert config.model_dir == str(only_last)
   points = held_out_evaluation.measure_checkpoints(config, 2)
   assert [(p["global_step"], p["checkpoint"] is None) for p in points] == [(0, True), (6, False)]
   electra = runs["electra_small_b4"]
