@@ -532,9 +532,9 @@ CURVE_METRICS = (
     (0.5, 1.0),
   ),
 )
-# The discriminator metric measured again on replacements drawn at the
+# The discriminator's AUC measured again on replacements drawn at the
 # original's temperature 1, for runs trained at another: one yardstick for all.
-AT_TEMPERATURE_1 = {"disc_auc_real_tokens": "disc_auc_at_temperature_1"}
+AUC_AT_TEMPERATURE_1 = "disc_auc_at_temperature_1"
 
 
 def curve_config(model_dir, data_dir, batches=CURVE_BATCHES):
@@ -637,20 +637,16 @@ def cmd_curves(args):
     if config.electra_objective and config.temperature != 1.0:
       config.temperature = 1.0
       again = held_out_evaluation.measure_checkpoints(config, args.batches, skip_steps=known)
-      at_1 = {p["global_step"]: p for p in again}
+      at_1 = {p["global_step"]: p["disc_auc_real_tokens"] for p in again}
       for point in points:
-        point.update(
-          {new: at_1[point["global_step"]][key] for key, new in AT_TEMPERATURE_1.items()}
-        )
-    else:
-      for point in list(known.values()) + points:
-        for key, new in AT_TEMPERATURE_1.items():
-          if key in point:
-            point.setdefault(new, point[key])
+        point[AUC_AT_TEMPERATURE_1] = at_1[point["global_step"]]
     points = list(known.values()) + [
       dict(p, pretraining_flops=p["global_step"] * step_flops, batches_requested=args.batches)
       for p in points
     ]
+    for point in points:  # a temperature-1 run's own AUC is the yardstick
+      if "disc_auc_real_tokens" in point:
+        point.setdefault(AUC_AT_TEMPERATURE_1, point["disc_auc_real_tokens"])
     runs[os.path.basename(model_dir)] = sorted(points, key=lambda p: p["global_step"])
   if not runs:
     raise SystemExit(
