@@ -144,10 +144,9 @@ class ElectraTransformerLayer(keras.layers.Layer):
         self._projected_heads(x, p, batch, seq) for p in (self.query, self.key, self.value)
       )
     else:
+      kernel, bias = layer_utils.joined_qkv_weights_of(id(self)) or self.joined_qkv_weights()
       q, k, v = self._split_heads(
-        tf.nn.bias_add(
-          self._matmul(x, self._qkv_kernel()), ops.cast(self._qkv_bias(), self.compute_dtype)
-        ),
+        tf.nn.bias_add(self._matmul(x, kernel), ops.cast(bias, self.compute_dtype)),
         batch,
         seq,
       )
@@ -190,6 +189,11 @@ class ElectraTransformerLayer(keras.layers.Layer):
     if not training or dropout_layer.rate == 0.0:
       return x
     return layer_utils.dropout(dropout_layer, x, training, _first_token(first_example, seq))
+
+  def joined_qkv_weights(self):
+    """The query, key and value kernels joined `[H, 3H]` (their order) and
+    their biases `[3H]` (float32), as the one-matmul projection uses them."""
+    return self._qkv_kernel(), self._qkv_bias()
 
   def _qkv_kernel(self):
     return ops.concatenate([p.kernel for p in (self.query, self.key, self.value)], axis=1)

@@ -50,6 +50,41 @@ def qkv_projections_are_separate():
   return _SEPARATE_QKV_PROJECTIONS.get()
 
 
+_JOINED_QKV_WEIGHTS = contextvars.ContextVar("joined_qkv_weights", default=None)
+
+
+@contextlib.contextmanager
+def joined_qkv_weights(weights_by_layer):
+  """Attention layers traced inside it for inference take their joined
+  query/key/value kernel and bias from `weights_by_layer` (`{id(layer):
+  (kernel, bias)}`, variables joined once, ahead of time) instead of joining
+  their own three on every call.
+
+  A layer's three kernels are variables, so the join is not folded and
+  copies them on each call: a third of a short request's kernel time. The
+  serving modules store the joined weights in the export and trace their
+  network inside this. Layers not in the mapping join their own.
+
+  Example:
+  >>> with joined_qkv_weights({7: ("kernel", "bias")}):
+  ...   print(joined_qkv_weights_of(7), joined_qkv_weights_of(8))
+  ('kernel', 'bias') None
+  >>> print(joined_qkv_weights_of(7))
+  None
+  """
+  token = _JOINED_QKV_WEIGHTS.set(weights_by_layer)
+  try:
+    yield
+  finally:
+    _JOINED_QKV_WEIGHTS.reset(token)
+
+
+def joined_qkv_weights_of(layer_id):
+  """The `(kernel, bias)` that `joined_qkv_weights` holds for `layer_id`, else None."""
+  weights = _JOINED_QKV_WEIGHTS.get()
+  return None if weights is None else weights.get(layer_id)
+
+
 def truncated_normal(stddev):
   """TF1's `truncated_normal_initializer` (cut at 2σ), as `create_initializer`."""
   return keras.initializers.TruncatedNormal(stddev=stddev)

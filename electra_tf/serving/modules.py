@@ -54,6 +54,7 @@ tf.saved_model.save(module, "/tmp/export/1",
 ```
 """
 
+import keras
 import tensorflow as tf
 
 from electra_tf.finetune import text_preprocessor
@@ -61,6 +62,7 @@ from electra_tf.finetune.classification.head import ClassificationHead
 from electra_tf.finetune.qa.head import QAHead
 from electra_tf.finetune.tagging.head import TaggingHead
 from electra_tf.layers import layer_utils
+from electra_tf.layers.electra_transformer_layer import ElectraTransformerLayer
 
 SIGNATURE_TEXT = "serving_default"
 SIGNATURE_IDS = "serve_ids"
@@ -80,6 +82,15 @@ QA_MASKED_LOGIT = -1000.0
 
 def _float32(x):
   return tf.cast(x, tf.float32)
+
+
+class _JoinedQKVWeights:
+  """`{id(attention layer): (kernel, bias)}`, outside tf.Module's tracking
+  (its int keys could not be saved); the variables themselves are tracked
+  by the module's `joined_qkv_weights` list."""
+
+  def __init__(self):
+    self.by_layer = {}
 
 
 class ElectraServingModule(tf.Module):
@@ -131,6 +142,7 @@ class ElectraServingModule(tf.Module):
     self.jit_compile = bool(jit_compile)
     if vocab_asset is not None:
       self.vocab_file = tf.saved_model.Asset(vocab_asset)
+    self._joined_qkv = _JoinedQKVWeights()
 
   # --- to implement ----------------------------------------------------------
 
@@ -162,7 +174,8 @@ class ElectraServingModule(tf.Module):
     is computed outside.
     """
     if not self.jit_compile:
-      return network(*args)
+      with layer_utils.joined_qkv_weights(self._joined_qkv.by_layer):
+        return network(*args)
     # Traced here, so inside the context: see `separate_qkv_projections`.
     with layer_utils.separate_qkv_projections():
       return tf.function(network, jit_compile=True, autograph=False)(*args)
@@ -240,6 +253,8 @@ class ElectraServingModule(tf.Module):
 
   def get_signatures(self):
     """`{signature name: concrete function}` for `tf.saved_model.save`."""
+    if not self.jit_compile:
+      self._store_joined_qkv_weights()
     s = self.max_seq_length
     ids_spec = tf.TensorSpec([None, s], tf.int32)
     text_spec = tf.TensorSpec([None], tf.string)
@@ -264,6 +279,29 @@ class ElectraServingModule(tf.Module):
     }
     self._pin(signatures)
     return signatures
+
+  def _store_joined_qkv_weights(self):
+    """Joins each attention layer's query, key and value kernels (and biases)
+    once, into variables the export holds, so that a request does not copy
+    them (see `layer_utils.joined_qkv_weights`). The XLA export projects
+    with three matmuls instead and needs none. Costs the export a second
+    copy of those weights (a quarter of an encoder layer's)."""
+    if self._joined_qkv.by_layer:
+      return
+    variables = []
+    for network in list(vars(self).values()):
+      if not isinstance(network, keras.Layer):
+        continue
+      for layer in network._flatten_layers():  # pylint: disable=protected-access
+        if not isinstance(layer, ElectraTransformerLayer) or id(layer) in self._joined_qkv.by_layer:
+          continue
+        pair = tuple(
+          tf.Variable(value, trainable=False, name=f"{layer.name}/joined_qkv_{kind}")
+          for value, kind in zip(layer.joined_qkv_weights(), ("kernel", "bias"))
+        )
+        self._joined_qkv.by_layer[id(layer)] = pair
+        variables += pair
+    self.joined_qkv_weights = variables
 
   def _pin(self, signatures):
     """Makes `serve_text`/`serve_ids`/`serve_examples` of this module the

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bench import graph_ops
 from electra_tf import serving
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.finetune.classification.head import ClassificationHead
@@ -139,3 +140,39 @@ def test_saving_traces_each_signature_once(tmp_path):
   assert_close(loaded.signatures["serve_ids"](**ids)["logits"].numpy(), in_memory, "signature")
   # A second call returns the same traced functions.
   assert module.get_signatures()["serve_ids"] is module.serve_ids
+
+
+def test_an_export_joins_the_attention_kernels_once_not_per_request(tmp_path):
+  """Each layer's query, key and value kernels are joined once, into
+  variables the export holds: the loaded `serve_ids` executes no join per
+  layer (a copy of the kernels on every request) and answers as the model."""
+  vocab_file = write_vocab(str(tmp_path))
+  features = featurize(tokenization.FullTokenizer(vocab_file), TEXT_A, TEXT_B)
+  ids = {k: tf.constant(v) for k, v in features.items()}
+  concats = {}
+  for num_layers in (1, 3):
+    keras.utils.set_random_seed(0)
+    hparams = dict(PRETRAIN_HPARAMS)
+    hparams["model_hparam_overrides"] = dict(
+      hparams["model_hparam_overrides"], num_hidden_layers=num_layers
+    )
+    pretrainer = ElectraPretrainer.from_pretraining_config(
+      PretrainingConfig("joined", str(tmp_path), **hparams)
+    )
+    pretrainer.build()
+    module = export_lib.build_serving_module(
+      pretrainer, "discriminator", ElectraTokenizer(vocab_file=vocab_file), S
+    )
+    path = export_lib.save_module_at(module, str(tmp_path / f"layers{num_layers}" / "1"))
+    loaded = serving.load(path)
+    serve_ids = loaded.signatures["serve_ids"]
+    concats[num_layers] = graph_ops.op_types(lambda: serve_ids(**ids))["ConcatV2"]
+    assert len(loaded.joined_qkv_weights) == 2 * num_layers
+    stored = {v.name: v.numpy() for v in loaded.joined_qkv_weights}
+    for layer in pretrainer.discriminator.encoder.transformer_layers:
+      kernel, bias = layer.joined_qkv_weights()
+      np.testing.assert_array_equal(stored[f"{layer.name}/joined_qkv_kernel:0"], kernel)
+      np.testing.assert_array_equal(stored[f"{layer.name}/joined_qkv_bias:0"], bias)
+    expected = pretrainer.discriminator(ids, training=False)["pooled_output"]
+    assert_close(serve_ids(**ids)["cls_output"].numpy(), np.asarray(expected), "cls_output")
+  assert concats[3] == concats[1], concats
