@@ -85,11 +85,12 @@ def _float32(x):
 
 
 class _JoinedQKVWeights:
-  """`{id(attention layer): (kernel, bias)}`, outside tf.Module's tracking
-  (its int keys could not be saved); the variables themselves are tracked
-  by the module's `joined_qkv_weights` list."""
+  """The attention layers and `{id(layer): (kernel, bias)}`, outside
+  tf.Module's tracking (its int keys could not be saved); the variables
+  themselves are tracked by the module's `joined_qkv_weights` list."""
 
   def __init__(self):
+    self.layers = []
     self.by_layer = {}
 
 
@@ -283,23 +284,29 @@ class ElectraServingModule(tf.Module):
   def _store_joined_qkv_weights(self):
     """Joins each attention layer's query, key and value kernels (and biases)
     once, into variables the export holds, so that a request does not copy
-    them (see `layer_utils.joined_qkv_weights`). The XLA export projects
-    with three matmuls instead and needs none. Costs the export a second
-    copy of those weights (a quarter of an encoder layer's)."""
-    if self._joined_qkv.by_layer:
+    them (see `layer_utils.joined_qkv_weights`). A later call refreshes
+    their values from the layers (the traced functions stay). The XLA export
+    projects with three matmuls instead and needs none. Costs the export a
+    second copy of those weights (a quarter of an encoder layer's)."""
+    joined = self._joined_qkv
+    if joined.layers:
+      for layer in joined.layers:
+        for variable, value in zip(joined.by_layer[id(layer)], layer.joined_qkv_weights()):
+          variable.assign(value)
       return
     variables = []
     for network in list(vars(self).values()):
       if not isinstance(network, keras.Layer):
         continue
       for layer in network._flatten_layers():  # pylint: disable=protected-access
-        if not isinstance(layer, ElectraTransformerLayer) or id(layer) in self._joined_qkv.by_layer:
+        if not isinstance(layer, ElectraTransformerLayer) or id(layer) in joined.by_layer:
           continue
         pair = tuple(
           tf.Variable(value, trainable=False, name=f"{layer.name}/joined_qkv_{kind}")
           for value, kind in zip(layer.joined_qkv_weights(), ("kernel", "bias"))
         )
-        self._joined_qkv.by_layer[id(layer)] = pair
+        joined.layers.append(layer)
+        joined.by_layer[id(layer)] = pair
         variables += pair
     self.joined_qkv_weights = variables
 

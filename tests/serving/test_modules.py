@@ -176,3 +176,11 @@ def test_an_export_joins_the_attention_kernels_once_not_per_request(tmp_path):
     expected = pretrainer.discriminator(ids, training=False)["pooled_output"]
     assert_close(serve_ids(**ids)["cls_output"].numpy(), np.asarray(expected), "cls_output")
   assert concats[3] == concats[1], concats
+  # Signatures asked for again after the weights changed hold the new ones.
+  layer = pretrainer.discriminator.encoder.transformer_layers[0]
+  layer.key.kernel.assign(layer.key.kernel * 2.0)
+  module.get_signatures()
+  stored = {v.name: v.numpy() for v in module.joined_qkv_weights}
+  np.testing.assert_array_equal(
+    stored[f"{layer.name}/joined_qkv_kernel:0"], layer.joined_qkv_weights()[0]
+  )
