@@ -63,6 +63,7 @@ from electra_tf.finetune.qa.head import QAHead
 from electra_tf.finetune.tagging.head import TaggingHead
 from electra_tf.layers import layer_utils
 from electra_tf.layers.electra_transformer_layer import ElectraTransformerLayer
+from electra_tf.utils import keras_compat
 
 SIGNATURE_TEXT = "serving_default"
 SIGNATURE_IDS = "serve_ids"
@@ -298,7 +299,7 @@ class ElectraServingModule(tf.Module):
     for network in list(vars(self).values()):
       if not isinstance(network, keras.Layer):
         continue
-      for layer in network._flatten_layers():  # pylint: disable=protected-access
+      for layer in keras_compat.flatten_layers(network):
         if not isinstance(layer, ElectraTransformerLayer) or id(layer) in joined.by_layer:
           continue
         pair = tuple(
