@@ -65,6 +65,22 @@ def _parse(data):
   return holder if isinstance(holder, dict) else None
 
 
+def _names_a_live_local_process(holder):
+  """False for no holder, or one on this host whose pid is gone; True
+  otherwise (another host's process cannot be checked from here)."""
+  if not holder:
+    return False
+  if holder.get("host") != socket.gethostname():
+    return True
+  try:
+    os.kill(int(holder.get("pid")), 0)
+  except ProcessLookupError:
+    return False
+  except (PermissionError, TypeError, ValueError, OverflowError):
+    return True
+  return True
+
+
 class RunLock:
   """The lock file at `path` for a trainer described as `what`.
 
@@ -97,9 +113,12 @@ class RunLock:
       return None
 
   def _busy(self):
+    # The holder writes its details just after taking the lock: until then
+    # the file is empty or still names the trainer it took over from.
+    deadline = time.monotonic() + 2.0
     holder = self._read()
-    if holder is None:
-      time.sleep(0.2)  # its holder may be writing it this instant
+    while not _names_a_live_local_process(holder) and time.monotonic() < deadline:
+      time.sleep(0.05)
       holder = self._read()
     return ModelDirBusy(
       f"{os.path.dirname(self.path) or '.'} is in use by {_describe(holder)}: wait for it or "

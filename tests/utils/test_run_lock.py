@@ -183,3 +183,27 @@ def test_release_removes_only_the_file_it_locked(tmp_path):
   # A starter that locked a file its holder then removed takes the new one.
   with run_lock.RunLock(path, "me") as again:
     assert again.held and json.loads(path.read_text())["what"] == "me"
+
+
+def test_a_starter_that_loses_names_the_new_holder_not_the_stale_one(tmp_path):
+  """The winner of a takeover writes its details a moment after taking the
+  lock; a starter that loses in that moment waits for them rather than
+  naming the dead trainer the file still holds."""
+  import fcntl
+  import threading
+
+  dead = subprocess.Popen([sys.executable, "-c", "pass"])
+  dead.wait()
+  path = tmp_path / "train.lock"
+  _write_lock(path, dead.pid)
+  fd = os.open(path, os.O_RDWR)  # another open file: its flock conflicts with RunLock's
+  try:
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    content = {"pid": os.getpid(), "host": socket.gethostname(), "what": "run_pretraining new"}
+    writer = threading.Timer(0.3, lambda: path.write_text(json.dumps(content)))
+    writer.start()
+    with pytest.raises(run_lock.ModelDirBusy, match=f"run_pretraining new \\(pid {os.getpid()} "):
+      run_lock.RunLock(path).acquire()
+    writer.join()
+  finally:
+    os.close(fd)
