@@ -86,13 +86,16 @@ def _float32(x):
 
 
 class _JoinedQKVWeights:
-  """The attention layers and `{id(layer): (kernel, bias)}`, outside
-  tf.Module's tracking (its int keys could not be saved); the variables
-  themselves are tracked by the module's `joined_qkv_weights` list."""
+  """`(attention layer, kernel, bias)` entries, outside tf.Module's tracking
+  (it would track the layers twice); the variables themselves are tracked by
+  the module's `joined_qkv_weights` list."""
 
   def __init__(self):
-    self.layers = []
-    self.by_layer = {}
+    self.entries = []
+
+  def by_layer(self):
+    """`{id(layer): (kernel, bias)}` for `layer_utils.joined_qkv_weights`."""
+    return {id(layer): (kernel, bias) for layer, kernel, bias in self.entries}
 
 
 class ElectraServingModule(tf.Module):
@@ -176,7 +179,7 @@ class ElectraServingModule(tf.Module):
     is computed outside.
     """
     if not self.jit_compile:
-      with layer_utils.joined_qkv_weights(self._joined_qkv.by_layer):
+      with layer_utils.joined_qkv_weights(self._joined_qkv.by_layer()):
         return network(*args)
     # Traced here, so inside the context: see `separate_qkv_projections`.
     with layer_utils.separate_qkv_projections():
@@ -290,26 +293,25 @@ class ElectraServingModule(tf.Module):
     projects with three matmuls instead and needs none. Costs the export a
     second copy of those weights (a quarter of an encoder layer's)."""
     joined = self._joined_qkv
-    if joined.layers:
-      for layer in joined.layers:
-        for variable, value in zip(joined.by_layer[id(layer)], layer.joined_qkv_weights()):
+    if joined.entries:
+      for layer, *variables in joined.entries:
+        for variable, value in zip(variables, layer.joined_qkv_weights()):
           variable.assign(value)
       return
-    variables = []
+    seen = set()
     for network in list(vars(self).values()):
       if not isinstance(network, keras.Layer):
         continue
       for layer in keras_compat.flatten_layers(network):
-        if not isinstance(layer, ElectraTransformerLayer) or id(layer) in joined.by_layer:
+        if not isinstance(layer, ElectraTransformerLayer) or id(layer) in seen:
           continue
-        pair = tuple(
+        seen.add(id(layer))
+        kernel, bias = (
           tf.Variable(value, trainable=False, name=f"{layer.name}/joined_qkv_{kind}")
           for value, kind in zip(layer.joined_qkv_weights(), ("kernel", "bias"))
         )
-        joined.layers.append(layer)
-        joined.by_layer[id(layer)] = pair
-        variables += pair
-    self.joined_qkv_weights = variables
+        joined.entries.append((layer, kernel, bias))
+    self.joined_qkv_weights = [v for _, kernel, bias in joined.entries for v in (kernel, bias)]
 
   def _pin(self, signatures):
     """Makes `serve_text`/`serve_ids`/`serve_examples` of this module the
