@@ -13,9 +13,17 @@ For an ELECTRA-Small discriminator export (random init, fp32, as
 - the arithmetic: the request's matmul FLOPs at this machine's fp32 GEMM
   rate (an optimistic bound: small matmuls run below the peak rate);
 - `serve_ids` (12 tokens) again in fresh processes with one inter-op thread,
-  with one intra-op thread, and with Grappler's meta-optimizer off (op
-  count and time), to see what the thread pools and graph rewrites cost
-  or save;
+  with one intra-op thread, with Grappler's meta-optimizer off (op count
+  and time), and with TensorFlow's oneDNN kernels off
+  (`TF_ENABLE_ONEDNN_OPTS=0`), alone and with one intra-op thread, to see
+  what the thread pools, the kernel library and graph rewrites cost or
+  save (each row says whether oneDNN kernels ran: on CPUs where TensorFlow
+  leaves them off, "oneDNN off" is the default);
+- every configuration on a batch of 32 full-length requests too (what the
+  settings that help one short request cost a batched server);
+- ONNX Runtime on the same network's float ONNX file and the same ids (the
+  yardstick of the lean-graph work), in the same run, and each row's ratio
+  to it, and each configuration's 128-token latency over its 12-token one;
 - the same export with `jit_compile=True` (`--jit-compile`), in the same run;
 - the kernels' own time by op type at 12 and 128 tokens, from TensorFlow's
   profiler: what each op type's kernels spent per call, summed over the
@@ -30,6 +38,7 @@ arithmetic + the rest.
 
 import os
 import statistics
+import sys
 import tempfile
 
 from bench.bench_serving import _percentile
@@ -39,6 +48,7 @@ from bench.common import main
 
 SEQ = 128
 SHORT_TOKENS = 12
+BATCH = 32
 VOCAB = 30522
 
 
@@ -53,12 +63,12 @@ def _time(call, warmup, repeats):
   }
 
 
-def _ids(tokens):
+def _ids(tokens, batch=1):
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-  ids = np.zeros((1, SEQ), "int32")
-  ids[0, :tokens] = [101] + [1000 + i for i in range(tokens - 2)] + [102]
+  ids = np.zeros((batch, SEQ), "int32")
+  ids[:, :tokens] = [101] + [1000 + i for i in range(tokens - 2)] + [102]
   return {
     "input_ids": tf.constant(ids),
     "input_mask": tf.constant((ids > 0).astype("int32")),
@@ -66,11 +76,16 @@ def _ids(tokens):
   }
 
 
-def time_serve_ids(export_dir, repeats, inter_op=None, intra_op=None, grappler=True):
-  """p50/p90 of `serve_ids` at 12 and 128 tokens and its executed-op count,
-  in this process with the given threads and Grappler setting (call first
-  thing in a fresh process: both must be set before TensorFlow runs)."""
+def time_serve_ids(export_dir, repeats, inter_op=None, intra_op=None, grappler=True, onednn=True):
+  """p50/p90 of `serve_ids` at 12 and 128 tokens, its executed-op count and
+  whether oneDNN kernels ran, in this process with the given threads,
+  Grappler and oneDNN settings (call first thing in a fresh process: all
+  must be set before TensorFlow runs)."""
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+  if not onednn:
+    if "tensorflow" in sys.modules:
+      raise RuntimeError("oneDNN can only be turned off before TensorFlow is imported")
+    os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
   from bench.graph_ops import op_types  # pylint: disable=g-import-not-at-top
@@ -86,13 +101,15 @@ def time_serve_ids(export_dir, repeats, inter_op=None, intra_op=None, grappler=T
 
   # Registers the tokenizer's TF Text ops before the graph is read.
   serve = loading.load(export_dir).signatures["serve_ids"]
-  short, full = _ids(SHORT_TOKENS), _ids(SEQ)
-  ops = summary(op_types(lambda: serve(**short)))["executed"]
+  short, full, batch = _ids(SHORT_TOKENS), _ids(SEQ), _ids(SEQ, BATCH)
+  counts = op_types(lambda: serve(**short))
   warmup = max(3, repeats // 10)
   return {
-    "executed_ops": ops,
+    "executed_ops": summary(counts)["executed"],
+    "onednn_kernels": any(op.startswith("_Mkl") for op in counts),
     "short": _time(lambda: serve(**short), warmup, repeats),
     "full": _time(lambda: serve(**full), warmup, repeats),
+    "batch": _time(lambda: serve(**batch), 2, max(3, repeats // 20)),
   }
 
 
@@ -206,6 +223,39 @@ def time_loaded(path, repeats):
   return {"executed_ops": executed, **_time(lambda: serve(**args), max(3, repeats // 10), repeats)}
 
 
+def time_onnx(path, repeats):
+  """p50/p90 of ONNX Runtime (CPU, its default threads) on the float ONNX
+  file at `path`, on the ids of `serve_ids`' requests cut to their real
+  length (as `bench_serving` feeds it)."""
+  import onnxruntime  # pylint: disable=g-import-not-at-top
+
+  session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+  timed = {}
+  for length, tokens, batch, n in (
+    ("short", SHORT_TOKENS, 1, repeats),
+    ("full", SEQ, 1, repeats),
+    ("batch", SEQ, BATCH, max(3, repeats // 20)),
+  ):
+    feed = {k: v.numpy()[:, :tokens] for k, v in _ids(tokens, batch).items()}
+    timed[length] = _time(lambda feed=feed: session.run(None, feed), max(2, n // 10), n)
+  return timed
+
+
+def _onnx_file(model, vocab_file, directory):
+  """The discriminator's float ONNX file, or None without the `onnx` extra."""
+  from electra_tf.serving import portable  # pylint: disable=g-import-not-at-top
+
+  try:
+    portable.require("onnx")
+  except portable.MissingExtra as e:
+    print(f"serving_fixed_cost: the ONNX Runtime rows are left out: {e}")
+    return None
+  path = os.path.join(directory, "discriminator.onnx")
+  return portable.export_portable(
+    model, path, "onnx", kind="discriminator", vocab_file=vocab_file, max_seq_length=SEQ
+  )
+
+
 def _export(directory, quick):
   import keras  # pylint: disable=g-import-not-at-top
 
@@ -231,7 +281,7 @@ def _export(directory, quick):
     )
     for name, jit_compile in (("export", False), ("export_xla", True))
   )  # fmt: skip
-  return path, xla_path, model
+  return path, xla_path, _onnx_file(model, vocab_file, directory), model
 
 
 def _matmul_flops(model, tokens):
@@ -256,7 +306,7 @@ def run(quick=False):
   machine = {k: v for k, v in rates.items() if k.endswith("_per_s")}
   rows = []
   with tempfile.TemporaryDirectory() as tmp:
-    path, xla_path, model = _export(tmp, quick)
+    path, xla_path, onnx_path, model = _export(tmp, quick)
     flops = _matmul_flops(model, SHORT_TOKENS)
     default = call_in_child(MODULE, "time_serve_ids", export_dir=path, repeats=repeats)
     ops = default["executed_ops"]
@@ -269,6 +319,8 @@ def run(quick=False):
       "1 inter-op thread": {"inter_op": 1},
       "1 intra-op thread": {"intra_op": 1},
       "Grappler off": {"grappler": False},
+      "oneDNN off": {"onednn": False},
+      "oneDNN off, 1 intra-op thread": {"onednn": False, "intra_op": 1},
     }
     measured = {
       "default": default,
@@ -283,17 +335,45 @@ def run(quick=False):
     profile = call_in_child(
       MODULE, "kernel_time_by_op_type", export_dir=path, calls=max(5, repeats // 4)
     )
+    onnx = onnx_path and call_in_child(MODULE, "time_onnx", path=onnx_path, repeats=repeats)
   for name, m in measured.items():
+    for length, tokens in (("short", SHORT_TOKENS), ("full", SEQ)):
+      row = dict(
+        name=f"serve_ids, 1 request of {tokens} tokens, {name}",
+        latency_ms=m[length]["p50_ms"],
+        latency_p90_ms=m[length]["p90_ms"],
+        executed_ops=m["executed_ops"],
+        onednn_kernels=m["onednn_kernels"],
+        # The issue's two aims: within 2x of ONNX Runtime float, and a short
+        # request at least 4x faster than a full-length one.
+        short_speedup_over_full=round(m["full"]["p50_ms"] / m["short"]["p50_ms"], 2),
+        **machine,
+      )
+      if onnx:
+        row["times_onnx_float"] = round(m[length]["p50_ms"] / onnx[length]["p50_ms"], 2)
+      rows.append(row)
+    rows.append(
+      _batch_row(f"serve_ids, batch of {BATCH} requests of {SEQ} tokens, {name}", m, onnx, machine)
+    )
+  if onnx:
     for length, tokens in (("short", SHORT_TOKENS), ("full", SEQ)):
       rows.append(
         dict(
-          name=f"serve_ids, 1 request of {tokens} tokens, {name}",
-          latency_ms=m[length]["p50_ms"],
-          latency_p90_ms=m[length]["p90_ms"],
-          executed_ops=m["executed_ops"],
+          name=f"ONNX Runtime float on the same ids, 1 request of {tokens} tokens (the yardstick)",
+          latency_ms=onnx[length]["p50_ms"],
+          latency_p90_ms=onnx[length]["p90_ms"],
+          short_speedup_over_full=round(onnx["full"]["p50_ms"] / onnx["short"]["p50_ms"], 2),
           **machine,
         )
       )
+    rows.append(
+      _batch_row(
+        f"ONNX Runtime float on the same ids, batch of {BATCH} requests of {SEQ} tokens",
+        onnx,
+        onnx,
+        machine,
+      )
+    )
   floor, chain = base["floor"], base["chain"]
   per_op_us = 1000 * (chain["p50_ms"] - floor["p50_ms"]) / max(1, chain["executed_ops"])
   rows.append(
@@ -345,6 +425,18 @@ def run(quick=False):
     )
   )
   return rows
+
+
+def _batch_row(name, measured, onnx, machine):
+  row = dict(
+    name=name,
+    latency_ms=measured["batch"]["p50_ms"],
+    sequences_per_s=round(1000 * BATCH / measured["batch"]["p50_ms"], 1),
+    **machine,
+  )
+  if onnx:
+    row["times_onnx_float"] = round(measured["batch"]["p50_ms"] / onnx["batch"]["p50_ms"], 2)
+  return row
 
 
 MODULE = "bench.serving_fixed_cost"

@@ -27,3 +27,41 @@ def test_the_profile_counts_each_kernel_of_a_call_once(tmp_path):
   assert profile["by_op"]["Sin"]["count"] == 15
   assert not set(profile["by_op"]) & set(serving_fixed_cost.PROFILE_WRAPPERS)
   assert profile["kernels_ms"] > 0 and profile["wall_ms"] > 0
+
+
+def test_the_onednn_off_rows_run_without_onednn_kernels(tmp_path):
+  from bench import graph_ops
+  from bench.common import call_in_child
+  from electra_tf.configs.pretraining import PretrainingConfig
+  from electra_tf.models.electra_pretrainer import ElectraPretrainer
+  from electra_tf.serving import export as export_lib
+  from tests.helpers import serving as helpers
+
+  # A tiny network that takes the benchmark's requests (128 ids, some over 1000).
+  seq, vocab_size = serving_fixed_cost.SEQ, 2000
+  vocab_file = graph_ops._vocab_file(str(tmp_path), vocab_size)
+  overrides = dict(helpers.PRETRAIN_HPARAMS["model_hparam_overrides"], max_position_embeddings=seq)
+  hparams = dict(
+    helpers.PRETRAIN_HPARAMS,
+    vocab_size=vocab_size,
+    max_seq_length=seq,
+    model_hparam_overrides=overrides,
+  )
+  model = ElectraPretrainer.from_pretraining_config(
+    PretrainingConfig("tiny", str(tmp_path), **hparams)
+  )
+  model.build()
+  path = export_lib.export(model, "discriminator", vocab_file, str(tmp_path / "export"))
+  off = call_in_child(
+    serving_fixed_cost.MODULE, "time_serve_ids", export_dir=path, repeats=3, onednn=False
+  )
+  assert off["onednn_kernels"] is False
+  assert off["executed_ops"] > 0 and off["short"]["p50_ms"] > 0
+
+
+def test_onednn_cannot_be_turned_off_once_tensorflow_runs(tmp_path):
+  import pytest
+  import tensorflow  # noqa: F401  (this process has imported it already)
+
+  with pytest.raises(RuntimeError, match="before TensorFlow is imported"):
+    serving_fixed_cost.time_serve_ids(str(tmp_path), repeats=1, onednn=False)
