@@ -377,7 +377,11 @@ class ProgressLog:
     self.start = time.time()
 
   def log(self, message):
-    print(f"Job {self.job_id}: {message}", flush=True)
+    # One write of the whole line: `print` writes the text and the newline
+    # separately, and with unbuffered output (PYTHONUNBUFFERED) the jobs'
+    # lines then interleave on the shared stdout ("Job 1: ...Job 0: ...").
+    sys.stdout.write(f"Job {self.job_id}: {message}\n")
+    sys.stdout.flush()
 
   def update(self, done, n_written):
     elapsed = time.time() - self.start
