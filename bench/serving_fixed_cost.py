@@ -42,6 +42,7 @@ import sys
 import tempfile
 
 from bench.bench_serving import _percentile
+from bench.bench_serving import _runtime
 from bench.bench_serving import _time_calls
 from bench.common import call_in_child
 from bench.common import main
@@ -227,9 +228,7 @@ def time_onnx(path, repeats):
   """p50/p90 of ONNX Runtime (CPU, its default threads) on the float ONNX
   file at `path`, on the ids of `serve_ids`' requests cut to their real
   length (as `bench_serving` feeds it)."""
-  import onnxruntime  # pylint: disable=g-import-not-at-top
-
-  session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+  make_call = _runtime(path)
   timed = {}
   for length, tokens, batch, n in (
     ("short", SHORT_TOKENS, 1, repeats),
@@ -237,7 +236,7 @@ def time_onnx(path, repeats):
     ("batch", SEQ, BATCH, max(3, repeats // 20)),
   ):
     feed = {k: v.numpy()[:, :tokens] for k, v in _ids(tokens, batch).items()}
-    timed[length] = _time(lambda feed=feed: session.run(None, feed), max(2, n // 10), n)
+    timed[length] = _time(make_call(feed), max(2, n // 10), n)
   return timed
 
 
