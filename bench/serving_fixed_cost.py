@@ -24,7 +24,10 @@ For an ELECTRA-Small discriminator export (random init, fp32, as
 - ONNX Runtime on the same network's float ONNX file and the same ids (the
   yardstick of the lean-graph work), in the same run, and each row's ratio
   to it, and each configuration's 128-token latency over its 12-token one;
-- the same export with `jit_compile=True` (`--jit-compile`), in the same run;
+- the same export with `jit_compile=True` (`--jit-compile`), with
+  `constant_weights=True` (`--constant-weights`: with the default settings,
+  one intra-op thread, and oneDNN off with one intra-op thread) and with
+  both, in the same run;
 - the kernels' own time by op type at 12 and 128 tokens, from TensorFlow's
   profiler: what each op type's kernels spent per call, summed over the
   intra-op threads (so the sum can exceed the wall time: two kernels run at
@@ -51,6 +54,29 @@ SEQ = 128
 SHORT_TOKENS = 12
 BATCH = 32
 VOCAB = 30522
+# The exports timed: `export_lib.export` options by name.
+EXPORTS = {
+  "default": {},
+  "xla": {"jit_compile": True},
+  "constant_weights": {"constant_weights": True},
+  "xla_constant_weights": {"jit_compile": True, "constant_weights": True},
+}
+# Rows beside the default: (export, `time_serve_ids` settings) by name.
+VARIANTS = {
+  "XLA export (--jit-compile)": ("xla", {}),
+  "1 inter-op thread": ("default", {"inter_op": 1}),
+  "1 intra-op thread": ("default", {"intra_op": 1}),
+  "Grappler off": ("default", {"grappler": False}),
+  "oneDNN off": ("default", {"onednn": False}),
+  "oneDNN off, 1 intra-op thread": ("default", {"onednn": False, "intra_op": 1}),
+  "constant-weights export (--constant-weights)": ("constant_weights", {}),
+  "constant-weights export, 1 intra-op thread": ("constant_weights", {"intra_op": 1}),
+  "constant-weights export, oneDNN off, 1 intra-op thread": (
+    "constant_weights",
+    {"onednn": False, "intra_op": 1},
+  ),
+  "XLA and constant-weights export": ("xla_constant_weights", {}),
+}
 
 
 def _time(call, warmup, repeats):
@@ -273,14 +299,14 @@ def _export(directory, quick):
   keras.utils.set_random_seed(0)
   model = ElectraPretrainer.from_pretraining_config(config)
   model.build()
-  path, xla_path = (
-    export_lib.export(
+  paths = {
+    name: export_lib.export(
       model, "discriminator", vocab_file, os.path.join(directory, name), max_seq_length=SEQ,
-      jit_compile=jit_compile,
+      **options,
     )
-    for name, jit_compile in (("export", False), ("export_xla", True))
-  )  # fmt: skip
-  return path, xla_path, _onnx_file(model, vocab_file, directory), model
+    for name, options in EXPORTS.items()
+  }  # fmt: skip
+  return paths, _onnx_file(model, vocab_file, directory), model
 
 
 def _matmul_flops(model, tokens):
@@ -305,7 +331,8 @@ def run(quick=False):
   machine = {k: v for k, v in rates.items() if k.endswith("_per_s")}
   rows = []
   with tempfile.TemporaryDirectory() as tmp:
-    path, xla_path, onnx_path, model = _export(tmp, quick)
+    paths, onnx_path, model = _export(tmp, quick)
+    path = paths["default"]
     flops = _matmul_flops(model, SHORT_TOKENS)
     default = call_in_child(MODULE, "time_serve_ids", export_dir=path, repeats=repeats)
     ops = default["executed_ops"]
@@ -314,22 +341,10 @@ def run(quick=False):
       name: call_in_child(MODULE, "time_loaded", path=os.path.join(tmp, name), repeats=repeats)
       for name in ("floor", "chain")
     }
-    variants = {
-      "1 inter-op thread": {"inter_op": 1},
-      "1 intra-op thread": {"intra_op": 1},
-      "Grappler off": {"grappler": False},
-      "oneDNN off": {"onednn": False},
-      "oneDNN off, 1 intra-op thread": {"onednn": False, "intra_op": 1},
-    }
-    measured = {
-      "default": default,
-      "XLA export (--jit-compile)": call_in_child(
-        MODULE, "time_serve_ids", export_dir=xla_path, repeats=repeats
-      ),
-    }
-    for name, kwargs in variants.items():
+    measured = {"default": default}
+    for name, (export, settings) in VARIANTS.items():
       measured[name] = call_in_child(
-        MODULE, "time_serve_ids", export_dir=path, repeats=repeats, **kwargs
+        MODULE, "time_serve_ids", export_dir=paths[export], repeats=repeats, **settings
       )
     profile = call_in_child(
       MODULE, "kernel_time_by_op_type", export_dir=path, calls=max(5, repeats // 4)

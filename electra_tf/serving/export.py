@@ -122,6 +122,7 @@ def build_serving_module(
   length_multiple=1,
   jit_compile=False,
   real_length=True,
+  constant_weights=False,
 ):
   """The serving module for `kind` ("discriminator", "generator", "task").
 
@@ -138,12 +139,17 @@ def build_serving_module(
     task: the task head (needed when the model has several).
     top_k, max_predictions: generator options.
     max_query_length: QA question budget.
-    length_multiple, jit_compile, real_length: see
+    length_multiple, jit_compile, real_length, constant_weights: see
       `serving_modules.ElectraServingModule`.
   """
   if kind not in MODEL_KINDS:
     raise ValueError(f"--model {kind!r}; expected one of {MODEL_KINDS}")
-  options = dict(length_multiple=length_multiple, jit_compile=jit_compile, real_length=real_length)
+  options = dict(
+    length_multiple=length_multiple,
+    jit_compile=jit_compile,
+    real_length=real_length,
+    constant_weights=constant_weights,
+  )
   if _is_finetuning_model(model):
     if kind != "task":
       raise ValueError(
@@ -480,10 +486,11 @@ def export(
   overwrite=False,
   length_multiple=1,
   jit_compile=False,
+  constant_weights=False,
 ):
   """Builds the serving module for `model` and writes the SavedModel.
 
-  `length_multiple` and `jit_compile` are the serving module's (see
+  `length_multiple`, `jit_compile` and `constant_weights` are the serving module's (see
   `serving_modules.ElectraServingModule`); the other options are those of
   `build_serving_module`. `vocab_file` is a WordPiece vocab.txt or a
   SentencePiece model; `do_lower_case` and `strip_accents` None apply what
@@ -515,9 +522,12 @@ def export(
       max_query_length=max_query_length,
       length_multiple=length_multiple,
       jit_compile=jit_compile,
+      constant_weights=constant_weights,
     )
     readme = os.path.join(asset_dir, "README.txt")
-    write_atomic(readme, serving_loading.export_readme(kind, max_seq_length, jit_compile))
+    write_atomic(
+      readme, serving_loading.export_readme(kind, max_seq_length, jit_compile, constant_weights)
+    )
     module.readme = tf.saved_model.Asset(readme)
     return save_module(module, export_dir, version, overwrite)
   finally:
@@ -571,12 +581,19 @@ def load_model(
   return loaded.model, loaded.config
 
 
-def export_task_model(task_model, filepath, overwrite=False, jit_compile=False, length_multiple=1):
+def export_task_model(
+  task_model,
+  filepath,
+  overwrite=False,
+  jit_compile=False,
+  length_multiple=1,
+  constant_weights=False,
+):
   """Writes a Keras task model (`ElectraClassifier`, `ElectraQuestionAnswerer`,
   `ElectraTokenTagger`) as the TF Serving SavedModel that
   `export_saved_model --model task` writes (text, ids and tf.Example
-  signatures, real-length serving; `jit_compile` and `length_multiple` are
-  `serving_modules.ElectraServingModule`'s), tokenizing with its
+  signatures, real-length serving; `jit_compile`, `length_multiple` and
+  `constant_weights` are `serving_modules.ElectraServingModule`'s), tokenizing with its
   preprocessor's vocab and length, at `filepath` itself (TF Serving wants it
   under a version folder: pass `<dir>/1`); returns `filepath`."""
   preprocessor = task_model.preprocessor
@@ -604,10 +621,14 @@ def export_task_model(task_model, filepath, overwrite=False, jit_compile=False, 
       max_query_length=preprocessor.max_query_length,
       length_multiple=length_multiple,
       jit_compile=jit_compile,
+      constant_weights=constant_weights,
     )
     readme = os.path.join(asset_dir, "README.txt")
     write_atomic(
-      readme, serving_loading.export_readme("task", preprocessor.max_seq_length, jit_compile)
+      readme,
+      serving_loading.export_readme(
+        "task", preprocessor.max_seq_length, jit_compile, constant_weights
+      ),
     )
     module.readme = tf.saved_model.Asset(readme)
     return save_module_at(module, filepath, overwrite)

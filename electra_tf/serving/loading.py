@@ -72,22 +72,30 @@ def load(path):
     raise hint from e
 
 
+CONSTANT_WEIGHTS_NOTE = (
+  "The weight matrices are constants in saved_model.pb (exported with constant_weights); "
+  "variables/ holds only the biases and LayerNorm weights.\n"
+)
 XLA_SERVING_NOTE = (
   "The network is XLA-compiled (exported with jit_compile): TF Serving runs it on CPU only "
   "with --xla_cpu_compilation_enabled=true, and compiles once per batch size and length bucket.\n"
 )
 
 
-def export_readme(kind, max_seq_length, jit_compile=False):
+def export_readme(kind, max_seq_length, jit_compile=False, constant_weights=False):
   """The `assets/README.txt` every export carries: its signatures and how to load it."""
   return (
-    f"electra_tf SavedModel: {kind}, max_seq_length {max_seq_length}.\n"
-    "Signatures: serving_default (raw text: text_a, text_b; tokenized in the graph), "
-    "serve_ids (input_ids, input_mask, segment_ids), serve_examples (serialized "
-    "tf.Example).\n"
-    f"Loading in Python: {LOADING_HINT}.\n"
-    "  import tensorflow as tf\n"
-    "  import tensorflow_text  # registers the tokenizer ops\n"
-    '  model = tf.saved_model.load("<export_dir>/<version>")\n'
-    "TF Serving: the server binary must include TF Text's ops.\n"
-  ) + (XLA_SERVING_NOTE if jit_compile else "")
+    (
+      f"electra_tf SavedModel: {kind}, max_seq_length {max_seq_length}.\n"
+      "Signatures: serving_default (raw text: text_a, text_b; tokenized in the graph), "
+      "serve_ids (input_ids, input_mask, segment_ids), serve_examples (serialized "
+      "tf.Example).\n"
+      f"Loading in Python: {LOADING_HINT}.\n"
+      "  import tensorflow as tf\n"
+      "  import tensorflow_text  # registers the tokenizer ops\n"
+      '  model = tf.saved_model.load("<export_dir>/<version>")\n'
+      "TF Serving: the server binary must include TF Text's ops.\n"
+    )
+    + (XLA_SERVING_NOTE if jit_compile else "")
+    + (CONSTANT_WEIGHTS_NOTE if constant_weights else "")
+  )

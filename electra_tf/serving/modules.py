@@ -44,6 +44,15 @@ with `length_multiple` (16 gives 8 lengths at S=128) and fixed batch sizes.
 TF Serving runs such an export on CPU only with
 `--xla_cpu_compilation_enabled=true`; without it the first request fails.
 
+`constant_weights=True` (opt-in) puts the weight matrices into the graph as
+constants. oneDNN's matmul then packs each matrix once and keeps it, instead
+of packing it on every call (a short request's matmuls are mostly packing),
+and XLA can lay them out when it compiles. Biases and LayerNorm weights stay
+variables: as constants, Grappler's constant folding moves the bias adds
+away from their matmuls and TensorFlow no longer fuses them. The matrices go
+into `saved_model.pb`, whose protocol buffer TensorFlow caps at 2 GiB, so at
+most `CONSTANT_WEIGHTS_MAX_BYTES` of them.
+
 Example:
 
 ```python
@@ -55,6 +64,7 @@ tf.saved_model.save(module, "/tmp/export/1",
 """
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from electra_tf.finetune import text_preprocessor
@@ -79,6 +89,9 @@ PACKED_KEYS = ("input_ids", "input_mask", "segment_ids")
 # (`finetune/qa/qa_tasks.py:QATask.get_prediction_module`); the fill of QA
 # logits past the encoder's length.
 QA_MASKED_LOGIT = -1000.0
+# What `constant_weights` puts into saved_model.pb at most: TensorFlow caps a
+# protocol buffer at 2 GiB, and the graph needs room beside the weights.
+CONSTANT_WEIGHTS_MAX_BYTES = 3 * 2**29
 
 
 def _float32(x):
@@ -96,6 +109,18 @@ class _JoinedQKVWeights:
   def by_layer(self):
     """`{id(layer): (kernel, bias)}` for `layer_utils.joined_qkv_weights`."""
     return {id(layer): (kernel, bias) for layer, kernel, bias in self.entries}
+
+
+class _ConstantWeights:
+  """What a `constant_weights` module traces its network with, outside
+  tf.Module's tracking: `matrices` `[(variable, ndarray)]` (baked in as
+  constants), `vectors` `[(variable, module-owned copy)]`, `joined`
+  `[(attention layer, joined ndarray kernel, joined bias copy)]`, and the
+  network `functions` the signatures share, by the network's code."""
+
+  def __init__(self):
+    self.matrices, self.vectors, self.joined = [], [], []
+    self.functions = {}
 
 
 class ElectraServingModule(tf.Module):
@@ -120,6 +145,10 @@ class ElectraServingModule(tf.Module):
       the compilations.
     jit_compile: run the network (encoder and head) as one XLA-compiled
       function, compiled per input shape.
+    constant_weights: trace the network with its weight matrices (kernels,
+      embedding tables) as graph constants, read from the networks when the
+      signatures are made; biases and LayerNorm weights stay variables, of
+      the module. The networks' own variables are not saved.
   """
 
   def __init__(
@@ -131,6 +160,7 @@ class ElectraServingModule(tf.Module):
     real_length=True,
     length_multiple=1,
     jit_compile=False,
+    constant_weights=False,
   ):
     super().__init__(name=name)
     if max_seq_length < 3:
@@ -145,6 +175,8 @@ class ElectraServingModule(tf.Module):
     self.real_length = bool(real_length)
     self.length_multiple = int(length_multiple)
     self.jit_compile = bool(jit_compile)
+    self.constant_weights = bool(constant_weights)
+    self._constants = _ConstantWeights()
     if vocab_asset is not None:
       self.vocab_file = tf.saved_model.Asset(vocab_asset)
     self._joined_qkv = _JoinedQKVWeights()
@@ -178,12 +210,39 @@ class ElectraServingModule(tf.Module):
     length, so each compilation sees static shapes, while the length itself
     is computed outside.
     """
+    if self.constant_weights:
+      return self._constant_weights_network(network)(*args)
     if not self.jit_compile:
       with layer_utils.joined_qkv_weights(self._joined_qkv.by_layer()):
         return network(*args)
     # Traced here, so inside the context: see `separate_qkv_projections`.
     with layer_utils.separate_qkv_projections():
       return tf.function(network, jit_compile=True, autograph=False)(*args)
+
+  def _constant_weights_network(self, network):
+    """`network` as a `tf.function` traced with every matrix it reads as a
+    constant and every vector from the module's own copy. The three
+    signatures pass the same network (the same code) and share one such
+    function, so the SavedModel holds each constant once."""
+    held = self._constants
+    code = getattr(network, "__func__", network).__code__
+    if code not in held.functions:
+
+      def network_on_constants(*args):
+        mapping = [(v, tf.constant(value)) for v, value in held.matrices]
+        mapping += [(v, tf.convert_to_tensor(copy)) for v, copy in held.vectors]
+        joined = {id(layer): (tf.constant(kernel), bias) for layer, kernel, bias in held.joined}
+        with keras.StatelessScope(state_mapping=mapping):
+          if self.jit_compile:
+            with layer_utils.separate_qkv_projections():
+              return network(*args)
+          with layer_utils.joined_qkv_weights(joined):
+            return network(*args)
+
+      held.functions[code] = tf.function(
+        network_on_constants, jit_compile=self.jit_compile or None, autograph=False
+      )
+    return held.functions[code]
 
   def trim(self, features, length):
     """Features cut to their first `length` positions."""
@@ -258,7 +317,9 @@ class ElectraServingModule(tf.Module):
 
   def get_signatures(self):
     """`{signature name: concrete function}` for `tf.saved_model.save`."""
-    if not self.jit_compile:
+    if self.constant_weights:
+      self._hold_constant_weights()
+    elif not self.jit_compile:
       self._store_joined_qkv_weights()
     s = self.max_seq_length
     ids_spec = tf.TensorSpec([None, s], tf.int32)
@@ -285,6 +346,62 @@ class ElectraServingModule(tf.Module):
     self._pin(signatures)
     return signatures
 
+  def _networks(self):
+    """The Keras networks the module serves (its Layer attributes)."""
+    return [n for n in vars(self).values() if isinstance(n, keras.Layer)]
+
+  def _hold_constant_weights(self):
+    """Reads the networks' weights once, for `_constant_weights_network`:
+    matrices (kernels, embedding tables) as arrays, vectors (biases,
+    LayerNorm) as variables of the module; without XLA each attention layer's
+    query, key and value as one joined kernel and bias, and their own
+    weights not at all. Only these go into the SavedModel."""
+    held = self._constants
+    if held.matrices:
+      return  # read once: the traced signatures hold these values
+    layers = {}
+    for network in self._networks():
+      for layer in keras_compat.flatten_layers(network):
+        if isinstance(layer, ElectraTransformerLayer):
+          layers.setdefault(id(layer), layer)
+    skipped = set()
+    if not self.jit_compile:
+      for layer in layers.values():
+        kernel, bias = (np.asarray(w) for w in layer.joined_qkv_weights())
+        copy = tf.Variable(bias, trainable=False, name=f"{layer.name}/joined_qkv_bias")
+        held.joined.append((layer, kernel, copy))
+        skipped.update(id(w) for p in (layer.query, layer.key, layer.value) for w in p.weights)
+    seen = set(skipped)
+    for network in self._networks():
+      for weight in network.weights:
+        if id(weight) in seen:
+          continue
+        seen.add(id(weight))
+        value = np.asarray(weight)
+        if value.ndim >= 2:
+          held.matrices.append((weight, value))
+        else:
+          name = weight.path.replace("/", "_")
+          held.vectors.append((weight, tf.Variable(value, trainable=False, name=name)))
+    size = sum(value.nbytes for _, value in held.matrices)
+    size += sum(kernel.nbytes for _, kernel, _ in held.joined)
+    if size > CONSTANT_WEIGHTS_MAX_BYTES:
+      raise ValueError(
+        f"constant_weights (--constant-weights): the served weights take {size / 2**30:.2f} GiB, "
+        "and as constants they go into saved_model.pb, whose protocol buffer TensorFlow caps at "
+        f"2 GiB (this export allows {CONSTANT_WEIGHTS_MAX_BYTES / 2**30:.2f} GiB); export without it"
+      )
+    self.constant_weights_vectors = [copy for _, copy in held.vectors] + [
+      copy for _, _, copy in held.joined
+    ]
+
+  def _trackable_children(self, save_type="checkpoint", **kwargs):
+    children = super()._trackable_children(save_type, **kwargs)
+    if getattr(self, "constant_weights", False):
+      # The networks' variables stay out: their values are in the graph.
+      children = {k: v for k, v in children.items() if not isinstance(v, keras.Layer)}
+    return children
+
   def _store_joined_qkv_weights(self):
     """Joins each attention layer's query, key and value kernels (and biases)
     once, into variables the export holds, so that a request does not copy
@@ -299,9 +416,7 @@ class ElectraServingModule(tf.Module):
           variable.assign(value)
       return
     seen = set()
-    for network in list(vars(self).values()):
-      if not isinstance(network, keras.Layer):
-        continue
+    for network in self._networks():
       for layer in keras_compat.flatten_layers(network):
         if not isinstance(layer, ElectraTransformerLayer) or id(layer) in seen:
           continue
@@ -333,8 +448,8 @@ class DiscriminatorServingModule(ElectraServingModule):
   Args:
     discriminator: an `ElectraDiscriminator` with its head.
     tokenizer, max_seq_length, vocab_asset: see `ElectraServingModule`.
-    **options: `name`, `real_length`, `length_multiple`, `jit_compile` of
-      `ElectraServingModule`.
+    **options: `name`, `real_length`, `length_multiple`, `jit_compile`,
+      `constant_weights` of `ElectraServingModule`.
   """
 
   def __init__(self, discriminator, tokenizer, max_seq_length, vocab_asset=None, **options):
@@ -377,8 +492,8 @@ class MaskedLMServingModule(ElectraServingModule):
     tokenizer, max_seq_length, vocab_asset: see `ElectraServingModule`.
     top_k: K.
     max_predictions: N before capping at S.
-    **options: `name`, `real_length`, `length_multiple`, `jit_compile` of
-      `ElectraServingModule`.
+    **options: `name`, `real_length`, `length_multiple`, `jit_compile`,
+      `constant_weights` of `ElectraServingModule`.
   """
 
   def __init__(
@@ -471,8 +586,8 @@ class TaskHeadServingModule(ElectraServingModule):
     task_name: which of its heads to serve.
     tokenizer, max_seq_length, vocab_asset: see `ElectraServingModule`.
     max_query_length: the QA question budget (the original's 64).
-    **options: `name`, `real_length`, `length_multiple`, `jit_compile` of
-      `ElectraServingModule`.
+    **options: `name`, `real_length`, `length_multiple`, `jit_compile`,
+      `constant_weights` of `ElectraServingModule`.
   """
 
   def __init__(

@@ -1,7 +1,8 @@
 """Serving on the batch's real length: every signature of every module equals
 the full-padding module (`real_length=False`) within 1e-5, in process and
 from SavedModels loaded in a fresh process; per-position outputs past the
-longest row hold the documented fill and every output keeps its shape.
+longest row hold the documented fill and every output keeps its shape. So do
+the opt-in XLA and constant-weights modules.
 """
 
 import os
@@ -133,25 +134,31 @@ def full_padding_outputs():
 
 
 @pytest.mark.parametrize(
-  "name, multiple, jit_compile",
-  [("disc", 8, False), ("disc", 8, True)]
+  "name, multiple, jit_compile, constant_weights",
+  [("disc", 8, False, False), ("disc", 8, True, False), ("rte", 8, False, True)]
   + [
-    pytest.param(name, multiple, jit_compile, marks=pytest.mark.slow)
-    for name, multiple, jit_compile in [
-      ("disc", 1, False),
-      ("gen", 8, False),
-      ("rte", 8, False),
-      ("squad", 1, False),
-      ("chunk", 8, False),
-      ("gen", 8, True),
-      ("rte", 8, True),
-      ("squad", 1, True),
-      ("chunk", 8, True),
+    pytest.param(name, multiple, jit_compile, constant_weights, marks=pytest.mark.slow)
+    for name, multiple, jit_compile, constant_weights in [
+      ("disc", 1, False, False),
+      ("gen", 8, False, False),
+      ("rte", 8, False, False),
+      ("squad", 1, False, False),
+      ("chunk", 8, False, False),
+      ("gen", 8, True, False),
+      ("rte", 8, True, False),
+      ("squad", 1, True, False),
+      ("chunk", 8, True, False),
+      ("disc", 1, False, True),
+      ("gen", 8, False, True),
+      ("squad", 1, False, True),
+      ("chunk", 8, False, True),
+      ("rte", 8, True, True),
+      ("squad", 1, True, True),
     ]
   ],
 )
 def test_every_signature_equals_full_padding(
-  networks, full_padding_outputs, name, multiple, jit_compile
+  networks, full_padding_outputs, name, multiple, jit_compile, constant_weights
 ):
   texts_a, texts_b, features = inputs_for(networks, name)
   minimum = 2 if name == "squad" else 1  # the QA beam's K
@@ -163,7 +170,13 @@ def test_every_signature_equals_full_padding(
     )
   full = full_padding_outputs[name]
   real = run_signatures(
-    build_module(networks, name, length_multiple=multiple, jit_compile=jit_compile),
+    build_module(
+      networks,
+      name,
+      length_multiple=multiple,
+      jit_compile=jit_compile,
+      constant_weights=constant_weights,
+    ),
     texts_a,
     texts_b,
     features,
@@ -227,23 +240,28 @@ def test_saved_models_in_a_fresh_process_equal_full_padding(networks):
       path = os.path.join(root, f"{name}_{variant}", "1")
       tf.saved_model.save(module, path, signatures=module.get_signatures())
       paths[f"{name}_{variant}"] = path
-    # the opt-in XLA export, as `export_saved_model --jit-compile` writes it
-    paths[f"{name}_xla"] = export_lib.export(
-      networks["pretrainer"],
-      "discriminator" if name == "disc" else "generator",
-      vocab_file,
-      os.path.join(root, f"{name}_xla"),
-      max_seq_length=S,
-      top_k=3,
-      max_predictions=4,
-      length_multiple=8,
-      jit_compile=True,
-    )
-    for variant in ("real", "full", "xla"):
+    # the opt-in XLA and constant-weights exports, as `export_saved_model
+    # --jit-compile` and `--constant-weights` write them
+    for variant, kwargs in (
+      ("xla", {"length_multiple": 8, "jit_compile": True}),
+      ("const", {"constant_weights": True}),
+    ):
+      paths[f"{name}_{variant}"] = export_lib.export(
+        networks["pretrainer"],
+        "discriminator" if name == "disc" else "generator",
+        vocab_file,
+        os.path.join(root, f"{name}_{variant}"),
+        max_seq_length=S,
+        top_k=3,
+        max_predictions=4,
+        **kwargs,
+      )
+    lengths[name, "const"] = lengths[name, "real"]
+    for variant in ("real", "full", "xla", "const"):
       requests.update(requests_for(f"{name}_{variant}", texts_a, texts_b, features))
   results = serve_in_fresh_process(str(tmp_dir(root)), paths, requests)
   for name in ("disc", "gen"):
-    for variant in ("real", "xla"):
+    for variant in ("real", "xla", "const"):
       for kind in ("text", "ids", "examples"):
         assert_equals_full_padding(
           results[f"{name}_{variant}_{kind}"],
@@ -253,6 +271,8 @@ def test_saved_models_in_a_fresh_process_equal_full_padding(networks):
         )
   with open(os.path.join(paths["disc_xla"], "assets", "README.txt")) as f:
     assert "--xla_cpu_compilation_enabled=true" in f.read()
+  with open(os.path.join(paths["disc_const"], "assets", "README.txt")) as f:
+    assert "constants in saved_model.pb" in f.read()
 
 
 def tmp_dir(root):
