@@ -401,6 +401,7 @@ class ElectraTaskModel(keras.Model):
         the task's outputs) with its tokenizer files beside it.
       verbose: unused (nothing is printed); kept for Keras' signature.
       **kwargs: for "tf_saved_model": `jit_compile` (the XLA option),
+        `constant_weights` (the weight matrices as graph constants),
         `length_multiple`, `overwrite` (default False: an existing
         `filepath` is refused); for "litert" / "onnx": `quantize`.
 
@@ -409,11 +410,12 @@ class ElectraTaskModel(keras.Model):
     """
     del verbose
     if format == "tf_saved_model":
-      unknown = sorted(set(kwargs) - {"jit_compile", "length_multiple", "overwrite"})
+      expected = ("jit_compile", "constant_weights", "length_multiple", "overwrite")
+      unknown = sorted(set(kwargs) - set(expected))
       if unknown:
         raise ValueError(
           f"export(format='tf_saved_model'): unexpected arguments {unknown}; "
-          "expected jit_compile, length_multiple, overwrite"
+          f"expected {', '.join(expected)}"
         )
       return export_lib.export_task_model(self, filepath, **kwargs)
     if format in EXPORT_FORMATS:

@@ -77,6 +77,10 @@ def test_classifier_from_checkpoint_fits_predicts_saves_and_exports(tmp_path):
   version_dir = classifier.export(str(tmp_path / "serving" / "1"))
   served = serve_text(version_dir, PREMISES, HYPOTHESES, ["logits"])
   np.testing.assert_allclose(served["logits"], logits, rtol=1e-4, atol=1e-4)
+  # the opt-in constant weights: the same answers
+  version_dir = classifier.export(str(tmp_path / "serving" / "2"), constant_weights=True)
+  served = serve_text(version_dir, PREMISES, HYPOTHESES, ["logits"])
+  np.testing.assert_allclose(served["logits"], logits, rtol=1e-4, atol=1e-4)
 
 
 def test_compile_needs_the_schedule_horizon(tmp_path):
