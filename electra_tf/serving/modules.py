@@ -204,7 +204,8 @@ class ElectraServingModule(tf.Module):
     return tf.minimum((longest + m - 1) // m * m, s)
 
   def run_network(self, network, *args):
-    """`network(*args)`, as one XLA-compiled function when `jit_compile`.
+    """`network(*args)`, as one XLA-compiled function when `jit_compile`,
+    traced on constant weight matrices when `constant_weights`.
 
     Only the network is compiled: its inputs already have the trimmed
     length, so each compilation sees static shapes, while the length itself
