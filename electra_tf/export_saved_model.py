@@ -85,6 +85,8 @@ def _parse_args(argv):
   )
   parser.add_argument("--export-dir", required=True, help="writes <export-dir>/<version>/")
   portable.add_flags(parser)  # --format, --quantize
+  # --mixed-precision, --length-multiple, --jit-compile, --constant-weights
+  export_lib.add_saved_model_flags(parser)
   parser.add_argument(
     "--model",
     default="discriminator",
@@ -99,11 +101,6 @@ def _parse_args(argv):
   parser.add_argument(
     "--overwrite", action="store_true", help="replace an existing <export-dir>/<version>"
   )
-  parser.add_argument(
-    "--mixed-precision",
-    action="store_true",
-    help=f"serve with the {export_lib.MIXED_POLICY} policy (default float32)",
-  )
   parser.add_argument("--top-k", type=int, default=5, help="generator: tokens per [MASK]")
   parser.add_argument(
     "--max-predictions",
@@ -113,24 +110,6 @@ def _parse_args(argv):
   )
   parser.add_argument(
     "--max-query-length", type=int, help="QA question budget (default: the trial's, else 64)"
-  )
-  parser.add_argument(
-    "--length-multiple",
-    type=int,
-    default=1,
-    help="round the encoder's length (the batch's longest row) up to a multiple of this",
-  )
-  parser.add_argument(
-    "--jit-compile",
-    action="store_true",
-    help="compile the network with XLA (faster short requests on CPU; one compilation per "
-    "batch size and length; TF Serving needs --xla_cpu_compilation_enabled=true on CPU)",
-  )
-  parser.add_argument(
-    "--constant-weights",
-    action="store_true",
-    help="put the weight matrices into the graph as constants (faster short requests on CPU: "
-    "oneDNN packs each matrix once, not on every call; at most 1.5 GiB of weights)",
   )
   parser.add_argument(
     "--no-lower-case",
@@ -145,21 +124,6 @@ def _parse_args(argv):
   args = parser.parse_args(argv)
   if args.length_multiple < 1:
     parser.error(f"--length-multiple {args.length_multiple}; expected at least 1")
-  saved_model_only = [
-    flag
-    for flag, given in (
-      ("--mixed-precision", args.mixed_precision),
-      ("--length-multiple", args.length_multiple != 1),
-      ("--jit-compile", args.jit_compile),
-      ("--constant-weights", args.constant_weights),
-    )
-    if given
-  ]
-  if args.format != "tf_saved_model" and saved_model_only:
-    parser.error(
-      f"{', '.join(saved_model_only)}: for --format tf_saved_model only; a --format "
-      f"{args.format} file always holds its weights as constants, in float32 unless --quantize"
-    )
   return args
 
 
@@ -169,7 +133,8 @@ def main(argv=None):
   try:
     # Before loading the model (seconds to minutes).
     check_writable(args.export_dir, "--export-dir")
-    portable.check_request(args.format, args.quantize)  # the extra's packages, before the model
+    # the extra's packages, and no SavedModel-only flag with another format, before the model
+    portable.check_request(args.format, args.quantize, export_lib.saved_model_flags_given(args))
     source = args.keras_model or args.checkpoint
     model, config = export_lib.load_model(
       args.keras_model, args.checkpoint, args.hparams, args.model, args.model_name, args.data_dir

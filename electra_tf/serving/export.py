@@ -109,6 +109,46 @@ def load_finetuning_checkpoint(path, hparams, model_name="electra", data_dir=Non
   return any_format.read_finetuned_checkpoint(prefix, config), config
 
 
+def add_saved_model_flags(parser):
+  """`export_saved_model`'s options of the SavedModel itself (see
+  `saved_model_flags_given`)."""
+  parser.add_argument(
+    "--mixed-precision",
+    action="store_true",
+    help=f"serve with the {MIXED_POLICY} policy (default float32)",
+  )
+  parser.add_argument(
+    "--length-multiple",
+    type=int,
+    default=1,
+    help="round the encoder's length (the batch's longest row) up to a multiple of this",
+  )
+  parser.add_argument(
+    "--jit-compile",
+    action="store_true",
+    help="compile the network with XLA (faster short requests on CPU; one compilation per "
+    "batch size and length; TF Serving needs --xla_cpu_compilation_enabled=true on CPU)",
+  )
+  parser.add_argument(
+    "--constant-weights",
+    action="store_true",
+    help="put the weight matrices into the graph as constants (faster short requests on CPU: "
+    "oneDNN packs each matrix once, not on every call; at most 1.5 GiB of weights)",
+  )
+
+
+def saved_model_flags_given(args):
+  """The flags of `add_saved_model_flags` that `args` sets (a portable
+  `--format` refuses them rather than ignore them)."""
+  given = (
+    ("--mixed-precision", args.mixed_precision),
+    ("--length-multiple", args.length_multiple != 1),
+    ("--jit-compile", args.jit_compile),
+    ("--constant-weights", args.constant_weights),
+  )
+  return [flag for flag, value in given if value]
+
+
 def build_serving_module(
   model,
   kind,

@@ -102,13 +102,19 @@ def check_format(format, quantize=None):
     raise ValueError(f"--quantize {quantize!r}; expected one of {QUANTIZATIONS}")
 
 
-def check_request(format, quantize=None):
-  """Refuses an unknown `format` / `quantize` pair, or a format whose extra
-  is not installed, in one line (before any model is loaded)."""
+def check_request(format, quantize=None, saved_model_flags=()):
+  """Refuses an unknown `format` / `quantize` pair, flags of the SavedModel
+  export (`saved_model_flags`, as given) with another format, or a format
+  whose extra is not installed, in one line (before any model is loaded)."""
   if format == "tf_saved_model":
     if quantize is not None:
       raise ValueError("--quantize needs --format litert or onnx")
     return
+  if saved_model_flags:
+    raise ValueError(
+      f"{', '.join(saved_model_flags)}: for --format tf_saved_model only; a --format {format} "
+      "file always holds its weights as constants, in float32 unless --quantize"
+    )
   check_format(format, quantize)
   require(format)
 
