@@ -101,7 +101,8 @@ def _float32(x):
 class _JoinedQKVWeights:
   """`(attention layer, kernel, bias)` entries, outside tf.Module's tracking
   (it would track the layers twice); the variables themselves are tracked by
-  the module's `joined_qkv_weights` list."""
+  the module's `joined_qkv_weights` list. With `constant_weights` the kernel
+  is an array, not a variable."""
 
   def __init__(self):
     self.entries = []
@@ -114,12 +115,12 @@ class _JoinedQKVWeights:
 class _ConstantWeights:
   """What a `constant_weights` module traces its network with, outside
   tf.Module's tracking: `matrices` `[(variable, ndarray)]` (baked in as
-  constants), `vectors` `[(variable, module-owned copy)]`, `joined`
-  `[(attention layer, joined ndarray kernel, joined bias copy)]`, and the
-  network `functions` the signatures share, by the network's code."""
+  constants), `vectors` `[(variable, module-owned copy)]`, and the network
+  `functions` the signatures share, by the network's code. The joined
+  query/key/value weights are in the module's `_JoinedQKVWeights`."""
 
   def __init__(self):
-    self.matrices, self.vectors, self.joined = [], [], []
+    self.matrices, self.vectors = [], []
     self.functions = {}
 
 
@@ -232,7 +233,10 @@ class ElectraServingModule(tf.Module):
       def network_on_constants(*args):
         mapping = [(v, tf.constant(value)) for v, value in held.matrices]
         mapping += [(v, tf.convert_to_tensor(copy)) for v, copy in held.vectors]
-        joined = {id(layer): (tf.constant(kernel), bias) for layer, kernel, bias in held.joined}
+        joined = {
+          layer_id: (tf.constant(kernel), bias)
+          for layer_id, (kernel, bias) in self._joined_qkv.by_layer().items()
+        }
         with keras.StatelessScope(state_mapping=mapping):
           if self.jit_compile:
             with layer_utils.separate_qkv_projections():
@@ -318,10 +322,10 @@ class ElectraServingModule(tf.Module):
 
   def get_signatures(self):
     """`{signature name: concrete function}` for `tf.saved_model.save`."""
+    if not self.jit_compile:
+      self._store_joined_qkv_weights()
     if self.constant_weights:
       self._hold_constant_weights()
-    elif not self.jit_compile:
-      self._store_joined_qkv_weights()
     s = self.max_seq_length
     ids_spec = tf.TensorSpec([None, s], tf.int32)
     text_spec = tf.TensorSpec([None], tf.string)
@@ -351,28 +355,30 @@ class ElectraServingModule(tf.Module):
     """The Keras networks the module serves (its Layer attributes)."""
     return [n for n in vars(self).values() if isinstance(n, keras.Layer)]
 
-  def _hold_constant_weights(self):
-    """Reads the networks' weights once, for `_constant_weights_network`:
-    matrices (kernels, embedding tables) as arrays, vectors (biases,
-    LayerNorm) as variables of the module; without XLA each attention layer's
-    query, key and value as one joined kernel and bias, and their own
-    weights not at all. Only these go into the SavedModel."""
-    held = self._constants
-    if held.matrices:
-      return  # read once: the traced signatures hold these values
+  def _attention_layers(self):
+    """Every `ElectraTransformerLayer` of the served networks, once."""
     layers = {}
     for network in self._networks():
       for layer in keras_compat.flatten_layers(network):
         if isinstance(layer, ElectraTransformerLayer):
           layers.setdefault(id(layer), layer)
-    skipped = set()
-    if not self.jit_compile:
-      for layer in layers.values():
-        kernel, bias = (np.asarray(w) for w in layer.joined_qkv_weights())
-        copy = tf.Variable(bias, trainable=False, name=f"{layer.name}/joined_qkv_bias")
-        held.joined.append((layer, kernel, copy))
-        skipped.update(id(w) for p in (layer.query, layer.key, layer.value) for w in p.weights)
-    seen = set(skipped)
+    return list(layers.values())
+
+  def _hold_constant_weights(self):
+    """Reads the networks' weights once, for `_constant_weights_network`:
+    matrices (kernels, embedding tables) as arrays, vectors (biases,
+    LayerNorm) as variables of the module. Query, key and value weights that
+    `_store_joined_qkv_weights` joined are not read again. Only these and the
+    joined weights go into the SavedModel."""
+    held = self._constants
+    if held.matrices:
+      return  # read once: the traced signatures hold these values
+    seen = {
+      id(w)
+      for layer, _, _ in self._joined_qkv.entries
+      for p in (layer.query, layer.key, layer.value)
+      for w in p.weights
+    }
     for network in self._networks():
       for weight in network.weights:
         if id(weight) in seen:
@@ -385,16 +391,14 @@ class ElectraServingModule(tf.Module):
           name = weight.path.replace("/", "_")
           held.vectors.append((weight, tf.Variable(value, trainable=False, name=name)))
     size = sum(value.nbytes for _, value in held.matrices)
-    size += sum(kernel.nbytes for _, kernel, _ in held.joined)
+    size += sum(np.asarray(kernel).nbytes for _, kernel, _ in self._joined_qkv.entries)
     if size > CONSTANT_WEIGHTS_MAX_BYTES:
       raise ValueError(
         f"constant_weights (--constant-weights): the served weights take {size / 2**30:.2f} GiB, "
         "and as constants they go into saved_model.pb, whose protocol buffer TensorFlow caps at "
         f"2 GiB (this export allows {CONSTANT_WEIGHTS_MAX_BYTES / 2**30:.2f} GiB); export without it"
       )
-    self.constant_weights_vectors = [copy for _, copy in held.vectors] + [
-      copy for _, _, copy in held.joined
-    ]
+    self.constant_weights_vectors = [copy for _, copy in held.vectors]
 
   def _trackable_children(self, save_type="checkpoint", **kwargs):
     children = super()._trackable_children(save_type, **kwargs)
@@ -409,25 +413,27 @@ class ElectraServingModule(tf.Module):
     them (see `layer_utils.joined_qkv_weights`). A later call refreshes
     their values from the layers (the traced functions stay). The XLA export
     projects with three matmuls instead and needs none. Costs the export a
-    second copy of those weights (a quarter of an encoder layer's)."""
+    second copy of those weights (a quarter of an encoder layer's). With
+    `constant_weights` the joined kernel is kept as an array (a constant once
+    traced, read once) and the layers' own weights are not saved."""
     joined = self._joined_qkv
     if joined.entries:
-      for layer, *variables in joined.entries:
-        for variable, value in zip(variables, layer.joined_qkv_weights()):
-          variable.assign(value)
+      if not self.constant_weights:
+        for layer, *variables in joined.entries:
+          for variable, value in zip(variables, layer.joined_qkv_weights()):
+            variable.assign(value)
       return
-    seen = set()
-    for network in self._networks():
-      for layer in keras_compat.flatten_layers(network):
-        if not isinstance(layer, ElectraTransformerLayer) or id(layer) in seen:
-          continue
-        seen.add(id(layer))
-        kernel, bias = (
-          tf.Variable(value, trainable=False, name=f"{layer.name}/joined_qkv_{kind}")
-          for value, kind in zip(layer.joined_qkv_weights(), ("kernel", "bias"))
-        )
-        joined.entries.append((layer, kernel, bias))
-    self.joined_qkv_weights = [v for _, kernel, bias in joined.entries for v in (kernel, bias)]
+    for layer in self._attention_layers():
+      kernel, bias = layer.joined_qkv_weights()
+      if self.constant_weights:
+        kernel = np.asarray(kernel)
+      else:
+        kernel = tf.Variable(kernel, trainable=False, name=f"{layer.name}/joined_qkv_kernel")
+      bias = tf.Variable(bias, trainable=False, name=f"{layer.name}/joined_qkv_bias")
+      joined.entries.append((layer, kernel, bias))
+    self.joined_qkv_weights = [
+      v for _, kernel, bias in joined.entries for v in (kernel, bias) if isinstance(v, tf.Variable)
+    ]
 
   def _pin(self, signatures):
     """Makes `serve_text`/`serve_ids`/`serve_examples` of this module the

@@ -84,13 +84,15 @@ def test_matrices_are_constants_once_and_vectors_the_modules_variables(setup, ji
   joined = 0 if jit_compile else layers
   expected_matrices = len(matrices) - 3 * joined + joined
   assert len(_matrix_constants(holder)) == expected_matrices
-  assert len(module.constant_weights_vectors) == len(vectors) - 3 * joined + joined
+  # the vectors the module holds: its copies, and each joined query/key/value bias
+  held = list(module.constant_weights_vectors) + list(getattr(module, "joined_qkv_weights", []))
+  assert len(held) == len(vectors) - 3 * joined + joined
   # what is saved: the module's vectors, not the network's variables
   path = os.path.join(setup["root"], f"saved_{jit_compile}")
   tf.saved_model.save(module, path, signatures=signatures)
   saved = tf.train.list_variables(os.path.join(path, "variables", "variables"))
   saved = [shape for name, shape in saved if name != "_CHECKPOINTABLE_OBJECT_GRAPH"]
-  assert [len(shape) for shape in saved] == [1] * len(module.constant_weights_vectors)
+  assert [len(shape) for shape in saved] == [1] * len(held)
 
 
 def test_the_loaded_export_keeps_bias_adds_fused_and_reads_only_vectors(setup):
