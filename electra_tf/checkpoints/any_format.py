@@ -56,6 +56,7 @@ from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints.finetuned_heads import load_official_finetuning_model
 from electra_tf.checkpoints.layout import NO_DATA_DIR
 from electra_tf.checkpoints.layout import load_official_pretrainer
+from electra_tf.checkpoints.object_graph import ObjectGraph
 from electra_tf.checkpoints.object_graph import infer_hparams_from_training_checkpoint
 from electra_tf.checkpoints.object_graph import training_checkpoint_config
 from electra_tf.configs import model_dir as model_dir_lib
@@ -635,25 +636,39 @@ def _assign_by_name(model, source, path):
 
 
 class _EncoderHolder(tf.Module):
-  """Mirrors the attribute path of `ElectraPretrainer` to its discriminator
-  so an electra_tf training checkpoint restores into a lone encoder."""
+  """Mirrors the attribute path of `ElectraPretrainer` to the network that
+  holds the encoder to fine-tune (`part`: "discriminator" for ELECTRA and
+  Electric runs, "generator" for an MLM-only run, whose full-size generator
+  is the encoder), so an electra_tf training checkpoint restores into a
+  lone encoder."""
 
-  def __init__(self, discriminator):
+  def __init__(self, discriminator, part):
     super().__init__()
     self.embeddings = discriminator.embeddings
-    self.discriminator = discriminator
+    setattr(self, part, discriminator)
+
+
+def _encoder_part(prefix):
+  """The pretrainer attribute that holds the encoder in the training
+  checkpoint at `prefix`: "discriminator", or "generator" for an MLM-only
+  run (it has no discriminator)."""
+  if ObjectGraph(prefix).node("model/discriminator") is None:
+    return "generator"
+  return "discriminator"
 
 
 def _restore_encoder(model, prefix):
   encoder = model.encoder
+  part = _encoder_part(prefix)
   # Variables are matched through the checkpoint's object graph (its keys
   # may name them by another path, e.g. the optimizer's).
   try:
-    status = tf.train.Checkpoint(model=_EncoderHolder(encoder)).restore(prefix)
+    status = tf.train.Checkpoint(model=_EncoderHolder(encoder, part)).restore(prefix)
     status.assert_existing_objects_matched()
   except (AssertionError, ValueError) as e:
+    what = "discriminator" if part == "discriminator" else "masked-LM encoder"
     raise ValueError(
-      f"checkpoint {prefix!r} does not hold the discriminator of an electra_tf pre-training "
+      f"checkpoint {prefix!r} does not hold the {what} of an electra_tf pre-training "
       f"checkpoint of this model size ({len(encoder.weights)} variables): "
       f"{str(e).splitlines()[0][:200]}"
     ) from None

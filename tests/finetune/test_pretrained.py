@@ -210,6 +210,49 @@ def test_encoder_from_an_electra_tf_pretraining_checkpoint(tmp_path):
     any_format.initialize_finetuning_model(_model(pretraining_config), other_dir)
 
 
+def test_encoder_from_an_mlm_only_pretraining_checkpoint(tmp_path):
+  """An MLM-only run (`electra_objective: false`) has no discriminator: its
+  full-size generator is the encoder fine-tuning reads, directly and after
+  conversion to the official format."""
+  from electra_tf.checkpoints import checkpointing
+  from electra_tf.checkpoints import convert
+  from electra_tf.configs.pretraining import PretrainingConfig
+  from electra_tf.models.electra_pretrainer import ElectraPretrainer
+
+  hparams = {
+    "model_size": "base",
+    "embedding_size": 8,
+    "vocab_size": 60,
+    "electra_objective": False,
+    "model_hparam_overrides": {
+      "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2,
+      "intermediate_size": 32,
+    },
+  }  # fmt: skip
+  pretraining_config = PretrainingConfig("m", str(tmp_path), **hparams)
+  pretrainer = ElectraPretrainer.from_pretraining_config(pretraining_config)
+  pretrainer.build()
+  pretrainer.compile(pretraining_config=pretraining_config)
+  assert pretrainer.discriminator is None
+  keras_dir = str(tmp_path / "mlm_ckpt")
+  checkpointing.TrainingCheckpointManager(pretrainer, keras_dir).save(0)
+  official_dir = str(tmp_path / "official")
+  convert.convert(keras_dir, official_dir, direction="to-official", hparams=hparams)
+  for source in (keras_dir, official_dir):
+    model = _model(pretraining_config)
+    loaded = any_format.initialize_finetuning_model(model, source)
+    assert "electra/encoder/layer_1/attention/self/query/kernel" in loaded
+    names = model.official_name_map()
+    np.testing.assert_array_equal(
+      np.asarray(names["electra/encoder/layer_1/attention/self/query/kernel"]),
+      np.asarray(pretrainer.generator.encoder.transformer_layers[1].query.kernel),
+    )
+    np.testing.assert_array_equal(
+      np.asarray(names["electra/embeddings/word_embeddings"]),
+      np.asarray(pretrainer.embeddings.word_embeddings),
+    )
+
+
 def _model(pretraining_config):
   from electra_tf.configs.pretraining import get_pretraining_bert_config
 
