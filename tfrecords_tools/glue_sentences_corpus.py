@@ -1,0 +1,158 @@
+"""A task-adaptive pre-training corpus from GLUE training files:
+`python -m tfrecords_tools.glue_sentences_corpus --glue-dir DIR --output-dir OUT`.
+
+Why this corpus: pre-training on the unlabelled text of the task one will
+fine-tune on (task-adaptive pre-training) is standard practice, it can be
+rebuilt offline from the GLUE files themselves, and it is small enough to
+pass over several times in a CPU budget. Only the sentences of the
+*training* files are read (SST-2's `sentence` column, CoLA's fourth
+column); labels are dropped and no dev file is ever opened.
+
+Sentences are de-duplicated (exact text, after stripping whitespace),
+shuffled with a fixed seed (SST-2's file is grouped by phrase, CoLA's by
+source) and written in the original's corpus format: one sentence per line,
+a blank line after every `--sentences-per-document` sentences, documents
+dealt round-robin over `<output-dir>/corpus/glue_sentences_<i>.txt` (so
+that every builder process gets a file). `<output-dir>/manifest.json` records
+the inputs' sha256 and the counts.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import sys
+
+from electra_tf.utils import exit_codes
+from electra_tf.utils.file_io import write_atomic
+
+# GLUE folder -> (column of the sentence, whether the file has a header row).
+SOURCES = {"SST-2": (0, True), "CoLA": (3, False)}
+
+
+def _sha256(path):
+  digest = hashlib.sha256()
+  with open(path, "rb") as f:
+    for block in iter(lambda: f.read(1 << 20), b""):
+      digest.update(block)
+  return digest.hexdigest()
+
+
+def read_sentences(glue_dir, tasks=tuple(SOURCES)):
+  """The training sentences of `tasks` under `glue_dir`, in file order, and
+  what was read: `(sentences, {task: {"path", "sha256", "rows"}})`.
+
+  Raises ValueError naming the file and line when a row has too few columns.
+  """
+  sentences, inputs = [], {}
+  for task in tasks:
+    if task not in SOURCES:
+      raise ValueError(f"task {task!r}: expected one of {sorted(SOURCES)}")
+    column, header = SOURCES[task]
+    path = os.path.join(glue_dir, task, "train.tsv")
+    if not os.path.isfile(path):
+      raise FileNotFoundError(f"{path}: no such file (expected GLUE's {task}/train.tsv)")
+    rows = 0
+    with open(path, encoding="utf-8") as f:
+      for number, line in enumerate(f, start=1):
+        if header and number == 1:
+          continue
+        fields = line.rstrip("\n").split("\t")
+        if len(fields) <= column:
+          raise ValueError(f"{path}:{number}: {len(fields)} columns; expected at least {column + 1}")
+        text = " ".join(fields[column].split())
+        if text:
+          sentences.append(text)
+          rows += 1
+    if not rows:
+      raise ValueError(f"{path}: no sentence read (empty file?)")
+    inputs[task] = {"path": os.path.abspath(path), "sha256": _sha256(path), "rows": rows}
+  return sentences, inputs
+
+
+def documents(sentences, sentences_per_document, seed=0):
+  """De-duplicates `sentences` (first occurrence kept), shuffles them with
+  `seed` and groups them into documents of `sentences_per_document`.
+
+  Example:
+  >>> documents(["a b", "c", "a b", "d"], 2, seed=0)
+  [['c', 'd'], ['a b']]
+  """
+  unique = list(dict.fromkeys(sentences))
+  random.Random(seed).shuffle(unique)
+  return [
+    unique[i : i + sentences_per_document] for i in range(0, len(unique), sentences_per_document)
+  ]
+
+
+def write_corpus(output_dir, docs, num_files):
+  """Deals `docs` round-robin over `num_files` files in `<output_dir>/corpus`;
+  returns each file's path, lines and sha256."""
+  corpus_dir = os.path.join(output_dir, "corpus")
+  os.makedirs(corpus_dir, exist_ok=True)
+  files = []
+  for index in range(num_files):
+    mine = docs[index::num_files]
+    text = "".join("".join(s + "\n" for s in doc) + "\n" for doc in mine)
+    path = os.path.join(corpus_dir, f"glue_sentences_{index}.txt")
+    write_atomic(path, text)
+    files.append(
+      {
+        "path": os.path.basename(path),
+        "sentences": sum(len(d) for d in mine),
+        "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+      }
+    )
+  return files
+
+
+def build(glue_dir, output_dir, tasks=tuple(SOURCES), num_files=4, sentences_per_document=64):
+  """Reads, de-duplicates, shuffles and writes the corpus; returns the manifest."""
+  if num_files < 1 or sentences_per_document < 1:
+    raise ValueError("num_files and sentences_per_document must be positive")
+  sentences, inputs = read_sentences(glue_dir, tasks)
+  docs = documents(sentences, sentences_per_document)
+  files = write_corpus(output_dir, docs, num_files)
+  unique = sum(len(d) for d in docs)
+  manifest = {
+    "inputs": inputs,
+    "sentences_read": len(sentences),
+    "sentences_unique": unique,
+    "words": sum(len(s.split()) for d in docs for s in d),
+    "sentences_per_document": sentences_per_document,
+    "files": files,
+  }
+  write_atomic(os.path.join(output_dir, "manifest.json"), json.dumps(manifest, indent=2) + "\n")
+  return manifest
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("--glue-dir", required=True, help="folder holding SST-2/ and CoLA/")
+  parser.add_argument("--output-dir", required=True)
+  parser.add_argument("--tasks", default=",".join(SOURCES), help="comma-separated GLUE folders")
+  parser.add_argument("--num-files", type=int, default=4)
+  parser.add_argument("--sentences-per-document", type=int, default=64)
+  args = parser.parse_args(argv)
+  try:
+    manifest = build(
+      args.glue_dir,
+      args.output_dir,
+      tuple(t for t in args.tasks.split(",") if t),
+      args.num_files,
+      args.sentences_per_document,
+    )
+  except (OSError, ValueError) as e:
+    print(f"glue_sentences_corpus: {e}", file=sys.stderr)
+    return exit_codes.BAD_INPUT
+  print(
+    f"wrote {manifest['sentences_unique']:,} sentences ({manifest['words']:,} words) of "
+    f"{manifest['sentences_read']:,} read into {len(manifest['files'])} files under "
+    f"{os.path.join(args.output_dir, 'corpus')}"
+  )
+  return exit_codes.OK
+
+
+if __name__ == "__main__":
+  sys.exit(main())
