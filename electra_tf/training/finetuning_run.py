@@ -90,7 +90,29 @@ def make_config(model_name, data_dir, hparams):
       model_name, data_dir, **model_dir_lib.finetuning_hparams_over(source, user)
     )
     model_dir_lib.check_finetuning_encoder(config, source)
-  return _with_vocab_settings(config, user)
+  config = _with_vocab_settings(config, user)
+  if source is None:
+    _with_vocab_size(config, user)
+  return config
+
+
+def _with_vocab_size(config, user):
+  """The encoder's `vocab_size` is the vocab's id count unless the hparams
+  (or the source run's config.json) set it: the original's default of
+  30,522 built an embedding table that did not fit a checkpoint or a random
+  init with a smaller vocab. A vocab_size below the vocab's ids is refused
+  (ids out of range)."""
+  if not config.vocab_file or not tf.io.gfile.exists(config.vocab_file):
+    return  # validate_inputs names the missing file
+  vocab = vocab_lib.load_vocab(config.vocab_file)
+  num_ids = max(vocab.values()) + 1
+  if "vocab_size" not in user:
+    config.vocab_size = num_ids
+  elif config.vocab_size < num_ids:
+    raise ValueError(
+      f"hparam vocab_size={config.vocab_size} but vocab file {config.vocab_file!r} has "
+      f"{num_ids} entries: its ids would be out of range; set vocab_size to {num_ids}"
+    )
 
 
 def _with_vocab_settings(config, user):

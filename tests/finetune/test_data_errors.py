@@ -166,3 +166,20 @@ def test_a_skipped_row_is_reported_once_however_often_the_run_reads_it(data):
   assert len(examples) == 4
   assert len(skips) == 1, skips
   assert "Skipping line 6" in skips[0] and "train.tsv" in skips[0]
+
+
+def test_vocab_size_defaults_to_the_vocab_s_ids(data):
+  """Without a vocab_size hparam (and no source run recording one), the
+  encoder's embedding table has the vocab's rows, not the original's 30,522;
+  a vocab_size below the vocab's ids is refused, naming both."""
+  from electra_tf.training import finetuning_run
+
+  data_dir, vocab_size = data
+  hparams = tiny_hparams(vocab_size, task_names=["rte"], init_checkpoint=None)
+  del hparams["vocab_size"]
+  config = finetuning_run.make_config("m", data_dir, hparams)
+  assert config.vocab_size == vocab_size != 30522
+  config = finetuning_run.make_config("m", data_dir, dict(hparams, vocab_size=vocab_size + 5))
+  assert config.vocab_size == vocab_size + 5  # set by the user: kept (unused rows)
+  with pytest.raises(ValueError, match=f"vocab_size={vocab_size - 1} but vocab file .* has "):
+    finetuning_run.make_config("m", data_dir, dict(hparams, vocab_size=vocab_size - 1))
