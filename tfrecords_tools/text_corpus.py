@@ -363,6 +363,26 @@ def check_options(options):
     list_corpus_files(options.corpus_dir)
 
 
+def processes_for_files(options):
+  """`options` with no more processes than the corpus has files: a job is
+  given whole files, so a job without one would write only empty shards
+  (with a one-file corpus and 2 processes, half of them, the held-out shard
+  among them). Says so on stderr when it lowers the count."""
+  if options.tfds_name:
+    return options
+  files = len(list_corpus_files(options.corpus_dir))
+  if options.num_processes <= files:
+    return options
+  print(
+    f"note: --num-processes {options.num_processes} but --corpus-dir {options.corpus_dir!r} has "
+    f"{files} file(s), and a process reads whole files: using {files} process(es), so that no "
+    "shard is left empty (split the corpus into more files to use more processes)",
+    file=sys.stderr,
+    flush=True,
+  )
+  return dataclasses.replace(options, num_processes=files)
+
+
 def build_pretraining_dataset(options, beam_options=None):
   """Validates the options, then runs the jobs.
 
@@ -376,6 +396,7 @@ def build_pretraining_dataset(options, beam_options=None):
     (`beam_pipeline.counter_totals`).
   """
   check_options(options)
+  options = processes_for_files(options)
   if tf.io.gfile.exists(options.output_dir) and not tf.io.gfile.isdir(options.output_dir):
     raise ValueError(
       f"--output-dir {options.output_dir!r} is a file; expected a directory for the shards"

@@ -1,5 +1,6 @@
 """The dataset builder: exact records, seeds, processes, flags, bad input."""
 
+import dataclasses
 import os
 import random
 import re
@@ -279,6 +280,22 @@ def test_progress_log_and_more_processes_than_files(small_corpus, tmp_path, caps
   shards = read_shards(tmp_path / "o2", 4)
   assert shards[3] == []
   assert all(shards[j] for j in range(3))
+
+
+def test_more_processes_than_corpus_files_leave_no_shard_empty(small_corpus, tmp_path, capsys):
+  """A process reads whole files: `--num-processes 4` on the 3-file corpus
+  runs 3 jobs (and says so), so no shard is left empty."""
+  corpus, vocab = small_corpus
+  options = _options(
+    corpus, vocab, tmp_path / "o", max_seq_length=16, seed=0, num_out_files=6, num_processes=4
+  )
+  text_corpus.build_pretraining_dataset(options)
+  assert "using 3 process(es), so that no shard is left empty" in capsys.readouterr().err
+  shards = read_shards(tmp_path / "o", 6)
+  assert all(shards[j] for j in range(6)), {j: len(r) for j, r in shards.items()}
+  # As many processes as files: nothing changes (and nothing is said).
+  same = text_corpus.processes_for_files(dataclasses.replace(options, num_processes=3))
+  assert same.num_processes == 3 and not capsys.readouterr().err
 
 
 @pytest.mark.parametrize("blanks", [True, False])
