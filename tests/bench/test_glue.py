@@ -210,6 +210,8 @@ def test_pretraining_flops_from_the_runs_config(tmp_path, untied):
   assert glue.pretraining_flops(str(tmp_path)) == pytest.approx(expected)
   # A checkpoint prefix reads its directory's files; a dir with no config.json records nothing.
   assert glue.pretraining_flops(str(tmp_path / "ckpt-300")) == pytest.approx(expected)
+  # An explicit earlier checkpoint counts its own step, not the run's newest.
+  assert glue.pretraining_flops(str(tmp_path / "model.ckpt-100")) == pytest.approx(expected / 3)
   (tmp_path / "other").mkdir()
   assert glue.pretraining_flops(str(tmp_path / "other")) is None
 
