@@ -60,7 +60,9 @@ def read_sentences(glue_dir, tasks=tuple(SOURCES)):
           continue
         fields = line.rstrip("\n").split("\t")
         if len(fields) <= column:
-          raise ValueError(f"{path}:{number}: {len(fields)} columns; expected at least {column + 1}")
+          raise ValueError(
+            f"{path}:{number}: {len(fields)} columns; expected at least {column + 1}"
+          )
         text = " ".join(fields[column].split())
         if text:
           sentences.append(text)
