@@ -145,6 +145,14 @@ class PretrainingConfig(RuntimeHparams):
 
   # paths (defaults computed from data_dir and model_name)
   pretrain_tfrecords: str = hparam(None, "Comma-separated globs of the pre-training TFRecords.")
+  held_out_tfrecords: str | None = hparam(
+    None,
+    "Comma-separated globs of held-out TFRecords (not trained on): while training, the "
+    "real-token metrics are measured on `held_out_batches` batches of them every "
+    "`save_checkpoints_steps` (the discriminator's AUC also at temperature 1), kept in "
+    "`<model_dir>/held_out_history.json`, and a warning says when that AUC stops rising.",
+  )
+  held_out_batches: int = hparam(10, "Batches of `held_out_tfrecords` measured each time.")
   vocab_file: str | None = hparam(
     None, "WordPiece vocab (special-token ids are looked up in it); must exist."
   )
@@ -229,6 +237,8 @@ class PretrainingConfig(RuntimeHparams):
       _check_integer(self, "embedding_size", 1)
     if self.do_eval:
       _check_integer(self, "num_eval_steps", 1)
+    if self.held_out_tfrecords:
+      _check_integer(self, "held_out_batches", 1)
 
   def _check_shapes(self):
     """The towers' shapes (after the model size is known to be valid)."""

@@ -84,7 +84,7 @@ def loss_denominators(pretrainer, features, *, seed, step):
   return denominators
 
 
-def forward(pretrainer, features, *, training, seed, step, denominators=None):
+def forward(pretrainer, features, *, training, seed, step, denominators=None, temperature=None):
   """Runs one pre-training step's forward pass.
 
   Args:
@@ -98,6 +98,8 @@ def forward(pretrainer, features, *, training, seed, step, denominators=None):
     denominators: None, or `loss_denominators` of the whole step when
       `features` is one micro-batch of it (inside `replicas.micro_batch`):
       the losses then divide by them and nothing is summed over replicas.
+    temperature: the generator's sampling temperature; None: the objective's
+      (evaluation measures a run trained at another one at 1 too).
 
   Returns:
     Dict with `loss` (this replica's share of the total loss: differentiate
@@ -171,7 +173,7 @@ def forward(pretrainer, features, *, training, seed, step, denominators=None):
       positions,
       masked_lm_ids,
       mlm["logits"],
-      temperature=o.temperature,
+      temperature=o.temperature if temperature is None else temperature,
       disallow_correct=o.disallow_correct,
       electric_labels=o.electric_objective,
       row_seeds=seeds[random_streams.STREAM_GENERATOR_SAMPLE],

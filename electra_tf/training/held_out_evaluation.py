@@ -140,23 +140,25 @@ def metrics(targets, preds, labels=None, probs=None, unigram_id=None, losses=Non
 _EVAL_FORWARD = weakref.WeakKeyDictionary()
 
 
-def _eval_forward(model):
-  """The model's traced evaluation forward pass (it holds the model weakly,
-  so the cache keeps no model alive)."""
-  if model not in _EVAL_FORWARD:
+def _eval_forward(model, temperature=None):
+  """The model's traced evaluation forward pass, sampling replacements at
+  `temperature` (None: the run's own); it holds the model weakly, so the
+  cache keeps no model alive."""
+  by_temperature = _EVAL_FORWARD.setdefault(model, {})
+  if temperature not in by_temperature:
     model_ref = weakref.ref(model)
 
     @tf.function(reduce_retracing=True)
     def forward(features, index):
       return pretraining_step.forward(
-        model_ref(), features, training=False, seed=EVAL_SEED, step=index
+        model_ref(), features, training=False, seed=EVAL_SEED, step=index, temperature=temperature
       )
 
-    _EVAL_FORWARD[model] = forward
-  return _EVAL_FORWARD[model]
+    by_temperature[temperature] = forward
+  return by_temperature[temperature]
 
 
-def real_token_metrics(model, dataset, num_batches, log=None, passes=1):
+def real_token_metrics(model, dataset, num_batches, log=None, passes=1, temperature=None):
   """Generator and discriminator on `num_batches` batches of `dataset`, on
   real tokens only (the original's `disc_auc` also counts padding), next to
   trivial baselines: the unigram generator (always the most frequent target
@@ -183,6 +185,8 @@ def real_token_metrics(model, dataset, num_batches, log=None, passes=1):
       `num_batches` (None: no line).
     passes: draws of masks over the same batches (the dataset must give
       the same batches each time, as `make_eval_dataset`'s does).
+    temperature: the temperature replacements are drawn at (None: the
+      run's own).
 
   Returns:
     A dict of pooled metrics, baselines, margins and their standard errors,
@@ -194,7 +198,7 @@ def real_token_metrics(model, dataset, num_batches, log=None, passes=1):
     print(measured["disc_auc_real_tokens"], measured["disc_auc_real_tokens_margin_se"])
   """
 
-  forward = _eval_forward(model)
+  forward = _eval_forward(model, temperature)
   # One list of arrays per distinct batch; a further pass adds its draw to it.
   draws = []
   num_examples = real_tokens = 0
@@ -357,6 +361,46 @@ def load_history(path):
     return json.load(f)
 
 
+AUC_AT_TEMPERATURE_1 = "disc_auc_at_temperature_1"
+# The discriminator has stopped learning when its held-out AUC at
+# temperature 1 has not beaten its best by this much in this many
+# evaluations (the step-0 one not counted).
+STALL_MIN_RISE = 0.005
+STALL_EVALUATIONS = 3
+
+
+def stall_warning(history, evaluations=STALL_EVALUATIONS, min_rise=STALL_MIN_RISE):
+  """A one-line warning when the discriminator's held-out AUC at
+  temperature 1 has not risen by `min_rise` over its earlier best in the last
+  `evaluations` evaluations, else None. A run in that state has usually
+  learned only which tokens a generator tends to draw, not context, and
+  its weights fine-tune worse than random init's (docs/pretrain.md).
+
+  Example:
+  >>> h = [{"step": s, "disc_auc_at_temperature_1": a} for s, a in
+  ...      [(0, 0.5), (100, 0.55), (200, 0.552), (300, 0.551), (400, 0.553)]]
+  >>> stall_warning(h).split(":")[0]
+  'warning'
+  >>> stall_warning(h[:4]) is None
+  True
+  """
+  points = [(h["step"], h[AUC_AT_TEMPERATURE_1]) for h in history if AUC_AT_TEMPERATURE_1 in h]
+  points = [p for p in points if p[0] > 0]
+  if len(points) <= evaluations:
+    return None
+  before = max(a for _, a in points[:-evaluations])
+  recent = points[-evaluations:]
+  if max(a for _, a in recent) >= before + min_rise:
+    return None
+  return (
+    f"warning: the discriminator's held-out AUC at temperature 1 has not risen for "
+    f"{evaluations} evaluations (steps {recent[0][0]}-{recent[-1][0]}: "
+    f"{', '.join(f'{a:.3f}' for _, a in recent)}; best before {before:.3f}): it has stopped "
+    "learning context, and fine-tuning from these weights is likely to do worse than random "
+    "init (docs/pretrain.md, 'When a small run stalls')"
+  )
+
+
 class PeriodicEvaluation:
   """Measures `real_token_metrics` on the evaluation files of `eval_config`
   before the first step and every `every` steps during training; keeps the
@@ -384,6 +428,7 @@ class PeriodicEvaluation:
       eval_config.num_eval_steps, num_examples, eval_config.eval_batch_size, _stderr_line
     )
     self.callback = _PeriodicCallback(self)
+    self.warned = False
 
   def due(self, step, starting=False):
     """Whether `step` is to be measured: step 0 when training starts, every
@@ -394,8 +439,19 @@ class PeriodicEvaluation:
   def evaluate(self, model, step):
     measured = real_token_metrics(model, self.dataset, self.num_batches)
     entry = {"step": step, **measured}
+    if "disc_auc_real_tokens" in entry:
+      # One yardstick for every run: replacements drawn at the original's temperature 1.
+      if model.objective.temperature == 1.0:
+        entry[AUC_AT_TEMPERATURE_1] = entry["disc_auc_real_tokens"]
+      else:
+        at_1 = real_token_metrics(model, self.dataset, self.num_batches, temperature=1.0)
+        entry[AUC_AT_TEMPERATURE_1] = at_1["disc_auc_real_tokens"]
     self.history.append(entry)
     write_atomic(self.history_path, json.dumps(self.history, indent=1))
+    warning = stall_warning(self.history)
+    if warning and not self.warned:
+      self.warned = True
+      print(warning, file=sys.stderr, flush=True)
     discriminator = (
       f"real tokens: disc AUC {entry['disc_auc_real_tokens']:.3f}, "
       f"accuracy {entry['disc_accuracy_real_tokens']:.3f} "

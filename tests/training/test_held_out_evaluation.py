@@ -145,3 +145,47 @@ def test_curve_panels_show_losses_and_each_metric_against_its_baseline():
   # before the first evaluation: no measured baseline, the fixed ones stay
   empty = held_out_evaluation.training_curve_panels({}, [])
   assert [p.baselines[0].value for p in empty[2:]] == [None, 0.5, None, 0.0]
+
+
+def test_stall_warning_when_the_auc_at_temperature_1_stops_rising():
+  def history(aucs):
+    return [
+      {"step": 100 * i, held_out_evaluation.AUC_AT_TEMPERATURE_1: a} for i, a in enumerate(aucs)
+    ]
+
+  # Rising: no warning. Flat for the last three evaluations: one line naming them.
+  assert held_out_evaluation.stall_warning(history([0.5, 0.55, 0.6, 0.65, 0.7])) is None
+  flat = held_out_evaluation.stall_warning(history([0.5, 0.55, 0.554, 0.553, 0.551]))
+  assert flat.startswith("warning: the discriminator's held-out AUC at temperature 1")
+  assert "steps 200-400: 0.554, 0.553, 0.551; best before 0.550" in flat and "\n" not in flat
+  # Too few evaluations after step 0 to tell, or a masked-LM run (no AUC): nothing.
+  assert held_out_evaluation.stall_warning(history([0.5, 0.55, 0.55, 0.55])) is None
+  assert held_out_evaluation.stall_warning([{"step": s} for s in range(0, 600, 100)]) is None
+
+
+def test_run_pretraining_measures_held_out_records_at_temperature_1(tmp_path, capsys):
+  """`held_out_tfrecords`: a real run measures them at step 0 and every
+  checkpoint, the discriminator's AUC also on replacements drawn at
+  temperature 1 (the run samples at 3), into held_out_history.json."""
+  import json
+
+  from electra_tf.configs.pretraining import PretrainingConfig
+  from electra_tf.training import pretraining_run
+  from tests.helpers.pretraining_data import make_data_dir
+  from tests.helpers.pretraining_data import self_made_hparams
+
+  make_data_dir(tmp_path, num_files=3)
+  shards = sorted(str(p) for p in (tmp_path / "pretrain_tfrecords").iterdir())
+  hparams = self_made_hparams(
+    num_train_steps=6, temperature=3.0, pretrain_tfrecords=",".join(shards[:2]),
+    held_out_tfrecords=shards[2], held_out_batches=2,
+  )  # fmt: skip
+  assert pretraining_run.train_or_eval(PretrainingConfig("m", str(tmp_path), **hparams)) == 6
+  history = json.loads((tmp_path / "models" / "m" / "held_out_history.json").read_text())
+  assert [h["step"] for h in history] == [0, 3, 6]
+  for h in history:
+    assert 0.0 <= h["disc_auc_at_temperature_1"] <= 1.0
+  assert any(h["disc_auc_at_temperature_1"] != h["disc_auc_real_tokens"] for h in history)
+  assert "[held-out] step 6" in capsys.readouterr().out
+  with pytest.raises(ValueError, match="held_out_batches=0"):
+    PretrainingConfig("m", str(tmp_path), **dict(hparams, held_out_batches=0))
