@@ -17,8 +17,8 @@ Example:
   >>> # train_or_eval(config)
 """
 
-import json
 import copy
+import json
 import os
 import pickle
 
