@@ -380,13 +380,17 @@ def test_debug_preset_is_the_debug_model_without_deleting_the_model_dir(tmp_path
 
 
 @pytest.mark.slow
-def test_sigterm_kill_9_and_kill_9_in_a_save_resume_exactly(tmp_path):
+def test_sigterm_ctrl_c_kill_9_and_kill_9_in_a_save_resume_exactly(tmp_path):
   make_data_dir(tmp_path)
   hparams = self_made_hparams(
     seed=4, train_batch_size=8, num_train_steps=12, save_checkpoints_steps=2
   )
   assert run_cli(tmp_path, "full", hparams).returncode == 0
-  for signum, expected in ((signal.SIGTERM, 143), (signal.SIGKILL, -signal.SIGKILL)):
+  for signum, expected, at_step in (
+    (signal.SIGTERM, 143, 3),
+    (signal.SIGINT, 130, 5),  # Ctrl-C, as a person sends it: the same save
+    (signal.SIGKILL, -signal.SIGKILL, 7),
+  ):
     proc = subprocess.Popen(
       run_pretraining_command(tmp_path, "split", hparams),
       cwd=REPO_ROOT,
@@ -397,7 +401,7 @@ def test_sigterm_kill_9_and_kill_9_in_a_save_resume_exactly(tmp_path):
     deadline = time.time() + 300
     for line in proc.stdout:
       match = ETA_LINE.match(line)
-      if match and int(match.group(1)) >= (3 if signum == signal.SIGTERM else 7):
+      if match and int(match.group(1)) >= at_step:
         os.kill(proc.pid, signum)
         break
       assert time.time() < deadline
@@ -405,8 +409,9 @@ def test_sigterm_kill_9_and_kill_9_in_a_save_resume_exactly(tmp_path):
     err = proc.stderr.read()
     assert proc.wait() == expected, err
     lock = tmp_path / "models" / "split" / "train.lock"
-    if signum == signal.SIGTERM:
-      assert "preempted" in err and "Traceback" not in err
+    if signum in (signal.SIGTERM, signal.SIGINT):
+      what = "preempted" if signum == signal.SIGTERM else "interrupted (Ctrl-C)"
+      assert f"{what}: stopped at global step" in err and "Traceback" not in err, err
       assert not lock.exists()  # released
     else:
       assert lock.exists()  # kill -9 leaves it: the re-run finds it stale

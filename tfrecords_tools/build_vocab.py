@@ -544,7 +544,7 @@ def build_sentencepiece(args, report):
   return size
 
 
-def main(argv=None):
+def _main(argv):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--corpus-dir", required=True)
   parser.add_argument("--vocab-size", required=True, type=int)
@@ -682,6 +682,17 @@ def main(argv=None):
       file=sys.stderr,
     )
   return 0
+
+
+def main(argv=None):
+  """The command line; Ctrl-C ends it in one line (exit 130): the vocab and
+  its settings file are written only once complete, so nothing partial is
+  left."""
+  try:
+    return _main(argv)
+  except KeyboardInterrupt:
+    print("interrupted (Ctrl-C); nothing written", file=sys.stderr, flush=True)
+    return exit_codes.INTERRUPTED
 
 
 if __name__ == "__main__":

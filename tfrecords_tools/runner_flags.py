@@ -70,9 +70,10 @@ def run_builder(parser, argv, options_from_args, build):
       or, for local jobs, one stats dict per job.
 
   Returns:
-    The exit status (`electra_tf.utils.exit_codes`): 0, or 2 after one
-    `error: ...` line for bad input.
+    The exit status (`electra_tf.utils.exit_codes`): 0, 2 after one
+    `error: ...` line for bad input, or 130 after Ctrl-C (its shards removed).
   """
+  options = None
   try:
     args, beam_options = parse_args(parser, argv)
     options = options_from_args(args)
@@ -80,6 +81,16 @@ def run_builder(parser, argv, options_from_args, build):
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return exit_codes.BAD_INPUT
+  except KeyboardInterrupt:
+    # Ctrl-C: shards of a build that did not finish are not a dataset.
+    where = ""
+    if options is not None:
+      from tfrecords_tools import text_corpus  # pylint: disable=g-import-not-at-top
+
+      removed = text_corpus.remove_shards(options.output_dir)
+      where = f"; removed the {removed} shard(s) it had written to {options.output_dir}"
+    print(f"interrupted (Ctrl-C){where}", file=sys.stderr, flush=True)
+    return exit_codes.INTERRUPTED
   if beam_options is not None:
     print(f"Beam counters: {stats}")
     total = stats["examples"]

@@ -119,6 +119,20 @@ def check_vocab(vocab_file, do_lower_case=None, strip_accents=None):
   resolve_normalisation(vocab_file, do_lower_case, strip_accents, kind, names=NORMALISATION_FLAGS)
 
 
+def remove_shards(output_dir):
+  """Removes every shard, complete or temporary, from `output_dir` (what an
+  interrupted build wrote: shards of a build that did not finish are not a
+  dataset); other files stay. Returns how many were removed."""
+  if not tf.io.gfile.isdir(output_dir):
+    return 0
+  removed = 0
+  for name in tf.io.gfile.listdir(output_dir):
+    if name.startswith((example_writer.SHARD_PREFIX,) + example_writer.TEMP_PREFIXES):
+      tf.io.gfile.remove(os.path.join(output_dir, name))
+      removed += 1
+  return removed
+
+
 def prepare_output_dir(output_dir, overwrite):
   """Creates `output_dir`; refuses a non-empty one unless `overwrite`.
 
@@ -129,9 +143,8 @@ def prepare_output_dir(output_dir, overwrite):
     entries = tf.io.gfile.listdir(output_dir)
     if entries and not overwrite:
       raise ValueError(not_empty_message(output_dir, entries))
-    for name in entries:
-      if name.startswith((example_writer.SHARD_PREFIX,) + example_writer.TEMP_PREFIXES):
-        tf.io.gfile.remove(os.path.join(output_dir, name))
+    if overwrite:
+      remove_shards(output_dir)
   else:
     tf.io.gfile.makedirs(output_dir)
 
@@ -238,6 +251,9 @@ def die_with_parent(parent_pid):
       pass  # no prctl here: the thread below still watches
   if os.getppid() != parent_pid:  # died before the signal was armed
     os._exit(1)  # pylint: disable=protected-access
+  # Ctrl-C reaches every process of the terminal's group: the main process
+  # handles it (stops the jobs, removes their shards); a job's traceback would be noise.
+  signal.signal(signal.SIGINT, signal.SIG_IGN)
   threading.Thread(
     target=_watch_parent, args=(parent_pid,), name="watch-parent", daemon=True
   ).start()
@@ -262,7 +278,16 @@ def run_jobs(job_fn, options):
     futures = [
       pool.submit(job_fn, j, options, cpu) for j, cpu in enumerate(job_cpus(options.num_processes))
     ]
-    return [f.result() for f in futures]
+    try:
+      return [f.result() for f in futures]
+    except KeyboardInterrupt:
+      # Ctrl-C: the jobs ignore it (one message, from here); stop them now,
+      # before the caller removes what they wrote.
+      for child in multiprocessing.active_children():
+        child.kill()
+        child.join()
+      pool.shutdown(wait=False, cancel_futures=True)
+      raise
 
 
 def run_job(job_id, options, cpu=None, on_file=None):

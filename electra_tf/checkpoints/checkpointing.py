@@ -49,6 +49,7 @@ Usage (needs a compiled model and a dataset, so not run as a doctest):
 import os
 import shutil
 import signal
+import sys
 import tempfile
 
 import keras
@@ -208,14 +209,17 @@ def disk_full_error(model_dir, step, latest, variables):
 
 
 class TrainingPreempted(Exception):
-  """SIGTERM stopped a run (pre-training or fine-tuning) after it saved the
-  checkpoint of `step`; re-running resumes from it."""
+  """SIGTERM (preemption) or SIGINT (Ctrl-C) stopped a run (pre-training or
+  fine-tuning) after it saved the checkpoint of `step`; re-running resumes
+  from it. `signum` is the signal (the exit status is 128 + it)."""
 
-  def __init__(self, step, checkpoint=None):
+  def __init__(self, step, checkpoint=None, signum=signal.SIGTERM):
     self.step = step
     self.checkpoint = checkpoint
+    self.signum = int(signum if signum is not None else signal.SIGTERM)
     saved = f" ({checkpoint})" if checkpoint else ""
-    super().__init__(f"preempted: stopped at global step {step} after saving its checkpoint{saved}")
+    what = "interrupted (Ctrl-C)" if self.signum == signal.SIGINT else "preempted"
+    super().__init__(f"{what}: stopped at global step {step} after saving its checkpoint{saved}")
 
 
 def global_step(model):
@@ -401,9 +405,11 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
   - After each batch it saves when the global step reaches a multiple of
     `save_checkpoints_steps` and stops training once it reaches
     `num_train_steps` (an absolute target step, as in the original).
-  - On SIGTERM (preemption) it saves at the next batch end and stops;
-    re-running resumes from there (the role of Keras' `BackupAndRestore`);
-    `preempted` then tells the caller to exit non-zero.
+  - On SIGTERM (preemption) or a first SIGINT (Ctrl-C) it saves at the next
+    batch end and stops; re-running resumes from there (the role of Keras'
+    `BackupAndRestore`); `preempted` then tells the caller to exit non-zero
+    and `stop_signal` which signal it was. A second Ctrl-C stops at once
+    (`KeyboardInterrupt`), without saving.
   - It keeps the manager's input position (batches consumed) up to date, so
     every checkpoint records where the input pipeline stands.
 
@@ -412,7 +418,7 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
     save_checkpoints_steps: save every this many global steps; 0/None saves
       only at the start and the end.
     num_train_steps: the global step at which training stops; None: never.
-    handle_sigterm: install the SIGTERM handler (main thread only). Leave
+    handle_sigterm: install the SIGTERM and SIGINT handlers (main thread only). Leave
       it off with several workers: a signal reaching one worker only would
       make it save alone; there the periodic checkpoints are the backup.
     save_initial: write the starting checkpoint of a fresh model dir (the
@@ -440,13 +446,20 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
     self.save_initial = save_initial
     self.restored = False
     self.preempted = False
+    self.stop_signal = None
     self._last_saved_step = None
-    self._previous_sigterm_handler = None
+    self._previous_handlers = {}
     self._position_at_fit_start = 0
 
-  def _on_sigterm(self, signum, frame):
-    del signum, frame
+  def _on_signal(self, signum, frame):
+    del frame
     self.preempted = True
+    self.stop_signal = signum
+    if signum == signal.SIGINT:
+      # A second Ctrl-C stops at once.
+      signal.signal(signal.SIGINT, signal.default_int_handler)
+      print("Ctrl-C: saving a checkpoint at the end of this step (Ctrl-C again stops at once)",
+            file=sys.stderr, flush=True)  # fmt: skip
 
   def restore(self):
     """Restores the newest readable checkpoint once; returns the global step."""
@@ -464,10 +477,11 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
     else:
       self._save(step)
     if self.handle_sigterm:
-      try:
-        self._previous_sigterm_handler = signal.signal(signal.SIGTERM, self._on_sigterm)
-      except ValueError:  # not the main thread
-        self._previous_sigterm_handler = None
+      for signum in (signal.SIGTERM, signal.SIGINT):
+        try:
+          self._previous_handlers[signum] = signal.signal(signum, self._on_signal)
+        except ValueError:  # not the main thread
+          pass
 
   def on_train_batch_end(self, batch, logs=None):
     # `batch` is the index (in this `fit`) of the last batch just trained.
@@ -489,9 +503,9 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
 
   def on_train_end(self, logs=None):
     self._save(global_step(self.manager.model))
-    if self._previous_sigterm_handler is not None:
-      signal.signal(signal.SIGTERM, self._previous_sigterm_handler)
-      self._previous_sigterm_handler = None
+    for signum, handler in self._previous_handlers.items():
+      signal.signal(signum, handler)
+    self._previous_handlers = {}
 
   def _save(self, step):
     if step != self._last_saved_step:

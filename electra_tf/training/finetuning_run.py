@@ -312,7 +312,9 @@ class ModelRunner:
       )
       step = checkpointing.global_step(model)
       if checkpoint_callback.preempted:
-        raise checkpointing.TrainingPreempted(step, manager.latest_checkpoint)
+        raise checkpointing.TrainingPreempted(
+          step, manager.latest_checkpoint, signum=checkpoint_callback.stop_signal
+        )
     return step_losses.losses
 
   def predict(self, task, split):

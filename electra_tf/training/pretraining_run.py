@@ -377,7 +377,7 @@ def train(config, strategy, files, callbacks=()):
       raise TrainingDataError(_data_loss_message(e, files.files, manager, step)) from None
     step = checkpointing.global_step(model)
     if checkpoint_callback.preempted:
-      raise checkpointing.TrainingPreempted(step)
+      raise checkpointing.TrainingPreempted(step, signum=checkpoint_callback.stop_signal)
   return step
 
 

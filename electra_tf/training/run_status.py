@@ -33,7 +33,11 @@ def run_to_exit_status(tool, run):
     run()
   except TrainingPreempted as e:
     print(f"{tool}: {e}; re-run to resume.", file=sys.stderr, flush=True)
-    return exit_codes.PREEMPTED
+    return 128 + e.signum  # PREEMPTED for SIGTERM, INTERRUPTED for Ctrl-C
+  except KeyboardInterrupt:
+    # Ctrl-C before training started (nothing to save), or a second one.
+    print(f"{tool}: interrupted (Ctrl-C); nothing more saved", file=sys.stderr, flush=True)
+    return exit_codes.INTERRUPTED
   except TrainingDiverged as e:
     print(f"{tool}: error: {e}; exit status {exit_codes.DIVERGED}", file=sys.stderr, flush=True)
     return exit_codes.DIVERGED

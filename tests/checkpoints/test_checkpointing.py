@@ -202,7 +202,8 @@ def _arrays():
   return x, x.sum(axis=1, keepdims=True)
 
 
-def test_sigterm_saves_and_stops_then_rerun_resumes(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_or_ctrl_c_saves_and_stops_then_rerun_resumes(tmp_path, signum):
   model = _toy_model()
   manager = TrainingCheckpointManager(model, str(tmp_path), chief=True)
   callback = PretrainingCheckpoint(manager, 100, num_train_steps=20)
@@ -210,14 +211,14 @@ def test_sigterm_saves_and_stops_then_rerun_resumes(tmp_path):
   class Preempt(keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
       if global_step(self.model) == 6:
-        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signum)
 
-  previous = signal.getsignal(signal.SIGTERM)
+  previous = signal.getsignal(signum)
   model.fit(_dataset(), epochs=1, steps_per_epoch=20, verbose=0, callbacks=[Preempt(), callback])
-  assert callback.preempted
+  assert callback.preempted and callback.stop_signal == signum
   assert global_step(model) == 6
   assert os.path.basename(manager.latest_checkpoint) == "model.ckpt-6"
   # The handler is uninstalled after training.
-  assert signal.getsignal(signal.SIGTERM) == previous
+  assert signal.getsignal(signum) == previous
   resumed, _ = _train(tmp_path, 20, save_every=100)
   assert global_step(resumed) == 20

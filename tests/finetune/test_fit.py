@@ -373,7 +373,7 @@ def _checkpoint_values(model_dir):
 @pytest.mark.slow
 def test_cli_killed_anywhere_then_rerun_ends_bit_identical(rte_data):
   """kill -9 between saves, kill -9 inside a checkpoint save, then SIGTERM,
-  each followed by the same command again: the end is the uninterrupted
+  then Ctrl-C (SIGINT), each followed by the same command again: the end is the uninterrupted
   run's, every checkpoint entry bit for bit. Dropout is on and
   mixed_float16 skips steps, so the input position runs ahead of the step.
   Each step is two accumulated micro-batches, so a kill can land between
@@ -416,6 +416,18 @@ def test_cli_killed_anywhere_then_rerun_ends_bit_identical(rte_data):
     in output
   )
   assert resumed < stopped < 18
+
+  # Ctrl-C (SIGINT), as a person sends it: the same save, one line, exit 130.
+  status, output = _interrupted(command, signal.SIGINT, at_step=stopped + 1)
+  interrupted = _latest_step(model_dir)
+  assert status == 130, output[-2000:]
+  assert "Traceback" not in output and "KeyboardInterrupt" not in output
+  assert (
+    f"interrupted (Ctrl-C): stopped at global step {interrupted} after saving its checkpoint "
+    f"({model_dir}/model.ckpt-{interrupted})" in output
+  )
+  assert stopped < interrupted < 18
+  stopped = interrupted
 
   result = _cli(data_dir, hparams, model_name="split")
   assert result.returncode == 0, result.stderr[-2000:]

@@ -352,6 +352,53 @@ def _running(pid):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="finds the job processes in /proc")
+def test_ctrl_c_stops_the_jobs_and_removes_the_shards_in_one_line(small_corpus, tmp_path):
+  """Ctrl-C (SIGINT to the terminal's whole process group) while both jobs
+  are writing: the jobs stop, every shard they had begun is removed, and the
+  builder says so in one line, exit 130, no traceback."""
+  _, vocab = small_corpus
+  corpus = tmp_path / "corpus"
+  corpus.mkdir()
+  for name in ("a_pipe", "b_pipe"):  # each job blocks reading one: the build never ends alone
+    os.mkfifo(corpus / name)
+  for name in ("c.txt", "d.txt"):
+    (corpus / name).write_text("the model and the data\n")
+  out = tmp_path / "out"
+  flags = build_dataset_flags(corpus, vocab, out, num_processes=2, num_out_files=8, seed=0)
+  builder = subprocess.Popen(
+    [sys.executable, "-m", "electra_tf.build_pretraining_dataset", *flags],
+    cwd=REPO_ROOT,
+    env=tool_user_env(),
+    stdout=subprocess.PIPE,
+    stderr=subprocess.STDOUT,
+    text=True,
+    start_new_session=True,  # its own process group, as a terminal's foreground job
+  )
+  watchdog = threading.Timer(300, builder.kill)
+  watchdog.start()
+  try:
+    writing = set()
+    for line in builder.stdout:
+      if line.endswith(": Writing tf examples\n"):
+        writing.add(line.split(":")[0])
+        if len(writing) == 2:
+          break
+    jobs = [p for p in _children(builder.pid) if _running(p)]
+    os.killpg(builder.pid, signal.SIGINT)
+    rest = builder.stdout.read()
+    assert builder.wait(timeout=60) == 130, rest
+  finally:
+    watchdog.cancel()
+    builder.kill()
+  assert "Traceback" not in rest and "KeyboardInterrupt" not in rest, rest
+  assert f"interrupted (Ctrl-C); removed the 8 shard(s) it had written to {out}" in rest
+  assert os.listdir(out) == []
+  deadline = time.time() + 30
+  while any(_running(p) for p in jobs) and time.time() < deadline:
+    time.sleep(0.2)
+  assert not [p for p in jobs if _running(p)]
+
+
 def test_job_processes_die_with_a_killed_builder_and_the_rerun_names_partial_shards(
   small_corpus, tmp_path, capsys
 ):

@@ -271,3 +271,18 @@ def test_a_multi_megabyte_line_stays_within_bounded_memory(tmp_path):
   assert "split 1 lines longer than 10000 characters" in result.stderr
   tokens = out.read_text("utf-8").splitlines()
   assert {"alpha", "theta", "##99"} <= set(tokens)
+
+
+def test_ctrl_c_ends_in_one_line_and_writes_nothing(tmp_path, corpus_dir, monkeypatch, capsys):
+  """Ctrl-C while the corpus is counted: one line, exit 130, no vocab or
+  settings file (they are written only once complete)."""
+
+  def interrupted(*args, **kwargs):
+    raise KeyboardInterrupt
+
+  monkeypatch.setattr(build_vocab, "learn_vocab", interrupted)
+  out = tmp_path / "vocab.txt"
+  argv = ["--corpus-dir", str(corpus_dir), "--vocab-size", "1000", "--output", str(out)]
+  assert build_vocab.main(argv) == 130
+  assert capsys.readouterr().err == "interrupted (Ctrl-C); nothing written\n"
+  assert list(tmp_path.iterdir()) == []
