@@ -17,6 +17,7 @@ import os
 import tensorflow as tf
 
 from electra_tf.configs.hparams import hparam
+from electra_tf.configs.pretraining import check_number
 from electra_tf.configs.pretraining import default_embedding_size
 from electra_tf.configs.runtime import RuntimeHparams
 from electra_tf.optimization import factory as optimizer_factory
@@ -83,7 +84,7 @@ class FinetuningConfig(RuntimeHparams):
   weight_decay_rate: float = hparam(
     0.01, "Decoupled weight decay, scaled by the learning rate; not for LayerNorm/bias."
   )
-  layerwise_lr_decay: float = hparam(0.8, "Layer-wise learning-rate decay factor; ≤ 0 disables it.")
+  layerwise_lr_decay: float = hparam(0.8, "Layer-wise learning-rate decay factor; 0 disables it.")
   optimizer: str = hparam(
     "adam",
     "`adam`: the original's AdamWeightDecay; `lamb`: LAMB (trust ratio per variable, LayerNorm/bias "
@@ -241,6 +242,12 @@ class FinetuningConfig(RuntimeHparams):
         f"hparam warmup_proportion={self.warmup_proportion}; expected > 0 (the warm-up "
         "fraction of the training steps; the original divides by zero with 0)"
       )
+    # The same range checks as pre-training's: a negative rate trains backwards.
+    check_number(self, "learning_rate", 0, None, (False, True))
+    check_number(self, "weight_decay_rate", 0, None, (True, True))
+    check_number(self, "layerwise_lr_decay", 0, None, (True, True))
+    check_number(self, "num_train_epochs", 0, None, (False, True))
+    check_number(self, "warmup_proportion", 0, 1, (False, True))
     if self.layerwise_lr_decay_variant not in LAYERWISE_LR_VARIANTS:
       raise ValueError(
         f"hparam layerwise_lr_decay_variant={self.layerwise_lr_decay_variant!r}; "

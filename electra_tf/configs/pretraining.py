@@ -224,11 +224,11 @@ class PretrainingConfig(RuntimeHparams):
     """Every hparam with a range, before any work: one `ValueError` naming
     the hparam, its value and what was expected."""
     for name, low, high, closed in _PROBABILITIES:
-      _check_number(self, name, low, high, closed)
+      check_number(self, name, low, high, closed)
     for name in _NON_NEGATIVE:
-      _check_number(self, name, 0, None, (True, True))
+      check_number(self, name, 0, None, (True, True))
     for name in _POSITIVE_FLOATS:
-      _check_number(self, name, 0, None, (False, True))
+      check_number(self, name, 0, None, (False, True))
     for name in _POSITIVE_INTEGERS:
       _check_integer(self, name, 1)
     for name in _NON_NEGATIVE_INTEGERS:
@@ -318,7 +318,9 @@ def _range_text(low, high, closed):
   return f"a value in {'[' if closed[0] else '('}{low}, {high}{']' if closed[1] else ')'}"
 
 
-def _check_number(config, name, low, high, closed):
+def check_number(config, name, low, high, closed):
+  """Raises a one-line ValueError unless hparam `name` of `config` is a number
+  in the range `low`..`high` (None: unbounded), ends included as `closed` says."""
   value = getattr(config, name)
   expected = _range_text(low, high, closed)
   if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:

@@ -191,3 +191,23 @@ def test_gradient_accumulation_steps_must_divide_the_global_batch(tmp_path):
       make(train_batch_size=30, gradient_accumulation_steps=4)
     with pytest.raises(ValueError, match="gradient_accumulation_steps=0; expected an integer"):
       make(gradient_accumulation_steps=0)
+
+
+@pytest.mark.parametrize(
+  "name, value, expected",
+  [
+    ("learning_rate", -1e-4, "expected > 0"),
+    ("learning_rate", 0, "expected > 0"),
+    ("layerwise_lr_decay", -0.5, "expected >= 0"),
+    ("weight_decay_rate", -0.01, "expected >= 0"),
+    ("num_train_epochs", 0, "expected > 0"),
+  ],
+)
+def test_fine_tuning_ranges_are_checked_as_pre_training_s(name, value, expected):
+  with pytest.raises(ValueError, match=f"hparam {name}=.*; {expected}"):
+    FinetuningConfig("m", "/tmp/data", task_names=["rte"], **{name: value})
+  # 0 is the documented way to turn layer-wise decay off.
+  assert (
+    FinetuningConfig("m", "/tmp/data", task_names=["rte"], layerwise_lr_decay=0).layerwise_lr_decay
+    == 0
+  )
