@@ -51,6 +51,8 @@ class ElectraClassifier(ElectraTaskModel):
     dropout_rate=0.1,
     **kwargs,
   ):
+    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
+      raise ValueError(f"num_classes={num_classes!r}; expected a positive integer (labels 0..n-1)")
     self.num_classes = int(num_classes)
     self.dropout_rate = float(dropout_rate)
     super().__init__(bert_config, preprocessor, embedding_size, task_name, **kwargs)

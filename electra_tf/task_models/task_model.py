@@ -32,6 +32,28 @@ from electra_tf.utils import keras_compat
 EXPORT_FORMATS = ("litert", "onnx")
 
 
+def check_prediction_input(x, model_name):
+  """One clear ValueError for what `predict` cannot take: a lone string (a
+  batch of its characters otherwise) or an empty batch.
+
+  Example:
+  >>> check_prediction_input(["a text"], "ElectraClassifier")
+  >>> check_prediction_input("a text", "ElectraClassifier")
+  Traceback (most recent call last):
+  ...
+  ValueError: ElectraClassifier.predict takes a batch of texts; got one string: wrap it in a list, predict([text])
+  """
+  if isinstance(x, (str, bytes)):
+    raise ValueError(
+      f"{model_name}.predict takes a batch of texts; got one string: wrap it in a list, "
+      "predict([text])"
+    )
+  parts = x if isinstance(x, tuple) and len(x) == 2 else (x,)
+  for part in parts:
+    if isinstance(part, (list, tuple)) and len(part) == 0:
+      raise ValueError(f"{model_name}.predict got an empty batch: expected at least one text")
+
+
 class ElectraTaskModel(keras.Model):
   """Shared machinery; subclasses set their own attributes, then call this
   constructor, and implement `make_head`, `task_outputs` and `default_loss`
@@ -107,6 +129,11 @@ class ElectraTaskModel(keras.Model):
     `kwargs` named in `preprocessor_args` go to the preprocessor (a QA
     trial's `max_query_length` is its default), the rest to the
     constructor."""
+    if not (tf.io.gfile.exists(path) or tf.io.gfile.exists(f"{path}.index")):
+      raise ValueError(
+        f"{cls.__name__}.from_checkpoint: {path!r} does not exist (expected a model dir, a "
+        "checkpoint prefix, a .keras file or a published directory)"
+      )
     run_config = any_format.run_config(path)
     run_vocab = {}
     if run_config is not None:
@@ -255,6 +282,7 @@ class ElectraTaskModel(keras.Model):
     packed features, or a `tf.data.Dataset` (whose elements Keras reads as
     `(x, y)`: pairs must come as `((text_a, text_b),)`)."""
     if not isinstance(x, tf.data.Dataset):
+      check_prediction_input(x, type(self).__name__)
       if isinstance(x, (list, tuple)) and len(x) == 2 and not isinstance(x[0], str):
         x = (tuple(x),)  # one input made of two segments, not (x, y)
       x = tf.data.Dataset.from_tensor_slices(x).batch(batch_size or 32)

@@ -122,3 +122,24 @@ def test_accumulated_fit_on_text_makes_the_one_batch_steps(tmp_path):
     np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
   with pytest.raises(ValueError, match="Keras' optimizer keyword is not supported"):
     classifier.compile(optimizer=keras.optimizers.Adam(gradient_accumulation_steps=2))
+
+
+def test_inputs_the_classifier_cannot_take_are_named(tmp_path):
+  """A lone string, an empty batch, num_classes 0 and a path that does not
+  exist: one clear ValueError each, before any work."""
+  import electra_tf
+
+  config = {
+    "vocab_size": 30, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+    "intermediate_size": 32,
+  }  # fmt: skip
+  with pytest.raises(ValueError, match="num_classes=0; expected a positive integer"):
+    electra_tf.ElectraClassifier(config, num_classes=0)
+  model = electra_tf.ElectraClassifier(config, num_classes=2)
+  with pytest.raises(ValueError, match=r"got one string: wrap it in a list, predict\(\[text\]\)"):
+    model.predict("one string")
+  with pytest.raises(ValueError, match="got an empty batch"):
+    model.predict([])
+  missing = str(tmp_path / "no_such_model")
+  with pytest.raises(ValueError, match=f"from_checkpoint: '{missing}' does not exist"):
+    electra_tf.ElectraClassifier.from_checkpoint(missing, num_classes=2)
