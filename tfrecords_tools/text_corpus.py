@@ -386,6 +386,11 @@ def check_options(options):
   check_vocab(options.vocab_file, options.do_lower_case, options.strip_accents)
   if not options.tfds_name:
     list_corpus_files(options.corpus_dir)
+    if os.path.realpath(options.output_dir) == os.path.realpath(options.corpus_dir):
+      raise ValueError(
+        f"--output-dir {options.output_dir!r} is --corpus-dir: the shards would be read back "
+        "as text; choose another directory for them"
+      )
 
 
 def processes_for_files(options):
@@ -406,6 +411,34 @@ def processes_for_files(options):
     flush=True,
   )
   return dataclasses.replace(options, num_processes=files)
+
+
+def check_no_empty_output(options, examples):
+  """Refuses a build that wrote no example (its empty shards removed; the
+  ValueError names the corpus), and says in one line when there were fewer
+  examples than shards: the original writes the empty ones too (its own
+  records of a 812-example corpus fill 812 of 1,000 shards), so they are kept,
+  named by the flag to lower."""
+  empty = [
+    name
+    for name in tf.io.gfile.listdir(options.output_dir)
+    if name.startswith(example_writer.SHARD_PREFIX)
+    and tf.io.gfile.stat(os.path.join(options.output_dir, name)).length == 0
+  ]
+  if not examples:
+    remove_shards(options.output_dir)
+    raise ValueError(
+      f"--corpus-dir {options.tfds_name or options.corpus_dir!r}: no example was written (every "
+      "line blank, or no token in the vocab?); the empty shards were removed"
+    )
+  if empty:
+    print(
+      f"warning: --num-out-files {options.num_out_files}: only {examples} example(s), so "
+      f"{len(empty)} shard(s) are empty (as the original writes them); use at most {examples} "
+      "for none",
+      file=sys.stderr,
+      flush=True,
+    )
 
 
 def build_pretraining_dataset(options, beam_options=None):
@@ -437,6 +470,7 @@ def build_pretraining_dataset(options, beam_options=None):
 
     return beam_pipeline.run_jobs_on_beam(run_job, options, beam_options)
   stats = run_jobs(run_job, options)
+  check_no_empty_output(options, sum(s["examples"] for s in stats))
   for line in skipped_text_lines(stats, options.output_dir, created):
     print(f"warning: {options.corpus_dir}: {line}", file=sys.stderr, flush=True)
   return stats

@@ -54,10 +54,18 @@ class BertConfig:
     values = dict(values)
     for f in dataclasses.fields(cls):
       value = values.get(f.name)
+      if f.name not in values:
+        continue
       if f.type in (int, Optional[int]) and isinstance(value, float):
         if not value.is_integer():
           raise ValueError(f"BertConfig field {f.name} must be an integer, got {value!r}")
         values[f.name] = int(value)
+      elif f.type in (int, Optional[int], float) and (
+        isinstance(value, bool) or not isinstance(value, (int, float))
+      ):
+        if value is not None or f.type is not Optional[int]:
+          kind = "a number" if f.type is float else "an integer"
+          raise ValueError(f"BertConfig field {f.name} must be {kind}, got {value!r}")
     return cls(**values)
 
   @classmethod

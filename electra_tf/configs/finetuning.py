@@ -175,6 +175,12 @@ class FinetuningConfig(RuntimeHparams):
       raise ValueError(
         f"hparam task_names must be a list of task names, got the string {task_names!r}"
       )
+    if isinstance(task_names, (list, tuple)) and not all(
+      isinstance(name, str) for name in task_names
+    ):
+      raise ValueError(
+        f"hparam task_names must be a list of task names (strings), got {task_names!r}"
+      )
     task_names_str = ",".join(task_names)
     self.init_checkpoint = None if self.debug else pretrained_model_dir
     self.model_dir = os.path.join(

@@ -347,6 +347,7 @@ def get_bert_config(config):
   args = {"hidden_size": hidden_size, "num_hidden_layers": num_layers}
   args["vocab_size"] = config.vocab_size
   args.update(**config.model_hparam_overrides)
+  BertConfig.from_dict(args)  # a field of the wrong type is named before it is used below
   # heads and FFN follow the (possibly overridden) hidden size ...
   args["num_attention_heads"] = max(1, args["hidden_size"] // 64)
   args["intermediate_size"] = 4 * args["hidden_size"]

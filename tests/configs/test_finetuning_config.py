@@ -211,3 +211,15 @@ def test_fine_tuning_ranges_are_checked_as_pre_training_s(name, value, expected)
     FinetuningConfig("m", "/tmp/data", task_names=["rte"], layerwise_lr_decay=0).layerwise_lr_decay
     == 0
   )
+
+
+def test_wrong_json_types_inside_task_names_and_overrides_are_named():
+  from electra_tf.configs.pretraining import get_pretraining_bert_config
+
+  with pytest.raises(ValueError, match=r"task_names must be a list of task names \(strings\)"):
+    FinetuningConfig("m", "/tmp/data", task_names=[1])
+  config = FinetuningConfig(
+    "m", "/tmp/data", task_names=["rte"], model_hparam_overrides={"hidden_size": "128"}
+  )
+  with pytest.raises(ValueError, match="field hidden_size must be an integer, got '128'"):
+    get_pretraining_bert_config(config)

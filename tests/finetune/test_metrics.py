@@ -41,6 +41,8 @@ def test_sentence_scorers():
     mcc.update({"label_ids": label, "predictions": pred, "loss": 0.0})
   assert [k for k, _ in mcc.get_results()] == ["mcc", "loss"]
   assert dict(mcc.get_results())["mcc"] == pytest.approx(100 / 3)
+  # The console line says MCC's scale (the results files keep the original's key).
+  assert mcc.results_str() == "mcc (x100, -100..100; 0 = chance): 33.33 - loss: 0.00"
   reg = cs.RegressionScorer()
   for target, pred in [(0.2, 0.1), (0.4, 0.4), (0.6, 0.8)]:
     reg.update({"targets": target, "predictions": pred, "loss": (target - pred) ** 2})

@@ -457,3 +457,27 @@ def test_job_processes_die_with_a_killed_builder_and_the_rerun_names_partial_sha
   message = capsys.readouterr().err
   assert "its 8 entries are partial shards" in message and "interrupted build" in message
   assert "--overwrite" in message
+
+
+def test_empty_output_and_output_in_the_corpus_dir_are_refused(small_corpus, tmp_path, capsys):
+  """A corpus of blank lines writes no example; more shards than examples
+  leaves some empty; the corpus dir as output dir would read the shards back
+  as text: each a one-line refusal naming the culprit, nothing left."""
+  corpus, vocab = small_corpus
+  blank = tmp_path / "blank"
+  blank.mkdir()
+  (blank / "a.txt").write_text("\n\n   \n\n")
+  with pytest.raises(ValueError, match="no example was written"):
+    text_corpus.build_pretraining_dataset(_options(str(blank), vocab, tmp_path / "o1"))
+  assert os.listdir(tmp_path / "o1") == []
+  # More shards than examples: the original's layout (empty shards kept), said in one line.
+  text_corpus.build_pretraining_dataset(
+    _options(corpus, vocab, tmp_path / "o2", max_seq_length=16, seed=0, num_out_files=500)
+  )
+  warning = capsys.readouterr().err
+  assert re.search(
+    r"--num-out-files 500: only \d+ example\(s\), so \d+ shard\(s\) are empty", warning
+  )
+  assert len(os.listdir(tmp_path / "o2")) == 500
+  with pytest.raises(ValueError, match="is --corpus-dir: the shards would be read back as text"):
+    text_corpus.build_pretraining_dataset(_options(corpus, vocab, corpus, overwrite=True))

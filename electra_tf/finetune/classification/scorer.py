@@ -104,6 +104,11 @@ class MCCScorer(SentenceLevelScorer):
       ("loss", self.get_loss()),
     ]
 
+  def results_str(self):
+    """The metrics line, saying MCC's scale (×100, as the original prints
+    it: -100..100, 0 for a constant or chance prediction)."""
+    return super().results_str().replace("mcc: ", "mcc (x100, -100..100; 0 = chance): ", 1)
+
 
 class RegressionScorer(SentenceLevelScorer):
   """`pearson`, `spearman` (× 100), `mse` (normalised units) and `loss`."""
