@@ -3,6 +3,7 @@
 import copy
 import dataclasses
 import json
+import numbers
 from typing import Optional
 
 
@@ -61,7 +62,7 @@ class BertConfig:
           raise ValueError(f"BertConfig field {f.name} must be an integer, got {value!r}")
         values[f.name] = int(value)
       elif f.type in (int, Optional[int], float) and (
-        isinstance(value, bool) or not isinstance(value, (int, float))
+        isinstance(value, bool) or not isinstance(value, numbers.Real)
       ):
         if value is not None or f.type is not Optional[int]:
           kind = "a number" if f.type is float else "an integer"
