@@ -41,6 +41,7 @@ import sys
 
 from electra_tf.configs.hparams import add_run_flags
 from electra_tf.runtime import distribution
+from electra_tf.training import held_out_evaluation
 from electra_tf.training import pretraining_run
 from electra_tf.training import run_status
 from electra_tf.utils import exit_codes
@@ -60,7 +61,10 @@ def main(argv=None):
     print(f"run_pretraining: error: {e}", file=sys.stderr, flush=True)
     return exit_codes.BAD_INPUT
   return run_status.run_to_exit_status(
-    "run_pretraining", lambda: pretraining_run.train_or_eval(config, files, strategy)
+    "run_pretraining",
+    lambda: pretraining_run.train_or_eval(
+      config, files, strategy, held_out_evaluation.held_out_callbacks(config, strategy)
+    ),
   )
 
 

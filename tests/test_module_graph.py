@@ -314,3 +314,21 @@ def test_importing_the_package_does_not_start_tensorflow():
   )
   result = run_python(["-c", script])
   assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_import_electra_tf_loads_no_keras_hub_or_kagglesdk_module():
+  """keras_hub (and the kagglesdk it pulls in, ~900 modules) is loaded when a
+  keras-hub feature is used, not by `import electra_tf`: every builder and
+  Beam worker imports the package."""
+  import subprocess
+  import sys
+
+  code = (
+    "import sys, electra_tf; "
+    "print(sorted(m for m in sys.modules if m.split('.')[0] in ('keras_hub', 'kagglesdk'))[:5])"
+  )
+  result = subprocess.run(
+    [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300
+  )
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert result.stdout.strip().splitlines()[-1] == "[]"

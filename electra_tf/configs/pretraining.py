@@ -147,8 +147,8 @@ class PretrainingConfig(RuntimeHparams):
   pretrain_tfrecords: str = hparam(None, "Comma-separated globs of the pre-training TFRecords.")
   held_out_tfrecords: str | None = hparam(
     None,
-    "Comma-separated globs of held-out TFRecords (not trained on): while training, the "
-    "real-token metrics are measured on `held_out_batches` batches of them every "
+    "Comma-separated globs of held-out TFRecords (not trained on): while `run_pretraining` "
+    "trains, the real-token metrics are measured on `held_out_batches` batches of them every "
     "`save_checkpoints_steps` (the discriminator's AUC also at temperature 1), kept in "
     "`<model_dir>/held_out_history.json`, and a warning says when that AUC stops rising.",
   )

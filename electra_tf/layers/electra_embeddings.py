@@ -2,7 +2,6 @@
 
 import keras
 from keras import ops
-import keras_hub
 import tensorflow as tf
 
 from electra_tf.layers import layer_utils
@@ -54,6 +53,8 @@ class ElectraEmbeddings(keras.layers.Layer):
     self.type_vocab_size = int(type_vocab_size)
     self.initializer_range = float(initializer_range)
     self.dropout_rate = float(dropout_rate)
+    import keras_hub  # deferred: `import electra_tf` (builders, Beam workers) loads no keras_hub
+
     self.position_embedding = keras_hub.layers.PositionEmbedding(
       sequence_length=self.max_position_embeddings,
       initializer=layer_utils.truncated_normal(self.initializer_range),

@@ -15,6 +15,7 @@ kept, and `PeriodicEvaluation` a run as it trains (its history feeds
 `training_curve_panels`).
 """
 
+import copy
 import json
 import os
 import sys
@@ -520,3 +521,27 @@ def training_curve_panels(events, history):
       )
     )
   return panels
+
+
+def held_out_callbacks(config, strategy):
+  """The callbacks `run_pretraining` adds for `held_out_tfrecords` (none when
+  it is not set): `PeriodicEvaluation` of them every
+  `save_checkpoints_steps` (`held_out_evaluation.PeriodicEvaluation`,
+  history in `<model_dir>/held_out_history.json`, a warning when the
+  discriminator stops learning); none under a multi-replica strategy, which
+  it does not support (said in one line)."""
+  if not (config.held_out_tfrecords and config.do_train):
+    return []
+  if strategy.num_replicas_in_sync > 1:
+    print("note: held_out_tfrecords is measured only with one replica; skipped", flush=True)
+    return []
+  eval_config = copy.copy(config)
+  eval_config.do_train, eval_config.do_eval = False, True
+  eval_config.pretrain_tfrecords = config.held_out_tfrecords
+  eval_config.num_eval_steps = config.held_out_batches
+  periodic = PeriodicEvaluation(
+    eval_config,
+    config.save_checkpoints_steps or config.num_train_steps,
+    os.path.join(config.model_dir, "held_out_history.json"),
+  )
+  return [periodic.callback]

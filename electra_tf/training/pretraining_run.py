@@ -17,7 +17,6 @@ Example:
   >>> # train_or_eval(config)
 """
 
-import copy
 import json
 import os
 import pickle
@@ -464,29 +463,6 @@ def _wipe_model_dir(model_dir, keep):
       tf.io.gfile.remove(path)
 
 
-def held_out_callbacks(config, strategy):
-  """The callback that measures `held_out_tfrecords` every
-  `save_checkpoints_steps` (`held_out_evaluation.PeriodicEvaluation`,
-  history in `<model_dir>/held_out_history.json`, a warning when the
-  discriminator stops learning); none under a multi-replica strategy, which
-  it does not support (said in one line)."""
-  from electra_tf.training import held_out_evaluation  # pylint: disable=g-import-not-at-top  (it imports this module)
-
-  if strategy.num_replicas_in_sync > 1:
-    print("note: held_out_tfrecords is measured only with one replica; skipped", flush=True)
-    return []
-  eval_config = copy.copy(config)
-  eval_config.do_train, eval_config.do_eval = False, True
-  eval_config.pretrain_tfrecords = config.held_out_tfrecords
-  eval_config.num_eval_steps = config.held_out_batches
-  periodic = held_out_evaluation.PeriodicEvaluation(
-    eval_config,
-    config.save_checkpoints_steps or config.num_train_steps,
-    os.path.join(config.model_dir, "held_out_history.json"),
-  )
-  return [periodic.callback]
-
-
 def train_or_eval(config, files=None, strategy=None, callbacks=()):
   """The original's `train_or_eval`: validation (unless `files` says it was
   done), debug wipe, config log, then training or evaluation. The strategy
@@ -540,8 +516,6 @@ def train_or_eval(config, files=None, strategy=None, callbacks=()):
       # train() writes config.json (the model dir describes itself: converter
       # and exporter need no --hparams) once the checkpoint is restored.
       _heading("Training")
-      if config.held_out_tfrecords:
-        callbacks = list(callbacks) + held_out_callbacks(config, strategy)
       return train(config, strategy, files, callbacks)
     _heading("Evaluation")
     return evaluate(config, strategy, files)

@@ -4,6 +4,7 @@ training-curve panels (no model: made-up arrays)."""
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from electra_tf.training import held_out_evaluation
 from electra_tf.training.held_out_evaluation import PeriodicEvaluation
@@ -164,9 +165,11 @@ def test_stall_warning_when_the_auc_at_temperature_1_stops_rising():
 
 
 def test_run_pretraining_measures_held_out_records_at_temperature_1(tmp_path, capsys):
-  """`held_out_tfrecords`: a real run measures them at step 0 and every
+  """`held_out_tfrecords`: a run measures them at step 0 and every
   checkpoint, the discriminator's AUC also on replacements drawn at
-  temperature 1 (the run samples at 3), into held_out_history.json."""
+  temperature 1 (the run samples at 0.01: an untrained generator's logits are
+  near 0, so only a small temperature changes what it draws), into
+  held_out_history.json."""
   import json
 
   from electra_tf.configs.pretraining import PretrainingConfig
@@ -177,10 +180,13 @@ def test_run_pretraining_measures_held_out_records_at_temperature_1(tmp_path, ca
   make_data_dir(tmp_path, num_files=3)
   shards = sorted(str(p) for p in (tmp_path / "pretrain_tfrecords").iterdir())
   hparams = self_made_hparams(
-    num_train_steps=6, temperature=3.0, pretrain_tfrecords=",".join(shards[:2]),
+    num_train_steps=6, temperature=0.01, pretrain_tfrecords=",".join(shards[:2]),
     held_out_tfrecords=shards[2], held_out_batches=2,
   )  # fmt: skip
-  assert pretraining_run.train_or_eval(PretrainingConfig("m", str(tmp_path), **hparams)) == 6
+  config = PretrainingConfig("m", str(tmp_path), **hparams)
+  strategy = tf.distribute.get_strategy()
+  callbacks = held_out_evaluation.held_out_callbacks(config, strategy)  # as run_pretraining
+  assert pretraining_run.train_or_eval(config, strategy=strategy, callbacks=callbacks) == 6
   history = json.loads((tmp_path / "models" / "m" / "held_out_history.json").read_text())
   assert [h["step"] for h in history] == [0, 3, 6]
   for h in history:
