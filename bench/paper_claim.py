@@ -97,6 +97,9 @@ class Recipe:
   finetune_learning_rate: float = 1e-3
   layerwise_lr_decay: float = 0.8
   seeds: tuple = (1, 2, 3)
+  # Seeds fine-tuned from each earlier checkpoint (the payoff curve's points
+  # before the final one; the final checkpoint gets every seed).
+  payoff_seeds: int = 1
   tasks: tuple = ("sst", "cola")
 
   def model_hparams(self):
@@ -441,8 +444,9 @@ def _checkpoint_steps(model_dir):
 
 def finetune_rows(recipe, electra_steps, mlm_steps_):
   """`(init, task, seed, step)` of every fine-tuning row: every init on every
-  task and seed from the final checkpoint, and on SST-2 every seed from each
-  earlier kept checkpoint of both runs (the payoff curve).
+  task and seed from the final checkpoint, and on SST-2 the first
+  `payoff_seeds` seeds from each earlier kept checkpoint of both runs (the
+  payoff curve).
 
   Example:
   >>> rows = finetune_rows(Recipe(seeds=(1,), tasks=("sst",), checkpoints=2), [5, 10], [6, 12])
@@ -454,7 +458,7 @@ def finetune_rows(recipe, electra_steps, mlm_steps_):
     for seed in recipe.seeds:
       rows += [("random", task, seed, 0), ("electra", task, seed, electra_steps[-1])]
       rows.append(("mlm", task, seed, mlm_steps_[-1]))
-  for seed in recipe.seeds:
+  for seed in recipe.seeds[: recipe.payoff_seeds]:
     rows += [("electra", "sst", seed, s) for s in electra_steps[:-1] if s > 0]
     rows += [("mlm", "sst", seed, s) for s in mlm_steps_[:-1] if s > 0]
   return rows

@@ -85,7 +85,7 @@ def run_builder(parser, argv, options_from_args, build):
     # Ctrl-C: shards of a build that did not finish are not a dataset.
     where = ""
     if options is not None:
-      from tfrecords_tools import text_corpus  # pylint: disable=g-import-not-at-top
+      from tfrecords_tools import text_corpus  # deferred: Beam runners never need it
 
       removed = text_corpus.remove_shards(options.output_dir)
       where = f"; removed the {removed} shard(s) it had written to {options.output_dir}"
