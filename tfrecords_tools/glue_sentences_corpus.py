@@ -79,7 +79,7 @@ def documents(sentences, sentences_per_document, seed=0):
 
   Example:
   >>> documents(["a b", "c", "a b", "d"], 2, seed=0)
-  [['c', 'd'], ['a b']]
+  [['a b', 'd'], ['c']]
   """
   unique = list(dict.fromkeys(sentences))
   random.Random(seed).shuffle(unique)

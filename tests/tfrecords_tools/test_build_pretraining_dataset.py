@@ -374,7 +374,7 @@ def test_ctrl_c_stops_the_jobs_and_removes_the_shards_in_one_line(small_corpus, 
     text=True,
     start_new_session=True,  # its own process group, as a terminal's foreground job
   )
-  watchdog = threading.Timer(300, builder.kill)
+  watchdog = threading.Timer(600, builder.kill)
   watchdog.start()
   try:
     writing = set()
@@ -426,7 +426,7 @@ def test_job_processes_die_with_a_killed_builder_and_the_rerun_names_partial_sha
   workers = []
   # The jobs never finish on their own: a builder that never reports both
   # jobs writing would block the loop below forever.
-  watchdog = threading.Timer(300, builder.kill)
+  watchdog = threading.Timer(600, builder.kill)
   watchdog.start()
   try:
     writing = set()
