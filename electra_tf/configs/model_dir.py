@@ -121,10 +121,13 @@ def _architecture(config):
   if not hasattr(config, "uniform_generator"):  # fine-tuning: the encoder alone
     towers["encoder"] = discriminator.to_dict()
     return towers
-  if config.electra_objective or config.electric_objective:
+  has_discriminator = config.electra_objective or config.electric_objective
+  if has_discriminator:
     towers["discriminator"] = discriminator.to_dict()
   if not config.uniform_generator:
-    if config.untied_generator:
+    # As the pretrainer builds it: the small generator only beside a
+    # discriminator; an MLM-only run's generator is the full-size encoder.
+    if has_discriminator and config.untied_generator:
       generator = pretraining_lib.get_generator_config(config, discriminator)
     else:
       generator = discriminator
@@ -356,8 +359,14 @@ def encoder_hparams(run_config):
 
 
 def _encoder_of(run_config):
+  """The encoder fine-tuning reads: a fine-tuning run's encoder, a
+  pre-training run's discriminator, or an MLM-only run's (full-size)
+  generator."""
   architecture = run_config["architecture"]
-  return architecture.get("encoder") or architecture.get("discriminator")
+  encoder = architecture.get("encoder") or architecture.get("discriminator")
+  if encoder is None and not run_config.get("hparams", {}).get("electra_objective", True):
+    encoder = architecture.get("generator")
+  return encoder
 
 
 def encoder_config(run_config, given=None):
@@ -371,7 +380,10 @@ def encoder_config(run_config, given=None):
   """
   encoder = _encoder_of(run_config)
   if encoder is None:
-    raise ModelDirMismatch(f"{run_config.get('path')}: the run has no discriminator encoder")
+    raise ModelDirMismatch(
+      f"{run_config.get('path')}: the run has no encoder to fine-tune (no discriminator, no "
+      "masked-LM generator)"
+    )
   embedding_size = run_config["architecture"].get("embedding_size")
   if given is not None:
     theirs = {f"encoder.{k}": encoder.get(k) for k in ARCHITECTURE_BERT_FIELDS}

@@ -297,3 +297,25 @@ def test_a_run_config_is_accepted_as_hparams(tmp_path, monkeypatch):
   ft_hparams = load_hparams(path)
   assert "model_dir" not in ft_hparams and ft_hparams["learning_rate"] == 3e-3
   assert FinetuningConfig("m", "data", **ft_hparams).model_dir.endswith("rte_model")
+
+
+def test_an_mlm_only_run_records_its_full_size_generator_as_the_encoder(tmp_path):
+  """An MLM-only run (`electra_objective: false`) has no discriminator; its
+  generator is the full-size encoder (as the pretrainer builds it), and that
+  is what config.json records and fine-tuning reads."""
+  from electra_tf.configs import model_dir as model_dir_lib
+  from electra_tf.configs.pretraining import PretrainingConfig
+
+  overrides = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2}
+  mlm = PretrainingConfig(
+    "m", str(tmp_path), electra_objective=False, vocab_size=100, model_hparam_overrides=overrides
+  )
+  run_config = model_dir_lib.run_config_dict(mlm)
+  assert "discriminator" not in run_config["architecture"]
+  assert run_config["architecture"]["generator"]["hidden_size"] == 64
+  encoder, _ = model_dir_lib.encoder_config(run_config)
+  assert encoder["hidden_size"] == 64 and encoder["num_hidden_layers"] == 2
+  # Beside a discriminator the generator is the small one, and the encoder the discriminator.
+  electra = PretrainingConfig("m", str(tmp_path), vocab_size=100, model_hparam_overrides=overrides)
+  towers = model_dir_lib.run_config_dict(electra)["architecture"]
+  assert towers["generator"]["hidden_size"] == 16 and towers["discriminator"]["hidden_size"] == 64
