@@ -470,9 +470,9 @@ def build_pretraining_dataset(options, beam_options=None):
 
     return beam_pipeline.run_jobs_on_beam(run_job, options, beam_options)
   stats = run_jobs(run_job, options)
-  check_no_empty_output(options, sum(s["examples"] for s in stats))
   for line in skipped_text_lines(stats, options.output_dir, created):
     print(f"warning: {options.corpus_dir}: {line}", file=sys.stderr, flush=True)
+  check_no_empty_output(options, sum(s["examples"] for s in stats))
   return stats
 
 
