@@ -792,7 +792,9 @@ def main(argv=None):
   for stage in stages:
     begun = time.time()
     if stage == "report":
-      ctx = dataclasses.replace(ctx, wall_s=sum(t["wall_s"] for t in timings.values()))
+      ctx = dataclasses.replace(
+        ctx, wall_s=sum(t["wall_s"] for t in timings.values() if isinstance(t, dict))
+      )
     result = globals()[f"stage_{stage}"](ctx)
     timings[stage] = {"wall_s": round(time.time() - begun, 1), "cpu_rates": rates}
     write_atomic(timings_path, json.dumps(timings, indent=1) + "\n")
