@@ -145,29 +145,21 @@ def _latest_step(model_dir):
   return None
 
 
-def _step_of_prefix(prefix):
-  """The step of a `<dir>/model.ckpt-<step>` checkpoint prefix, or None.
-
-  Example:
-  >>> _step_of_prefix("runs/m/model.ckpt-1000"), _step_of_prefix("runs/m/model.keras")
-  (1000, None)
-  """
-  tail = os.path.basename(prefix).rsplit("-", 1)
-  return int(tail[1]) if len(tail) == 2 and tail[1].isdigit() else None
-
-
 def pretraining_flops(checkpoint):
   """The original's FLOPs count (`electra_tf.utils.flops`) of the
   pre-training behind `checkpoint`, from the electra_tf run's `config.json`
   (its towers, batch, length) and the checkpoint's step (a model dir: its
   newest checkpoint's); None when
   the checkpoint records neither."""
+  from electra_tf.checkpoints import reader as checkpoint_reader  # pylint: disable=g-import-not-at-top
   from electra_tf.utils import flops as flops_lib  # pylint: disable=g-import-not-at-top
 
   model_dir = checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint)
   config_path = os.path.join(model_dir, "config.json")
   # An explicit checkpoint (`<dir>/model.ckpt-<step>`) counts its own step, not the run's newest.
-  step = _latest_step(model_dir) if os.path.isdir(checkpoint) else _step_of_prefix(checkpoint)
+  step = (
+    _latest_step(model_dir) if os.path.isdir(checkpoint) else checkpoint_reader.step_of(checkpoint)
+  )
   if not os.path.isfile(config_path) or not step:
     return None
   with open(config_path, encoding="utf-8") as f:

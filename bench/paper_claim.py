@@ -34,6 +34,7 @@ project's `electra_tf.utils.flops` (the original's rules).
 import argparse
 import concurrent.futures
 import dataclasses
+import functools
 import json
 import os
 import subprocess
@@ -124,12 +125,21 @@ class Recipe:
     }  # fmt: skip
 
 
+def pretraining_hparams(recipe, objective, steps, data_dir, model_dir, vocab_size):
+  """The `run_pretraining --hparams` of one run."""
+  return dict(
+    recipe.model_hparams(),
+    **run_hparams(recipe, objective, steps, data_dir),
+    vocab_size=vocab_size,
+    model_dir=model_dir,
+  )
+
+
 def pretraining_config(recipe, objective, steps, data_dir, model_dir, vocab_size):
-  """The `PretrainingConfig` of one run (built here, no I/O)."""
+  """The `PretrainingConfig` those hparams build (no I/O)."""
   from electra_tf.configs.pretraining import PretrainingConfig  # pylint: disable=g-import-not-at-top
 
-  hparams = dict(recipe.model_hparams(), **run_hparams(recipe, objective, steps, data_dir))
-  hparams.update(vocab_size=vocab_size, model_dir=model_dir)
+  hparams = pretraining_hparams(recipe, objective, steps, data_dir, model_dir, vocab_size)
   return PretrainingConfig(os.path.basename(model_dir), data_dir, **hparams)
 
 
@@ -230,7 +240,13 @@ def _cpus():
 
 
 def _vocab_size(paths):
-  with open(paths.vocab, encoding="utf-8") as f:
+  return _vocab_lines(paths.vocab)
+
+
+@functools.lru_cache(maxsize=None)
+def _vocab_lines(path):
+  """The vocab's size, read once (every stage and row asks for it)."""
+  with open(path, encoding="utf-8") as f:
     return sum(1 for _ in f)
 
 
@@ -276,16 +292,11 @@ def stage_records(ctx):
 def pretrain(ctx, objective, steps, model_dir, cpu=None):
   """Runs (or resumes) one pre-training run; returns its exit status."""
   vocab_size = _vocab_size(ctx.paths)
-  config = pretraining_config(ctx.recipe, objective, steps, ctx.paths.data, model_dir, vocab_size)
   step_flops = flops_per_step(ctx.recipe, objective, vocab_size)
   os.makedirs(model_dir, exist_ok=True)
   info = {"objective": objective, "steps": steps, "flops_per_step": step_flops}
   write_atomic(os.path.join(model_dir, "paper_claim.json"), json.dumps(info, indent=2) + "\n")
-  hparams = {
-    k: getattr(config, k) for k in dict(ctx.recipe.model_hparams(), **run_hparams(
-      ctx.recipe, objective, steps, ctx.paths.data))
-  }  # fmt: skip
-  hparams.update(vocab_size=vocab_size, model_dir=model_dir)
+  hparams = pretraining_hparams(ctx.recipe, objective, steps, ctx.paths.data, model_dir, vocab_size)
   argv = [
     sys.executable, "-m", "electra_tf.run_pretraining", "--data-dir", ctx.paths.data,
     "--model-name", os.path.basename(model_dir), "--hparams", json.dumps(hparams),
@@ -365,22 +376,19 @@ def gate_verdict(points, fit_accuracy, fit_majority):
 
 
 def _fit_glue_dir(ctx):
-  """A GLUE dir whose SST-2 dev file is the fine-tuning sample's first 500
-  training rows: its dev accuracy is how well a row fits its training rows."""
-  import random  # pylint: disable=g-import-not-at-top
-
+  """A GLUE dir whose SST-2 dev file is the first 500 of the fine-tuning
+  sample's training rows (`bench.glue.copy_rows`' sample): its dev accuracy
+  is how well a row fits its training rows."""
   target = os.path.join(ctx.paths.run, "glue_fit", "SST-2")
   os.makedirs(target, exist_ok=True)
   source = os.path.join(ctx.args.glue_dir, "SST-2", "train.tsv")
-  with open(source, encoding="utf-8") as f:
-    lines = f.readlines()
-  rows = lines[1:]
-  keep = sorted(
-    random.Random(glue_bench.SAMPLE_SEED).sample(range(len(rows)), ctx.recipe.train_rows)
-  )
   if not os.path.exists(os.path.join(target, "train.tsv")):
     os.symlink(os.path.abspath(source), os.path.join(target, "train.tsv"))
-  write_atomic(os.path.join(target, "dev.tsv"), "".join(lines[:1] + [rows[i] for i in keep[:500]]))
+  dev = os.path.join(target, "dev.tsv")
+  glue_bench.copy_rows(source, dev, "sst", ctx.recipe.train_rows, sample=True)
+  with open(dev, encoding="utf-8") as f:
+    lines = f.readlines()
+  write_atomic(dev, "".join(lines[:501]))  # the header and 500 rows
   return os.path.dirname(target)
 
 
@@ -507,11 +515,10 @@ def finetune_row(ctx, init, task, seed, model_dir, step, glue_dir=None):
 def _majority(task_dir, task):
   """The majority class's share of the dev file's labels, ×100."""
   dev = os.path.join(task_dir, glue_bench.DEV_FILES.get(task, "dev.tsv"))
-  column = 1  # the label: SST-2's second column, CoLA's second
   with open(dev, encoding="utf-8") as f:
     lines = f.readlines()
   rows = lines[1:] if task not in glue_bench.NO_HEADER else lines
-  labels = [line.rstrip("\n").split("\t")[column] for line in rows]
+  labels = [line.rstrip("\n").split("\t")[1] for line in rows]  # SST-2's and CoLA's label column
   return 100.0 * max(labels.count(v) for v in set(labels)) / len(labels)
 
 

@@ -171,9 +171,7 @@ def measure(model, texts, labels, dev_texts, dev_labels, sep_id):
   # One fine-tuning step's gradient per block: a fresh head, the true labels.
   sub = {k: tf.constant(features[k][:64]) for k in ("input_ids", "input_mask", "segment_ids")}
   with tf.GradientTape() as tape:
-    features_64 = dict(sub, **model.head.prediction_features(sub))
-    features_64["task_id"] = tf.zeros_like(features_64[model.task_name + "_eid"])
-    logits = model.finetuning_model(features_64, training=False)[model.task_name]["logits"]
+    logits = model(sub, training=False)  # packed features pass through the preprocessor
     loss = tf.reduce_mean(
       tf.nn.sparse_softmax_cross_entropy_with_logits(labels[:64], tf.cast(logits, tf.float32))
     )

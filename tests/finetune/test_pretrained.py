@@ -161,7 +161,6 @@ def test_encoder_from_an_electra_tf_pretraining_checkpoint(tmp_path):
   """An electra_tf training checkpoint, directly and after `convert_checkpoint
   --direction to-official`: fine-tuning loads the discriminator's encoder."""
   from electra_tf.checkpoints import checkpointing
-  from electra_tf.checkpoints import convert
   from electra_tf.configs.pretraining import PretrainingConfig
   from electra_tf.models.electra_pretrainer import ElectraPretrainer
 
@@ -177,14 +176,7 @@ def test_encoder_from_an_electra_tf_pretraining_checkpoint(tmp_path):
     "vocab_size": 60,
     "model_hparam_overrides": overrides,
   }
-  pretraining_config = PretrainingConfig("m", str(tmp_path), **hparams)
-  pretrainer = ElectraPretrainer.from_pretraining_config(pretraining_config)
-  pretrainer.build()
-  pretrainer.compile(pretraining_config=pretraining_config)  # as run_pretraining
-  keras_dir = str(tmp_path / "keras_ckpt")
-  checkpointing.TrainingCheckpointManager(pretrainer, keras_dir).save(0)
-  official_dir = str(tmp_path / "official")
-  convert.convert(keras_dir, official_dir, direction="to-official", hparams=hparams)
+  pretraining_config, pretrainer, keras_dir, official_dir = _saved_pretrainer(tmp_path, hparams)
   for source in (keras_dir, official_dir):
     model = _model(pretraining_config)
     loaded = any_format.initialize_finetuning_model(model, source)
@@ -214,10 +206,6 @@ def test_encoder_from_an_mlm_only_pretraining_checkpoint(tmp_path):
   """An MLM-only run (`electra_objective: false`) has no discriminator: its
   full-size generator is the encoder fine-tuning reads, directly and after
   conversion to the official format."""
-  from electra_tf.checkpoints import checkpointing
-  from electra_tf.checkpoints import convert
-  from electra_tf.configs.pretraining import PretrainingConfig
-  from electra_tf.models.electra_pretrainer import ElectraPretrainer
 
   hparams = {
     "model_size": "base",
@@ -229,15 +217,8 @@ def test_encoder_from_an_mlm_only_pretraining_checkpoint(tmp_path):
       "intermediate_size": 32,
     },
   }  # fmt: skip
-  pretraining_config = PretrainingConfig("m", str(tmp_path), **hparams)
-  pretrainer = ElectraPretrainer.from_pretraining_config(pretraining_config)
-  pretrainer.build()
-  pretrainer.compile(pretraining_config=pretraining_config)
+  pretraining_config, pretrainer, keras_dir, official_dir = _saved_pretrainer(tmp_path, hparams)
   assert pretrainer.discriminator is None
-  keras_dir = str(tmp_path / "mlm_ckpt")
-  checkpointing.TrainingCheckpointManager(pretrainer, keras_dir).save(0)
-  official_dir = str(tmp_path / "official")
-  convert.convert(keras_dir, official_dir, direction="to-official", hparams=hparams)
   for source in (keras_dir, official_dir):
     model = _model(pretraining_config)
     loaded = any_format.initialize_finetuning_model(model, source)
@@ -251,6 +232,26 @@ def test_encoder_from_an_mlm_only_pretraining_checkpoint(tmp_path):
       np.asarray(names["electra/embeddings/word_embeddings"]),
       np.asarray(pretrainer.embeddings.word_embeddings),
     )
+
+
+def _saved_pretrainer(tmp_path, hparams):
+  """A pretrainer of `hparams` compiled as run_pretraining does, saved as an
+  electra_tf training checkpoint and converted to the official format:
+  `(config, pretrainer, training checkpoint dir, official dir)`."""
+  from electra_tf.checkpoints import checkpointing
+  from electra_tf.checkpoints import convert
+  from electra_tf.configs.pretraining import PretrainingConfig
+  from electra_tf.models.electra_pretrainer import ElectraPretrainer
+
+  pretraining_config = PretrainingConfig("m", str(tmp_path), **hparams)
+  pretrainer = ElectraPretrainer.from_pretraining_config(pretraining_config)
+  pretrainer.build()
+  pretrainer.compile(pretraining_config=pretraining_config)  # as run_pretraining
+  keras_dir = str(tmp_path / "keras_ckpt")
+  checkpointing.TrainingCheckpointManager(pretrainer, keras_dir).save(0)
+  official_dir = str(tmp_path / "official")
+  convert.convert(keras_dir, official_dir, direction="to-official", hparams=hparams)
+  return pretraining_config, pretrainer, keras_dir, official_dir
 
 
 def _model(pretraining_config):

@@ -352,18 +352,17 @@ def _running(pid):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="finds the job processes in /proc")
-def test_ctrl_c_stops_the_jobs_and_removes_the_shards_in_one_line(small_corpus, tmp_path):
-  """Ctrl-C (SIGINT to the terminal's whole process group) while both jobs
-  are writing: the jobs stop, every shard they had begun is removed, and the
-  builder says so in one line, exit 130, no traceback."""
+def _start_blocked_builder(small_corpus, tmp_path, out, **popen):
+  """Starts the builder (2 jobs, 8 shards) on a corpus where each job blocks
+  reading a named pipe nobody writes to (job 0 a_pipe, job 1 b_pipe), so the
+  build never ends on its own; returns (process, its flags)."""
   _, vocab = small_corpus
   corpus = tmp_path / "corpus"
   corpus.mkdir()
-  for name in ("a_pipe", "b_pipe"):  # each job blocks reading one: the build never ends alone
+  for name in ("a_pipe", "b_pipe"):
     os.mkfifo(corpus / name)
   for name in ("c.txt", "d.txt"):
     (corpus / name).write_text("the model and the data\n")
-  out = tmp_path / "out"
   flags = build_dataset_flags(corpus, vocab, out, num_processes=2, num_out_files=8, seed=0)
   builder = subprocess.Popen(
     [sys.executable, "-m", "electra_tf.build_pretraining_dataset", *flags],
@@ -372,8 +371,18 @@ def test_ctrl_c_stops_the_jobs_and_removes_the_shards_in_one_line(small_corpus, 
     stdout=subprocess.PIPE,
     stderr=subprocess.STDOUT,
     text=True,
-    start_new_session=True,  # its own process group, as a terminal's foreground job
+    **popen,
   )
+  return builder, flags
+
+
+def test_ctrl_c_stops_the_jobs_and_removes_the_shards_in_one_line(small_corpus, tmp_path):
+  """Ctrl-C (SIGINT to the terminal's whole process group) while both jobs
+  are writing: the jobs stop, every shard they had begun is removed, and the
+  builder says so in one line, exit 130, no traceback."""
+  out = tmp_path / "out"
+  # its own process group, as a terminal's foreground job
+  builder, _ = _start_blocked_builder(small_corpus, tmp_path, out, start_new_session=True)
   watchdog = threading.Timer(600, builder.kill)
   watchdog.start()
   try:
@@ -406,23 +415,8 @@ def test_job_processes_die_with_a_killed_builder_and_the_rerun_names_partial_sha
   reading a corpus file that is a named pipe nobody writes to, die with it;
   the re-run says that the output holds partial shards of an interrupted
   build and that --overwrite is the way on."""
-  _, vocab = small_corpus
-  corpus = tmp_path / "corpus"
-  corpus.mkdir()
-  for name in ("a_pipe", "b_pipe"):  # job 0 reads a_pipe, job 1 b_pipe
-    os.mkfifo(corpus / name)
-  for name in ("c.txt", "d.txt"):
-    (corpus / name).write_text("the model and the data\n")
   out = tmp_path / "out"
-  flags = build_dataset_flags(corpus, vocab, out, num_processes=2, num_out_files=8, seed=0)
-  builder = subprocess.Popen(
-    [sys.executable, "-m", "electra_tf.build_pretraining_dataset", *flags],
-    cwd=REPO_ROOT,
-    env=tool_user_env(),
-    stdout=subprocess.PIPE,
-    stderr=subprocess.STDOUT,
-    text=True,
-  )
+  builder, flags = _start_blocked_builder(small_corpus, tmp_path, out)
   workers = []
   # The jobs never finish on their own: a builder that never reports both
   # jobs writing would block the loop below forever.
