@@ -2,8 +2,12 @@
 
 `--model-type wordpiece` (the default) writes a WordPiece vocab.txt in the
 BERT layout. Words are counted after the same `BasicTokenizer`
-normalisation the builder uses, then tensorflow-text's WordPiece learner
-picks the pieces. The normalisation (`--no-lower-case`,
+normalisation the builder uses (`WordNormalizer`: the in-graph tokenizer's
+own per-character tables, applied with `str.translate`), then the
+`tokenizers` package's WordPiece trainer picks the pieces (`--learner
+tensorflow-text`: tensorflow-text's learner, deterministic but slow beyond a
+few megabytes; docs/vocab.md has the figures). A progress line (MB read,
+words counted, ETA) is printed every `PROGRESS_SECONDS`. The normalisation (`--no-lower-case`,
 `--no-strip-accents`) and the special tokens are recorded in `<output>.json`
 beside it, which the builder, training, export and publishing apply (and
 refuse a flag that contradicts). The file starts `[PAD]`, `[unused0]`…`[unused<k-1>]`,
@@ -30,12 +34,16 @@ Example:
 import argparse
 import collections
 import dataclasses
+import functools
 import os
 import sys
+import time
 
 import numpy as np
 import tensorflow as tf
+import tokenizers
 
+from electra_tf.text import tokenizer as tokenizer_lib
 from electra_tf.text import vocab as vocab_lib
 from electra_tf.text.auto_tokenizer import tokenizer_for
 from electra_tf.text.sentencepiece_tokenizer import normalize_text
@@ -75,6 +83,24 @@ LARGE_ALPHABET_COVERAGE = 0.9995
 ALPHABET_SAMPLE_CHARS = 1 << 21
 # Characters of the corpus's first lines tokenised to report the [UNK] shares.
 UNKNOWN_SAMPLE_CHARS = 200_000
+# WordPiece learners: the `tokenizers` package's trainer (the default: Rust,
+# minutes for gigabytes) or tensorflow-text's (today's before it; exact
+# binary search on a count threshold, pure Python, hours beyond ~20 MB).
+LEARNERS = ("tokenizers", "tensorflow-text")
+# Files are read in pieces of about this many bytes, cut after a newline, so
+# memory stays bounded whatever a file's size (the words of one piece are
+# listed at once: ~20 times its size in Python objects).
+READ_CHUNK_BYTES = 8 << 20
+# Distinct words kept while counting: past twice this many, only this many
+# most frequent are kept (the rest have been seen a handful of times; the
+# tensorflow-text learner never used more than 5e6 words either).
+MAX_DISTINCT_WORDS = 5_000_000
+# The longest piece a learner may make, in characters (with "##").
+MAX_PIECE_LENGTH = 50
+# Seconds between two progress lines while the corpus is counted.
+PROGRESS_SECONDS = 10.0
+# Words fed to the `tokenizers` trainer per string (see `_repeated_words`).
+FEED_CHARS = 1 << 20
 
 
 def reserved_tokens(num_unused=99):
@@ -92,6 +118,7 @@ class CountReport:
   skipped_words: int = 0  # space-free runs longer than MAX_PIECE_CHARS
   skipped_chars: int = 0
   long_sentences: int = 0  # SentencePiece: lines its trainer leaves out
+  pruned_words: int = 0  # rare distinct words dropped to bound memory (`MAX_DISTINCT_WORDS`)
   total_bytes: int = 0  # of every file read
   not_text_files: int = 0  # files skipped whole: not text (`text_checks`)
   not_text_bytes: int = 0
@@ -130,6 +157,11 @@ class CountReport:
     if self.split_lines:
       lines.append(
         f"split {self.split_lines} lines longer than {MAX_PIECE_CHARS} characters at spaces"
+      )
+    if self.pruned_words:
+      lines.append(
+        f"dropped {self.pruned_words} rare distinct words while counting to bound memory "
+        f"(kept the {MAX_DISTINCT_WORDS} most frequent)"
       )
     if self.skipped_words:
       lines.append(
@@ -197,60 +229,258 @@ def _batches(lines, max_cells=MAX_BATCH_CELLS):
     yield batch
 
 
-def count_words(corpus_dir, do_lower_case=True, strip_accents=True, report=None):
-  """{word: count} over every file in `corpus_dir`, normalised as the builder.
+@functools.lru_cache(maxsize=4)
+def translate_table(do_lower_case=True, strip_accents=True):
+  """The builder's per-character normalisation as a `str.translate` table.
 
-  Memory is bounded per batch whatever the line lengths: long lines are cut
-  at spaces (`split_long_line`) and batches hold at most `MAX_BATCH_CELLS`
-  lines × characters. Bytes that are not UTF-8 are dropped with a warning per
-  file, as the dataset builder does.
+  Made from the in-graph tokenizer's own tables
+  (`electra_tf.text.tokenizer._build_tables`, computed from Python's
+  `unicodedata` as the original's `BasicTokenizer`), so a character changes
+  here exactly as it does in the builder: dropped (control characters,
+  U+FFFD), a space (whitespace), spaced out (punctuation, CJK ideographs),
+  lower-cased and stripped of accents where asked. Accents are stripped only
+  with lower-casing, as the tokenizer does. Only the Greek capital sigma's
+  final form depends on context; `WordNormalizer` handles it.
 
   Args:
-    corpus_dir: directory of text files (one sentence or paragraph a line).
     do_lower_case, strip_accents: the builder's normalisation flags.
-    report: a `CountReport` to add this corpus' changes to (optional).
 
   Returns:
-    A `collections.Counter` of normalised words.
+    A list indexed by code point: the code point itself (unchanged), None
+    (dropped) or the replacement string.
+
+  Example:
+  >>> "Héllo, 世界!".translate(translate_table()).split()
+  ['hello', ',', '世', '界', '!']
+  """
+  tables = tokenizer_lib._build_tables(do_lower_case, do_lower_case and strip_accents)
+  index, blocks = tables["image_index"], tables["image_blocks"]
+  values, splits = tables["image_values"].tolist(), tables["image_splits"].tolist()
+  code_points = np.arange(tokenizer_lib._MAX_CODE_POINT)
+  image = blocks[
+    index[code_points // tokenizer_lib._BLOCK] * tokenizer_lib._BLOCK
+    + code_points % tokenizer_lib._BLOCK
+  ]
+  table = list(range(tokenizer_lib._MAX_CODE_POINT))
+  changed = np.nonzero(image >= 0)[0]
+  for cp, row in zip(changed.tolist(), image[changed].tolist()):
+    start, end = splits[row], splits[row + 1]
+    table[cp] = "".join(map(chr, values[start:end])) if end > start else None
+  return table
+
+
+class WordNormalizer:
+  """Splits text into the words the builder's tokenizer makes of it, fast.
+
+  `words(text)` equals the in-graph `ElectraTokenizer.normalize_words` of
+  each line of `text` (tested on hard text: accents, NFD input, CJK,
+  punctuation of every category, control characters): the characters go
+  through `translate_table` and the result is split at spaces. Lines with a
+  capital sigma (whose lower-case form depends on its neighbours) go
+  through the in-graph tokenizer itself when lower-casing.
+
+  Args:
+    do_lower_case, strip_accents: the builder's normalisation flags.
+
+  Example:
+  >>> WordNormalizer().words("Crème brûlée, s'il vous plaît.\\nΟΔΟΣ")
+  ['creme', 'brulee', ',', 's', "'", 'il', 'vous', 'plait', '.', 'οδος']
   """
 
-  report = report if report is not None else CountReport()
-  # Only its normalisation is used; the vocab just has to be valid.
-  normalizer = ElectraTokenizer(
-    vocabulary=list(SPECIAL_TOKENS) + ["a"],
-    do_lower_case=do_lower_case,
-    strip_accents=strip_accents,
-  )
-  normalize = tf.function(
-    normalizer.normalize_words, input_signature=[tf.TensorSpec([None], tf.string)]
-  )
-  counts = collections.Counter()
-  sampled = sum(report.sample_words.values())
-  for text in corpus_texts(corpus_dir, report):
-    lines = []
-    for line in text.split("\n"):
-      if not line.strip():
-        continue
-      if sampled < text_checks.SAMPLE_WORDS:
-        words = line.split()
-        report.sample_words.update(words)
-        sampled += len(words)
-      if len(line) > MAX_PIECE_CHARS:
-        # Tabs and carriage returns separate words like spaces do.
-        line = line.replace("\t", " ").replace("\r", " ")
+  def __init__(self, do_lower_case=True, strip_accents=True):
+    self.do_lower_case = do_lower_case
+    self.strip_accents = strip_accents
+    self.table = translate_table(do_lower_case, strip_accents)
+    self._graph = None
+
+  def graph_words(self, lines):
+    """The in-graph tokenizer's words of `lines` (a list of str), in batches
+    of bounded size (`_batches`)."""
+    if self._graph is None:
+      # Only its normalisation is used; the vocab just has to be valid.
+      normalizer = ElectraTokenizer(
+        vocabulary=list(SPECIAL_TOKENS) + ["a"],
+        do_lower_case=self.do_lower_case,
+        strip_accents=self.strip_accents,
+      )
+      self._graph = tf.function(
+        normalizer.normalize_words, input_signature=[tf.TensorSpec([None], tf.string)]
+      )
+    words = []
+    for batch in _batches(lines, MAX_BATCH_CELLS):
+      flat = self._graph(tf.constant([line.encode("utf-8") for line in batch])).flat_values
+      words += [w.decode("utf-8") for w in flat.numpy().tolist()]
+    return words
+
+  def words(self, text):
+    """The normalised words of `text` (lines separated by "\\n"), a list."""
+    sigma_words = []
+    if self.do_lower_case and "\u03a3" in text:
+      lines = text.split("\n")
+      sigma_words = self.graph_words([line for line in lines if "\u03a3" in line])
+      text = "\n".join(line for line in lines if "\u03a3" not in line)
+    # After the table every kind of whitespace is a plain space, so `split()`
+    # splits exactly at the tokenizer's word boundaries.
+    return text.translate(self.table).split() + sigma_words
+
+
+class CountProgress:
+  """The progress line of a long count: MB read of the corpus's total,
+  words counted, elapsed time and ETA, at most one line per `every`
+  seconds (and one at the end) on stdout.
+
+  Args:
+    total_bytes: the corpus's size.
+    every: seconds between two lines (default `PROGRESS_SECONDS`).
+  """
+
+  def __init__(self, total_bytes, every=None):
+    self.total = max(total_bytes, 1)
+    self.every = PROGRESS_SECONDS if every is None else every
+    self.start = self.last = time.time()
+    self.done = self.words = 0
+
+  def line(self):
+    elapsed = time.time() - self.start
+    eta = elapsed / self.done * (self.total - self.done) if self.done else 0
+    return (
+      f"counting words: {self.done / 1e6:.1f}/{self.total / 1e6:.1f} MB read "
+      f"({100.0 * self.done / self.total:.1f}%), {self.words:,} words, "
+      f"ELAPSED: {int(elapsed)}s, ETA: {int(eta)}s"
+    )
+
+  def update(self, n_bytes=0, n_words=0):
+    self.done += n_bytes
+    self.words += n_words
+    now = time.time()
+    if now - self.last >= self.every:
+      self.last = now
+      sys.stdout.write(self.line() + "\n")
+      sys.stdout.flush()
+
+  def finish(self, distinct):
+    sys.stdout.write(
+      f"counted {self.words:,} words ({distinct:,} distinct) in {self.done / 1e6:.1f} MB, "
+      f"ELAPSED: {int(time.time() - self.start)}s\n"
+    )
+    sys.stdout.flush()
+
+
+def _cut_long_lines(text, report):
+  """`text` with lines longer than `MAX_PIECE_CHARS` cut at spaces
+  (`split_long_line`), the cuts counted in `report`."""
+  lines = text.split("\n")
+  if max(map(len, lines)) <= MAX_PIECE_CHARS:
+    return text
+  out = []
+  for line in lines:
+    if len(line) > MAX_PIECE_CHARS:
+      # Tabs and carriage returns separate words like spaces do.
+      line = line.replace("\t", " ").replace("\r", " ")
       pieces, skipped_words, skipped_chars = split_long_line(line, MAX_PIECE_CHARS)
       if len(pieces) > 1 or skipped_words:
         report.split_lines += 1
         report.skipped_words += skipped_words
         report.skipped_chars += skipped_chars
-      lines.extend(pieces)
+      out.extend(pieces)
+    else:
+      out.append(line)
+  return "\n".join(out)
+
+
+def _sample_words(text, report, sampled):
+  """Adds the words of `text`'s first lines, as written, to
+  `report.sample_words` until `sampled` reaches `text_checks.SAMPLE_WORDS`;
+  returns the new `sampled`."""
+  for line in text.split("\n"):
+    if sampled >= text_checks.SAMPLE_WORDS:
+      break
+    words = line.split()
+    report.sample_words.update(words)
+    sampled += len(words)
+  return sampled
+
+
+def count_words(corpus_dir, do_lower_case=True, strip_accents=True, report=None, progress=None):
+  """{word: count} over every file in `corpus_dir`, normalised as the builder.
+
+  Words are those of the builder's tokenizer (`WordNormalizer`). Memory is
+  bounded whatever the file and line sizes: files are read in pieces of
+  `READ_CHUNK_BYTES`, long lines are cut at spaces (`split_long_line`), and
+  past 2 × `MAX_DISTINCT_WORDS` distinct words only the most frequent
+  `MAX_DISTINCT_WORDS` are kept. Bytes that are not UTF-8 are dropped with a
+  warning per file, as the dataset builder does.
+
+  Args:
+    corpus_dir: directory of text files (one sentence or paragraph a line).
+    do_lower_case, strip_accents: the builder's normalisation flags.
+    report: a `CountReport` to add this corpus' changes to (optional).
+    progress: a `CountProgress` to tell of each piece read (optional).
+
+  Returns:
+    A `collections.Counter` of normalised words.
+
+  Example:
+  >>> counts = count_words("corpus")  # doctest: +SKIP
+  >>> counts.most_common(2)  # doctest: +SKIP
+  [('the', 51234), ('.', 40321)]
+  """
+  report = report if report is not None else CountReport()
+  normalizer = WordNormalizer(do_lower_case, strip_accents)
+  counts = collections.Counter()
+  sampled = sum(report.sample_words.values())
+  for text, n_bytes in corpus_pieces(corpus_dir, report):
+    if sampled < text_checks.SAMPLE_WORDS:
+      sampled = _sample_words(text, report, sampled)
+    words = normalizer.words(_cut_long_lines(text, report))
     del text
-    for batch in _batches(lines, MAX_BATCH_CELLS):
-      words = normalize(tf.constant([line.encode("utf-8") for line in batch]))
-      unique, n = np.unique(words.flat_values.numpy(), return_counts=True)
-      for word, c in zip(unique.tolist(), n.tolist()):
-        counts[word.decode("utf-8")] += c
+    counts.update(words)
+    if len(counts) > 2 * MAX_DISTINCT_WORDS:
+      kept = counts.most_common(MAX_DISTINCT_WORDS)
+      report.pruned_words += len(counts) - len(kept)
+      counts = collections.Counter(dict(kept))
+    if progress is not None:
+      progress.update(n_bytes, len(words))
   return counts
+
+
+def _repeated_words(word_counts):
+  """Strings of each word repeated its count times ("the the the ..."), at
+  most about `FEED_CHARS` characters each: the `tokenizers` trainer counts
+  words itself, so this hands it exactly `word_counts`."""
+  for word, count in word_counts:
+    per_string = max(1, FEED_CHARS // (len(word) + 1))
+    while count > 0:
+      n = min(count, per_string)
+      yield (word + " ") * n
+      count -= n
+
+
+def _learn_with_tokenizers(word_counts, vocab_size, reserved, max_unique_chars):
+  """The `tokenizers` package's WordPiece trainer on `word_counts` (a list
+  of `(word, count)`): its BPE trainer with the "##" continuation prefix
+  (what its `WordPieceTrainer` runs), the `reserved` tokens first, at most
+  `max_unique_chars` characters and pieces of at most `MAX_PIECE_LENGTH`.
+  Pairs seen equally often are merged in an order that can vary between
+  runs, so two runs may differ in a few of the last pieces.
+
+  Returns:
+    The vocab, a list of tokens (the reserved ones first).
+  """
+  model = tokenizers.models.BPE(unk_token="[UNK]", continuing_subword_prefix="##")
+  learner = tokenizers.Tokenizer(model)
+  # The words come normalised and space-separated (`_repeated_words`).
+  learner.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
+  trainer = tokenizers.trainers.BpeTrainer(
+    vocab_size=vocab_size,
+    special_tokens=reserved,
+    limit_alphabet=max_unique_chars,
+    continuing_subword_prefix="##",
+    max_token_length=MAX_PIECE_LENGTH,
+    show_progress=False,
+  )
+  learner.train_from_iterator(_repeated_words(word_counts), trainer)
+  return [t for t, _ in sorted(learner.get_vocab().items(), key=lambda item: item[1])]
 
 
 def _learn_wordpieces(word_counts, vocab_size, reserved, max_unique_chars, tried):
@@ -264,7 +494,7 @@ def _learn_wordpieces(word_counts, vocab_size, reserved, max_unique_chars, tried
     lower_thresh=1,
     num_iterations=4,
     max_input_tokens=int(5e6),
-    max_token_length=50,
+    max_token_length=MAX_PIECE_LENGTH,
     max_unique_chars=max_unique_chars,
     vocab_size=vocab_size,
     slack_ratio=0.05,
@@ -320,10 +550,29 @@ def shortfall_reason(tried, vocab_size, num_words, decomposed_hangul=False):
   )
 
 
-def learn_vocab(word_counts, vocab_size, num_unused=99, max_unique_chars=1000, tried=None):
+def learn_vocab(
+  word_counts, vocab_size, num_unused=99, max_unique_chars=1000, tried=None, learner=LEARNERS[0]
+):
   """The vocab list: reserved tokens first, then the learned pieces.
-  `tried` (a list) receives the learner's `(count threshold, vocab size)`
-  steps (see `shortfall_reason`)."""
+
+  Args:
+    word_counts: {normalised word: count} (`count_words`).
+    vocab_size: the most tokens, reserved ones included.
+    num_unused: how many `[unusedN]` tokens follow `[PAD]`.
+    max_unique_chars: the most distinct characters the pieces use (the
+      rarest others become [UNK]).
+    tried: a list that receives the learner's `(count threshold, vocab
+      size)` steps (see `shortfall_reason`); the `tokenizers` trainer merges
+      until every word is one piece, so it records one `(1, size)`.
+    learner: one of `LEARNERS`.
+
+  Returns:
+    A list of distinct tokens, at most `vocab_size`.
+
+  Example:
+  >>> learn_vocab({"low": 5, "lower": 2, "newest": 6}, 120)[99:106]
+  ['[unused98]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', 'e', 'l']
+  """
   reserved = reserved_tokens(num_unused)
   if vocab_size <= len(reserved):
     raise ValueError(
@@ -331,15 +580,21 @@ def learn_vocab(word_counts, vocab_size, num_unused=99, max_unique_chars=1000, t
     )
   if not word_counts:
     raise ValueError("the corpus has no words to learn a vocab from")
-  vocab = _learn_wordpieces(
-    list(word_counts.items()),
-    vocab_size,
-    reserved,
-    max_unique_chars,
-    [] if tried is None else tried,
-  )
-  # The learner already lists the reserved tokens first; keep each token once
-  # and drop the bare joiner "##" (an empty suffix that is never produced).
+  tried = [] if tried is None else tried
+  if learner == "tokenizers":
+    # The most frequent first: ties in the trainer's counts then go the same
+    # way more often (the order of its own tables still varies).
+    words = sorted(word_counts.items(), key=lambda item: (-item[1], item[0]))
+    vocab = _learn_with_tokenizers(words, vocab_size, reserved, max_unique_chars)
+    tried.append((1, len(vocab)))
+  elif learner == "tensorflow-text":
+    vocab = _learn_wordpieces(
+      list(word_counts.items()), vocab_size, reserved, max_unique_chars, tried
+    )
+  else:
+    raise ValueError(f"--learner {learner!r}: expected one of {', '.join(LEARNERS)}")
+  # The learners list the reserved tokens first; keep each token once and
+  # drop the bare joiner "##" (an empty suffix that is never produced).
   seen, result = set(), []
   for token in vocab:
     if token and token != "##" and token not in seen:
@@ -352,29 +607,72 @@ def write_vocab(tokens, output):
   write_atomic(output, "".join(t + "\n" for t in tokens))
 
 
-def corpus_texts(corpus_dir, report):
-  """The text of every file in `corpus_dir`; bytes that are not UTF-8 are
-  dropped and counted in `report` (a `CountReport`)."""
+def _file_pieces(f, size=READ_CHUNK_BYTES):
+  """The bytes of the open file `f` in pieces of about `size`, each but the
+  last cut after a newline (or, in a line longer than `size`, after a
+  space, else before a UTF-8 lead byte), so no line or character is split
+  where it can be avoided."""
+  rest = b""
+  while True:
+    data = f.read(size)
+    if not data:
+      if rest:
+        yield rest
+      return
+    data = rest + data
+    cut = data.rfind(b"\n") + 1 or data.rfind(b" ") + 1
+    if not cut:
+      # Before the last character's first byte (it may be incomplete).
+      cut = len(data) - 1
+      while cut > 0 and data[cut] & 0xC0 == 0x80:  # a continuation byte
+        cut -= 1
+      cut = cut or len(data)
+    yield data[:cut]
+    rest = data[cut:]
+
+
+def corpus_pieces(corpus_dir, report):
+  """`(text, its size in bytes)` of every file in `corpus_dir`, in pieces of
+  about `READ_CHUNK_BYTES` cut at line ends (`_file_pieces`). Bytes that are
+  not UTF-8 are dropped and counted in `report` (a `CountReport`); a file
+  whose first piece is mostly not text is skipped whole
+  (`text_checks.is_not_text`)."""
   for name in list_corpus_files(corpus_dir):
     path = os.path.join(corpus_dir, name)
     if tf.io.gfile.isdir(path):
       continue
     with tf.io.gfile.GFile(path, "rb") as f:
-      data = f.read()
-    text, bad = decode_utf8(data)
-    report.total_bytes += len(data)
-    if text_checks.is_not_text(data, bad):
-      # Skipped whole and reported once (`CountReport.check_text`).
-      report.not_text_files += 1
-      report.not_text_bytes += len(data)
-      report.not_text_example = report.not_text_example or path
-      continue
-    if bad:
-      # Reported once, in the summary.
-      report.bad_bytes += bad
-      report.bad_bytes_files += 1
-      report.bad_bytes_example = report.bad_bytes_example or path
+      bad_in_file = 0
+      for number, data in enumerate(_file_pieces(f)):
+        text, bad = decode_utf8(data)
+        report.total_bytes += len(data)
+        if number == 0 and text_checks.is_not_text(data, bad):
+          # Skipped whole and reported once (`CountReport.check_text`).
+          size = tf.io.gfile.stat(path).length
+          report.total_bytes += size - len(data)
+          report.not_text_files += 1
+          report.not_text_bytes += size
+          report.not_text_example = report.not_text_example or path
+          break
+        if bad:
+          # Reported once, in the summary.
+          report.bad_bytes += bad
+          bad_in_file += bad
+          report.bad_bytes_example = report.bad_bytes_example or path
+        yield text, len(data)
+      report.bad_bytes_files += bool(bad_in_file)
+
+
+def corpus_texts(corpus_dir, report):
+  """The text of every file in `corpus_dir` in pieces (`corpus_pieces`)."""
+  for text, _ in corpus_pieces(corpus_dir, report):
     yield text
+
+
+def corpus_size(corpus_dir):
+  """The bytes of the files in `corpus_dir` (for the progress line's ETA)."""
+  paths = [os.path.join(corpus_dir, name) for name in list_corpus_files(corpus_dir)]
+  return sum(tf.io.gfile.stat(p).length for p in paths if not tf.io.gfile.isdir(p))
 
 
 def corpus_lines(corpus_dir, report):
@@ -519,6 +817,13 @@ def build_sentencepiece(args, report):
     sample = corpus_sample(args.corpus_dir, ALPHABET_SAMPLE_CHARS)
     args.character_coverage, why = choose_character_coverage(sample, args.vocab_size)
     print(f"{why} (pass --character-coverage to choose)")
+  if args.input_sentence_size:
+    print(
+      f"SentencePiece trains on a random sample of at most {args.input_sentence_size:,} lines "
+      "(--input-sentence-size)"
+    )
+  else:
+    print("SentencePiece trains on every corpus line (--input-sentence-size 0)")
   model = vocab_lib.train_sentencepiece(
     sentences,
     args.vocab_size,
@@ -588,6 +893,13 @@ def _main(argv):
     help="SentencePiece: train on a sample of this many lines (0: all).",
   )
   parser.add_argument(
+    "--learner",
+    default=LEARNERS[0],
+    choices=LEARNERS,
+    help="wordpiece: the `tokenizers` package's WordPiece trainer (the default; minutes for "
+    "gigabytes) or tensorflow-text's learner (deterministic; hours beyond ~20 MB).",
+  )
+  parser.add_argument(
     "--overwrite",
     action="store_true",
     help="Replace an existing --output (TFRecords and models built with it keep its ids).",
@@ -647,9 +959,17 @@ def _main(argv):
     return 0
   tried = []
   try:
-    counts = count_words(args.corpus_dir, args.do_lower_case, args.strip_accents, report)
+    progress = CountProgress(corpus_size(args.corpus_dir))
+    counts = count_words(args.corpus_dir, args.do_lower_case, args.strip_accents, report, progress)
     report.check_text()
-    tokens = learn_vocab(counts, args.vocab_size, args.num_unused, tried=tried)
+    progress.finish(len(counts))
+    start = time.time()
+    tokens = learn_vocab(
+      counts, args.vocab_size, args.num_unused, tried=tried, learner=args.learner
+    )
+    print(
+      f"learned {len(tokens)} tokens with the {args.learner} learner in {time.time() - start:.0f}s"
+    )
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return exit_codes.BAD_INPUT

@@ -270,7 +270,10 @@ def test_a_multi_megabyte_line_stays_within_bounded_memory(tmp_path):
   assert 0 < peak_kb < 3 * 2**20, f"peak RSS {peak_kb / 2**20:.2f} GB"
   assert "split 1 lines longer than 10000 characters" in result.stderr
   tokens = out.read_text("utf-8").splitlines()
-  assert {"alpha", "theta", "##99"} <= set(tokens)
+  # Digits occur only in the long line: its words were counted. (Which
+  # digit pieces come out is the learner's choice: tensorflow-text's made
+  # "##99", the `tokenizers` trainer merges "alpha9" first.)
+  assert {"alpha", "theta", "##9"} <= set(tokens)
 
 
 def test_ctrl_c_ends_in_one_line_and_writes_nothing(tmp_path, corpus_dir, monkeypatch, capsys):
