@@ -8,7 +8,11 @@ pass over several times in a CPU budget. Only the sentences of the
 *training* files are read (SST-2's `sentence` column, CoLA's fourth
 column); labels are dropped and no dev file is ever opened.
 
-Sentences are de-duplicated (exact text, after stripping whitespace),
+SST-2's training file holds every phrase of each sentence's parse tree
+(67k rows from about 7k sentences); with `--sentences-only` a row is dropped
+when its text is a run of words inside a longer row's, which leaves the
+sentences themselves. Sentences are de-duplicated (exact text, after
+stripping whitespace),
 shuffled with a fixed seed (SST-2's file is grouped by phrase, CoLA's by
 source) and written in the original's corpus format: one sentence per line,
 a blank line after every `--sentences-per-document` sentences, documents
@@ -88,6 +92,28 @@ def documents(sentences, sentences_per_document, seed=0):
   ]
 
 
+def drop_contained(sentences):
+  """Keeps the texts that are not a run of whole words inside a longer one
+  (in their original order).
+
+  Example:
+  >>> drop_contained(["a good film", "good", "film a", "a good"])
+  ['a good film', 'film a']
+  """
+  unique = list(dict.fromkeys(sentences))
+  spans, kept = set(), set()
+  # Longest first, so that a sentence is kept before any of its phrases is seen.
+  for text in sorted(unique, key=lambda t: -len(t.split())):
+    if text in spans:
+      continue
+    kept.add(text)
+    words = text.split()
+    for i in range(len(words)):
+      for j in range(i + 1, len(words) + 1):
+        spans.add(" ".join(words[i:j]))
+  return [t for t in unique if t in kept]
+
+
 def write_corpus(output_dir, docs, num_files):
   """Deals `docs` round-robin over `num_files` files in `<output_dir>/corpus`;
   returns each file's path, lines and sha256."""
@@ -109,11 +135,20 @@ def write_corpus(output_dir, docs, num_files):
   return files
 
 
-def build(glue_dir, output_dir, tasks=tuple(SOURCES), num_files=4, sentences_per_document=64):
+def build(
+  glue_dir,
+  output_dir,
+  tasks=tuple(SOURCES),
+  num_files=4,
+  sentences_per_document=64,
+  sentences_only=False,
+):
   """Reads, de-duplicates, shuffles and writes the corpus; returns the manifest."""
   if num_files < 1 or sentences_per_document < 1:
     raise ValueError("num_files and sentences_per_document must be positive")
   sentences, inputs = read_sentences(glue_dir, tasks)
+  if sentences_only:
+    sentences = drop_contained(sentences)
   docs = documents(sentences, sentences_per_document)
   files = write_corpus(output_dir, docs, num_files)
   unique = sum(len(d) for d in docs)
@@ -123,6 +158,7 @@ def build(glue_dir, output_dir, tasks=tuple(SOURCES), num_files=4, sentences_per
     "sentences_unique": unique,
     "words": sum(len(s.split()) for d in docs for s in d),
     "sentences_per_document": sentences_per_document,
+    "sentences_only": sentences_only,
     "files": files,
   }
   write_atomic(os.path.join(output_dir, "manifest.json"), json.dumps(manifest, indent=2) + "\n")
@@ -136,6 +172,11 @@ def main(argv=None):
   parser.add_argument("--tasks", default=",".join(SOURCES), help="comma-separated GLUE folders")
   parser.add_argument("--num-files", type=int, default=4)
   parser.add_argument("--sentences-per-document", type=int, default=64)
+  parser.add_argument(
+    "--sentences-only",
+    action="store_true",
+    help="drop a row whose text lies inside a longer row's (SST-2's phrases)",
+  )
   args = parser.parse_args(argv)
   try:
     manifest = build(
@@ -144,6 +185,7 @@ def main(argv=None):
       tuple(t for t in args.tasks.split(",") if t),
       args.num_files,
       args.sentences_per_document,
+      args.sentences_only,
     )
   except (OSError, ValueError) as e:
     print(f"glue_sentences_corpus: {e}", file=sys.stderr)

@@ -51,3 +51,18 @@ def test_bad_input_is_one_line_naming_the_file(tmp_path, capsys):
   assert glue_sentences_corpus.main(argv) == 2
   err = capsys.readouterr().err
   assert err.count("\n") == 1 and "SST-2/train.tsv: no such file" in err
+
+
+def test_sentences_only_drops_the_phrases_inside_longer_rows(tmp_path):
+  _write_glue(tmp_path / "glue")
+  with open(tmp_path / "glue" / "SST-2" / "train.tsv", "a") as f:
+    # "warm film" is inside "a warm film"; "film a" and "smart" + "er" are not runs of its words.
+    f.write("warm film\t1\nfilm a\t0\nsmarter\t1\nfunny\t1\n")
+  manifest = glue_sentences_corpus.build(
+    str(tmp_path / "glue"), str(tmp_path / "out"), num_files=1, sentences_only=True
+  )
+  text = (tmp_path / "out" / "corpus" / manifest["files"][0]["path"]).read_text()
+  assert sorted(line for line in text.splitlines() if line) == [
+    "Cat the sat.", "The cat sat.", "a warm film", "dull", "film a", "funny and smart", "smarter",
+  ]  # fmt: skip
+  assert manifest["sentences_only"] is True and manifest["sentences_unique"] == 7
