@@ -20,7 +20,9 @@ import tensorflow as tf
 from electra_tf import run_pretraining
 from electra_tf.checkpoints import checkpointing
 from electra_tf.configs.pretraining import PretrainingConfig
+from electra_tf.data import records_info
 from electra_tf.runtime import distribution
+from electra_tf.text import vocab as vocab_lib
 from electra_tf.training import pretraining_run
 from tests.conftest import REPO_ROOT
 from tests.helpers.pretraining_data import ETA_LINE
@@ -111,6 +113,37 @@ def test_missing_vocab_file_is_an_error(tmp_path, capsys):
   _bad_input(
     capsys, tmp_path, self_made_hparams(), r"hparam vocab_file='.*vocab.txt' does not exist"
   )
+
+
+def test_vocab_with_a_token_twice_is_refused_naming_both_lines(tmp_path, capsys):
+  make_data_dir(tmp_path)
+  words = (tmp_path / "vocab.txt").read_text().splitlines()
+  words[-1] = words[10]
+  (tmp_path / "vocab.txt").write_text("\n".join(words) + "\n")
+  _bad_input(
+    capsys,
+    tmp_path,
+    self_made_hparams(),
+    rf"token '{words[10]}' is on lines 11 and {len(words)}; expected every token once",
+  )
+
+
+def test_records_made_with_another_vocab_are_refused_naming_both(tmp_path, capsys):
+  make_data_dir(tmp_path)
+  vocab = vocab_lib.Vocab.read(str(tmp_path / "vocab.txt"))
+  records_info.write_records_info(str(tmp_path / "pretrain_tfrecords"), vocab, {})
+  words = (tmp_path / "vocab.txt").read_text().splitlines()
+  # The same size, two tokens swapped: every count agrees, the ids do not.
+  words[-1], words[-2] = words[-2], words[-1]
+  (tmp_path / "vocab.txt").write_text("\n".join(words) + "\n")
+  err = _bad_input(
+    capsys,
+    tmp_path,
+    self_made_hparams(),
+    rf"the TFRecords in '.*pretrain_tfrecords' were made with vocab '.*vocab.txt' \(60 tokens, "
+    rf"sha256 {vocab.sha256[:12]}\) but the vocab given is '.*vocab.txt' \(60 tokens, sha256 ",
+  )
+  assert len(err.strip().splitlines()) == 1, err
 
 
 def test_vocab_without_mask_is_one_line_before_the_config_dump(tmp_path, capsys):

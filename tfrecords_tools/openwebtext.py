@@ -27,6 +27,7 @@ from typing import Optional
 
 import tensorflow as tf
 
+from electra_tf.data import records_info
 from electra_tf.utils import file_io
 from tfrecords_tools import example_writer
 from tfrecords_tools import text_corpus
@@ -134,7 +135,9 @@ def build_openwebtext(options, beam_options=None):
     raise ValueError(f"--data-dir {options.data_dir!r} is not a directory")
   if not tf.io.gfile.exists(options.vocab_file):
     raise ValueError(f"--data-dir {options.data_dir!r} holds no vocab.txt")
-  text_corpus.check_vocab(options.vocab_file, options.do_lower_case, options.strip_accents)
+  vocab, normalisation = text_corpus.check_vocab(
+    options.vocab_file, options.do_lower_case, options.strip_accents
+  )
   list_archives(options.archive_dir)
   if options.num_processes < 1 or options.num_processes > options.num_out_files:
     raise ValueError(
@@ -145,5 +148,9 @@ def build_openwebtext(options, beam_options=None):
   if beam_options is not None:
     from tfrecords_tools import beam_pipeline  # deferred: Apache Beam is an optional extra
 
-    return beam_pipeline.run_jobs_on_beam(run_job, options, beam_options)
-  return text_corpus.run_jobs(run_job, options)
+    result = beam_pipeline.run_jobs_on_beam(run_job, options, beam_options)
+  else:
+    result = text_corpus.run_jobs(run_job, options)
+  settings = text_corpus.records_settings(options.archive_dir, options, normalisation)
+  records_info.write_records_info(options.output_dir, vocab, settings)
+  return result

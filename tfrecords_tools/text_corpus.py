@@ -33,12 +33,9 @@ from typing import Optional
 
 import tensorflow as tf
 
+from electra_tf.data import records_info
 from electra_tf.text.vocab import NORMALISATION_FLAGS
-from electra_tf.text.vocab import SENTENCEPIECE
-from electra_tf.text.vocab import WORDPIECE
-from electra_tf.text.vocab import SentencePieceVocab
-from electra_tf.text.vocab import check_special_tokens
-from electra_tf.text.vocab import load_vocab
+from electra_tf.text.vocab import Vocab
 from electra_tf.text.vocab import resolve_normalisation
 from electra_tf.utils import file_io
 from tfrecords_tools import example_writer
@@ -103,9 +100,11 @@ def job_stats(job_id, writer):
 
 
 def check_vocab(vocab_file, do_lower_case=None, strip_accents=None):
-  """Clear errors for a missing vocab, one without the special tokens, or
-  flags that contradict what the vocab was built with (its `<vocab>.json`,
-  either kind): its pieces were learned on text normalised that way."""
+  """Clear errors for a missing vocab, one without the special tokens or
+  with a token listed twice, or flags that contradict what the vocab was
+  built with (its `<vocab>.json`, either kind): its pieces were learned on
+  text normalised that way. Returns `(vocab, (do_lower_case, strip_accents))`:
+  the `Vocab` read once and the normalisation the build applies."""
   if not vocab_file or not tf.io.gfile.exists(vocab_file):
     raise ValueError(f"--vocab-file {vocab_file!r} does not exist")
   if tf.io.gfile.isdir(vocab_file):
@@ -113,21 +112,40 @@ def check_vocab(vocab_file, do_lower_case=None, strip_accents=None):
       f"--vocab-file {vocab_file!r} is a directory; expected the vocab file (a WordPiece "
       "vocab.txt or a SentencePiece .model)"
     )
-  vocab = load_vocab(vocab_file)
-  check_special_tokens(vocab, vocab_file)
-  kind = SENTENCEPIECE if isinstance(vocab, SentencePieceVocab) else WORDPIECE
-  resolve_normalisation(vocab_file, do_lower_case, strip_accents, kind, names=NORMALISATION_FLAGS)
+  try:
+    vocab = Vocab.read(vocab_file)
+  except ValueError as e:
+    raise ValueError(f"--vocab-file: {e}") from None
+  normalisation = resolve_normalisation(
+    vocab_file, do_lower_case, strip_accents, vocab.kind, names=NORMALISATION_FLAGS
+  )
+  return vocab, normalisation
+
+
+def records_settings(source, options, normalisation):
+  """The build's settings `records_info.json` records beside the shards:
+  where the text came from, the builder's flags and its normalisation."""
+  return {
+    "source": source,
+    "max_seq_length": options.max_seq_length,
+    "num_out_files": options.num_out_files,
+    "do_lower_case": normalisation[0],
+    "strip_accents": normalisation[1],
+    "seed": options.seed,
+  }
 
 
 def remove_shards(output_dir):
-  """Removes every shard, complete or temporary, from `output_dir` (what an
-  interrupted build wrote: shards of a build that did not finish are not a
-  dataset); other files stay. Returns how many were removed."""
+  """Removes every shard, complete or temporary, and the records info from
+  `output_dir` (what an interrupted build wrote: shards of a build that did
+  not finish are not a dataset); other files stay. Returns how many were removed."""
   if not tf.io.gfile.isdir(output_dir):
     return 0
   removed = 0
   for name in tf.io.gfile.listdir(output_dir):
-    if name.startswith((example_writer.SHARD_PREFIX,) + example_writer.TEMP_PREFIXES):
+    if name == records_info.RECORDS_INFO or name.startswith(
+      (example_writer.SHARD_PREFIX,) + example_writer.TEMP_PREFIXES
+    ):
       tf.io.gfile.remove(os.path.join(output_dir, name))
       removed += 1
   return removed
@@ -373,7 +391,8 @@ def run_job(job_id, options, cpu=None, on_file=None):
 
 
 def check_options(options):
-  """Every check that needs no output: flags, vocab, corpus. Raises ValueError."""
+  """Every check that needs no output: flags, vocab, corpus. Raises
+  ValueError; returns `check_vocab`'s `(vocab, normalisation)`."""
   if options.max_seq_length < 5:
     raise ValueError(f"--max-seq-length must be at least 5, got {options.max_seq_length}")
   if options.num_processes < 1:
@@ -383,7 +402,7 @@ def check_options(options):
       f"--num-processes ({options.num_processes}) must not exceed "
       f"--num-out-files ({options.num_out_files})"
     )
-  check_vocab(options.vocab_file, options.do_lower_case, options.strip_accents)
+  checked = check_vocab(options.vocab_file, options.do_lower_case, options.strip_accents)
   if not options.tfds_name:
     list_corpus_files(options.corpus_dir)
     if os.path.realpath(options.output_dir) == os.path.realpath(options.corpus_dir):
@@ -391,6 +410,7 @@ def check_options(options):
         f"--output-dir {options.output_dir!r} is --corpus-dir: the shards would be read back "
         "as text; choose another directory for them"
       )
+  return checked
 
 
 def processes_for_files(options):
@@ -453,7 +473,7 @@ def build_pretraining_dataset(options, beam_options=None):
     The jobs' stats (a list of dicts), or with Beam the build's counters
     (`beam_pipeline.counter_totals`).
   """
-  check_options(options)
+  vocab, normalisation = check_options(options)
   options = processes_for_files(options)
   if tf.io.gfile.exists(options.output_dir) and not tf.io.gfile.isdir(options.output_dir):
     raise ValueError(
@@ -468,11 +488,22 @@ def build_pretraining_dataset(options, beam_options=None):
   if beam_options is not None:
     from tfrecords_tools import beam_pipeline  # deferred: Apache Beam is an optional extra
 
-    return beam_pipeline.run_jobs_on_beam(run_job, options, beam_options)
+    counters = beam_pipeline.run_jobs_on_beam(run_job, options, beam_options)
+    records_info.write_records_info(
+      options.output_dir,
+      vocab,
+      records_settings(options.tfds_name or options.corpus_dir, options, normalisation),
+    )
+    return counters
   stats = run_jobs(run_job, options)
   for line in skipped_text_lines(stats, options.output_dir, created):
     print(f"warning: {options.corpus_dir}: {line}", file=sys.stderr, flush=True)
   check_no_empty_output(options, sum(s["examples"] for s in stats))
+  records_info.write_records_info(
+    options.output_dir,
+    vocab,
+    records_settings(options.tfds_name or options.corpus_dir, options, normalisation),
+  )
   return stats
 
 

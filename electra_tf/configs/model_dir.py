@@ -78,8 +78,8 @@ class ModelDirMismatch(ValueError):
 
 
 def _vocab_description(vocab_file, do_lower_case, strip_accents):
-  """Path (absolute), size and special ids of the vocab, or what is missing,
-  and how text is normalised before it is looked up in it."""
+  """Path (absolute), size, sha256 and special ids of the vocab, or what is
+  missing, and how text is normalised before it is looked up in it."""
 
   description = {
     "file": None,
@@ -93,22 +93,20 @@ def _vocab_description(vocab_file, do_lower_case, strip_accents):
   local = "://" not in str(vocab_file)
   description["file"] = os.path.abspath(vocab_file) if local else str(vocab_file)
   if tf.io.gfile.exists(vocab_file):
-    vocab = vocab_lib.load_vocab(vocab_file)
-    description["size"] = len(vocab)
-    sentencepiece = isinstance(vocab, vocab_lib.SentencePieceVocab)
-    if sentencepiece or vocab_lib.has_recorded_settings(vocab_file):
+    try:
+      vocab = vocab_lib.Vocab.read(vocab_file)
+    except ValueError:
+      return description  # the run's own checks say what is wrong with it
+    description["size"] = vocab.size
+    description["sha256"] = vocab.sha256
+    description["special_ids"] = dict(vocab.special_ids)
+    if vocab.kind == vocab_lib.SENTENCEPIECE or vocab.has_settings:
       # The text was normalised as the vocab was built (the builder refuses
       # other flags); the WordPiece-minded hparam defaults do not apply.
-      kind = vocab_lib.SENTENCEPIECE if sentencepiece else vocab_lib.WORDPIECE
-      settings = vocab_lib.vocab_settings(vocab_file, kind=kind)
-      if sentencepiece:
+      if vocab.kind == vocab_lib.SENTENCEPIECE:
         description["kind"] = "sentencepiece"
-      description["do_lower_case"] = settings["do_lower_case"]
-      description["strip_accents"] = settings["strip_accents"]
-    try:
-      description["special_ids"] = vocab_lib.special_ids_of(vocab, vocab_file)
-    except ValueError:
-      pass  # the run's own checks report a vocab without special tokens
+      description["do_lower_case"] = vocab.do_lower_case
+      description["strip_accents"] = vocab.strip_accents
   return description
 
 
@@ -432,6 +430,11 @@ def check_finetuning_encoder(config, run_config):
   built = _architecture(config)
   theirs = {"embedding_size": run_config["architecture"].get("embedding_size")}
   ours = {"embedding_size": built["embedding_size"]}
+  # The size name also picks fine-tuning defaults (learning rate, layer-wise
+  # decay): another name over the run's sizes is a contradiction too.
+  recorded_size = run_config.get("hparams", {}).get("model_size")
+  if recorded_size is not None:
+    theirs["model_size"], ours["model_size"] = recorded_size, config.model_size
   for key in ARCHITECTURE_BERT_FIELDS:
     theirs[f"encoder.{key}"] = source.get(key)
     ours[f"encoder.{key}"] = built["encoder"].get(key)

@@ -20,11 +20,13 @@ dataset = get_dataset("data/pretrain_tfrecords/pretrain_data.tfrecord*", 128,
 ```
 """
 
+import os
 import typing
 
 import tensorflow as tf
 
 from electra_tf.data import record_check
+from electra_tf.data import records_info
 
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
 
@@ -44,12 +46,14 @@ def _split_patterns(file_patterns):
 
 def find_files(file_patterns):
   """Globs every pattern (a list, or one comma-separated string) into one
-  sorted file list; raises ValueError naming the patterns if none match."""
+  sorted file list; raises ValueError naming the patterns if none match.
+  The builders' `records_info.json` beside the shards is not a record file
+  and is left out when a pattern such as `dir/*` matches it."""
   patterns = _split_patterns(file_patterns)
   files = []
   for pattern in patterns:
     files.extend(tf.io.gfile.glob(pattern))
-  files = sorted(set(files))
+  files = sorted(f for f in set(files) if os.path.basename(f) != records_info.RECORDS_INFO)
   if not files:
     raise ValueError(f"no pre-training files match {patterns!r}")
   return files

@@ -14,8 +14,11 @@ flags' and hparams' defaults.
 """
 
 import collections
+import dataclasses
+import hashlib
 import io
 import json
+from typing import Mapping
 
 import sentencepiece
 import tensorflow as tf
@@ -61,6 +64,11 @@ class SentencePieceVocab(collections.OrderedDict):
 def _read(vocab_file):
   if not vocab_file or not tf.io.gfile.exists(vocab_file):
     raise ValueError(f"vocab file {vocab_file!r} does not exist")
+  if tf.io.gfile.isdir(vocab_file):
+    raise ValueError(
+      f"vocab file {vocab_file!r} is a directory; expected the vocab file (a WordPiece "
+      "vocab.txt or a SentencePiece .model)"
+    )
   with tf.io.gfile.GFile(vocab_file, "rb") as f:
     return f.read()
 
@@ -130,7 +138,11 @@ def load_vocab(vocab_file):
   keeps its last id (but still uses up an id). SentencePiece: a
   `SentencePieceVocab` of the model's pieces in id order.
   """
-  data = _read(vocab_file)
+  return _tokens_of(_read(vocab_file), vocab_file)
+
+
+def _tokens_of(data, vocab_file):
+  """`load_vocab` of a vocab file's bytes."""
   kind, sentencepiece_vocab = _parse(data, vocab_file)
   if kind == SENTENCEPIECE:
     return sentencepiece_vocab
@@ -335,11 +347,145 @@ def write_vocab_settings(vocab_file, settings):
   write_atomic(settings_path(vocab_file), json.dumps(settings, indent=2, sort_keys=True) + "\n")
 
 
+def _recorded_settings(vocab_file, kind):
+  """`(settings, recorded)`: `vocab_settings` and whether a file gave them."""
+  return vocab_settings(vocab_file, kind), has_recorded_settings(vocab_file)
+
+
+def duplicate_token_message(data, vocab_file):
+  """None, or one line naming a token a WordPiece vocab file lists twice and
+  both line numbers: the original gives such a token its last id while the
+  first still uses one up, so every later id and `vocab_size` disagree with
+  what the file seems to say."""
+  first_line = {}
+  lines = data.decode("utf-8", errors="ignore").split("\n")
+  if lines and lines[-1] == "":
+    lines.pop()
+  for number, line in enumerate(lines, start=1):
+    token = line.strip()
+    if token in first_line:
+      return (
+        f"vocab file {vocab_file!r}: token {token!r} is on lines {first_line[token]} and "
+        f"{number}; expected every token once (a repeated token shifts the ids of all that "
+        "follow)"
+      )
+    first_line[token] = number
+  return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Vocab:
+  """A vocab file read once, and what every consumer needs of it.
+
+  `Vocab.read(path)` reads the file's bytes and its settings file once;
+  the value is then passed on in place of the path. A WordPiece file that
+  lists a token twice, or a vocab without `[UNK] [CLS] [SEP] [MASK]`, is
+  refused there.
+
+  Args:
+    path: the file it was read from.
+    kind: `"wordpiece"` or `"sentencepiece"`.
+    tokens: token -> id (`load_vocab`'s mapping).
+    size: the number of ids (the model's `vocab_size`).
+    special_ids: `special_ids_of` the tokens.
+    do_lower_case, strip_accents: the normalisation it was built with
+      (`vocab_settings`).
+    has_settings: whether a settings file recorded them.
+    sha256: of the file's bytes.
+
+  Example:
+  >>> import pathlib
+  >>> _ = pathlib.Path("v.txt").write_text("[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\n[MASK]\\nhi\\n")
+  >>> vocab = Vocab.read("v.txt")
+  >>> vocab.kind, vocab.size, vocab.special_ids["mask"], vocab.sha256[:12]
+  ('wordpiece', 6, 4, '606985db030e')
+  """
+
+  path: str
+  kind: str
+  tokens: Mapping
+  size: int
+  special_ids: Mapping
+  do_lower_case: bool
+  strip_accents: bool
+  has_settings: bool
+  sha256: str
+
+  def __repr__(self):
+    return f"Vocab({self.path!r}, {self.kind}, {self.size} ids, sha256 {self.sha256[:12]})"
+
+  @classmethod
+  def read(cls, path):
+    """Reads `path` (either kind); a one-line ValueError naming the file
+    when it is missing, not a vocab, lacks a special token or repeats one."""
+    data = _read(path)
+    tokens = _tokens_of(data, path)
+    kind = tokens.kind if isinstance(tokens, SentencePieceVocab) else WORDPIECE
+    if kind == WORDPIECE:
+      duplicate = duplicate_token_message(data, path)
+      if duplicate:
+        raise ValueError(duplicate)
+    special = special_ids_of(tokens, path)
+    settings, recorded = _recorded_settings(path, kind)
+    return cls(
+      path=path,
+      kind=kind,
+      tokens=tokens,
+      size=max(tokens.values()) + 1,
+      special_ids=special,
+      do_lower_case=settings["do_lower_case"],
+      strip_accents=settings["strip_accents"],
+      has_settings=recorded,
+      sha256=hashlib.sha256(data).hexdigest(),
+    )
+
+  def fingerprint(self):
+    """What an artefact records of the vocab it was made with."""
+    return {
+      "file": self.path,
+      "sha256": self.sha256,
+      "size": self.size,
+      "kind": self.kind,
+      "do_lower_case": self.do_lower_case,
+      "strip_accents": self.strip_accents,
+    }
+
+  def check_size(self, vocab_size, what="hparam"):
+    """A one-line ValueError naming the file when `vocab_size` is not its
+    number of ids (`check_vocab_file`)."""
+    if int(vocab_size) != self.size:
+      raise ValueError(
+        f"{what} vocab_size={vocab_size} but vocab file {self.path!r} has {self.size} "
+        f"entries; set vocab_size to {self.size}"
+      )
+
+
+def check_made_with(vocab, recorded, what):
+  """A one-line ValueError when `recorded` (an artefact's `fingerprint` of
+  the vocab it was made with) is another vocab's than `vocab`'s: every id
+  would mean another token. `what` names the artefact and how it was made
+  ("the TFRecords in 'dir' were made").
+
+  Example:
+  >>> import pathlib
+  >>> _ = pathlib.Path("v.txt").write_text("[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\n[MASK]\\n")
+  >>> check_made_with(Vocab.read("v.txt"), Vocab.read("v.txt").fingerprint(), "records were made")
+  """
+  if recorded.get("sha256") == vocab.sha256:
+    return
+  raise ValueError(
+    f"{what} with vocab {recorded.get('file')!r} ({recorded.get('size')} tokens, "
+    f"sha256 {str(recorded.get('sha256'))[:12]}) but the vocab given is {vocab.path!r} "
+    f"({vocab.size} tokens, sha256 {vocab.sha256[:12]}): its ids mean other tokens; give "
+    "that vocab"
+  )
+
+
 def check_vocab_file(vocab_file, vocab_size, what="hparam"):
-  """Checks that `vocab_file` exists, holds the special tokens and has
-  exactly `vocab_size` ids (its line count, or a SentencePiece model's piece
-  count); raises a one-line ValueError naming the file and the setting
-  otherwise.
+  """Checks that `vocab_file` exists, holds the special tokens, lists no
+  token twice and has exactly `vocab_size` ids (its line count, or a
+  SentencePiece model's piece count); returns its `Vocab`, or raises a
+  one-line ValueError naming the file and the setting.
 
   A vocab_size larger than the file leaves embedding rows no token ever
   uses; a smaller one makes ids out of range. The released checkpoints'
@@ -355,6 +501,7 @@ def check_vocab_file(vocab_file, vocab_size, what="hparam"):
   >>> _ = pathlib.Path("vocab.txt").write_text(
   ...     "[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\n[MASK]\\nword\\n")
   >>> check_vocab_file("vocab.txt", 6)
+  Vocab('vocab.txt', wordpiece, 6 ids, sha256 c692da3a1318)
   """
   if not vocab_file:
     raise ValueError(
@@ -365,14 +512,9 @@ def check_vocab_file(vocab_file, vocab_size, what="hparam"):
       f"{what} vocab_file={vocab_file!r} does not exist; expected the vocab (WordPiece "
       "vocab.txt or SentencePiece model) the TFRecords were built with"
     )
-  vocab = load_vocab(vocab_file)
-  check_special_tokens(vocab, vocab_file)
-  num_ids = max(vocab.values()) + 1
-  if int(vocab_size) != num_ids:
-    raise ValueError(
-      f"{what} vocab_size={vocab_size} but vocab file {vocab_file!r} has {num_ids} "
-      f"entries; set vocab_size to {num_ids}"
-    )
+  vocab = Vocab.read(vocab_file)
+  vocab.check_size(vocab_size, what)
+  return vocab
 
 
 def train_sentencepiece(

@@ -90,10 +90,34 @@ def make_config(model_name, data_dir, hparams):
       model_name, data_dir, **model_dir_lib.finetuning_hparams_over(source, user)
     )
     model_dir_lib.check_finetuning_encoder(config, source)
+    _check_vocab_of_source(config, source)
   config = _with_vocab_settings(config, user)
   if source is None:
     _with_vocab_size(config, user)
   return config
+
+
+def _check_vocab_of_source(config, source):
+  """The vocab a run fine-tunes with must be the one the model it starts
+  from was pre-trained with (`source`, its run config): by sha256 where the
+  run recorded it, else by size against its embedding rows. A one-line
+  ValueError names both otherwise (a vocab of another size or content reads
+  every id as another token)."""
+  if not config.vocab_file or not tf.io.gfile.exists(config.vocab_file):
+    return  # validate_inputs names the missing file
+  vocab = vocab_lib.Vocab.read(config.vocab_file)
+  where = f"the model in {os.path.dirname(source.get('path') or '')!r} was pre-trained"
+  recorded = source.get("vocab") or {}
+  if recorded.get("sha256"):
+    vocab_lib.check_made_with(vocab, recorded, where)
+    return
+  rows = model_dir_lib.encoder_config(source)[0].get("vocab_size")
+  if rows is not None and int(rows) != vocab.size:
+    raise ValueError(
+      f"hparam vocab_file={config.vocab_file!r} has {vocab.size} entries but {where} with "
+      f"{rows} embedding rows (vocab {recorded.get('file')!r}); give the vocab it was "
+      "pre-trained with"
+    )
 
 
 def _with_vocab_size(config, user):

@@ -34,6 +34,7 @@ from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.configs.pretraining import get_pretraining_bert_config
 from electra_tf.data import pretraining_dataset as pretrain_data
 from electra_tf.data import record_check
+from electra_tf.data import records_info
 from electra_tf.models.electra_pretrainer import built_pretrainer
 from electra_tf.runtime import distribution
 from electra_tf.text import vocab as vocab_lib
@@ -121,8 +122,9 @@ def validate_config(config):
       official_checkpoint.resolve_checkpoint_path(config.init_checkpoint)
     except (ValueError, OSError) as e:
       raise ValueError(f"hparam init_checkpoint={config.init_checkpoint!r}: {e}") from e
-  vocab_lib.check_vocab_file(config.vocab_file, config.vocab_size)
+  vocab = vocab_lib.check_vocab_file(config.vocab_file, config.vocab_size)
   files = find_pretraining_files(config)
+  records_info.check_records_vocab(files, vocab)
   try:
     return pretrain_data.validate_pretraining_files(
       files,

@@ -2,6 +2,7 @@
 `run_pretraining` run writes `config.json`, and the exporter and the converter
 rebuild the model from it with no `--hparams` (attention heads included)."""
 
+import hashlib
 import json
 import os
 
@@ -64,6 +65,7 @@ def test_config_json_describes_the_run(trained_run):
   assert run_config["vocab"] == {
     "file": str(data_dir / "vocab.txt"),
     "size": 60,
+    "sha256": hashlib.sha256((data_dir / "vocab.txt").read_bytes()).hexdigest(),
     "special_ids": {"pad": 0, "unk": 1, "cls": 2, "sep": 3, "mask": 4},
     "do_lower_case": False,
     "strip_accents": run_config["hparams"]["strip_accents"],

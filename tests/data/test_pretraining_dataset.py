@@ -54,6 +54,9 @@ def test_comma_separated_patterns_and_input_context(tmp_path, shards):
   _write(other / "x.tfrecord", 3)
   files = pretrain_data.find_files(shards + "," + str(other / "*.tfrecord"))
   assert len(files) == 5
+  # `dir/*` matches the builders' records info too; it is no record file.
+  (other / "records_info.json").write_text("{}")
+  assert pretrain_data.find_files(str(other / "*")) == [str(other / "x.tfrecord")]
   context = tf.distribute.InputContext(
     num_input_pipelines=2, input_pipeline_id=1, num_replicas_in_sync=2
   )

@@ -426,6 +426,16 @@ def test_a_pretraining_run_dir_gives_the_model_and_nothing_replaces_it(tmp_path,
     assert (trial / "config.json").read_bytes() == config_json
 
   refused(dict(ft, embedding_size=8), "embedding_size 16 → 8", "config.json")
+  refused(dict(ft, model_size="base"), 'model_size "small" → "base"', "config.json")
+  # A vocab the model was not pre-trained with: every id would mean another token.
+  other = tmp_path / "other_vocab.txt"
+  other.write_text("\n".join((root / "vocab.txt").read_text().splitlines()[:40]) + "\n")
+  refused(
+    dict(ft, vocab_file=str(other)),
+    f"the model in {str(root / 'models' / 'm')!r} was pre-trained with vocab",
+    "(60 tokens",
+    f"but the vocab given is {str(other)!r} (40 tokens",
+  )
   # The trial's own checkpoint: heads 2 → 4 changes no shape, and is refused.
   sizes = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 4}
   explicit = dict(ft, init_checkpoint=None, embedding_size=16, vocab_size=60)

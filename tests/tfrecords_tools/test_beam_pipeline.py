@@ -84,8 +84,9 @@ def test_beam_multi_process_build_equals_local_build(corpus, tmp_path):
   )
   assert code == 0
   local, beamed = _raw_shards(local_out), _raw_shards(beam_out)
-  assert sorted(beamed) == [f"pretrain_data.tfrecord-{i}-of-{NUM_OUT_FILES}" for i in range(6)]
-  assert beamed == local  # same names, same bytes
+  shards = [f"pretrain_data.tfrecord-{i}-of-{NUM_OUT_FILES}" for i in range(6)]
+  assert sorted(beamed) == shards + ["records_info.json"]
+  assert beamed == local  # same names, same bytes (the records info too)
   expected = _expected(corpus_dir, vocab)
   assert read_shards(beam_out, NUM_OUT_FILES) == expected
   assert all(expected[i] for i in range(NUM_OUT_FILES))
@@ -144,7 +145,7 @@ def test_retried_job_leaves_no_partial_or_duplicate_shard(corpus, tmp_path, monk
   # The retry finished the job: every shard complete, nothing else left.
   assert sorted(os.listdir(out)) == [
     f"pretrain_data.tfrecord-{i}-of-{NUM_OUT_FILES}" for i in range(NUM_OUT_FILES)
-  ]
+  ] + ["records_info.json"]
   expected = _expected(corpus_dir, vocab)
   assert read_shards(out, NUM_OUT_FILES) == expected
   # This runner's counters include the failed attempt's work (and job 0's,
@@ -205,4 +206,4 @@ def test_beam_is_not_imported_without_runner(corpus, tmp_path):
     "assert 'apache_beam' not in sys.modules\n"
   )
   subprocess.run([sys.executable, "-c", script], check=True, cwd=REPO_ROOT, capture_output=True)
-  assert len(os.listdir(tmp_path / "out")) == NUM_OUT_FILES
+  assert len(os.listdir(tmp_path / "out")) == NUM_OUT_FILES + 1  # and records_info.json

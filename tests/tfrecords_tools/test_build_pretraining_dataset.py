@@ -1,6 +1,7 @@
 """The dataset builder: exact records, seeds, processes, flags, bad input."""
 
 import dataclasses
+import hashlib
 import os
 import random
 import re
@@ -13,6 +14,8 @@ import time
 import pytest
 
 from electra_tf import build_pretraining_dataset as cli
+from electra_tf.data import records_info
+from electra_tf.text.vocab import Vocab
 from tests.conftest import REPO_ROOT
 from tests.helpers import reference_hard_text
 from tests.helpers.records import read_shards
@@ -191,6 +194,25 @@ def test_blanks_separate_docs_flag_parses_false():
     parser.parse_args(base + ["--blanks-separate-docs", "maybe"])
 
 
+def test_records_info_names_the_vocab_and_settings_and_goes_with_the_shards(small_corpus, tmp_path):
+  corpus, vocab = small_corpus
+  out = tmp_path / "out"
+  text_corpus.build_pretraining_dataset(
+    _options(corpus, vocab, out, num_out_files=2, max_seq_length=16, seed=3)
+  )
+  info = records_info.read_records_info(str(out))
+  read = Vocab.read(vocab)
+  assert info["vocab"] == read.fingerprint()
+  assert info["vocab"]["sha256"] == hashlib.sha256(open(vocab, "rb").read()).hexdigest()
+  assert info["settings"] == {
+    "source": corpus, "max_seq_length": 16, "num_out_files": 2, "do_lower_case": True,
+    "strip_accents": True, "seed": 3,
+  }  # fmt: skip
+  # Removing the shards (an interrupted build, --overwrite) removes what describes them.
+  assert text_corpus.remove_shards(str(out)) == 3
+  assert os.listdir(out) == []
+
+
 def test_bad_inputs(small_corpus, tmp_path):
   corpus, vocab = small_corpus
   empty = tmp_path / "empty"
@@ -210,6 +232,10 @@ def test_bad_inputs(small_corpus, tmp_path):
   bad_vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\n")
   with pytest.raises(ValueError, match=r"\[MASK\]"):
     text_corpus.build_pretraining_dataset(_options(corpus, str(bad_vocab), tmp_path / "o1"))
+  bad_vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\nof\nthe\n")
+  with pytest.raises(ValueError, match=r"--vocab-file: .*token 'the' is on lines 6 and 8"):
+    text_corpus.build_pretraining_dataset(_options(corpus, str(bad_vocab), tmp_path / "o1"))
+  assert not (tmp_path / "o1").exists()
   busy = tmp_path / "busy"
   busy.mkdir()
   (busy / "keep.txt").write_text("precious")
@@ -472,6 +498,6 @@ def test_empty_output_and_output_in_the_corpus_dir_are_refused(small_corpus, tmp
   assert re.search(
     r"--num-out-files 500: only \d+ example\(s\), so \d+ shard\(s\) are empty", warning
   )
-  assert len(os.listdir(tmp_path / "o2")) == 500
+  assert len(os.listdir(tmp_path / "o2")) == 500 + 1  # and records_info.json
   with pytest.raises(ValueError, match="is --corpus-dir: the shards would be read back as text"):
     text_corpus.build_pretraining_dataset(_options(corpus, vocab, corpus, overwrite=True))

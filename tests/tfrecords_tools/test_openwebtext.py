@@ -113,4 +113,4 @@ def test_openwebtext_on_beam_matches_reference(tmp_path):
   expected = _reference(data_dir, 24, 2, 4, 4)
   assert got == expected
   assert all(expected[i] for i in range(4))
-  assert len(os.listdir(data_dir / "pretrain_tfrecords")) == 4
+  assert len(os.listdir(data_dir / "pretrain_tfrecords")) == 4 + 1  # and records_info.json

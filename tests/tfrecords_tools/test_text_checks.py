@@ -170,6 +170,7 @@ def test_builder_skips_a_binary_file_and_warns_once(tmp_path, capsys):
   assert sorted(os.listdir(out)) == [
     "pretrain_data.tfrecord-0-of-2",
     "pretrain_data.tfrecord-1-of-2",
+    "records_info.json",
   ]
 
 

@@ -1,0 +1,70 @@
+"""What a folder of pre-training TFRecords was made with: `records_info.json`.
+
+The records hold token ids only, so records built with one vocab read as
+plausible nonsense with another. The builders write this file beside the
+shards when a build finishes (`write_records_info`): the vocab's
+`fingerprint` (sha256, size, kind, normalisation) and the build's settings.
+`run_pretraining` compares it with the vocab it is given before any work
+(`check_records_vocab`). Folders without one (built by the original or an
+older version) are read as before.
+
+Example:
+
+```python
+write_records_info("pretrain_tfrecords", vocab, {"max_seq_length": 128})
+check_records_vocab(["pretrain_tfrecords/pretrain_data.tfrecord-0-of-1"], vocab)
+```
+"""
+
+import json
+import os
+
+import tensorflow as tf
+
+from electra_tf.text import vocab as vocab_lib
+from electra_tf.utils.file_io import write_atomic
+
+RECORDS_INFO = "records_info.json"
+FORMAT = "electra_tf.records_info"
+
+
+def info_path(records_dir):
+  return os.path.join(records_dir, RECORDS_INFO)
+
+
+def write_records_info(records_dir, vocab, settings):
+  """Records `vocab` (a `vocab.Vocab`) and the build's `settings` (a
+  JSON-able dict) beside the shards in `records_dir`, atomically."""
+  info = {"format": FORMAT, "vocab": vocab.fingerprint(), "settings": settings}
+  write_atomic(info_path(records_dir), json.dumps(info, indent=2, sort_keys=True) + "\n")
+
+
+def read_records_info(records_dir):
+  """The folder's records info, or None when it has none; a one-line
+  ValueError naming the file when it is not one."""
+  path = info_path(records_dir)
+  if not tf.io.gfile.exists(path):
+    return None
+  try:
+    with tf.io.gfile.GFile(path, "r") as f:
+      info = json.load(f)
+  except (ValueError, UnicodeDecodeError) as e:
+    raise ValueError(f"records info {path!r} is not valid JSON ({e})") from None
+  if not isinstance(info, dict) or info.get("format") != FORMAT:
+    raise ValueError(f"records info {path!r}: expected a JSON object with format {FORMAT!r}")
+  if not isinstance(info.get("vocab"), dict) or "sha256" not in info["vocab"]:
+    raise ValueError(f"records info {path!r}: expected a 'vocab' object with its 'sha256'")
+  return info
+
+
+def check_records_vocab(files, vocab):
+  """Refuses record `files` whose folder's info names another vocab than
+  `vocab` (one line naming both); returns the infos found, by folder."""
+  infos = {}
+  for folder in sorted({os.path.dirname(f) for f in files}):
+    info = read_records_info(folder)
+    if info is None:
+      continue
+    vocab_lib.check_made_with(vocab, info["vocab"], f"the TFRecords in {folder!r} were made")
+    infos[folder] = info
+  return infos
