@@ -33,6 +33,7 @@ import tensorflow as tf
 FRAMING_BYTES = 8 + 4 + 4
 _READ_BUFFER_BYTES = 16 << 20
 _BATCH = 4096
+GZIP_MAGIC = b"\x1f\x8b"
 _DATA_LOSS_OFFSET = re.compile(r"(corrupted|truncated) record at (\d+)")
 
 
@@ -94,14 +95,37 @@ def _framed_size_error(path, count, data_bytes):
   end = count * FRAMING_BYTES + data_bytes
   if end == size:
     return None
+  if _is_gzip(path):
+    return CompressedRecordError(path)
   # The reader stops quietly when fewer than a header's bytes are left.
   return CorruptRecordError(
     path, count, end, f"is cut short inside its header (the file ends at byte {size})"
   )
 
 
+class CompressedRecordError(CorruptRecordError):
+  """A GZIP-compressed TFRecord file where uncompressed ones are expected:
+  its framing reads as garbage, so it is named for what it is."""
+
+  def __init__(self, path):
+    self.path, self.index, self.offset = path, 0, 0
+    ValueError.__init__(
+      self,
+      f"TFRecord file {path!r} is GZIP-compressed; expected uncompressed TFRecords (as the "
+      "builders write them): decompress it first (gunzip, or tf.data with "
+      "compression_type='GZIP')",
+    )
+
+
+def _is_gzip(path):
+  with tf.io.gfile.GFile(path, "rb") as f:
+    return f.read(2) == GZIP_MAGIC
+
+
 def _data_loss_error(path, error):
   """`CorruptRecordError` for a `DataLossError` raised while reading `path`."""
+  if _is_gzip(path):
+    return CompressedRecordError(path)
   match = _DATA_LOSS_OFFSET.search(error.message)
   if match is None:
     return CorruptRecordError(path, 0, 0, f"is unreadable ({error.message.strip()})")

@@ -200,6 +200,21 @@ def _check_data_files(config):
         task.check_examples(split)
 
 
+def _check_heads_loaded(loaded, tasks, path):
+  """Evaluating without training needs each task's fine-tuned head: a
+  pre-trained model's has none, and its randomly initialised head would be
+  scored as if it were a result."""
+  missing = [
+    t.name for t in tasks if not any(n.startswith(f"task_specific/{t.name}/") for n in loaded)
+  ]
+  if missing:
+    raise model_dir_lib.ModelDirMismatch(
+      f"do_train=false: hparam init_checkpoint={path!r} holds no fine-tuned head for task(s) "
+      f"{missing} (a pre-trained model?), so the scores would be a random head's; give a "
+      "fine-tuned model (<...>/finetuning_models/<tasks>_model_1) or train first"
+    )
+
+
 def _numpy_rows(outputs, task_ids, n_tasks):
   """Yields one dict of numpy values per non-padding row."""
   outputs = {k: np.asarray(v) for k, v in outputs.items()}
@@ -251,8 +266,9 @@ class ModelRunner:
 
   def _init_weights(self):
     config = self._config
+    loaded = ()
     if config.init_checkpoint:
-      any_format.initialize_finetuning_model(self.model, config.init_checkpoint)
+      loaded = any_format.initialize_finetuning_model(self.model, config.init_checkpoint)
     elif config.do_train:
       logging.warning("No init_checkpoint: fine-tuning from random initialisation")
     if not config.do_train:
@@ -264,6 +280,8 @@ class ModelRunner:
           "do_train=false needs a trained model: pass hparam init_checkpoint "
           "(e.g. <...>/finetuning_models/<tasks>_model_1)"
         )
+      else:
+        _check_heads_loaded(loaded, self._tasks, config.init_checkpoint)
 
   @staticmethod
   def _distributable(dataset):

@@ -66,3 +66,13 @@ def test_find_corrupt_file_names_the_bad_one(tmp_path, good):
   assert record_check.find_corrupt_file([str(good)]) is None
   error = record_check.find_corrupt_file([str(good), bad])
   assert error.path == bad and error.index == 3
+
+
+@pytest.mark.parametrize("records", [150, 1])
+def test_gzip_compressed_records_are_named_as_such(tmp_path, records):
+  path = tmp_path / "pretrain_data.tfrecord-0-of-1"
+  with tf.io.TFRecordWriter(str(path), options="GZIP") as writer:
+    for i in range(records):
+      writer.write(f"record {i}".encode())
+  with pytest.raises(record_check.CompressedRecordError, match="is GZIP-compressed; expected"):
+    record_check.check_tfrecord_files([str(path)])

@@ -427,6 +427,12 @@ def test_a_pretraining_run_dir_gives_the_model_and_nothing_replaces_it(tmp_path,
 
   refused(dict(ft, embedding_size=8), "embedding_size 16 → 8", "config.json")
   refused(dict(ft, model_size="base"), 'model_size "small" → "base"', "config.json")
+  # Evaluating a task no fine-tuned model exists for: the pre-trained model has no head for it.
+  refused(
+    dict(ft, task_names=["cola"], do_train=False),
+    "do_train=false: hparam init_checkpoint=",
+    "holds no fine-tuned head for task(s) ['cola']",
+  )
   # A vocab the model was not pre-trained with: every id would mean another token.
   other = tmp_path / "other_vocab.txt"
   other.write_text("\n".join((root / "vocab.txt").read_text().splitlines()[:40]) + "\n")
