@@ -448,6 +448,38 @@ def write_results(config, results):
   write_atomic(median_path, json.dumps(median_results(results), indent=2))
 
 
+# Hparams that change what training does: a trial dir trained with other
+# values holds another run's checkpoint and results.
+TRAINING_HPARAMS = (
+  "task_names", "init_checkpoint", "learning_rate", "weight_decay_rate", "layerwise_lr_decay",
+  "layerwise_lr_decay_variant", "optimizer", "num_train_epochs", "warmup_proportion",
+  "max_seq_length", "train_batch_size", "gradient_accumulation_steps", "seed",
+  "double_unordered", "do_lower_case", "strip_accents", "max_query_length", "doc_stride",
+  "answerable_classifier", "answerable_uses_start_logits", "answerable_weight",
+  "joint_prediction",
+)  # fmt: skip
+
+
+def _check_same_training(existing, config):
+  """Refuses to resume (or re-report) a trial dir whose `config.json` says
+  it was trained with other training hparams: its checkpoint and its
+  results are that run's, not this one's. One line naming each difference."""
+  recorded = existing.get("hparams") or {}
+  ours = config.to_dict()
+  differences = [
+    f"{key} {json.dumps(recorded[key])} → {json.dumps(ours.get(key))}"
+    for key in TRAINING_HPARAMS
+    if key in recorded and recorded[key] != ours.get(key)
+  ]
+  if differences:
+    raise model_dir_lib.ModelDirMismatch(
+      f"{config.model_dir}: this trial was trained with other hparams: "
+      + "; ".join(differences)
+      + " (its checkpoint and results are that run's): delete the directory to train again, or "
+      "use another --model-name"
+    )
+
+
 def _prepare_model_dir(config):
   """A fresh trial dir, unless it holds a checkpoint to resume from (the
   original always deleted it) of the same architecture (else one-line
@@ -458,6 +490,8 @@ def _prepare_model_dir(config):
       existing, model_dir_lib.run_config_dict(config, KIND_FINETUNING)
     )
   if tf.train.latest_checkpoint(config.model_dir):
+    if existing is not None and config.do_train:
+      _check_same_training(existing, config)
     logging.info(
       "%s holds a checkpoint: resuming it (delete the directory to start over)", config.model_dir
     )

@@ -427,6 +427,8 @@ def test_a_pretraining_run_dir_gives_the_model_and_nothing_replaces_it(tmp_path,
 
   refused(dict(ft, embedding_size=8), "embedding_size 16 → 8", "config.json")
   refused(dict(ft, model_size="base"), 'model_size "small" → "base"', "config.json")
+  # Other training hparams on a trained trial: its checkpoint and results are another run's.
+  refused(dict(ft, learning_rate=1e-3), "trained with other hparams: learning_rate", "→ 0.001")
   # Evaluating a task no fine-tuned model exists for: the pre-trained model has no head for it.
   refused(
     dict(ft, task_names=["cola"], do_train=False),
