@@ -356,6 +356,20 @@ def encoder_hparams(run_config):
   return values
 
 
+def check_recorded_vocab(run_config, vocab_file, user_hparams):
+  """When the vocab comes from a run's `config.json` (the user did not set
+  hparam vocab_file) and is gone, names where the path came from: an
+  absolute path recorded before the data dir was moved or copied."""
+  recorded = (run_config.get("vocab") or {}).get("file")
+  if "vocab_file" in user_hparams or not recorded or vocab_file != recorded:
+    return
+  if not tf.io.gfile.exists(recorded):
+    raise ValueError(
+      f"vocab file {recorded!r}, recorded in {run_config.get('path')!r}, does not exist (was the "
+      "data dir moved?); pass hparam vocab_file with its place now"
+    )
+
+
 def _encoder_of(run_config):
   """The encoder fine-tuning reads: a fine-tuning run's encoder, a
   pre-training run's discriminator, or an MLM-only run's (full-size)

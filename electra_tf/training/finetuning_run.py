@@ -90,6 +90,7 @@ def make_config(model_name, data_dir, hparams):
       model_name, data_dir, **model_dir_lib.finetuning_hparams_over(source, user)
     )
     model_dir_lib.check_finetuning_encoder(config, source)
+    model_dir_lib.check_recorded_vocab(source, config.vocab_file, user)
     _check_vocab_of_source(config, source)
   config = _with_vocab_settings(config, user)
   if source is None:

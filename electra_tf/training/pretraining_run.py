@@ -542,6 +542,7 @@ def make_config(data_dir, model_name, hparams):
     if existing is not None and existing.get("kind") == model_dir_lib.KIND_PRETRAINING:
       hparams = model_dir_lib.model_hparams(existing, user)
       config = PretrainingConfig(model_name, data_dir, **hparams)
+      model_dir_lib.check_recorded_vocab(existing, config.vocab_file, user)
   return _with_vocab_settings(config, user)
 
 

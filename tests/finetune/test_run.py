@@ -474,3 +474,13 @@ def test_a_pretraining_run_dir_gives_the_model_and_nothing_replaces_it(tmp_path,
   assert report["part"] == "finetuned"
   converted = keras.saving.load_model(str(keras_path))
   assert converted.bert_config["num_attention_heads"] == 2
+  # A moved data dir: the vocab path its config.json recorded is gone, and the error says so.
+  moved = tmp_path / "moved"
+  os.rename(root, moved)
+  capsys.readouterr()
+  args = ["--data-dir", str(moved), "--model-name", "m", "--hparams", json.dumps(ft)]
+  assert run_finetuning.main(args) == 2
+  err = capsys.readouterr().err.strip()
+  assert len(err.splitlines()) == 1, err
+  assert f"vocab file {str(root / 'vocab.txt')!r}, recorded in " in err
+  assert str(moved / "models" / "m" / "config.json") in err and "pass hparam vocab_file" in err
