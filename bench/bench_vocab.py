@@ -330,7 +330,14 @@ def main(argv=None):
   parser.add_argument("--sentencepiece-lines", type=int, default=200_000)
   parser.add_argument("--work-dir", default="/work/runs/vocab_bench")
   parser.add_argument("--report", help="write REPORT.json and REPORT.md")
+  parser.add_argument(
+    "--quick", action="store_true", help="a smoke run: 3 MB, 1 MB for today's learner, 6 MB repeats"
+  )
   args = parser.parse_args(argv)
+  if args.quick:
+    args.corpus_mb, args.small_mb, args.big_mb = 3, 1, 6
+    args.vocab_size, args.sentencepiece_lines = 2000, 20_000
+    args.work_dir = os.path.join(args.work_dir, "quick")
   from bench.bench_pretraining_step import matmul_flops_per_s  # pylint: disable=g-import-not-at-top  # loads TF
 
   loadavg_before = _loadavg()
