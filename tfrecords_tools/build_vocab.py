@@ -255,6 +255,7 @@ def translate_table(do_lower_case=True, strip_accents=True):
   >>> "Héllo, 世界!".translate(translate_table()).split()
   ['hello', ',', '世', '界', '!']
   """
+  # The tokenizer's own tables (private to it), not a copy: one definition of the normalisation.
   tables = tokenizer_lib._build_tables(do_lower_case, do_lower_case and strip_accents)
   index, blocks = tables["image_index"], tables["image_blocks"]
   values, splits = tables["image_values"].tolist(), tables["image_splits"].tolist()
