@@ -314,7 +314,26 @@ class ElectraServingModule(tf.Module):
 
   @tf.function
   def serve_ids(self, input_ids, input_mask, segment_ids):
-    return self._run({"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids})
+    # A signature's input shape is not enforced on a served request: a
+    # longer row would otherwise fail deep in the graph.
+    checks = [
+      tf.debugging.assert_equal(
+        tf.shape(tensor)[1],
+        self.max_seq_length,
+        message=f"serve_ids: {name} must have {self.max_seq_length} positions per row (this "
+        "export's max_seq_length; pad shorter rows with 0s, or export with a larger "
+        "--max-seq-length)",
+      )
+      for name, tensor in (("input_ids", input_ids), ("input_mask", input_mask),
+                           ("segment_ids", segment_ids))
+    ]  # fmt: skip
+    with tf.control_dependencies(checks):
+      features = {
+        "input_ids": tf.identity(input_ids),
+        "input_mask": tf.identity(input_mask),
+        "segment_ids": tf.identity(segment_ids),
+      }
+    return self._run(features)
 
   @tf.function
   def serve_examples(self, examples):

@@ -184,3 +184,21 @@ def test_an_export_joins_the_attention_kernels_once_not_per_request(tmp_path):
   np.testing.assert_array_equal(
     stored[f"{layer.name}/joined_qkv_kernel:0"], layer.joined_qkv_weights()[0]
   )
+
+
+def test_serve_ids_with_more_positions_than_the_export_names_its_length(tmp_path):
+  vocab_file = write_vocab(str(tmp_path))
+  model = tiny_finetuning_model([ClassificationHead("rte", 2, name="task_specific_rte")])
+  module = export_lib.build_serving_module(
+    model, "task", ElectraTokenizer(vocab_file=vocab_file), S, task="rte"
+  )
+  tf.saved_model.save(module, str(tmp_path / "export"), signatures=module.get_signatures())
+  serve_ids = tf.saved_model.load(str(tmp_path / "export")).signatures["serve_ids"]
+  ones = tf.ones([2, S], tf.int32)
+  out = serve_ids(input_ids=ones, input_mask=ones, segment_ids=tf.zeros_like(ones))
+  assert out["probabilities"].shape == (2, 2)
+  longer = tf.ones([2, S + 4], tf.int32)
+  with pytest.raises(
+    tf.errors.InvalidArgumentError, match=f"serve_ids: input_ids must have {S} positions per row"
+  ):
+    serve_ids(input_ids=longer, input_mask=longer, segment_ids=tf.zeros_like(longer))
