@@ -238,12 +238,15 @@ def _squad_paragraphs():
   ]
 
 
-def test_squad_examples_and_windows(env):
+def test_squad_examples_and_windows(env, capsys):
   write_task_file(env[0], "squad", "train.json", squad_json(_squad_paragraphs()))
   task, c = _task(env, "squad", max_seq_length=16, doc_stride=4, max_query_length=3)
   examples = task.get_examples("train")
-  # q4's answer text is not in the document: skipped as a failure
+  # q4's answer text is not in the document: skipped as a failure, as the original does, and said
   assert [e.qas_id for e in examples] == ["q1", "q2", "q3"]
+  (warning,) = capsys.readouterr().err.strip().splitlines()
+  assert "train.json: 1 of 4 train questions left out" in warning
+  assert "question 'q4': answer 'the cow' at character 0 is not in the context there" in warning
   assert (examples[0].start_position, examples[0].end_position) == (12, 12)
   assert (examples[2].start_position, examples[2].is_impossible) == (-1, True)
   features = task.featurize(examples[0], True, for_eval=True)

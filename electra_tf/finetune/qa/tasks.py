@@ -5,6 +5,7 @@ import collections
 import dataclasses
 import json
 import os
+import sys
 
 import numpy as np
 import tensorflow as tf
@@ -16,6 +17,15 @@ from electra_tf.finetune.qa.head import QAHead
 from electra_tf.text import wordpiece as tokenization
 from electra_tf.text.vocab import SENTENCEPIECE
 from electra_tf.utils.file_io import write_atomic
+
+
+def _count_failure(failures, qa, answer, offset, problem):
+  """Counts a training question whose answer is not where its offset says
+  (`failures`: `[count, the first one described]`)."""
+  failures[0] += 1
+  if failures[1] is None:
+    question = qa.get("id") or qa.get("qid")
+    failures[1] = f"question {question!r}: answer {answer!r} at character {offset} {problem}"
 
 
 @dataclasses.dataclass(eq=False)
@@ -197,7 +207,7 @@ class QATask(task_lib.Task):
           orig_answer_text = answer["text"]
           if answer_offset + len(orig_answer_text) - 1 >= len(char_to_word_offset):
             tf.get_logger().info("End position is out of document!")
-            failures[0] += 1
+            _count_failure(failures, qa, orig_answer_text, answer_offset, "ends past the context")
             continue
           answer_span = (answer_offset, answer_offset + len(orig_answer_text))
           if self.sentencepiece and text[answer_offset : answer_span[1]] != orig_answer_text:
@@ -205,7 +215,9 @@ class QATask(task_lib.Task):
             tf.get_logger().info(
               "Answer %r is not at character %d", orig_answer_text, answer_offset
             )
-            failures[0] += 1
+            _count_failure(
+              failures, qa, orig_answer_text, answer_offset, "is not in the context there"
+            )
             continue
           start_position = char_to_word_offset[answer_offset]
           end_position = char_to_word_offset[answer_offset + len(orig_answer_text) - 1]
@@ -213,7 +225,9 @@ class QATask(task_lib.Task):
           cleaned_answer = " ".join(orig_answer_text.split()).lower()
           if actual_text.find(cleaned_answer) == -1:
             tf.get_logger().info("Could not find answer %r in %r", cleaned_answer, actual_text)
-            failures[0] += 1
+            _count_failure(
+              failures, qa, orig_answer_text, answer_offset, "is not in the context there"
+            )
             continue
         else:
           start_position = end_position = -1
@@ -251,7 +265,7 @@ class QATask(task_lib.Task):
   def get_examples(self, split):
     if split not in self._examples:
       examples = []
-      failures = [0]
+      failures = [0, None]  # how many questions were skipped, and the first
       source = self.data_file(split) if self.example_source is None else "its example_source"
       for n, paragraph in enumerate(self._paragraphs(split)):
         try:
@@ -264,6 +278,15 @@ class QATask(task_lib.Task):
       tf.get_logger().info(
         "%s %s: %d examples created, %d failures", self.name, split, len(examples), failures[0]
       )
+      if examples and failures[0]:
+        # The original skips them with an INFO line each; say it once, where it is seen.
+        print(
+          f"warning: {source}: {failures[0]} of {failures[0] + len(examples)} {split} questions "
+          f"left out, their answer not where answer_start says in their context (e.g. "
+          f"{failures[1]}); fix the offsets to train on them",
+          file=sys.stderr,
+          flush=True,
+        )
       if not examples:
         skipped = (
           f"all {failures[0]} questions were skipped (their answer is not in their context)"
