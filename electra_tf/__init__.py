@@ -64,3 +64,18 @@ from electra_tf.models.electra_pretrainer import ElectraPretrainer  # noqa: E402
 from electra_tf.task_models.classifier import ElectraClassifier  # noqa: E402
 from electra_tf.task_models.question_answerer import ElectraQuestionAnswerer  # noqa: E402
 from electra_tf.task_models.token_tagger import ElectraTokenTagger  # noqa: E402
+
+__all__ = [
+  "BertConfig",
+  "ElectraClassifier",
+  "ElectraPretrainer",
+  "ElectraQuestionAnswerer",
+  "ElectraTextPreprocessor",
+  "ElectraTokenTagger",
+  "PretrainingConfig",
+  "__version__",
+  "get_bert_config",
+  "get_generator_config",
+  "load_hparams",
+  "load_official_checkpoint",
+]

@@ -7,6 +7,8 @@ import ast
 import importlib.util
 import pathlib
 
+import pytest
+
 from tests.conftest import REPO_ROOT
 from tests.helpers.subprocesses import run_python
 
@@ -332,3 +334,25 @@ def test_import_electra_tf_loads_no_keras_hub_or_kagglesdk_module():
   )
   assert result.returncode == 0, result.stderr[-2000:]
   assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize(
+  "package",
+  [
+    "electra_tf",
+    "electra_tf.layers",
+    "electra_tf.models",
+    "electra_tf.serving",
+    "electra_tf.text",
+  ],
+)
+def test_public_packages_say_what_they_export(package):
+  """Each package users import lists its public names in `__all__`: every
+  name is there, and `from package import *` gives exactly those."""
+  import importlib
+
+  module = importlib.import_module(package)
+  assert [name for name in module.__all__ if not hasattr(module, name)] == []
+  namespace = {}
+  exec(f"from {package} import *", namespace)  # noqa: S102
+  assert sorted(k for k in namespace if k != "__builtins__") == sorted(module.__all__)

@@ -21,7 +21,6 @@ import os
 
 import tensorflow as tf
 
-from electra_tf.text import vocab as vocab_lib
 from electra_tf.utils.file_io import write_atomic
 
 RECORDS_INFO = "records_info.json"
@@ -59,12 +58,13 @@ def read_records_info(records_dir):
 
 def check_records_vocab(files, vocab):
   """Refuses record `files` whose folder's info names another vocab than
-  `vocab` (one line naming both); returns the infos found, by folder."""
+  `vocab` (a `text.vocab.Vocab`; one line naming both); returns the infos
+  found, by folder."""
   infos = {}
   for folder in sorted({os.path.dirname(f) for f in files}):
     info = read_records_info(folder)
     if info is None:
       continue
-    vocab_lib.check_made_with(vocab, info["vocab"], f"the TFRecords in {folder!r} were made")
+    vocab.check_made_with(info["vocab"], f"the TFRecords in {folder!r} were made")
     infos[folder] = info
   return infos

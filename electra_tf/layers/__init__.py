@@ -9,3 +9,12 @@ from electra_tf.layers.electra_embeddings import ElectraEmbeddings
 from electra_tf.layers.electra_encoder import ElectraEncoder
 from electra_tf.layers.electra_masked_lm_head import ElectraMaskedLMHead
 from electra_tf.layers.electra_transformer_layer import ElectraTransformerLayer
+
+__all__ = [
+  "ElectraClozeHead",
+  "ElectraDiscriminatorHead",
+  "ElectraEmbeddings",
+  "ElectraEncoder",
+  "ElectraMaskedLMHead",
+  "ElectraTransformerLayer",
+]

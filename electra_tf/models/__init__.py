@@ -6,3 +6,9 @@ checkpoint formats and the optimizers' exclusions are decided on."""
 from electra_tf.models.electra_discriminator import ElectraDiscriminator
 from electra_tf.models.electra_generator import ElectraGenerator
 from electra_tf.models.electra_pretrainer import ElectraPretrainer
+
+__all__ = [
+  "ElectraDiscriminator",
+  "ElectraGenerator",
+  "ElectraPretrainer",
+]

@@ -10,3 +10,7 @@ Example:
 """
 
 from electra_tf.serving.loading import load
+
+__all__ = [
+  "load",
+]

@@ -450,6 +450,27 @@ class Vocab:
       "strip_accents": self.strip_accents,
     }
 
+  def check_made_with(self, recorded, what):
+    """A one-line ValueError when `recorded` (an artefact's `fingerprint`
+    of the vocab it was made with) is another vocab's than this one: every
+    id would mean another token. `what` names the artefact and how it was
+    made ("the TFRecords in 'dir' were made").
+
+    Example:
+    >>> import pathlib
+    >>> _ = pathlib.Path("v.txt").write_text("[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\n[MASK]\\n")
+    >>> vocab = Vocab.read("v.txt")
+    >>> vocab.check_made_with(vocab.fingerprint(), "records were made")
+    """
+    if recorded.get("sha256") == self.sha256:
+      return
+    raise ValueError(
+      f"{what} with vocab {recorded.get('file')!r} ({recorded.get('size')} tokens, "
+      f"sha256 {str(recorded.get('sha256'))[:12]}) but the vocab given is {self.path!r} "
+      f"({self.size} tokens, sha256 {self.sha256[:12]}): its ids mean other tokens; give "
+      "that vocab"
+    )
+
   def check_size(self, vocab_size, what="hparam"):
     """A one-line ValueError naming the file when `vocab_size` is not its
     number of ids (`check_vocab_file`)."""
@@ -458,27 +479,6 @@ class Vocab:
         f"{what} vocab_size={vocab_size} but vocab file {self.path!r} has {self.size} "
         f"entries; set vocab_size to {self.size}"
       )
-
-
-def check_made_with(vocab, recorded, what):
-  """A one-line ValueError when `recorded` (an artefact's `fingerprint` of
-  the vocab it was made with) is another vocab's than `vocab`'s: every id
-  would mean another token. `what` names the artefact and how it was made
-  ("the TFRecords in 'dir' were made").
-
-  Example:
-  >>> import pathlib
-  >>> _ = pathlib.Path("v.txt").write_text("[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\n[MASK]\\n")
-  >>> check_made_with(Vocab.read("v.txt"), Vocab.read("v.txt").fingerprint(), "records were made")
-  """
-  if recorded.get("sha256") == vocab.sha256:
-    return
-  raise ValueError(
-    f"{what} with vocab {recorded.get('file')!r} ({recorded.get('size')} tokens, "
-    f"sha256 {str(recorded.get('sha256'))[:12]}) but the vocab given is {vocab.path!r} "
-    f"({vocab.size} tokens, sha256 {vocab.sha256[:12]}): its ids mean other tokens; give "
-    "that vocab"
-  )
 
 
 def check_vocab_file(vocab_file, vocab_size, what="hparam"):

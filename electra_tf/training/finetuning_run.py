@@ -110,7 +110,7 @@ def _check_vocab_of_source(config, source):
   where = f"the model in {os.path.dirname(source.get('path') or '')!r} was pre-trained"
   recorded = source.get("vocab") or {}
   if recorded.get("sha256"):
-    vocab_lib.check_made_with(vocab, recorded, where)
+    vocab.check_made_with(recorded, where)
     return
   rows = model_dir_lib.encoder_config(source)[0].get("vocab_size")
   if rows is not None and int(rows) != vocab.size:
