@@ -42,6 +42,7 @@ from electra_tf.training.finetuning_run import results_lines  # noqa: F401
 from electra_tf.training.finetuning_run import run_finetuning  # noqa: F401
 from electra_tf.training.finetuning_run import write_results  # noqa: F401
 from electra_tf.utils import exit_codes
+from electra_tf.utils.console_logging import plain_console_logging
 
 
 def _check_before_work(config):
@@ -65,6 +66,7 @@ def main(argv=None):
   add_run_flags(parser, "fine-tuned")
   args = parser.parse_args(argv)
   logging.set_verbosity(logging.INFO)
+  plain_console_logging()
   try:
     config = runner.make_config(args.model_name, args.data_dir, args.hparams)
     # Collective ops (multi-worker) must be configured before TF starts.

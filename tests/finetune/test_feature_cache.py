@@ -6,6 +6,7 @@ works on the next run."""
 
 import json
 import os
+import shutil
 
 import pytest
 import tensorflow as tf
@@ -260,6 +261,11 @@ def test_run_finetuning_at_64_then_128_rebuilds_the_features(data, capsys):
     }
 
   assert lengths("train") == lengths("dev") == {64}
+  # The trained trial is another run's now: refused, and started over once removed.
+  code, out, lines = _main(data, capsys, max_seq_length=128)
+  assert code == 2 and "max_seq_length 64 → 128" in lines[-1], lines
+  trial = os.path.join(data_dir, "models", "m", "finetuning_models", "sst_model_1")
+  shutil.rmtree(trial)
   code, out, lines = _main(data, capsys, max_seq_length=128)
   assert code == 0, lines
   rebuilt = [line for line in out.splitlines() if line.startswith("Rebuilding")]

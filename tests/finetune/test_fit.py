@@ -431,7 +431,8 @@ def test_cli_killed_anywhere_then_rerun_ends_bit_identical(rte_data):
 
   result = _cli(data_dir, hparams, model_name="split")
   assert result.returncode == 0, result.stderr[-2000:]
-  assert f"Resuming from {model_dir}/model.ckpt-{stopped} at step {stopped}" in result.stderr
+  # The run's log lines go to stdout as plain text.
+  assert f"Resuming from {model_dir}/model.ckpt-{stopped} at step {stopped}" in result.stdout
   assert _latest_step(model_dir) == 18
   expected = _checkpoint_values(_trial_dir(data_dir, "full"))
   values = _checkpoint_values(model_dir)
