@@ -328,7 +328,12 @@ def main(argv=None):
   parser.add_argument("--big-mb", type=int, default=1000, help="0: no run at scale")
   parser.add_argument("--vocab-size", type=int, default=8000)
   parser.add_argument("--sentencepiece-lines", type=int, default=200_000)
-  parser.add_argument("--work-dir", default="/work/runs/vocab_bench")
+  parser.add_argument(
+    "--work-dir",
+    default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "vocab_bench"),
+    help="corpora and vocabs (GBs with the default sizes)",
+  )
+  parser.add_argument("--json", help="also write the report's JSON here (`python -m bench`)")
   parser.add_argument("--report", help="write REPORT.json and REPORT.md")
   parser.add_argument(
     "--quick", action="store_true", help="a smoke run: 3 MB, 1 MB for today's learner, 6 MB repeats"
@@ -364,6 +369,8 @@ def main(argv=None):
   }
   text = json.dumps(report, indent=2)
   print(text)
+  if args.json:
+    common.write_atomic(args.json, text + "\n")
   if args.report:
     common.write_atomic(args.report + ".json", text + "\n")
     common.write_atomic(args.report + ".md", markdown(report))

@@ -32,6 +32,7 @@ BENCHMARKS = (
   "bench_serving",
   "bench_quantization",
   "bench_record_check",
+  "bench_vocab",
 )
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 DOCS_PAGE = os.path.join(REPO_ROOT, "docs", "benchmarks.md")
@@ -46,6 +47,7 @@ _COLUMNS = (
   "latency_ms",
   "utilisation_of_fp32_matmul",
   "peak_rss_mb",
+  "wall_s",
 )
 
 
