@@ -827,13 +827,19 @@ def build_sentencepiece(args, report):
     )
   else:
     print("SentencePiece trains on every corpus line (--input-sentence-size 0)")
-  model = vocab_lib.train_sentencepiece(
-    sentences,
-    args.vocab_size,
-    model_type=args.model_type,
-    character_coverage=args.character_coverage,
-    input_sentence_size=args.input_sentence_size,
-  )
+  try:
+    model = vocab_lib.train_sentencepiece(
+      sentences,
+      args.vocab_size,
+      model_type=args.model_type,
+      character_coverage=args.character_coverage,
+      input_sentence_size=args.input_sentence_size,
+    )
+  except ValueError:
+    # A corpus that is not text (UTF-16, binary) leaves SentencePiece no
+    # sentence: say that, not its internal check.
+    report.check_text()
+    raise
   report.check_text()  # nothing written when the corpus is mostly not text
   size = len(vocab_lib.sentencepiece_vocab_of(model, args.output))
   # The settings first: a model never stands without them.

@@ -88,3 +88,15 @@ def test_vocab_records_and_pretraining(tmp_path, capsys, language, model_type, v
     False,
   )
   assert tf.train.latest_checkpoint(str(tmp_path / "models" / "m")) is not None
+
+
+@pytest.mark.parametrize("model_type", ["wordpiece", "unigram"])
+def test_a_utf16_corpus_is_named_as_not_text_by_either_trainer(tmp_path, capsys, model_type):
+  corpus = tmp_path / "corpus"
+  corpus.mkdir()
+  (corpus / "a.txt").write_text("Grüße aus Köln und ein schöner Tag\n" * 300, encoding="utf-16")
+  argv = ["--corpus-dir", str(corpus), "--vocab-size", "200", "--output", str(tmp_path / "v")]
+  assert build_vocab.main(argv + ["--model-type", model_type]) == 2
+  (error,) = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error")]
+  assert "a.txt" in error and "are not text" in error and "convert it to UTF-8" in error
+  assert not (tmp_path / "v").exists()
