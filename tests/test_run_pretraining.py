@@ -146,6 +146,22 @@ def test_records_made_with_another_vocab_are_refused_naming_both(tmp_path, capsy
   assert len(err.strip().splitlines()) == 1, err
 
 
+def test_held_out_records_made_with_another_vocab_or_missing_are_refused(tmp_path, capsys):
+  make_data_dir(tmp_path)
+  held_out = tmp_path / "held_out"
+  held_out.mkdir()
+  shard = tmp_path / "pretrain_tfrecords" / "pretrain_data.tfrecord-2-of-3"
+  (held_out / shard.name).write_bytes(shard.read_bytes())
+  other = tmp_path / "other_vocab.txt"
+  words = (tmp_path / "vocab.txt").read_text().splitlines()
+  other.write_text("\n".join(words[:-2] + [words[-1], words[-2]]) + "\n")
+  records_info.write_records_info(str(held_out), vocab_lib.Vocab.read(str(other)), {})
+  hparams = self_made_hparams(held_out_tfrecords=str(held_out / "*"))
+  _bad_input(capsys, tmp_path, hparams, r"the TFRecords in '.*held_out' were made with vocab")
+  hparams = self_made_hparams(held_out_tfrecords=str(tmp_path / "nothing*"))
+  _bad_input(capsys, tmp_path, hparams, r"hparam held_out_tfrecords='.*nothing\*' matches no file")
+
+
 def test_vocab_without_mask_is_one_line_before_the_config_dump(tmp_path, capsys):
   make_data_dir(tmp_path)
   words = (tmp_path / "vocab.txt").read_text().splitlines()

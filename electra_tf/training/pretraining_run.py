@@ -17,6 +17,7 @@ Example:
   >>> # train_or_eval(config)
 """
 
+import copy
 import json
 import os
 import pickle
@@ -125,6 +126,16 @@ def validate_config(config):
   vocab = vocab_lib.check_vocab_file(config.vocab_file, config.vocab_size)
   files = find_pretraining_files(config)
   records_info.check_records_vocab(files, vocab)
+  if config.held_out_tfrecords and config.do_train:
+    held_out = copy.copy(config)
+    held_out.pretrain_tfrecords = config.held_out_tfrecords
+    try:
+      held_out_files = pretrain_data.find_files(resolve_file_patterns(held_out))
+    except ValueError:
+      raise ValueError(
+        f"hparam held_out_tfrecords={config.held_out_tfrecords!r} matches no file"
+      ) from None
+    records_info.check_records_vocab(held_out_files, vocab)
   try:
     return pretrain_data.validate_pretraining_files(
       files,
