@@ -71,13 +71,13 @@ def main(argv=None):
     config = runner.make_config(args.model_name, args.data_dir, args.hparams)
     # Collective ops (multi-worker) must be configured before TF starts.
     strategy = distribution.setup_distribution(config)
-    runner.validate_inputs(config)
+    tokenizer = runner.validate_inputs(config)
     _check_before_work(config)
   except ValueError as e:
     print(f"run_finetuning: error: {e}", file=sys.stderr, flush=True)
     return exit_codes.BAD_INPUT
   return run_status.run_to_exit_status(
-    "run_finetuning", lambda: runner.run_finetuning(config, strategy)
+    "run_finetuning", lambda: runner.run_finetuning(config, strategy, tokenizer)
   )
 
 

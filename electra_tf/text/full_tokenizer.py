@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from electra_tf.text.vocab import SENTENCEPIECE
+from electra_tf.text.vocab import Vocab
 from electra_tf.text.vocab import load_vocab
 from electra_tf.text.vocab import resolve_normalisation
 from electra_tf.text.vocab import vocab_kind
@@ -78,10 +79,10 @@ def full_tokenizer_for(vocab_file, do_lower_case=None, strip_accents=None):
   (`vocab_settings`); a bool overrides it unless it contradicts the vocab's
   settings file (`resolve_normalisation`).
   """
-  kind = vocab_kind(vocab_file)
-  do_lower_case, strip_accents = resolve_normalisation(
-    vocab_file, do_lower_case, strip_accents, kind
-  )
+  vocab = vocab_file if isinstance(vocab_file, Vocab) else None
+  path = vocab.path if vocab else vocab_file
+  kind = vocab.kind if vocab else vocab_kind(path)
+  do_lower_case, strip_accents = resolve_normalisation(path, do_lower_case, strip_accents, kind)
   if kind == SENTENCEPIECE:
-    return SentencePieceFullTokenizer(vocab_file, do_lower_case, strip_accents)
-  return FullTokenizer(vocab_file, do_lower_case=do_lower_case, strip_accents=strip_accents)
+    return SentencePieceFullTokenizer(path, do_lower_case, strip_accents)
+  return FullTokenizer(vocab or path, do_lower_case=do_lower_case, strip_accents=strip_accents)

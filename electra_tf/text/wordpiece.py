@@ -18,6 +18,7 @@ ids = tokenizer.convert_tokens_to_ids(tokens)
 import unicodedata
 
 from electra_tf.text.vocab import SentencePieceVocab
+from electra_tf.text.vocab import Vocab
 from electra_tf.text.vocab import load_vocab
 
 # Code points BERT treats as CJK ideographs (Hangul, Hiragana and Katakana are
@@ -238,7 +239,8 @@ class FullTokenizer:
   """BasicTokenizer followed by WordpieceTokenizer, with id conversion.
 
   Args:
-    vocab_file: WordPiece vocab, one token per line (`model/tokenization.py:load_vocab`).
+    vocab_file: WordPiece vocab, one token per line (`model/tokenization.py:load_vocab`),
+      or its `vocab.Vocab` already read.
     do_lower_case: lower-case the text.
     strip_accents: strip accents (only when lower-casing).
 
@@ -248,7 +250,8 @@ class FullTokenizer:
   """
 
   def __init__(self, vocab_file, do_lower_case=True, strip_accents=True):
-    self.vocab = load_vocab(vocab_file)
+    # A `Vocab` already read gives its tokens; a path is read here.
+    self.vocab = vocab_file.tokens if isinstance(vocab_file, Vocab) else load_vocab(vocab_file)
     if isinstance(self.vocab, SentencePieceVocab):
       # Running WordPiece over a model's pieces would give wrong ids silently.
       raise ValueError(

@@ -152,12 +152,15 @@ def _with_vocab_settings(config, user):
   return config
 
 
-def finetuning_tokenizer(config):
+def finetuning_tokenizer(config, vocab=None):
   """The tokenizer every fine-tuning task featurises with: the config's
-  vocab, `do_lower_case` and `strip_accents` (the pre-trained model's, from
-  its `config.json`, unless the hparams set them)."""
+  vocab (`vocab`, its `Vocab` when already read), `do_lower_case` and
+  `strip_accents` (the pre-trained model's, from its `config.json`, unless
+  the hparams set them)."""
   return full_tokenizer_for(
-    config.vocab_file, do_lower_case=config.do_lower_case, strip_accents=config.strip_accents
+    vocab or config.vocab_file,
+    do_lower_case=config.do_lower_case,
+    strip_accents=config.strip_accents,
   )
 
 
@@ -166,7 +169,8 @@ def validate_inputs(config):
   for `data_source: files`, each task's data directory and every data file
   the run will read (train, dev, and the test splits it writes outputs
   for), so that a bad dev.tsv fails now rather than after training; errors
-  name the file and the line."""
+  name the file and the line. Returns the run's tokenizer
+  (`finetuning_tokenizer`), built once: pass it on to `run_finetuning`."""
   if not tf.io.gfile.exists(config.vocab_file):
     raise ValueError(f"vocab file {config.vocab_file} does not exist (hparam vocab_file)")
   if config.data_source == "tfds":
@@ -176,11 +180,13 @@ def validate_inputs(config):
       path = config.raw_data_dir(name)
       if not tf.io.gfile.isdir(path):
         raise ValueError(f"hparam task_names: no data directory {path} for task {name!r}")
-    _check_data_files(config)
+  tokenizer = finetuning_tokenizer(config, vocab_lib.Vocab.read(config.vocab_file))
+  if config.data_source == "files" and (config.do_train or config.do_eval):
+    _check_data_files(config, tokenizer)
+  return tokenizer
 
 
-def _check_data_files(config):
-  tokenizer = finetuning_tokenizer(config)
+def _check_data_files(config, tokenizer):
   tasks = task_builder.get_tasks(config, tokenizer)
   preprocessor = preprocessing.Preprocessor(config, tasks)
 
@@ -502,11 +508,14 @@ def _prepare_model_dir(config):
   tf.io.gfile.makedirs(config.model_dir)
 
 
-def run_finetuning(config, strategy=None):
+def run_finetuning(config, strategy=None, tokenizer=None):
   """Runs `num_trials` trials of train → evaluate (→ test outputs); returns
   the list of per-trial results. `strategy` defaults to the one the hparams
-  choose (`electra_tf.runtime.distribution.setup_distribution`)."""
-  validate_inputs(config)
+  choose (`electra_tf.runtime.distribution.setup_distribution`); `tokenizer`
+  is what `validate_inputs(config)` returned when the caller validated
+  already (else the inputs are validated here)."""
+  if tokenizer is None:
+    tokenizer = validate_inputs(config)
   source = _source_run_config(config)
   if source is not None:
     model_dir_lib.check_finetuning_encoder(config, source)
@@ -522,13 +531,13 @@ def run_finetuning(config, strategy=None):
     )
     lock.acquire()
   try:
-    return _run_trials(config, strategy, chief)
+    return _run_trials(config, strategy, chief, tokenizer)
   finally:
     if lock is not None:
       lock.release()
 
 
-def _run_trials(config, strategy, chief):
+def _run_trials(config, strategy, chief, tokenizer):
   results = []
   trial = 1
   # The original's heading never updates its trial number (docs/differences.md).
@@ -543,7 +552,6 @@ def _run_trials(config, strategy, chief):
     accumulation_steps=config.gradient_accumulation_steps,
   )
   generic_model_dir = config.model_dir
-  tokenizer = finetuning_tokenizer(config)
   tasks = task_builder.get_tasks(config, tokenizer)
   while config.num_trials < 0 or trial <= config.num_trials:
     config.model_dir = generic_model_dir + "_" + str(trial)
