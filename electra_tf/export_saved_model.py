@@ -132,7 +132,7 @@ def main(argv=None):
   keras.mixed_precision.set_global_policy("float32")
   try:
     # Before loading the model (seconds to minutes).
-    check_writable(args.export_dir, "--export-dir")
+    check_writable(args.export_dir, "--export-dir", directory=True)
     # the extra's packages, and no SavedModel-only flag with another format, before the model
     portable.check_request(args.format, args.quantize, export_lib.saved_model_flags_given(args))
     source = args.keras_model or args.checkpoint

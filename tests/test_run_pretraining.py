@@ -162,6 +162,13 @@ def test_held_out_records_made_with_another_vocab_or_missing_are_refused(tmp_pat
   _bad_input(capsys, tmp_path, hparams, r"hparam held_out_tfrecords='.*nothing\*' matches no file")
 
 
+def test_a_model_dir_that_is_a_file_is_one_line(tmp_path, capsys):
+  make_data_dir(tmp_path)
+  (tmp_path / "models").mkdir()
+  (tmp_path / "models" / "m").write_text("not a dir")
+  _bad_input(capsys, tmp_path, self_made_hparams(), r"model dir .* is a file; expected a directory")
+
+
 def test_vocab_without_mask_is_one_line_before_the_config_dump(tmp_path, capsys):
   make_data_dir(tmp_path)
   words = (tmp_path / "vocab.txt").read_text().splitlines()

@@ -143,7 +143,7 @@ def build_openwebtext(options, beam_options=None):
     raise ValueError(
       f"--num-processes must be in [1, {options.num_out_files}], got {options.num_processes}"
     )
-  file_io.check_writable(options.output_dir, "--output-dir")
+  file_io.check_writable(options.output_dir, "--output-dir", directory=True)
   text_corpus.prepare_output_dir(options.output_dir, options.overwrite)
   if beam_options is not None:
     from tfrecords_tools import beam_pipeline  # deferred: Apache Beam is an optional extra

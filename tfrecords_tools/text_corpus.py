@@ -397,6 +397,8 @@ def check_options(options):
     raise ValueError(f"--max-seq-length must be at least 5, got {options.max_seq_length}")
   if options.num_processes < 1:
     raise ValueError(f"--num-processes must be >= 1, got {options.num_processes}")
+  if options.num_out_files < 1:
+    raise ValueError(f"--num-out-files must be >= 1, got {options.num_out_files}")
   if options.num_processes > options.num_out_files:
     raise ValueError(
       f"--num-processes ({options.num_processes}) must not exceed "
@@ -479,7 +481,7 @@ def build_pretraining_dataset(options, beam_options=None):
     raise ValueError(
       f"--output-dir {options.output_dir!r} is a file; expected a directory for the shards"
     )
-  file_io.check_writable(options.output_dir, "--output-dir")
+  file_io.check_writable(options.output_dir, "--output-dir", directory=True)
   lost = normalisation_warning(options)
   if lost:
     print(f"warning: {options.corpus_dir}: {lost}", file=sys.stderr, flush=True)

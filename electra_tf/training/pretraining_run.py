@@ -117,7 +117,7 @@ def validate_config(config):
       f"hparam save_checkpoints_steps={config.save_checkpoints_steps}; expected >= 0"
     )
   # Before the records' checks (seconds to minutes): training and evaluation write there.
-  check_writable(config.model_dir, "model dir (<data-dir>/models/<model-name>)")
+  check_writable(config.model_dir, "model dir (<data-dir>/models/<model-name>)", directory=True)
   if config.init_checkpoint:
     try:
       official_checkpoint.resolve_checkpoint_path(config.init_checkpoint)

@@ -103,7 +103,7 @@ def write_atomic(path, data):
     raise
 
 
-def check_writable(path, what):
+def check_writable(path, what, directory=False):
   """Raises ValueError (one line naming `what` and `path`) unless files can
   be created where `path` will be written.
 
@@ -117,6 +117,8 @@ def check_writable(path, what):
   Args:
     path: the output file or directory.
     what: how the user named it (a flag such as `--output-dir`, or "model dir").
+    directory: `path` is an output directory, so an existing file there is
+      refused too.
 
   Example:
   >>> check_writable("new_dir/vocab.txt", "--output")
@@ -129,6 +131,8 @@ def check_writable(path, what):
   if _is_remote(path):
     return
   full = os.path.abspath(path)
+  if directory and os.path.exists(full) and not os.path.isdir(full):
+    raise ValueError(f"{what} {path!r} is a file; expected a directory")
   directory = full if os.path.isdir(full) else os.path.dirname(full)
   while not os.path.exists(directory):
     directory = os.path.dirname(directory)

@@ -228,6 +228,8 @@ def test_bad_inputs(small_corpus, tmp_path):
     text_corpus.build_pretraining_dataset(
       _options(corpus, str(tmp_path / "v.txt"), tmp_path / "o1")
     )
+  with pytest.raises(ValueError, match=r"^--num-out-files must be >= 1, got 0$"):
+    text_corpus.build_pretraining_dataset(_options(corpus, vocab, tmp_path / "o1", num_out_files=0))
   bad_vocab = tmp_path / "bad_vocab.txt"
   bad_vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\n")
   with pytest.raises(ValueError, match=r"\[MASK\]"):

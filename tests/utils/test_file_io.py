@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+from electra_tf.utils.file_io import check_writable
 from electra_tf.utils.file_io import write_atomic
 
 
@@ -90,3 +91,11 @@ def test_atomic_path_keeps_a_required_suffix_and_handles_directories(tmp_path):
       os.makedirs(os.path.join(tmp, "variables"))
       raise ValueError("save failed")
   assert os.listdir(tmp_path / "export") == []
+
+
+def test_an_output_directory_that_is_a_file_is_named(tmp_path):
+  (tmp_path / "out").write_text("a file")
+  check_writable(str(tmp_path / "out"), "--output")  # a file output may replace a file
+  with pytest.raises(ValueError, match=r"^--export-dir '.*out' is a file; expected a directory$"):
+    check_writable(str(tmp_path / "out"), "--export-dir", directory=True)
+  check_writable(str(tmp_path / "new"), "--export-dir", directory=True)
