@@ -34,7 +34,8 @@ EXPORT_FORMATS = ("litert", "onnx")
 
 def check_prediction_input(x, model_name):
   """One clear ValueError for what `predict` cannot take: a lone string (a
-  batch of its characters otherwise) or an empty batch.
+  batch of its characters otherwise), an empty batch, or pairs whose
+  halves differ in length.
 
   Example:
   >>> check_prediction_input(["a text"], "ElectraClassifier")
@@ -52,6 +53,12 @@ def check_prediction_input(x, model_name):
   for part in parts:
     if isinstance(part, (list, tuple)) and len(part) == 0:
       raise ValueError(f"{model_name}.predict got an empty batch: expected at least one text")
+  sizes = [len(part) for part in parts if isinstance(part, (list, tuple))]
+  if len(parts) == 2 and len(sizes) == 2 and sizes[0] != sizes[1]:
+    raise ValueError(
+      f"{model_name}.predict got {sizes[0]} first texts (text_a) and {sizes[1]} second texts "
+      "(text_b); expected one text_b per text_a"
+    )
 
 
 class ElectraTaskModel(keras.Model):

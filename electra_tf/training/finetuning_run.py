@@ -175,6 +175,14 @@ def validate_inputs(config):
     raise ValueError(f"vocab file {config.vocab_file} does not exist (hparam vocab_file)")
   if config.data_source == "tfds":
     extras.require("tensorflow_datasets", "tfds", 'hparam data_source="tfds"')
+  # Before anything is written (a trial dir): the names and the length.
+  unknown = [name for name in config.task_names if name not in task_builder.TASK_CLASSES]
+  if unknown:
+    raise ValueError(
+      f"Unknown task(s) {unknown} in hparam task_names; known tasks: "
+      f"{sorted(task_builder.TASK_CLASSES)}"
+    )
+  get_finetuning_bert_config(config)
   if config.data_source == "files" and (config.do_train or config.do_eval):
     for name in config.task_names:
       path = config.raw_data_dir(name)
@@ -307,7 +315,7 @@ class ModelRunner:
     config = self._config
     records, self.train_steps = self._preprocessor.train_records()
     if self.train_steps <= 0:
-      raise ValueError(
+      raise preprocessing.NoExamplesError(
         f"no training steps: train_steps = n_records // train_batch_size "
         f"({config.train_batch_size}) * num_train_epochs ({config.num_train_epochs}) is 0"
       )

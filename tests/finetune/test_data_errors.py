@@ -183,3 +183,19 @@ def test_vocab_size_defaults_to_the_vocab_s_ids(data):
   assert config.vocab_size == vocab_size + 5  # set by the user: kept (unused rows)
   with pytest.raises(ValueError, match=f"vocab_size={vocab_size - 1} but vocab file .* has "):
     finetuning_run.make_config("m", data_dir, dict(hparams, vocab_size=vocab_size - 1))
+
+
+def test_a_task_name_or_length_the_run_cannot_take_is_one_line_before_any_trial(data, capsys):
+  data_dir, _ = data
+  models = os.path.join(data_dir, "models", "m", "finetuning_models")
+  code, lines = _run(data, capsys, ["RTE"])
+  assert (
+    code == 2 and len(lines) == 1 and "Unknown task(s) ['RTE'] in hparam task_names" in lines[0]
+  )
+  code, lines = _run(data, capsys, ["rte"], max_seq_length=1024)
+  assert code == 2 and len(lines) == 1, lines
+  assert "max_seq_length=1024 exceeds the model's max_position_embeddings=512" in lines[0]
+  assert not os.path.exists(models)
+  # Epochs too few for one step: bad input (exit 2) in one line, not a traceback.
+  code, lines = _run(data, capsys, ["rte"], num_train_epochs=0.01)
+  assert code == 2 and "no training steps" in lines[-1], lines

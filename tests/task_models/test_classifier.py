@@ -140,6 +140,8 @@ def test_inputs_the_classifier_cannot_take_are_named(tmp_path):
     model.predict("one string")
   with pytest.raises(ValueError, match="got an empty batch"):
     model.predict([])
+  with pytest.raises(ValueError, match=r"got 2 first texts \(text_a\) and 1 second texts"):
+    model.predict((["a b", "c"], ["d"]))
   missing = str(tmp_path / "no_such_model")
   with pytest.raises(ValueError, match=f"from_checkpoint: '{missing}' does not exist"):
     electra_tf.ElectraClassifier.from_checkpoint(missing, num_classes=2)
