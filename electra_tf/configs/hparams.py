@@ -18,14 +18,23 @@ RUN_CONFIG_FORMAT = "electra_tf.run_config"
 _CONFIG_CLASSES = {}
 
 
-def load_hparams(hparams):
+def load_hparams(hparams, config_class=None):
   """Returns the hparams dict given as a dict, a JSON object string, a path
   to a `.json` file (the original's `--hparams` rule: a string ending in
   `.json` is a file) or a packaged preset (`small`, or `configs/small.json`
   where no such file exists; `electra_tf.configs.presets`). A run's `config.json` (`"format":
-  "electra_tf.run_config"`) gives that run's hparams (`run_config_hparams`)."""
+  "electra_tf.run_config"`) gives that run's hparams (`run_config_hparams`);
+  with `config_class` (the command's config class, by name), one of another
+  kind of run is refused in one line."""
   values = _load_hparams(hparams)
   if values.get("format") == RUN_CONFIG_FORMAT:
+    recorded = values.get("config_class")
+    if config_class is not None and recorded != config_class:
+      raise ValueError(
+        f"--hparams {hparams if isinstance(hparams, str) else 'the run config'!r} is the "
+        f"config.json of a {values.get('kind')} run ({recorded}); this command takes a "
+        f"{config_class}'s: to start from that run, give its model dir as init_checkpoint"
+      )
     return run_config_hparams(values, source=hparams if isinstance(hparams, str) else None)
   return values
 

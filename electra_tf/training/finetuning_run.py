@@ -82,7 +82,7 @@ def make_config(model_name, data_dir, hparams):
   `do_lower_case` and `strip_accents` come from that file unless the hparams set them; sizes
   the hparams set must build the same encoder (one-line
   `model_dir.ModelDirMismatch` otherwise)."""
-  user = load_hparams(hparams)
+  user = load_hparams(hparams, "FinetuningConfig")
   config = FinetuningConfig(model_name, data_dir, **user)
   source = _source_run_config(config)
   if source is not None:

@@ -542,7 +542,7 @@ def make_config(data_dir, model_name, hparams):
   `.json` path or a run's `config.json`). Evaluation (`do_train` false) of
   a model dir with a `config.json` takes the model's sizes, vocab and
   `do_lower_case` from it unless the hparams set them."""
-  user = load_hparams(hparams)
+  user = load_hparams(hparams, "PretrainingConfig")
   config = PretrainingConfig(model_name, data_dir, **user)
   if not config.do_train:
     existing = any_format.run_config(config.model_dir)

@@ -1,13 +1,16 @@
 """The shared config base: typed fields with help, strict updates with "did you mean"."""
 
 import dataclasses
+import json
 
 import pytest
 
 from electra_tf.configs import reference
 from electra_tf.configs.finetuning import FinetuningConfig
+from electra_tf.configs.hparams import RUN_CONFIG_FORMAT
 from electra_tf.configs.hparams import ConfigBase
 from electra_tf.configs.hparams import hparam
+from electra_tf.configs.hparams import load_hparams
 from electra_tf.configs.pretraining import PretrainingConfig
 
 CONFIGS = [PretrainingConfig, FinetuningConfig]
@@ -144,3 +147,20 @@ def test_values_that_fit_their_types(tmp_path):
   assert finetuning.task_names == ("rte",)
   with pytest.raises(ValueError, match="hparam 'task_names' must be a list"):
     FinetuningConfig("m", str(tmp_path), task_names={"rte": 1})
+
+
+@pytest.mark.parametrize(
+  "kind, recorded, command",
+  [
+    ("pretraining", "PretrainingConfig", "FinetuningConfig"),
+    ("finetuning", "FinetuningConfig", "PretrainingConfig"),
+  ],
+)
+def test_a_run_config_of_another_kind_is_one_line(tmp_path, kind, recorded, command):
+  path = tmp_path / "config.json"
+  path.write_text(
+    json.dumps({"format": RUN_CONFIG_FORMAT, "kind": kind, "config_class": recorded, "hparams": {}})
+  )
+  with pytest.raises(ValueError, match=rf"is the config.json of a {kind} run \({recorded}\); "):
+    load_hparams(str(path), command)
+  assert load_hparams(str(path), recorded) == {}  # its own kind is read
