@@ -199,3 +199,14 @@ def test_a_task_name_or_length_the_run_cannot_take_is_one_line_before_any_trial(
   # Epochs too few for one step: bad input (exit 2) in one line, not a traceback.
   code, lines = _run(data, capsys, ["rte"], num_train_epochs=0.01)
   assert code == 2 and "no training steps" in lines[-1], lines
+
+
+def test_a_data_file_that_is_a_directory_is_named_as_such(data, capsys):
+  data_dir, _ = data
+  train = os.path.join(data_dir, "finetuning_data", "rte", "train.tsv")
+  if os.path.exists(train):
+    os.remove(train)
+  os.makedirs(train)
+  code, lines = _run(data, capsys, ["rte"])
+  assert code == 2 and len(lines) == 1, lines
+  assert "train.tsv' is a directory; expected a tab-separated file" in lines[0]

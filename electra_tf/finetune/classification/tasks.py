@@ -37,6 +37,8 @@ def read_tsv(path, max_lines=None):
   """Rows of a tsv file with quoting disabled (quotes stay literal)."""
   if not tf.io.gfile.exists(path):
     raise ValueError(f"data file {path!r} does not exist")
+  if tf.io.gfile.isdir(path):
+    raise ValueError(f"data file {path!r} is a directory; expected a tab-separated file")
   lines = []
   try:
     with tf.io.gfile.GFile(path, "r") as f:
