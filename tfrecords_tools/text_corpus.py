@@ -105,17 +105,7 @@ def check_vocab(vocab_file, do_lower_case=None, strip_accents=None):
   built with (its `<vocab>.json`, either kind): its pieces were learned on
   text normalised that way. Returns `(vocab, (do_lower_case, strip_accents))`:
   the `Vocab` read once and the normalisation the build applies."""
-  if not vocab_file or not tf.io.gfile.exists(vocab_file):
-    raise ValueError(f"--vocab-file {vocab_file!r} does not exist")
-  if tf.io.gfile.isdir(vocab_file):
-    raise ValueError(
-      f"--vocab-file {vocab_file!r} is a directory; expected the vocab file (a WordPiece "
-      "vocab.txt or a SentencePiece .model)"
-    )
-  try:
-    vocab = Vocab.read(vocab_file)
-  except ValueError as e:
-    raise ValueError(f"--vocab-file: {e}") from None
+  vocab = Vocab.read(vocab_file, "--vocab-file")
   normalisation = resolve_normalisation(
     vocab_file, do_lower_case, strip_accents, vocab.kind, names=NORMALISATION_FLAGS
   )
@@ -404,7 +394,9 @@ def check_options(options):
       f"--num-processes ({options.num_processes}) must not exceed "
       f"--num-out-files ({options.num_out_files})"
     )
-  checked = check_vocab(options.vocab_file, options.do_lower_case, options.strip_accents)
+  vocab_and_normalisation = check_vocab(
+    options.vocab_file, options.do_lower_case, options.strip_accents
+  )
   if not options.tfds_name:
     list_corpus_files(options.corpus_dir)
     if os.path.realpath(options.output_dir) == os.path.realpath(options.corpus_dir):
@@ -412,7 +404,7 @@ def check_options(options):
         f"--output-dir {options.output_dir!r} is --corpus-dir: the shards would be read back "
         "as text; choose another directory for them"
       )
-  return checked
+  return vocab_and_normalisation
 
 
 def processes_for_files(options):
@@ -490,23 +482,15 @@ def build_pretraining_dataset(options, beam_options=None):
   if beam_options is not None:
     from tfrecords_tools import beam_pipeline  # deferred: Apache Beam is an optional extra
 
-    counters = beam_pipeline.run_jobs_on_beam(run_job, options, beam_options)
-    records_info.write_records_info(
-      options.output_dir,
-      vocab,
-      records_settings(options.tfds_name or options.corpus_dir, options, normalisation),
-    )
-    return counters
-  stats = run_jobs(run_job, options)
-  for line in skipped_text_lines(stats, options.output_dir, created):
-    print(f"warning: {options.corpus_dir}: {line}", file=sys.stderr, flush=True)
-  check_no_empty_output(options, sum(s["examples"] for s in stats))
-  records_info.write_records_info(
-    options.output_dir,
-    vocab,
-    records_settings(options.tfds_name or options.corpus_dir, options, normalisation),
-  )
-  return stats
+    result = beam_pipeline.run_jobs_on_beam(run_job, options, beam_options)
+  else:
+    result = run_jobs(run_job, options)
+    for line in skipped_text_lines(result, options.output_dir, created):
+      print(f"warning: {options.corpus_dir}: {line}", file=sys.stderr, flush=True)
+    check_no_empty_output(options, sum(s["examples"] for s in result))
+  settings = records_settings(options.tfds_name or options.corpus_dir, options, normalisation)
+  records_info.write_records_info(options.output_dir, vocab, settings)
+  return result
 
 
 def skipped_text_lines(stats, output_dir, created=False):

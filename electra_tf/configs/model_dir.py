@@ -288,20 +288,33 @@ def architecture_of(run_config):
   return flat
 
 
+def value_differences(old, new, keys, missing="absent"):
+  """`["key old → new", ...]` for each of `keys` whose value differs
+  between the dicts `old` and `new` (`missing` where one lacks it).
+
+  Example:
+  >>> value_differences({"a": 1, "b": 2}, {"a": 1, "b": 3}, ["a", "b"])
+  ['b 2 → 3']
+  """
+  return [
+    f"{key} {json.dumps(old.get(key, missing))} → {json.dumps(new.get(key, missing))}"
+    for key in keys
+    if old.get(key, missing) != new.get(key, missing)
+  ]
+
+
 def architecture_differences(old, new, ignore=()):
   """`["discriminator.num_attention_heads 2 → 4", ...]` between two run
   configs' architectures (`architecture_of`); a tower only one has shows
   as absent. `ignore`: `BertConfig` fields left out (those a checkpoint's
   shapes cannot tell)."""
   old_flat, new_flat = architecture_of(old), architecture_of(new)
-  lines = []
-  for key in sorted(set(old_flat) | set(new_flat)):
-    if key.rsplit(".", 1)[-1] in ignore and "." in key:
-      continue
-    a, b = old_flat.get(key, "absent"), new_flat.get(key, "absent")
-    if a != b:
-      lines.append(f"{key} {json.dumps(a)} → {json.dumps(b)}")
-  return lines
+  keys = [
+    key
+    for key in sorted(set(old_flat) | set(new_flat))
+    if not ("." in key and key.rsplit(".", 1)[-1] in ignore)
+  ]
+  return value_differences(old_flat, new_flat, keys)
 
 
 def check_same_architecture(existing, requested, what="the model dir", ignore=()):
@@ -407,11 +420,7 @@ def encoder_config(run_config, given=None):
 
 
 def _raise_if_differs(theirs, ours, run_config, what):
-  differences = [
-    f"{k} {json.dumps(theirs[k])} → {json.dumps(ours[k])}"
-    for k in sorted(theirs)
-    if theirs[k] != ours[k]
-  ]
+  differences = value_differences(theirs, ours, sorted(theirs))
   if differences:
     raise ModelDirMismatch(
       f"the model at {run_config.get('path')} has another encoder than {what}: "

@@ -19,8 +19,7 @@ check_records_vocab(["pretrain_tfrecords/pretrain_data.tfrecord-0-of-1"], vocab)
 import json
 import os
 
-import tensorflow as tf
-
+from electra_tf.utils.file_io import read_json
 from electra_tf.utils.file_io import write_atomic
 
 RECORDS_INFO = "records_info.json"
@@ -42,13 +41,9 @@ def read_records_info(records_dir):
   """The folder's records info, or None when it has none; a one-line
   ValueError naming the file when it is not one."""
   path = info_path(records_dir)
-  if not tf.io.gfile.exists(path):
+  info = read_json(path, "records info")
+  if info is None:
     return None
-  try:
-    with tf.io.gfile.GFile(path, "r") as f:
-      info = json.load(f)
-  except (ValueError, UnicodeDecodeError) as e:
-    raise ValueError(f"records info {path!r} is not valid JSON ({e})") from None
   if not isinstance(info, dict) or info.get("format") != FORMAT:
     raise ValueError(f"records info {path!r}: expected a JSON object with format {FORMAT!r}")
   if not isinstance(info.get("vocab"), dict) or "sha256" not in info["vocab"]:

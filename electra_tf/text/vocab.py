@@ -23,6 +23,7 @@ from typing import Mapping
 import sentencepiece
 import tensorflow as tf
 
+from electra_tf.utils.file_io import read_json
 from electra_tf.utils.file_io import write_atomic
 
 REQUIRED_SPECIAL_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -61,12 +62,13 @@ class SentencePieceVocab(collections.OrderedDict):
     self.proto = proto
 
 
-def _read(vocab_file):
+def _read(vocab_file, what="vocab file"):
+  """The file's bytes; `what` names it in errors (a flag such as `--vocab-file`)."""
   if not vocab_file or not tf.io.gfile.exists(vocab_file):
-    raise ValueError(f"vocab file {vocab_file!r} does not exist")
+    raise ValueError(f"{what} {vocab_file!r} does not exist")
   if tf.io.gfile.isdir(vocab_file):
     raise ValueError(
-      f"vocab file {vocab_file!r} is a directory; expected the vocab file (a WordPiece "
+      f"{what} {vocab_file!r} is a directory; expected the vocab file (a WordPiece "
       "vocab.txt or a SentencePiece .model)"
     )
   with tf.io.gfile.GFile(vocab_file, "rb") as f:
@@ -141,18 +143,23 @@ def load_vocab(vocab_file):
   return _tokens_of(_read(vocab_file), vocab_file)
 
 
+def _wordpiece_lines(data):
+  """The lines of a WordPiece vocab file's bytes, as the original reads
+  them with readline(): only a final empty string (EOF) stops it, so every
+  line, even an empty one, is a token."""
+  lines = data.decode("utf-8", errors="ignore").split("\n")
+  if lines and lines[-1] == "":
+    lines.pop()  # the text after the last newline is EOF, not a line
+  return lines
+
+
 def _tokens_of(data, vocab_file):
   """`load_vocab` of a vocab file's bytes."""
   kind, sentencepiece_vocab = _parse(data, vocab_file)
   if kind == SENTENCEPIECE:
     return sentencepiece_vocab
   vocab = collections.OrderedDict()
-  # The original reads line by line with readline(); only a final empty
-  # string (EOF) stops it, so every line, even an empty one, is a token.
-  lines = data.decode("utf-8", errors="ignore").split("\n")
-  if lines and lines[-1] == "":
-    lines.pop()  # the text after the last newline is EOF, not a line
-  for index, line in enumerate(lines):
+  for index, line in enumerate(_wordpiece_lines(data)):
     vocab[line.strip()] = index
   return vocab
 
@@ -222,13 +229,9 @@ def vocab_settings(vocab_file, kind=None):
   kind = kind or vocab_kind(vocab_file)
   settings = {"kind": kind, **DEFAULT_SETTINGS[kind]}
   path = settings_path(vocab_file)
-  if not tf.io.gfile.exists(path):
+  recorded = read_json(path, "vocab settings file")
+  if recorded is None:
     return settings
-  try:
-    with tf.io.gfile.GFile(path, "r") as f:
-      recorded = json.load(f)
-  except (ValueError, UnicodeDecodeError) as e:
-    raise ValueError(f"vocab settings file {path!r} is not valid JSON ({e})") from None
   for key in ("do_lower_case", "strip_accents"):
     value = recorded.get(key, settings[key]) if isinstance(recorded, dict) else None
     if not isinstance(value, bool):
@@ -347,25 +350,17 @@ def write_vocab_settings(vocab_file, settings):
   write_atomic(settings_path(vocab_file), json.dumps(settings, indent=2, sort_keys=True) + "\n")
 
 
-def _recorded_settings(vocab_file, kind):
-  """`(settings, recorded)`: `vocab_settings` and whether a file gave them."""
-  return vocab_settings(vocab_file, kind), has_recorded_settings(vocab_file)
-
-
-def duplicate_token_message(data, vocab_file):
+def duplicate_token_message(data, vocab_file, what="vocab file"):
   """None, or one line naming a token a WordPiece vocab file lists twice and
   both line numbers: the original gives such a token its last id while the
   first still uses one up, so every later id and `vocab_size` disagree with
   what the file seems to say."""
   first_line = {}
-  lines = data.decode("utf-8", errors="ignore").split("\n")
-  if lines and lines[-1] == "":
-    lines.pop()
-  for number, line in enumerate(lines, start=1):
+  for number, line in enumerate(_wordpiece_lines(data), start=1):
     token = line.strip()
     if token in first_line:
       return (
-        f"vocab file {vocab_file!r}: token {token!r} is on lines {first_line[token]} and "
+        f"{what} {vocab_file!r}: token {token!r} is on lines {first_line[token]} and "
         f"{number}; expected every token once (a repeated token shifts the ids of all that "
         "follow)"
       )
@@ -415,18 +410,19 @@ class Vocab:
     return f"Vocab({self.path!r}, {self.kind}, {self.size} ids, sha256 {self.sha256[:12]})"
 
   @classmethod
-  def read(cls, path):
+  def read(cls, path, what="vocab file"):
     """Reads `path` (either kind); a one-line ValueError naming the file
-    when it is missing, not a vocab, lacks a special token or repeats one."""
-    data = _read(path)
+    (as `what`, e.g. a flag) when it is missing, not a vocab, lacks a
+    special token or repeats one."""
+    data = _read(path, what)
     tokens = _tokens_of(data, path)
     kind = tokens.kind if isinstance(tokens, SentencePieceVocab) else WORDPIECE
     if kind == WORDPIECE:
-      duplicate = duplicate_token_message(data, path)
+      duplicate = duplicate_token_message(data, path, what)
       if duplicate:
         raise ValueError(duplicate)
     special = special_ids_of(tokens, path)
-    settings, recorded = _recorded_settings(path, kind)
+    settings = vocab_settings(path, kind)
     return cls(
       path=path,
       kind=kind,
@@ -435,7 +431,7 @@ class Vocab:
       special_ids=special,
       do_lower_case=settings["do_lower_case"],
       strip_accents=settings["strip_accents"],
-      has_settings=recorded,
+      has_settings=has_recorded_settings(path),
       sha256=hashlib.sha256(data).hexdigest(),
     )
 

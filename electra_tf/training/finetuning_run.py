@@ -480,12 +480,8 @@ def _check_same_training(existing, config):
   it was trained with other training hparams: its checkpoint and its
   results are that run's, not this one's. One line naming each difference."""
   recorded = existing.get("hparams") or {}
-  ours = config.to_dict()
-  differences = [
-    f"{key} {json.dumps(recorded[key])} → {json.dumps(ours.get(key))}"
-    for key in TRAINING_HPARAMS
-    if key in recorded and recorded[key] != ours.get(key)
-  ]
+  keys = [key for key in TRAINING_HPARAMS if key in recorded]
+  differences = model_dir_lib.value_differences(recorded, config.to_dict(), keys)
   if differences:
     raise model_dir_lib.ModelDirMismatch(
       f"{config.model_dir}: this trial was trained with other hparams: "

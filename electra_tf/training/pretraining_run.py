@@ -17,7 +17,6 @@ Example:
   >>> # train_or_eval(config)
 """
 
-import copy
 import json
 import os
 import pickle
@@ -49,12 +48,13 @@ from electra_tf.utils.file_io import write_atomic
 # ----------------------------------------------------------------------------
 
 
-def resolve_file_patterns(config):
-  """The `pretrain_tfrecords` globs as a list. A relative pattern that
-  matches nothing from the working directory (the original's rule) is tried
-  under `data_dir`, so `pretrain_tfrecords/...` works from anywhere."""
+def resolve_file_patterns(config, globs=None):
+  """The `pretrain_tfrecords` globs (or `globs`, comma-separated, such as
+  `held_out_tfrecords`) as a list. A relative pattern that matches nothing
+  from the working directory (the original's rule) is tried under
+  `data_dir`, so `pretrain_tfrecords/...` works from anywhere."""
   patterns = []
-  for pattern in str(config.pretrain_tfrecords).split(","):
+  for pattern in str(globs or config.pretrain_tfrecords).split(","):
     pattern = pattern.strip()
     if not pattern:
       continue
@@ -127,10 +127,10 @@ def validate_config(config):
   files = find_pretraining_files(config)
   records_info.check_records_vocab(files, vocab)
   if config.held_out_tfrecords and config.do_train:
-    held_out = copy.copy(config)
-    held_out.pretrain_tfrecords = config.held_out_tfrecords
     try:
-      held_out_files = pretrain_data.find_files(resolve_file_patterns(held_out))
+      held_out_files = pretrain_data.find_files(
+        resolve_file_patterns(config, config.held_out_tfrecords)
+      )
     except ValueError:
       raise ValueError(
         f"hparam held_out_tfrecords={config.held_out_tfrecords!r} matches no file"

@@ -10,6 +10,7 @@ the usual permissions (0644 under umask 022).
 
 import contextlib
 import errno
+import json
 import os
 import shutil
 import tempfile
@@ -101,6 +102,27 @@ def write_atomic(path, data):
     if os.path.exists(tmp):
       os.remove(tmp)
     raise
+
+
+def read_json(path, what):
+  """The JSON value in `path` (local or `scheme://…`), or None when there
+  is no such file; a one-line ValueError naming `what` and the path when it
+  is not JSON.
+
+  Example:
+  >>> write_atomic("settings.json", '{"a": 1}')
+  >>> read_json("settings.json", "settings file"), read_json("none.json", "settings file")
+  ({'a': 1}, None)
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top  # gfile, for scheme:// paths
+
+  if not tf.io.gfile.exists(path):
+    return None
+  try:
+    with tf.io.gfile.GFile(path, "r") as f:
+      return json.load(f)
+  except (ValueError, UnicodeDecodeError) as e:
+    raise ValueError(f"{what} {path!r} is not valid JSON ({e})") from None
 
 
 def check_writable(path, what, directory=False):

@@ -235,7 +235,7 @@ def test_bad_inputs(small_corpus, tmp_path):
   with pytest.raises(ValueError, match=r"\[MASK\]"):
     text_corpus.build_pretraining_dataset(_options(corpus, str(bad_vocab), tmp_path / "o1"))
   bad_vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\nof\nthe\n")
-  with pytest.raises(ValueError, match=r"--vocab-file: .*token 'the' is on lines 6 and 8"):
+  with pytest.raises(ValueError, match=r"--vocab-file '.*': token 'the' is on lines 6 and 8"):
     text_corpus.build_pretraining_dataset(_options(corpus, str(bad_vocab), tmp_path / "o1"))
   assert not (tmp_path / "o1").exists()
   busy = tmp_path / "busy"
