@@ -57,7 +57,7 @@ name-based checkpoints with the original's names, slots and `global_step`.
 Names come from `electra_tf.models.official_names`, the one map used by both
 directions and by the loader. A model dir's `config.json` gives the model
 where there is one; otherwise sizes and layout are read from the shapes
-(`electra_tf.checkpoints.convert`: `infer_config_from_checkpoint` for
+(`electra_tf.convert`: `infer_config_from_checkpoint` for
 official checkpoints, `infer_hparams_from_training_checkpoint` for electra_tf
 ones); `--hparams` adds what shapes cannot tell (attention heads, which only
 matter for a `.keras` model's outputs) and is checked against the shapes.
@@ -77,7 +77,7 @@ Example:
 import argparse
 import sys
 
-from electra_tf.checkpoints import convert
+from electra_tf import convert
 from electra_tf.utils import exit_codes
 from electra_tf.utils import file_io
 from electra_tf.utils.file_io import check_writable

@@ -30,9 +30,9 @@ import sys
 
 from absl import logging
 
-from electra_tf.checkpoints import formats
 from electra_tf.configs.hparams import add_run_flags
 from electra_tf.runtime import distribution
+from electra_tf.sources import formats
 from electra_tf.training import finetuning_run as runner
 from electra_tf.training import run_status
 from electra_tf.training.finetuning_run import ModelRunner  # noqa: F401  (public API)

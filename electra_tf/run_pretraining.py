@@ -52,7 +52,7 @@ def main(argv=None):
   add_run_flags(parser, "trained")
   args = parser.parse_args(argv)
   try:
-    config = pretraining_run.make_config(args.data_dir, args.model_name, args.hparams)
+    config = pretraining_run.make_config(args.model_name, args.data_dir, args.hparams)
     # Decided once, before anything starts TensorFlow (multi-worker needs that).
     strategy = distribution.setup_distribution(config)
     files = pretraining_run.validate_config(config)

@@ -25,7 +25,9 @@ FLOORS = (
   ("electra_tf.layers", "electra_tf.pretraining"),
   ("electra_tf.models",),
   ("electra_tf.finetune",),
-  ("electra_tf.checkpoints",),
+  ("electra_tf.checkpoints", "electra_tf.interop"),
+  ("electra_tf.sources",),
+  ("electra_tf.convert",),
   ("electra_tf.training",),
   ("electra_tf.serving",),
   ("electra_tf.task_models",),
@@ -294,6 +296,9 @@ def test_tests_mirror_the_packages():
     "optimization",
     "training",
     "checkpoints",
+    "sources",
+    "interop",
+    "convert",
     "finetune",
     "serving",
     "task_models",
@@ -311,7 +316,7 @@ def test_importing_the_package_does_not_start_tensorflow():
     "import tensorflow\n"
     "from tensorflow.python.eager import context\n"
     "import electra_tf, electra_tf.training.pretraining_run, electra_tf.training.finetuning_run\n"
-    "import electra_tf.serving.export, electra_tf.checkpoints.convert\n"
+    "import electra_tf.serving.export, electra_tf.convert\n"
     "assert context.context()._context_handle is None, 'importing electra_tf started TF'\n"
   )
   result = run_python(["-c", script])

@@ -1,9 +1,7 @@
-"""Every checkpoint and model format electra_tf reads and writes:
-`formats` tells them apart by content and `any_format` is the one door
-through which every entry point reads them (with the readers `reader`,
-`layout`, `finetuned_heads` and `object_graph`); the training checkpoint
-managers (`checkpointing`: electra_tf's own and the name-based one of
-fine-tuning); the original's name-based checkpoints (`official`,
-`name_based`); Hugging Face and keras-hub directories; and `convert`, the
-converter and publishing. Sits
-above `models` and `finetune` (it builds their models) and below the runs."""
+"""Training checkpoints: electra_tf's own (`checkpointing`: the managers and
+the Keras callback that pre-training and fine-tuning save and resume with),
+the original's name-based ones (`official`: its variable names onto a
+pretrainer; `name_based`: fine-tuning's name-based save and restore) and
+`reader` (open any checkpoint, list and assign its tensors). What a path is
+and how to load any format is `sources`; foreign formats are `interop`;
+conversion is `convert`. Sits above `models` and `finetune`."""

@@ -2,7 +2,7 @@
 is written with the original's variable names (`electra/...`,
 `task_specific/<task>/...`, `<var>/adam_m|adam_v`, `global_step`), so the
 original code, this package's loaders and converters all read it. Starting
-fine-tuning from any format is `electra_tf.checkpoints.any_format`'s job."""
+fine-tuning from any format is `electra_tf.sources.any_format`'s job."""
 
 import os
 

@@ -12,7 +12,7 @@ Every reader of a checkpoint a user hands over goes through here:
 Example:
   >>> import tempfile
   >>> import numpy as np
-  >>> from electra_tf.checkpoints.convert import writer
+  >>> from electra_tf.convert import writer
   >>> prefix = writer.write_official_checkpoint(
   ...   {"global_step": np.int64(3)}, tempfile.mkdtemp(), step=3)
   >>> _, tensors = read_name_based_checkpoint(prefix)

@@ -203,6 +203,16 @@ def read_run_config(path):
     content = json.loads(text)
   except json.JSONDecodeError as e:
     raise ValueError(f"run config {config_path!r} is not valid JSON: {e}") from None
+  return checked_run_config(content, config_path)
+
+
+def checked_run_config(content, config_path):
+  """`content`, the parsed `config_path`, as `read_run_config` returns it
+  (for a caller that has read the file already).
+
+  Raises:
+    ValueError: naming the file when it is not a run config this version reads.
+  """
   if not isinstance(content, dict) or content.get("format") != RUN_CONFIG_FORMAT:
     raise ValueError(
       f"{config_path!r} is not an electra_tf run config (no \"format\": {RUN_CONFIG_FORMAT!r})"
@@ -212,8 +222,7 @@ def read_run_config(path):
       f"run config {config_path!r} has version {content['version']}; this electra_tf reads "
       f"up to {RUN_CONFIG_VERSION} (upgrade electra_tf)"
     )
-  content["path"] = config_path
-  return content
+  return dict(content, path=config_path)
 
 
 def run_hparams(run_config, config_class=None):

@@ -22,8 +22,6 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.checkpoints import any_format
-from electra_tf.checkpoints import formats
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.configs import hparams as hparams_lib
 from electra_tf.configs.finetuning import FinetuningConfig
@@ -31,6 +29,8 @@ from electra_tf.finetune.qa.head import QAHead
 from electra_tf.runtime import distribution
 from electra_tf.serving import loading as serving_loading
 from electra_tf.serving import modules as serving_modules
+from electra_tf.sources import any_format
+from electra_tf.sources import formats
 from electra_tf.text import tokenizer_for
 from electra_tf.text import vocab as vocab_lib
 from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer

@@ -21,7 +21,7 @@ resizes the inputs; a bare interpreter takes `resize_tensor_input`).
 Beside the file go the tokenizer files a non-TF runtime tokenises with:
 the vocab (`vocab.txt`, or a SentencePiece model as `sentencepiece.model`
 with its settings file), the Hugging Face `tokenizer.json` that reproduces
-electra_tf's ids (`electra_tf.checkpoints.hf_tokenizer`,
+electra_tf's ids (`electra_tf.text.hf_tokenizer`,
 `hf_sentencepiece_tokenizer`) and `tokenizer_config.json` (whose
 `model_max_length` is the length the model was trained to pack).
 
@@ -51,10 +51,10 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.checkpoints import any_format
-from electra_tf.checkpoints import huggingface
+from electra_tf.interop import huggingface
 from electra_tf.serving import export as export_lib
 from electra_tf.serving import modules as serving_modules
+from electra_tf.sources import any_format
 from electra_tf.text.auto_tokenizer import tokenizer_for
 from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from electra_tf.utils import extras

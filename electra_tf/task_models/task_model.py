@@ -8,20 +8,20 @@ import types
 import keras
 import tensorflow as tf
 
-from electra_tf.checkpoints import any_format
-from electra_tf.checkpoints import formats
-from electra_tf.checkpoints import keras_hub
 from electra_tf.configs import model_dir as model_dir_lib
 from electra_tf.configs.pretraining import default_embedding_size
 from electra_tf.configs.pretraining import get_bert_config
 from electra_tf.finetune.model import FinetuningModel
 from electra_tf.finetune.text_preprocessor import ElectraTextPreprocessor
+from electra_tf.interop import keras_hub
 from electra_tf.layers import layer_utils
 from electra_tf.optimization import factory as optimizer_factory
 from electra_tf.runtime import accumulation
 from electra_tf.runtime import replicas
 from electra_tf.serving import export as export_lib
 from electra_tf.serving import portable
+from electra_tf.sources import any_format
+from electra_tf.sources import formats
 from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from electra_tf.text.tokenizer import ElectraTokenizer
 from electra_tf.text.vocab import SENTENCEPIECE

@@ -23,7 +23,6 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.checkpoints import any_format
 from electra_tf.checkpoints import checkpointing
 from electra_tf.configs import model_dir as model_dir_lib
 from electra_tf.configs.finetuning import FinetuningConfig
@@ -36,6 +35,7 @@ from electra_tf.finetune import task_builder
 from electra_tf.finetune.model import FinetuningModel
 from electra_tf.optimization import factory as optimizer_factory
 from electra_tf.runtime import distribution
+from electra_tf.sources import any_format
 from electra_tf.text import vocab as vocab_lib
 from electra_tf.text.full_tokenizer import full_tokenizer_for
 from electra_tf.training.callbacks import DivergenceGuard

@@ -11,7 +11,7 @@ Evaluation writes `<model_dir>/results/unsup_results.txt` (`name = value`
 lines), a JSON twin and the `.pkl` the original's config names.
 
 Example:
-  >>> config = make_config("/tmp/data", "tiny", {"debug": True})
+  >>> config = make_config("tiny", "/tmp/data", {"debug": True})
   >>> config.model_dir.endswith("tiny")
   True
   >>> # train_or_eval(config)
@@ -24,7 +24,6 @@ import pickle
 import keras
 import tensorflow as tf
 
-from electra_tf.checkpoints import any_format
 from electra_tf.checkpoints import checkpointing
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints import reader as checkpoint_reader
@@ -37,6 +36,7 @@ from electra_tf.data import record_check
 from electra_tf.data import records_info
 from electra_tf.models.electra_pretrainer import built_pretrainer
 from electra_tf.runtime import distribution
+from electra_tf.sources import any_format
 from electra_tf.text import vocab as vocab_lib
 from electra_tf.training import callbacks as training_callbacks
 from electra_tf.utils import run_lock
@@ -537,7 +537,7 @@ def train_or_eval(config, files=None, strategy=None, callbacks=()):
       lock.release()
 
 
-def make_config(data_dir, model_name, hparams):
+def make_config(model_name, data_dir, hparams):
   """`PretrainingConfig` from the three flags (hparams: JSON string, dict,
   `.json` path or a run's `config.json`). Evaluation (`do_train` false) of
   a model dir with a `config.json` takes the model's sizes, vocab and

@@ -4,7 +4,7 @@ says so."""
 
 import pytest
 
-from electra_tf.checkpoints import convert
+from electra_tf import convert
 from tests.helpers.conversion import write_layout
 
 

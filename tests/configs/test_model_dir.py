@@ -13,9 +13,9 @@ import tensorflow as tf
 
 from electra_tf import convert_checkpoint
 from electra_tf import export_saved_model
-from electra_tf.checkpoints import any_format
 from electra_tf.configs import model_dir as model_dir_lib
 from electra_tf.configs.pretraining import PretrainingConfig
+from electra_tf.sources import any_format
 from tests.helpers.lock_holder import another_trainer_holding
 from tests.helpers.pretraining_data import pretrain_on_self_made_data
 from tests.helpers.pretraining_data import self_made_hparams
@@ -183,7 +183,7 @@ def test_without_config_json_export_asks_for_hparams(trained_run, tmp_path, caps
 @pytest.mark.slow
 def test_part_on_an_official_output_names_the_fix(trained_run, tmp_path):
   _, model_dir = trained_run
-  from electra_tf.checkpoints import convert
+  from electra_tf import convert
 
   with pytest.raises(ValueError, match="--part applies to .keras outputs"):
     convert.convert(str(model_dir), str(tmp_path / "official"), part="discriminator")

@@ -516,7 +516,7 @@ def test_two_local_workers_finetune_and_only_the_chief_writes(rte_data):
 
 
 def test_finetuned_checkpoint_through_keras_and_back_evaluates_the_same(rte_data, tmp_path):
-  from electra_tf.checkpoints import convert  # pylint: disable=g-import-not-at-top
+  from electra_tf import convert  # pylint: disable=g-import-not-at-top
 
   data_dir, vocab_size = rte_data
   hparams = _rte_hparams(vocab_size)

@@ -9,13 +9,13 @@ import pytest
 import tensorflow as tf
 
 from electra_tf import run_finetuning
-from electra_tf.checkpoints import any_format
 from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.finetune import task_builder
 from electra_tf.finetune.classification.head import ClassificationHead
 from electra_tf.finetune.model import FinetuningModel
 from electra_tf.finetune.qa.head import QAHead
 from electra_tf.optimization import layerwise as layerwise_learning_rate
+from electra_tf.sources import any_format
 from electra_tf.text import wordpiece as tokenization
 from tests.helpers.finetuning_testdata import tsv
 from tests.helpers.finetuning_testdata import write_task_file
@@ -238,8 +238,8 @@ def _saved_pretrainer(tmp_path, hparams):
   """A pretrainer of `hparams` compiled as run_pretraining does, saved as an
   electra_tf training checkpoint and converted to the official format:
   `(config, pretrainer, training checkpoint dir, official dir)`."""
+  from electra_tf import convert
   from electra_tf.checkpoints import checkpointing
-  from electra_tf.checkpoints import convert
   from electra_tf.configs.pretraining import PretrainingConfig
   from electra_tf.models.electra_pretrainer import ElectraPretrainer
 

@@ -1,13 +1,13 @@
 """One small ELECTRA in each of the six model formats electra_tf reads
-(`electra_tf.checkpoints.formats`), made from a random official checkpoint by
+(`electra_tf.sources.formats`), made from a random official checkpoint by
 the converter and publishing."""
 
 import json
 
 import numpy as np
 
-from electra_tf.checkpoints import convert
-from electra_tf.checkpoints import formats
+from electra_tf import convert
+from electra_tf.sources import formats
 from tests.helpers.official_checkpoint_helper import spec_checkpoint_shapes
 from tests.helpers.official_checkpoint_helper import write_name_based_checkpoint
 

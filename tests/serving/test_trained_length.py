@@ -12,14 +12,14 @@ import pytest
 import tensorflow as tf
 
 import electra_tf
+from electra_tf import convert
 from electra_tf import export_saved_model
-from electra_tf.checkpoints import any_format
-from electra_tf.checkpoints import convert
 from electra_tf.configs import model_dir as model_dir_lib
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.serving import export as export_lib
 from electra_tf.serving import loading as serving_loading
 from electra_tf.serving import portable
+from electra_tf.sources import any_format
 from electra_tf.training import finetuning_run
 from electra_tf.training import pretraining_run
 from tests.helpers import finetuning_testdata

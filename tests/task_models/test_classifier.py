@@ -9,9 +9,9 @@ import pytest
 import tensorflow as tf
 
 import electra_tf
-from electra_tf.checkpoints import any_format
 from electra_tf.finetune.classification.head import ClassificationHead
 from electra_tf.finetune.model import FinetuningModel
+from electra_tf.sources import any_format
 from electra_tf.text import wordpiece
 from tests.helpers.task_models import TINY
 from tests.helpers.task_models import TINY_SIZE

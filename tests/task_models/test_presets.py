@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 import electra_tf
-from electra_tf.checkpoints import keras_hub as keras_hub_preset
+from electra_tf.interop import keras_hub as keras_hub_preset
 from electra_tf.serving import export as export_lib
 from tests.helpers.task_models import TINY_SIZE
 from tests.helpers.task_models import pretrained_dir

@@ -22,7 +22,7 @@ from tfrecords_tools import build_vocab
 
 LINES = 300
 # The module, not the `publish` function the package exports under its name.
-publish = importlib.import_module("electra_tf.checkpoints.convert.publish")
+publish = importlib.import_module("electra_tf.convert.publish")
 
 
 @pytest.fixture(scope="module")
@@ -93,10 +93,10 @@ def test_every_reader_follows_the_settings_and_refuses_a_contradiction(vietnames
   # Pre-training and fine-tuning: the hparams' defaults give way, a set one must agree.
   size = len(vocab.read_text("utf-8").splitlines())
   hparams = {"vocab_file": str(vocab), "vocab_size": size}
-  config = pretraining_run.make_config(str(tmp_path), "m", hparams)
+  config = pretraining_run.make_config("m", str(tmp_path), hparams)
   assert (config.do_lower_case, config.strip_accents) == (True, False)
   with pytest.raises(conflict, match=r"^hparam strip_accents=true contradicts .*vocab\.txt\.json"):
-    pretraining_run.make_config(str(tmp_path), "m", dict(hparams, strip_accents=True))
+    pretraining_run.make_config("m", str(tmp_path), dict(hparams, strip_accents=True))
   config = finetuning_run.make_config("m", str(tmp_path), {"vocab_file": str(vocab)})
   assert (config.do_lower_case, config.strip_accents) == (True, False)
   with pytest.raises(conflict, match="hparam do_lower_case=false"):

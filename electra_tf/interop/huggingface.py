@@ -1,0 +1,719 @@
+"""Publishes electra_tf / official ELECTRA weights in Hugging Face transformers'
+format and reads them back, without PyTorch.
+
+An electra_tf or official checkpoint becomes a directory that
+`transformers.ElectraForPreTraining.from_pretrained` (the discriminator) or
+`ElectraForMaskedLM.from_pretrained` (the generator) loads: `config.json`
+(an `ElectraConfig` with the exact erf GELU, `"gelu"`, and `layer_norm_eps`
+1e-12, as the original computes), `model.safetensors` (written through
+safetensors' NumPy API), `vocab.txt` (or a SentencePiece vocab's
+`sentencepiece.model`), `tokenizer.json` (a `tokenizers` pipeline that gives
+electra_tf's ids, `electra_tf.text.hf_tokenizer` and
+`hf_sentencepiece_tokenizer`) and `tokenizer_config.json` (lower-casing and
+accent stripping as the model was trained). A Hugging Face ELECTRA
+directory (safetensors) becomes a `.keras` discriminator or generator, whose
+official checkpoint (`convert_checkpoint --direction to-official`) then holds
+exactly the Hugging Face weights.
+
+A fine-tuned model's encoder and one task head (`task_part`) become
+`ElectraForSequenceClassification` (classification, regression: `num_labels`,
+`problem_type`, the labels in `id2label`) or `ElectraForTokenClassification`
+(tagging), computing electra_tf's logits (`sequence_classification_tensors`
+says how transformers' two-layer head is made to compute the original's
+one dense layer); QA heads have no transformers class and are refused.
+
+Hugging Face names are derived from the original's names
+(`electra_tf.models.official_names`) by one table, `_HF_NAME_TABLE`; PyTorch's
+`Linear` stores `[out, in]`, so every `kernel` is transposed.
+
+Example (`write_huggingface(discriminator_part(disc), "out", "vocab.txt")`
+publishes a discriminator):
+>>> hf_name("electra/encoder/layer_3/attention/self/query/kernel")
+'electra.encoder.layer.3.attention.self.query.weight'
+>>> hf_name("discriminator_predictions/dense_1/bias")
+'discriminator_predictions.dense_prediction.bias'
+"""
+
+import collections
+import json
+import os
+import re
+
+import keras
+import numpy as np
+
+from electra_tf.finetune.classification.head import ClassificationHead
+from electra_tf.finetune.tagging.head import TaggingHead
+from electra_tf.layers.electra_embeddings import ElectraEmbeddings
+from electra_tf.models import official_names
+from electra_tf.models.electra_discriminator import ElectraDiscriminator
+from electra_tf.models.electra_generator import ElectraGenerator
+from electra_tf.text import hf_sentencepiece_tokenizer
+from electra_tf.text import hf_tokenizer
+from electra_tf.text import vocab as vocab_lib
+from electra_tf.utils.file_io import atomic_path
+
+PART_DISCRIMINATOR = "discriminator"
+PART_GENERATOR = "generator"
+ARCHITECTURES = {PART_DISCRIMINATOR: "ElectraForPreTraining", PART_GENERATOR: "ElectraForMaskedLM"}
+# transformers' classes of fine-tuned heads (`task_part`).
+SEQUENCE_CLASSIFICATION = "ElectraForSequenceClassification"
+TOKEN_CLASSIFICATION = "ElectraForTokenClassification"
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+VOCAB_FILE = "vocab.txt"
+# A SentencePiece vocab's model, copied as the exported SavedModels name it.
+SENTENCEPIECE_FILE = "sentencepiece.model"
+TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+TOKENIZER_FILE = "tokenizer.json"
+# contrib's layer_norm epsilon, which the original's checkpoints were trained with.
+LAYER_NORM_EPS = 1e-12
+SPECIAL_TOKENS = {
+  "unk_token": "[UNK]",
+  "sep_token": "[SEP]",
+  "pad_token": "[PAD]",
+  "cls_token": "[CLS]",
+  "mask_token": "[MASK]",
+}
+
+_TOWER = r"(?:electra|generator)"
+# The one table from the original's names to Hugging Face's: (pattern on the
+# official name, template); "/" then becomes "." and the last part is renamed
+# by `_HF_LEAF`. The generator's tower scope (`generator`) and the shared
+# embeddings (`electra/embeddings`) both become `electra.` in ElectraForMaskedLM.
+_HF_NAME_TABLE = (
+  (rf"^{_TOWER}/embeddings/(\w+_embeddings)$", r"electra/embeddings/\1/weight"),
+  (rf"^{_TOWER}/(embeddings/LayerNorm|embeddings_project)/(\w+)$", r"electra/\1/\2"),
+  (rf"^{_TOWER}/encoder/layer_(\d+)/([\w/]+)$", r"electra/encoder/layer/\1/\2"),
+  (r"^discriminator_predictions/dense_1/(\w+)$", r"discriminator_predictions/dense_prediction/\1"),
+  (r"^(discriminator_predictions|generator_predictions)/(\w+/\w+)$", r"\1/\2"),
+  (r"^generator_predictions/output_bias$", r"generator_lm_head/bias"),
+)
+_HF_LEAF = {
+  "kernel": "weight",
+  "gamma": "weight",
+  "beta": "bias",
+  "bias": "bias",
+  "weight": "weight",
+}
+# Unused by the model and never stored by transformers 5 (non-persistent
+# buffers, or the LM head tied to the word embeddings).
+_HF_TIED_OUTPUT = "generator_lm_head.weight"
+
+
+def hf_name(official_name):
+  """The Hugging Face state-dict name of an official variable name.
+
+  Raises:
+    ValueError: a name Hugging Face's ELECTRA has no place for (two-tower
+      generators, fine-tuning heads).
+  """
+  for pattern, template in _HF_NAME_TABLE:
+    match = re.match(pattern, official_name)
+    if match:
+      parts = match.expand(template).split("/")
+      parts[-1] = _HF_LEAF[parts[-1]]
+      return ".".join(parts)
+  raise ValueError(f"{official_name!r} has no Hugging Face ELECTRA name")
+
+
+def is_transposed(official_name):
+  """Dense kernels are `[in, out]` here and `[out, in]` in PyTorch."""
+  return official_name.endswith("/kernel")
+
+
+def hf_tensors(official_tensors):
+  """`{official name: array}` -> `{hf name: float32 C-contiguous array}`."""
+  tensors = {}
+  for name, value in official_tensors.items():
+    value = np.asarray(value, dtype=np.float32)
+    tensors[hf_name(name)] = np.ascontiguousarray(value.T if is_transposed(name) else value)
+  if len(tensors) != len(official_tensors):
+    raise ValueError("two official names map to one Hugging Face name")
+  return tensors
+
+
+# -----------------------------------------------------------------------------
+# One part (discriminator or generator) of a model, whatever it came from
+# -----------------------------------------------------------------------------
+
+ElectraPart = collections.namedtuple(
+  "ElectraPart",
+  ["part", "bert_config", "embedding_size", "tensors", "not_converted", "notes", "task_head"],
+  defaults=(None,),
+)
+ElectraPart.__doc__ = """A discriminator (with its head) or generator (with its
+MLM head) ready to publish: its `BertConfig` dict, the width of its
+embeddings, `{official name: float32 array}`, the source's entries left out
+and notes; for a fine-tuned encoder (`task_part`) the `TaskHead` too."""
+
+TaskHead = collections.namedtuple(
+  "TaskHead", ["task", "architecture", "labels", "problem_type", "hf_tensors", "official_names"]
+)
+TaskHead.__doc__ = """A fine-tuned head as transformers holds it: the task's
+name, the transformers class, the label names (index = label id), the
+config's `problem_type`, `{hf name: array}` in PyTorch's layout, and the
+official names it came from."""
+
+
+def _numpy_tensors(name_map):
+  return {
+    name: np.asarray(keras.ops.convert_to_numpy(variable), dtype=np.float32)
+    for name, variable in name_map.items()
+  }
+
+
+def discriminator_part(discriminator, not_converted=(), notes=()):
+  """An `ElectraPart` of an `ElectraDiscriminator` with its head."""
+  if discriminator.head is None:
+    raise ValueError(
+      "the model's discriminator has no replaced-token-detection head (an encoder only, e.g. "
+      "from a fine-tuned checkpoint); ElectraForPreTraining needs it (a fine-tuned model "
+      "publishes with --part finetuned)"
+    )
+  name_map = official_names.discriminator_name_map(discriminator)
+  width = discriminator.embeddings.embedding_size
+  return ElectraPart(
+    PART_DISCRIMINATOR,
+    dict(discriminator.bert_config),
+    width,
+    _numpy_tensors(name_map),
+    list(not_converted),
+    list(notes),
+  )
+
+
+def generator_part(generator, scopes, shared_embeddings, not_converted=(), notes=()):
+  """An `ElectraPart` of an `ElectraGenerator` (one tower) with its MLM head."""
+  if generator.is_two_tower:
+    raise ValueError(
+      "two-tower (Electric / two_tower_generator) generators have no Hugging Face "
+      "ELECTRA class; publish the discriminator"
+    )
+  name_map = official_names.generator_name_map(generator, scopes, shared_embeddings)
+  return ElectraPart(
+    PART_GENERATOR,
+    dict(generator.bert_config),
+    generator.embeddings.embedding_size,
+    _numpy_tensors(name_map),
+    list(not_converted),
+    list(notes),
+  )
+
+
+def pretrainer_part(pretrainer, part, other_entries=(), notes=()):
+  """The `part` of an `ElectraPretrainer`; the rest of its variables (and
+  `other_entries`, e.g. optimizer slots) are listed as not converted."""
+  all_names = set(official_names.official_name_map(pretrainer))
+  if part == PART_DISCRIMINATOR:
+    if pretrainer.discriminator is None:
+      raise ValueError(
+        "this model has no discriminator (electra_objective=False, an MLM model); "
+        "use --part generator"
+      )
+    result = discriminator_part(pretrainer.discriminator, notes=notes)
+  elif part == PART_GENERATOR:
+    if pretrainer.generator is None:
+      raise ValueError(
+        "this model has no generator weights (uniform_generator); use --part discriminator"
+      )
+    generator = pretrainer.generator
+    result = generator_part(
+      generator,
+      official_names.generator_scopes(pretrainer),
+      shared_embeddings=generator.embeddings is pretrainer.embeddings,
+      notes=notes,
+    )
+  else:
+    raise ValueError(f"--part {part!r}; expected {PART_DISCRIMINATOR} or {PART_GENERATOR}")
+  rest = all_names - set(result.tensors)
+  other_part = PART_GENERATOR if part == PART_DISCRIMINATOR else PART_DISCRIMINATOR
+  left_out = [f"the {other_part}: {len(rest)} tensors"] if rest else []
+  left_out += sorted(other_entries)
+  return result._replace(not_converted=left_out)
+
+
+def sequence_classification_tensors(kernel, bias):
+  """`ElectraForSequenceClassification`'s head computing electra_tf's logits.
+
+  electra_tf's (the original's) head is one dense layer on the `[CLS]` row:
+  `logits = h @ kernel + bias`. transformers' `ElectraClassificationHead`
+  computes `out_proj(gelu(dense(h)))`, with the GELU fixed in its code. Since
+  `gelu(u) - gelu(-u) = u` for every `u` (GELU is `u * P(u)` with
+  `P(u) + P(-u) = 1`, for the exact and the tanh GELU alike), `dense` writes
+  `h @ kernel` into its first `num_labels` units and `-(h @ kernel)` into
+  the next `num_labels` (the rest zero), and `out_proj` takes the difference
+  and adds `bias`: the same logits up to float rounding. It needs
+  `2 * num_labels <= hidden_size`.
+
+  Args:
+    kernel: `[H, num_labels]`; bias: `[num_labels]`.
+
+  Returns:
+    `{hf name: float32 array}` of `classifier.dense` and `classifier.out_proj`.
+
+  Example:
+  >>> import numpy as np
+  >>> t = sequence_classification_tensors(np.ones((4, 2)), np.zeros(2))
+  >>> t["classifier.dense.weight"].shape, t["classifier.out_proj.weight"].shape
+  ((4, 4), (2, 4))
+  """
+  kernel = np.asarray(kernel, np.float32)
+  hidden, num_labels = kernel.shape
+  if 2 * num_labels > hidden:
+    raise ValueError(
+      f"{num_labels} labels over hidden size {hidden}: {SEQUENCE_CLASSIFICATION} reproduces "
+      "electra_tf's one dense layer exactly only with 2 x num_labels <= hidden_size (its head "
+      "adds a hidden layer with a fixed GELU)"
+    )
+  dense = np.zeros((hidden, hidden), np.float32)  # PyTorch's [out, in]
+  dense[:num_labels] = kernel.T
+  dense[num_labels : 2 * num_labels] = -kernel.T
+  out_proj = np.zeros((num_labels, hidden), np.float32)
+  out_proj[:, :num_labels] = np.eye(num_labels, dtype=np.float32)
+  out_proj[:, num_labels : 2 * num_labels] = -np.eye(num_labels, dtype=np.float32)
+  return {
+    "classifier.dense.weight": dense,
+    "classifier.dense.bias": np.zeros((hidden,), np.float32),
+    "classifier.out_proj.weight": out_proj,
+    "classifier.out_proj.bias": np.asarray(bias, np.float32).copy(),
+  }
+
+
+def task_part(model, task, labels, notes=()):
+  """An `ElectraPart` of a fine-tuned model's encoder and one task head, for
+  `write_huggingface`.
+
+  Args:
+    model: a `FinetuningModel`.
+    task: the name of one of its heads: a classification or regression
+      head becomes `ElectraForSequenceClassification`, a tagging head
+      `ElectraForTokenClassification`.
+    labels: the label names, one per output (a regression head's one name).
+    notes: lines for the report.
+
+  Raises:
+    ValueError: a head transformers has no ELECTRA class for (QA), or label
+      names that do not match the head's outputs.
+  """
+  heads = {head.task_name: head for head in model.heads}
+  if task not in heads:
+    raise ValueError(f"task {task!r}: the model's heads are {sorted(heads)}")
+  head = heads[task]
+  if not isinstance(head, (ClassificationHead, TaggingHead)):
+    raise ValueError(
+      f"task {task!r} is a question-answering head: the joint start/end prediction (and "
+      "answerable classifier) of ELECTRA's QA head has no transformers class "
+      "(ElectraForQuestionAnswering predicts start and end independently)"
+    )
+  labels = [str(label) for label in labels]
+  if len(labels) != head.num_labels or len(set(labels)) != len(labels):
+    raise ValueError(
+      f"task {task!r}: {len(labels)} label names {labels} for a head of {head.num_labels} "
+      "outputs; expected one distinct name per output"
+    )
+  kernel = np.asarray(keras.ops.convert_to_numpy(head.dense.kernel), np.float32)
+  bias = np.asarray(keras.ops.convert_to_numpy(head.dense.bias), np.float32)
+  if isinstance(head, TaggingHead):
+    architecture, problem_type = TOKEN_CLASSIFICATION, None
+    hf = {"classifier.weight": np.ascontiguousarray(kernel.T), "classifier.bias": bias}
+  else:
+    architecture = SEQUENCE_CLASSIFICATION
+    problem_type = "regression" if head.regression else "single_label_classification"
+    hf = sequence_classification_tensors(kernel, bias)
+  encoder = model.encoder
+  name_map = official_names.discriminator_name_map(encoder, include_head=False)
+  head_names = sorted(official_names.task_head_names(task, head.dense_layers()))
+  others = [h for h in heads if h != task]
+  return ElectraPart(
+    PART_DISCRIMINATOR,
+    dict(encoder.bert_config),
+    encoder.embeddings.embedding_size,
+    _numpy_tensors(name_map),
+    [f"the heads of the other tasks {others}"] if others else [],
+    list(notes),
+    TaskHead(task, architecture, labels, problem_type, hf, head_names),
+  )
+
+
+# -----------------------------------------------------------------------------
+# electra_tf -> Hugging Face
+# -----------------------------------------------------------------------------
+
+
+def hf_config(part, pad_token_id=0):
+  """The `config.json` dict (an `ElectraConfig`) of an `ElectraPart`."""
+  c = part.bert_config
+  if c["hidden_act"] != "gelu":
+    raise ValueError(
+      f"hidden_act {c['hidden_act']!r}: only the original's exact GELU ('gelu') is published"
+    )
+  head = part.task_head
+  config = {
+    "architectures": [head.architecture if head else ARCHITECTURES[part.part]],
+    "model_type": "electra",
+    "vocab_size": int(c["vocab_size"]),
+    "embedding_size": int(part.embedding_size),
+    "hidden_size": int(c["hidden_size"]),
+    "num_hidden_layers": int(c["num_hidden_layers"]),
+    "num_attention_heads": int(c["num_attention_heads"]),
+    "intermediate_size": int(c["intermediate_size"]),
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": float(c["hidden_dropout_prob"]),
+    "attention_probs_dropout_prob": float(c["attention_probs_dropout_prob"]),
+    "max_position_embeddings": int(c["max_position_embeddings"]),
+    "type_vocab_size": int(c["type_vocab_size"]),
+    "initializer_range": float(c["initializer_range"]),
+    "layer_norm_eps": LAYER_NORM_EPS,
+    "pad_token_id": int(pad_token_id),
+    "tie_word_embeddings": True,
+    "dtype": "float32",
+  }
+  if head is not None:
+    config["num_labels"] = len(head.labels)
+    config["id2label"] = {str(i): label for i, label in enumerate(head.labels)}
+    config["label2id"] = {label: i for i, label in enumerate(head.labels)}
+    if head.problem_type:
+      config["problem_type"] = head.problem_type
+  return config
+
+
+def read_vocab(vocab_file, vocab_size):
+  """The vocab's tokens; raises unless there are exactly `vocab_size` of them."""
+  if not vocab_file or not os.path.isfile(vocab_file):
+    raise ValueError(
+      f"--vocab-file {vocab_file!r}: no such file (the vocab the model was trained with is "
+      "needed for the tokenizer files)"
+    )
+  with open(vocab_file, encoding="utf-8") as f:
+    tokens = [line.rstrip("\r\n") for line in f]
+  while tokens and not tokens[-1]:
+    tokens.pop()
+  if len(tokens) != vocab_size:
+    raise ValueError(
+      f"--vocab-file {vocab_file!r} has {len(tokens)} tokens; the model's word embeddings "
+      f"have {vocab_size} rows"
+    )
+  missing = [t for t in SPECIAL_TOKENS.values() if t not in tokens]
+  if missing:
+    raise ValueError(f"--vocab-file {vocab_file!r} lacks the special tokens {missing}")
+  return tokens
+
+
+def read_sentencepiece_vocab(vocab_file, vocab_size):
+  """A SentencePiece model's vocab (`.proto`, its bytes; `.special_ids`);
+  raises unless it has exactly `vocab_size` pieces and the special ones."""
+  vocab = vocab_lib.load_vocab(vocab_file)
+  if len(vocab) != vocab_size:
+    raise ValueError(
+      f"--vocab-file {vocab_file!r} has {len(vocab)} pieces; the model's word embeddings "
+      f"have {vocab_size} rows"
+    )
+  vocab_lib.check_special_tokens(vocab, vocab_file)
+  return vocab
+
+
+def hf_tokenizer_config(do_lower_case, strip_accents, model_max_length):
+  """`tokenizer_config.json`: `tokenizer.json` as written is the tokenizer.
+
+  transformers 5's `ElectraTokenizer` rebuilds its own normaliser from these
+  settings (not the original's); `PreTrainedTokenizerFast` runs
+  `tokenizer.json` unchanged. The settings stay for readers (and for
+  `ElectraTokenizerFast.from_pretrained`, which approximates the original).
+  """
+  return {
+    "tokenizer_class": "PreTrainedTokenizerFast",
+    # The original splits "[MASK]" etc. in raw text like any other text.
+    "split_special_tokens": True,
+    "do_lower_case": bool(do_lower_case),
+    # The original strips accents only while lower-casing.
+    "strip_accents": bool(do_lower_case and strip_accents),
+    "tokenize_chinese_chars": True,
+    "model_max_length": int(model_max_length),
+    # The generic tokenizer returns no segment ids unless named; ELECTRA needs them for pairs.
+    "model_input_names": ["input_ids", "token_type_ids", "attention_mask"],
+    **SPECIAL_TOKENS,
+  }
+
+
+def check_new_output_dir(output_dir):
+  """Refuses an existing non-empty directory (nothing is overwritten)."""
+  if os.path.exists(output_dir) and (not os.path.isdir(output_dir) or os.listdir(output_dir)):
+    raise ValueError(f"--output {output_dir!r} exists and is not empty; choose a new directory")
+
+
+def _write_json(path, data):
+  with open(path, "w", encoding="utf-8") as f:
+    f.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def write_hf_tokenizer_files(directory, tokens, do_lower_case, strip_accents, model_max_length):
+  """Writes `vocab.txt`, `tokenizer.json` and `tokenizer_config.json` into `directory`."""
+  with open(os.path.join(directory, VOCAB_FILE), "w", encoding="utf-8") as f:
+    f.write("".join(t + "\n" for t in tokens))
+  hf_tokenizer.write_tokenizer_json(
+    os.path.join(directory, TOKENIZER_FILE), tokens, do_lower_case, strip_accents
+  )
+  _write_json(
+    os.path.join(directory, TOKENIZER_CONFIG_FILE),
+    hf_tokenizer_config(do_lower_case, strip_accents, model_max_length),
+  )
+
+
+def write_hf_sentencepiece_files(
+  directory, proto, do_lower_case, strip_accents, model_max_length, source="<proto>"
+):
+  """Writes `sentencepiece.model` (with its settings file), `tokenizer.json`
+  and `tokenizer_config.json` into `directory` for a SentencePiece model's
+  bytes `proto`."""
+  model_path = os.path.join(directory, SENTENCEPIECE_FILE)
+  with open(model_path, "wb") as f:
+    f.write(bytes(proto))
+  settings = {"do_lower_case": bool(do_lower_case), "strip_accents": bool(strip_accents)}
+  vocab_lib.write_vocab_settings(model_path, settings)
+  hf_sentencepiece_tokenizer.write_tokenizer_json(
+    os.path.join(directory, TOKENIZER_FILE), proto, do_lower_case, strip_accents, source
+  )
+  config = hf_tokenizer_config(do_lower_case, strip_accents, model_max_length)
+  # electra_tf strips accents of a SentencePiece vocab whether or not it lower-cases.
+  config.update(settings, tokenize_chinese_chars=False)
+  config.update(hf_sentencepiece_tokenizer.special_tokens(proto, source))
+  _write_json(os.path.join(directory, TOKENIZER_CONFIG_FILE), config)
+
+
+def write_huggingface(part, output_dir, vocab_file, do_lower_case=True, strip_accents=True):
+  """Writes a Hugging Face ELECTRA directory for an `ElectraPart`.
+
+  Args:
+    part: the `ElectraPart` (`discriminator_part`, `generator_part`,
+      `pretrainer_part`).
+    output_dir: a new (or empty) directory; it appears complete or not at all.
+    vocab_file: the vocab the model was trained with: a WordPiece vocab.txt
+      (written as `vocab.txt`) or a SentencePiece model (written as
+      `sentencepiece.model`, with its settings file).
+    do_lower_case, strip_accents: the tokenizer's normalisation.
+
+  Returns:
+    `{"output", "architecture", "converted" (official names), "not_converted"}`.
+  """
+  from safetensors.numpy import save_file  # pylint: disable=g-import-not-at-top
+
+  output_dir = os.fspath(output_dir)
+  check_new_output_dir(output_dir)
+  c = part.bert_config
+  if vocab_lib.vocab_kind(vocab_file) == vocab_lib.SENTENCEPIECE:
+    vocab = read_sentencepiece_vocab(vocab_file, int(c["vocab_size"]))
+    proto, pad_token_id = vocab.proto, vocab.special_ids["pad"]
+    # Checked before anything is written.
+    hf_sentencepiece_tokenizer.build_tokenizer(proto, do_lower_case, strip_accents, vocab_file)
+
+    def write_tokenizer(directory):
+      write_hf_sentencepiece_files(
+        directory,
+        proto,
+        do_lower_case,
+        strip_accents,
+        int(c["max_position_embeddings"]),
+        vocab_file,
+      )
+  else:
+    tokens = read_vocab(vocab_file, int(c["vocab_size"]))
+    pad_token_id = tokens.index(SPECIAL_TOKENS["pad_token"])
+
+    def write_tokenizer(directory):
+      write_hf_tokenizer_files(
+        directory, tokens, do_lower_case, strip_accents, int(c["max_position_embeddings"])
+      )
+
+  config = hf_config(part, pad_token_id=pad_token_id)
+  tensors = hf_tensors(part.tensors)
+  converted = sorted(part.tensors)
+  if part.task_head is not None:
+    tensors.update(part.task_head.hf_tensors)
+    converted += part.task_head.official_names
+  if os.path.isdir(output_dir):
+    os.rmdir(output_dir)  # empty: atomic_path renames a new directory into place
+  with atomic_path(output_dir) as tmp:
+    os.makedirs(tmp)
+    _write_json(os.path.join(tmp, CONFIG_FILE), config)
+    save_file(tensors, os.path.join(tmp, WEIGHTS_FILE), metadata={"format": "pt"})
+    write_tokenizer(tmp)
+  return {
+    "output": output_dir,
+    "architecture": config["architectures"][0],
+    "converted": converted,
+    "not_converted": list(part.not_converted),
+    "notes": list(part.notes),
+  }
+
+
+# -----------------------------------------------------------------------------
+# Hugging Face -> electra_tf
+# -----------------------------------------------------------------------------
+
+
+def _bert_config_from_hf(config, source):
+  if config.get("model_type") != "electra":
+    raise ValueError(
+      f"{source}: model_type {config.get('model_type')!r}; expected 'electra' (an ELECTRA "
+      "model saved by transformers)"
+    )
+  if config.get("hidden_act", "gelu") != "gelu":
+    raise ValueError(
+      f"{source}: hidden_act {config['hidden_act']!r}; electra_tf computes the original's "
+      "exact GELU ('gelu') only"
+    )
+  eps = float(config.get("layer_norm_eps", LAYER_NORM_EPS))
+  if eps != LAYER_NORM_EPS:
+    raise ValueError(f"{source}: layer_norm_eps {eps}; electra_tf uses the original's 1e-12")
+  keys = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "max_position_embeddings",
+    "type_vocab_size",
+  )
+  missing = [k for k in keys if k not in config]
+  if missing:
+    raise ValueError(f"{source}: missing keys {missing}")
+  bert_config = {k: int(config[k]) for k in keys}
+  bert_config["hidden_act"] = "gelu"
+  for key in ("hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range"):
+    if key in config:
+      bert_config[key] = float(config[key])
+  return bert_config
+
+
+def read_hf_config(input_dir):
+  """`(part, BertConfig dict, embedding size, config.json content)` of a
+  Hugging Face ELECTRA directory, without reading its weights.
+
+  Raises:
+    ValueError: one line naming `config.json` (not ELECTRA, another
+      architecture, a setting electra_tf does not compute).
+  """
+  config_path = os.path.join(os.fspath(input_dir), CONFIG_FILE)
+  with open(config_path, encoding="utf-8") as f:
+    config = json.load(f)
+  architectures = config.get("architectures") or []
+  by_architecture = {v: k for k, v in ARCHITECTURES.items()}
+  if len(architectures) != 1 or architectures[0] not in by_architecture:
+    raise ValueError(
+      f"{config_path}: architectures {architectures}; expected one of {sorted(by_architecture)}"
+    )
+  bert_config = _bert_config_from_hf(config, config_path)
+  embedding_size = int(config.get("embedding_size", bert_config["hidden_size"]))
+  return by_architecture[architectures[0]], bert_config, embedding_size, config
+
+
+def recorded_tokenizer(input_dir):
+  """`(vocab file, do_lower_case, strip_accents)` of the tokenizer a Hugging
+  Face directory holds, as `write_huggingface` writes it: `sentencepiece.model`
+  (its normalisation from its settings file, else `tokenizer_config.json`)
+  or `vocab.txt` (from `tokenizer_config.json`: `do_lower_case`, default
+  true as transformers' `ElectraTokenizer`; `strip_accents` null or absent
+  follows lower-casing). None when it holds neither file (a directory with
+  only `tokenizer.json` needs `--vocab-file`)."""
+  input_dir = os.fspath(input_dir)
+  recorded = {}
+  config_path = os.path.join(input_dir, TOKENIZER_CONFIG_FILE)
+  if os.path.isfile(config_path):
+    try:
+      with open(config_path, encoding="utf-8") as f:
+        recorded = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+      raise ValueError(f"{config_path!r} is not readable JSON: {str(e).splitlines()[0]}") from None
+    if not isinstance(recorded, dict):
+      raise ValueError(f"{config_path!r} holds {type(recorded).__name__}; expected a JSON object")
+  model_file = os.path.join(input_dir, SENTENCEPIECE_FILE)
+  if os.path.isfile(model_file):
+    settings = vocab_lib.vocab_settings(model_file, vocab_lib.SENTENCEPIECE)
+    if not os.path.isfile(vocab_lib.settings_path(model_file)):
+      for key in ("do_lower_case", "strip_accents"):
+        if isinstance(recorded.get(key), bool):
+          settings[key] = recorded[key]
+    return model_file, settings["do_lower_case"], settings["strip_accents"]
+  vocab_file = os.path.join(input_dir, VOCAB_FILE)
+  if not os.path.isfile(vocab_file):
+    return None
+  do_lower_case = bool(recorded.get("do_lower_case", True))
+  strip_accents = recorded.get("strip_accents")
+  strip_accents = do_lower_case if strip_accents is None else bool(strip_accents)
+  return vocab_file, do_lower_case, strip_accents
+
+
+def load_huggingface(input_dir):
+  """Reads a Hugging Face `ElectraForPreTraining` or `ElectraForMaskedLM`
+  directory into a fresh electra_tf model, strictly: every stored tensor is
+  used and every variable is set.
+
+  Returns:
+    `(model, part, name_map, notes)`: the `ElectraDiscriminator` (with head)
+    or single-tower `ElectraGenerator` whose embeddings are the shared
+    `electra/embeddings` block (so its official names are the original's
+    default layout), and its official name map.
+  """
+  from safetensors.numpy import load_file  # pylint: disable=g-import-not-at-top
+
+  input_dir = os.fspath(input_dir)
+  config_path = os.path.join(input_dir, CONFIG_FILE)
+  part, bert_config, embedding_size, config = read_hf_config(input_dir)
+  architectures = config["architectures"]
+  notes = []
+  if part == PART_DISCRIMINATOR:
+    model = ElectraDiscriminator(
+      bert_config, embedding_size=embedding_size, include_head=True, name="discriminator"
+    )
+    model.build()
+    name_map = official_names.discriminator_name_map(model)
+  else:
+    if not config.get("tie_word_embeddings", True):
+      raise ValueError(
+        f"{config_path}: tie_word_embeddings false; ELECTRA's generator head always reads "
+        "the word embeddings"
+      )
+    embeddings = ElectraEmbeddings(
+      vocab_size=bert_config["vocab_size"],
+      embedding_size=embedding_size,
+      max_position_embeddings=bert_config["max_position_embeddings"],
+      type_vocab_size=bert_config["type_vocab_size"],
+      initializer_range=bert_config.get("initializer_range", 0.02),
+      dropout_rate=bert_config.get("hidden_dropout_prob", 0.1),
+      name="embeddings",
+    )
+    model = ElectraGenerator(bert_config, embeddings=embeddings, name="generator")
+    model.build()
+    name_map = official_names.generator_name_map(
+      model, [official_names.GENERATOR_SCOPE], shared_embeddings=True
+    )
+  weights_path = os.path.join(input_dir, WEIGHTS_FILE)
+  stored = load_file(weights_path)
+  expected = {hf_name(n): n for n in name_map}
+  tied = stored.pop(_HF_TIED_OUTPUT, None)
+  if tied is not None:
+    if not np.array_equal(tied, stored.get("electra.embeddings.word_embeddings.weight")):
+      raise ValueError(
+        f"{weights_path}: {_HF_TIED_OUTPUT} differs from the word embeddings; ELECTRA ties them"
+      )
+    notes.append(f"{_HF_TIED_OUTPUT} is the tied word embeddings")
+  missing = sorted(set(expected) - set(stored))
+  extra = sorted(set(stored) - set(expected))
+  if missing or extra:
+    raise ValueError(
+      f"{weights_path} does not hold {architectures[0]} with config {config_path}: "
+      f"missing {missing[:8]}{' ...' if len(missing) > 8 else ''}, "
+      f"unexpected {extra[:8]}{' ...' if len(extra) > 8 else ''}"
+    )
+  for hf, official in expected.items():
+    value = stored[hf]
+    value = value.T if is_transposed(official) else value
+    variable = name_map[official]
+    if tuple(value.shape) != tuple(variable.shape):
+      raise ValueError(
+        f"{weights_path}: {hf} has shape {tuple(stored[hf].shape)}; the config gives "
+        f"{tuple(variable.shape)} for {official}"
+      )
+    variable.assign(value.astype(np.float32))
+  return model, part, name_map, notes
