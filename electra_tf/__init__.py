@@ -10,6 +10,16 @@ _QUIET_MARKER = "ELECTRA_TF_QUIET_TF_START_UP"
 _VERBOSE_IMPORT = "ELECTRA_TF_VERBOSE_IMPORT"
 
 
+def _interrupted(error):
+  """Whether `error` is Ctrl-C, or an error TensorFlow raised in its place
+  (a KeyboardInterrupt in a C++ call comes back wrapped)."""
+  while error is not None:
+    if isinstance(error, KeyboardInterrupt):
+      return True
+    error = error.__cause__ or error.__context__
+  return False
+
+
 def _quiet_tensorflow_start_up():
   """For `python -m electra_tf.<tool>` / `tfrecords_tools.<tool>` runs: hide
   TensorFlow's C++ start-up lines (CUDA probes and cuInit errors on machines
@@ -37,6 +47,9 @@ def _quiet_tensorflow_start_up():
       import tensorflow  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
 
       failed = False
+    except BaseException as e:
+      failed = not _interrupted(e)  # Ctrl-C is not a broken install: its lines say nothing
+      raise
     finally:
       _sys.stderr.flush()
       _os.dup2(saved_stderr, 2)
@@ -48,6 +61,29 @@ def _quiet_tensorflow_start_up():
           _os.write(2, hidden if hidden.endswith(b"\n") else hidden + b"\n")
 
 
+def _ctrl_c_in_one_line():
+  """For `python -m` runs: a Ctrl-C that no command caught (while TensorFlow
+  is imported, or in a command with nothing to save) ends with one line and
+  exit status 130 instead of a traceback. Commands with work to save or
+  partial output to remove catch it themselves first."""
+  if _sys.argv[:1] != ["-m"]:
+    return
+  previous = _sys.excepthook
+
+  def hook(kind, error, traceback):
+    if not _interrupted(error):
+      return previous(kind, error, traceback)
+    argv = getattr(_sys, "orig_argv", [])  # ["python", "-m", "<module>", ...]
+    tool = argv[argv.index("-m") + 1] if "-m" in argv[:-1] else "electra_tf"
+    _sys.stdout.flush()
+    print(f"{tool.rsplit('.', 1)[-1]}: interrupted (Ctrl-C)", file=_sys.stderr)
+    _sys.stderr.flush()
+    _os._exit(130)  # the shell's status for Ctrl-C (electra_tf.utils.exit_codes.INTERRUPTED)
+
+  _sys.excepthook = hook
+
+
+_ctrl_c_in_one_line()
 _quiet_tensorflow_start_up()
 
 from electra_tf.configs.bert_config import BertConfig

@@ -50,3 +50,23 @@ def test_a_succeeding_import_stays_quiet_unless_asked(tmp_path):
   assert MESSAGE not in quiet.stderr, quiet.stderr
   verbose = _tool_with_fake_tensorflow(tmp_path / "b", "", ELECTRA_TF_VERBOSE_IMPORT="1")
   assert MESSAGE in verbose.stderr, verbose.stderr
+
+
+def test_ctrl_c_while_tensorflow_is_imported_is_one_line_and_status_130(tmp_path):
+  """Ctrl-C during start-up: no traceback and none of TensorFlow's hidden lines
+  (a KeyboardInterrupt is not a broken install), the tool named, exit 130."""
+  done = _tool_with_fake_tensorflow(tmp_path, "raise KeyboardInterrupt")
+  assert done.returncode == 130, done.stderr
+  assert done.stderr.strip() == "hparams_reference: interrupted (Ctrl-C)", done.stderr
+  assert MESSAGE not in done.stderr
+
+
+def test_an_error_tensorflow_raises_in_place_of_ctrl_c_is_one_line_too(tmp_path):
+  """A KeyboardInterrupt inside a C++ call comes back wrapped in another error."""
+  ending = (
+    "try:\n    raise KeyboardInterrupt\nexcept KeyboardInterrupt as e:\n"
+    "    raise RuntimeError('MISMATCH: REPLACED BY KeyboardInterrupt') from e"
+  )
+  done = _tool_with_fake_tensorflow(tmp_path, ending)
+  assert done.returncode == 130, done.stderr
+  assert done.stderr.strip() == "hparams_reference: interrupted (Ctrl-C)", done.stderr

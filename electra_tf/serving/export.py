@@ -484,11 +484,17 @@ def save_module(module, export_dir, version=None, overwrite=False):
     version = next_version(export_dir)
   if int(version) < 0:
     raise ValueError(f"--version {version}; TF Serving needs a non-negative integer")
-  os.makedirs(export_dir, exist_ok=True)
   final = os.path.join(export_dir, str(int(version)))
   if os.path.exists(final) and not overwrite:
     raise ValueError(f"{final!r} already exists; pass --overwrite or another --version")
-  return save_module_at(module, final, overwrite)
+  made = not os.path.exists(export_dir)
+  os.makedirs(export_dir, exist_ok=True)
+  try:
+    return save_module_at(module, final, overwrite)
+  except BaseException:
+    if made:  # an interrupted or failed first export leaves no empty export dir behind
+      shutil.rmtree(export_dir, ignore_errors=True)
+    raise
 
 
 def save_module_at(module, path, overwrite=False):
@@ -583,7 +589,7 @@ def load_model(
   data_dir=None,
 ):
   """The model to export from exactly one source, and its config (None where
-  the source has none), read through `electra_tf.checkpoints.any_format`.
+  the source has none), read through `electra_tf.sources.any_format`.
 
   Args:
     keras_model, checkpoint: the source, any format the door reads (the two

@@ -427,3 +427,24 @@ def test_bad_options_raise_clear_errors(tmp_path):
   for sources in ({}, {"keras_model": "m.keras", "checkpoint": str(tmp_path)}):
     with pytest.raises(ValueError, match="exactly one of --keras-model and --checkpoint"):
       export_lib.load_model(**sources)
+
+
+def test_an_interrupted_first_export_leaves_no_export_dir(tmp_path, monkeypatch):
+  """Ctrl-C (or any failure) while the SavedModel is written: the export dir
+  this export created is removed, not left empty; one that was there stays."""
+
+  class Module:
+    def get_signatures(self):
+      return {}
+
+  def interrupted_save(*args, **kwargs):
+    raise KeyboardInterrupt
+
+  monkeypatch.setattr(export_lib.tf.saved_model, "save", interrupted_save)
+  with pytest.raises(KeyboardInterrupt):
+    export_lib.save_module(Module(), str(tmp_path / "new"), version=1)
+  assert not (tmp_path / "new").exists()
+  (tmp_path / "kept").mkdir()
+  with pytest.raises(KeyboardInterrupt):
+    export_lib.save_module(Module(), str(tmp_path / "kept"), version=1)
+  assert (tmp_path / "kept").is_dir() and not list((tmp_path / "kept").iterdir())
