@@ -32,6 +32,7 @@ from absl import logging
 
 from electra_tf.configs.hparams import add_run_flags
 from electra_tf.runtime import distribution
+from electra_tf.sources import any_format
 from electra_tf.sources import formats
 from electra_tf.training import finetuning_run as runner
 from electra_tf.training import run_status
@@ -53,7 +54,8 @@ def _check_before_work(config):
     raise ValueError(f"hparam num_train_epochs={config.num_train_epochs}; expected > 0")
   if config.init_checkpoint:
     try:
-      formats.detect(config.init_checkpoint)
+      if formats.detect(config.init_checkpoint).format == formats.KERAS:
+        any_format.check_keras_file_starts_finetuning(config.init_checkpoint)
     except ValueError as e:
       raise ValueError(
         f"hparam init_checkpoint (the model to fine-tune; by default the pre-trained "

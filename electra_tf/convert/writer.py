@@ -65,8 +65,14 @@ def optimizer_slots(optimizer, name_map):
 
 
 def check_output_dir(output_dir):
-  """Refuses a directory that already holds checkpoints: a converted
-  checkpoint next to others would not be the one that readers pick up."""
+  """Refuses a directory that already holds checkpoints (a converted
+  checkpoint next to others would not be the one that readers pick up), and
+  a path that is a file."""
+  if os.path.isfile(os.fspath(output_dir)):
+    raise ValueError(
+      f"--output {os.fspath(output_dir)!r} is a file; this conversion writes a checkpoint "
+      "directory (give a new or empty directory)"
+    )
   if os.path.exists(os.path.join(os.fspath(output_dir), "checkpoint")):
     raise ValueError(
       f"--output {os.fspath(output_dir)!r} already holds checkpoints (it has a "

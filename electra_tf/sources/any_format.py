@@ -597,10 +597,10 @@ def existing_architecture(model_dir):
 # --- fine-tuning initialisation --------------------------------------------------
 
 
-def _source_name_map(source):
-  """`{official name: variable}` of a loaded model: a fine-tuning model
-  (encoder and heads), a model wrapping one, a pretrainer's discriminator
-  encoder, or a lone `ElectraDiscriminator`."""
+def _source_name_map(source, path):
+  """`{official name: variable}` of a loaded model (from `path`): a
+  fine-tuning model (encoder and heads), a model wrapping one, a
+  pretrainer's discriminator encoder, or a lone `ElectraDiscriminator`."""
   if isinstance(source, FinetuningModel):
     return source.official_name_map()
   inner = getattr(source, "finetuning_model", None)
@@ -608,9 +608,7 @@ def _source_name_map(source):
     return inner.official_name_map()
   encoder = find_network(source, DISCRIMINATOR)
   if encoder is None:
-    raise ValueError(
-      f"{type(source).__name__} holds no ELECTRA discriminator encoder to fine-tune from"
-    )
+    raise ValueError(no_discriminator_error(path, type(source).__name__))
   return official_names.discriminator_name_map(encoder, include_head=False)
 
 
@@ -676,6 +674,30 @@ def _restore_encoder(model, prefix):
   return sorted(official_names.discriminator_name_map(encoder, include_head=False))
 
 
+# What a .keras file that can start fine-tuning holds somewhere in it.
+_HOLDS_A_DISCRIMINATOR = {
+  "ElectraDiscriminator", "ElectraPretrainer", "FinetuningModel", "ElectraClassifier",
+  "ElectraQuestionAnswerer", "ElectraTokenTagger",
+}  # fmt: skip
+
+
+def no_discriminator_error(path, holds):
+  return (
+    f"{os.fspath(path)!r} is a .keras model ({holds}) with no ELECTRA discriminator encoder to "
+    "fine-tune from; give a discriminator, pretrainer or fine-tuned model (a generator "
+    "alone cannot start fine-tuning)"
+  )
+
+
+def check_keras_file_starts_finetuning(path):
+  """Refuses, from its archive's config alone (no weights read), a `.keras`
+  file that holds no discriminator: a standalone generator, say."""
+  names = formats.keras_archive_class_names(path)
+  if names and not names & _HOLDS_A_DISCRIMINATOR:
+    electra = sorted(n for n in names if n.startswith("Electra"))
+    raise ValueError(no_discriminator_error(path, ", ".join(electra) or "no ELECTRA class"))
+
+
 def initialize_finetuning_model(model, path):
   """Initialises `model` (a `FinetuningModel`) from the model at `path`.
 
@@ -694,15 +716,15 @@ def initialize_finetuning_model(model, path):
   """
   detected = formats.require(path, INITIALIZES_FINETUNING)
   if detected.format == formats.KERAS:
-    return _assign_by_name(model, _source_name_map(load_keras_file(path)), path)
+    return _assign_by_name(model, _source_name_map(load_keras_file(path), path), path)
   if detected.format == formats.HUGGINGFACE:
-    return _assign_by_name(model, _source_name_map(load(path, DISCRIMINATOR).model), path)
+    return _assign_by_name(model, _source_name_map(load(path, DISCRIMINATOR).model, path), path)
   if detected.format == formats.KERAS_HUB_PRESET:
     # A task preset gives its heads too; a backbone preset its encoder.
     source = load_task_preset(path)
     if source is None:
       source = keras_hub.read_keras_hub_preset(path)[0]
-    return _assign_by_name(model, _source_name_map(source), path)
+    return _assign_by_name(model, _source_name_map(source, path), path)
   if detected.format == formats.TRAINING:
     return _restore_encoder(model, detected.location)
   info = official_checkpoint.restore_from_name_map(

@@ -109,6 +109,32 @@ def _is_keras_archive(path):
     return CONFIG_FILE in archive.namelist()
 
 
+def keras_archive_class_names(path):
+  """The class names a `.keras` archive's `config.json` builds (every nested
+  layer and model), without loading it; an empty set when it cannot be read.
+
+  Example:
+  >>> sorted(keras_archive_class_names("missing.keras"))
+  []
+  """
+  try:
+    with zipfile.ZipFile(path) as archive:
+      config = json.loads(archive.read(CONFIG_FILE))
+  except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+    return set()
+  names, stack = set(), [config]
+  while stack:
+    node = stack.pop()
+    if isinstance(node, dict):
+      for key in ("class_name", "registered_name"):
+        if isinstance(node.get(key), str):
+          names.add(node[key].rsplit(">", 1)[-1])
+      stack.extend(node.values())
+    elif isinstance(node, list):
+      stack.extend(node)
+  return names
+
+
 def _checkpoint_format(prefix):
   if is_object_based(prefix):
     return TRAINING

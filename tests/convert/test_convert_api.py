@@ -52,6 +52,10 @@ def test_wrong_direction_and_options(tmp_path):
     convert.convert(str(tmp_path / "nothing"), str(tmp_path / "o"))
   with pytest.raises(ValueError, match="already holds checkpoints"):
     convert.convert(str(source), str(tmp_path / "official"))
+  # An --output that is a file, for a conversion that writes a checkpoint directory.
+  (tmp_path / "a_file").write_text("x")
+  with pytest.raises(ValueError, match="'.*a_file' is a file; this conversion writes a checkpoint"):
+    convert.convert(str(source), str(tmp_path / "a_file"))
   assert (
     convert_checkpoint.main(["--input", str(tmp_path / "nothing"), "--output", str(tmp_path / "o")])
     == 2

@@ -7,11 +7,14 @@ import os
 
 import pytest
 
+from electra_tf import convert
 from electra_tf import run_finetuning
 from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.finetune import task_builder
+from electra_tf.sources import any_format
 from electra_tf.text import wordpiece as tokenization
 from electra_tf.training import finetuning_run
+from tests.helpers.conversion import write_layout
 from tests.helpers.finetuning_testdata import make_data_dir
 from tests.helpers.finetuning_testdata import squad_json
 from tests.helpers.finetuning_testdata import tiny_hparams
@@ -45,7 +48,9 @@ def data(tmp_path):
 
 def _run(data, capsys, task_names, **hparams):
   data_dir, vocab_size = data
-  hparams = tiny_hparams(vocab_size, task_names=task_names, init_checkpoint=None, **hparams)
+  hparams = tiny_hparams(
+    vocab_size, task_names=task_names, **dict({"init_checkpoint": None}, **hparams)
+  )
   code = run_finetuning.main(
     ["--data-dir", data_dir, "--model-name", "m", "--hparams", json.dumps(hparams)]
   )
@@ -210,3 +215,21 @@ def test_a_data_file_that_is_a_directory_is_named_as_such(data, capsys):
   code, lines = _run(data, capsys, ["rte"])
   assert code == 2 and len(lines) == 1, lines
   assert "train.tsv' is a directory; expected a tab-separated file" in lines[0]
+
+
+def test_a_generator_keras_file_as_init_checkpoint_is_one_line_before_any_trial(
+  data, capsys, tmp_path
+):
+  """A standalone generator `.keras` cannot start fine-tuning: refused from
+  its archive's config (no weights read), naming the file, before any trial
+  dir exists; a discriminator `.keras` passes the same check."""
+  source = write_layout(tmp_path / "official", "default", with_slots=False)
+  generator = str(tmp_path / "g.keras")
+  convert.official_to_keras(source, generator, part="generator")
+  convert.official_to_keras(source, str(tmp_path / "d.keras"), part="discriminator")
+  any_format.check_keras_file_starts_finetuning(str(tmp_path / "d.keras"))
+  code, lines = _run(data, capsys, ["rte"], init_checkpoint=generator)
+  assert code == 2 and len(lines) == 1, lines
+  assert f"{generator!r} is a .keras model (ElectraEmbeddings, ElectraGenerator)" in lines[0]
+  assert "no ELECTRA discriminator encoder to fine-tune from" in lines[0]
+  assert not os.path.exists(os.path.join(data[0], "models", "m", "finetuning_models"))
