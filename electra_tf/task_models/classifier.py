@@ -3,6 +3,7 @@
 import keras
 
 from electra_tf.finetune.classification.head import ClassificationHead
+from electra_tf.finetune.classification.tasks import ClassificationTask
 from electra_tf.task_models.task_model import ElectraTaskModel
 
 
@@ -40,6 +41,8 @@ class ElectraClassifier(ElectraTaskModel):
     classifier.fit(tf.data.Dataset.from_tensor_slices(((premises, hypotheses), labels)).batch(32))
     classifier.predict((["The chef cooked."], ["Someone cooked."]))
   """
+
+  head_task_classes = (ClassificationTask,)
 
   def __init__(
     self,

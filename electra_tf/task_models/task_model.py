@@ -3,6 +3,9 @@
 a one-head `FinetuningModel`, checkpoint loading, the original's optimizer as
 the `compile` default, and the SavedModel export."""
 
+import inspect
+import os
+import sys
 import types
 
 import keras
@@ -11,6 +14,7 @@ import tensorflow as tf
 from electra_tf.configs import model_dir as model_dir_lib
 from electra_tf.configs.pretraining import default_embedding_size
 from electra_tf.configs.pretraining import get_bert_config
+from electra_tf.finetune import task_builder
 from electra_tf.finetune.model import FinetuningModel
 from electra_tf.finetune.text_preprocessor import ElectraTextPreprocessor
 from electra_tf.interop import keras_hub
@@ -133,6 +137,8 @@ class ElectraTaskModel(keras.Model):
     `max_seq_length` defaults to the length a fine-tuned model (an
     electra_tf trial dir, a task preset) was trained at, else to the class's
     `default_max_seq_length` (a pre-training run's length is not a task's);
+    from a fine-tuning trial without `task_name`, the trial's one head of
+    this model's kind is loaded (else a warning says the head is new);
     `kwargs` named in `preprocessor_args` go to the preprocessor (a QA
     trial's `max_query_length` is its default), the rest to the
     constructor."""
@@ -142,6 +148,8 @@ class ElectraTaskModel(keras.Model):
         "checkpoint prefix, a .keras file or a published directory)"
       )
     run_config = any_format.run_config(path)
+    if run_config is not None and run_config.get("kind") == model_dir_lib.KIND_FINETUNING:
+      cls._adopt_trial_head(path, run_config, kwargs)
     run_vocab = {}
     if run_config is not None:
       run_vocab = run_config.get("vocab") or {}
@@ -191,6 +199,34 @@ class ElectraTaskModel(keras.Model):
     model.build()
     any_format.initialize_finetuning_model(model.finetuning_model, path)
     return model
+
+  # Kinds of `run_finetuning` task (their classes) whose head this model is.
+  head_task_classes = ()
+
+  @classmethod
+  def _adopt_trial_head(cls, path, run_config, kwargs):
+    """From a fine-tuning trial without `task_name`: its one head of this
+    model's kind becomes the model's (else a new head would be built under
+    the default name and the trained one ignored); otherwise one warning
+    line says the head is new."""
+    if "task_name" in kwargs:
+      return
+    tasks = (run_config.get("hparams") or {}).get("task_names") or []
+    ours = [
+      t for t in tasks
+      if issubclass(task_builder.TASK_CLASSES.get(t, type(None)), cls.head_task_classes or ())
+    ]  # fmt: skip
+    if len(ours) == 1:
+      kwargs["task_name"] = ours[0]
+      return
+    default = inspect.signature(cls.__init__).parameters["task_name"].default
+    print(
+      f"warning: {os.fspath(path)!r} is a trial fine-tuned for {tasks}; "
+      f"{'none' if not ours else 'more than one'} of them has a head for {cls.__name__}, so it gets "
+      f"a new {default!r} head over the fine-tuned encoder (pass task_name= to load one)",
+      file=sys.stderr,
+      flush=True,
+    )
 
   @classmethod
   def from_preset(cls, preset, max_seq_length=None, **kwargs):

@@ -6,6 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.finetune.tagging.head import TaggingHead
+from electra_tf.finetune.tagging.tasks import TaggingTask
 from electra_tf.finetune.text_preprocessor import as_strings
 from electra_tf.task_models.task_model import ElectraTaskModel
 
@@ -91,6 +92,7 @@ class ElectraTokenTagger(ElectraTaskModel):
   """
 
   packing = "tagging"
+  head_task_classes = (TaggingTask,)
 
   def __init__(self, bert_config, num_tags, task_name="tagger", **kwargs):
     self.num_tags = int(num_tags)

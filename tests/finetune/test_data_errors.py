@@ -233,3 +233,32 @@ def test_a_generator_keras_file_as_init_checkpoint_is_one_line_before_any_trial(
   assert f"{generator!r} is a .keras model (ElectraEmbeddings, ElectraGenerator)" in lines[0]
   assert "no ELECTRA discriminator encoder to fine-tune from" in lines[0]
   assert not os.path.exists(os.path.join(data[0], "models", "m", "finetuning_models"))
+
+
+def test_a_question_that_leaves_no_room_for_its_document_is_one_line_before_any_trial(data, capsys):
+  """max_seq_length at most max_query_length + 3: the first question long
+  enough to fill the window is named (file and id) before any trial; short
+  questions with the same lengths train."""
+  data_dir, _ = data
+  paragraph = {
+    "context": "the cat sat on the mat",
+    "qas": [{"id": "q0", "question": "who sat ?", "is_impossible": False,
+             "answers": [{"text": "the cat", "answer_start": 0}]}],
+  }  # fmt: skip
+  long_question = dict(paragraph["qas"][0], id="q_long", question=" ".join(["the cat"] * 12))
+  long_paragraph = dict(paragraph, qas=[long_question])
+  train = write_task_file(data_dir, "squad", "train.json", squad_json([paragraph, long_paragraph]))
+  write_task_file(data_dir, "squad", "dev.json", squad_json([paragraph]))
+  lengths = {"max_seq_length": 16, "max_query_length": 16, "beam_size": 4}
+  code, lines = _run(data, capsys, ["squad"], **lengths)
+  assert code == 2 and len(lines) == 1, lines
+  assert f"{train}: train question 'q_long' is 16 tokens" in lines[0], lines
+  assert "max_seq_length above 19 or lower max_query_length (now 16)" in lines[0]
+  assert not os.path.exists(os.path.join(data_dir, "models", "m", "finetuning_models"))
+  write_task_file(data_dir, "squad", "train.json", squad_json([paragraph]))
+  code, lines = _run(data, capsys, ["squad"], **lengths)
+  assert code == 0, lines
+  # A window shorter than the beam the head takes its best starts and ends from.
+  code, lines = _run(data, capsys, ["squad"], **dict(lengths, beam_size=20))
+  assert code == 2 and len(lines) == 1, lines
+  assert "task squad: hparam max_seq_length=16 is below beam_size=20" in lines[0]

@@ -466,6 +466,19 @@ def test_a_pretraining_run_dir_gives_the_model_and_nothing_replaces_it(tmp_path,
     classifier = electra_tf.ElectraClassifier.from_checkpoint(str(path), num_classes=2)
     assert classifier.bert_config["num_attention_heads"] == 2
     assert classifier.preprocessor.tokenizer.vocab_size == 60
+  # The trial's one classification head is the classifier's (not a new random one).
+  assert classifier.task_name == "rte"
+  trained = tf.train.load_checkpoint(str(trial)).get_tensor("task_specific/rte/dense/kernel")
+  np.testing.assert_array_equal(
+    classifier.finetuning_model.official_name_map()["task_specific/rte/dense/kernel"].numpy(),
+    trained,
+  )
+  capsys.readouterr()
+  tagger = electra_tf.ElectraTokenTagger.from_checkpoint(str(trial), num_tags=3)
+  assert tagger.task_name == "tagger"
+  assert "none of them has a head for ElectraTokenTagger, so it gets a new 'tagger' head" in (
+    capsys.readouterr().err
+  )
   with pytest.raises(ValueError, match="encoder.hidden_size 32 → 256"):
     electra_tf.ElectraClassifier.from_checkpoint(str(trial), num_classes=2, model_size="small")
   # The converter builds the trial's model from its config.json too (heads are no shape).

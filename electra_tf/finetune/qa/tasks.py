@@ -167,6 +167,12 @@ class QATask(task_lib.Task):
 
   def __init__(self, config, name, tokenizer, v2=False):
     super().__init__(config, name, tokenizer)
+    if config.max_seq_length < config.beam_size:
+      # The head takes the beam_size best starts and ends among the positions.
+      raise ValueError(
+        f"task {name}: hparam max_seq_length={config.max_seq_length} is below "
+        f"beam_size={config.beam_size}; a QA window needs at least beam_size positions"
+      )
     self.v2 = v2
     self._examples = {}
 
@@ -261,6 +267,27 @@ class QATask(task_lib.Task):
 
   def feature_settings(self):
     return {"max_query_length": self.config.max_query_length, "doc_stride": self.config.doc_stride}
+
+  def check_examples(self, split):
+    """Reads `split` and, where `max_seq_length` leaves no room for a
+    document after a question of `max_query_length` tokens, refuses the
+    first question that long (naming it), before training."""
+    examples = self.get_examples(split)
+    room = self.config.max_seq_length - 3  # [CLS] question [SEP] document [SEP]
+    if room > self.config.max_query_length:
+      return  # every question is cut to max_query_length: none can fill the window
+    for example in examples:
+      length = min(
+        len(self.tokenizer.tokenize(example.question_text)), self.config.max_query_length
+      )
+      if length >= room:
+        source = self.data_file(split) if self.example_source is None else "its example_source"
+        raise ValueError(
+          f"{source}: {split} question {example.qas_id or example.qid!r} is {length} tokens, which leaves no "
+          f"room for its document in hparam max_seq_length={self.config.max_seq_length}; raise "
+          f"max_seq_length above {length + 3} or lower max_query_length "
+          f"(now {self.config.max_query_length}) to cut questions shorter"
+        )
 
   def get_examples(self, split):
     if split not in self._examples:
