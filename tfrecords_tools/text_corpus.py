@@ -18,17 +18,19 @@ build_pretraining_dataset(BuildOptions(corpus_dir="corpus", vocab_file="vocab.tx
 """
 
 import collections
-import concurrent.futures
 import ctypes
 import dataclasses
 import logging
 import multiprocessing
+import multiprocessing.connection
 import os
+import pickle
 import random
 import signal
 import sys
 import threading
 import time
+import traceback
 from typing import Optional
 
 import tensorflow as tf
@@ -267,35 +269,77 @@ def die_with_parent(parent_pid):
   ).start()
 
 
+def _job_process(connection, parent_pid, job_fn, job_id, options, cpu):
+  """A job process's body: runs the job and sends back `("ok", stats)` or
+  `("error", exception, traceback text)`."""
+  die_with_parent(parent_pid)
+  try:
+    result = ("ok", job_fn(job_id, options, cpu))
+  except Exception as e:  # pylint: disable=broad-except  (sent to the main process, raised there)
+    result = ("error", e, traceback.format_exc())
+  try:
+    connection.send(result)
+  except (pickle.PicklingError, TypeError, AttributeError):  # an exception that does not pickle
+    connection.send(("error", RuntimeError(f"{type(result[1]).__name__}: {result[1]}"), result[2]))
+  connection.close()
+
+
 def run_jobs(job_fn, options):
   """Runs `job_fn(job_id, options, cpu)` for every job and returns their
   stats: in this process for one job, else one spawned process per job (not
   forked: TensorFlow is not fork-safe, and each job seeds itself), pinned as
-  `job_cpus` says. The job processes die with this one (`die_with_parent`);
-  call it from the main thread, as Linux ties that signal to the thread that
-  started them."""
+  `job_cpus` says. A job's exception is raised here (its traceback as a
+  note) after the other jobs are stopped; so is Ctrl-C. The job processes
+  die with this one (`die_with_parent`); call it from the main thread, as
+  Linux ties that signal to the thread that started them.
+
+  Plain processes and pipes, not a process pool: a pool whose workers are
+  killed on Ctrl-C could hang in its own shutdown."""
   if options.num_processes == 1:
     return [job_fn(0, options)]
   context = multiprocessing.get_context("spawn")
-  with concurrent.futures.ProcessPoolExecutor(
-    options.num_processes,
-    mp_context=context,
-    initializer=die_with_parent,
-    initargs=(os.getpid(),),
-  ) as pool:
-    futures = [
-      pool.submit(job_fn, j, options, cpu) for j, cpu in enumerate(job_cpus(options.num_processes))
-    ]
-    try:
-      return [f.result() for f in futures]
-    except KeyboardInterrupt:
-      # Ctrl-C: the jobs ignore it (one message, from here); stop them now,
-      # before the caller removes what they wrote.
-      for child in multiprocessing.active_children():
-        child.kill()
-        child.join()
-      pool.shutdown(wait=False, cancel_futures=True)
-      raise
+  processes, pending = [], {}
+  results = [None] * options.num_processes
+  try:
+    for job_id, cpu in enumerate(job_cpus(options.num_processes)):
+      receiver, sender = context.Pipe(duplex=False)
+      process = context.Process(
+        target=_job_process,
+        args=(sender, os.getpid(), job_fn, job_id, options, cpu),
+        name=f"build-job-{job_id}",
+      )
+      process.start()
+      sender.close()
+      processes.append(process)
+      pending[receiver] = job_id
+    while pending:
+      for receiver in multiprocessing.connection.wait(list(pending)):
+        job_id = pending.pop(receiver)
+        try:
+          message = receiver.recv()
+        except EOFError:
+          processes[job_id].join()
+          raise RuntimeError(
+            f"job {job_id}'s process ended (exit status {processes[job_id].exitcode}) "
+            "without its result: killed, or out of memory?"
+          ) from None
+        if message[0] == "error":
+          error = message[1]
+          error.add_note(f"in job {job_id}:\n{message[2]}")
+          raise error
+        results[job_id] = message[1]
+    for process in processes:
+      process.join()
+    return results
+  except BaseException:
+    # Ctrl-C (the jobs ignore it: one message, from here) or a job's error:
+    # stop every job now, before the caller removes what they wrote.
+    for process in processes:
+      if process.is_alive():
+        process.kill()
+    for process in processes:
+      process.join()
+    raise
 
 
 def run_job(job_id, options, cpu=None, on_file=None):
