@@ -180,6 +180,8 @@ def _publish_or_convert(args):
     return convert.publish(
       args.input, args.output, args.to, args.part, args.hparams, args.vocab_file
     )
+  if args.global_step is not None and args.global_step < 0:
+    raise ValueError(f"--global-step {args.global_step}: expected a step, 0 or more")
   return convert.convert(
     args.input,
     args.output,

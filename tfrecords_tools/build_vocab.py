@@ -105,6 +105,11 @@ PROGRESS_SECONDS = 10.0
 FEED_CHARS = 1 << 16
 
 
+# The largest --vocab-size taken: far above any ELECTRA vocab, far below what
+# the trainers' allocations abort on.
+MAX_VOCAB_SIZE = 1_000_000
+
+
 def reserved_tokens(num_unused=99):
   return ["[PAD]"] + [f"[unused{i}]" for i in range(num_unused)] + list(SPECIAL_TOKENS)
 
@@ -922,6 +927,11 @@ def _main(argv):
     args.strip_accents = wordpiece
   report = CountReport()
   try:
+    if not 0 < args.vocab_size <= MAX_VOCAB_SIZE:
+      # The trainers allocate for the size asked: a typo of a few zeros aborts the process.
+      raise ValueError(
+        f"--vocab-size {args.vocab_size}: expected 1 to {MAX_VOCAB_SIZE:,} (ELECTRA's is 30,522)"
+      )
     if os.path.isdir(args.output):
       raise ValueError(
         f"--output {args.output!r} is a directory; expected the vocab file's path (such as "

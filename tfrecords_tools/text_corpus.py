@@ -424,11 +424,22 @@ def run_job(job_id, options, cpu=None, on_file=None):
   }
 
 
+# The longest examples built: a model with more positions than this is not
+# one of ELECTRA's; a larger length is a typo that pads every example.
+MAX_POSITIONS = 8192
+
+
 def check_options(options):
   """Every check that needs no output: flags, vocab, corpus. Raises
   ValueError; returns `check_vocab`'s `(vocab, normalisation)`."""
   if options.max_seq_length < 5:
     raise ValueError(f"--max-seq-length must be at least 5, got {options.max_seq_length}")
+  if options.max_seq_length > MAX_POSITIONS:
+    # Every example is padded to this length, and no model of the presets reads past 512.
+    raise ValueError(
+      f"--max-seq-length {options.max_seq_length}: expected at most {MAX_POSITIONS:,} (models "
+      "read at most max_position_embeddings tokens; 512 for every ELECTRA size)"
+    )
   if options.num_processes < 1:
     raise ValueError(f"--num-processes must be >= 1, got {options.num_processes}")
   if options.num_out_files < 1:

@@ -274,6 +274,17 @@ class FinetuningConfig(RuntimeHparams):
       raise ValueError("hparam model_hparam_overrides must be a JSON object of BertConfig fields")
     if len(set(self.task_names)) != len(self.task_names):
       raise ValueError(f"hparam task_names has duplicates: {self.task_names}")
+    if not isinstance(self.num_trials, int) or self.num_trials == 0:
+      raise ValueError(
+        f"hparam num_trials={self.num_trials!r}; expected a positive integer (or a negative "
+        "one: trials until stopped)"
+      )
+    # [CLS] text_a [SEP] text_b [SEP]: room for the markers and a token of each text.
+    if not isinstance(self.max_seq_length, int) or self.max_seq_length < 5:
+      raise ValueError(
+        f"hparam max_seq_length={self.max_seq_length!r}; expected at least 5 ([CLS], two "
+        "[SEP] and a token of each text)"
+      )
 
   # Paths that depend on a task or trial (the original stores `str.format`
   # methods in these attributes).

@@ -116,11 +116,15 @@ def _load_hparams(hparams):
   elif text.endswith(".json"):
     if not os.path.exists(text):
       raise ValueError(f"--hparams: file {text!r} does not exist")
+    if os.path.isdir(text):
+      raise ValueError(f"--hparams: {text!r} is a directory; expected a .json file")
     with open(text, encoding="utf-8") as f:
       try:
         values = json.load(f)
       except json.JSONDecodeError as e:
         raise ValueError(f"--hparams: {text!r} is not valid JSON: {e}") from e
+      except UnicodeDecodeError:
+        raise ValueError(f"--hparams: {text!r} is not UTF-8 text; expected a .json file") from None
   else:
     try:
       values = json.loads(text or "{}")

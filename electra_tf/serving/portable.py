@@ -448,7 +448,23 @@ def export_to_dir(model, export_dir, format, kind, quantize=None, overwrite=Fals
   path = os.path.join(export_dir, default_filename(name, format, quantize))
   if os.path.exists(path) and not overwrite:
     raise ValueError(f"{path!r} already exists; pass --overwrite")
-  return export_portable(model, path, format, quantize, kind=kind, **options)
+  made = not os.path.exists(export_dir)
+  before = set() if made else set(os.listdir(export_dir))
+  try:
+    return export_portable(model, path, format, quantize, kind=kind, **options)
+  except BaseException:
+    # Interrupted or failed between its files: the network without its
+    # tokenizer files (or the reverse) would pass for a finished export.
+    if os.path.isdir(export_dir):
+      for new in set(os.listdir(export_dir)) - before:
+        target = os.path.join(export_dir, new)
+        if os.path.isdir(target):
+          shutil.rmtree(target, ignore_errors=True)
+        else:
+          os.remove(target)
+      if made and not os.listdir(export_dir):
+        os.rmdir(export_dir)
+    raise
 
 
 def add_flags(parser):

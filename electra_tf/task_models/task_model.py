@@ -326,7 +326,7 @@ class ElectraTaskModel(keras.Model):
     `(x, y)`: pairs must come as `((text_a, text_b),)`)."""
     if not isinstance(x, tf.data.Dataset):
       check_prediction_input(x, type(self).__name__)
-      if isinstance(x, (list, tuple)) and len(x) == 2 and not isinstance(x[0], str):
+      if isinstance(x, (list, tuple)) and len(x) == 2 and not isinstance(x[0], (str, bytes)):
         x = (tuple(x),)  # one input made of two segments, not (x, y)
       x = tf.data.Dataset.from_tensor_slices(x).batch(batch_size or 32)
       batch_size = None

@@ -201,6 +201,8 @@ def test_gradient_accumulation_steps_must_divide_the_global_batch(tmp_path):
     ("layerwise_lr_decay", -0.5, "expected >= 0"),
     ("weight_decay_rate", -0.01, "expected >= 0"),
     ("num_train_epochs", 0, "expected > 0"),
+    ("num_trials", 0, "expected a positive integer"),
+    ("max_seq_length", 2, r"expected at least 5 \(\[CLS\], two \[SEP\]"),
   ],
 )
 def test_fine_tuning_ranges_are_checked_as_pre_training_s(name, value, expected):

@@ -164,3 +164,12 @@ def test_a_run_config_of_another_kind_is_one_line(tmp_path, kind, recorded, comm
   with pytest.raises(ValueError, match=rf"is the config.json of a {kind} run \({recorded}\); "):
     load_hparams(str(path), command)
   assert load_hparams(str(path), recorded) == {}  # its own kind is read
+
+
+def test_a_directory_or_binary_file_as_hparams_is_named(tmp_path):
+  (tmp_path / "d.json").mkdir()
+  with pytest.raises(ValueError, match=r"^--hparams: '.*d.json' is a directory; expected a .json"):
+    load_hparams(str(tmp_path / "d.json"))
+  (tmp_path / "b.json").write_bytes(b"\xff\xfe{\x00")
+  with pytest.raises(ValueError, match=r"^--hparams: '.*b.json' is not UTF-8 text"):
+    load_hparams(str(tmp_path / "b.json"))

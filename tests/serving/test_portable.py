@@ -310,3 +310,25 @@ def test_sentencepiece_classifier_exports_with_its_model_and_tokenizer_json(tmp_
   for row, row_ids in enumerate(ids["sp"]):
     n = int(packed["input_mask"][row].sum())
     assert row_ids == packed["input_ids"][row][:n].tolist()
+
+
+def test_an_interrupted_export_leaves_none_of_its_files(tmp_path, monkeypatch):
+  """Ctrl-C (or an error) after the network file but before its tokenizer
+  files: the files this export made go, the export dir too if it made it;
+  what was there before stays."""
+
+  def network_then_interrupt(model, path, *args, **kwargs):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+      f.write(b"network")
+    raise KeyboardInterrupt
+
+  monkeypatch.setattr(portable, "export_portable", network_then_interrupt)
+  with pytest.raises(KeyboardInterrupt):
+    portable.export_to_dir(None, str(tmp_path / "new"), "onnx", "discriminator")
+  assert not (tmp_path / "new").exists()
+  (tmp_path / "kept").mkdir()
+  (tmp_path / "kept" / "vocab.txt").write_text("[PAD]\n")
+  with pytest.raises(KeyboardInterrupt):
+    portable.export_to_dir(None, str(tmp_path / "kept"), "onnx", "discriminator")
+  assert sorted(p.name for p in (tmp_path / "kept").iterdir()) == ["vocab.txt"]

@@ -56,6 +56,9 @@ def test_classifier_from_checkpoint_fits_predicts_saves_and_exports(tmp_path):
   logits = classifier.predict((PREMISES, HYPOTHESES), batch_size=2, verbose=0)
   assert logits.shape == (4, 3) and logits.dtype == np.float32
   assert np.argmax(logits, -1).tolist() == LABELS
+  # Two texts as bytes are a batch of two, as two str are (not a text_a/text_b pair).
+  as_bytes = classifier.predict([t.encode() for t in PREMISES[:2]], verbose=0)
+  np.testing.assert_allclose(as_bytes, classifier.predict(PREMISES[:2], verbose=0), atol=1e-6)
 
   path = str(tmp_path / "clf.keras")
   classifier.save(path)

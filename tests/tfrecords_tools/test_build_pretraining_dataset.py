@@ -230,6 +230,11 @@ def test_bad_inputs(small_corpus, tmp_path):
     )
   with pytest.raises(ValueError, match=r"^--num-out-files must be >= 1, got 0$"):
     text_corpus.build_pretraining_dataset(_options(corpus, vocab, tmp_path / "o1", num_out_files=0))
+  with pytest.raises(ValueError, match=r"^--max-seq-length 100000: expected at most 8,192"):
+    text_corpus.build_pretraining_dataset(
+      _options(corpus, vocab, tmp_path / "o2", max_seq_length=100000)
+    )
+  assert not (tmp_path / "o2").exists()
   bad_vocab = tmp_path / "bad_vocab.txt"
   bad_vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\n")
   with pytest.raises(ValueError, match=r"\[MASK\]"):

@@ -120,6 +120,17 @@ def test_errors(tmp_path, corpus_dir):
   )
 
 
+@pytest.mark.parametrize("size", ["0", "1000000000"])
+def test_a_vocab_size_out_of_range_is_one_line_before_any_work(tmp_path, corpus_dir, capsys, size):
+  """A typo of a few zeros made the trainer abort on a 70 GB allocation."""
+  argv = ["--corpus-dir", str(corpus_dir), "--vocab-size", size, "--output", str(tmp_path / "v")]
+  assert build_vocab.main(argv) == 2
+  assert capsys.readouterr().err.strip() == (
+    f"error: --vocab-size {size}: expected 1 to 1,000,000 (ELECTRA's is 30,522)"
+  )
+  assert not (tmp_path / "v").exists()
+
+
 @pytest.fixture(scope="module")
 def german_dir(tmp_path_factory):
   root = tmp_path_factory.mktemp("de")
