@@ -54,6 +54,7 @@ from electra_tf.serving import modules as serving_modules
 from electra_tf.serving import portable
 from electra_tf.utils import exit_codes
 from electra_tf.utils import file_io
+from electra_tf.utils import interrupts
 from electra_tf.utils.file_io import check_writable
 
 
@@ -129,6 +130,11 @@ def _parse_args(argv):
 
 def main(argv=None):
   args = _parse_args(argv)
+  with interrupts.ctrl_c_remembered():  # one that lands in a TF finaliser still stops the export
+    return _export(args)
+
+
+def _export(args):
   keras.mixed_precision.set_global_policy("float32")
   try:
     # Before loading the model (seconds to minutes).

@@ -34,6 +34,7 @@ from electra_tf.sources import formats
 from electra_tf.text import tokenizer_for
 from electra_tf.text import vocab as vocab_lib
 from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
+from electra_tf.utils import interrupts
 from electra_tf.utils import keras_compat
 from electra_tf.utils.file_io import atomic_path
 from electra_tf.utils.file_io import write_atomic
@@ -575,6 +576,7 @@ def export(
       readme, serving_loading.export_readme(kind, max_seq_length, jit_compile, constant_weights)
     )
     module.readme = tf.saved_model.Asset(readme)
+    interrupts.check()  # Ctrl-C swallowed while the module was built: write nothing
     return save_module(module, export_dir, version, overwrite)
   finally:
     shutil.rmtree(asset_dir, ignore_errors=True)

@@ -58,6 +58,7 @@ from electra_tf.sources import any_format
 from electra_tf.text.auto_tokenizer import tokenizer_for
 from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from electra_tf.utils import extras
+from electra_tf.utils import interrupts
 from electra_tf.utils import keras_compat
 from electra_tf.utils.file_io import atomic_path
 from electra_tf.utils.file_io import write_atomic
@@ -421,6 +422,7 @@ def export_portable(model, filepath, format, quantize=None, **options):
     data = _to_litert(function, quantize)
   else:
     data = _to_onnx(function, quantize, metadata)
+  interrupts.check()  # Ctrl-C swallowed during the conversion: write nothing
   directory = os.path.dirname(os.path.abspath(filepath))
   suffix = SUFFIXES[format]
   with atomic_path(filepath, suffix=suffix) as tmp:

@@ -33,6 +33,7 @@ from electra_tf.configs.pretraining import get_pretraining_bert_config
 from electra_tf.finetune import preprocessing
 from electra_tf.finetune import task_builder
 from electra_tf.finetune.model import FinetuningModel
+from electra_tf.finetune.qa import tasks as qa_tasks
 from electra_tf.optimization import factory as optimizer_factory
 from electra_tf.runtime import distribution
 from electra_tf.sources import any_format
@@ -42,6 +43,7 @@ from electra_tf.training.callbacks import DivergenceGuard
 from electra_tf.training.callbacks import ETALogger
 from electra_tf.training.callbacks import TrainingSummaries
 from electra_tf.utils import extras
+from electra_tf.utils import interrupts
 from electra_tf.utils import run_lock
 from electra_tf.utils.file_io import write_atomic
 
@@ -183,6 +185,14 @@ def validate_inputs(config):
       f"{sorted(task_builder.TASK_CLASSES)}"
     )
   get_finetuning_bert_config(config)
+  for name in config.task_names:
+    if issubclass(task_builder.TASK_CLASSES[name], qa_tasks.QATask):
+      if config.max_seq_length < config.beam_size:
+        # The QA head takes the beam_size best starts and ends among the positions.
+        raise ValueError(
+          f"task {name}: hparam max_seq_length={config.max_seq_length} is below "
+          f"beam_size={config.beam_size}; a QA window needs at least beam_size positions"
+        )
   if config.data_source == "files" and (config.do_train or config.do_eval):
     for name in config.task_names:
       path = config.raw_data_dir(name)
@@ -379,6 +389,7 @@ class ModelRunner:
     dataset, _ = self._preprocessor.prepare_predict([task], split)
     n_tasks = len(self._tasks)
     for features in dataset:
+      interrupts.check()  # a Ctrl-C swallowed in a finaliser stops the evaluation too
       outputs = self._predict_fn(features)
       yield from _numpy_rows(outputs[task.name], features["task_id"], n_tasks)
 
@@ -566,6 +577,7 @@ def _run_trials(config, strategy, chief, tokenizer):
     if config.do_train:
       logging.info("Training for %s", ",".join(config.task_names))
       runner.train()
+    interrupts.check()
     if config.do_eval and chief:
       results.append(runner.evaluate())
       write_results(config, results)

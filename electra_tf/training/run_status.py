@@ -11,6 +11,7 @@ from electra_tf.finetune.preprocessing import NoExamplesError
 from electra_tf.training.callbacks import TrainingDiverged
 from electra_tf.training.pretraining_run import TrainingDataError
 from electra_tf.utils import exit_codes
+from electra_tf.utils import interrupts
 from electra_tf.utils.run_lock import ModelDirBusy
 
 # Another model than the dir holds, another trainer on it, bad data met while
@@ -30,7 +31,8 @@ def run_to_exit_status(tool, run):
   """Calls `run()`; returns `electra_tf.utils.exit_codes`' status for how it
   ended, after printing `<tool>: …` on stderr for anything but success."""
   try:
-    run()
+    with interrupts.ctrl_c_remembered():
+      run()
   except TrainingPreempted as e:
     print(f"{tool}: {e}; re-run to resume.", file=sys.stderr, flush=True)
     return 128 + e.signum  # PREEMPTED for SIGTERM, INTERRUPTED for Ctrl-C

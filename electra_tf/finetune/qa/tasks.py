@@ -167,12 +167,6 @@ class QATask(task_lib.Task):
 
   def __init__(self, config, name, tokenizer, v2=False):
     super().__init__(config, name, tokenizer)
-    if config.max_seq_length < config.beam_size:
-      # The head takes the beam_size best starts and ends among the positions.
-      raise ValueError(
-        f"task {name}: hparam max_seq_length={config.max_seq_length} is below "
-        f"beam_size={config.beam_size}; a QA window needs at least beam_size positions"
-      )
     self.v2 = v2
     self._examples = {}
 

@@ -1,0 +1,36 @@
+"""`electra_tf.utils.interrupts`: a Ctrl-C that Python swallows in a
+finaliser ("Exception ignored … KeyboardInterrupt") still stops the work at
+the next `check()`."""
+
+import gc
+import signal
+
+import pytest
+
+from electra_tf.utils import interrupts
+
+
+class _PressedInAFinaliser:
+  def __del__(self):
+    # What the SIGINT handler does when the signal lands while this runs.
+    interrupts._on_sigint(signal.SIGINT, None)  # pylint: disable=protected-access
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_ctrl_c_swallowed_in_a_finaliser_is_raised_at_the_next_check():
+  with interrupts.ctrl_c_remembered():
+    interrupts.check()  # nothing pressed yet
+    _PressedInAFinaliser()  # dropped at once: its __del__ raises, Python swallows it
+    gc.collect()  # the KeyboardInterrupt went to sys.unraisablehook ("Exception ignored")
+    with pytest.raises(KeyboardInterrupt):
+      interrupts.check()
+  interrupts.check()  # outside, nothing is remembered
+
+
+def test_the_handler_is_installed_within_and_restored_after():
+  before = signal.getsignal(signal.SIGINT)
+  with interrupts.ctrl_c_remembered():
+    assert signal.getsignal(signal.SIGINT) is interrupts._on_sigint  # pylint: disable=protected-access
+    with pytest.raises(KeyboardInterrupt):
+      signal.raise_signal(signal.SIGINT)
+  assert signal.getsignal(signal.SIGINT) is before
