@@ -39,6 +39,7 @@ from electra_tf.runtime import distribution
 from electra_tf.sources import any_format
 from electra_tf.text import vocab as vocab_lib
 from electra_tf.training import callbacks as training_callbacks
+from electra_tf.utils import interrupts
 from electra_tf.utils import run_lock
 from electra_tf.utils.file_io import check_writable
 from electra_tf.utils.file_io import write_atomic
@@ -422,6 +423,7 @@ def evaluate(config, strategy, files):
     lambda line: print(line, flush=True),
     workers=distribution.num_workers(strategy),
   )
+  interrupts.check()
   results = model.evaluate(
     dataset,
     steps=steps,
@@ -429,6 +431,7 @@ def evaluate(config, strategy, files):
     return_dict=True,
     callbacks=[training_callbacks.ETALogger(steps, is_training=False)],
   )
+  interrupts.check()  # a Ctrl-C swallowed while evaluating: no results written
   results = {k: float(v) for k, v in results.items()}
   results["global_step"] = step
   _heading("Eval results")
