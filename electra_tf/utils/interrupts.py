@@ -15,6 +15,7 @@ Example:
 
 import contextlib
 import signal
+import sys
 import threading
 
 _pressed = threading.Event()
@@ -36,9 +37,18 @@ def ctrl_c_remembered():
     previous = signal.signal(signal.SIGINT, _on_sigint)
   except ValueError:  # not the main thread: signals are not ours to handle
     previous = None
+  previous_hook = sys.unraisablehook
+
+  def quiet_about_ctrl_c(unraisable):
+    # Python's "Exception ignored … KeyboardInterrupt" block: `check()` reports it, in one line.
+    if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+      previous_hook(unraisable)
+
+  sys.unraisablehook = quiet_about_ctrl_c
   try:
     yield
   finally:
+    sys.unraisablehook = previous_hook
     if previous is not None:
       signal.signal(signal.SIGINT, previous)
     _pressed.clear()
