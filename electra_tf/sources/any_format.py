@@ -40,9 +40,7 @@ Example:
 """
 
 import dataclasses
-import json
 import os
-import zipfile
 
 from absl import logging
 import keras
@@ -429,11 +427,7 @@ def _recorded_in_run_config(found):
 def _keras_file_lengths(path):
   """The preprocessor lengths of a Keras task model saved as `.keras` (its
   archive's `config.json`), else {}."""
-  try:
-    with zipfile.ZipFile(path) as archive:
-      config = json.loads(archive.read(formats.CONFIG_FILE))
-  except (OSError, KeyError, ValueError, zipfile.BadZipFile):
-    return {}
+  config = formats.keras_archive_config(path)
   preprocessor = ((config.get("config") or {}).get("preprocessor") or {}).get("config") or {}
   return {
     k: int(preprocessor[k]) for k in ("max_seq_length", "max_query_length") if preprocessor.get(k)

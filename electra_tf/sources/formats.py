@@ -109,6 +109,16 @@ def _is_keras_archive(path):
     return CONFIG_FILE in archive.namelist()
 
 
+def keras_archive_config(path):
+  """A `.keras` archive's `config.json`, parsed, without loading the model;
+  {} when it cannot be read."""
+  try:
+    with zipfile.ZipFile(path) as archive:
+      return json.loads(archive.read(CONFIG_FILE))
+  except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+    return {}
+
+
 def keras_archive_class_names(path):
   """The class names a `.keras` archive's `config.json` builds (every nested
   layer and model), without loading it; an empty set when it cannot be read.
@@ -117,12 +127,7 @@ def keras_archive_class_names(path):
   >>> sorted(keras_archive_class_names("missing.keras"))
   []
   """
-  try:
-    with zipfile.ZipFile(path) as archive:
-      config = json.loads(archive.read(CONFIG_FILE))
-  except (OSError, KeyError, ValueError, zipfile.BadZipFile):
-    return set()
-  names, stack = set(), [config]
+  names, stack = set(), [keras_archive_config(path)]
   while stack:
     node = stack.pop()
     if isinstance(node, dict):

@@ -33,6 +33,12 @@ STS = [
   [0, "g", "the cat sat", "a cat sat", "4.5"],
   [1, "g", "the dog ran", "a dog is slow", "1.0"],
 ]
+# One answerable SQuAD question in its paragraph.
+SQUAD_PARAGRAPH = {
+  "context": "the cat sat on the mat",
+  "qas": [{"id": "q0", "question": "who sat ?", "is_impossible": False,
+           "answers": [{"text": "the cat", "answer_start": 0}]}],
+}  # fmt: skip
 
 
 @pytest.fixture
@@ -114,11 +120,7 @@ def test_label_errors_while_featurizing_name_the_file_and_line(data):
 
 def test_qa_and_tagging_data_errors_name_the_file_and_line(data, capsys):
   data_dir, vocab_size = data
-  paragraph = {
-    "context": "the cat sat on the mat",
-    "qas": [{"id": "q0", "question": "who sat ?", "is_impossible": False,
-             "answers": [{"text": "the cat", "answer_start": 0}]}],
-  }  # fmt: skip
+  paragraph = SQUAD_PARAGRAPH
   write_task_file(data_dir, "squad", "train.json", squad_json([paragraph]))
   dev_path = write_task_file(data_dir, "squad", "dev.json", squad_json([paragraph])[:-3] + "\n,")
   code, lines = _run(data, capsys, ["squad"])
@@ -240,11 +242,7 @@ def test_a_question_that_leaves_no_room_for_its_document_is_one_line_before_any_
   enough to fill the window is named (file and id) before any trial; short
   questions with the same lengths train."""
   data_dir, _ = data
-  paragraph = {
-    "context": "the cat sat on the mat",
-    "qas": [{"id": "q0", "question": "who sat ?", "is_impossible": False,
-             "answers": [{"text": "the cat", "answer_start": 0}]}],
-  }  # fmt: skip
+  paragraph = SQUAD_PARAGRAPH
   long_question = dict(paragraph["qas"][0], id="q_long", question=" ".join(["the cat"] * 12))
   long_paragraph = dict(paragraph, qas=[long_question])
   train = write_task_file(data_dir, "squad", "train.json", squad_json([paragraph, long_paragraph]))

@@ -262,6 +262,10 @@ class QATask(task_lib.Task):
   def feature_settings(self):
     return {"max_query_length": self.config.max_query_length, "doc_stride": self.config.doc_stride}
 
+  def _source_name(self, split):
+    """Where `split` is read from, for messages."""
+    return self.data_file(split) if self.example_source is None else "its example_source"
+
   def check_examples(self, split):
     """Reads `split` and, where `max_seq_length` leaves no room for a
     document after a question of `max_query_length` tokens, refuses the
@@ -275,7 +279,7 @@ class QATask(task_lib.Task):
         len(self.tokenizer.tokenize(example.question_text)), self.config.max_query_length
       )
       if length >= room:
-        source = self.data_file(split) if self.example_source is None else "its example_source"
+        source = self._source_name(split)
         raise ValueError(
           f"{source}: {split} question {example.qas_id or example.qid!r} is {length} tokens, which leaves no "
           f"room for its document in hparam max_seq_length={self.config.max_seq_length}; raise "
@@ -287,7 +291,7 @@ class QATask(task_lib.Task):
     if split not in self._examples:
       examples = []
       failures = [0, None]  # how many questions were skipped, and the first
-      source = self.data_file(split) if self.example_source is None else "its example_source"
+      source = self._source_name(split)
       for n, paragraph in enumerate(self._paragraphs(split)):
         try:
           self._add_examples(examples, failures, paragraph, split)
