@@ -339,7 +339,20 @@ def run_jobs(job_fn, options):
         process.kill()
     for process in processes:
       process.join()
+    if not isinstance(sys.exc_info()[1], KeyboardInterrupt):
+      # A job's error: the jobs killed mid-write could not remove their
+      # temporary shards themselves (on Ctrl-C the caller removes and counts them).
+      remove_temporary_shards(options.output_dir)
     raise
+
+
+def remove_temporary_shards(output_dir):
+  """Removes the temporary shards (those still being written) from `output_dir`."""
+  if not tf.io.gfile.isdir(output_dir):
+    return
+  for name in tf.io.gfile.listdir(output_dir):
+    if name.startswith(example_writer.TEMP_PREFIXES):
+      tf.io.gfile.remove(os.path.join(output_dir, name))
 
 
 def run_job(job_id, options, cpu=None, on_file=None):
