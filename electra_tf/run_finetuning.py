@@ -46,15 +46,18 @@ from electra_tf.utils import exit_codes
 from electra_tf.utils.console_logging import plain_console_logging
 
 
-def _check_before_work(config):
+def _check_before_work(inputs):
   """What would otherwise fail after the data is read: the model fine-tuning
   starts from (by default the pre-trained `<data-dir>/models/<model-name>`)
   and the epochs."""
+  config = inputs.config
   if config.do_train and not config.num_train_epochs > 0:
     raise ValueError(f"hparam num_train_epochs={config.num_train_epochs}; expected > 0")
   if config.init_checkpoint:
     try:
-      if formats.detect(config.init_checkpoint).format == formats.KERAS:
+      if inputs.source_error:
+        raise ValueError(inputs.source_error)
+      if inputs.source.format == formats.KERAS:
         any_format.check_keras_file_starts_finetuning(config.init_checkpoint)
     except ValueError as e:
       raise ValueError(
@@ -70,16 +73,16 @@ def main(argv=None):
   logging.set_verbosity(logging.INFO)
   plain_console_logging()
   try:
-    config = runner.make_config(args.model_name, args.data_dir, args.hparams)
+    inputs = runner.make_inputs(args.model_name, args.data_dir, args.hparams)
     # Collective ops (multi-worker) must be configured before TF starts.
-    strategy = distribution.setup_distribution(config)
-    tokenizer = runner.validate_inputs(config)
-    _check_before_work(config)
+    strategy = distribution.setup_distribution(inputs.config)
+    inputs = runner.validate_inputs(inputs)
+    _check_before_work(inputs)
   except ValueError as e:
     print(f"run_finetuning: error: {e}", file=sys.stderr, flush=True)
     return exit_codes.BAD_INPUT
   return run_status.run_to_exit_status(
-    "run_finetuning", lambda: runner.run_finetuning(config, strategy, tokenizer)
+    "run_finetuning", lambda: runner.run_finetuning(inputs.config, strategy, inputs)
   )
 
 

@@ -77,9 +77,10 @@ class ModelDirMismatch(ValueError):
   starts from) holds; the message names every difference, old → new."""
 
 
-def _vocab_description(vocab_file, do_lower_case, strip_accents):
+def _vocab_description(vocab_file, do_lower_case, strip_accents, vocab=None):
   """Path (absolute), size, sha256 and special ids of the vocab, or what is
-  missing, and how text is normalised before it is looked up in it."""
+  missing, and how text is normalised before it is looked up in it. `vocab`:
+  its `Vocab` when the run has read it already (the file is not read again)."""
 
   description = {
     "file": None,
@@ -92,11 +93,12 @@ def _vocab_description(vocab_file, do_lower_case, strip_accents):
     return description
   local = "://" not in str(vocab_file)
   description["file"] = os.path.abspath(vocab_file) if local else str(vocab_file)
-  if tf.io.gfile.exists(vocab_file):
+  if vocab is None and tf.io.gfile.exists(vocab_file):
     try:
       vocab = vocab_lib.Vocab.read(vocab_file)
     except ValueError:
       return description  # the run's own checks say what is wrong with it
+  if vocab is not None:
     description["size"] = vocab.size
     description["sha256"] = vocab.sha256
     description["special_ids"] = dict(vocab.special_ids)
@@ -110,11 +112,12 @@ def _vocab_description(vocab_file, do_lower_case, strip_accents):
   return description
 
 
-def _architecture(config):
+def _architecture(config, bert_config=None):
   """The `BertConfig` dicts of the towers a `PretrainingConfig` builds, or of
-  the encoder a `FinetuningConfig` builds (sized by the same rules)."""
+  the encoder a `FinetuningConfig` builds (sized by the same rules;
+  `bert_config`, when the run has derived it already)."""
 
-  discriminator = pretraining_lib.get_pretraining_bert_config(config)
+  discriminator = bert_config or pretraining_lib.get_pretraining_bert_config(config)
   towers = {"embedding_size": config.embedding_size or discriminator.hidden_size}
   if not hasattr(config, "uniform_generator"):  # fine-tuning: the encoder alone
     towers["encoder"] = discriminator.to_dict()
@@ -133,7 +136,7 @@ def _architecture(config):
   return towers
 
 
-def run_config_dict(config, kind=KIND_PRETRAINING, architecture=None):
+def run_config_dict(config, kind=KIND_PRETRAINING, architecture=None, vocab=None, bert_config=None):
   """The `config.json` content of a run.
 
   Args:
@@ -147,7 +150,7 @@ def run_config_dict(config, kind=KIND_PRETRAINING, architecture=None):
     A JSON-serialisable dict.
   """
   if architecture is None:
-    architecture = _architecture(config)
+    architecture = _architecture(config, bert_config)
   data_dir = getattr(config, "data_dir", None)
   return {
     "format": RUN_CONFIG_FORMAT,
@@ -158,24 +161,28 @@ def run_config_dict(config, kind=KIND_PRETRAINING, architecture=None):
     "data_dir": os.path.abspath(data_dir) if data_dir and "://" not in data_dir else data_dir,
     "hparams": config.to_dict(),
     "architecture": architecture,
-    "vocab": _vocab_description(config.vocab_file, config.do_lower_case, config.strip_accents),
+    "vocab": _vocab_description(
+      config.vocab_file, config.do_lower_case, config.strip_accents, vocab
+    ),
   }
 
 
-def write_run_config(config, model_dir=None, kind=KIND_PRETRAINING, architecture=None):
+def write_run_config(
+  config, model_dir=None, kind=KIND_PRETRAINING, architecture=None, vocab=None, bert_config=None
+):
   """Writes `<model_dir>/config.json` atomically (`run_config_dict`).
 
   Args:
     config: the run's config.
     model_dir: default `config.model_dir`.
-    kind, architecture: see `run_config_dict`.
+    kind, architecture, vocab, bert_config: see `run_config_dict`.
 
   Returns:
     The path written.
   """
   model_dir = model_dir or config.model_dir
   path = os.path.join(model_dir, RUN_CONFIG_FILE)
-  content = run_config_dict(config, kind, architecture)
+  content = run_config_dict(config, kind, architecture, vocab, bert_config)
   write_atomic(path, json.dumps(content, indent=2, sort_keys=True) + "\n")
   return path
 
@@ -452,14 +459,14 @@ def finetuning_hparams_over(run_config, user_hparams):
   return values
 
 
-def check_finetuning_encoder(config, run_config):
+def check_finetuning_encoder(config, run_config, bert_config=None):
   """Raises `ModelDirMismatch` when the encoder `config` (a
-  `FinetuningConfig`) builds differs from the encoder of the run it starts
-  from (`run_config`)."""
+  `FinetuningConfig`; `bert_config`, its `BertConfig` when derived already)
+  builds differs from the encoder of the run it starts from (`run_config`)."""
   source = _encoder_of(run_config)
   if source is None:
     return
-  built = _architecture(config)
+  built = _architecture(config, bert_config)
   theirs = {"embedding_size": run_config["architecture"].get("embedding_size")}
   ours = {"embedding_size": built["embedding_size"]}
   # The size name also picks fine-tuning defaults (learning rate, layer-wise

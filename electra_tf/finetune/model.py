@@ -60,13 +60,14 @@ class FinetuningModel(keras.Model):
     self.task_names = [head.task_name for head in heads]
 
   @classmethod
-  def from_finetuning_config(cls, config, heads, **kwargs):
+  def from_finetuning_config(cls, config, heads, bert_config=None, **kwargs):
     """A built model with `heads` and the encoder that `config`'s model
     keys give (`model_size`, `vocab_size`, `embedding_size`,
     `model_hparam_overrides`; shrunk when `debug`), as `run_finetuning`
     builds it. `config` is a `FinetuningConfig`, or a `PretrainingConfig`
-    (its discriminator's encoder)."""
-    bert_config = pretraining_config.get_pretraining_bert_config(config)
+    (its discriminator's encoder); `bert_config`, that encoder's
+    `BertConfig` when the caller has derived it already."""
+    bert_config = bert_config or pretraining_config.get_pretraining_bert_config(config)
     kwargs.setdefault("name", "finetuning_model")
     model = cls(bert_config.to_dict(), heads, embedding_size=config.embedding_size, **kwargs)
     model.build()

@@ -123,11 +123,14 @@ class Preprocessor:
   Args:
     config: a `FinetuningConfig`.
     tasks: the task objects, in `task_names` order.
+    vocab: the `Vocab` of `config.vocab_file` when the run has read it
+      (its identity is then not read from the file again).
   """
 
-  def __init__(self, config, tasks):
+  def __init__(self, config, tasks, vocab=None):
     self._config = config
     self._tasks = tasks
+    self._vocab = vocab
     self._name_to_task = {task.name: task for task in tasks}
     specs = task_lib.shared_feature_specs(config)
     for task in tasks:
@@ -161,7 +164,7 @@ class Preprocessor:
       "split": split,
       "max_seq_length": config.max_seq_length,
       # Its content: the same vocab elsewhere gives the same features.
-      "vocab": file_identity(config.vocab_file),
+      "vocab": self._vocab.identity() if self._vocab else file_identity(config.vocab_file),
       "do_lower_case": config.do_lower_case,
       "strip_accents": config.strip_accents,
       # Padding records fill the last batch of this size.
@@ -178,7 +181,15 @@ class Preprocessor:
     return settings
 
   def _sources(self, tasks, split):
-    return {path: file_identity(path) for task in tasks for path in task.source_files(split)}
+    # A file the task has read (or hashed) already is named by those bytes;
+    # one it reads later gets the identity of what it read.
+    sources = {}
+    for task in tasks:
+      for path in task.source_files(split):
+        if path not in task.read_identities:
+          task.read_identities[path] = file_identity(path)
+        sources[path] = task.read_identities[path]
+    return sources
 
   def cache_changes(self, tasks, is_training, split):
     """None when the cached records of `tasks`' `split` can be reused as

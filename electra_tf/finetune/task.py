@@ -38,6 +38,9 @@ class Task(abc.ABC):
       callable `(task, split)` giving the split's data in the form the task
       reads (GLUE: its `InputExample`s; SQuAD: the JSON `data` list), e.g.
       `electra_tf.finetune.tfds_source`'s readers.
+    read_identities: `{path: {"size", "sha256"}}` of the data files this
+      task has read or hashed, of the bytes it read (the feature cache
+      records them without reading the files again).
   """
 
   def __init__(self, config, name, tokenizer):
@@ -45,6 +48,7 @@ class Task(abc.ABC):
     self.name = name
     self.tokenizer = tokenizer
     self.example_source = None
+    self.read_identities = {}
     if name not in config.task_names:
       raise ValueError(f"task {name!r} is not in hparam task_names {config.task_names}")
     self.task_id = config.task_names.index(name)

@@ -369,6 +369,11 @@ def run_config(path):
     detected = formats.detect(path)
   except ValueError:
     return None
+  return run_config_of(detected)
+
+
+def run_config_of(detected):
+  """`run_config` of a path detected already (a `formats.Detected`)."""
   if detected.format in (formats.HUGGINGFACE, formats.KERAS_HUB_PRESET):
     try:
       return published_run_config(detected)
@@ -693,7 +698,8 @@ def check_keras_file_starts_finetuning(path):
 
 
 def initialize_finetuning_model(model, path):
-  """Initialises `model` (a `FinetuningModel`) from the model at `path`.
+  """Initialises `model` (a `FinetuningModel`) from the model at `path` (or
+  its `formats.Detected`, when the caller has detected it).
 
   Name-based checkpoints (the original's, the released models, fine-tuned
   models) load every entry whose name equals one of the model's official
@@ -708,7 +714,12 @@ def initialize_finetuning_model(model, path):
   Returns:
     The official names loaded.
   """
-  detected = formats.require(path, INITIALIZES_FINETUNING)
+  if isinstance(path, formats.Detected):  # detected already: not read again
+    detected, path = path, path.path
+    if detected.format not in INITIALIZES_FINETUNING:
+      raise formats.wrong_format_error(path, detected.format, INITIALIZES_FINETUNING)
+  else:
+    detected = formats.require(path, INITIALIZES_FINETUNING)
   if detected.format == formats.KERAS:
     return _assign_by_name(model, _source_name_map(load_keras_file(path), path), path)
   if detected.format == formats.HUGGINGFACE:

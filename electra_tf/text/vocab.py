@@ -387,6 +387,7 @@ class Vocab:
       (`vocab_settings`).
     has_settings: whether a settings file recorded them.
     sha256: of the file's bytes.
+    num_bytes: the file's size.
 
   Example:
   >>> import pathlib
@@ -405,6 +406,7 @@ class Vocab:
   strip_accents: bool
   has_settings: bool
   sha256: str
+  num_bytes: int
 
   def __repr__(self):
     return f"Vocab({self.path!r}, {self.kind}, {self.size} ids, sha256 {self.sha256[:12]})"
@@ -433,7 +435,13 @@ class Vocab:
       strip_accents=settings["strip_accents"],
       has_settings=has_recorded_settings(path),
       sha256=hashlib.sha256(data).hexdigest(),
+      num_bytes=len(data),
     )
+
+  def identity(self):
+    """`{"size": bytes, "sha256": hex}` of the file as read (the form
+    `finetune.preprocessing.file_identity` gives a file it reads)."""
+    return {"size": self.num_bytes, "sha256": self.sha256}
 
   def fingerprint(self):
     """What an artefact records of the vocab it was made with."""

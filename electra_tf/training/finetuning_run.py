@@ -14,6 +14,7 @@ Usage (needs task data, so not run as a doctest):
   results = run_finetuning(config)  # [{"rte": {"accuracy": ..., "loss": ...}}]
 """
 
+import dataclasses
 import json
 import os
 import statistics
@@ -37,6 +38,7 @@ from electra_tf.finetune.qa import tasks as qa_tasks
 from electra_tf.optimization import factory as optimizer_factory
 from electra_tf.runtime import distribution
 from electra_tf.sources import any_format
+from electra_tf.sources import formats
 from electra_tf.text import vocab as vocab_lib
 from electra_tf.text.full_tokenizer import full_tokenizer_for
 from electra_tf.training.callbacks import DivergenceGuard
@@ -64,12 +66,53 @@ def get_finetuning_bert_config(config):
   return bert_config
 
 
-def _source_run_config(config):
-  """The run config of the electra_tf run the model starts from: hparam
-  `init_checkpoint` (the pre-training model dir by default) or, without
-  training, the first trial's dir; None when it has none."""
-  if config.init_checkpoint:
-    found = any_format.run_config(config.init_checkpoint)
+@dataclasses.dataclass(frozen=True)
+class FinetuningInputs:
+  """What a fine-tuning run reads, resolved once and passed on in place of
+  the paths: `make_inputs` (the CLI's flags) or `inputs_for` (a config built
+  in code) fills the first four, `validate_inputs` the rest.
+
+  Attributes:
+    config: the `FinetuningConfig`.
+    source: the `formats.Detected` of hparam `init_checkpoint`, detected
+      once; None without one, or when nothing readable is there.
+    source_error: why `init_checkpoint` could not be detected (None when it was).
+    source_run_config: the electra_tf run config of the model the run starts
+      from (without training: of the first trial's dir), or None.
+    vocab: the `Vocab` of hparam `vocab_file` (None when the file is missing:
+      `validate_inputs` names it).
+    bert_config: the encoder's `BertConfig` (`get_finetuning_bert_config`).
+    tokenizer: the tokenizer every task featurises with.
+    tasks: the task objects; the examples `validate_inputs` checked stay
+      read in them.
+  """
+
+  config: FinetuningConfig
+  source: formats.Detected = None
+  source_error: str = None
+  source_run_config: dict = None
+  vocab: vocab_lib.Vocab = None
+  bert_config: object = None
+  tokenizer: object = None
+  tasks: tuple = None
+
+
+def _detect_source(config):
+  """`(Detected or None, error or None)` of hparam `init_checkpoint`."""
+  if not config.init_checkpoint:
+    return None, None
+  try:
+    return formats.detect(config.init_checkpoint), None
+  except ValueError as e:
+    return None, str(e)
+
+
+def _source_run_config(config, source):
+  """The run config of the electra_tf run the model starts from: `source`
+  (hparam `init_checkpoint`, detected) or, without training, the first
+  trial's dir; None when it has none."""
+  if source is not None:
+    found = any_format.run_config_of(source)
     if found is not None:
       return found
   if not config.do_train:
@@ -77,44 +120,76 @@ def _source_run_config(config):
   return None
 
 
-def make_config(model_name, data_dir, hparams):
-  """The `FinetuningConfig` of the three flags (hparams: dict, JSON string,
-  `.json` path or a run's `config.json`). When the model it starts from is
-  an electra_tf run with a `config.json`, the encoder's sizes, the vocab file,
-  `do_lower_case` and `strip_accents` come from that file unless the hparams set them; sizes
+def _read_vocab(config):
+  """The `Vocab` of hparam `vocab_file`, or None when it is missing
+  (`validate_inputs` names it)."""
+  if not config.vocab_file or not tf.io.gfile.exists(config.vocab_file):
+    return None
+  return vocab_lib.Vocab.read(config.vocab_file)
+
+
+def make_inputs(model_name, data_dir, hparams):
+  """The `FinetuningInputs` of the three flags (hparams: dict, JSON string,
+  `.json` path or a run's `config.json`): the model it starts from detected
+  once, the vocab read once. When that model is an electra_tf run with a
+  `config.json`, the encoder's sizes, the vocab file, `do_lower_case` and
+  `strip_accents` come from that file unless the hparams set them; sizes
   the hparams set must build the same encoder (one-line
   `model_dir.ModelDirMismatch` otherwise)."""
   user = load_hparams(hparams, "FinetuningConfig")
   config = FinetuningConfig(model_name, data_dir, **user)
-  source = _source_run_config(config)
-  if source is not None:
+  source, source_error = _detect_source(config)
+  run_config = _source_run_config(config, source)
+  bert_config = None
+  if run_config is not None:
     config = FinetuningConfig(
-      model_name, data_dir, **model_dir_lib.finetuning_hparams_over(source, user)
+      model_name, data_dir, **model_dir_lib.finetuning_hparams_over(run_config, user)
     )
-    model_dir_lib.check_finetuning_encoder(config, source)
-    model_dir_lib.check_recorded_vocab(source, config.vocab_file, user)
-    _check_vocab_of_source(config, source)
+    bert_config = get_finetuning_bert_config(config)
+    model_dir_lib.check_finetuning_encoder(config, run_config, bert_config)
+    model_dir_lib.check_recorded_vocab(run_config, config.vocab_file, user)
+  vocab = _read_vocab(config)
+  if run_config is not None:
+    _check_vocab_of_source(config, vocab, run_config)
   config = _with_vocab_settings(config, user)
-  if source is None:
-    _with_vocab_size(config, user)
-  return config
+  if run_config is None:
+    _with_vocab_size(config, vocab, user)
+    bert_config = get_finetuning_bert_config(config)  # sized by the vocab
+  return FinetuningInputs(config, source, source_error, run_config, vocab, bert_config)
 
 
-def _check_vocab_of_source(config, source):
+def make_config(model_name, data_dir, hparams):
+  """The `FinetuningConfig` of the three flags (`make_inputs`'s config)."""
+  return make_inputs(model_name, data_dir, hparams).config
+
+
+def inputs_for(config):
+  """The `FinetuningInputs` of a config built in code (`FinetuningConfig(...)`):
+  its source detected and its vocab read once; the encoder it builds must be
+  the source run's."""
+  source, source_error = _detect_source(config)
+  run_config = _source_run_config(config, source)
+  bert_config = get_finetuning_bert_config(config)
+  if run_config is not None:
+    model_dir_lib.check_finetuning_encoder(config, run_config, bert_config)
+  vocab = _read_vocab(config)
+  return FinetuningInputs(config, source, source_error, run_config, vocab, bert_config)
+
+
+def _check_vocab_of_source(config, vocab, run_config):
   """The vocab a run fine-tunes with must be the one the model it starts
-  from was pre-trained with (`source`, its run config): by sha256 where the
+  from was pre-trained with (`run_config`): by sha256 where the
   run recorded it, else by size against its embedding rows. A one-line
   ValueError names both otherwise (a vocab of another size or content reads
   every id as another token)."""
-  if not config.vocab_file or not tf.io.gfile.exists(config.vocab_file):
+  if vocab is None:
     return  # validate_inputs names the missing file
-  vocab = vocab_lib.Vocab.read(config.vocab_file)
-  where = f"the model in {os.path.dirname(source.get('path') or '')!r} was pre-trained"
-  recorded = source.get("vocab") or {}
+  where = f"the model in {os.path.dirname(run_config.get('path') or '')!r} was pre-trained"
+  recorded = run_config.get("vocab") or {}
   if recorded.get("sha256"):
     vocab.check_made_with(recorded, where)
     return
-  rows = model_dir_lib.encoder_config(source)[0].get("vocab_size")
+  rows = model_dir_lib.encoder_config(run_config)[0].get("vocab_size")
   if rows is not None and int(rows) != vocab.size:
     raise ValueError(
       f"hparam vocab_file={config.vocab_file!r} has {vocab.size} entries but {where} with "
@@ -123,22 +198,20 @@ def _check_vocab_of_source(config, source):
     )
 
 
-def _with_vocab_size(config, user):
+def _with_vocab_size(config, vocab, user):
   """The encoder's `vocab_size` is the vocab's id count unless the hparams
   (or the source run's config.json) set it: the original's default of
   30,522 built an embedding table that did not fit a checkpoint or a random
   init with a smaller vocab. A vocab_size below the vocab's ids is refused
   (ids out of range)."""
-  if not config.vocab_file or not tf.io.gfile.exists(config.vocab_file):
+  if vocab is None:
     return  # validate_inputs names the missing file
-  vocab = vocab_lib.load_vocab(config.vocab_file)
-  num_ids = max(vocab.values()) + 1
   if "vocab_size" not in user:
-    config.vocab_size = num_ids
-  elif config.vocab_size < num_ids:
+    config.vocab_size = vocab.size
+  elif config.vocab_size < vocab.size:
     raise ValueError(
       f"hparam vocab_size={config.vocab_size} but vocab file {config.vocab_file!r} has "
-      f"{num_ids} entries: its ids would be out of range; set vocab_size to {num_ids}"
+      f"{vocab.size} entries: its ids would be out of range; set vocab_size to {vocab.size}"
     )
 
 
@@ -166,14 +239,22 @@ def finetuning_tokenizer(config, vocab=None):
   )
 
 
-def validate_inputs(config):
+def validate_inputs(inputs):
   """Checks what can be checked before anything is written: the vocab and,
   for `data_source: files`, each task's data directory and every data file
   the run will read (train, dev, and the test splits it writes outputs
   for), so that a bad dev.tsv fails now rather than after training; errors
-  name the file and the line. Returns the run's tokenizer
-  (`finetuning_tokenizer`), built once: pass it on to `run_finetuning`."""
-  if not tf.io.gfile.exists(config.vocab_file):
+  name the file and the line.
+
+  Args:
+    inputs: the run's `FinetuningInputs` (`make_inputs` or `inputs_for`).
+
+  Returns:
+    `inputs` with the run's tokenizer (`finetuning_tokenizer`, built once)
+    and tasks (the examples checked stay read): pass it to `run_finetuning`.
+  """
+  config = inputs.config
+  if inputs.vocab is None:
     raise ValueError(f"vocab file {config.vocab_file} does not exist (hparam vocab_file)")
   if config.data_source == "tfds":
     extras.require("tensorflow_datasets", "tfds", 'hparam data_source="tfds"')
@@ -184,7 +265,6 @@ def validate_inputs(config):
       f"Unknown task(s) {unknown} in hparam task_names; known tasks: "
       f"{sorted(task_builder.TASK_CLASSES)}"
     )
-  get_finetuning_bert_config(config)
   for name in config.task_names:
     if issubclass(task_builder.TASK_CLASSES[name], qa_tasks.QATask):
       if config.max_seq_length < config.beam_size:
@@ -196,17 +276,22 @@ def validate_inputs(config):
   if config.data_source == "files" and (config.do_train or config.do_eval):
     for name in config.task_names:
       path = config.raw_data_dir(name)
+      if tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path):
+        raise ValueError(
+          f"hparam task_names: the data of task {name!r}, {path}, is a file; expected a "
+          "directory holding the task's data files"
+        )
       if not tf.io.gfile.isdir(path):
         raise ValueError(f"hparam task_names: no data directory {path} for task {name!r}")
-  tokenizer = finetuning_tokenizer(config, vocab_lib.Vocab.read(config.vocab_file))
+  tokenizer = finetuning_tokenizer(config, inputs.vocab)
+  tasks = tuple(task_builder.get_tasks(config, tokenizer))
   if config.data_source == "files" and (config.do_train or config.do_eval):
-    _check_data_files(config, tokenizer)
-  return tokenizer
+    _check_data_files(config, tasks, inputs.vocab)
+  return dataclasses.replace(inputs, tokenizer=tokenizer, tasks=tasks)
 
 
-def _check_data_files(config, tokenizer):
-  tasks = task_builder.get_tasks(config, tokenizer)
-  preprocessor = preprocessing.Preprocessor(config, tasks)
+def _check_data_files(config, tasks, vocab):
+  preprocessor = preprocessing.Preprocessor(config, tasks, vocab)
 
   def cached(split_tasks, split):
     # Records an earlier run built with the same settings from the same
@@ -272,18 +357,21 @@ class ModelRunner:
       (default: the current one).
   """
 
-  def __init__(self, config, tasks, trial=1, strategy=None):
+  def __init__(self, config, tasks, trial=1, strategy=None, inputs=None):
     self._config = config
     self._tasks = tasks
     self._strategy = strategy or tf.distribute.get_strategy()
+    self._source = inputs.source if inputs is not None else None
     self.chief = distribution.is_chief(self._strategy)
-    self._preprocessor = preprocessing.Preprocessor(config, tasks)
+    vocab = inputs.vocab if inputs is not None else None
+    self._preprocessor = preprocessing.Preprocessor(config, tasks, vocab)
     if config.seed is not None:
       keras.utils.set_random_seed(config.seed + trial)
-    self.bert_config = get_finetuning_bert_config(config)
+    bert_config = inputs.bert_config if inputs is not None else None
+    self.bert_config = bert_config or get_finetuning_bert_config(config)
     heads = [task.create_head() for task in tasks]
     with self._strategy.scope():
-      self.model = FinetuningModel.from_finetuning_config(config, heads)
+      self.model = FinetuningModel.from_finetuning_config(config, heads, self.bert_config)
     self.name_map = self.model.official_name_map()
     self.train_steps = None
     self._init_weights()
@@ -293,7 +381,9 @@ class ModelRunner:
     config = self._config
     loaded = ()
     if config.init_checkpoint:
-      loaded = any_format.initialize_finetuning_model(self.model, config.init_checkpoint)
+      loaded = any_format.initialize_finetuning_model(
+        self.model, self._source or config.init_checkpoint
+      )
     elif config.do_train:
       logging.warning("No init_checkpoint: fine-tuning from random initialisation")
     if not config.do_train:
@@ -502,14 +592,17 @@ def _check_same_training(existing, config):
     )
 
 
-def _prepare_model_dir(config):
+def _prepare_model_dir(config, inputs):
   """A fresh trial dir, unless it holds a checkpoint to resume from (the
   original always deleted it) of the same architecture (else one-line
   `model_dir.ModelDirMismatch`, nothing changed)."""
   existing = any_format.run_config(config.model_dir)
   if existing is not None:
     model_dir_lib.check_same_architecture(
-      existing, model_dir_lib.run_config_dict(config, KIND_FINETUNING)
+      existing,
+      model_dir_lib.run_config_dict(
+        config, KIND_FINETUNING, vocab=inputs.vocab, bert_config=inputs.bert_config
+      ),
     )
   if tf.train.latest_checkpoint(config.model_dir):
     if existing is not None and config.do_train:
@@ -523,17 +616,17 @@ def _prepare_model_dir(config):
   tf.io.gfile.makedirs(config.model_dir)
 
 
-def run_finetuning(config, strategy=None, tokenizer=None):
+def run_finetuning(config, strategy=None, inputs=None):
   """Runs `num_trials` trials of train → evaluate (→ test outputs); returns
   the list of per-trial results. `strategy` defaults to the one the hparams
-  choose (`electra_tf.runtime.distribution.setup_distribution`); `tokenizer`
-  is what `validate_inputs(config)` returned when the caller validated
-  already (else the inputs are validated here)."""
-  if tokenizer is None:
-    tokenizer = validate_inputs(config)
-  source = _source_run_config(config)
-  if source is not None:
-    model_dir_lib.check_finetuning_encoder(config, source)
+  choose (`electra_tf.runtime.distribution.setup_distribution`); `inputs`
+  is the `FinetuningInputs` of `config` when the caller has resolved or
+  validated them already (`make_inputs`, `validate_inputs`), else they are
+  resolved and validated here."""
+  if inputs is None:
+    inputs = inputs_for(config)
+  if inputs.tasks is None:
+    inputs = validate_inputs(inputs)
   if strategy is None:
     strategy = distribution.setup_distribution(config)
   chief = distribution.is_chief(strategy)
@@ -546,13 +639,13 @@ def run_finetuning(config, strategy=None, tokenizer=None):
     )
     lock.acquire()
   try:
-    return _run_trials(config, strategy, chief, tokenizer)
+    return _run_trials(config, strategy, chief, inputs)
   finally:
     if lock is not None:
       lock.release()
 
 
-def _run_trials(config, strategy, chief, tokenizer):
+def _run_trials(config, strategy, chief, inputs):
   results = []
   trial = 1
   # The original's heading never updates its trial number (docs/differences.md).
@@ -567,13 +660,19 @@ def _run_trials(config, strategy, chief, tokenizer):
     accumulation_steps=config.gradient_accumulation_steps,
   )
   generic_model_dir = config.model_dir
-  tasks = task_builder.get_tasks(config, tokenizer)
+  tasks = list(inputs.tasks)
   while config.num_trials < 0 or trial <= config.num_trials:
     config.model_dir = generic_model_dir + "_" + str(trial)
     if config.do_train and chief:
-      _prepare_model_dir(config)
-      write_run_config(config, config.model_dir, kind=KIND_FINETUNING)
-    runner = ModelRunner(config, tasks, trial, strategy=strategy)
+      _prepare_model_dir(config, inputs)
+      write_run_config(
+        config,
+        config.model_dir,
+        KIND_FINETUNING,
+        vocab=inputs.vocab,
+        bert_config=inputs.bert_config,
+      )
+    runner = ModelRunner(config, tasks, trial, strategy=strategy, inputs=inputs)
     if config.do_train:
       logging.info("Training for %s", ",".join(config.task_names))
       runner.train()

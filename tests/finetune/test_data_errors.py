@@ -4,6 +4,7 @@ target that is not a number, in the train, dev or test file the run reads."""
 
 import json
 import os
+import shutil
 
 import pytest
 
@@ -103,7 +104,9 @@ def test_test_file_is_checked_only_where_the_run_reads_it(data, capsys):
   assert f"{test_path}, line 2: not UTF-8 text" in lines[0]
   data_dir, vocab_size = data
   hparams = tiny_hparams(vocab_size, task_names=["rte"], write_test_outputs=False)
-  finetuning_run.validate_inputs(FinetuningConfig("m", data_dir, **hparams))
+  finetuning_run.validate_inputs(
+    finetuning_run.inputs_for(FinetuningConfig("m", data_dir, **hparams))
+  )
 
 
 def test_label_errors_while_featurizing_name_the_file_and_line(data):
@@ -161,11 +164,9 @@ def test_a_skipped_row_is_reported_once_however_often_the_run_reads_it(data):
   handler.emit = records.append
   tf.get_logger().addHandler(handler)
   try:
-    # What a run does: the command's check, the runner's check, then featurising.
-    finetuning_run.validate_inputs(config)
-    finetuning_run.validate_inputs(config)
-    tokenizer = tokenization.FullTokenizer(config.vocab_file, do_lower_case=True)
-    (task,) = task_builder.get_tasks(config, tokenizer)
+    # What a run does: the check, then featurising from the tasks it checked.
+    inputs = finetuning_run.validate_inputs(finetuning_run.inputs_for(config))
+    (task,) = inputs.tasks
     examples = task.get_examples("train")
   finally:
     tf.get_logger().removeHandler(handler)
@@ -260,3 +261,17 @@ def test_a_question_that_leaves_no_room_for_its_document_is_one_line_before_any_
   code, lines = _run(data, capsys, ["squad"], **dict(lengths, beam_size=20))
   assert code == 2 and len(lines) == 1, lines
   assert "task squad: hparam max_seq_length=16 is below beam_size=20" in lines[0]
+
+
+def test_a_task_s_data_path_that_is_a_file_is_named_as_a_file(data, capsys):
+  data_dir, _ = data
+  task_dir = os.path.join(data_dir, "finetuning_data", "rte")
+  shutil.rmtree(task_dir)
+  with open(task_dir, "w") as f:
+    f.write("index\tsentence1\tsentence2\tlabel\n")
+  code, lines = _run(data, capsys, ["rte"])
+  assert code == 2 and len(lines) == 1, lines
+  assert lines[0] == (
+    f"run_finetuning: error: hparam task_names: the data of task 'rte', {task_dir}, is a file; "
+    "expected a directory holding the task's data files"
+  )

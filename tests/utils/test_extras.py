@@ -62,4 +62,4 @@ def test_finetuning_from_tfds_without_the_extra_is_one_line(tmp_path, monkeypatc
   with pytest.raises(
     extras.MissingExtra, match=r"^hparam data_source=\"tfds\" needs the optional 'tfds' extra"
   ):
-    finetuning_run.validate_inputs(config)
+    finetuning_run.validate_inputs(finetuning_run.inputs_for(config))

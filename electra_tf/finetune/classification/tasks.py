@@ -4,6 +4,8 @@ original's tsv layouts under `<data_dir>/finetuning_data/<task>/`."""
 import abc
 import csv
 import dataclasses
+import hashlib
+import io
 import os
 
 import tensorflow as tf
@@ -33,21 +35,28 @@ class InputExample:
   where: str | None = None
 
 
-def read_tsv(path, max_lines=None):
-  """Rows of a tsv file with quoting disabled (quotes stay literal)."""
+def read_tsv(path, max_lines=None, identities=None):
+  """Rows of a tsv file with quoting disabled (quotes stay literal).
+  `identities`: a dict that gets `{path: {"size", "sha256"}}` of the bytes read."""
   if not tf.io.gfile.exists(path):
     raise ValueError(f"data file {path!r} does not exist")
   if tf.io.gfile.isdir(path):
     raise ValueError(f"data file {path!r} is a directory; expected a tab-separated file")
-  lines = []
+  with tf.io.gfile.GFile(path, "rb") as f:
+    data = f.read()
+  if identities is not None:
+    identities[path] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
   try:
-    with tf.io.gfile.GFile(path, "r") as f:
-      for row in csv.reader(f, delimiter="\t", quotechar=None):
-        lines.append(row)
-        if max_lines and len(lines) >= max_lines:
-          break
+    text = data.decode("utf-8")
   except UnicodeDecodeError as e:
-    raise ValueError(f"{path}, line {len(lines) + 1}: not UTF-8 text ({e.reason})") from None
+    line = data.count(b"\n", 0, e.start) + 1
+    raise ValueError(f"{path}, line {line}: not UTF-8 text ({e.reason})") from None
+  lines = []
+  # Rows end at "\n" only, as when the file is read line by line.
+  for row in csv.reader(io.StringIO(text, newline="\n"), delimiter="\t", quotechar=None):
+    lines.append(row)
+    if max_lines and len(lines) >= max_lines:
+      break
   return lines
 
 
@@ -131,6 +140,7 @@ class SingleOutputTask(task_lib.Task):
     return read_tsv(
       os.path.join(self.config.raw_data_dir(self.name), file_name),
       max_lines=100 if self.config.debug else None,
+      identities=self.read_identities,
     )
 
   @abc.abstractmethod
