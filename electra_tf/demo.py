@@ -244,7 +244,7 @@ def periodic_evaluation(out, every, model_name=MODEL_NAME):
 
 def stage_pretrain(out, args):
   config = pretraining_config(out, args.train_steps)
-  files = pretraining_run.validate_config(config)
+  inputs = pretraining_run.validate_config(config)
   write_hparams_files(out, args.train_steps)
   periodic = periodic_evaluation(out, every=max(1, config.num_train_steps // 6))
   sizes = DEMO_HPARAMS["model_hparam_overrides"]
@@ -255,7 +255,7 @@ def stage_pretrain(out, args):
     f"evaluation at step 0 and every {periodic.every} steps, in {config.model_dir}"
   )
   start = time.time()
-  pretraining_run.train_or_eval(config, files, callbacks=[periodic.callback])
+  pretraining_run.train_or_eval(config, inputs, callbacks=[periodic.callback])
   _say(f"pretrain: done in {time.time() - start:.0f} s")
 
 
@@ -263,14 +263,14 @@ def stage_eval(out, args):
   paths = _paths(out)
   eval_config = pretraining_config(out, args.train_steps, for_eval=True)
   eval_config.num_eval_steps = EVAL_STAGE_STEPS
-  files = pretraining_run.validate_config(eval_config)
+  inputs = pretraining_run.validate_config(eval_config)
   # The training config was printed above; evaluation changes only these.
   _say(
     "evaluation: the config above with do_train=False, do_eval=True, "
     f"num_eval_steps={eval_config.num_eval_steps}, pretrain_tfrecords={eval_config.pretrain_tfrecords}"
   )
   strategy = distribution.setup_distribution(eval_config)
-  results = pretraining_run.evaluate(eval_config, strategy, files)
+  results = pretraining_run.evaluate(eval_config, strategy, inputs)
   measured = held_out_evaluation.measure_against_baselines(eval_config)
   _say(
     f"evaluation of step {measured['global_step']} on the held-out shard "

@@ -55,7 +55,7 @@ def main(argv=None):
     config = pretraining_run.make_config(args.model_name, args.data_dir, args.hparams)
     # Decided once, before anything starts TensorFlow (multi-worker needs that).
     strategy = distribution.setup_distribution(config)
-    files = pretraining_run.validate_config(config)
+    inputs = pretraining_run.validate_config(config)
   except ValueError as e:
     # Bad input: one clear line, no traceback, nothing trained.
     print(f"run_pretraining: error: {e}", file=sys.stderr, flush=True)
@@ -63,7 +63,7 @@ def main(argv=None):
   return run_status.run_to_exit_status(
     "run_pretraining",
     lambda: pretraining_run.train_or_eval(
-      config, files, strategy, held_out_evaluation.held_out_callbacks(config, strategy)
+      config, inputs, strategy, held_out_evaluation.held_out_callbacks(config, strategy)
     ),
   )
 

@@ -172,13 +172,16 @@ class ElectraPretrainer(keras.Model):
       )
 
   @classmethod
-  def from_pretraining_config(cls, config, **kwargs):
+  def from_pretraining_config(cls, config, vocab=None, bert_config=None, **kwargs):
     """Builds the pretrainer from a `PretrainingConfig` (debug shrink
-    included); special ids come from `config.vocab_file` when it exists."""
-    bert_config = pretraining_config_lib.get_pretraining_bert_config(config)
+    included); special ids come from `config.vocab_file` when it exists.
+    `vocab` (its `Vocab`) and `bert_config` (the discriminator's), when the
+    caller has read and derived them already, are not read or derived again."""
+    bert_config = bert_config or pretraining_config_lib.get_pretraining_bert_config(config)
     generator_config = pretraining_config_lib.get_generator_config(config, bert_config)
-    vocab = None
-    if config.vocab_file and tf.io.gfile.exists(config.vocab_file):
+    if vocab is not None:
+      vocab = vocab.tokens  # `Vocab.read` checked its special tokens
+    elif config.vocab_file and tf.io.gfile.exists(config.vocab_file):
       vocab = vocab_lib.load_vocab(config.vocab_file)
       vocab_lib.check_special_tokens(vocab, config.vocab_file)
     word_continuation = None
@@ -471,9 +474,10 @@ def _continuation_array(word_continuation, vocab_size):
   return values
 
 
-def built_pretrainer(config):
-  """`ElectraPretrainer.from_pretraining_config(config)`, built, so that every
-  variable exists (to restore a checkpoint into or to name its variables)."""
-  pretrainer = ElectraPretrainer.from_pretraining_config(config)
+def built_pretrainer(config, vocab=None, bert_config=None):
+  """`ElectraPretrainer.from_pretraining_config(config, vocab, bert_config)`,
+  built, so that every variable exists (to restore a checkpoint into or to
+  name its variables)."""
+  pretrainer = ElectraPretrainer.from_pretraining_config(config, vocab, bert_config)
   pretrainer.build()
   return pretrainer

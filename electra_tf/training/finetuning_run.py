@@ -57,7 +57,10 @@ TEST_OUTPUT_TASKS = GLUE_TASKS + ("squad",)
 def get_finetuning_bert_config(config):
   """The encoder's `BertConfig`: the size table, shrunk in debug mode (3
   layers, 144 hidden) as the original's `get_bert_config`."""
-  bert_config = get_pretraining_bert_config(config)
+  return _check_length(config, get_pretraining_bert_config(config))
+
+
+def _check_length(config, bert_config):
   if config.max_seq_length > bert_config.max_position_embeddings:
     raise ValueError(
       f"hparam max_seq_length={config.max_seq_length} exceeds the model's "
@@ -81,7 +84,8 @@ class FinetuningInputs:
       from (without training: of the first trial's dir), or None.
     vocab: the `Vocab` of hparam `vocab_file` (None when the file is missing:
       `validate_inputs` names it).
-    bert_config: the encoder's `BertConfig` (`get_finetuning_bert_config`).
+    bert_config: the encoder's `BertConfig` (`validate_inputs` checks
+      `max_seq_length` against it).
     tokenizer: the tokenizer every task featurises with.
     tasks: the task objects; the examples `validate_inputs` checked stay
       read in them.
@@ -145,7 +149,7 @@ def make_inputs(model_name, data_dir, hparams):
     config = FinetuningConfig(
       model_name, data_dir, **model_dir_lib.finetuning_hparams_over(run_config, user)
     )
-    bert_config = get_finetuning_bert_config(config)
+    bert_config = get_pretraining_bert_config(config)
     model_dir_lib.check_finetuning_encoder(config, run_config, bert_config)
     model_dir_lib.check_recorded_vocab(run_config, config.vocab_file, user)
   vocab = _read_vocab(config)
@@ -154,7 +158,7 @@ def make_inputs(model_name, data_dir, hparams):
   config = _with_vocab_settings(config, user)
   if run_config is None:
     _with_vocab_size(config, vocab, user)
-    bert_config = get_finetuning_bert_config(config)  # sized by the vocab
+    bert_config = get_pretraining_bert_config(config)  # sized by the vocab
   return FinetuningInputs(config, source, source_error, run_config, vocab, bert_config)
 
 
@@ -169,7 +173,7 @@ def inputs_for(config):
   the source run's."""
   source, source_error = _detect_source(config)
   run_config = _source_run_config(config, source)
-  bert_config = get_finetuning_bert_config(config)
+  bert_config = get_pretraining_bert_config(config)
   if run_config is not None:
     model_dir_lib.check_finetuning_encoder(config, run_config, bert_config)
   vocab = _read_vocab(config)
@@ -265,6 +269,7 @@ def validate_inputs(inputs):
       f"Unknown task(s) {unknown} in hparam task_names; known tasks: "
       f"{sorted(task_builder.TASK_CLASSES)}"
     )
+  _check_length(config, inputs.bert_config)
   for name in config.task_names:
     if issubclass(task_builder.TASK_CLASSES[name], qa_tasks.QATask):
       if config.max_seq_length < config.beam_size:

@@ -17,6 +17,7 @@ Example:
   >>> # train_or_eval(config)
 """
 
+import dataclasses
 import json
 import os
 import pickle
@@ -87,8 +88,34 @@ def find_pretraining_files(config):
     ) from None
 
 
+@dataclasses.dataclass(frozen=True)
+class PretrainingInputs:
+  """What `validate_config` resolved once, passed on in place of paths.
+
+  Attributes:
+    files: the data files and their record counts (`PretrainingFiles`).
+    vocab: the `Vocab` of hparam `vocab_file` (None: read where needed).
+    bert_config: the discriminator's `BertConfig` (None: derived where needed).
+  """
+
+  files: pretrain_data.PretrainingFiles
+  vocab: vocab_lib.Vocab = None
+  bert_config: object = None
+
+
+def _as_inputs(inputs):
+  """`PretrainingInputs` of `validate_config`'s result, a `PretrainingFiles`
+  or a list of paths (whose records are then counted)."""
+  if isinstance(inputs, PretrainingInputs):
+    return inputs
+  if isinstance(inputs, pretrain_data.PretrainingFiles):
+    return PretrainingInputs(inputs)
+  return PretrainingInputs(pretrain_data.PretrainingFiles(list(inputs), None))
+
+
 def validate_config(config):
-  """Every check that can fail before training starts; returns the data files."""
+  """Every check that can fail before training starts; returns the
+  `PretrainingInputs` (data files, vocab, encoder config) it resolved."""
   if config.do_train == config.do_eval:
     raise ValueError("Exactly one of `do_train` or `do_eval` must be True.")
   for name in (
@@ -102,7 +129,8 @@ def validate_config(config):
       raise ValueError(f"hparam {name}={getattr(config, name)}; expected a positive integer")
   if config.do_eval and int(config.num_eval_steps) <= 0:
     raise ValueError(f"hparam num_eval_steps={config.num_eval_steps}; expected > 0")
-  positions = get_pretraining_bert_config(config).max_position_embeddings
+  bert_config = get_pretraining_bert_config(config)
+  positions = bert_config.max_position_embeddings
   if config.max_seq_length > positions:
     raise ValueError(
       f"hparam max_seq_length={config.max_seq_length} exceeds the model's "
@@ -138,12 +166,13 @@ def validate_config(config):
       ) from None
     records_info.check_records_vocab(held_out_files, vocab)
   try:
-    return pretrain_data.validate_pretraining_files(
+    checked = pretrain_data.validate_pretraining_files(
       files,
       config.max_seq_length,
       vocab_size=config.vocab_size,
       log=lambda line: print(line, flush=True),
     )
+    return PretrainingInputs(checked, vocab, bert_config)
   except record_check.CorruptRecordError:
     raise
   except ValueError as e:
@@ -186,9 +215,9 @@ def make_eval_dataset(config, files=None):
   original's eval pipeline repeats and shuffles, so asking for more batches
   than the files hold counted examples again); `eval_steps` says how many
   batches to take."""
-  files = _as_pretraining_files(
+  files = _as_inputs(
     files if files is not None else pretrain_data.find_files(resolve_file_patterns(config))
-  )
+  ).files
   counts = files.record_counts
   if counts is None:
     counts = record_check.check_tfrecord_files(files.files)
@@ -244,8 +273,9 @@ def eval_steps(num_eval_steps, num_examples, batch_size, log=None, workers=1):
   return available
 
 
-def build_pretrainer(config, strategy):
-  """Builds and compiles the pretrainer under `strategy`. With
+def build_pretrainer(config, strategy, inputs=None):
+  """Builds and compiles the pretrainer under `strategy` (with the vocab and
+  encoder config of `inputs`, `validate_config`'s, when given). With
   `init_checkpoint` (and no checkpoint in the model dir yet) the weights and
   the global step come from that name-based TF1 checkpoint; the optimizer
   slots start fresh."""
@@ -257,6 +287,8 @@ def build_pretrainer(config, strategy):
       info = getattr(model, "official_checkpoint_info", None) or {}
       init_step = info.get("global_step")
       print(f"Initialized from {config.init_checkpoint} (global_step={init_step})", flush=True)
+    elif inputs is not None:
+      model = built_pretrainer(config, vocab=inputs.vocab, bert_config=inputs.bert_config)
     else:
       model = built_pretrainer(config)
     model.compile(
@@ -306,17 +338,11 @@ def _data_loss_message(error, files, manager, step):
   )
 
 
-def _as_pretraining_files(files):
-  if isinstance(files, pretrain_data.PretrainingFiles):
-    return files
-  return pretrain_data.PretrainingFiles(list(files), None)
-
-
-def train(config, strategy, files, callbacks=()):
+def train(config, strategy, inputs, callbacks=()):
   """Trains to the absolute step `num_train_steps`, resuming from the model
   dir's newest checkpoint (and, with a seed, from its input position), under
-  `strategy` on `files` (`validate_config`'s `PretrainingFiles`, or a list of
-  paths whose records are then counted here). `callbacks` are extra Keras
+  `strategy` on `inputs` (`validate_config`'s `PretrainingInputs`, or a list
+  of paths whose records are then counted here). `callbacks` are extra Keras
   callbacks (they run after checkpointing, logging and summaries). Returns
   the final global step.
 
@@ -325,9 +351,10 @@ def train(config, strategy, files, callbacks=()):
     TrainingDataError: a corrupt record was met while training.
     TrainingDiverged: the loss or the weights became NaN/Inf (nothing of it saved).
   """
-  files = _as_pretraining_files(files)
+  inputs = _as_inputs(inputs)
+  files = inputs.files
   chief = distribution.is_chief(strategy)
-  model = build_pretrainer(config, strategy)
+  model = build_pretrainer(config, strategy, inputs)
   with strategy.scope():
     manager = checkpointing.TrainingCheckpointManager(
       model, config.model_dir, keep_checkpoint_max=config.keep_checkpoint_max, chief=chief
@@ -346,7 +373,10 @@ def train(config, strategy, files, callbacks=()):
   if chief:
     # Only now, with the model built and its checkpoint restored: a run that
     # fails before leaves the model dir's description as it was.
-    print(f"Wrote {model_dir_lib.write_run_config(config)}", flush=True)
+    written = model_dir_lib.write_run_config(
+      config, vocab=inputs.vocab, bert_config=inputs.bert_config
+    )
+    print(f"Wrote {written}", flush=True)
   if step >= config.num_train_steps:
     print(
       f"Global step {step} >= num_train_steps={config.num_train_steps}: nothing to train.",
@@ -394,18 +424,20 @@ def train(config, strategy, files, callbacks=()):
   return step
 
 
-def evaluate(config, strategy, files):
-  """Evaluates the newest checkpoint on `num_eval_steps` batches of `files`
+def evaluate(config, strategy, inputs):
+  """Evaluates the newest checkpoint on `num_eval_steps` batches of `inputs`'
+  files (`validate_config`'s `PretrainingInputs`, or a list of paths)
   (fewer where the files hold fewer: no example counts twice, `eval_steps`)
   under `strategy`, prints the metrics as the original does and writes the
   results files."""
-  files = _as_pretraining_files(files)
+  inputs = _as_inputs(inputs)
+  files = inputs.files
   if not checkpoint_reader.checkpoint_candidates(config.model_dir):
     raise ValueError(
       f"do_eval: no checkpoint found in model dir {config.model_dir!r}; "
       "train first (do_train) or check --data-dir/--model-name"
     )
-  model = build_pretrainer(config, strategy)
+  model = build_pretrainer(config, strategy, inputs)
   with strategy.scope():
     manager = checkpointing.TrainingCheckpointManager(
       model,
@@ -479,9 +511,9 @@ def _wipe_model_dir(model_dir, keep):
       tf.io.gfile.remove(path)
 
 
-def train_or_eval(config, files=None, strategy=None, callbacks=()):
-  """The original's `train_or_eval`: validation (unless `files` says it was
-  done), debug wipe, config log, then training or evaluation. The strategy
+def train_or_eval(config, inputs=None, strategy=None, callbacks=()):
+  """The original's `train_or_eval`: validation (unless `inputs`, what
+  `validate_config` returned, says it was done), debug wipe, config log, then training or evaluation. The strategy
   and precision are decided here once (`distribution.setup_distribution`)
   unless the caller decided them (`strategy`); it comes first because a
   multi-worker strategy must exist before anything starts TensorFlow, such
@@ -495,7 +527,7 @@ def train_or_eval(config, files=None, strategy=None, callbacks=()):
   """
   if strategy is None:
     strategy = distribution.setup_distribution(config)
-  files = _as_pretraining_files(validate_config(config) if files is None else files)
+  inputs = _as_inputs(validate_config(config) if inputs is None else inputs)
   lock = None
   if config.do_train and distribution.is_chief(strategy):
     lock = run_lock.RunLock(
@@ -517,7 +549,7 @@ def train_or_eval(config, files=None, strategy=None, callbacks=()):
     tf.io.gfile.makedirs(config.model_dir)
     _heading("Config")
     print(repr(config), flush=True)
-    print(f"{len(files.files)} pre-training file(s)", flush=True)
+    print(f"{len(inputs.files.files)} pre-training file(s)", flush=True)
     batch_size = config.train_batch_size if config.do_train else config.eval_batch_size
     distribution.report_devices(
       config,
@@ -532,9 +564,9 @@ def train_or_eval(config, files=None, strategy=None, callbacks=()):
       # train() writes config.json (the model dir describes itself: converter
       # and exporter need no --hparams) once the checkpoint is restored.
       _heading("Training")
-      return train(config, strategy, files, callbacks)
+      return train(config, strategy, inputs, callbacks)
     _heading("Evaluation")
-    return evaluate(config, strategy, files)
+    return evaluate(config, strategy, inputs)
   finally:
     if lock is not None:
       lock.release()
