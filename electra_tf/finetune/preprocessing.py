@@ -33,8 +33,8 @@ FEATURES_VERSION = 2
 
 
 def file_identity(path):
-  """`{"size": bytes, "sha256": hex}` of a file (local or `scheme://`), or
-  None when it does not exist. Content, not times: a copy or a `touch` keeps
+  """`file_io.content_identity` of a file (local or `scheme://`, read in
+  chunks), or None when it does not exist. Content, not times: a copy or a `touch` keeps
   the identity, an edit within one clock tick does not.
 
   Example:

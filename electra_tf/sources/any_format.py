@@ -714,12 +714,8 @@ def initialize_finetuning_model(model, path):
   Returns:
     The official names loaded.
   """
-  if isinstance(path, formats.Detected):  # detected already: not read again
-    detected, path = path, path.path
-    if detected.format not in INITIALIZES_FINETUNING:
-      raise formats.wrong_format_error(path, detected.format, INITIALIZES_FINETUNING)
-  else:
-    detected = formats.require(path, INITIALIZES_FINETUNING)
+  detected = formats.require(path, INITIALIZES_FINETUNING)
+  path = detected.path
   if detected.format == formats.KERAS:
     return _assign_by_name(model, _source_name_map(load_keras_file(path), path), path)
   if detected.format == formats.HUGGINGFACE:

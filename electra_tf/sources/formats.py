@@ -208,8 +208,9 @@ def wrong_format_error(path, found, expected):
 
 
 def require(path, expected):
-  """`detect(path)`, or `wrong_format_error` when its format is not one of `expected`."""
-  detected = detect(path)
+  """`detect(path)` (`path` itself when it is a `Detected` already), or
+  `wrong_format_error` when its format is not one of `expected`."""
+  detected = path if isinstance(path, Detected) else detect(path)
   if detected.format not in expected:
-    raise wrong_format_error(path, detected.format, expected)
+    raise wrong_format_error(detected.path, detected.format, expected)
   return detected

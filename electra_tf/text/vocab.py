@@ -439,8 +439,7 @@ class Vocab:
     )
 
   def identity(self):
-    """`{"size": bytes, "sha256": hex}` of the file as read (the form
-    `finetune.preprocessing.file_identity` gives a file it reads)."""
+    """`file_io.content_identity` of the file as read."""
     return {"size": self.num_bytes, "sha256": self.sha256}
 
   def fingerprint(self):

@@ -360,20 +360,21 @@ class ModelRunner:
     trial: 1-based trial number (seeds `seed + trial` when `seed` is set).
     strategy: the `tf.distribute.Strategy` to build and train under
       (default: the current one).
+    inputs: the run's `FinetuningInputs` (the model it starts from, the
+      vocab and the encoder's config are then not read or derived again).
   """
 
   def __init__(self, config, tasks, trial=1, strategy=None, inputs=None):
     self._config = config
     self._tasks = tasks
     self._strategy = strategy or tf.distribute.get_strategy()
-    self._source = inputs.source if inputs is not None else None
+    inputs = inputs or FinetuningInputs(config)
+    self._source = inputs.source
     self.chief = distribution.is_chief(self._strategy)
-    vocab = inputs.vocab if inputs is not None else None
-    self._preprocessor = preprocessing.Preprocessor(config, tasks, vocab)
+    self._preprocessor = preprocessing.Preprocessor(config, tasks, inputs.vocab)
     if config.seed is not None:
       keras.utils.set_random_seed(config.seed + trial)
-    bert_config = inputs.bert_config if inputs is not None else None
-    self.bert_config = bert_config or get_finetuning_bert_config(config)
+    self.bert_config = inputs.bert_config or get_finetuning_bert_config(config)
     heads = [task.create_head() for task in tasks]
     with self._strategy.scope():
       self.model = FinetuningModel.from_finetuning_config(config, heads, self.bert_config)

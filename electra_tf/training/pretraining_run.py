@@ -287,10 +287,9 @@ def build_pretrainer(config, strategy, inputs=None):
       info = getattr(model, "official_checkpoint_info", None) or {}
       init_step = info.get("global_step")
       print(f"Initialized from {config.init_checkpoint} (global_step={init_step})", flush=True)
-    elif inputs is not None:
-      model = built_pretrainer(config, vocab=inputs.vocab, bert_config=inputs.bert_config)
     else:
-      model = built_pretrainer(config)
+      inputs = inputs or PretrainingInputs(None)
+      model = built_pretrainer(config, inputs.vocab, inputs.bert_config)
     model.compile(
       pretraining_config=config,
       jit_compile=config.jit_compile,

@@ -10,6 +10,7 @@ the usual permissions (0644 under umask 022).
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
 import shutil
@@ -123,6 +124,12 @@ def read_json(path, what):
       return json.load(f)
   except (ValueError, UnicodeDecodeError) as e:
     raise ValueError(f"{what} {path!r} is not valid JSON ({e})") from None
+
+
+def content_identity(data):
+  """`{"size": bytes, "sha256": hex}` of bytes read from a file: what a cache
+  records to know the file again (content, not times)."""
+  return {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
 def check_writable(path, what, directory=False):

@@ -4,7 +4,6 @@ original's tsv layouts under `<data_dir>/finetuning_data/<task>/`."""
 import abc
 import csv
 import dataclasses
-import hashlib
 import io
 import os
 
@@ -13,6 +12,7 @@ import tensorflow as tf
 from electra_tf.finetune import task as task_lib
 from electra_tf.finetune.classification import scorer as classification_scorers
 from electra_tf.finetune.classification.head import ClassificationHead
+from electra_tf.utils import file_io
 
 # csv fields of GLUE rows can be long (QQP, MNLI)
 csv.field_size_limit(2**31 - 1)
@@ -45,7 +45,7 @@ def read_tsv(path, max_lines=None, identities=None):
   with tf.io.gfile.GFile(path, "rb") as f:
     data = f.read()
   if identities is not None:
-    identities[path] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    identities[path] = file_io.content_identity(data)
   try:
     text = data.decode("utf-8")
   except UnicodeDecodeError as e:
