@@ -96,6 +96,7 @@ __version__ = "0.1.0"
 
 from electra_tf.checkpoints.official import load_official_checkpoint  # noqa: E402
 from electra_tf.finetune.text_preprocessor import ElectraTextPreprocessor  # noqa: E402
+from electra_tf.models.electra_backbone import ElectraBackbone  # noqa: E402
 from electra_tf.models.electra_pretrainer import ElectraPretrainer  # noqa: E402
 from electra_tf.task_models.classifier import ElectraClassifier  # noqa: E402
 from electra_tf.task_models.question_answerer import ElectraQuestionAnswerer  # noqa: E402
@@ -103,6 +104,7 @@ from electra_tf.task_models.token_tagger import ElectraTokenTagger  # noqa: E402
 
 __all__ = [
   "BertConfig",
+  "ElectraBackbone",
   "ElectraClassifier",
   "ElectraPretrainer",
   "ElectraQuestionAnswerer",

@@ -38,6 +38,7 @@ def _needs_beam(name):
   return name == "tfrecords_tools.beam_pipeline"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module_name", _modules())
 def test_docstring_examples_run(module_name, tmp_path, monkeypatch):
   if _needs_beam(module_name):

@@ -255,6 +255,7 @@ def test_entry_points_are_thin():
   assert not too_long, f"entry points over 200 lines: {too_long}"
 
 
+@pytest.mark.slow
 def test_every_module_imports_on_its_own():
   """Imports each module into a fresh `sys.modules` (third-party packages stay
   loaded, so this is fast): a module that only works after another module of

@@ -204,6 +204,7 @@ def test_corrupt_shard_past_record_100_is_named_before_training(tmp_path, capsys
   )
 
 
+@pytest.mark.slow
 def test_corrupt_record_met_while_training_names_file_and_checkpoint(tmp_path):
   make_data_dir(tmp_path, num_examples=30)
   path = tmp_path / "pretrain_tfrecords" / "pretrain_data.tfrecord-2-of-3"
@@ -387,6 +388,7 @@ def _assert_same_checkpoints(a, b):
     np.testing.assert_array_equal(values_a[name], values_b[name], err_msg=name)
 
 
+@pytest.mark.slow
 def test_stop_and_rerun_matches_an_uninterrupted_run_bit_for_bit(tmp_path, capsys):
   make_data_dir(tmp_path)  # 40 records: 8-record batches cross an epoch at step 5
   hparams = self_made_hparams(
@@ -519,6 +521,7 @@ def test_entry_points_hide_tensorflow_start_up_lines_unless_the_user_sets_the_le
   assert bool(asked.stderr.strip()) == bool(bare.stderr.strip())
 
 
+@pytest.mark.slow
 def test_a_diverged_run_exits_3_naming_the_step_and_the_last_good_checkpoint(tmp_path, capsys):
   """A learning rate of 1e30 in float32 overflows the weights after the first
   update: the loss of a later step is NaN. The command stops there with exit

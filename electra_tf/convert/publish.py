@@ -26,7 +26,7 @@ from electra_tf.convert.writer import save_keras
 from electra_tf.interop import huggingface
 from electra_tf.interop import keras_hub
 from electra_tf.models import official_names
-from electra_tf.models.electra_discriminator import ElectraDiscriminator
+from electra_tf.models.electra_backbone import ElectraBackbone
 from electra_tf.models.electra_generator import ElectraGenerator
 from electra_tf.models.electra_pretrainer import ElectraPretrainer
 from electra_tf.sources import any_format
@@ -87,7 +87,7 @@ def load_part_for_publishing(input_path, part, hparams=None):
     recorded = {k: getattr(beside, k) for k in keys} if beside is not None else {}
     if isinstance(model, ElectraPretrainer):
       return huggingface.pretrainer_part(model, part), normalisation(recorded), path
-    discriminator = find_layer(model, ElectraDiscriminator)
+    discriminator = find_layer(model, ElectraBackbone)  # head or not
     generator = find_layer(model, ElectraGenerator)
     if part == huggingface.PART_DISCRIMINATOR and discriminator is not None:
       return huggingface.discriminator_part(discriminator), normalisation(recorded), path

@@ -71,7 +71,7 @@ def discriminator_model(discriminator):
   inputs = _input_specs(False)
   outputs = discriminator(inputs)
   keys = ["embedding_output", "sequence_output", "pooled_output"]
-  if discriminator.head is not None:
+  if getattr(discriminator, "head", None) is not None:  # an ElectraBackbone has none
     keys.append("logits")
   return keras.Model(inputs, {k: outputs[k] for k in keys}, name="electra_discriminator")
 

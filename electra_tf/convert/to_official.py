@@ -20,7 +20,7 @@ from electra_tf.convert.writer import official_tensors
 from electra_tf.convert.writer import write_official_checkpoint
 from electra_tf.finetune.model import FinetuningModel
 from electra_tf.models import official_names
-from electra_tf.models.electra_discriminator import ElectraDiscriminator
+from electra_tf.models.electra_backbone import ElectraBackbone
 from electra_tf.models.electra_generator import ElectraGenerator
 from electra_tf.models.electra_pretrainer import ElectraPretrainer
 from electra_tf.models.electra_pretrainer import built_pretrainer
@@ -77,7 +77,7 @@ def load_keras_source(input_path, hparams=None):
         path,
         [f"fine-tuning model with tasks {model.task_names}"],
       )
-    discriminator = find_layer(model, ElectraDiscriminator)
+    discriminator = find_layer(model, ElectraBackbone)  # head or not
     if discriminator is not None:
       return official_names.discriminator_name_map(discriminator), None, None, path, []
     generator = find_layer(model, ElectraGenerator)

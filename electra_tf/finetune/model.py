@@ -8,7 +8,7 @@ import tensorflow as tf
 from electra_tf.configs import pretraining as pretraining_config
 from electra_tf.layers import layer_utils
 from electra_tf.models import official_names
-from electra_tf.models.electra_discriminator import ElectraDiscriminator
+from electra_tf.models.electra_backbone import ElectraBackbone
 from electra_tf.optimization import factory as optimizer_factory
 from electra_tf.runtime import accumulation
 from electra_tf.runtime import replicas
@@ -16,7 +16,8 @@ from electra_tf.runtime import replicas
 
 @keras.saving.register_keras_serializable(package="electra_tf")
 class FinetuningModel(keras.Model):
-  """Shared encoder (scope `electra`, no discriminator head) plus task heads.
+  """A shared `ElectraBackbone` (scope `electra`; the attribute `encoder`
+  keeps its name, which training checkpoints record) plus task heads.
 
   The loss is the original's: each example's loss from the head of its own
   task (`task_id`), **summed** over the batch; padding records
@@ -51,9 +52,7 @@ class FinetuningModel(keras.Model):
   def __init__(self, bert_config, heads, embedding_size=None, **kwargs):
     super().__init__(**kwargs)
     heads = [keras.saving.deserialize_keras_object(h) if isinstance(h, dict) else h for h in heads]
-    self.encoder = ElectraDiscriminator(
-      bert_config, embedding_size=embedding_size, include_head=False, name="electra"
-    )
+    self.encoder = ElectraBackbone(bert_config, embedding_size=embedding_size, name="electra")
     self.bert_config = self.encoder.bert_config
     self.embedding_size = embedding_size
     self.heads = heads

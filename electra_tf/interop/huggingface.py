@@ -165,7 +165,7 @@ def _numpy_tensors(name_map):
 
 def discriminator_part(discriminator, not_converted=(), notes=()):
   """An `ElectraPart` of an `ElectraDiscriminator` with its head."""
-  if discriminator.head is None:
+  if getattr(discriminator, "head", None) is None:  # an ElectraBackbone has none
     raise ValueError(
       "the model's discriminator has no replaced-token-detection head (an encoder only, e.g. "
       "from a fine-tuned checkpoint); ElectraForPreTraining needs it (a fine-tuned model "

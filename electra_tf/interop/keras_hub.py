@@ -40,7 +40,7 @@ import numpy as np
 
 from electra_tf.interop import huggingface
 from electra_tf.models import official_names
-from electra_tf.models.electra_discriminator import ElectraDiscriminator
+from electra_tf.models.electra_backbone import ElectraBackbone
 from electra_tf.text import vocab as vocab_lib
 from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from electra_tf.utils import keras_compat
@@ -374,9 +374,8 @@ def read_keras_hub_preset(preset_dir):
   """The encoder of a keras-hub `ElectraBackbone` preset, bit-exact.
 
   Returns:
-    `(discriminator, notes)`: an `ElectraDiscriminator` without head
-    (`include_head=False`; a backbone has none) whose every variable comes
-    from the preset, and notes (the pooler left out, the GELU form, the
+    `(encoder, notes)`: an electra_tf `ElectraBackbone` whose every
+    variable comes from the preset, and notes (the pooler left out, the GELU form, the
     missing head).
 
   Raises:
@@ -395,9 +394,7 @@ def read_keras_hub_preset(preset_dir):
       f"{str(e).splitlines()[0]}"
     ) from None
   load_weights_file(backbone, os.path.join(preset_dir, MODEL_WEIGHTS_FILE))
-  encoder = ElectraDiscriminator(
-    bert_config, embedding_size=embedding_size, include_head=False, name="discriminator"
-  )
+  encoder = ElectraBackbone(bert_config, embedding_size=embedding_size, name="discriminator")
   encoder.build()
   target = official_names.discriminator_name_map(encoder, include_head=False)
   names = _backbone_names(
@@ -420,8 +417,8 @@ def read_keras_hub_preset(preset_dir):
 
 
 def encoder_part(encoder):
-  """An `ElectraPart` of an encoder (an `ElectraDiscriminator`, head or not)
-  without its head: what a keras-hub backbone holds."""
+  """An `ElectraPart` of an `ElectraBackbone` (or an `ElectraDiscriminator`
+  without its head): what a keras-hub backbone holds."""
   name_map = official_names.discriminator_name_map(encoder, include_head=False)
   return huggingface.ElectraPart(
     huggingface.PART_DISCRIMINATOR,
@@ -443,7 +440,7 @@ def write_task_preset(task_model, encoder, tokenizer, output_dir):
 
   Args:
     task_model: a Keras task model, or None for a backbone preset.
-    encoder: its `ElectraDiscriminator` encoder.
+    encoder: its `ElectraBackbone` (or discriminator).
     tokenizer: its electra_tf `ElectraTokenizer` or `SentencePieceTokenizer`
       (keras-hub's `SentencePieceTokenizer` in the preset, none for a model
       built with lower-casing or accent stripping, which it cannot apply).

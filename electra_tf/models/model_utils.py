@@ -80,6 +80,20 @@ def make_embeddings(config, width, dtype, name):
   )
 
 
+def embeddings_of_width(config, embedding_size, embeddings, dtype):
+  """`embeddings` checked against the width `embedding_size` (None: the hidden
+  size) needs, or a new `ElectraEmbeddings` block of that width."""
+  width = embedding_size if embedding_size is not None else config["hidden_size"]
+  if embeddings is None:
+    return make_embeddings(config, width, dtype, "embeddings")
+  if embeddings.embedding_size != width:
+    raise ValueError(
+      f"the given embeddings have width {embeddings.embedding_size} but "
+      f"embedding_size={embedding_size} (hidden_size={config['hidden_size']}) needs {width}"
+    )
+  return embeddings
+
+
 def make_encoder(config, width, fused_training_kernels, dtype, name, direction="bidirectional"):
   """The `ElectraEncoder` a BertConfig dict describes, reading embeddings of width `width`."""
   return ElectraEncoder(

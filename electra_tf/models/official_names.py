@@ -138,16 +138,17 @@ def _ensure_built(layer):
 
 
 def discriminator_name_map(discriminator, scope=DISCRIMINATOR_SCOPE, include_head=True):
-  """Names of a standalone `ElectraDiscriminator` (the fine-tuning encoder):
-  `electra/embeddings/*`, `electra/embeddings_project/*`,
+  """Names of a standalone `ElectraBackbone` (the fine-tuning encoder) or
+  `ElectraDiscriminator`: `electra/embeddings/*`, `electra/embeddings_project/*`,
   `electra/encoder/*` and, if it has one and `include_head`,
   `discriminator_predictions/*`. Add task heads with `task_head_names`."""
   _ensure_built(discriminator)
   name_map = {}
   _add_all(name_map, embeddings_names(discriminator.embeddings, scope))
   _add_all(name_map, encoder_names(discriminator.encoder, scope))
-  if include_head and discriminator.head is not None:
-    _add_all(name_map, discriminator_head_names(discriminator.head))
+  head = getattr(discriminator, "head", None)  # a backbone has none
+  if include_head and head is not None:
+    _add_all(name_map, discriminator_head_names(head))
   return name_map
 
 

@@ -57,7 +57,7 @@ from electra_tf.finetune.model import FinetuningModel
 from electra_tf.interop import huggingface
 from electra_tf.interop import keras_hub
 from electra_tf.models import official_names
-from electra_tf.models.electra_discriminator import ElectraDiscriminator
+from electra_tf.models.electra_backbone import ElectraBackbone
 from electra_tf.models.electra_generator import ElectraGenerator
 from electra_tf.models.electra_pretrainer import ElectraPretrainer
 from electra_tf.models.electra_pretrainer import built_pretrainer
@@ -98,7 +98,7 @@ class Loaded:
   """What `load` read.
 
   Attributes:
-    model: the part: an `ElectraPretrainer`, `ElectraDiscriminator`,
+    model: the part: an `ElectraPretrainer`, `ElectraDiscriminator`, `ElectraBackbone`,
       `ElectraGenerator` or `FinetuningModel`.
     detected: the `formats.Detected` of the path.
     config: the `PretrainingConfig` of a checkpoint's model (official and
@@ -117,11 +117,12 @@ class Loaded:
 
 
 def find_network(model, kind):
-  """The `ElectraDiscriminator` / `ElectraGenerator` of `model` for `kind`:
+  """The discriminator encoder (an `ElectraBackbone`, head or not) /
+  `ElectraGenerator` of `model` for `kind`:
   the pretrainer's, the model itself, or the one inside a functional model
   (as `convert_checkpoint --part discriminator|generator` writes). None when
   there is none."""
-  cls = ElectraDiscriminator if kind == DISCRIMINATOR else ElectraGenerator
+  cls = ElectraBackbone if kind == DISCRIMINATOR else ElectraGenerator
   if isinstance(model, cls):
     return model
   if isinstance(model, ElectraPretrainer):
@@ -599,7 +600,7 @@ def existing_architecture(model_dir):
 def _source_name_map(source, path):
   """`{official name: variable}` of a loaded model (from `path`): a
   fine-tuning model (encoder and heads), a model wrapping one, a
-  pretrainer's discriminator encoder, or a lone `ElectraDiscriminator`."""
+  pretrainer's discriminator encoder, or a lone `ElectraBackbone` / discriminator."""
   if isinstance(source, FinetuningModel):
     return source.official_name_map()
   inner = getattr(source, "finetuning_model", None)
@@ -675,7 +676,7 @@ def _restore_encoder(model, prefix):
 
 # What a .keras file that can start fine-tuning holds somewhere in it.
 _HOLDS_A_DISCRIMINATOR = {
-  "ElectraDiscriminator", "ElectraPretrainer", "FinetuningModel", "ElectraClassifier",
+  "ElectraBackbone", "ElectraDiscriminator", "ElectraPretrainer", "FinetuningModel", "ElectraClassifier",
   "ElectraQuestionAnswerer", "ElectraTokenTagger",
 }  # fmt: skip
 

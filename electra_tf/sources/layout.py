@@ -20,6 +20,7 @@ from electra_tf.checkpoints.reader import read_name_based_checkpoint
 from electra_tf.configs import pretraining as pretraining_config_lib
 from electra_tf.configs.hparams import load_hparams
 from electra_tf.models import official_names
+from electra_tf.models.electra_backbone import ElectraBackbone
 from electra_tf.models.electra_discriminator import ElectraDiscriminator
 from electra_tf.models.electra_pretrainer import built_pretrainer
 
@@ -305,12 +306,11 @@ def infer_config_and_model(path, hparams, source=None):
 
 
 def build_encoder(config, include_head=False):
+  """The discriminator `config` describes (`include_head`), or its backbone."""
   bert_config = pretraining_config_lib.get_pretraining_bert_config(config)
-  encoder = ElectraDiscriminator(
-    bert_config.to_dict(),
-    embedding_size=config.embedding_size,
-    include_head=include_head,
-    name="discriminator",
+  network = ElectraDiscriminator if include_head else ElectraBackbone
+  encoder = network(
+    bert_config.to_dict(), embedding_size=config.embedding_size, name="discriminator"
   )
   encoder.build()
   return encoder

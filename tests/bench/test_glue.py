@@ -51,6 +51,7 @@ def _write_glue(root):
   (root / "WNLI").mkdir()  # not a task of the original's: ignored
 
 
+@pytest.mark.slow
 def test_quick_run_writes_one_row_per_task_with_the_runs_metric(tmp_path):
   glue_dir = tmp_path / "glue"
   glue_dir.mkdir()

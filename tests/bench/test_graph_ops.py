@@ -100,6 +100,7 @@ def test_a_layer_of_the_forward_adds_no_shape_arithmetic_and_few_ops():
   assert per_layer.get("Reshape", 0) == 2, per_layer  # into heads and out, nothing else
 
 
+@pytest.mark.slow
 def test_a_layer_of_the_training_step_adds_no_tensordot():
   per_layer = _per_layer(_step_ops(1), _step_ops(3))
   tensordot = {op: n for op, n in per_layer.items() if op in ("GatherV2", "Prod")}

@@ -15,6 +15,7 @@ from tests.helpers.conversion import read_all
 from tests.helpers.conversion import write_layout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(LAYOUTS))
 def test_round_trip_is_bit_exact_for_layout(tmp_path, name):
   source = write_layout(tmp_path / "official", name)

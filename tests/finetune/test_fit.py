@@ -446,6 +446,7 @@ def test_cli_killed_anywhere_then_rerun_ends_bit_identical(rte_data):
     assert list(json.load(f)[0]["rte"]) == ["accuracy", "loss"]
 
 
+@pytest.mark.slow
 def test_finetunes_from_a_run_pretraining_model_dir(rte_data):
   data_dir, vocab_size = rte_data
   overrides = tiny_hparams(vocab_size)["model_hparam_overrides"]

@@ -151,6 +151,7 @@ def _dev_labels(data_dir, task):
   return [int(line.split("\t")[-1]) for line in lines[1:]]
 
 
+@pytest.mark.slow
 def test_the_docs_place_the_files_as_the_readers_expect(docs_run, glue_slice):
   data_dir, _ = docs_run
   for task, (folder, _) in TASKS.items():

@@ -308,6 +308,7 @@ def test_squad_v2_end_to_end(data):
     assert json.load(f) == preds
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["squadv1", "newsqa"])
 def test_squadv1_and_mrqa_metric_names(data, task):
   config, runner = _runner(data, [task], max_seq_length=32, beam_size=4, **FAST)

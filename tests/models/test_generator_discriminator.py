@@ -1,9 +1,11 @@
-"""ElectraGenerator and ElectraDiscriminator: outputs, sharing, serialization."""
+"""ElectraBackbone, ElectraGenerator and ElectraDiscriminator: outputs, sharing,
+serialization."""
 
 import numpy as np
 import pytest
 
 from electra_tf.layers import ElectraEmbeddings
+from electra_tf.models import ElectraBackbone
 from electra_tf.models import ElectraDiscriminator
 from electra_tf.models import ElectraGenerator
 from tests.helpers.layer_test_helper import run_layer_test
@@ -40,6 +42,40 @@ def test_discriminator_contract(tmp_path):
       "pooled_output": (2, 16),
     },
     float32_outputs=["logits"],
+  )
+
+
+def test_backbone_contract(tmp_path):
+  run_layer_test(
+    ElectraBackbone,
+    {"bert_config": DISC, "embedding_size": 8, "embeddings": None},
+    {"inputs": INPUTS},
+    tmp_path,
+    expected_output_shape={
+      "sequence_output": (2, 6, 16),
+      "embedding_output": (2, 6, 16),
+      "pooled_output": (2, 16),
+    },
+  )
+
+
+def test_discriminator_is_its_backbone_plus_the_head():
+  """The same weights give the same encoder outputs with and without the head,
+  under the same variable paths (what checkpoints and converters read)."""
+  disc = ElectraDiscriminator(DISC, embedding_size=8, name="electra")
+  backbone = ElectraBackbone(DISC, embedding_size=8, name="electra")
+  disc.build()
+  backbone.build()
+  head_paths = {v.path for v in disc.head.weights}
+  assert sorted(v.path for v in backbone.weights) == sorted(
+    v.path for v in disc.weights if v.path not in head_paths
+  )
+  for variable in backbone.weights:
+    variable.assign(next(v for v in disc.weights if v.path == variable.path))
+  with_head, alone = disc(INPUTS), backbone(INPUTS)
+  assert "logits" in with_head and "logits" not in alone
+  np.testing.assert_array_equal(
+    np.asarray(with_head["sequence_output"]), np.asarray(alone["sequence_output"])
   )
 
 

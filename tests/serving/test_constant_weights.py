@@ -95,6 +95,7 @@ def test_matrices_are_constants_once_and_vectors_the_modules_variables(setup, ji
   assert [len(shape) for shape in saved] == [1] * len(held)
 
 
+@pytest.mark.slow
 def test_the_loaded_export_keeps_bias_adds_fused_and_reads_only_vectors(setup):
   """Grappler folds constants: had the biases been constants too, it would
   have moved the bias adds off the matmuls and TensorFlow would run plain

@@ -157,6 +157,7 @@ def full_padding_outputs():
     ]
   ],
 )
+@pytest.mark.slow
 def test_every_signature_equals_full_padding(
   networks, full_padding_outputs, name, multiple, jit_compile, constant_weights
 ):

@@ -24,6 +24,7 @@ HYPOTHESES = ["a cat is on a mat", "a dog is slow", "the film was good", "the mo
 LABELS = [0, 2, 0, 2]
 
 
+@pytest.mark.slow
 def test_classifier_from_checkpoint_fits_predicts_saves_and_exports(tmp_path):
   keras.utils.set_random_seed(0)  # head and dropout draws independent of earlier tests
   model_dir = str(tmp_path / "pretrained")

@@ -315,6 +315,7 @@ def test_progress_log_and_more_processes_than_files(small_corpus, tmp_path, caps
   assert all(shards[j] for j in range(3))
 
 
+@pytest.mark.slow
 def test_more_processes_than_corpus_files_leave_no_shard_empty(small_corpus, tmp_path, capsys):
   """A process reads whole files: `--num-processes 4` on the 3-file corpus
   runs 3 jobs (and says so), so no shard is left empty."""
@@ -409,6 +410,7 @@ def _start_blocked_builder(small_corpus, tmp_path, out, **popen):
   return builder, flags
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_the_jobs_and_removes_the_shards_in_one_line(small_corpus, tmp_path):
   """Ctrl-C (SIGINT to the terminal's whole process group) while both jobs
   are writing: the jobs stop, every shard they had begun is removed, and the
@@ -441,6 +443,7 @@ def test_ctrl_c_stops_the_jobs_and_removes_the_shards_in_one_line(small_corpus, 
   assert not [p for p in jobs if _running(p)]
 
 
+@pytest.mark.slow
 def test_job_processes_die_with_a_killed_builder_and_the_rerun_names_partial_shards(
   small_corpus, tmp_path, capsys
 ):

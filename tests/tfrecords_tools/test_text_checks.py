@@ -148,6 +148,7 @@ def test_builder_refuses_a_corpus_of_random_bytes_and_leaves_nothing(tmp_path, c
   assert not out.exists()
 
 
+@pytest.mark.slow
 def test_builder_skips_a_binary_file_and_warns_once(tmp_path, capsys):
   vocab = pretraining_data.make_data_dir(tmp_path / "data") / "vocab.txt"
   corpus = tmp_path / "corpus"
