@@ -25,6 +25,7 @@ from electra_tf.runtime import distribution
 from electra_tf.text import vocab as vocab_lib
 from electra_tf.training import pretraining_run
 from tests.conftest import REPO_ROOT
+from tests.helpers import model_formats
 from tests.helpers.pretraining_data import ETA_LINE
 from tests.helpers.pretraining_data import EVAL_NAMES
 from tests.helpers.pretraining_data import SPECIAL
@@ -32,10 +33,13 @@ from tests.helpers.pretraining_data import eta_steps
 from tests.helpers.pretraining_data import latest_step
 from tests.helpers.pretraining_data import make_data_dir
 from tests.helpers.pretraining_data import original_hparams
+from tests.helpers.pretraining_data import pretrain_on_self_made_data
 from tests.helpers.pretraining_data import self_made_hparams
 from tests.helpers.subprocesses import killed_in_save_command
 from tests.helpers.subprocesses import quiet_env
 from tests.helpers.subprocesses import run_pretraining_command
+
+TINY_60 = self_made_hparams()
 
 
 def run_cli(data_dir, model_name, hparams, timeout=600):
@@ -246,6 +250,83 @@ def test_missing_init_checkpoint(tmp_path, capsys):
     tmp_path,
     self_made_hparams(init_checkpoint=str(tmp_path / "nope")),
     r"hparam init_checkpoint=.*nope",
+  )
+
+
+def test_an_init_checkpoint_that_is_not_a_pretraining_one_is_one_line(tmp_path, capsys):
+  """A fine-tuned checkpoint (task heads, no generator) or a training
+  checkpoint of another run as `init_checkpoint`: one line naming what it
+  is, before the model dir is made."""
+  make_data_dir(tmp_path)
+  head = {
+    "task_specific/sst/dense/kernel": np.zeros([8, 2], np.float32),
+    "task_specific/sst/dense/bias": np.zeros([2], np.float32),
+  }
+  finetuned = model_formats.official_checkpoint(tmp_path / "finetuned", head)
+  err = _bad_input(
+    capsys,
+    tmp_path,
+    self_made_hparams(init_checkpoint=str(finetuned)),
+    r"hparam init_checkpoint=.*finetuned' is a fine-tuned checkpoint \(task_specific/ heads\); "
+    "pre-training starts from a pre-training checkpoint in the original's name-based format",
+  )
+  assert len(err.strip().splitlines()) == 1, err
+  assert not (tmp_path / "models" / "m").exists()
+  # A pre-training checkpoint of another size: one line too, not a traceback.
+  other = model_formats.official_checkpoint(tmp_path / "other")
+  argv = ["--data-dir", str(tmp_path), "--model-name", "m2"]
+  argv += ["--hparams", json.dumps(self_made_hparams(init_checkpoint=str(other)))]
+  assert run_pretraining.main(argv) == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  assert len(err) == 1 and err[0].startswith(
+    f"run_pretraining: error: hparam init_checkpoint={str(other)!r}: checkpoint "
+  ), err
+  assert re.search(r"does not match the model: \S.* \(and \d+ more\)$", err[0]), err
+
+
+@pytest.mark.parametrize("name", ["", " ", ".", ".."])
+def test_a_model_name_that_names_no_model_dir_is_one_line(tmp_path, capsys, name):
+  """An empty --model-name would train into <data-dir>/models/ itself, the
+  parent of every model dir."""
+  make_data_dir(tmp_path)
+  argv = ["--data-dir", str(tmp_path), "--model-name", name, "--hparams", json.dumps(TINY_60)]
+  assert run_pretraining.main(argv) == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  assert err == [
+    f"run_pretraining: error: --model-name {name!r}: expected the name of a model directory "
+    "under <data-dir>/models/ (not empty, '.' or '..')"
+  ]
+  assert not (tmp_path / "models").exists()
+
+
+def test_a_damaged_config_json_is_named_not_taken_as_missing(tmp_path, capsys):
+  """The model dir's config.json is what the "architecture cannot change"
+  check reads; cut short, it is named in one line, not skipped."""
+  assert pretrain_on_self_made_data(tmp_path, self_made_hparams(num_train_steps=1)) == 1
+  config_json = tmp_path / "models" / "m" / "config.json"
+  config_json.write_text(config_json.read_text()[:300])
+  capsys.readouterr()
+  argv = ["--data-dir", str(tmp_path), "--model-name", "m"]
+  argv += ["--hparams", json.dumps(self_made_hparams(num_train_steps=2))]
+  assert run_pretraining.main(argv) == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  assert len(err) == 1, err
+  assert f"run config {str(config_json)!r} is not valid JSON" in err[0]
+  assert "it records the model the checkpoints hold" in err[0]
+  assert latest_step(tmp_path / "models" / "m") == 1
+  assert len(config_json.read_text()) == 300
+
+
+def test_init_checkpoint_beside_checkpoints_to_resume_is_said_not_read(tmp_path, capsys):
+  assert pretrain_on_self_made_data(tmp_path, self_made_hparams(num_train_steps=1)) == 1
+  capsys.readouterr()
+  hparams = self_made_hparams(num_train_steps=2, init_checkpoint=str(tmp_path / "models" / "m"))
+  config = pretraining_run.make_config("m", str(tmp_path), hparams)
+  pretraining_run.validate_config(config)
+  assert capsys.readouterr().out.splitlines()[0] == (
+    f"Note: hparam init_checkpoint={str(tmp_path / 'models' / 'm')!r} is not read: the model "
+    "dir has model.ckpt-1, which the run resumes from (as the original does); use a new "
+    "--model-name to start from it"
   )
 
 

@@ -950,6 +950,11 @@ def _main(argv):
         raise ValueError(
           f"--character-coverage {args.character_coverage}: expected a share in (0, 1]"
         )
+      if args.input_sentence_size < 0:
+        raise ValueError(
+          f"--input-sentence-size {args.input_sentence_size}: expected a number of lines, "
+          "or 0 for every line"
+        )
       size = build_sentencepiece(args, report)
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)

@@ -145,12 +145,16 @@ def build_openwebtext(options, beam_options=None):
     )
   file_io.check_writable(options.output_dir, "--output-dir", directory=True)
   text_corpus.prepare_output_dir(options.output_dir, options.overwrite)
-  if beam_options is not None:
-    from tfrecords_tools import beam_pipeline  # deferred: Apache Beam is an optional extra
 
-    result = beam_pipeline.run_jobs_on_beam(run_job, options, beam_options)
-  else:
-    result = text_corpus.run_jobs(run_job, options)
-  settings = text_corpus.records_settings(options.archive_dir, options, normalisation)
-  records_info.write_records_info(options.output_dir, vocab, settings)
-  return result
+  def build():
+    if beam_options is not None:
+      from tfrecords_tools import beam_pipeline  # deferred: Apache Beam is an optional extra
+
+      result = beam_pipeline.run_jobs_on_beam(run_job, options, beam_options)
+    else:
+      result = text_corpus.run_jobs(run_job, options)
+    settings = text_corpus.records_settings(options.archive_dir, options, normalisation)
+    records_info.write_records_info(options.output_dir, vocab, settings)
+    return result
+
+  return text_corpus.build_with_previous_set_aside(options.output_dir, build)

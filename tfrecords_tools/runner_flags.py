@@ -81,14 +81,16 @@ def run_builder(parser, argv, options_from_args, build):
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return exit_codes.BAD_INPUT
-  except KeyboardInterrupt:
-    # Ctrl-C: shards of a build that did not finish are not a dataset.
-    where = ""
-    if options is not None:
-      from tfrecords_tools import text_corpus  # deferred: Beam runners never need it
-
-      removed = text_corpus.remove_shards(options.output_dir)
+  except KeyboardInterrupt as e:
+    # Ctrl-C: shards of a build that did not finish are not a dataset; the
+    # build removed them and put an earlier build back (`build_undone`).
+    undone = getattr(e, "build_undone", None)
+    where = "; nothing written"
+    if options is not None and undone is not None:
+      removed, restored = undone
       where = f"; removed the {removed} shard(s) it had written to {options.output_dir}"
+      if restored:
+        where += f" and put the earlier build's {restored} file(s) back"
     print(f"interrupted (Ctrl-C){where}", file=sys.stderr, flush=True)
     return exit_codes.INTERRUPTED
   if beam_options is not None:

@@ -127,36 +127,95 @@ def records_settings(source, options, normalisation):
   }
 
 
-def remove_shards(output_dir):
+def remove_shards(output_dir, keep=()):
   """Removes every shard, complete or temporary, and the records info from
   `output_dir` (what an interrupted build wrote: shards of a build that did
-  not finish are not a dataset); other files stay. Returns how many were removed."""
+  not finish are not a dataset), but the names in `keep`; other files stay.
+  Returns how many were removed."""
   if not tf.io.gfile.isdir(output_dir):
     return 0
   removed = 0
   for name in tf.io.gfile.listdir(output_dir):
-    if name == records_info.RECORDS_INFO or name.startswith(
-      (example_writer.SHARD_PREFIX,) + example_writer.TEMP_PREFIXES
-    ):
+    if _is_build_file(name) and name not in keep:
       tf.io.gfile.remove(os.path.join(output_dir, name))
       removed += 1
   return removed
 
 
+# With --overwrite the earlier build waits in this folder of the output dir
+# until the new one is complete: a rebuild that fails or is interrupted puts
+# it back instead of leaving nothing.
+PREVIOUS_BUILD = ".previous_build"
+
+
+def _is_build_file(name):
+  return name == records_info.RECORDS_INFO or name.startswith(
+    (example_writer.SHARD_PREFIX,) + example_writer.TEMP_PREFIXES
+  )
+
+
 def prepare_output_dir(output_dir, overwrite):
   """Creates `output_dir`; refuses a non-empty one unless `overwrite`.
 
-  With `overwrite`, only earlier shards (complete or not) are removed; other
-  files are left alone. The original deletes the whole directory instead.
+  With `overwrite`, only earlier shards (complete or not) and the records
+  info are replaced; other files are left alone (the original deletes the
+  whole directory instead). The earlier build is set aside in
+  `PREVIOUS_BUILD` until `build_with_previous_set_aside` completes; partial
+  shards are removed. One set aside by a rebuild that was killed is kept: it
+  is the last complete build.
   """
-  if tf.io.gfile.exists(output_dir):
-    entries = tf.io.gfile.listdir(output_dir)
-    if entries and not overwrite:
-      raise ValueError(not_empty_message(output_dir, entries))
-    if overwrite:
-      remove_shards(output_dir)
-  else:
+  if not tf.io.gfile.exists(output_dir):
     tf.io.gfile.makedirs(output_dir)
+    return
+  entries = [n for n in tf.io.gfile.listdir(output_dir) if n.rstrip("/") != PREVIOUS_BUILD]
+  if entries and not overwrite:
+    raise ValueError(not_empty_message(output_dir, entries))
+  if not overwrite:
+    return
+  aside = os.path.join(output_dir, PREVIOUS_BUILD)
+  if tf.io.gfile.exists(aside):
+    remove_shards(output_dir)
+    return
+  complete = [
+    n for n in entries if _is_build_file(n) and not n.startswith(example_writer.TEMP_PREFIXES)
+  ]
+  remove_shards(output_dir, keep=complete)
+  if complete:
+    tf.io.gfile.makedirs(aside)
+    for name in complete:
+      tf.io.gfile.rename(os.path.join(output_dir, name), os.path.join(aside, name))
+
+
+def restore_previous_build(output_dir):
+  """After a failed or interrupted rebuild: removes its shards and puts the
+  build set aside by `prepare_output_dir` back. Returns
+  `(shards removed, files restored)`."""
+  removed = remove_shards(output_dir)
+  aside = os.path.join(output_dir, PREVIOUS_BUILD)
+  if not tf.io.gfile.isdir(aside):
+    return removed, 0
+  names = tf.io.gfile.listdir(aside)
+  for name in names:
+    tf.io.gfile.rename(os.path.join(aside, name), os.path.join(output_dir, name))
+  tf.io.gfile.rmtree(aside)
+  return removed, len(names)
+
+
+def build_with_previous_set_aside(output_dir, build):
+  """Runs `build()` (which writes the new shards and records info), then
+  drops the build `prepare_output_dir` set aside. When `build` raises
+  (an error, Ctrl-C), its shards are removed and the earlier build is put
+  back first; the exception carries `(shards removed, files restored)` as
+  `build_undone` for the runner's one line."""
+  try:
+    result = build()
+  except BaseException as e:
+    e.build_undone = restore_previous_build(output_dir)
+    raise
+  aside = os.path.join(output_dir, PREVIOUS_BUILD)
+  if tf.io.gfile.exists(aside):
+    tf.io.gfile.rmtree(aside)
+  return result
 
 
 def not_empty_message(output_dir, entries):
@@ -547,18 +606,22 @@ def build_pretraining_dataset(options, beam_options=None):
     print(f"warning: {options.corpus_dir}: {lost}", file=sys.stderr, flush=True)
   created = not tf.io.gfile.exists(options.output_dir)
   prepare_output_dir(options.output_dir, options.overwrite)
-  if beam_options is not None:
-    from tfrecords_tools import beam_pipeline  # deferred: Apache Beam is an optional extra
 
-    result = beam_pipeline.run_jobs_on_beam(run_job, options, beam_options)
-  else:
-    result = run_jobs(run_job, options)
-    for line in skipped_text_lines(result, options.output_dir, created):
-      print(f"warning: {options.corpus_dir}: {line}", file=sys.stderr, flush=True)
-    check_no_empty_output(options, sum(s["examples"] for s in result))
-  settings = records_settings(options.tfds_name or options.corpus_dir, options, normalisation)
-  records_info.write_records_info(options.output_dir, vocab, settings)
-  return result
+  def build():
+    if beam_options is not None:
+      from tfrecords_tools import beam_pipeline  # deferred: Apache Beam is an optional extra
+
+      result = beam_pipeline.run_jobs_on_beam(run_job, options, beam_options)
+    else:
+      result = run_jobs(run_job, options)
+      for line in skipped_text_lines(result, options.output_dir, created):
+        print(f"warning: {options.corpus_dir}: {line}", file=sys.stderr, flush=True)
+      check_no_empty_output(options, sum(s["examples"] for s in result))
+    settings = records_settings(options.tfds_name or options.corpus_dir, options, normalisation)
+    records_info.write_records_info(options.output_dir, vocab, settings)
+    return result
+
+  return build_with_previous_set_aside(options.output_dir, build)
 
 
 def skipped_text_lines(stats, output_dir, created=False):

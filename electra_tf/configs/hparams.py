@@ -138,6 +138,17 @@ def _load_hparams(hparams):
   return values
 
 
+def check_model_name(model_name):
+  """A one-line ValueError unless `model_name` names one directory under
+  `<data-dir>/models/`: an empty name would make that folder, the parent
+  of every model dir, the model dir itself."""
+  if not isinstance(model_name, str) or model_name.strip() in ("", ".", ".."):
+    raise ValueError(
+      f"--model-name {model_name!r}: expected the name of a model directory under "
+      "<data-dir>/models/ (not empty, '.' or '..')"
+    )
+
+
 def add_run_flags(parser, model_role):
   """Adds the original's three flags of `run_pretraining.py` and
   `run_finetuning.py` to an `argparse` parser: `--data-dir`, `--model-name`

@@ -9,6 +9,7 @@ import dataclasses
 import os
 
 from electra_tf.configs.bert_config import BertConfig
+from electra_tf.configs.hparams import check_model_name
 from electra_tf.configs.hparams import hparam
 from electra_tf.configs.runtime import RuntimeHparams
 from electra_tf.optimization import factory as optimizer_factory
@@ -176,6 +177,7 @@ class PretrainingConfig(RuntimeHparams):
   )
 
   def __init__(self, model_name, data_dir, **kwargs):
+    check_model_name(model_name)
     self.set_defaults()
     self.model_name = model_name
     # The original takes the overrides at once (before the first update).

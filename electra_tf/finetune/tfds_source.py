@@ -46,8 +46,8 @@ def _load(name, split, config):
   except Exception as e:  # tfds raises several types for unprepared data
     raise ValueError(
       f"TFDS dataset {name!r} split {split!r} is not available (data_source=tfds, "
-      f"tfds_data_dir={config.tfds_data_dir!r}): {e}"
-    ) from e
+      f"tfds_data_dir={config.tfds_data_dir!r}): {str(e).strip().splitlines()[0]}"
+    ) from None
 
 
 def glue_tfds_split(task_name, split):

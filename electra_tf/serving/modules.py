@@ -327,6 +327,20 @@ class ElectraServingModule(tf.Module):
       for name, tensor in (("input_ids", input_ids), ("input_mask", input_mask),
                            ("segment_ids", segment_ids))
     ]  # fmt: skip
+    # An id outside the vocab fails deep in the embedding lookup on a CPU and
+    # reads zeros on a GPU: named here instead.
+    vocab_size = self.tokenizer.vocab_size
+    in_vocab = tf.logical_and(input_ids >= 0, input_ids < vocab_size)
+    checks.append(
+      tf.debugging.Assert(
+        tf.reduce_all(in_vocab),
+        [
+          f"serve_ids: every input_ids value must be in [0, {vocab_size}) (this export's "
+          "vocab size); first id outside it:",
+          tf.boolean_mask(input_ids, tf.logical_not(in_vocab))[:1],
+        ],
+      )
+    )
     with tf.control_dependencies(checks):
       features = {
         "input_ids": tf.identity(input_ids),
@@ -482,8 +496,8 @@ class DiscriminatorServingModule(ElectraServingModule):
     super().__init__(tokenizer, max_seq_length, vocab_asset, **options)
     if getattr(discriminator, "head", None) is None:
       raise ValueError(
-        "the discriminator has no replaced-token-detection head "
-        "(include_head=False); export a model that has one"
+        "the discriminator has no replaced-token-detection head (an ElectraBackbone: an "
+        "encoder only); export a model that has one"
       )
     self.discriminator = discriminator
 

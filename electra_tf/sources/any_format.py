@@ -574,17 +574,23 @@ def existing_architecture(model_dir):
   config inferred from its variables' shapes with `ignored` the fields the
   shapes cannot tell (attention heads, activation). `(None, ())` when the
   dir holds no electra_tf pre-training checkpoint (or its shapes cannot be
-  read: restoring then reports the mismatch)."""
-  found = run_config(model_dir)
-  if found is not None:
-    return found, ()
-  prefix = (
-    tf.train.latest_checkpoint(os.fspath(model_dir))
-    if tf.io.gfile.isdir(os.fspath(model_dir))
-    else None
-  )
+  read: restoring then reports the mismatch). A damaged `config.json` is a
+  one-line ValueError naming it: the checks it feeds must not be skipped."""
+  model_dir = os.fspath(model_dir)
+  if tf.io.gfile.isdir(model_dir):
+    prefix = tf.train.latest_checkpoint(model_dir)
+  else:  # a checkpoint prefix in it
+    prefix = model_dir if tf.io.gfile.exists(model_dir + ".index") else None
   if prefix is None:
     return None, ()
+  if tf.io.gfile.exists(model_dir_lib.run_config_path(prefix)):
+    try:
+      return model_dir_lib.read_run_config(prefix), ()
+    except ValueError as e:
+      raise ValueError(
+        f"{e}; it records the model the checkpoints hold: restore it (or delete it to check "
+        "the hparams against the checkpoint's shapes alone)"
+      ) from None
   try:
     hparams, _ = infer_hparams_from_training_checkpoint(prefix)
     inferred = model_dir_lib.run_config_dict(PretrainingConfig("inferred", NO_DATA_DIR, **hparams))

@@ -217,7 +217,7 @@ def settings_path(vocab_file):
   return f"{vocab_file}{SETTINGS_SUFFIX}"
 
 
-def vocab_settings(vocab_file, kind=None):
+def vocab_settings(vocab_file, kind=None, size=None):
   """`{"kind", "do_lower_case", "strip_accents"}` the vocab was built with:
   from its settings file where there is one, else the kind's defaults
   (WordPiece lower-cases and strips accents, SentencePiece neither).
@@ -225,6 +225,9 @@ def vocab_settings(vocab_file, kind=None):
   Args:
     vocab_file: the vocab, either kind.
     kind: its kind if already known (saves reading it).
+    size: its number of ids if known: a settings file that records
+      another kind or size is another vocab's (left behind when the vocab
+      was replaced), and is refused in one line.
   """
   kind = kind or vocab_kind(vocab_file)
   settings = {"kind": kind, **DEFAULT_SETTINGS[kind]}
@@ -232,6 +235,15 @@ def vocab_settings(vocab_file, kind=None):
   recorded = read_json(path, "vocab settings file")
   if recorded is None:
     return settings
+  if isinstance(recorded, dict):
+    other = {"kind": kind, "vocab_size": size}
+    for key, actual in other.items():
+      if actual is not None and recorded.get(key, actual) != actual:
+        raise ValueError(
+          f"vocab settings file {path!r} says {key} {recorded[key]!r} but {vocab_file!r} "
+          f"has {actual!r}: it belongs to another vocab; delete it (the kind's defaults "
+          "apply) or rebuild the vocab with build_vocab"
+        )
   for key in ("do_lower_case", "strip_accents"):
     value = recorded.get(key, settings[key]) if isinstance(recorded, dict) else None
     if not isinstance(value, bool):
@@ -424,12 +436,13 @@ class Vocab:
       if duplicate:
         raise ValueError(duplicate)
     special = special_ids_of(tokens, path)
-    settings = vocab_settings(path, kind)
+    size = max(tokens.values()) + 1
+    settings = vocab_settings(path, kind, size)
     return cls(
       path=path,
       kind=kind,
       tokens=tokens,
-      size=max(tokens.values()) + 1,
+      size=size,
       special_ids=special,
       do_lower_case=settings["do_lower_case"],
       strip_accents=settings["strip_accents"],

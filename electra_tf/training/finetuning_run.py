@@ -245,10 +245,10 @@ def finetuning_tokenizer(config, vocab=None):
 
 def validate_inputs(inputs):
   """Checks what can be checked before anything is written: the vocab and,
-  for `data_source: files`, each task's data directory and every data file
-  the run will read (train, dev, and the test splits it writes outputs
-  for), so that a bad dev.tsv fails now rather than after training; errors
-  name the file and the line.
+  for `data_source: files`, each task's data directory, and every data file
+  (or TFDS split) the run will read (train, dev, and the test splits it
+  writes outputs for), so that a bad dev.tsv fails now rather than after
+  training; errors name the file and the line.
 
   Args:
     inputs: the run's `FinetuningInputs` (`make_inputs` or `inputs_for`).
@@ -290,7 +290,8 @@ def validate_inputs(inputs):
         raise ValueError(f"hparam task_names: no data directory {path} for task {name!r}")
   tokenizer = finetuning_tokenizer(config, inputs.vocab)
   tasks = tuple(task_builder.get_tasks(config, tokenizer))
-  if config.data_source == "files" and (config.do_train or config.do_eval):
+  if config.do_train or config.do_eval:
+    # TFDS splits too: one that is not prepared is named before a trial dir exists.
     _check_data_files(config, tasks, inputs.vocab)
   return dataclasses.replace(inputs, tokenizer=tokenizer, tasks=tasks)
 

@@ -38,6 +38,7 @@ from electra_tf.data import records_info
 from electra_tf.models.electra_pretrainer import built_pretrainer
 from electra_tf.runtime import distribution
 from electra_tf.sources import any_format
+from electra_tf.sources import formats
 from electra_tf.text import vocab as vocab_lib
 from electra_tf.training import callbacks as training_callbacks
 from electra_tf.utils import interrupts
@@ -145,13 +146,10 @@ def validate_config(config):
     raise ValueError(
       f"hparam save_checkpoints_steps={config.save_checkpoints_steps}; expected >= 0"
     )
+  if config.init_checkpoint:
+    _check_init_checkpoint(config)
   # Before the records' checks (seconds to minutes): training and evaluation write there.
   check_writable(config.model_dir, "model dir (<data-dir>/models/<model-name>)", directory=True)
-  if config.init_checkpoint:
-    try:
-      official_checkpoint.resolve_checkpoint_path(config.init_checkpoint)
-    except (ValueError, OSError) as e:
-      raise ValueError(f"hparam init_checkpoint={config.init_checkpoint!r}: {e}") from e
   vocab = vocab_lib.check_vocab_file(config.vocab_file, config.vocab_size)
   files = find_pretraining_files(config)
   records_info.check_records_vocab(files, vocab)
@@ -283,7 +281,17 @@ def build_pretrainer(config, strategy, inputs=None):
   init_step = None
   with strategy.scope():
     if config.init_checkpoint and checkpoint_reader.latest_checkpoint(config.model_dir) is None:
-      model = official_checkpoint.load_official_checkpoint(config.init_checkpoint, config)
+      try:
+        model = official_checkpoint.load_official_checkpoint(config.init_checkpoint, config)
+      except ValueError as e:
+        # The first difference on the line; the count of the others after it.
+        lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+        differences = [line for line in lines[1:] if not line.endswith(":")]
+        first = f" {differences[0]}" if differences else ""
+        more = f" (and {len(differences) - 1} more)" if len(differences) > 1 else ""
+        raise InitCheckpointMismatch(
+          f"hparam init_checkpoint={config.init_checkpoint!r}: {lines[0]}{first}{more}"
+        ) from None
       info = getattr(model, "official_checkpoint_info", None) or {}
       init_step = info.get("global_step")
       print(f"Initialized from {config.init_checkpoint} (global_step={init_step})", flush=True)
@@ -321,6 +329,36 @@ def write_eval_results(results, config):
 
 def _heading(text):
   print("=" * 80 + "\n" + text + "\n" + "=" * 80, flush=True)
+
+
+def _check_init_checkpoint(config):
+  """`init_checkpoint` names a pre-training checkpoint of the original's
+  (name-based) format, or is not read because the model dir has checkpoints
+  to resume from (said in one line, as the original's Estimator skips it)."""
+  name = f"hparam init_checkpoint={config.init_checkpoint!r}"
+  try:
+    official_checkpoint.resolve_checkpoint_path(config.init_checkpoint)
+  except (ValueError, OSError) as e:
+    raise ValueError(f"{name}: {e}") from e
+  latest = checkpoint_reader.latest_checkpoint(config.model_dir)
+  if latest is not None:
+    print(
+      f"Note: {name} is not read: the model dir has {os.path.basename(latest)}, which the run "
+      "resumes from (as the original does); use a new --model-name to start from it",
+      flush=True,
+    )
+    return
+  detected = formats.detect(config.init_checkpoint)
+  if detected.format != formats.OFFICIAL:
+    raise ValueError(
+      f"{name} is {detected.description}; pre-training starts from a pre-training checkpoint "
+      "in the original's name-based format (a released one, or one convert_checkpoint wrote)"
+    )
+
+
+class InitCheckpointMismatch(ValueError):
+  """`init_checkpoint` holds another model than the hparams describe; the
+  message is one line."""
 
 
 class TrainingDataError(RuntimeError):
@@ -491,7 +529,10 @@ def check_model_dir(config):
     return  # nothing readable: restoring says so in one line
   # Past a damaged state file or newest checkpoint: the one training will restore.
   where = newest if (skipped or state_problem) and newest else config.model_dir
-  existing, ignore = any_format.existing_architecture(where)
+  try:
+    existing, ignore = any_format.existing_architecture(where)
+  except ValueError as e:  # a damaged config.json: which model the dir holds is unknown
+    raise model_dir_lib.ModelDirMismatch(str(e)) from None
   if existing is not None:
     model_dir_lib.check_same_architecture(
       existing, model_dir_lib.run_config_dict(config), ignore=ignore

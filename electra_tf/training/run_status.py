@@ -9,13 +9,15 @@ from electra_tf.checkpoints.reader import UnreadableCheckpointError
 from electra_tf.configs.model_dir import ModelDirMismatch
 from electra_tf.finetune.preprocessing import NoExamplesError
 from electra_tf.training.callbacks import TrainingDiverged
+from electra_tf.training.pretraining_run import InitCheckpointMismatch
 from electra_tf.training.pretraining_run import TrainingDataError
 from electra_tf.utils import exit_codes
 from electra_tf.utils import interrupts
 from electra_tf.utils.run_lock import ModelDirBusy
 
 # Another model than the dir holds, another trainer on it, bad data met while
-# training, a full disk, no readable checkpoint, a split without examples:
+# training, a full disk, no readable checkpoint, a split without examples, an
+# init checkpoint of another model:
 # bad input, in one line.
 _BAD_INPUT = (
   ModelDirMismatch,
@@ -24,6 +26,7 @@ _BAD_INPUT = (
   TrainingDataError,
   CheckpointSaveError,
   UnreadableCheckpointError,
+  InitCheckpointMismatch,
 )
 
 

@@ -138,6 +138,21 @@ def test_qa_and_tagging_data_errors_name_the_file_and_line(data, capsys):
   jsonl = write_task_file(data_dir, "newsqa", "dev.jsonl", f"{header}\n\n{{'context': 1}}\n")
   code, lines = _run(data, capsys, ["newsqa"], do_train=False)
   assert code == 2 and f"{jsonl}, line 3: not valid JSON" in lines[0], lines
+  write_task_file(data_dir, "squad", "dev.json", json.dumps({"data": {"title": "x"}}))
+  code, lines = _run(data, capsys, ["squad"])
+  assert code == 2 and lines == [
+    f"run_finetuning: error: {dev_path}: 'data' is a JSON dict; expected a list of articles, "
+    "each with a 'paragraphs' list (SQuAD's layout)"
+  ], lines
+  write_task_file(data_dir, "squad", "dev.json", json.dumps({"data": [{"title": "x"}]}))
+  code, lines = _run(data, capsys, ["squad"])
+  assert code == 2 and "article 1 of 'data' has no 'paragraphs' list" in lines[0], lines
+  # Chunking: a word line without its tag would make the word a tag.
+  one_column = write_task_file(data_dir, "chunk", "train.txt", "the DT B-NP\ncat\n\n")
+  write_task_file(data_dir, "chunk", "dev.txt", "the DT B-NP\n\n")
+  code, lines = _run(data, capsys, ["chunk"])
+  assert code == 2 and len(lines) == 1, lines
+  assert f"{one_column}, line 2: 'cat' has one column; expected the word, then the tag" in lines[0]
   # Chunking: a tag missing from the label mapping an earlier run saved.
   conll = "the DT B-NP\ncat NN I-NP\n\nsat VBD B-VP\n\n"
   train_path = write_task_file(data_dir, "chunk", "train.txt", conll)

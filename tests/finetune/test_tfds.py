@@ -1,5 +1,6 @@
 """GLUE and SQuAD read from TensorFlow Datasets, with `tfds.testing.mock_data`."""
 
+import json
 import os
 
 import pytest
@@ -77,3 +78,26 @@ def test_finetune_rte_from_mock_tfds(tmp_path):
 def test_tfds_rejects_other_tasks(tmp_path):
   with pytest.raises(ValueError, match="data_source=tfds supports GLUE and SQuAD"):
     _tasks(tmp_path, ["chunk"])
+
+
+def test_an_unprepared_tfds_split_is_one_line_before_any_trial(tmp_path, capsys):
+  """Nothing prepared in tfds_data_dir: named before a trial dir exists,
+  as a missing task dir is for data_source=files."""
+  data_dir, vocab_size = make_data_dir(tmp_path)
+  hparams = tiny_hparams(
+    vocab_size,
+    task_names=["sst"],
+    data_source="tfds",
+    tfds_data_dir=str(tmp_path / "tfds"),
+    init_checkpoint=None,
+  )
+  argv = ["--data-dir", data_dir, "--model-name", "m", "--hparams", json.dumps(hparams)]
+  assert run_finetuning.main(argv) == 2
+  # TFDS itself may warn first that the folder has no dataset_info.json.
+  err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+  assert len(err) == 1, err
+  assert err[0].startswith(
+    "run_finetuning: error: TFDS dataset 'glue/sst2' split 'train' is not available "
+    f"(data_source=tfds, tfds_data_dir={str(tmp_path / 'tfds')!r}): "
+  )
+  assert not os.path.exists(os.path.join(data_dir, "models", "m", "finetuning_models"))

@@ -17,6 +17,8 @@ from electra_tf import convert_checkpoint
 from electra_tf.interop import huggingface
 from electra_tf.interop import keras_hub as keras_hub_preset
 from electra_tf.models import official_names
+from electra_tf.models.electra_backbone import ElectraBackbone
+from electra_tf.models.electra_discriminator import ElectraDiscriminator
 from electra_tf.sources import any_format
 from electra_tf.text.tokenizer import ElectraTokenizer
 from electra_tf.utils import keras_compat
@@ -162,7 +164,10 @@ def test_preset_reads_back_bit_exact_and_a_wrong_preset_is_one_line(tmp_path, ca
   pretrainer, _, _, _ = convert.load_official_pretrainer(source, hparams)
   expected = official_names.discriminator_name_map(pretrainer.discriminator, include_head=False)
   loaded = any_format.load(preset, "discriminator")
-  assert loaded.model.head is None and keras_hub_preset.UNTRAINED_HEAD in loaded.notes
+  assert isinstance(loaded.model, ElectraBackbone) and not isinstance(
+    loaded.model, ElectraDiscriminator
+  )
+  assert keras_hub_preset.UNTRAINED_HEAD in loaded.notes
   got = official_names.discriminator_name_map(loaded.model)
   assert sorted(got) == sorted(expected)
   for name, variable in expected.items():

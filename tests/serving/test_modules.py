@@ -202,3 +202,14 @@ def test_serve_ids_with_more_positions_than_the_export_names_its_length(tmp_path
     tf.errors.InvalidArgumentError, match=f"serve_ids: input_ids must have {S} positions per row"
   ):
     serve_ids(input_ids=longer, input_mask=longer, segment_ids=tf.zeros_like(longer))
+  # An id outside the vocab is named, not a failed gather deep in the graph
+  # (on a GPU that gather would read zeros without an error).
+  vocab_size = len(open(vocab_file, encoding="utf-8").read().split())
+  for outside in (vocab_size, -1):
+    ids = ones.numpy()
+    ids[1, 2] = outside
+    with pytest.raises(tf.errors.InvalidArgumentError) as e:
+      serve_ids(input_ids=tf.constant(ids), input_mask=ones, segment_ids=tf.zeros_like(ones))
+    message = str(e.value)
+    assert f"serve_ids: every input_ids value must be in [0, {vocab_size})" in message
+    assert f"[{outside}]" in message and "GatherV2" not in message

@@ -511,3 +511,45 @@ def test_empty_output_and_output_in_the_corpus_dir_are_refused(small_corpus, tmp
   assert len(os.listdir(tmp_path / "o2")) == 500 + 1  # and records_info.json
   with pytest.raises(ValueError, match="is --corpus-dir: the shards would be read back as text"):
     text_corpus.build_pretraining_dataset(_options(corpus, vocab, corpus, overwrite=True))
+
+
+def test_a_rebuild_that_fails_or_is_interrupted_puts_the_earlier_build_back(
+  small_corpus, tmp_path, monkeypatch, capsys
+):
+  """--overwrite sets the complete build aside until the new one is
+  complete: an error or Ctrl-C in the rebuild leaves the earlier build, byte
+  for byte, where it was; a finished rebuild leaves no trace of it."""
+  corpus, vocab = small_corpus
+  out = tmp_path / "out"
+  argv = build_dataset_flags(corpus, vocab, out, max_seq_length=16, seed=0, num_out_files=2)
+  assert cli.main(argv) == 0
+  earlier = {p.name: p.read_bytes() for p in out.iterdir()}
+  (out / "notes.txt").write_text("mine")
+  blank = tmp_path / "blank"
+  blank.mkdir()
+  (blank / "a.txt").write_text("\n\n")
+  blank_argv = build_dataset_flags(blank, vocab, out, max_seq_length=16, num_out_files=3)
+  assert cli.main(blank_argv + ["--overwrite"]) == 2
+  assert "no example was written" in capsys.readouterr().err
+  assert {p.name: p.read_bytes() for p in out.iterdir() if p.name != "notes.txt"} == earlier
+
+  real_run_jobs = text_corpus.run_jobs
+
+  def interrupted_after_the_jobs(run_job, options):
+    real_run_jobs(run_job, options)  # the new shards are written, the info is not
+    raise KeyboardInterrupt
+
+  monkeypatch.setattr(text_corpus, "run_jobs", interrupted_after_the_jobs)
+  other = build_dataset_flags(corpus, vocab, out, max_seq_length=16, seed=1, num_out_files=3)
+  assert cli.main(other + ["--overwrite"]) == 130
+  err = capsys.readouterr().err.strip().splitlines()
+  assert err[-1] == (
+    f"interrupted (Ctrl-C); removed the 3 shard(s) it had written to {out} and put the "
+    f"earlier build's {len(earlier)} file(s) back"
+  )
+  assert {p.name: p.read_bytes() for p in out.iterdir() if p.name != "notes.txt"} == earlier
+  monkeypatch.undo()
+  assert cli.main(other + ["--overwrite"]) == 0
+  names = sorted(p.name for p in out.iterdir())
+  assert text_corpus.PREVIOUS_BUILD not in names and "notes.txt" in names
+  assert len([n for n in names if n.startswith("pretrain_data")]) == 3

@@ -191,6 +191,12 @@ def test_sentencepiece_errors_are_one_line(german_dir, tmp_path, capsys):
   assert len(err.splitlines()) == 1
   assert build_vocab.main(base + ["--vocab-size", "400", "--character-coverage", "1.5"]) == 2
   assert "--character-coverage 1.5: expected a share in (0, 1]" in capsys.readouterr().err
+  assert build_vocab.main(base + ["--vocab-size", "400", "--input-sentence-size", "-5"]) == 2
+  err = capsys.readouterr()
+  assert err.err.strip() == (
+    "error: --input-sentence-size -5: expected a number of lines, or 0 for every line"
+  )
+  assert "-5" not in err.out  # no "trains on at most -5 lines" before the refusal
   assert not out.exists() and not (tmp_path / "x.model.json").exists()
 
 

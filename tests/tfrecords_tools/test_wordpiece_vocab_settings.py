@@ -134,3 +134,27 @@ def test_without_lower_casing_strip_accents_is_no_contradiction(tmp_path):
   assert vocab_lib.resolve_normalisation(str(vocab), strip_accents=False) == (False, False)
   with pytest.raises(vocab_lib.VocabSettingsConflict, match="do_lower_case=true"):
     vocab_lib.resolve_normalisation(str(vocab), do_lower_case=True)
+
+
+@pytest.mark.parametrize("stale", [{"vocab_size": 4000}, {"kind": "sentencepiece"}])
+def test_another_vocabs_settings_file_is_refused_in_one_line(vietnamese, tmp_path, capsys, stale):
+  """A settings file left beside a replaced vocab.txt would apply another
+  vocab's normalisation silently (a cased file on an uncased vocab turns
+  every capitalised word into [UNK])."""
+  corpus, vocab = vietnamese
+  copied = tmp_path / "vocab.txt"
+  shutil.copy(vocab, copied)
+  with open(vocab_lib.settings_path(str(vocab)), encoding="utf-8") as f:
+    settings = json.load(f)
+  settings.update(stale, do_lower_case=False)
+  vocab_lib.write_vocab_settings(str(copied), settings)
+  argv = build_dataset_flags(corpus, copied, tmp_path / "out", max_seq_length=32)
+  assert build_pretraining_dataset.main(argv) == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  assert len(err) == 1, err
+  ((key, value),) = stale.items()
+  assert f"{copied}.json" in err[0] and f"says {key} {value!r}" in err[0]
+  assert "another vocab" in err[0]
+  assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+  with pytest.raises(ValueError, match="belongs to another vocab"):
+    vocab_lib.Vocab.read(str(copied))

@@ -515,6 +515,7 @@ class SQuADTask(QATask):
         content = qa_metrics.read_json(path)
         if not isinstance(content, dict) or "data" not in content:
           raise ValueError(f"{path}: no 'data' list (not a SQuAD file?)")
+        _check_squad_entries(content["data"], path)
         self._squad_data[split] = content["data"]
     return self._squad_data[split]
 
@@ -529,6 +530,21 @@ class SQuADTask(QATask):
         dataset, predictions, null_odds, na_prob_thresh=self.config.qa_na_threshold
       )
     return qa_metrics.evaluate_v1(dataset, predictions)
+
+
+def _check_squad_entries(data, path):
+  """A one-line ValueError unless `data` is SQuAD's list of articles, each
+  with a `paragraphs` list."""
+  if not isinstance(data, list):
+    raise ValueError(
+      f"{path}: 'data' is a JSON {type(data).__name__}; expected a list of articles, each "
+      "with a 'paragraphs' list (SQuAD's layout)"
+    )
+  for number, entry in enumerate(data, 1):
+    if not isinstance(entry, dict) or not isinstance(entry.get("paragraphs"), list):
+      raise ValueError(
+        f"{path}: article {number} of 'data' has no 'paragraphs' list (SQuAD's layout)"
+      )
 
 
 class SQuAD(SQuADTask):

@@ -34,7 +34,9 @@ def read_conll(path, debug=False, first_lines=None):
   """Sentences `(words, tags)` from a CoNLL file: word = first column, tag =
   last column, blank line ends a sentence, `-DOCSTART-` lines are skipped. A
   final sentence without a trailing blank line is dropped (the original).
-  `first_lines`, a list, gets the line number where each sentence starts."""
+  `first_lines`, a list, gets the line number where each sentence starts.
+  A word line with one column (no tag) is a one-line ValueError naming the
+  file and line: its word would be taken as its tag."""
   if not tf.io.gfile.exists(path):
     raise ValueError(f"data file {path!r} does not exist")
   sentences = []
@@ -52,6 +54,11 @@ def read_conll(path, debug=False, first_lines=None):
         continue
       if columns[0] == "-DOCSTART-":
         continue
+      if len(columns) < 2:
+        raise ValueError(
+          f"{path}, line {number}: {line.strip()!r} has one column; expected the word, "
+          "then the tag in the last column (columns separated by spaces or tabs)"
+        )
       if not sentence and first_lines is not None:
         first_lines.append(number)
       sentence.append((columns[0], columns[-1]))
