@@ -17,11 +17,11 @@ import os
 import tensorflow as tf
 
 from electra_tf.configs.hparams import check_model_name
+from electra_tf.configs.hparams import check_optimizer_name
 from electra_tf.configs.hparams import hparam
 from electra_tf.configs.pretraining import check_number
 from electra_tf.configs.pretraining import default_embedding_size
 from electra_tf.configs.runtime import RuntimeHparams
-from electra_tf.optimization import factory as optimizer_factory
 
 QA_TASK_SUBSTRINGS = ("squad", "qa")
 LAYERWISE_LR_VARIANTS = ("faithful", "fixed")
@@ -241,7 +241,7 @@ class FinetuningConfig(RuntimeHparams):
     self._validate()
 
   def _validate(self):
-    optimizer_factory.check_optimizer_name(self.optimizer)
+    check_optimizer_name(self.optimizer)
     if not self.task_names:
       raise ValueError("hparam task_names must name at least one task")
     if not self.warmup_proportion > 0:

@@ -138,6 +138,17 @@ def _load_hparams(hparams):
   return values
 
 
+# The `optimizer` hparam's values (`optimization.factory.OPTIMIZERS` builds them).
+OPTIMIZER_NAMES = ("adam", "lamb")
+
+
+def check_optimizer_name(name):
+  """Raises a one-line `ValueError` unless `name` is a value of the
+  `optimizer` hparam."""
+  if name not in OPTIMIZER_NAMES:
+    raise ValueError(f"hparam optimizer={name!r}; expected one of {sorted(OPTIMIZER_NAMES)}")
+
+
 def check_model_name(model_name):
   """A one-line ValueError unless `model_name` names one directory under
   `<data-dir>/models/`: an empty name would make that folder, the parent

@@ -10,9 +10,9 @@ import os
 
 from electra_tf.configs.bert_config import BertConfig
 from electra_tf.configs.hparams import check_model_name
+from electra_tf.configs.hparams import check_optimizer_name
 from electra_tf.configs.hparams import hparam
 from electra_tf.configs.runtime import RuntimeHparams
-from electra_tf.optimization import factory as optimizer_factory
 
 # The `masking` hparam's values (`electra_tf.pretraining.masking` implements them).
 MASKING_KINDS = ("token", "whole_word")
@@ -262,7 +262,7 @@ class PretrainingConfig(RuntimeHparams):
 
   def _validate(self):
     self._check_ranges()
-    optimizer_factory.check_optimizer_name(self.optimizer)
+    check_optimizer_name(self.optimizer)
     if self.num_warmup_steps < 1:
       # The original divides by zero in its schedule.
       raise ValueError(

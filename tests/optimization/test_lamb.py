@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from electra_tf.configs.hparams import OPTIMIZER_NAMES
+from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.optimization import factory
 from electra_tf.optimization.adam_weight_decay import AdamWeightDecay
 from electra_tf.optimization.lamb import Lamb
@@ -95,3 +97,13 @@ def test_config_round_trip_and_factory_names():
   assert lamb.variable_names == adam.variable_names
   with pytest.raises(ValueError, match="optimizer='sgd'; expected one of"):
     factory.pretraining_optimizer({"electra/x/kernel": kernel}, optimizer="sgd")
+
+
+def test_the_hparam_s_optimizer_names_are_the_ones_the_factory_builds():
+  """configs/ checks the `optimizer` hparam by name without importing the
+  optimizers; every name it accepts builds, and only those."""
+  assert sorted(OPTIMIZER_NAMES) == sorted(factory.OPTIMIZERS)
+  with pytest.raises(
+    ValueError, match=r"^hparam optimizer='sgd'; expected one of \['adam', 'lamb'\]$"
+  ):
+    PretrainingConfig("m", "/nonexistent", optimizer="sgd")
