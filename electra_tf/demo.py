@@ -43,6 +43,7 @@ from electra_tf.runtime import distribution
 from electra_tf.text.vocab import load_vocab
 from electra_tf.training import held_out_evaluation
 from electra_tf.training import pretraining_run
+from electra_tf.training import run_status
 from electra_tf.utils import curves
 from electra_tf.utils.events import scalar_events
 from electra_tf.utils.file_io import write_atomic
@@ -411,16 +412,25 @@ def main(argv=None):
   out = os.path.abspath(args.output_dir)
   os.makedirs(out, exist_ok=True)
   start = time.time()
-  for stage, (run_stage, reads, writer) in STAGES.items():
-    if stage not in stages:
-      continue
-    _say(f"=== stage {stage} ===")
+  for stage in stages:
+    _, reads, writer = STAGES[stage]
     if reads and writer not in stages and not os.path.exists(_paths(out)[reads]):
       parser.error(
         f"--stages {stage}: {_paths(out)[reads]} does not exist; run the {writer} stage "
         f"first (or add it to --stages)"
       )
-    run_stage(out, args)
+
+  def run_stages():
+    for stage, (run_stage, _, _) in STAGES.items():
+      if stage in stages:
+        _say(f"=== stage {stage} ===")
+        run_stage(out, args)
+
+  # Ctrl-C and SIGTERM end as in run_pretraining: one line (a checkpoint saved
+  # in the pretrain stage), exit 130 / 143; a rerun goes on from there.
+  status = run_status.run_to_exit_status("demo", run_stages)
+  if status != 0:
+    return status
   _say(f"all done in {time.time() - start:.0f} s. Everything is under {out}:")
   paths = _paths(out)
   for key in ("corpus", "vocab", "tfrecords", "model_dir", "export", "png"):

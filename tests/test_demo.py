@@ -297,3 +297,31 @@ def test_a_stage_without_its_input_names_the_stage_to_run_first(tmp_path, capsys
   with pytest.raises(SystemExit):
     demo.main(["--output-dir", str(tmp_path), "--stages", "data"])
   assert "run the vocab stage first" in capsys.readouterr().err
+
+
+def test_ctrl_c_in_a_stage_is_one_line_and_exit_130(tmp_path, monkeypatch, capsys):
+  """Ctrl-C in the pretrain stage saves a checkpoint and raises
+  TrainingPreempted (as in run_pretraining): the demo ends with one line and
+  130, not a traceback, and runs no later stage."""
+  import signal
+
+  from electra_tf.checkpoints.checkpointing import TrainingPreempted
+
+  ran = []
+
+  def interrupted(out, args):
+    raise TrainingPreempted(7, "model.ckpt-7", signal.SIGINT)
+
+  stages = {
+    "corpus": (lambda out, args: ran.append("corpus"), None, None),
+    "pretrain": (interrupted, None, None),
+    "eval": (lambda out, args: ran.append("eval"), None, None),
+  }
+  monkeypatch.setattr(demo, "STAGES", stages)
+  assert demo.main(["--output-dir", str(tmp_path), "--stages", "corpus,pretrain,eval"]) == 130
+  err = capsys.readouterr().err.strip().splitlines()
+  assert err == [
+    "demo: interrupted (Ctrl-C): stopped at global step 7 after saving its checkpoint "
+    "(model.ckpt-7); re-run to resume."
+  ]
+  assert ran == ["corpus"]

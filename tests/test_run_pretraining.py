@@ -317,6 +317,28 @@ def test_a_damaged_config_json_is_named_not_taken_as_missing(tmp_path, capsys):
   assert len(config_json.read_text()) == 300
 
 
+def test_resuming_with_another_vocab_of_the_same_size_is_one_line(tmp_path, capsys):
+  """Same size, other ids: the architecture check cannot see it; the vocab
+  config.json records can."""
+  assert pretrain_on_self_made_data(tmp_path, self_made_hparams(num_train_steps=1)) == 1
+  vocab = tmp_path / "vocab.txt"
+  tokens = vocab.read_text().splitlines()
+  tokens[-1], tokens[-2] = tokens[-2], tokens[-1]
+  vocab.write_text("\n".join(tokens) + "\n")
+  capsys.readouterr()
+  argv = ["--data-dir", str(tmp_path), "--model-name", "m"]
+  argv += ["--hparams", json.dumps(self_made_hparams(num_train_steps=2))]
+  assert run_pretraining.main(argv) == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  assert len(err) == 1, err
+  assert err[0].startswith(
+    f"run_pretraining: error: the model in {str(tmp_path / 'models' / 'm')!r} was pre-trained "
+    "with vocab"
+  )
+  assert "its ids mean other tokens" in err[0]
+  assert latest_step(tmp_path / "models" / "m") == 1
+
+
 def test_init_checkpoint_beside_checkpoints_to_resume_is_said_not_read(tmp_path, capsys):
   assert pretrain_on_self_made_data(tmp_path, self_made_hparams(num_train_steps=1)) == 1
   capsys.readouterr()

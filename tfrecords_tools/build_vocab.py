@@ -932,6 +932,8 @@ def _main(argv):
       raise ValueError(
         f"--vocab-size {args.vocab_size}: expected 1 to {MAX_VOCAB_SIZE:,} (ELECTRA's is 30,522)"
       )
+    if args.num_unused < 0:
+      raise ValueError(f"--num-unused {args.num_unused}: expected 0 or more [unusedN] tokens")
     if os.path.isdir(args.output):
       raise ValueError(
         f"--output {args.output!r} is a directory; expected the vocab file's path (such as "

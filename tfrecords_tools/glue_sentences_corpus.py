@@ -116,22 +116,30 @@ def drop_contained(sentences):
 
 def write_corpus(output_dir, docs, num_files):
   """Deals `docs` round-robin over `num_files` files in `<output_dir>/corpus`;
-  returns each file's path, lines and sha256."""
+  returns each file's path, lines and sha256. Stopped part-way (an error,
+  Ctrl-C), it removes the files it wrote: part of a corpus is not the corpus
+  (the exception carries their count as `files_removed`)."""
   corpus_dir = os.path.join(output_dir, "corpus")
   os.makedirs(corpus_dir, exist_ok=True)
   files = []
-  for index in range(num_files):
-    mine = docs[index::num_files]
-    text = "".join("".join(s + "\n" for s in doc) + "\n" for doc in mine)
-    path = os.path.join(corpus_dir, f"glue_sentences_{index}.txt")
-    write_atomic(path, text)
-    files.append(
-      {
-        "path": os.path.basename(path),
-        "sentences": sum(len(d) for d in mine),
-        "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
-      }
-    )
+  try:
+    for index in range(num_files):
+      mine = docs[index::num_files]
+      text = "".join("".join(s + "\n" for s in doc) + "\n" for doc in mine)
+      path = os.path.join(corpus_dir, f"glue_sentences_{index}.txt")
+      write_atomic(path, text)
+      files.append(
+        {
+          "path": os.path.basename(path),
+          "sentences": sum(len(d) for d in mine),
+          "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        }
+      )
+  except BaseException as e:
+    for written in files:
+      os.remove(os.path.join(corpus_dir, written["path"]))
+    e.files_removed = len(files)
+    raise
   return files
 
 
@@ -190,6 +198,14 @@ def main(argv=None):
   except (OSError, ValueError) as e:
     print(f"glue_sentences_corpus: {e}", file=sys.stderr)
     return exit_codes.BAD_INPUT
+  except KeyboardInterrupt as e:
+    removed = getattr(e, "files_removed", 0)
+    print(
+      f"glue_sentences_corpus: interrupted (Ctrl-C); removed the {removed} corpus file(s) it "
+      "had written",
+      file=sys.stderr,
+    )
+    return exit_codes.INTERRUPTED
   print(
     f"wrote {manifest['sentences_unique']:,} sentences ({manifest['words']:,} words) of "
     f"{manifest['sentences_read']:,} read into {len(manifest['files'])} files under "

@@ -108,9 +108,30 @@ class _NestedReduceMultiWorkerMirroredStrategy(tf.distribute.MultiWorkerMirrored
     return tf.nest.map_structure(reduce_one, value)
 
 
+def _tf_config():
+  """The parsed `TF_CONFIG` environment variable, or None."""
+  if not os.environ.get("TF_CONFIG"):
+    return None
+  try:
+    return json.loads(os.environ["TF_CONFIG"])
+  except json.JSONDecodeError as e:
+    raise ValueError(f"environment variable TF_CONFIG is not valid JSON: {e}") from e
+
+
 def get_strategy(config):
   """Returns the `tf.distribute.Strategy` chosen by the hparams."""
   name = resolve_strategy_name(config)
+  if name in ("default", "one_device", "mirrored"):
+    # A worker of a cluster that trains alone: a non-chief's checkpoints go
+    # to a temporary dir that is thrown away.
+    tf_config = _tf_config()
+    workers = num_workers(tf_config=tf_config) if isinstance(tf_config, dict) else 1
+    if workers > 1:
+      raise ValueError(
+        f"environment variable TF_CONFIG describes a cluster of {workers} workers but hparam "
+        f"distribution_strategy={config.distribution_strategy!r} trains this process alone; "
+        "set distribution_strategy to 'multi_worker_mirrored', or unset TF_CONFIG"
+      )
   if name == "default":
     return tf.distribute.get_strategy()
   if name == "one_device":
@@ -119,11 +140,7 @@ def get_strategy(config):
   if name == "mirrored":
     return tf.distribute.MirroredStrategy(devices=_mirrored_devices(config))
   if name == "multi_worker_mirrored":
-    if "TF_CONFIG" in os.environ:
-      try:
-        json.loads(os.environ["TF_CONFIG"])
-      except json.JSONDecodeError as e:
-        raise ValueError(f"environment variable TF_CONFIG is not valid JSON: {e}") from e
+    _tf_config()  # a one-line error for TF_CONFIG that is not JSON
     return _NestedReduceMultiWorkerMirroredStrategy()
   # tpu
   resolver = tf.distribute.cluster_resolver.TPUClusterResolver(

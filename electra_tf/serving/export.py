@@ -387,8 +387,15 @@ def tokenizer_settings(
   directory's tokenizer files); the casing as `normalisation` decides.
 
   Raises:
-    ValueError: one line, when no vocab is given or recorded.
+    ValueError: one line, when no vocab is given or recorded, or when the
+      given one is not the vocab the run recorded (same size, other ids).
   """
+  if vocab_file is not None:
+    run_vocab = (any_format.run_config(source) or {}).get("vocab") or {}
+    if run_vocab.get("sha256"):
+      vocab_lib.Vocab.read(vocab_file, "--vocab-file").check_made_with(
+        run_vocab, f"the model at {os.fspath(source)!r} was trained"
+      )
   if vocab_file is None and config is not None and os.path.isfile(config.vocab_file):
     vocab_file = config.vocab_file
   if vocab_file is None and recorded.vocab_file and os.path.isfile(recorded.vocab_file):
@@ -582,6 +589,13 @@ def export(
     shutil.rmtree(asset_dir, ignore_errors=True)
 
 
+def _is_finetuned(path):
+  try:
+    return formats.detect(path).format == formats.FINETUNED
+  except ValueError:
+    return False
+
+
 def load_model(
   keras_model=None,
   checkpoint=None,
@@ -622,7 +636,12 @@ def load_model(
     if loaded.config is None and loaded.detected.format == formats.KERAS:
       return loaded.model, any_format.run_config_beside(path)
     return loaded.model, loaded.config
-  loaded = any_format.load(path, kind, hparams, model_name=model_name, data_dir=data_dir)
+  try:
+    loaded = any_format.load(path, kind, hparams, model_name=model_name, data_dir=data_dir)
+  except ValueError as e:
+    if _is_finetuned(path):
+      raise ValueError(f"{e}; a fine-tuned checkpoint exports with --model task") from None
+    raise
   if loaded.config is None and loaded.detected.format == formats.KERAS:
     # A .keras file in a run's model dir: its config.json knows the vocab.
     return loaded.model, any_format.run_config_beside(path)

@@ -310,6 +310,19 @@ class ElectraServingModule(tf.Module):
 
   @tf.function
   def serve_text(self, text_a, text_b):
+    # A served request is not held to the signature's [batch] shape: a
+    # 2-D batch would fail deep in the tokenizer. (Its rank is folded to the
+    # signature's at trace time; its size and first dimension are not.)
+    checks = [
+      tf.debugging.assert_equal(
+        tf.size(text),
+        tf.shape(text)[0],
+        message=f"serving_default: {name} must be a 1-D batch of texts ([batch])",
+      )
+      for name, text in (("text_a", text_a), ("text_b", text_b))
+    ]
+    with tf.control_dependencies(checks):
+      text_a, text_b = tf.identity(text_a), tf.identity(text_b)
     return self._run(self.pack_text(text_a, text_b))
 
   @tf.function
@@ -331,6 +344,18 @@ class ElectraServingModule(tf.Module):
     # reads zeros on a GPU: named here instead.
     vocab_size = self.tokenizer.vocab_size
     in_vocab = tf.logical_and(input_ids >= 0, input_ids < vocab_size)
+    # A row without its [CLS] in the mask has no token to run on: every such
+    # row would get the same output whatever its ids.
+    checks.append(
+      tf.debugging.Assert(
+        tf.reduce_all(tf.equal(input_mask[:, 0], 1)),
+        [
+          "serve_ids: input_mask must start with 1 in every row (its [CLS] token); first row "
+          "without it:",
+          tf.where(tf.not_equal(input_mask[:, 0], 1))[:1, 0],
+        ],
+      )
+    )
     checks.append(
       tf.debugging.Assert(
         tf.reduce_all(in_vocab),

@@ -29,6 +29,7 @@ from electra_tf.sources import formats
 from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from electra_tf.text.tokenizer import ElectraTokenizer
 from electra_tf.text.vocab import SENTENCEPIECE
+from electra_tf.text.vocab import Vocab
 from electra_tf.text.vocab import vocab_kind
 from electra_tf.utils import keras_compat
 
@@ -38,8 +39,9 @@ EXPORT_FORMATS = ("litert", "onnx")
 
 def check_prediction_input(x, model_name):
   """One clear ValueError for what `predict` cannot take: a lone string (a
-  batch of its characters otherwise), an empty batch, or pairs whose
-  halves differ in length.
+  batch of its characters otherwise), an empty batch, texts in an array of
+  more than one dimension (flattened into single texts otherwise), or pairs
+  whose halves differ in length.
 
   Example:
   >>> check_prediction_input(["a text"], "ElectraClassifier")
@@ -55,6 +57,15 @@ def check_prediction_input(x, model_name):
     )
   parts = x if isinstance(x, tuple) and len(x) == 2 else (x,)
   for part in parts:
+    shape = getattr(part, "shape", None)
+    is_text = getattr(getattr(part, "dtype", None), "kind", None) in ("U", "S", "O") or (
+      isinstance(part, tf.Tensor) and part.dtype == tf.string
+    )
+    if is_text and shape is not None and len(shape) != 1:
+      raise ValueError(
+        f"{model_name}.predict takes a 1-D batch of texts (or a (text_a, text_b) tuple of "
+        f"two); got texts of shape {tuple(shape)}"
+      )
     if isinstance(part, (list, tuple)) and len(part) == 0:
       raise ValueError(f"{model_name}.predict got an empty batch: expected at least one text")
   sizes = [len(part) for part in parts if isinstance(part, (list, tuple))]
@@ -163,6 +174,11 @@ class ElectraTaskModel(keras.Model):
       raise ValueError(
         f"{path!r} has no electra_tf config.json recording its vocab: pass vocab_file"
         " (for a keras-hub preset, use from_preset)"
+      )
+    if run_vocab.get("sha256"):
+      # As run_finetuning: a vocab of the same size whose ids mean other tokens.
+      Vocab.read(vocab_file, "vocab_file").check_made_with(
+        run_vocab, f"from_checkpoint: the model in {os.fspath(path)!r} was trained"
       )
     # A SentencePiece model's own settings file says how its records were
     # normalised (a pre-training run records WordPiece's defaults); None

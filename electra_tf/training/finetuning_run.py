@@ -686,6 +686,7 @@ def _run_trials(config, strategy, chief, inputs):
     interrupts.check()
     if config.do_eval and chief:
       results.append(runner.evaluate())
+      interrupts.check()  # stopped in its last batch: no result of a stopped trial
       write_results(config, results)
       if config.write_test_outputs and trial <= config.n_writes_test:
         runner.write_test_outputs(trial)

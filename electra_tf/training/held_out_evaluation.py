@@ -426,7 +426,11 @@ class PeriodicEvaluation:
     self.dataset, num_examples = pretraining_run.make_eval_dataset(eval_config)
     # Said once, not at every evaluation.
     self.num_batches = pretraining_run.eval_steps(
-      eval_config.num_eval_steps, num_examples, eval_config.eval_batch_size, _stderr_line
+      eval_config.num_eval_steps,
+      num_examples,
+      eval_config.eval_batch_size,
+      _stderr_line,
+      name="held_out_batches",
     )
     self.callback = _PeriodicCallback(self)
     self.warned = False

@@ -229,10 +229,13 @@ def make_eval_dataset(config, files=None):
   return dataset.with_options(options), int(sum(counts))
 
 
-def eval_steps(num_eval_steps, num_examples, batch_size, log=None, workers=1):
+def eval_steps(
+  num_eval_steps, num_examples, batch_size, log=None, workers=1, name="num_eval_steps"
+):
   """The batches one measurement takes: `num_eval_steps`, or every batch the
   held-out set holds (`num_examples`, the last batch partial) when that is
-  fewer; then one line through `log` says so, with the examples measured.
+  fewer; then one line through `log` says so, naming the hparam (`name`)
+  that asked for them, with the examples measured.
   With several `workers` (each takes every n-th batch) the count is per
   worker and only full batches every worker has are measured, so all
   workers run the same steps.
@@ -264,7 +267,7 @@ def eval_steps(num_eval_steps, num_examples, batch_size, log=None, workers=1):
     return num_eval_steps
   if log is not None:
     log(
-      f"held-out evaluation: num_eval_steps={num_eval_steps} batches of {batch_size} "
+      f"held-out evaluation: {name}={num_eval_steps} batches of {batch_size} "
       f"({num_eval_steps * batch_size} examples) asked, but the held-out set holds "
       f"{num_examples} examples: measuring {measured}"
     )
@@ -515,14 +518,16 @@ def evaluate(config, strategy, inputs):
   return results
 
 
-def check_model_dir(config):
+def check_model_dir(config, vocab=None):
   """Refuses (`model_dir.ModelDirMismatch`, one line) hparams that would build
   another model than the one the model dir's checkpoint holds, as its
   `config.json` records it (or, for a run older than that file, as its
-  variables' shapes show). Only the architecture counts
-  (`model_dir.architecture_of`: tower sizes, heads, layers, vocab and
-  embedding sizes, which networks exist and what they share); steps,
-  learning rate and the other hparams may change on a re-run."""
+  variables' shapes show), and a `vocab` (the run's `Vocab`) other than the
+  one it records (a vocab of the same size whose ids mean other tokens).
+  Only the architecture and the vocab count (`model_dir.architecture_of`:
+  tower sizes, heads, layers, vocab and embedding sizes, which networks
+  exist and what they share); steps, learning rate and the other hparams
+  may change on a re-run."""
   newest, skipped = checkpoint_reader.newest_readable(config.model_dir)
   _, state_problem = checkpoint_reader.read_state(config.model_dir)
   if skipped and newest is None:
@@ -537,6 +542,12 @@ def check_model_dir(config):
     model_dir_lib.check_same_architecture(
       existing, model_dir_lib.run_config_dict(config), ignore=ignore
     )
+    recorded = existing.get("vocab") or {}
+    if vocab is not None and recorded.get("sha256"):
+      try:
+        vocab.check_made_with(recorded, f"the model in {config.model_dir!r} was pre-trained")
+      except ValueError as e:
+        raise model_dir_lib.ModelDirMismatch(str(e)) from None
 
 
 def _wipe_model_dir(model_dir, keep):
@@ -585,7 +596,7 @@ def train_or_eval(config, inputs=None, strategy=None, callbacks=()):
       if tf.io.gfile.exists(config.model_dir):
         _wipe_model_dir(config.model_dir, run_lock.LOCK_FILE)
     else:
-      check_model_dir(config)
+      check_model_dir(config, inputs.vocab)
     tf.io.gfile.makedirs(config.model_dir)
     _heading("Config")
     print(repr(config), flush=True)

@@ -36,6 +36,9 @@ def run_to_exit_status(tool, run):
   try:
     with interrupts.ctrl_c_remembered():
       run()
+      # A Ctrl-C TensorFlow swallowed after the run's last check (say, in its
+      # last evaluation batch) still ends the run as one.
+      interrupts.check()
   except TrainingPreempted as e:
     print(f"{tool}: {e}; re-run to resume.", file=sys.stderr, flush=True)
     return 128 + e.signum  # PREEMPTED for SIGTERM, INTERRUPTED for Ctrl-C

@@ -147,6 +147,15 @@ def test_qa_and_tagging_data_errors_name_the_file_and_line(data, capsys):
   write_task_file(data_dir, "squad", "dev.json", json.dumps({"data": [{"title": "x"}]}))
   code, lines = _run(data, capsys, ["squad"])
   assert code == 2 and "article 1 of 'data' has no 'paragraphs' list" in lines[0], lines
+  # CoLA's files (no header, 4 columns) in sst/: SST would train on CoLA's source column.
+  cola = "gj04\t1\t\tOur friends won't buy this analysis.\ngj04\t0\t*\tThey drank the pub.\n"
+  sst_train = write_task_file(data_dir, "sst", "train.tsv", cola)
+  write_task_file(data_dir, "sst", "dev.tsv", cola)
+  code, lines = _run(data, capsys, ["sst"])
+  assert code == 2 and lines == [
+    f"run_finetuning: error: {sst_train}, line 1: \"gj04\\t1\\t\\tOur friends won't buy this "
+    "analysis.\" is not task sst's header 'sentence\\tlabel'; are these another task's files?"
+  ], lines
   # Chunking: a word line without its tag would make the word a tag.
   one_column = write_task_file(data_dir, "chunk", "train.txt", "the DT B-NP\ncat\n\n")
   write_task_file(data_dir, "chunk", "dev.txt", "the DT B-NP\n\n")

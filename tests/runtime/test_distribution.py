@@ -111,6 +111,31 @@ def test_one_device_and_default():
   assert distribution.get_strategy(_config()).num_replicas_in_sync == 1
 
 
+@pytest.mark.parametrize("strategy", ["default", "one_device"])
+def test_tf_config_of_a_cluster_without_a_multi_worker_strategy_is_one_line(monkeypatch, strategy):
+  """A worker of a 2-worker cluster that would train alone (worker 1's
+  checkpoints would go to a temporary dir thrown away at the end)."""
+  cluster = {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}
+  monkeypatch.setenv(
+    "TF_CONFIG", json.dumps({"cluster": cluster, "task": {"type": "worker", "index": 1}})
+  )
+  with pytest.raises(ValueError) as e:
+    distribution.get_strategy(_config(distribution_strategy=strategy))
+  assert str(e.value) == (
+    "environment variable TF_CONFIG describes a cluster of 2 workers but hparam "
+    f"distribution_strategy={strategy!r} trains this process alone; set distribution_strategy to "
+    "'multi_worker_mirrored', or unset TF_CONFIG"
+  )
+  # One worker (a cluster of one) trains as before.
+  monkeypatch.setenv(
+    "TF_CONFIG",
+    json.dumps({"cluster": {"worker": ["127.0.0.1:1"]}, "task": {"type": "worker", "index": 0}}),
+  )
+  assert (
+    distribution.get_strategy(_config(distribution_strategy=strategy)).num_replicas_in_sync == 1
+  )
+
+
 def test_num_gpus_larger_than_visible_is_an_error():
   with pytest.raises(ValueError, match="num_gpus"):
     distribution.get_strategy(_config(distribution_strategy="mirrored", num_gpus=3))

@@ -28,6 +28,7 @@ from electra_tf.serving import export as export_lib
 from electra_tf.serving import modules as serving_modules
 from electra_tf.text import wordpiece as tokenization
 from electra_tf.text.tokenizer import ElectraTokenizer
+from tests.helpers import model_formats
 from tests.helpers.serving import BERT_CONFIG
 from tests.helpers.serving import GEN_A
 from tests.helpers.serving import GEN_B
@@ -402,6 +403,14 @@ def test_bad_options_raise_clear_errors(tmp_path):
     )
   with pytest.raises(ValueError, match="use --model task|needs a fine-tuned model"):
     export_lib.export(pretrainer, "task", vocab_file, str(tmp_path / "e"))
+  # A fine-tuned checkpoint read as the default discriminator: the way out is named.
+  head = {
+    "task_specific/rte/dense/kernel": np.zeros([model_formats.DIMS["H"], 2], np.float32),
+    "task_specific/rte/dense/bias": np.zeros([2], np.float32),
+  }
+  finetuned = model_formats.official_checkpoint(tmp_path / "finetuned", head)
+  with pytest.raises(ValueError, match="; a fine-tuned checkpoint exports with --model task$"):
+    export_lib.load_model(checkpoint=str(finetuned), kind="discriminator")
   short_vocab = tmp_path / "short.txt"
   short_vocab.write_text("\n".join(VOCAB[:-1]))
   with pytest.raises(ValueError, match="has 40 entries but the model's vocab_size is 41"):
@@ -448,3 +457,24 @@ def test_an_interrupted_first_export_leaves_no_export_dir(tmp_path, monkeypatch)
   with pytest.raises(KeyboardInterrupt):
     export_lib.save_module(Module(), str(tmp_path / "kept"), version=1)
   assert (tmp_path / "kept").is_dir() and not list((tmp_path / "kept").iterdir())
+
+
+def test_another_vocab_of_the_same_size_is_refused(tmp_path, capsys):
+  """--vocab-file of the right size whose ids mean other tokens: the run's
+  config.json records the vocab's sha256, so the export refuses it in one
+  line instead of serving wrong ids."""
+  from tests.helpers.pretraining_data import pretrain_on_self_made_data
+  from tests.helpers.pretraining_data import self_made_hparams
+
+  assert pretrain_on_self_made_data(tmp_path, self_made_hparams(num_train_steps=1)) == 1
+  tokens = (tmp_path / "vocab.txt").read_text().splitlines()
+  tokens[-1], tokens[-2] = tokens[-2], tokens[-1]
+  other = tmp_path / "other_vocab.txt"
+  other.write_text("\n".join(tokens) + "\n")
+  model_dir = str(tmp_path / "models" / "m")
+  argv = ["--checkpoint", model_dir, "--vocab-file", str(other)]
+  argv += ["--export-dir", str(tmp_path / "export"), "--max-seq-length", "16"]
+  assert export_saved_model.main(argv) == 2
+  err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+  assert len(err) == 1 and f"the model at {model_dir!r} was trained with vocab" in err[0], err
+  assert not (tmp_path / "export").exists()

@@ -213,3 +213,15 @@ def test_serve_ids_with_more_positions_than_the_export_names_its_length(tmp_path
     message = str(e.value)
     assert f"serve_ids: every input_ids value must be in [0, {vocab_size})" in message
     assert f"[{outside}]" in message and "GatherV2" not in message
+  # A row whose mask has no [CLS] would run on nothing and get a constant answer.
+  mask = ones.numpy()
+  mask[1] = 0
+  with pytest.raises(tf.errors.InvalidArgumentError) as e:
+    serve_ids(input_ids=ones, input_mask=tf.constant(mask), segment_ids=tf.zeros_like(ones))
+  assert "serve_ids: input_mask must start with 1 in every row (its [CLS] token)" in str(e.value)
+  assert "[1]" in str(e.value)
+  # The raw-text signature takes [batch] texts; a 2-D batch is named.
+  serve_text = tf.saved_model.load(str(tmp_path / "export")).signatures["serving_default"]
+  texts = tf.constant([["a b", "c"], ["d", "e"]])
+  with pytest.raises(tf.errors.InvalidArgumentError, match="serving_default: text_a must be a 1-D"):
+    serve_text(text_a=texts, text_b=tf.constant(["", "", "", ""]))

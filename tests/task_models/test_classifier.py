@@ -146,6 +146,31 @@ def test_inputs_the_classifier_cannot_take_are_named(tmp_path):
     model.predict([])
   with pytest.raises(ValueError, match=r"got 2 first texts \(text_a\) and 1 second texts"):
     model.predict((["a b", "c"], ["d"]))
+  # A 2-D array of texts would be flattened into 4 single texts, 4 rows out.
+  with pytest.raises(
+    ValueError, match=r"takes a 1-D batch of texts .* got texts of shape \(2, 2\)"
+  ):
+    model.predict(np.array([["a b", "c"], ["d", "e"]]))
   missing = str(tmp_path / "no_such_model")
   with pytest.raises(ValueError, match=f"from_checkpoint: '{missing}' does not exist"):
     electra_tf.ElectraClassifier.from_checkpoint(missing, num_classes=2)
+
+
+def test_from_checkpoint_refuses_another_vocab_of_the_same_size(tmp_path):
+  """A run dir records its vocab's sha256; a vocab_file of the same size whose
+  ids mean other tokens is refused as run_finetuning refuses it."""
+  import electra_tf
+  from tests.helpers.pretraining_data import pretrain_on_self_made_data
+  from tests.helpers.pretraining_data import self_made_hparams
+
+  assert pretrain_on_self_made_data(tmp_path, self_made_hparams(num_train_steps=1)) == 1
+  model_dir = str(tmp_path / "models" / "m")
+  tokens = (tmp_path / "vocab.txt").read_text().splitlines()
+  tokens[-1], tokens[-2] = tokens[-2], tokens[-1]
+  other = tmp_path / "other_vocab.txt"
+  other.write_text("\n".join(tokens) + "\n")
+  with pytest.raises(ValueError, match="its ids mean other tokens") as e:
+    electra_tf.ElectraClassifier.from_checkpoint(model_dir, str(other), num_classes=2)
+  assert str(e.value).startswith(f"from_checkpoint: the model in {model_dir!r} was trained")
+  classifier = electra_tf.ElectraClassifier.from_checkpoint(model_dir, num_classes=2)
+  assert classifier.preprocessor.tokenizer.vocab_size == len(tokens)

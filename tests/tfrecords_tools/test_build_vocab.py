@@ -1,6 +1,7 @@
 """The vocab learner: a usable BERT-layout WordPiece vocab, or a SentencePiece model with its settings."""
 
 import json
+import os
 import random
 
 import pytest
@@ -191,6 +192,10 @@ def test_sentencepiece_errors_are_one_line(german_dir, tmp_path, capsys):
   assert len(err.splitlines()) == 1
   assert build_vocab.main(base + ["--vocab-size", "400", "--character-coverage", "1.5"]) == 2
   assert "--character-coverage 1.5: expected a share in (0, 1]" in capsys.readouterr().err
+  assert build_vocab.main(base + ["--vocab-size", "400", "--num-unused", "-3"]) == 2
+  assert capsys.readouterr().err.strip() == (
+    "error: --num-unused -3: expected 0 or more [unusedN] tokens"
+  )
   assert build_vocab.main(base + ["--vocab-size", "400", "--input-sentence-size", "-5"]) == 2
   err = capsys.readouterr()
   assert err.err.strip() == (
@@ -306,3 +311,20 @@ def test_ctrl_c_ends_in_one_line_and_writes_nothing(tmp_path, corpus_dir, monkey
   assert build_vocab.main(argv) == 130
   assert capsys.readouterr().err == "interrupted (Ctrl-C); nothing written\n"
   assert list(tmp_path.iterdir()) == []
+
+
+def test_a_named_pipe_in_the_corpus_dir_is_named_not_read(tmp_path, capsys):
+  """Reading a FIFO blocks until something writes to it: both readers of a
+  corpus dir (build_vocab and the record builder) name it instead."""
+  corpus = tmp_path / "corpus"
+  corpus.mkdir()
+  (corpus / "a.txt").write_text("some text here\n")
+  os.mkfifo(corpus / "pipe")
+  argv = ["--corpus-dir", str(corpus), "--vocab-size", "200", "--output", str(tmp_path / "v.txt")]
+  assert build_vocab.main(argv) == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  assert err == [
+    f"error: --corpus-dir {str(corpus)!r}: 'pipe' is not a regular file (a named pipe, socket "
+    "or device); expected text files only: move it out of the folder"
+  ]
+  assert not (tmp_path / "v.txt").exists()

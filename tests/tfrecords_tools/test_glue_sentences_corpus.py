@@ -66,3 +66,26 @@ def test_sentences_only_drops_the_phrases_inside_longer_rows(tmp_path):
     "Cat the sat.", "The cat sat.", "a warm film", "dull", "film a", "funny and smart", "smarter",
   ]  # fmt: skip
   assert manifest["sentences_only"] is True and manifest["sentences_unique"] == 7
+
+
+def test_ctrl_c_while_writing_removes_the_files_written(tmp_path, monkeypatch, capsys):
+  """Part of a corpus (and no manifest) is not the corpus: Ctrl-C after the
+  first file removes it and says so in one line, exit 130."""
+  _write_glue(tmp_path / "glue")
+  real_write = glue_sentences_corpus.write_atomic
+  calls = []
+
+  def interrupted_on_the_second_file(path, text):
+    calls.append(path)
+    if len(calls) == 2:
+      raise KeyboardInterrupt
+    real_write(path, text)
+
+  monkeypatch.setattr(glue_sentences_corpus, "write_atomic", interrupted_on_the_second_file)
+  argv = ["--glue-dir", str(tmp_path / "glue"), "--output-dir", str(tmp_path / "out")]
+  assert glue_sentences_corpus.main(argv + ["--num-files", "3"]) == 130
+  assert capsys.readouterr().err == (
+    "glue_sentences_corpus: interrupted (Ctrl-C); removed the 1 corpus file(s) it had written\n"
+  )
+  assert list((tmp_path / "out" / "corpus").iterdir()) == []
+  assert not (tmp_path / "out" / "manifest.json").exists()

@@ -195,3 +195,22 @@ def test_run_pretraining_measures_held_out_records_at_temperature_1(tmp_path, ca
   assert "[held-out] step 6" in capsys.readouterr().out
   with pytest.raises(ValueError, match="held_out_batches=0"):
     PretrainingConfig("m", str(tmp_path), **dict(hparams, held_out_batches=0))
+
+
+def test_a_held_out_set_smaller_than_held_out_batches_names_that_hparam(tmp_path, capsys):
+  """The periodic measurement takes `held_out_batches`; the line saying the
+  set is smaller names it, not `num_eval_steps` (left at its default)."""
+  from electra_tf.configs.pretraining import PretrainingConfig
+  from tests.helpers.pretraining_data import make_data_dir
+  from tests.helpers.pretraining_data import self_made_hparams
+
+  make_data_dir(tmp_path, num_files=3)
+  shards = sorted(str(p) for p in (tmp_path / "pretrain_tfrecords").iterdir())
+  hparams = self_made_hparams(
+    pretrain_tfrecords=",".join(shards[:2]), held_out_tfrecords=shards[2], held_out_batches=50
+  )
+  config = PretrainingConfig("m", str(tmp_path), **hparams)
+  held_out_evaluation.held_out_callbacks(config, tf.distribute.get_strategy())
+  err = capsys.readouterr().err
+  assert "held-out evaluation: held_out_batches=50 batches of" in err
+  assert "num_eval_steps" not in err

@@ -41,3 +41,16 @@ def test_the_handler_is_installed_within_and_restored_after():
     with pytest.raises(KeyboardInterrupt):
       signal.raise_signal(signal.SIGINT)
   assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_a_run_whose_last_ctrl_c_was_swallowed_ends_as_interrupted(capsys):
+  """The run's last step swallowed a Ctrl-C (no later check in the run):
+  `run_status` still ends it as interrupted, exit 130, in one line."""
+  from electra_tf.training import run_status
+
+  def run():
+    _PressedInAFinaliser()
+    gc.collect()
+
+  assert run_status.run_to_exit_status("run_finetuning", run) == 130
+  assert capsys.readouterr().err == "run_finetuning: interrupted (Ctrl-C); nothing more saved\n"

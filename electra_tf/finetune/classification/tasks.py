@@ -74,6 +74,9 @@ class SingleOutputTask(task_lib.Task):
 
   # MRPC and STS add swapped pairs to their training set (hparam `double_unordered`).
   doubles_unordered = False
+  # The header line of the train and dev files where a task's layout is easy to
+  # mistake for another's (lower-case cells); None: not checked.
+  train_header = None
 
   def __init__(self, config, name, tokenizer):
     super().__init__(config, name, tokenizer)
@@ -164,6 +167,15 @@ class SingleOutputTask(task_lib.Task):
   ):
     examples = []
     header = lines[0] if skip_first_line and lines else None
+    expected = self.train_header
+    if header is not None and expected and self._reading and "test" not in split:
+      cells = [cell.strip().lower() for cell in header]
+      if cells[: len(expected)] != list(expected)[: len(cells)]:
+        # Another task's files (CoLA's in sst/) would train on the wrong column.
+        raise ValueError(
+          f"{self._reading}, line 1: {chr(9).join(header)[:80]!r} is not task {self.name}'s "
+          f"header {chr(9).join(expected)!r}; are these another task's files?"
+        )
     for i, line in enumerate(lines):
       if i == 0 and skip_first_line:
         continue
@@ -322,6 +334,8 @@ class CoLA(ClassificationTask):
 
 class SST(ClassificationTask):
   """Stanford Sentiment Treebank."""
+
+  train_header = ("sentence", "label")
 
   def __init__(self, config, tokenizer):
     super().__init__(config, "sst", tokenizer, ["0", "1"])
