@@ -405,6 +405,15 @@ def main(argv=None):
   parser.add_argument("--vocab-size", type=int, default=8000)
   parser.add_argument("--num-processes", type=int, default=2)
   args = parser.parse_args(argv)
+  # Before any stage runs: a bad number would otherwise stop the run minutes in.
+  for flag, value in (
+    ("--train-steps", args.train_steps),
+    ("--corpus-mb", args.corpus_mb),
+    ("--vocab-size", args.vocab_size),
+    ("--num-processes", args.num_processes),
+  ):
+    if value is not None and value <= 0:
+      parser.error(f"{flag} {value}: expected a positive number")
   stages = [s.strip() for s in args.stages.split(",") if s.strip()]
   unknown = [s for s in stages if s not in STAGES]
   if unknown:

@@ -33,7 +33,6 @@ from absl import logging
 from electra_tf.configs.hparams import add_run_flags
 from electra_tf.runtime import distribution
 from electra_tf.sources import any_format
-from electra_tf.sources import formats
 from electra_tf.training import finetuning_run as runner
 from electra_tf.training import run_status
 from electra_tf.training.finetuning_run import ModelRunner  # noqa: F401  (public API)
@@ -57,8 +56,7 @@ def _check_before_work(inputs):
     try:
       if inputs.source_error:
         raise ValueError(inputs.source_error)
-      if inputs.source.format == formats.KERAS:
-        any_format.check_keras_file_starts_finetuning(config.init_checkpoint)
+      any_format.check_starts_finetuning(inputs.source)
     except ValueError as e:
       raise ValueError(
         f"hparam init_checkpoint (the model to fine-tune; by default the pre-trained "

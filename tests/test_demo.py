@@ -325,3 +325,14 @@ def test_ctrl_c_in_a_stage_is_one_line_and_exit_130(tmp_path, monkeypatch, capsy
     "(model.ckpt-7); re-run to resume."
   ]
   assert ran == ["corpus"]
+
+
+@pytest.mark.parametrize(
+  "flag", ["--train-steps", "--corpus-mb", "--vocab-size", "--num-processes"]
+)
+def test_a_number_that_cannot_work_is_refused_before_any_stage(tmp_path, capsys, flag):
+  with pytest.raises(SystemExit) as e:
+    demo.main(["--output-dir", str(tmp_path / "out"), flag, "0"])
+  assert e.value.code == 2
+  assert re.search(rf"{flag} 0(\.0)?: expected a positive number", capsys.readouterr().err)
+  assert not (tmp_path / "out").exists()

@@ -164,6 +164,17 @@ def test_held_out_records_made_with_another_vocab_or_missing_are_refused(tmp_pat
   _bad_input(capsys, tmp_path, hparams, r"the TFRecords in '.*held_out' were made with vocab")
   hparams = self_made_hparams(held_out_tfrecords=str(tmp_path / "nothing*"))
   _bad_input(capsys, tmp_path, hparams, r"hparam held_out_tfrecords='.*nothing\*' matches no file")
+  # Held-out records of another length: named before training, not deep in the first measurement.
+  longer = tmp_path / "longer"
+  make_data_dir(longer, max_seq_length=64)
+  hparams = self_made_hparams(held_out_tfrecords=str(longer / "pretrain_tfrecords" / "*"))
+  err = _bad_input(
+    capsys,
+    tmp_path,
+    hparams,
+    r"hparam held_out_tfrecords: .*record 0: feature 'input_ids' has length 64, expected",
+  )
+  assert len(err.strip().splitlines()) == 1, err
 
 
 def test_a_model_dir_that_is_a_file_is_one_line(tmp_path, capsys):
@@ -337,6 +348,25 @@ def test_resuming_with_another_vocab_of_the_same_size_is_one_line(tmp_path, caps
   )
   assert "its ids mean other tokens" in err[0]
   assert latest_step(tmp_path / "models" / "m") == 1
+
+
+def test_a_model_dir_of_a_fine_tuning_run_is_named_as_one(tmp_path, capsys):
+  """hparam model_dir pointing at a fine-tuning trial: one line saying what
+  the dir holds, not thirty architecture fields "absent"."""
+  assert pretrain_on_self_made_data(tmp_path, self_made_hparams(num_train_steps=1)) == 1
+  config_json = tmp_path / "models" / "m" / "config.json"
+  recorded = json.loads(config_json.read_text())
+  config_json.write_text(json.dumps(dict(recorded, kind="finetuning")))
+  capsys.readouterr()
+  argv = ["--data-dir", str(tmp_path), "--model-name", "m"]
+  argv += ["--hparams", json.dumps(self_made_hparams(num_train_steps=2))]
+  assert run_pretraining.main(argv) == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  assert err == [
+    f"run_pretraining: error: model dir {str(tmp_path / 'models' / 'm')!r} holds a fine-tuning "
+    "run (its config.json says kind 'finetuning'); pre-training needs a model dir of its own: "
+    "give another --model-name (or hparam model_dir)"
+  ]
 
 
 def test_init_checkpoint_beside_checkpoints_to_resume_is_said_not_read(tmp_path, capsys):

@@ -158,13 +158,15 @@ def publish(input_path, output_dir, to, part=None, hparams=None, vocab_file=None
   if part not in (huggingface.PART_DISCRIMINATOR, huggingface.PART_GENERATOR):
     raise ValueError(f"--to {to}: --part {part!r}; expected discriminator or generator")
   huggingface.check_new_output_dir(os.fspath(output_dir))
+  # The input first: one that cannot be published is refused as that, not
+  # for a vocab it would not need.
+  electra_part, normalisation, source = load_part_for_publishing(input_path, part, hparams)
   vocab_file = vocab_file or _default_vocab_file(input_path, hparams)
   if vocab_file is None:
     raise ValueError(
       f"--to {to}: give --vocab-file (the vocab the model was trained with; none in --hparams, "
       f"next to --input {os.fspath(input_path)!r} or in its run's data dir)"
     )
-  electra_part, normalisation, source = load_part_for_publishing(input_path, part, hparams)
   normalisation = _vocab_normalisation(vocab_file, _publishing_hparams(hparams), normalisation)
   writer = (
     huggingface.write_huggingface if to == "huggingface" else keras_hub.write_keras_hub_preset

@@ -56,6 +56,12 @@ def find_files(file_patterns):
   files = sorted(f for f in set(files) if os.path.basename(f) != records_info.RECORDS_INFO)
   if not files:
     raise ValueError(f"no pre-training files match {patterns!r}")
+  folders = [f for f in files if tf.io.gfile.isdir(f)]
+  if folders:
+    raise ValueError(
+      f"pre-training file pattern {patterns!r} matches the directory {folders[0]!r}; give a "
+      f"pattern of its record files, such as {os.path.join(folders[0], 'pretrain_data.tfrecord*')!r}"
+    )
   return files
 
 

@@ -1,5 +1,6 @@
 """Raw text → packed ELECTRA inputs, inside the model (keras-hub style)."""
 
+import numbers
 import re
 
 import keras
@@ -78,6 +79,9 @@ class ElectraTextPreprocessor(keras.layers.Layer):
     super().__init__(**kwargs)
     if isinstance(tokenizer, dict):
       tokenizer = keras.saving.deserialize_keras_object(tokenizer)
+    for name, value in (("max_seq_length", max_seq_length), ("max_query_length", max_query_length)):
+      if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name}={value!r}; expected an integer")
     if max_seq_length < 3:
       raise ValueError(f"max_seq_length={max_seq_length}; expected at least 3")
     if packing not in PACKINGS:
@@ -217,9 +221,17 @@ def _group_by_word(words, ids, spans):
 
 
 def as_strings(texts):
-  """A list, 1-D array or string tensor of texts → a list of `str`."""
+  """A list, 1-D array or string tensor of texts → a list of `str`. Nested
+  lists (say, lists of words) are refused: each would be read as its repr
+  or flattened into one-word texts."""
   if isinstance(texts, tf.Tensor):
     texts = texts.numpy()
+  array = np.asarray(texts, dtype=object)
+  if array.ndim > 1 or any(isinstance(t, (list, tuple, np.ndarray)) for t in array.reshape(-1)):
+    raise ValueError(
+      "expected a 1-D batch of texts, one string each (join a sentence's words with spaces); "
+      f"got nested lists or an array of shape {array.shape}"
+    )
   return [
     t.decode("utf-8", "replace") if isinstance(t, bytes) else str(t)
     for t in np.asarray(texts, dtype=object).reshape(-1)

@@ -695,13 +695,23 @@ def no_discriminator_error(path, holds):
   )
 
 
-def check_keras_file_starts_finetuning(path):
-  """Refuses, from its archive's config alone (no weights read), a `.keras`
-  file that holds no discriminator: a standalone generator, say."""
-  names = formats.keras_archive_class_names(path)
-  if names and not names & _HOLDS_A_DISCRIMINATOR:
-    electra = sorted(n for n in names if n.startswith("Electra"))
-    raise ValueError(no_discriminator_error(path, ", ".join(electra) or "no ELECTRA class"))
+def check_starts_finetuning(detected):
+  """Refuses, from its config alone (no weights read), a model that holds no
+  discriminator encoder: a `.keras` standalone generator, say, or a Hugging
+  Face generator directory."""
+  path = detected.path
+  if detected.format == formats.KERAS:
+    names = formats.keras_archive_class_names(path)
+    if names and not names & _HOLDS_A_DISCRIMINATOR:
+      electra = sorted(n for n in names if n.startswith("Electra"))
+      raise ValueError(no_discriminator_error(path, ", ".join(electra) or "no ELECTRA class"))
+  elif detected.format == formats.HUGGINGFACE:
+    part = huggingface.read_hf_config(os.fspath(detected.location))[0]
+    if part != DISCRIMINATOR:
+      raise ValueError(
+        f"{os.fspath(path)!r} is a Hugging Face ELECTRA {part} directory; fine-tuning starts "
+        "from a discriminator (ElectraForPreTraining or a task model)"
+      )
 
 
 def initialize_finetuning_model(model, path):

@@ -158,7 +158,10 @@ class ElectraTaskModel(keras.Model):
         f"{cls.__name__}.from_checkpoint: {path!r} does not exist (expected a model dir, a "
         "checkpoint prefix, a .keras file or a published directory)"
       )
-    run_config = any_format.run_config(path)
+    detected = formats.detect(path)
+    # A generator cannot start a task model: said before its vocab is looked for.
+    any_format.check_starts_finetuning(detected)
+    run_config = any_format.run_config_of(detected)
     if run_config is not None and run_config.get("kind") == model_dir_lib.KIND_FINETUNING:
       cls._adopt_trial_head(path, run_config, kwargs)
     run_vocab = {}

@@ -163,6 +163,18 @@ def validate_config(config):
         f"hparam held_out_tfrecords={config.held_out_tfrecords!r} matches no file"
       ) from None
     records_info.check_records_vocab(held_out_files, vocab)
+    try:
+      # Held-out records of another length would fail deep in the first measurement.
+      pretrain_data.validate_pretraining_files(
+        held_out_files, config.max_seq_length, vocab_size=config.vocab_size
+      )
+    except record_check.CorruptRecordError:
+      raise
+    except ValueError as e:
+      raise ValueError(
+        f"hparam held_out_tfrecords: {e} (hparams max_seq_length={config.max_seq_length}, "
+        f"vocab_size={config.vocab_size})"
+      ) from None
   try:
     checked = pretrain_data.validate_pretraining_files(
       files,
@@ -538,6 +550,12 @@ def check_model_dir(config, vocab=None):
     existing, ignore = any_format.existing_architecture(where)
   except ValueError as e:  # a damaged config.json: which model the dir holds is unknown
     raise model_dir_lib.ModelDirMismatch(str(e)) from None
+  if existing is not None and existing.get("kind") == model_dir_lib.KIND_FINETUNING:
+    raise model_dir_lib.ModelDirMismatch(
+      f"model dir {config.model_dir!r} holds a fine-tuning run (its config.json says kind "
+      f"{model_dir_lib.KIND_FINETUNING!r}); pre-training needs a model dir of its own: give "
+      "another --model-name (or hparam model_dir)"
+    )
   if existing is not None:
     model_dir_lib.check_same_architecture(
       existing, model_dir_lib.run_config_dict(config), ignore=ignore

@@ -97,6 +97,10 @@ def test_validation_errors_name_the_file(tmp_path, shards):
     pretrain_data.validate_pretraining_files(shards, 8, vocab_size=5)
   with pytest.raises(ValueError, match="no pre-training files match"):
     pretrain_data.get_dataset(str(tmp_path / "nothing*"), 8, 2, True)
+  # The records' folder instead of a pattern: named, not a failed read of a directory.
+  folder = str(tmp_path)
+  with pytest.raises(ValueError, match=f"matches the directory '{folder}'; give a pattern"):
+    pretrain_data.validate_pretraining_files(folder, 8)
 
   missing = tmp_path / "missing.tfrecord"
   with tf.io.TFRecordWriter(str(missing)) as w:

@@ -13,6 +13,7 @@ from electra_tf import run_finetuning
 from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.finetune import task_builder
 from electra_tf.sources import any_format
+from electra_tf.sources import formats
 from electra_tf.text import wordpiece as tokenization
 from electra_tf.training import finetuning_run
 from tests.helpers.conversion import write_layout
@@ -138,6 +139,14 @@ def test_qa_and_tagging_data_errors_name_the_file_and_line(data, capsys):
   jsonl = write_task_file(data_dir, "newsqa", "dev.jsonl", f"{header}\n\n{{'context': 1}}\n")
   code, lines = _run(data, capsys, ["newsqa"], do_train=False)
   assert code == 2 and f"{jsonl}, line 3: not valid JSON" in lines[0], lines
+  not_bool = dict(SQUAD_PARAGRAPH, qas=[dict(SQUAD_PARAGRAPH["qas"][0], is_impossible="yes")])
+  write_task_file(data_dir, "squad", "train.json", squad_json([not_bool]))
+  code, lines = _run(data, capsys, ["squad"])
+  assert code == 2 and lines == [
+    "run_finetuning: error: task squad: SQuAD 2.0 training question 'q0': 'is_impossible' is "
+    "'yes'; expected true or false"
+  ], lines
+  write_task_file(data_dir, "squad", "train.json", squad_json([paragraph]))
   write_task_file(data_dir, "squad", "dev.json", json.dumps({"data": {"title": "x"}}))
   code, lines = _run(data, capsys, ["squad"])
   assert code == 2 and lines == [
@@ -254,11 +263,22 @@ def test_a_generator_keras_file_as_init_checkpoint_is_one_line_before_any_trial(
   generator = str(tmp_path / "g.keras")
   convert.official_to_keras(source, generator, part="generator")
   convert.official_to_keras(source, str(tmp_path / "d.keras"), part="discriminator")
-  any_format.check_keras_file_starts_finetuning(str(tmp_path / "d.keras"))
+  any_format.check_starts_finetuning(formats.detect(str(tmp_path / "d.keras")))
   code, lines = _run(data, capsys, ["rte"], init_checkpoint=generator)
   assert code == 2 and len(lines) == 1, lines
   assert f"{generator!r} is a .keras model (ElectraEmbeddings, ElectraGenerator)" in lines[0]
   assert "no ELECTRA discriminator encoder to fine-tune from" in lines[0]
+  # A Hugging Face generator directory: the same, from its config.json alone.
+  hf_generator = tmp_path / "hf_generator"
+  hf_generator.mkdir()
+  sizes = {"vocab_size": 30, "embedding_size": 8, "hidden_size": 8, "num_hidden_layers": 1}
+  sizes.update(num_attention_heads=1, intermediate_size=16, hidden_act="gelu")
+  sizes.update(max_position_embeddings=64, type_vocab_size=2)
+  config = {"architectures": ["ElectraForMaskedLM"], "model_type": "electra", **sizes}
+  (hf_generator / "config.json").write_text(json.dumps(config))
+  code, lines = _run(data, capsys, ["rte"], init_checkpoint=str(hf_generator))
+  assert code == 2 and len(lines) == 1, lines
+  assert f"{str(hf_generator)!r} is a Hugging Face ELECTRA generator directory" in lines[0]
   assert not os.path.exists(os.path.join(data[0], "models", "m", "finetuning_models"))
 
 

@@ -178,6 +178,13 @@ def test_preset_reads_back_bit_exact_and_a_wrong_preset_is_one_line(tmp_path, ca
   assert (
     "keras-hub backbone preset holds no replaced-token-detection head" in capsys.readouterr().out
   )
+  # Republishing a preset is refused as that, not for a --vocab-file it would not need.
+  argv = ["--input", preset, "--output", str(tmp_path / "hf"), "--to", "huggingface"]
+  assert convert_checkpoint.main(argv) == 2
+  err = capsys.readouterr().err
+  assert (
+    f"{preset!r} is a keras-hub preset directory; expected" in err and "--vocab-file" not in err
+  )
   feats, _ = interop.features(DIMS["V"])
   encoder = keras.saving.load_model(str(output), compile=False)
   np.testing.assert_array_equal(

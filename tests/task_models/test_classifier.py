@@ -1,6 +1,7 @@
 """`ElectraClassifier`: raw text in, the original's head and names, `.keras`
 round trip, SavedModel export, and the docs/finetune.md example run as written."""
 
+import json
 import os
 
 import keras
@@ -18,6 +19,7 @@ from tests.helpers.task_models import TINY_SIZE
 from tests.helpers.task_models import assert_encoder_loaded
 from tests.helpers.task_models import pretrained_dir
 from tests.helpers.task_models import serve_text
+from tests.helpers.task_models import write_vocab
 
 PREMISES = ["the cat sat on the mat", "a dog ran fast", "it was a great film", "the movie is awful"]
 HYPOTHESES = ["a cat is on a mat", "a dog is slow", "the film was good", "the movie is great"]
@@ -146,11 +148,26 @@ def test_inputs_the_classifier_cannot_take_are_named(tmp_path):
     model.predict([])
   with pytest.raises(ValueError, match=r"got 2 first texts \(text_a\) and 1 second texts"):
     model.predict((["a b", "c"], ["d"]))
+  with pytest.raises(ValueError, match=r"^max_seq_length='32'; expected an integer$"):
+    vocab_file = str(tmp_path / "vocab.txt")
+    write_vocab(vocab_file)
+    electra_tf.ElectraTextPreprocessor.from_vocab_file(vocab_file, max_seq_length="32")
   # A 2-D array of texts would be flattened into 4 single texts, 4 rows out.
   with pytest.raises(
     ValueError, match=r"takes a 1-D batch of texts .* got texts of shape \(2, 2\)"
   ):
     model.predict(np.array([["a b", "c"], ["d", "e"]]))
+  # A Hugging Face generator directory: named as one, not as a missing vocab.
+  generator = tmp_path / "hf_generator"
+  generator.mkdir()
+  hf_config = {"architectures": ["ElectraForMaskedLM"], "model_type": "electra", **config}
+  hf_config.update(embedding_size=8, hidden_act="gelu", max_position_embeddings=64)
+  hf_config.update(type_vocab_size=2)
+  (generator / "config.json").write_text(json.dumps(hf_config))
+  with pytest.raises(
+    ValueError, match="is a Hugging Face ELECTRA generator directory; fine-tuning"
+  ):
+    electra_tf.ElectraClassifier.from_checkpoint(str(generator), num_classes=2)
   missing = str(tmp_path / "no_such_model")
   with pytest.raises(ValueError, match=f"from_checkpoint: '{missing}' does not exist"):
     electra_tf.ElectraClassifier.from_checkpoint(missing, num_classes=2)

@@ -105,6 +105,10 @@ def test_config_round_trip_loss_and_bad_labels(tmp_path):
   for bad in (labels[:, :5], labels[:, 0]):
     with pytest.raises(ValueError, match="one tag id per wordpiece position"):
       tagger.compute_loss(y=bad, y_pred=uniform)
+  # Lists of words would be tagged as their repr, or flattened into one-word sentences.
+  for words in ([s.split() for s in SENTENCES[:2]], [["the", "cat"], ["a", "dog"]]):
+    with pytest.raises(ValueError, match="expected a 1-D batch of texts, one string each"):
+      tagger.predict_tags(words)
 
 
 @pytest.mark.slow

@@ -197,6 +197,11 @@ class QATask(task_lib.Task):
               "lacks the 'is_impossible' field"
             )
           is_impossible = qa["is_impossible"]
+          if not isinstance(is_impossible, bool):
+            raise ValueError(
+              f"task {self.name}: SQuAD 2.0 training question {qa.get('id')!r}: "
+              f"'is_impossible' is {is_impossible!r}; expected true or false"
+            )
         if not is_impossible:
           if "detected_answers" in qa:  # MRQA
             answer = qa["detected_answers"][0]
