@@ -52,8 +52,8 @@ from electra_tf.utils import exit_codes
 from electra_tf.utils.file_io import check_writable
 from electra_tf.utils.file_io import write_atomic
 from tfrecords_tools import text_checks
+from tfrecords_tools import text_corpus
 from tfrecords_tools.example_writer import decode_utf8
-from tfrecords_tools.text_corpus import list_corpus_files
 
 SPECIAL_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[MASK]")
 MODEL_TYPES = ("wordpiece", "unigram", "bpe")
@@ -637,6 +637,22 @@ def _file_pieces(f, size=READ_CHUNK_BYTES):
       cut = cut or len(data)
     yield data[:cut]
     rest = data[cut:]
+
+
+def list_corpus_files(corpus_dir):
+  """`text_corpus.list_corpus_files`, refusing an entry that is not a
+  regular file: build_vocab reads the corpus more than once (a sample for
+  the character coverage and the unknown-token report, then the learner),
+  so a named pipe would be read empty or block it forever."""
+  names = text_corpus.list_corpus_files(corpus_dir)
+  for name in names:
+    path = os.path.join(corpus_dir, name)
+    if "://" not in path and os.path.exists(path) and not os.path.isfile(path):
+      raise ValueError(
+        f"--corpus-dir {corpus_dir!r}: {name!r} is not a regular file (a named pipe, socket or "
+        "device); expected text files only: move it out of the folder"
+      )
+  return names
 
 
 def corpus_pieces(corpus_dir, report):

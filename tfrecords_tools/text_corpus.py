@@ -247,14 +247,6 @@ def list_corpus_files(corpus_dir):
     raise ValueError(f"--corpus-dir {corpus_dir!r} is not a directory")
   names = sorted(n.rstrip("/") for n in tf.io.gfile.listdir(corpus_dir))
   files = [n for n in names if not tf.io.gfile.isdir(os.path.join(corpus_dir, n))]
-  for name in files:
-    # A named pipe, socket or device would block the reader forever.
-    path = os.path.join(corpus_dir, name)
-    if "://" not in path and os.path.exists(path) and not os.path.isfile(path):
-      raise ValueError(
-        f"--corpus-dir {corpus_dir!r}: {name!r} is not a regular file (a named pipe, socket or "
-        "device); expected text files only: move it out of the folder"
-      )
   if not files or all(tf.io.gfile.stat(os.path.join(corpus_dir, n)).length == 0 for n in files):
     raise ValueError(
       f"--corpus-dir {corpus_dir!r} holds no text: it has no files or only empty ones"

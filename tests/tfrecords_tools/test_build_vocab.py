@@ -314,8 +314,9 @@ def test_ctrl_c_ends_in_one_line_and_writes_nothing(tmp_path, corpus_dir, monkey
 
 
 def test_a_named_pipe_in_the_corpus_dir_is_named_not_read(tmp_path, capsys):
-  """Reading a FIFO blocks until something writes to it: both readers of a
-  corpus dir (build_vocab and the record builder) name it instead."""
+  """Reading a FIFO blocks until something writes to it, and build_vocab
+  reads its corpus more than once: it names the pipe instead. (The record
+  builder reads each file once and takes a pipe that something feeds.)"""
   corpus = tmp_path / "corpus"
   corpus.mkdir()
   (corpus / "a.txt").write_text("some text here\n")
