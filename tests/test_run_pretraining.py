@@ -35,6 +35,7 @@ from tests.helpers.pretraining_data import make_data_dir
 from tests.helpers.pretraining_data import original_hparams
 from tests.helpers.pretraining_data import pretrain_on_self_made_data
 from tests.helpers.pretraining_data import self_made_hparams
+from tests.helpers.pretraining_data import write_swapped_vocab
 from tests.helpers.subprocesses import killed_in_save_command
 from tests.helpers.subprocesses import quiet_env
 from tests.helpers.subprocesses import run_pretraining_command
@@ -310,20 +311,27 @@ def test_a_model_name_that_names_no_model_dir_is_one_line(tmp_path, capsys, name
   assert not (tmp_path / "models").exists()
 
 
-def test_a_damaged_config_json_is_named_not_taken_as_missing(tmp_path, capsys):
-  """The model dir's config.json is what the "architecture cannot change"
-  check reads; cut short, it is named in one line, not skipped."""
-  assert pretrain_on_self_made_data(tmp_path, self_made_hparams(num_train_steps=1)) == 1
-  config_json = tmp_path / "models" / "m" / "config.json"
-  config_json.write_text(config_json.read_text()[:300])
+def _rerun_one_line(tmp_path, capsys):
+  """Re-runs model dir `m` (one step trained) for two steps; asserts exit 2
+  and returns its one stderr line."""
   capsys.readouterr()
   argv = ["--data-dir", str(tmp_path), "--model-name", "m"]
   argv += ["--hparams", json.dumps(self_made_hparams(num_train_steps=2))]
   assert run_pretraining.main(argv) == 2
   err = capsys.readouterr().err.strip().splitlines()
   assert len(err) == 1, err
-  assert f"run config {str(config_json)!r} is not valid JSON" in err[0]
-  assert "it records the model the checkpoints hold" in err[0]
+  return err[0]
+
+
+def test_a_damaged_config_json_is_named_not_taken_as_missing(tmp_path, capsys):
+  """The model dir's config.json is what the "architecture cannot change"
+  check reads; cut short, it is named in one line, not skipped."""
+  assert pretrain_on_self_made_data(tmp_path, self_made_hparams(num_train_steps=1)) == 1
+  config_json = tmp_path / "models" / "m" / "config.json"
+  config_json.write_text(config_json.read_text()[:300])
+  err = _rerun_one_line(tmp_path, capsys)
+  assert f"run config {str(config_json)!r} is not valid JSON" in err
+  assert "it records the model the checkpoints hold" in err
   assert latest_step(tmp_path / "models" / "m") == 1
   assert len(config_json.read_text()) == 300
 
@@ -332,21 +340,13 @@ def test_resuming_with_another_vocab_of_the_same_size_is_one_line(tmp_path, caps
   """Same size, other ids: the architecture check cannot see it; the vocab
   config.json records can."""
   assert pretrain_on_self_made_data(tmp_path, self_made_hparams(num_train_steps=1)) == 1
-  vocab = tmp_path / "vocab.txt"
-  tokens = vocab.read_text().splitlines()
-  tokens[-1], tokens[-2] = tokens[-2], tokens[-1]
-  vocab.write_text("\n".join(tokens) + "\n")
-  capsys.readouterr()
-  argv = ["--data-dir", str(tmp_path), "--model-name", "m"]
-  argv += ["--hparams", json.dumps(self_made_hparams(num_train_steps=2))]
-  assert run_pretraining.main(argv) == 2
-  err = capsys.readouterr().err.strip().splitlines()
-  assert len(err) == 1, err
-  assert err[0].startswith(
+  write_swapped_vocab(tmp_path / "vocab.txt", tmp_path / "vocab.txt")
+  err = _rerun_one_line(tmp_path, capsys)
+  assert err.startswith(
     f"run_pretraining: error: the model in {str(tmp_path / 'models' / 'm')!r} was pre-trained "
     "with vocab"
   )
-  assert "its ids mean other tokens" in err[0]
+  assert "its ids mean other tokens" in err
   assert latest_step(tmp_path / "models" / "m") == 1
 
 
@@ -357,16 +357,11 @@ def test_a_model_dir_of_a_fine_tuning_run_is_named_as_one(tmp_path, capsys):
   config_json = tmp_path / "models" / "m" / "config.json"
   recorded = json.loads(config_json.read_text())
   config_json.write_text(json.dumps(dict(recorded, kind="finetuning")))
-  capsys.readouterr()
-  argv = ["--data-dir", str(tmp_path), "--model-name", "m"]
-  argv += ["--hparams", json.dumps(self_made_hparams(num_train_steps=2))]
-  assert run_pretraining.main(argv) == 2
-  err = capsys.readouterr().err.strip().splitlines()
-  assert err == [
+  assert _rerun_one_line(tmp_path, capsys) == (
     f"run_pretraining: error: model dir {str(tmp_path / 'models' / 'm')!r} holds a fine-tuning "
     "run (its config.json says kind 'finetuning'); pre-training needs a model dir of its own: "
     "give another --model-name (or hparam model_dir)"
-  ]
+  )
 
 
 def test_init_checkpoint_beside_checkpoints_to_resume_is_said_not_read(tmp_path, capsys):

@@ -118,3 +118,12 @@ def original_hparams(fixtures, **kwargs):
 def latest_step(model_dir):
   path = tf.train.latest_checkpoint(str(model_dir))
   return None if path is None else int(path.rsplit("-", 1)[1])
+
+
+def write_swapped_vocab(vocab_file, output):
+  """Writes `vocab_file` with its last two tokens swapped to `output`: a
+  vocab of the same size whose ids mean other tokens."""
+  tokens = vocab_file.read_text().splitlines()
+  tokens[-1], tokens[-2] = tokens[-2], tokens[-1]
+  output.write_text("\n".join(tokens) + "\n")
+  return output

@@ -465,12 +465,10 @@ def test_another_vocab_of_the_same_size_is_refused(tmp_path, capsys):
   line instead of serving wrong ids."""
   from tests.helpers.pretraining_data import pretrain_on_self_made_data
   from tests.helpers.pretraining_data import self_made_hparams
+  from tests.helpers.pretraining_data import write_swapped_vocab
 
   assert pretrain_on_self_made_data(tmp_path, self_made_hparams(num_train_steps=1)) == 1
-  tokens = (tmp_path / "vocab.txt").read_text().splitlines()
-  tokens[-1], tokens[-2] = tokens[-2], tokens[-1]
-  other = tmp_path / "other_vocab.txt"
-  other.write_text("\n".join(tokens) + "\n")
+  other = write_swapped_vocab(tmp_path / "vocab.txt", tmp_path / "other_vocab.txt")
   model_dir = str(tmp_path / "models" / "m")
   argv = ["--checkpoint", model_dir, "--vocab-file", str(other)]
   argv += ["--export-dir", str(tmp_path / "export"), "--max-seq-length", "16"]

@@ -179,15 +179,13 @@ def test_from_checkpoint_refuses_another_vocab_of_the_same_size(tmp_path):
   import electra_tf
   from tests.helpers.pretraining_data import pretrain_on_self_made_data
   from tests.helpers.pretraining_data import self_made_hparams
+  from tests.helpers.pretraining_data import write_swapped_vocab
 
   assert pretrain_on_self_made_data(tmp_path, self_made_hparams(num_train_steps=1)) == 1
   model_dir = str(tmp_path / "models" / "m")
-  tokens = (tmp_path / "vocab.txt").read_text().splitlines()
-  tokens[-1], tokens[-2] = tokens[-2], tokens[-1]
-  other = tmp_path / "other_vocab.txt"
-  other.write_text("\n".join(tokens) + "\n")
+  other = write_swapped_vocab(tmp_path / "vocab.txt", tmp_path / "other_vocab.txt")
   with pytest.raises(ValueError, match="its ids mean other tokens") as e:
     electra_tf.ElectraClassifier.from_checkpoint(model_dir, str(other), num_classes=2)
   assert str(e.value).startswith(f"from_checkpoint: the model in {model_dir!r} was trained")
   classifier = electra_tf.ElectraClassifier.from_checkpoint(model_dir, num_classes=2)
-  assert classifier.preprocessor.tokenizer.vocab_size == len(tokens)
+  assert classifier.preprocessor.tokenizer.vocab_size == len(other.read_text().splitlines())
