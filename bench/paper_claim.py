@@ -321,7 +321,7 @@ def held_out_points(model_dir, data_dir, batches, step_flops):
   """Held-out metrics of every kept checkpoint of the run in `model_dir`
   (masked-LM accuracy, discriminator AUC at the run's temperature and at
   1), oldest first, each with its pre-training FLOPs."""
-  from electra_tf.configs import model_dir as model_dir_lib  # pylint: disable=g-import-not-at-top
+  from electra_tf.checkpoints import model_dir as model_dir_lib  # pylint: disable=g-import-not-at-top
   from electra_tf.training import held_out_evaluation  # pylint: disable=g-import-not-at-top
 
   run_config = model_dir_lib.read_run_config(model_dir)

@@ -32,7 +32,6 @@ from absl import logging
 
 from electra_tf.configs.hparams import add_run_flags
 from electra_tf.runtime import distribution
-from electra_tf.sources import any_format
 from electra_tf.training import finetuning_run as runner
 from electra_tf.training import run_status
 from electra_tf.training.finetuning_run import ModelRunner  # noqa: F401  (public API)
@@ -56,7 +55,7 @@ def _check_before_work(inputs):
     try:
       if inputs.source_error:
         raise ValueError(inputs.source_error)
-      any_format.check_starts_finetuning(inputs.source)
+      inputs.source.check_starts_finetuning()
     except ValueError as e:
       raise ValueError(
         f"hparam init_checkpoint (the model to fine-tune; by default the pre-trained "

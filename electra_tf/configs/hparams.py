@@ -12,7 +12,7 @@ import types
 
 from electra_tf.configs import presets
 
-# The `format` of a run's `config.json` (`electra_tf.configs.model_dir`).
+# The `format` of a run's `config.json` (`electra_tf.checkpoints.model_dir`).
 RUN_CONFIG_FORMAT = "electra_tf.run_config"
 # Every `ConfigBase` subclass by name, so a run config's `config_class` finds its fields.
 _CONFIG_CLASSES = {}

@@ -14,7 +14,7 @@ Example:
 import json
 import os
 
-from electra_tf.configs import model_dir as model_dir_lib
+from electra_tf.checkpoints import model_dir as model_dir_lib
 from electra_tf.configs import pretraining as pretraining_config_lib
 from electra_tf.configs.hparams import load_hparams
 from electra_tf.convert.standalone import discriminator_model

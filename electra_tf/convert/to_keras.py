@@ -14,12 +14,12 @@ import os
 import keras
 
 from electra_tf.checkpoints import checkpointing
+from electra_tf.checkpoints import model_dir as model_dir_lib
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints.reader import assign_tensors
 from electra_tf.checkpoints.reader import global_step_of
 from electra_tf.checkpoints.reader import open_reader
 from electra_tf.checkpoints.reader import read_name_based_checkpoint
-from electra_tf.configs import model_dir as model_dir_lib
 from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.configs.hparams import load_hparams
 from electra_tf.convert.standalone import discriminator_model

@@ -1,6 +1,9 @@
-"""One door for models and checkpoints: whatever the format (see
-`electra_tf.sources.formats`), `load(path, part)` gives part `part` of
-it, and `initialize_finetuning_model(model, path)` starts fine-tuning from it.
+"""One door for models and checkpoints: `open_source(path)` detects the
+format once (see `electra_tf.sources.formats`) and gives that format's
+`Source` (`OfficialSource`, `FinetunedSource`, `TrainingSource`,
+`KerasFileSource`, `HuggingFaceSource`, `KerasHubPresetSource`), whose
+methods answer what a consumer asks; `load(path, part)` gives part `part`,
+and `initialize_finetuning_model(model, path)` starts fine-tuning from it.
 The converter, the exporter, `run_finetuning`'s `init_checkpoint`, the task
 models' `from_checkpoint` and publishing all come through here, so every
 entry point reads every format it can make sense of, and a format it cannot
@@ -13,18 +16,6 @@ use stops with one line (`formats.wrong_format_error`).
 | `generator` | official, training, keras, huggingface |
 | `finetuned` | finetuned, keras, keras_hub_preset (an electra_tf task preset) |
 | fine-tuning initialisation | official, finetuned, training, keras, huggingface, keras_hub_preset |
-
-A keras-hub `ElectraBackbone` preset is an encoder without head: read as the
-discriminator it has `include_head=False` (and says so in a warning), so an
-export of its discriminator refuses; it holds no generator (a generator's
-backbone is an encoder too, without its MLM head). A preset of another
-family stops with one line.
-An electra_tf training checkpoint is read one way, whatever its layout: the
-model is built from its run's `config.json` (else the given hparams, else its
-shapes) and its variables restored through the checkpoint's object graph,
-which finds them under `model/` or under the optimizer's list of trainable
-variables. (The converter's to-official direction restores the optimizer
-state as well, see `convert.to_official.load_training_checkpoint`.)
 
 What a model records about its inputs (vocab, casing, trained length) is
 read here too, in one place (`recorded_inputs`): the exporter's defaults,
@@ -46,9 +37,9 @@ from absl import logging
 import keras
 import tensorflow as tf
 
+from electra_tf.checkpoints import model_dir as model_dir_lib
 from electra_tf.checkpoints import name_based
 from electra_tf.checkpoints import official as official_checkpoint
-from electra_tf.configs import model_dir as model_dir_lib
 from electra_tf.configs.hparams import RUN_CONFIG_FORMAT
 from electra_tf.configs.hparams import load_hparams
 from electra_tf.configs.pretraining import PretrainingConfig
@@ -250,18 +241,6 @@ def read_finetuned_checkpoint(prefix, config, source="the given hparams"):
   return model
 
 
-def _read_finetuning_run(detected, hparams):
-  """A fine-tuning run's trial dir: the model its `config.json` describes."""
-  user = load_hparams(hparams)
-  config = model_dir_lib.finetuning_config_from_run_config(detected.run_config, user)
-  described = detected.run_config["path"] + (" with --hparams over it" if user else "")
-  try:
-    model = read_finetuned_checkpoint(detected.location, config, described)
-  except ValueError as e:
-    raise ValueError(f"{e} (the model built from {described})") from None
-  return Loaded(model, detected, config, [f"model from {described}"])
-
-
 def load_task_preset(path):
   """The electra_tf task model (`ElectraClassifier`, ...) of a preset that
   `save_to_preset` wrote, with every weight; None for a backbone preset."""
@@ -281,75 +260,6 @@ def load_task_preset(path):
   return model
 
 
-def _read_preset(detected, part):
-  where = detected.location
-  if part == FINETUNED:
-    task_model = load_task_preset(where)
-    if task_model is None:
-      raise ValueError(
-        f"{where!r} is a keras-hub backbone preset (an encoder, no task head); expected a "
-        "fine-tuned model (fine-tune from it instead)"
-      )
-    return Loaded(task_model.finetuning_model, detected)
-  encoder, notes = keras_hub.read_keras_hub_preset(where)
-  if keras_hub.preset_task(where) is None:
-    logging.warning("%s: %s", where, keras_hub.UNTRAINED_HEAD)
-  return Loaded(encoder, detected, None, notes)
-
-
-def load(path, part=PRETRAINER, hparams=None, model_name="converted", data_dir=None):
-  """Part `part` of the model at `path`, whatever its format.
-
-  Args:
-    path: a checkpoint prefix or directory, a `.keras` file or a Hugging
-      Face directory (see `formats`).
-    part: one of `PARTS`.
-    hparams: pre-training hparams (dict, JSON string or `.json` path) over
-      a run's `config.json` or the sizes a checkpoint's shapes give; for
-      `finetuned`, the fine-tuning hparams of its heads (optional).
-    model_name, data_dir: the `PretrainingConfig` arguments for a training
-      checkpoint without `config.json`.
-
-  Returns:
-    A `Loaded`.
-
-  Raises:
-    ValueError: one line, for a path of a format `part` cannot be read from
-      or that does not hold `part`.
-  """
-  if part not in PARTS:
-    raise ValueError(f"part {part!r}; expected one of {PARTS}")
-  detected = formats.require(path, READABLE[part])
-  where = detected.location
-  if detected.format == formats.KERAS:
-    return Loaded(_part_of_keras_model(load_keras_file(where), part, path), detected)
-  if detected.format == formats.KERAS_HUB_PRESET:
-    return _read_preset(detected, part)
-  if detected.format == formats.HUGGINGFACE:
-    model, found, _, notes = huggingface.load_huggingface(where)
-    if found != part:
-      raise ValueError(f"{os.fspath(path)!r} holds the {found}; expected the {part}")
-    return Loaded(model, detected, None, list(notes))
-  if detected.format == formats.FINETUNED and detected.run_config is not None:
-    return _read_finetuning_run(detected, hparams)
-  if detected.format == formats.FINETUNED:
-    model, _, info = load_official_finetuning_model(where, hparams)
-    return Loaded(model, detected, None, list(info["notes"]))
-  if detected.format == formats.OFFICIAL:
-    pretrainer, config, tensors, info = load_official_pretrainer(where, hparams)
-    notes = list(info["notes"])
-    not_loaded = [n for n in tensors if official_names.is_non_model_entry(n)]
-  else:
-    pretrainer, config, notes = read_training_checkpoint(where, hparams, model_name, data_dir)
-    not_loaded = ["optimizer state and step"]
-  if part == PRETRAINER:
-    return Loaded(pretrainer, detected, config, notes, not_loaded)
-  network = getattr(pretrainer, part)
-  if network is None:
-    raise _missing_network_error(pretrainer, part)
-  return Loaded(network, detected, config, notes, not_loaded)
-
-
 # --- the run a model dir holds ----------------------------------------------------
 
 
@@ -361,26 +271,15 @@ def run_config(path):
 
   A Hugging Face discriminator directory or a keras-hub preset (what
   `convert_checkpoint --to` publishes) gets a run config of kind
-  `"published"` made from what it records (`published_run_config`), so
+  `"published"` made from what it records (`PublishedSource.recorded_run`), so
   that fine-tuning and the task models take its encoder's sizes, vocab and
   casing from it as from a pre-training run's."""
   if not tf.io.gfile.exists(os.fspath(path)) and not tf.io.gfile.exists(f"{path}.index"):
     return None
   try:
-    detected = formats.detect(path)
+    return open_source(path).recorded_run()
   except ValueError:
     return None
-  return run_config_of(detected)
-
-
-def run_config_of(detected):
-  """`run_config` of a path detected already (a `formats.Detected`)."""
-  if detected.format in (formats.HUGGINGFACE, formats.KERAS_HUB_PRESET):
-    try:
-      return published_run_config(detected)
-    except (OSError, ValueError):
-      return None  # the loader then says what is wrong with it, in one line
-  return detected.run_config if detected.format in (formats.TRAINING, formats.FINETUNED) else None
 
 
 # --- what a model records about its inputs ---------------------------------------
@@ -437,118 +336,6 @@ def _keras_file_lengths(path):
   preprocessor = ((config.get("config") or {}).get("preprocessor") or {}).get("config") or {}
   return {
     k: int(preprocessor[k]) for k in ("max_seq_length", "max_query_length") if preprocessor.get(k)
-  }
-
-
-def recorded_inputs(path):
-  """What the model at `path` records about its inputs (`Recorded`): the one
-  place every entry point finds a model's vocab, casing and trained length.
-
-  - an electra_tf run dir (pre-training or fine-tuning trial) or a
-    checkpoint in it: its `config.json` (`max_seq_length`; a fine-tuning
-    trial's `max_query_length` and `doc_stride`; the vocab and casing);
-  - a `.keras` file: the `config.json` of the run dir that holds it, and a
-    task model's preprocessor lengths;
-  - a Hugging Face directory: its `vocab.txt` or `sentencepiece.model` and
-    `tokenizer_config.json`'s casing (`huggingface.recorded_tokenizer`);
-    no length (its `max_position_embeddings` is the position table, not a
-    trained length);
-  - a keras-hub preset: its tokenizer assets and lower-casing
-    (`keras_hub.preset_vocab`), and an electra_tf task preset's
-    preprocessor lengths;
-  - an official checkpoint: nothing.
-
-  Unreadable records give None fields (the loaders report them).
-  """
-  try:
-    detected = formats.detect(path)
-  except ValueError:
-    return Recorded()
-  where = detected.location
-  if detected.format in (formats.TRAINING, formats.FINETUNED):
-    found = detected.run_config
-    return Recorded() if found is None else _recorded_in_run_config(found)
-  if detected.format == formats.KERAS:
-    try:
-      found = model_dir_lib.read_run_config(os.path.dirname(os.path.abspath(where)))
-    except ValueError:
-      found = None
-    recorded = Recorded() if found is None else _recorded_in_run_config(found)
-    lengths = _keras_file_lengths(where)
-    if lengths:  # the model's own preprocessor wins over the run's hparams
-      recorded = dataclasses.replace(recorded, source=os.fspath(where), **lengths)
-    return recorded
-  if detected.format == formats.HUGGINGFACE:
-    try:
-      tokenizer = huggingface.recorded_tokenizer(where)
-    except ValueError:
-      tokenizer = None
-    if tokenizer is None:
-      return Recorded()
-    vocab_file, do_lower_case, strip_accents = tokenizer
-    return Recorded(vocab_file, do_lower_case, strip_accents, vocab_source=os.fspath(where))
-  if detected.format == formats.KERAS_HUB_PRESET:
-    try:
-      vocab_file, do_lower_case, strip_accents = keras_hub.preset_vocab(where)
-    except ValueError:
-      vocab_file = do_lower_case = strip_accents = None
-    try:
-      lengths = keras_hub.preset_lengths(where)
-    except ValueError:
-      lengths = {}
-    source = os.path.join(os.fspath(where), keras_hub.TASK_CONFIG_FILE) if lengths else None
-    return Recorded(
-      vocab_file,
-      do_lower_case,
-      strip_accents,
-      source=source,
-      vocab_source=os.fspath(where),
-      **lengths,
-    )
-  return Recorded()
-
-
-def published_run_config(detected):
-  """A run config (kind `"published"`) describing the encoder of a Hugging
-  Face discriminator directory or a keras-hub preset: its sizes as
-  `model_hparam_overrides`, its embedding size, its vocab and casing and,
-  for a task preset, its length. None for a Hugging Face generator (no
-  encoder to fine-tune)."""
-  where = os.fspath(detected.location)
-  if detected.format == formats.HUGGINGFACE:
-    part, bert_config, embedding_size, _ = huggingface.read_hf_config(where)
-    if part != DISCRIMINATOR:
-      return None
-    config_path = os.path.join(where, huggingface.CONFIG_FILE)
-  else:
-    _, bert_config, embedding_size = keras_hub.preset_backbone_config(where)
-    config_path = os.path.join(where, keras_hub.CONFIG_FILE)
-  recorded = recorded_inputs(where)
-  sizes = {k: bert_config[k] for k in model_dir_lib.ARCHITECTURE_BERT_FIELDS}
-  hparams = {
-    "model_size": "base",  # every size below overrides the table's
-    "model_hparam_overrides": {k: v for k, v in sizes.items() if k != "vocab_size"},
-    "vocab_size": bert_config["vocab_size"],
-    "embedding_size": embedding_size,
-  }
-  if recorded.max_seq_length:
-    hparams["max_seq_length"] = recorded.max_seq_length
-  return {
-    "format": RUN_CONFIG_FORMAT,
-    "version": model_dir_lib.RUN_CONFIG_VERSION,
-    "kind": KIND_PUBLISHED,
-    "config_class": None,
-    "model_name": os.path.basename(os.path.abspath(where)),
-    "data_dir": None,
-    "hparams": hparams,
-    "architecture": {"encoder": dict(bert_config), "embedding_size": embedding_size},
-    "vocab": {
-      "file": recorded.vocab_file,
-      "size": bert_config["vocab_size"],
-      "do_lower_case": recorded.do_lower_case,
-      "strip_accents": recorded.strip_accents,
-    },
-    "path": config_path,
   }
 
 
@@ -695,63 +482,343 @@ def no_discriminator_error(path, holds):
   )
 
 
-def check_starts_finetuning(detected):
-  """Refuses, from its config alone (no weights read), a model that holds no
-  discriminator encoder: a `.keras` standalone generator, say, or a Hugging
-  Face generator directory."""
-  path = detected.path
-  if detected.format == formats.KERAS:
-    names = formats.keras_archive_class_names(path)
+# --- one loader per format --------------------------------------------------------
+
+
+class Source(formats.Detected):
+  """A path whose format was detected once (`open_source`), with what every
+  consumer asks of it: a part's weights (`load`), the run that describes it
+  (`recorded_run`), its vocab, casing and trained length (`recorded_inputs`)
+  and fine-tuning's start (`check_starts_finetuning`,
+  `initialize_finetuning_model`). One subclass per format; what a format
+  cannot give is one line (`formats.wrong_format_error`).
+
+  Example:
+    >>> # source = open_source("data/models/tiny"); source.load("discriminator").model
+  """
+
+  def load(self, part=PRETRAINER, hparams=None, model_name="converted", data_dir=None):
+    """Part `part` (one of `PARTS`) as a `Loaded`.
+
+    Args:
+      part: one of `PARTS`.
+      hparams: pre-training hparams (dict, JSON string or `.json` path) over
+        a run's `config.json` or the sizes a checkpoint's shapes give; for
+        `finetuned`, the fine-tuning hparams of its heads (optional).
+      model_name, data_dir: the `PretrainingConfig` arguments for a training
+        checkpoint without `config.json`.
+
+    Raises:
+      ValueError: one line, for a part this format cannot give or that the
+        model does not hold.
+    """
+    if part not in PARTS:
+      raise ValueError(f"part {part!r}; expected one of {PARTS}")
+    formats.require(self, READABLE[part])
+    return self._load(part, hparams, model_name, data_dir)
+
+  def _load(self, part, hparams, model_name, data_dir):
+    raise NotImplementedError
+
+  def _part_of_pretrainer(self, part, pretrainer, config, notes, not_loaded):
+    network = pretrainer if part == PRETRAINER else getattr(pretrainer, part)
+    if network is None:
+      raise _missing_network_error(pretrainer, part)
+    return Loaded(network, self, config, notes, not_loaded)
+
+  def recorded_run(self):
+    """The electra_tf run config (`config.json` content) that describes this
+    model, or None: a run dir's own, or one made from what a published
+    directory records (see `PublishedSource`)."""
+    return self.run_config
+
+  def recorded_inputs(self):
+    """What the model records about its inputs (a `Recorded`); unreadable
+    records give None fields (the loaders report them)."""
+    return Recorded() if self.run_config is None else _recorded_in_run_config(self.run_config)
+
+  def check_starts_finetuning(self):
+    """Refuses, from its config alone (no weights read), a model that holds
+    no discriminator encoder to fine-tune."""
+
+  def initialize_finetuning_model(self, model):
+    """Initialises `model` (a `FinetuningModel`) from this model; returns the
+    official names loaded. Name-based checkpoints (the original's, the
+    released models, fine-tuned ones) load every entry whose name equals one
+    of the model's official names — encoder and, for a fine-tuned checkpoint,
+    the heads — and ignore the rest (generator, discriminator head, Adam
+    slots, `global_step`), as the original's assignment map does. A variable
+    missing from the checkpoint keeps its initial value; a shape mismatch is
+    an error."""
+    info = official_checkpoint.restore_from_name_map(
+      model.official_name_map(), self.location, allow_missing=True, allow_unexpected=True
+    )
+    logging.info(
+      "Loaded %d variables from %s (missing, left initialised: %s)",
+      len(info["loaded"]),
+      self.location,
+      info["missing"],
+    )
+    return info["loaded"]
+
+
+class OfficialSource(Source):
+  """A name-based TF1 pre-training checkpoint: the model from its shapes
+  (and the given hparams); the generator, if any, beside the discriminator."""
+
+  def _load(self, part, hparams, model_name, data_dir):
+    pretrainer, config, tensors, info = load_official_pretrainer(self.location, hparams)
+    not_loaded = [n for n in tensors if official_names.is_non_model_entry(n)]
+    return self._part_of_pretrainer(part, pretrainer, config, list(info["notes"]), not_loaded)
+
+
+class FinetunedSource(Source):
+  """A name-based checkpoint with task heads: a `run_finetuning` trial (its
+  `config.json` builds the model) or the original's (its shapes do)."""
+
+  def _load(self, part, hparams, model_name, data_dir):
+    if self.run_config is None:
+      model, _, info = load_official_finetuning_model(self.location, hparams)
+      return Loaded(model, self, None, list(info["notes"]))
+    user = load_hparams(hparams)
+    config = model_dir_lib.finetuning_config_from_run_config(self.run_config, user)
+    described = self.run_config["path"] + (" with --hparams over it" if user else "")
+    try:
+      model = read_finetuned_checkpoint(self.location, config, described)
+    except ValueError as e:
+      raise ValueError(f"{e} (the model built from {described})") from None
+    return Loaded(model, self, config, [f"model from {described}"])
+
+
+class TrainingSource(Source):
+  """An electra_tf (object-based) training checkpoint, read one way whatever
+  its layout: built from its run's `config.json` (else the given hparams),
+  restored through its object graph, which finds each variable under
+  `model/` or under the optimizer's list of trainable variables."""
+
+  def _load(self, part, hparams, model_name, data_dir):
+    pretrainer, config, notes = read_training_checkpoint(
+      self.location, hparams, model_name, data_dir
+    )
+    return self._part_of_pretrainer(part, pretrainer, config, notes, ["optimizer state and step"])
+
+  def initialize_finetuning_model(self, model):
+    """Restores the discriminator's embeddings and encoder (an MLM-only run's
+    full-size generator, which is its encoder)."""
+    return _restore_encoder(model, self.location)
+
+
+class KerasFileSource(Source):
+  """An electra_tf `.keras` file: the model it holds; its run's `config.json`
+  beside it records the vocab, a task model's preprocessor its lengths."""
+
+  def _load(self, part, hparams, model_name, data_dir):
+    return Loaded(_part_of_keras_model(load_keras_file(self.location), part, self.path), self)
+
+  def recorded_inputs(self):
+    try:
+      found = model_dir_lib.read_run_config(os.path.dirname(os.path.abspath(self.location)))
+    except ValueError:
+      found = None
+    recorded = Recorded() if found is None else _recorded_in_run_config(found)
+    lengths = _keras_file_lengths(self.location)
+    if lengths:  # the model's own preprocessor wins over the run's hparams
+      recorded = dataclasses.replace(recorded, source=os.fspath(self.location), **lengths)
+    return recorded
+
+  def check_starts_finetuning(self):
+    names = formats.keras_archive_class_names(self.path)
     if names and not names & _HOLDS_A_DISCRIMINATOR:
       electra = sorted(n for n in names if n.startswith("Electra"))
-      raise ValueError(no_discriminator_error(path, ", ".join(electra) or "no ELECTRA class"))
-  elif detected.format == formats.HUGGINGFACE:
-    part = huggingface.read_hf_config(os.fspath(detected.location))[0]
+      raise ValueError(no_discriminator_error(self.path, ", ".join(electra) or "no ELECTRA class"))
+
+  def initialize_finetuning_model(self, model):
+    """Assigns every variable whose official name both models have."""
+    source = _source_name_map(load_keras_file(self.path), self.path)
+    return _assign_by_name(model, source, self.path)
+
+
+class PublishedSource(Source):
+  """A directory `convert_checkpoint --to` publishes (Hugging Face or
+  keras-hub): its run config is made from what it records (kind
+  `"published"`), so that fine-tuning and the task models take its
+  encoder's sizes, vocab and casing from it as from a pre-training run's."""
+
+  def _encoder_config(self):
+    """`(bert_config, embedding_size, config_path)`, or None for a directory
+    with no encoder to fine-tune."""
+    raise NotImplementedError
+
+  def recorded_run(self):
+    try:
+      found = self._encoder_config()
+    except (OSError, ValueError):
+      return None  # the loader then says what is wrong with it, in one line
+    if found is None:
+      return None
+    bert_config, embedding_size, config_path = found
+    where = os.fspath(self.location)
+    recorded = self.recorded_inputs()
+    sizes = {k: bert_config[k] for k in model_dir_lib.ARCHITECTURE_BERT_FIELDS}
+    hparams = {
+      "model_size": "base",  # every size below overrides the table's
+      "model_hparam_overrides": {k: v for k, v in sizes.items() if k != "vocab_size"},
+      "vocab_size": bert_config["vocab_size"],
+      "embedding_size": embedding_size,
+    }
+    if recorded.max_seq_length:
+      hparams["max_seq_length"] = recorded.max_seq_length
+    return {
+      "format": RUN_CONFIG_FORMAT,
+      "version": model_dir_lib.RUN_CONFIG_VERSION,
+      "kind": KIND_PUBLISHED,
+      "config_class": None,
+      "model_name": os.path.basename(os.path.abspath(where)),
+      "data_dir": None,
+      "hparams": hparams,
+      "architecture": {"encoder": dict(bert_config), "embedding_size": embedding_size},
+      "vocab": {
+        "file": recorded.vocab_file,
+        "size": bert_config["vocab_size"],
+        "do_lower_case": recorded.do_lower_case,
+        "strip_accents": recorded.strip_accents,
+      },
+      "path": config_path,
+    }
+
+
+class HuggingFaceSource(PublishedSource):
+  """A Hugging Face ELECTRA directory: the discriminator or the generator
+  its `config.json` declares; its tokenizer files record vocab and casing,
+  no length (`max_position_embeddings` is the position table)."""
+
+  def _load(self, part, hparams, model_name, data_dir):
+    model, found, _, notes = huggingface.load_huggingface(self.location)
+    if found != part:
+      raise ValueError(f"{os.fspath(self.path)!r} holds the {found}; expected the {part}")
+    return Loaded(model, self, None, list(notes))
+
+  def _encoder_config(self):
+    where = os.fspath(self.location)
+    part, bert_config, embedding_size, _ = huggingface.read_hf_config(where)
+    if part != DISCRIMINATOR:
+      return None
+    return bert_config, embedding_size, os.path.join(where, huggingface.CONFIG_FILE)
+
+  def recorded_inputs(self):
+    try:
+      tokenizer = huggingface.recorded_tokenizer(self.location)
+    except ValueError:
+      tokenizer = None
+    if tokenizer is None:
+      return Recorded()
+    vocab_file, do_lower_case, strip_accents = tokenizer
+    return Recorded(vocab_file, do_lower_case, strip_accents, vocab_source=os.fspath(self.location))
+
+  def check_starts_finetuning(self):
+    part = huggingface.read_hf_config(os.fspath(self.location))[0]
     if part != DISCRIMINATOR:
       raise ValueError(
-        f"{os.fspath(path)!r} is a Hugging Face ELECTRA {part} directory; fine-tuning starts "
-        "from a discriminator (ElectraForPreTraining or a task model)"
+        f"{os.fspath(self.path)!r} is a Hugging Face ELECTRA {part} directory; fine-tuning "
+        "starts from a discriminator (ElectraForPreTraining or a task model)"
       )
+
+  def initialize_finetuning_model(self, model):
+    source = _source_name_map(self.load(DISCRIMINATOR).model, self.path)
+    return _assign_by_name(model, source, self.path)
+
+
+class KerasHubPresetSource(PublishedSource):
+  """A keras-hub preset directory: an ELECTRA backbone (an encoder without
+  head, so read as the discriminator it has `include_head=False`, with a
+  warning, and no generator) or an electra_tf task preset (`save_to_preset`)
+  with its heads and preprocessor lengths."""
+
+  def _load(self, part, hparams, model_name, data_dir):
+    where = self.location
+    if part == FINETUNED:
+      task_model = load_task_preset(where)
+      if task_model is None:
+        raise ValueError(
+          f"{where!r} is a keras-hub backbone preset (an encoder, no task head); expected a "
+          "fine-tuned model (fine-tune from it instead)"
+        )
+      return Loaded(task_model.finetuning_model, self)
+    encoder, notes = keras_hub.read_keras_hub_preset(where)
+    if keras_hub.preset_task(where) is None:
+      logging.warning("%s: %s", where, keras_hub.UNTRAINED_HEAD)
+    return Loaded(encoder, self, None, notes)
+
+  def _encoder_config(self):
+    where = os.fspath(self.location)
+    _, bert_config, embedding_size = keras_hub.preset_backbone_config(where)
+    return bert_config, embedding_size, os.path.join(where, keras_hub.CONFIG_FILE)
+
+  def recorded_inputs(self):
+    where = self.location
+    try:
+      vocab_file, do_lower_case, strip_accents = keras_hub.preset_vocab(where)
+    except ValueError:
+      vocab_file = do_lower_case = strip_accents = None
+    try:
+      lengths = keras_hub.preset_lengths(where)
+    except ValueError:
+      lengths = {}
+    source = os.path.join(os.fspath(where), keras_hub.TASK_CONFIG_FILE) if lengths else None
+    return Recorded(
+      vocab_file,
+      do_lower_case,
+      strip_accents,
+      source=source,
+      vocab_source=os.fspath(where),
+      **lengths,
+    )
+
+  def initialize_finetuning_model(self, model):
+    # A task preset gives its heads too; a backbone preset its encoder.
+    source = load_task_preset(self.path)
+    if source is None:
+      source = keras_hub.read_keras_hub_preset(self.path)[0]
+    return _assign_by_name(model, _source_name_map(source, self.path), self.path)
+
+
+_SOURCE_CLASSES = {
+  formats.OFFICIAL: OfficialSource,
+  formats.FINETUNED: FinetunedSource,
+  formats.TRAINING: TrainingSource,
+  formats.KERAS: KerasFileSource,
+  formats.HUGGINGFACE: HuggingFaceSource,
+  formats.KERAS_HUB_PRESET: KerasHubPresetSource,
+}
+
+
+def open_source(path):
+  """The `Source` of `path` (its format detected once; a `formats.Detected`
+  or a `Source` is taken as it is)."""
+  if isinstance(path, Source):
+    return path
+  detected = path if isinstance(path, formats.Detected) else formats.detect(path)
+  return _SOURCE_CLASSES[detected.format](**dataclasses.asdict(detected))
+
+
+def load(path, part=PRETRAINER, hparams=None, model_name="converted", data_dir=None):
+  """Part `part` of the model at `path`, whatever its format (`Source.load`)."""
+  return open_source(path).load(part, hparams, model_name, data_dir)
+
+
+def recorded_inputs(path):
+  """What the model at `path` records about its inputs (`Source.recorded_inputs`),
+  the one place every entry point finds a model's vocab, casing and trained
+  length; an empty `Recorded` where nothing readable is there."""
+  try:
+    return open_source(path).recorded_inputs()
+  except ValueError:
+    return Recorded()
 
 
 def initialize_finetuning_model(model, path):
   """Initialises `model` (a `FinetuningModel`) from the model at `path` (or
-  its `formats.Detected`, when the caller has detected it).
-
-  Name-based checkpoints (the original's, the released models, fine-tuned
-  models) load every entry whose name equals one of the model's official
-  names — encoder and, for a fine-tuned checkpoint, the heads — and ignore
-  the rest (generator, discriminator head, Adam slots, `global_step`), as
-  the original's assignment map does. A variable missing from the
-  checkpoint keeps its initial value; a shape mismatch is an error. An
-  electra_tf training checkpoint restores the discriminator's embeddings and
-  encoder; a `.keras` model or a Hugging Face discriminator gives every
-  variable whose official name both models have.
-
-  Returns:
-    The official names loaded.
-  """
-  detected = formats.require(path, INITIALIZES_FINETUNING)
-  path = detected.path
-  if detected.format == formats.KERAS:
-    return _assign_by_name(model, _source_name_map(load_keras_file(path), path), path)
-  if detected.format == formats.HUGGINGFACE:
-    return _assign_by_name(model, _source_name_map(load(path, DISCRIMINATOR).model, path), path)
-  if detected.format == formats.KERAS_HUB_PRESET:
-    # A task preset gives its heads too; a backbone preset its encoder.
-    source = load_task_preset(path)
-    if source is None:
-      source = keras_hub.read_keras_hub_preset(path)[0]
-    return _assign_by_name(model, _source_name_map(source, path), path)
-  if detected.format == formats.TRAINING:
-    return _restore_encoder(model, detected.location)
-  info = official_checkpoint.restore_from_name_map(
-    model.official_name_map(), detected.location, allow_missing=True, allow_unexpected=True
-  )
-  logging.info(
-    "Loaded %d variables from %s (missing, left initialised: %s)",
-    len(info["loaded"]),
-    detected.location,
-    info["missing"],
-  )
-  return info["loaded"]
+  its `Source`), see `Source.initialize_finetuning_model`; returns the
+  official names loaded."""
+  source = open_source(formats.require(path, INITIALIZES_FINETUNING))
+  return source.initialize_finetuning_model(model)

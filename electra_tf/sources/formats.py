@@ -29,10 +29,10 @@ import zipfile
 
 import tensorflow as tf
 
+from electra_tf.checkpoints import model_dir as model_dir_lib
 from electra_tf.checkpoints import reader as checkpoint_reader
 from electra_tf.checkpoints.reader import is_object_based
 from electra_tf.checkpoints.reader import open_reader
-from electra_tf.configs import model_dir as model_dir_lib
 from electra_tf.sources.finetuned_heads import task_groups
 
 OFFICIAL = "official"

@@ -10,9 +10,9 @@ Example:
 import json
 import os
 
+from electra_tf.checkpoints import model_dir as model_dir_lib
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints.reader import open_reader
-from electra_tf.configs import model_dir as model_dir_lib
 from electra_tf.configs import pretraining as pretraining_config_lib
 from electra_tf.configs.hparams import load_hparams
 from electra_tf.sources.layout import NO_DATA_DIR
@@ -219,7 +219,7 @@ def training_checkpoint_config(
 ):
   """The `PretrainingConfig` an electra_tf training checkpoint was written with.
 
-  From the model dir's `config.json` (`electra_tf.configs.model_dir`) with
+  From the model dir's `config.json` (`electra_tf.checkpoints.model_dir`) with
   `hparams` over it; without one, from `hparams`, else from
   `converted_hparams.json` next to it (written by `official_to_keras`), else
   from the shapes of its object graph (attention heads by the size rule).

@@ -11,7 +11,7 @@ import types
 import keras
 import tensorflow as tf
 
-from electra_tf.configs import model_dir as model_dir_lib
+from electra_tf.checkpoints import model_dir as model_dir_lib
 from electra_tf.configs.pretraining import default_embedding_size
 from electra_tf.configs.pretraining import get_bert_config
 from electra_tf.finetune import task_builder
@@ -144,7 +144,7 @@ class ElectraTaskModel(keras.Model):
     vocab, they default to what its settings file records (off without
     one), whatever the run recorded. A Hugging Face discriminator directory
     or a keras-hub preset that electra_tf published records its encoder and
-    tokenizer the same way (`any_format.published_run_config`).
+    tokenizer the same way (`any_format.PublishedSource`).
     `max_seq_length` defaults to the length a fine-tuned model (an
     electra_tf trial dir, a task preset) was trained at, else to the class's
     `default_max_seq_length` (a pre-training run's length is not a task's);
@@ -158,10 +158,10 @@ class ElectraTaskModel(keras.Model):
         f"{cls.__name__}.from_checkpoint: {path!r} does not exist (expected a model dir, a "
         "checkpoint prefix, a .keras file or a published directory)"
       )
-    detected = formats.detect(path)
+    source = any_format.open_source(path)
     # A generator cannot start a task model: said before its vocab is looked for.
-    any_format.check_starts_finetuning(detected)
-    run_config = any_format.run_config_of(detected)
+    source.check_starts_finetuning()
+    run_config = source.recorded_run()
     if run_config is not None and run_config.get("kind") == model_dir_lib.KIND_FINETUNING:
       cls._adopt_trial_head(path, run_config, kwargs)
     run_vocab = {}
@@ -169,7 +169,7 @@ class ElectraTaskModel(keras.Model):
       run_vocab = run_config.get("vocab") or {}
       vocab_file = vocab_file or run_vocab.get("file")
       if run_config.get("kind") != model_dir_lib.KIND_PRETRAINING:
-        recorded = any_format.recorded_inputs(path)
+        recorded = source.recorded_inputs()
         max_seq_length = max_seq_length or recorded.max_seq_length
         if "max_query_length" in cls.preprocessor_args and recorded.max_query_length:
           kwargs.setdefault("max_query_length", recorded.max_query_length)

@@ -25,11 +25,11 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.checkpoints import checkpointing
-from electra_tf.configs import model_dir as model_dir_lib
+from electra_tf.checkpoints import model_dir as model_dir_lib
+from electra_tf.checkpoints.model_dir import KIND_FINETUNING
+from electra_tf.checkpoints.model_dir import write_run_config
 from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.configs.hparams import load_hparams
-from electra_tf.configs.model_dir import KIND_FINETUNING
-from electra_tf.configs.model_dir import write_run_config
 from electra_tf.configs.pretraining import get_pretraining_bert_config
 from electra_tf.finetune import preprocessing
 from electra_tf.finetune import task_builder
@@ -38,7 +38,6 @@ from electra_tf.finetune.qa import tasks as qa_tasks
 from electra_tf.optimization import factory as optimizer_factory
 from electra_tf.runtime import distribution
 from electra_tf.sources import any_format
-from electra_tf.sources import formats
 from electra_tf.text import vocab as vocab_lib
 from electra_tf.text.full_tokenizer import full_tokenizer_for
 from electra_tf.training.callbacks import DivergenceGuard
@@ -77,7 +76,7 @@ class FinetuningInputs:
 
   Attributes:
     config: the `FinetuningConfig`.
-    source: the `formats.Detected` of hparam `init_checkpoint`, detected
+    source: the `any_format.Source` of hparam `init_checkpoint`, detected
       once; None without one, or when nothing readable is there.
     source_error: why `init_checkpoint` could not be detected (None when it was).
     source_run_config: the electra_tf run config of the model the run starts
@@ -92,7 +91,7 @@ class FinetuningInputs:
   """
 
   config: FinetuningConfig
-  source: formats.Detected = None
+  source: any_format.Source = None
   source_error: str = None
   source_run_config: dict = None
   vocab: vocab_lib.Vocab = None
@@ -102,11 +101,11 @@ class FinetuningInputs:
 
 
 def _detect_source(config):
-  """`(Detected or None, error or None)` of hparam `init_checkpoint`."""
+  """`(Source or None, error or None)` of hparam `init_checkpoint`."""
   if not config.init_checkpoint:
     return None, None
   try:
-    return formats.detect(config.init_checkpoint), None
+    return any_format.open_source(config.init_checkpoint), None
   except ValueError as e:
     return None, str(e)
 
@@ -116,7 +115,7 @@ def _source_run_config(config, source):
   (hparam `init_checkpoint`, detected) or, without training, the first
   trial's dir; None when it has none."""
   if source is not None:
-    found = any_format.run_config_of(source)
+    found = source.recorded_run()
     if found is not None:
       return found
   if not config.do_train:

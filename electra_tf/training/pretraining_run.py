@@ -1,6 +1,6 @@
 """Pre-training and evaluation as a library: the original's
 `run_pretraining.py:train_or_eval` (checks before any model is built, debug
-wipe, `<model_dir>/config.json` describing the run (`electra_tf.configs.model_dir`),
+wipe, `<model_dir>/config.json` describing the run (`electra_tf.checkpoints.model_dir`),
 training to the absolute step `num_train_steps` with resumption, or evaluation of the newest checkpoint with its results files).
 
 `python -m electra_tf.run_pretraining` is the command line over
@@ -26,9 +26,9 @@ import keras
 import tensorflow as tf
 
 from electra_tf.checkpoints import checkpointing
+from electra_tf.checkpoints import model_dir as model_dir_lib
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints import reader as checkpoint_reader
-from electra_tf.configs import model_dir as model_dir_lib
 from electra_tf.configs.hparams import load_hparams
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.configs.pretraining import get_pretraining_bert_config

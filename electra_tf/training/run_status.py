@@ -5,8 +5,8 @@ import sys
 
 from electra_tf.checkpoints.checkpointing import CheckpointSaveError
 from electra_tf.checkpoints.checkpointing import TrainingPreempted
+from electra_tf.checkpoints.model_dir import ModelDirMismatch
 from electra_tf.checkpoints.reader import UnreadableCheckpointError
-from electra_tf.configs.model_dir import ModelDirMismatch
 from electra_tf.finetune.preprocessing import NoExamplesError
 from electra_tf.training.callbacks import TrainingDiverged
 from electra_tf.training.pretraining_run import InitCheckpointMismatch

@@ -13,7 +13,6 @@ from electra_tf import run_finetuning
 from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.finetune import task_builder
 from electra_tf.sources import any_format
-from electra_tf.sources import formats
 from electra_tf.text import wordpiece as tokenization
 from electra_tf.training import finetuning_run
 from tests.helpers.conversion import write_layout
@@ -263,7 +262,7 @@ def test_a_generator_keras_file_as_init_checkpoint_is_one_line_before_any_trial(
   generator = str(tmp_path / "g.keras")
   convert.official_to_keras(source, generator, part="generator")
   convert.official_to_keras(source, str(tmp_path / "d.keras"), part="discriminator")
-  any_format.check_starts_finetuning(formats.detect(str(tmp_path / "d.keras")))
+  any_format.open_source(str(tmp_path / "d.keras")).check_starts_finetuning()
   code, lines = _run(data, capsys, ["rte"], init_checkpoint=generator)
   assert code == 2 and len(lines) == 1, lines
   assert f"{generator!r} is a .keras model (ElectraEmbeddings, ElectraGenerator)" in lines[0]

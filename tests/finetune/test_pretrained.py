@@ -146,7 +146,7 @@ def test_learning_check_on_real_text(tmp_path, original_fixtures):
   )
   results = run_finetuning.run_finetuning(config)
   # The trial dir describes itself, as pre-training model dirs do.
-  from electra_tf.configs import model_dir as model_dir_lib  # pylint: disable=g-import-not-at-top
+  from electra_tf.checkpoints import model_dir as model_dir_lib  # pylint: disable=g-import-not-at-top
 
   run_config = model_dir_lib.read_run_config(config.model_dir)
   assert run_config["kind"] == model_dir_lib.KIND_FINETUNING

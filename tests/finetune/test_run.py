@@ -392,7 +392,7 @@ def test_a_pretraining_run_dir_gives_the_model_and_nothing_replaces_it(tmp_path,
 
   import electra_tf
   from electra_tf import export_saved_model
-  from electra_tf.configs import model_dir as model_dir_lib
+  from electra_tf.checkpoints import model_dir as model_dir_lib
   from electra_tf.convert import api as convert_api
   from tests.helpers.pretraining_data import pretrain_on_self_made_data
   from tests.helpers.pretraining_data import self_made_hparams

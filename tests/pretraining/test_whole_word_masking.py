@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.configs import model_dir as model_dir_lib
+from electra_tf.checkpoints import model_dir as model_dir_lib
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.models.electra_pretrainer import ElectraPretrainer
 from electra_tf.pretraining import masking

@@ -14,7 +14,7 @@ import tensorflow as tf
 import electra_tf
 from electra_tf import convert
 from electra_tf import export_saved_model
-from electra_tf.configs import model_dir as model_dir_lib
+from electra_tf.checkpoints import model_dir as model_dir_lib
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.serving import export as export_lib
 from electra_tf.serving import loading as serving_loading

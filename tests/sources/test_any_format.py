@@ -118,3 +118,38 @@ def test_a_part_the_format_cannot_give_is_one_line(sources):
   with pytest.raises(ValueError) as e:
     any_format.load(paths[formats.OFFICIAL], "finetuned")
   assert "is an official (name-based) checkpoint; expected a fine-tuned checkpoint" in str(e.value)
+
+
+@pytest.mark.parametrize("fmt", formats.FORMATS)
+def test_each_format_opens_as_its_own_source_detected_once(sources, fmt, monkeypatch):
+  paths, _ = sources
+  calls = []
+  detect = formats.detect
+  monkeypatch.setattr(formats, "detect", lambda path: calls.append(path) or detect(path))
+  source = any_format.open_source(paths[fmt])
+  assert (
+    type(source).__name__
+    == {
+      formats.OFFICIAL: "OfficialSource",
+      formats.FINETUNED: "FinetunedSource",
+      formats.TRAINING: "TrainingSource",
+      formats.KERAS: "KerasFileSource",
+      formats.HUGGINGFACE: "HuggingFaceSource",
+      formats.KERAS_HUB_PRESET: "KerasHubPresetSource",
+    }[fmt]
+  )
+  assert source.format == fmt and any_format.open_source(source) is source
+  # Everything a consumer asks of the source reads the path without detecting it again.
+  recorded, run = source.recorded_inputs(), source.recorded_run()
+  source.check_starts_finetuning()
+  if fmt in any_format.READABLE[any_format.DISCRIMINATOR]:
+    hparams = HPARAMS if fmt == formats.OFFICIAL else None
+    assert source.load(any_format.DISCRIMINATOR, hparams).detected is source
+  assert calls == [paths[fmt]]
+  # The published formats describe their encoder as a run; a run dir gives its own config.json.
+  if fmt in (formats.HUGGINGFACE, formats.KERAS_HUB_PRESET):
+    assert run["kind"] == any_format.KIND_PUBLISHED and run["vocab"]["file"] == recorded.vocab_file
+  elif fmt in (formats.TRAINING, formats.FINETUNED):
+    assert run is source.run_config
+  else:
+    assert run is None

@@ -1,4 +1,4 @@
-"""A model dir describes itself (`electra_tf.configs.model_dir`): a tiny
+"""A model dir describes itself (`electra_tf.checkpoints.model_dir`): a tiny
 `run_pretraining` run writes `config.json`, and the exporter and the converter
 rebuild the model from it with no `--hparams` (attention heads included)."""
 
@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from electra_tf import convert_checkpoint
 from electra_tf import export_saved_model
-from electra_tf.configs import model_dir as model_dir_lib
+from electra_tf.checkpoints import model_dir as model_dir_lib
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.sources import any_format
 from tests.helpers.lock_holder import another_trainer_holding
@@ -305,7 +305,7 @@ def test_an_mlm_only_run_records_its_full_size_generator_as_the_encoder(tmp_path
   """An MLM-only run (`electra_objective: false`) has no discriminator; its
   generator is the full-size encoder (as the pretrainer builds it), and that
   is what config.json records and fine-tuning reads."""
-  from electra_tf.configs import model_dir as model_dir_lib
+  from electra_tf.checkpoints import model_dir as model_dir_lib
   from electra_tf.configs.pretraining import PretrainingConfig
 
   overrides = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2}
