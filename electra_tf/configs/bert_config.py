@@ -69,11 +69,6 @@ class BertConfig:
           raise ValueError(f"BertConfig field {f.name} must be {kind}, got {value!r}")
     return cls(**values)
 
-  @classmethod
-  def from_json_file(cls, path):
-    with open(path, encoding="utf-8") as f:
-      return cls.from_dict(json.load(f))
-
   def to_dict(self):
     return copy.deepcopy(dataclasses.asdict(self))
 
