@@ -418,7 +418,8 @@ def settings_from_flags(model, config, source, args):
   `export_saved_model` run: its flags `args` over what the model at `source`
   records (`any_format.recorded_inputs`). Sets `args.max_seq_length` and
   `args.max_query_length` to the lengths served."""
-  recorded = any_format.recorded_inputs(source)
+  source = any_format.open_source(source)  # detected once for every setting below
+  recorded = source.recorded_inputs()
   vocab_file, do_lower_case, strip_accents = tokenizer_settings(
     source, config, recorded, args.vocab_file, args.no_lower_case, args.no_strip_accents
   )
@@ -628,11 +629,13 @@ def load_model(
   if kind not in MODEL_KINDS:
     raise ValueError(f"--model {kind!r}; expected one of {MODEL_KINDS}")
   if kind == "task":
-    detected = formats.require(path, any_format.READABLE[any_format.FINETUNED])
-    if detected.format == formats.FINETUNED and hparams and detected.run_config is None:
-      return load_finetuning_checkpoint(detected.location, hparams, model_name, data_dir)
+    source = any_format.open_source(
+      formats.require(path, any_format.READABLE[any_format.FINETUNED])
+    )
+    if source.format == formats.FINETUNED and hparams and source.run_config is None:
+      return load_finetuning_checkpoint(source.location, hparams, model_name, data_dir)
     # A trial dir's config.json gives the model, vocab and do_lower_case.
-    loaded = any_format.load(path, any_format.FINETUNED, hparams)
+    loaded = source.load(any_format.FINETUNED, hparams)
     if loaded.config is None and loaded.detected.format == formats.KERAS:
       return loaded.model, any_format.run_config_beside(path)
     return loaded.model, loaded.config

@@ -497,6 +497,10 @@ class Source(formats.Detected):
     >>> # source = open_source("data/models/tiny"); source.load("discriminator").model
   """
 
+  def __fspath__(self):
+    # A Source stands for its path wherever one is expected (messages, os.path).
+    return os.fspath(self.path)
+
   def load(self, part=PRETRAINER, hparams=None, model_name="converted", data_dir=None):
     """Part `part` (one of `PARTS`) as a `Loaded`.
 
