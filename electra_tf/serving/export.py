@@ -36,7 +36,7 @@ from electra_tf.text import vocab as vocab_lib
 from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from electra_tf.utils import interrupts
 from electra_tf.utils import keras_compat
-from electra_tf.utils.file_io import atomic_path
+from electra_tf.utils.file_io import replaced_together
 from electra_tf.utils.file_io import write_atomic
 
 MODEL_KINDS = ("discriminator", "generator", "task")
@@ -508,19 +508,17 @@ def save_module(module, export_dir, version=None, overwrite=False):
 
 def save_module_at(module, path, overwrite=False):
   """Saves `module` with its signatures as the SavedModel directory `path`
-  itself, atomically (a hidden temp directory, then a rename: TF Serving
-  never sees it half-done); returns `path`."""
+  itself, atomically (into a hidden directory beside it, then renamed: TF
+  Serving never sees it half-done); returns `path`. With `overwrite`, what
+  was at `path` stays until the new SavedModel is complete, and stays for
+  good if the save fails or is interrupted."""
   path = os.fspath(path)
-  if os.path.exists(path) and not overwrite:
+  if os.path.lexists(path) and not overwrite:
     raise ValueError(f"{path!r} already exists; pass overwrite=True or another path")
-  if os.path.isdir(path):
-    shutil.rmtree(path)
-  elif os.path.exists(path):
-    os.remove(path)
-  parent = os.path.dirname(os.path.abspath(path))
-  os.makedirs(parent, exist_ok=True)
-  with atomic_path(path) as tmp:  # a hidden name: TF Serving only loads integer names
-    tf.saved_model.save(module, tmp, signatures=module.get_signatures())
+  parent, name = os.path.split(os.path.abspath(path))
+  # A hidden name: TF Serving only loads integer names.
+  with replaced_together(parent, name) as staging:
+    tf.saved_model.save(module, os.path.join(staging, name), signatures=module.get_signatures())
   return path
 
 

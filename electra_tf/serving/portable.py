@@ -60,7 +60,7 @@ from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from electra_tf.utils import extras
 from electra_tf.utils import interrupts
 from electra_tf.utils import keras_compat
-from electra_tf.utils.file_io import atomic_path
+from electra_tf.utils.file_io import replaced_together
 from electra_tf.utils.file_io import write_atomic
 
 FORMATS = ("litert", "onnx")
@@ -423,18 +423,20 @@ def export_portable(model, filepath, format, quantize=None, **options):
   else:
     data = _to_onnx(function, quantize, metadata)
   interrupts.check()  # Ctrl-C swallowed during the conversion: write nothing
-  directory = os.path.dirname(os.path.abspath(filepath))
-  suffix = SUFFIXES[format]
-  with atomic_path(filepath, suffix=suffix) as tmp:
-    with open(tmp, "wb") as f:
+  directory, name = os.path.split(os.path.abspath(filepath))
+  # The whole set (network, its .json, tokenizer files) is written aside and
+  # moved in together: an old set stays whole until the new one is complete.
+  with replaced_together(directory, name) as staging:
+    network = os.path.join(staging, name)
+    with open(network, "wb") as f:
       f.write(data)
     beam = getattr(_qa_head(model), "beam_size", 1)
-    _check_export(tmp, function, quantize, beam, tokenizer.vocab_size)
-  write_tokenizer_files(directory, tokenizer, packing_length)
-  write_atomic(
-    os.path.join(directory, os.path.basename(filepath) + ".json"),
-    json.dumps(dict(metadata, format=format, quantize=quantize or "none"), indent=2) + "\n",
-  )
+    _check_export(network, function, quantize, beam, tokenizer.vocab_size)
+    write_tokenizer_files(staging, tokenizer, packing_length)
+    write_atomic(
+      os.path.join(staging, name + ".json"),
+      json.dumps(dict(metadata, format=format, quantize=quantize or "none"), indent=2) + "\n",
+    )
   return filepath
 
 
@@ -451,21 +453,12 @@ def export_to_dir(model, export_dir, format, kind, quantize=None, overwrite=Fals
   if os.path.exists(path) and not overwrite:
     raise ValueError(f"{path!r} already exists; pass --overwrite")
   made = not os.path.exists(export_dir)
-  before = set() if made else set(os.listdir(export_dir))
   try:
+    # export_portable moves its files in together, or none of them.
     return export_portable(model, path, format, quantize, kind=kind, **options)
   except BaseException:
-    # Interrupted or failed between its files: the network without its
-    # tokenizer files (or the reverse) would pass for a finished export.
-    if os.path.isdir(export_dir):
-      for new in set(os.listdir(export_dir)) - before:
-        target = os.path.join(export_dir, new)
-        if os.path.isdir(target):
-          shutil.rmtree(target, ignore_errors=True)
-        else:
-          os.remove(target)
-      if made and not os.listdir(export_dir):
-        os.rmdir(export_dir)
+    if made and os.path.isdir(export_dir) and not os.listdir(export_dir):
+      os.rmdir(export_dir)  # an interrupted or failed first export leaves no empty dir
     raise
 
 

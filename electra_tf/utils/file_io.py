@@ -16,6 +16,8 @@ import os
 import shutil
 import tempfile
 
+from electra_tf.utils import interrupts
+
 
 def _is_remote(path):
   return "://" in path
@@ -65,6 +67,72 @@ def atomic_path(path, suffix=""):
     elif tf.io.gfile.exists(tmp):
       tf.io.gfile.remove(tmp)
     raise
+
+
+@contextlib.contextmanager
+def replaced_together(directory, label):
+  """Yields a new, empty, hidden staging directory inside the local
+  `directory` to write a set of entries into (files and directories: a
+  SavedModel version, a network file with its tokenizer files); when the
+  block ends without error, they replace their namesakes in `directory`
+  together, and other entries there stay.
+
+  What was there stays in place until the whole new set is written: the
+  old entries are renamed aside, the new ones renamed in, then the old ones
+  removed. On any error or Ctrl-C (in the block, one swallowed during it,
+  or while renaming) the staging directory is removed and `directory` keeps
+  its previous entries. The hidden names (`.<label>.<pid>.tmp`) are not
+  numbers, so TF Serving never loads them as versions.
+
+  Args:
+    directory: the local directory the entries go to; created if needed.
+    label: a name for the hidden staging directory (e.g. the version).
+
+  Example:
+  >>> with replaced_together("export", "1") as staging:
+  ...   write_atomic(os.path.join(staging, "1", "saved_model.pb"), b"graph")
+  >>> os.listdir("export")
+  ['1']
+  """
+  os.makedirs(directory, exist_ok=True)
+  staging = temporary_path(os.path.join(directory, label))
+  aside = temporary_path(os.path.join(directory, label), ".old")
+  _remove(staging)
+  os.mkdir(staging)
+  try:
+    yield staging
+    interrupts.check()  # a Ctrl-C swallowed while writing: keep the old set
+    names = sorted(os.listdir(staging))
+    try:
+      for name in names:
+        target = os.path.join(directory, name)
+        if os.path.lexists(target):
+          os.makedirs(aside, exist_ok=True)
+          os.replace(target, os.path.join(aside, name))
+        os.replace(os.path.join(staging, name), target)
+    except BaseException:
+      # Judged from what is where (not from a log that an interrupt may cut
+      # short): a name gone from staging was moved in, one in `aside` is old.
+      for name in names:
+        target = os.path.join(directory, name)
+        if not os.path.lexists(os.path.join(staging, name)) and os.path.lexists(target):
+          os.replace(target, os.path.join(staging, name))
+        if os.path.lexists(os.path.join(aside, name)):
+          os.replace(os.path.join(aside, name), target)
+      raise
+    _remove(aside)
+  finally:
+    _remove(staging)
+    if os.path.isdir(aside) and not os.listdir(aside):
+      os.rmdir(aside)
+
+
+def _remove(path):
+  """Removes the local file or directory `path`, if there."""
+  if os.path.isdir(path) and not os.path.islink(path):
+    shutil.rmtree(path, ignore_errors=True)
+  elif os.path.lexists(path):
+    os.remove(path)
 
 
 def write_atomic(path, data):
@@ -157,6 +225,8 @@ def check_writable(path, what, directory=False):
   ...
   ValueError: --output-dir 'notes.txt/records' cannot be created: '.../notes.txt' is a file
   """
+  if not os.fspath(path).strip():
+    raise ValueError(f"{what} is empty; expected a path")
   if _is_remote(path):
     return
   full = os.path.abspath(path)

@@ -103,6 +103,11 @@ def test_cli_reports_bad_input(tmp_path, capsys):
       ["--checkpoint", str(tmp_path), "--export-dir", str(tmp_path), "--length-multiple", "0"]
     )
   assert "--length-multiple 0; expected at least 1" in capsys.readouterr().err
+  # An empty --export-dir names the flag (every output path is checked by the same helper).
+  code = export_saved_model.main(["--checkpoint", str(tmp_path), "--export-dir", ""])
+  err = capsys.readouterr().err
+  assert code == 2
+  assert err.strip() == "export_saved_model: error: --export-dir is empty; expected a path"
 
 
 def _export_pretraining_checkpoint(checkpoint, vocab_file, export_dir):

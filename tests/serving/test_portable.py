@@ -317,13 +317,19 @@ def test_an_interrupted_export_leaves_none_of_its_files(tmp_path, monkeypatch):
   files: the files this export made go, the export dir too if it made it;
   what was there before stays."""
 
-  def network_then_interrupt(model, path, *args, **kwargs):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-      f.write(b"network")
+  def interrupt(*args):
     raise KeyboardInterrupt
 
-  monkeypatch.setattr(portable, "export_portable", network_then_interrupt)
+  # The network is written (and checked); Ctrl-C before its tokenizer files.
+  monkeypatch.setattr(portable, "require", lambda format: None)
+  monkeypatch.setattr(
+    portable,
+    "build_network",
+    lambda model, **options: (None, ElectraTokenizer(vocabulary=VOCAB), 8, 8),
+  )
+  monkeypatch.setattr(portable, "_to_onnx", lambda *args: b"network")
+  monkeypatch.setattr(portable, "_check_export", lambda *args: None)
+  monkeypatch.setattr(portable, "write_tokenizer_files", interrupt)
   with pytest.raises(KeyboardInterrupt):
     portable.export_to_dir(None, str(tmp_path / "new"), "onnx", "discriminator")
   assert not (tmp_path / "new").exists()
