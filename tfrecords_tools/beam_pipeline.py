@@ -31,6 +31,7 @@ counters = run_jobs_on_beam(text_corpus.run_job, options, beam_args)
 ```
 """
 
+import contextlib
 import logging
 import os
 
@@ -204,6 +205,66 @@ def run_jobs_on_beam(job_fn, options, beam_options):
   """
   pipeline = beam.Pipeline(options=beam_options)
   add_build_steps(pipeline, job_fn, options)
-  result = pipeline.run()
-  result.wait_until_finish()
+  with ctrl_c_reports_quieted():
+    try:
+      result = pipeline.run()
+      result.wait_until_finish()
+    except Exception as e:
+      if _caused_by_ctrl_c(e):
+        # Beam re-raises a step's KeyboardInterrupt as a RuntimeError
+        # ("KeyboardInterrupt [while running 'RunJob']"): Ctrl-C it is, for
+        # the builder's one line.
+        raise KeyboardInterrupt from None
+      raise
   return counter_totals(result)
+
+
+def _caused_by_ctrl_c(error):
+  """Whether `error` is, or was raised while handling, a KeyboardInterrupt."""
+  while error is not None:
+    if isinstance(error, KeyboardInterrupt):
+      return True
+    error = error.__cause__ or error.__context__
+  return False
+
+
+def _is_ctrl_c_report(record):
+  """Whether a log record carries a KeyboardInterrupt (`logger.exception`
+  while Ctrl-C unwinds a step)."""
+  exc_info = record.exc_info
+  return (
+    bool(exc_info) and isinstance(exc_info, tuple) and isinstance(exc_info[1], KeyboardInterrupt)
+  )
+
+
+class _DropCtrlCReports(logging.Filter):
+  """Drops Beam's records of a KeyboardInterrupt (`_is_ctrl_c_report`);
+  every other record, Beam's errors included, passes."""
+
+  def filter(self, record):
+    return not (record.name.startswith("apache_beam") and _is_ctrl_c_report(record))
+
+
+@contextlib.contextmanager
+def ctrl_c_reports_quieted():
+  """Within: Beam's loggers do not report a Ctrl-C (Beam logs the
+  KeyboardInterrupt of the step it interrupts, "KeyboardInterrupt [while
+  running 'RunJob']", with its traceback); the builder says it in one line.
+
+  A logger's filter applies only to records logged to that logger itself,
+  so the filter goes on every `apache_beam` logger there is (Beam creates
+  them at import), and on the root logger's handlers for any made later."""
+  drop = _DropCtrlCReports()
+  loggers = [logging.getLogger("apache_beam")] + [
+    logger
+    for name, logger in list(logging.Logger.manager.loggerDict.items())
+    if name.startswith("apache_beam.") and isinstance(logger, logging.Logger)
+  ]
+  handlers = list(logging.getLogger().handlers)
+  for each in loggers + handlers:
+    each.addFilter(drop)
+  try:
+    yield
+  finally:
+    for each in loggers + handlers:
+      each.removeFilter(drop)

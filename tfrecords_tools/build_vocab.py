@@ -33,9 +33,11 @@ Example:
 
 import argparse
 import collections
+import contextlib
 import dataclasses
 import functools
 import os
+import signal
 import sys
 import time
 
@@ -670,6 +672,8 @@ def corpus_pieces(corpus_dir, report):
       for number, data in enumerate(_file_pieces(f)):
         text, bad = decode_utf8(data)
         report.total_bytes += len(data)
+        if number == 0:
+          text_checks.check_line_ends(path, data)
         if number == 0 and text_checks.is_not_text(data, bad):
           # Skipped whole and reported once (`CountReport.check_text`).
           size = tf.io.gfile.stat(path).length
@@ -863,20 +867,55 @@ def build_sentencepiece(args, report):
     raise
   report.check_text()  # nothing written when the corpus is mostly not text
   size = len(vocab_lib.sentencepiece_vocab_of(model, args.output))
-  # The settings first: a model never stands without them.
-  vocab_lib.write_vocab_settings(
-    args.output,
-    {
-      "kind": vocab_lib.SENTENCEPIECE,
-      "model_type": args.model_type,
-      "vocab_size": size,
-      "do_lower_case": args.do_lower_case,
-      "strip_accents": args.strip_accents,
-      "character_coverage": args.character_coverage,
-    },
-  )
-  write_atomic(args.output, model)
+  settings = {
+    "kind": vocab_lib.SENTENCEPIECE,
+    "model_type": args.model_type,
+    "vocab_size": size,
+    "do_lower_case": args.do_lower_case,
+    "strip_accents": args.strip_accents,
+    "character_coverage": args.character_coverage,
+  }
+  write_vocab_files(args.output, settings, lambda: write_atomic(args.output, model))
   return size
+
+
+@contextlib.contextmanager
+def _ctrl_c_deferred():
+  """Within: Ctrl-C is held back, so that what is written within is written
+  whole; a Ctrl-C pressed meanwhile is raised on leaving. Outside the main
+  thread (where signals cannot be handled) nothing changes."""
+  pressed = []
+
+  def remember(signum, frame):
+    del signum, frame
+    pressed.append(True)
+
+  try:
+    previous = signal.signal(signal.SIGINT, remember)
+  except ValueError:  # not the main thread
+    previous = None
+  try:
+    yield
+  finally:
+    if previous is not None:
+      signal.signal(signal.SIGINT, previous)
+  if pressed:
+    raise KeyboardInterrupt
+
+
+def write_vocab_files(output, settings, write):
+  """Writes the settings file beside `output`, then the vocab or model
+  (`write()`), together: the settings first, so that a vocab never stands
+  without them, and with Ctrl-C held back until both are written (with
+  --overwrite, the old pair is never left half replaced). A Ctrl-C pressed
+  meanwhile is raised afterwards, marked `vocab_written` (see `main`)."""
+  try:
+    with _ctrl_c_deferred():
+      vocab_lib.write_vocab_settings(output, settings)
+      write()
+  except KeyboardInterrupt as e:
+    e.vocab_written = output
+    raise
 
 
 def _main(argv):
@@ -950,9 +989,11 @@ def _main(argv):
       )
     if args.num_unused < 0:
       raise ValueError(f"--num-unused {args.num_unused}: expected 0 or more [unusedN] tokens")
-    if os.path.isdir(args.output):
+    if os.path.isdir(args.output) or args.output.endswith(("/", os.sep)):
+      # Checked before any work: the settings file would become "<dir>/.json".
+      what = "is a directory" if os.path.isdir(args.output) else "ends in a path separator"
       raise ValueError(
-        f"--output {args.output!r} is a directory; expected the vocab file's path (such as "
+        f"--output {args.output!r} {what}; expected a file path for the vocab (such as "
         f"{os.path.join(args.output, 'vocab.txt')!r})"
       )
     if os.path.exists(args.output) and not args.overwrite:
@@ -963,6 +1004,7 @@ def _main(argv):
       )
     # Before counting the corpus (seconds to hours), not when writing the result.
     check_writable(args.output, "--output")
+    text_corpus.check_corpus_line_ends(args.corpus_dir, list_corpus_files(args.corpus_dir))
     if not wordpiece:
       if args.character_coverage is not None and not 0 < args.character_coverage <= 1:
         raise ValueError(
@@ -978,26 +1020,11 @@ def _main(argv):
     print(f"error: {e}", file=sys.stderr)
     return exit_codes.BAD_INPUT
   if not wordpiece:
-    for line in report.summary():
-      print(f"warning: {args.corpus_dir}: {line}", file=sys.stderr)
-    lost = text_checks.normalisation_warning(
-      report.sample_words, args.do_lower_case, args.strip_accents
-    )
-    if lost:
-      print(f"warning: {args.corpus_dir}: {lost}", file=sys.stderr)
-    print(
-      f"Wrote a SentencePiece {args.model_type} model of {size} pieces to {args.output} "
-      f"(settings: {vocab_lib.settings_path(args.output)})"
-    )
-    sample = corpus_sample(args.corpus_dir, UNKNOWN_SAMPLE_CHARS)
-    for line in unknown_report(args.output, sample, args.character_coverage):
-      print(line, file=sys.stderr if line.startswith("warning: ") else sys.stdout)
-    if size < args.vocab_size:
-      print(
-        f"warning: the model has {size} pieces, fewer than --vocab-size {args.vocab_size} "
-        f"(a small corpus); set vocab_size to {size} in the pre-training hparams",
-        file=sys.stderr,
-      )
+    try:
+      _report_sentencepiece(args, size, report)
+    except KeyboardInterrupt as e:
+      e.vocab_written = args.output  # Ctrl-C during the report: the model is complete
+      raise
     return 0
   tried = []
   try:
@@ -1015,9 +1042,45 @@ def _main(argv):
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return exit_codes.BAD_INPUT
-  # The settings first, as for a SentencePiece model: a vocab never stands without them.
-  vocab_lib.write_vocab_settings(args.output, wordpiece_settings(args, tokens))
-  write_vocab(tokens, args.output)
+  write_vocab_files(
+    args.output, wordpiece_settings(args, tokens), lambda: write_vocab(tokens, args.output)
+  )
+  try:
+    _report_wordpiece(args, tokens, counts, report, tried)
+  except KeyboardInterrupt as e:
+    e.vocab_written = args.output  # Ctrl-C during the report: the vocab is complete
+    raise
+  return 0
+
+
+def _report_sentencepiece(args, size, report):
+  """What `_main` says once a SentencePiece model is written: warnings, the
+  written line and the [UNK] shares."""
+  for line in report.summary():
+    print(f"warning: {args.corpus_dir}: {line}", file=sys.stderr)
+  lost = text_checks.normalisation_warning(
+    report.sample_words, args.do_lower_case, args.strip_accents
+  )
+  if lost:
+    print(f"warning: {args.corpus_dir}: {lost}", file=sys.stderr)
+  print(
+    f"Wrote a SentencePiece {args.model_type} model of {size} pieces to {args.output} "
+    f"(settings: {vocab_lib.settings_path(args.output)})"
+  )
+  sample = corpus_sample(args.corpus_dir, UNKNOWN_SAMPLE_CHARS)
+  for line in unknown_report(args.output, sample, args.character_coverage):
+    print(line, file=sys.stderr if line.startswith("warning: ") else sys.stdout)
+  if size < args.vocab_size:
+    print(
+      f"warning: the model has {size} pieces, fewer than --vocab-size {args.vocab_size} "
+      f"(a small corpus); set vocab_size to {size} in the pre-training hparams",
+      file=sys.stderr,
+    )
+
+
+def _report_wordpiece(args, tokens, counts, report, tried):
+  """What `_main` says once a WordPiece vocab is written: warnings, the
+  written line and the [UNK] shares."""
   for line in report.summary():
     print(f"warning: {args.corpus_dir}: {line}", file=sys.stderr)
   lost = text_checks.normalisation_warning(
@@ -1043,17 +1106,26 @@ def _main(argv):
       f"{len(tokens)} in the pre-training hparams (or use a larger corpus)",
       file=sys.stderr,
     )
-  return 0
 
 
 def main(argv=None):
-  """The command line; Ctrl-C ends it in one line (exit 130): the vocab and
-  its settings file are written only once complete, so nothing partial is
-  left."""
+  """The command line; Ctrl-C ends it in one line (exit 130) that says what
+  was written: nothing before the vocab and its settings file are written
+  (they are written only once complete, together: `write_vocab_files`);
+  after, both, complete (the report that follows is what is cut short)."""
   try:
     return _main(argv)
-  except KeyboardInterrupt:
-    print("interrupted (Ctrl-C); nothing written", file=sys.stderr, flush=True)
+  except KeyboardInterrupt as e:
+    written = getattr(e, "vocab_written", None)
+    if written is None:
+      message = "interrupted (Ctrl-C); nothing written"
+    else:
+      message = (
+        f"interrupted (Ctrl-C) after the vocab was written: {written} and its settings "
+        f"{vocab_lib.settings_path(written)} are complete; the report that follows them was cut "
+        "short"
+      )
+    print(message, file=sys.stderr, flush=True)
     return exit_codes.INTERRUPTED
 
 

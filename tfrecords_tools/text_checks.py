@@ -1,11 +1,18 @@
 """Checks on a corpus before it becomes a vocab or records: files that are
-not text, and words that lower-casing or accent stripping would change.
+not text, files with old-Mac line ends, and words that lower-casing or
+accent stripping would change.
 
 Not text: a file whose bytes are mostly not UTF-8 or control characters
 (random bytes, a binary file, text in another encoding) is skipped whole and
 counted, with one warning per run; when such files are most of the corpus
 the run is refused in one line naming a file and the share. A text file
 with a few stray bytes stays (those bytes are dropped, as before).
+
+Old-Mac line ends: a file whose lines end in a lone "\\r" (no "\\n" at
+all) would be read as one line (the readers split at "\\n" and drop "\\r",
+as the original's does), so its text would run together into one example;
+`check_line_ends` refuses it in one line with the fix. Windows line ends
+("\\r\\n") are fine.
 
 Meaning lost: lower-casing and accent stripping (the WordPiece defaults)
 change words; for Vietnamese tones, Devanagari and Thai vowel signs or
@@ -18,11 +25,14 @@ Example:
   0.0
   >>> round(not_text_share(bytes(range(256)) * 4), 2) > MAX_NOT_TEXT_SHARE
   True
+  >>> has_cr_only_line_ends(b"one\\rtwo\\r"), has_cr_only_line_ends(b"one\\r\\ntwo\\r\\n")
+  (True, False)
   >>> counts = {"Nhấn": 1, "đôi": 1, "để": 1, "ok": 1}
   >>> normalisation_warning(counts, do_lower_case=True, strip_accents=True)[:42]
   'accent stripping changes 75% of the words '
 """
 
+import shlex
 import unicodedata
 
 # Bytes that are never text (C0 controls but tab, newline, vertical tab,
@@ -41,6 +51,8 @@ ACCENT_WARNING_SHARE = 0.05
 LOWER_CASE_WARNING_SHARE = 0.4
 # Words sampled for the normalisation check (the first ones of the corpus).
 SAMPLE_WORDS = 200_000
+# Bytes read from the start of each corpus file for `check_line_ends`.
+LINE_ENDS_SAMPLE_BYTES = 1 << 16
 
 
 def not_text_share(data, bad_utf8_bytes=None):
@@ -62,6 +74,25 @@ def not_text_share(data, bad_utf8_bytes=None):
 def is_not_text(data, bad_utf8_bytes=None):
   """Whether `data` (a file's bytes) is to be skipped as not text."""
   return not_text_share(data, bad_utf8_bytes) > MAX_NOT_TEXT_SHARE
+
+
+def has_cr_only_line_ends(data):
+  """Whether `data` (the start of a file, bytes) has old-Mac line ends: a
+  "\\r" that is not the last byte, and no "\\n" at all."""
+  return b"\n" not in data and b"\r" in data.rstrip(b"\r")
+
+
+def check_line_ends(path, data):
+  """Raises a one-line ValueError naming `path` when `data` (its first
+  bytes, such as `LINE_ENDS_SAMPLE_BYTES` of them) has CR-only line ends
+  (`has_cr_only_line_ends`): read as it is, the whole file would be one line.
+  Every reader of corpus text files calls this."""
+  if has_cr_only_line_ends(data) and not is_not_text(data):  # not text: skipped as such
+    raise ValueError(
+      f"--corpus-dir: {path!r} has CR-only line ends (old Mac format: '\\r' without '\\n'), "
+      "so it would be read as one line; convert it first, e.g. "
+      f"tr '\\r' '\\n' < {shlex.quote(path)} > converted.txt (Windows '\\r\\n' line ends are fine)"
+    )
 
 
 def skipped_message(skipped_files, skipped_bytes, total_bytes, example):

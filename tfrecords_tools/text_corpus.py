@@ -254,6 +254,19 @@ def list_corpus_files(corpus_dir):
   return names
 
 
+def check_corpus_line_ends(corpus_dir, names=None):
+  """Refuses, before any work, a corpus file with CR-only (old Mac) line ends
+  (`text_checks.check_line_ends` on its first `LINE_ENDS_SAMPLE_BYTES`).
+  Entries that are not regular files (directories; named pipes, which a
+  job reads once) are left alone."""
+  for name in list_corpus_files(corpus_dir) if names is None else names:
+    path = os.path.join(corpus_dir, name)
+    if tf.io.gfile.isdir(path) or ("://" not in path and not os.path.isfile(path)):
+      continue
+    with tf.io.gfile.GFile(path, "rb") as f:
+      text_checks.check_line_ends(path, f.read(text_checks.LINE_ENDS_SAMPLE_BYTES))
+
+
 def corpus_bytes(options):
   """The size of the `--corpus-dir` files in bytes; None for TFDS, or where
   it cannot be read."""
@@ -525,7 +538,7 @@ def check_options(options):
     options.vocab_file, options.do_lower_case, options.strip_accents
   )
   if not options.tfds_name:
-    list_corpus_files(options.corpus_dir)
+    check_corpus_line_ends(options.corpus_dir, list_corpus_files(options.corpus_dir))
     if os.path.realpath(options.output_dir) == os.path.realpath(options.corpus_dir):
       raise ValueError(
         f"--output-dir {options.output_dir!r} is --corpus-dir: the shards would be read back "

@@ -208,3 +208,33 @@ def test_beam_is_not_imported_without_runner(corpus, tmp_path):
   )
   subprocess.run([sys.executable, "-c", script], check=True, cwd=REPO_ROOT, capture_output=True)
   assert len(os.listdir(tmp_path / "out")) == NUM_OUT_FILES + 1  # and records_info.json
+
+
+def _job_interrupted(job_id, options, on_file=None):
+  """A job that Ctrl-C stops as it starts."""
+  raise KeyboardInterrupt
+
+
+def test_ctrl_c_in_a_beam_job_ends_in_the_builders_one_line(
+  corpus, tmp_path, capsys, caplog, monkeypatch
+):
+  """Beam logs a step's KeyboardInterrupt ("KeyboardInterrupt [while running
+  'RunJob']" and its traceback) and re-raises it as a RuntimeError: the
+  build says it in its own one line instead, as without --runner."""
+  corpus_dir, vocab = corpus
+  monkeypatch.setattr(text_corpus, "run_job", _job_interrupted)
+  out = tmp_path / "out"
+  assert cli.main(_flags(corpus_dir, vocab, out, "--runner", "DirectRunner")) == 130
+  err = capsys.readouterr().err
+  assert err.strip().splitlines()[-1].startswith("interrupted (Ctrl-C); removed the "), err
+  assert "Traceback" not in err and "while running" not in err, err
+  reports = [r for r in caplog.records if r.name.startswith("apache_beam") and r.exc_info]
+  assert not reports, [r.getMessage() for r in reports]
+  assert os.listdir(out) == []
+  # Only Ctrl-C is quieted: Beam's other errors are still logged.
+  with beam_pipeline.ctrl_c_reports_quieted():
+    try:
+      raise ValueError("a real error")
+    except ValueError:
+      beam_pipeline.logging.getLogger("apache_beam.runners.common").exception("boom")
+  assert [r.getMessage() for r in caplog.records if r.name.startswith("apache_beam")] == ["boom"]

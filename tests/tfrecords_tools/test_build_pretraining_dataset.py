@@ -553,3 +553,37 @@ def test_a_rebuild_that_fails_or_is_interrupted_puts_the_earlier_build_back(
   names = sorted(p.name for p in out.iterdir())
   assert text_corpus.PREVIOUS_BUILD not in names and "notes.txt" in names
   assert len([n for n in names if n.startswith("pretrain_data")]) == 3
+
+
+def test_cr_only_line_ends_are_refused_and_windows_line_ends_read_as_unix(
+  small_corpus, tmp_path, capsys
+):
+  """A file with old-Mac line ends ("\\r" only) would be read as one line
+  (one example from a whole file): refused in one line, before anything is
+  written. Windows line ends give the records of Unix ones."""
+  corpus, vocab = small_corpus
+  name = sorted(os.listdir(corpus))[0]
+  data = open(os.path.join(corpus, name), "rb").read().replace(b"\r", b"")
+  mac = tmp_path / "mac"
+  mac.mkdir()
+  (mac / "a.txt").write_bytes(b"fine text\n")
+  (mac / "b.txt").write_bytes(data.replace(b"\n", b"\r"))
+  out = tmp_path / "out"
+  assert cli.main(build_dataset_flags(mac, vocab, out, max_seq_length=32, num_out_files=2)) == 2
+  path = str(mac / "b.txt")
+  assert capsys.readouterr().err == (
+    f"error: --corpus-dir: {path!r} has CR-only line ends (old Mac format: '\\r' without "
+    f"'\\n'), so it would be read as one line; convert it first, e.g. tr '\\r' '\\n' < {path} > "
+    "converted.txt (Windows '\\r\\n' line ends are fine)\n"
+  )
+  assert not out.exists()
+  records = {}
+  for kind, line_end in (("unix", b"\n"), ("windows", b"\r\n")):
+    (tmp_path / kind).mkdir()
+    (tmp_path / kind / "a.txt").write_bytes(data.replace(b"\n", line_end))
+    flags = build_dataset_flags(
+      tmp_path / kind, vocab, tmp_path / f"out_{kind}", max_seq_length=32, num_out_files=2, seed=1
+    )
+    assert cli.main(flags) == 0
+    records[kind] = read_shards(tmp_path / f"out_{kind}", 2)
+  assert records["unix"] == records["windows"] and sum(map(len, records["unix"].values())) > 5

@@ -3,6 +3,7 @@
 import json
 import os
 import random
+import signal
 
 import pytest
 import sentencepiece
@@ -329,3 +330,111 @@ def test_a_named_pipe_in_the_corpus_dir_is_named_not_read(tmp_path, capsys):
     "or device); expected text files only: move it out of the folder"
   ]
   assert not (tmp_path / "v.txt").exists()
+
+
+def _vocab_argv(corpus_dir, out, *extra):
+  return ["--corpus-dir", str(corpus_dir), "--vocab-size", "200", "--output", str(out), *extra]
+
+
+def test_ctrl_c_before_the_write_leaves_the_old_vocab_and_says_nothing_written(
+  tmp_path, corpus_dir, monkeypatch, capsys
+):
+  out = tmp_path / "vocab.txt"
+  out.write_text("old\n")
+  (tmp_path / "vocab.txt.json").write_text("{}")
+
+  def interrupted(*args, **kwargs):
+    raise KeyboardInterrupt
+
+  monkeypatch.setattr(build_vocab, "learn_vocab", interrupted)
+  assert build_vocab.main(_vocab_argv(corpus_dir, out, "--overwrite")) == 130
+  assert capsys.readouterr().err == "interrupted (Ctrl-C); nothing written\n"
+  assert out.read_text() == "old\n" and (tmp_path / "vocab.txt.json").read_text() == "{}"
+
+
+def test_ctrl_c_after_the_write_says_what_was_written(tmp_path, corpus_dir, monkeypatch, capsys):
+  """--overwrite, Ctrl-C during the [UNK] report: the new vocab and settings
+  are complete, and the line says so (not "nothing written")."""
+  out = tmp_path / "vocab.txt"
+  out.write_text("old\n")
+  (tmp_path / "vocab.txt.json").write_text("{}")
+
+  def interrupted(*args, **kwargs):
+    raise KeyboardInterrupt
+
+  monkeypatch.setattr(build_vocab, "unknown_report", interrupted)
+  assert build_vocab.main(_vocab_argv(corpus_dir, out, "--overwrite")) == 130
+  err = capsys.readouterr().err.strip().splitlines()
+  assert err[-1] == (
+    f"interrupted (Ctrl-C) after the vocab was written: {out} and its settings {out}.json are "
+    "complete; the report that follows them was cut short"
+  )
+  assert out.read_text().startswith("[PAD]\n")
+  assert json.loads((tmp_path / "vocab.txt.json").read_text())["vocab_size"] > 104
+
+
+def test_ctrl_c_while_writing_is_held_until_both_files_are_written(
+  tmp_path, corpus_dir, monkeypatch, capsys
+):
+  """A Ctrl-C between the settings file and the vocab would leave a new
+  settings file beside the old vocab: it is held back until both are written."""
+  out = tmp_path / "vocab.txt"
+  out.write_text("old\n")
+  real_write_vocab = build_vocab.write_vocab
+
+  def write_vocab_after_ctrl_c(tokens, output):
+    os.kill(os.getpid(), signal.SIGINT)  # the settings file is written, the vocab is not
+    real_write_vocab(tokens, output)
+
+  monkeypatch.setattr(build_vocab, "write_vocab", write_vocab_after_ctrl_c)
+  assert build_vocab.main(_vocab_argv(corpus_dir, out, "--overwrite")) == 130
+  assert "after the vocab was written" in capsys.readouterr().err
+  tokens = out.read_text("utf-8").splitlines()
+  assert tokens[0] == "[PAD]"
+  assert json.loads((tmp_path / "vocab.txt.json").read_text())["vocab_size"] == len(tokens)
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_an_output_that_is_a_directory_is_refused_before_any_work(
+  tmp_path, corpus_dir, capsys, existing
+):
+  vocabs = tmp_path / "some" / "vocabs"
+  if existing:
+    vocabs.mkdir(parents=True)
+  output = str(vocabs) + ("" if existing else os.sep)
+  assert build_vocab.main(_vocab_argv(corpus_dir, output)) == 2
+  what = "is a directory" if existing else "ends in a path separator"
+  assert capsys.readouterr().err == (
+    f"error: --output {output!r} {what}; expected a file path for the vocab (such as "
+    f"{os.path.join(output, 'vocab.txt')!r})\n"
+  )
+  left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+  assert left == (["some", "some/vocabs"] if existing else [])
+
+
+def test_cr_only_line_ends_are_refused_and_windows_line_ends_read_as_unix(
+  tmp_path, corpus_dir, capsys
+):
+  text = (corpus_dir / "part0.txt").read_text("utf-8")
+  mac = tmp_path / "mac"
+  mac.mkdir()
+  (mac / "a.txt").write_bytes(text.replace("\n", "\r").encode("utf-8"))
+  out = tmp_path / "vocab.txt"
+  assert build_vocab.main(_vocab_argv(mac, out)) == 2
+  path = str(mac / "a.txt")
+  assert capsys.readouterr().err == (
+    f"error: --corpus-dir: {path!r} has CR-only line ends (old Mac format: '\\r' without "
+    f"'\\n'), so it would be read as one line; convert it first, e.g. tr '\\r' '\\n' < {path} > "
+    "converted.txt (Windows '\\r\\n' line ends are fine)\n"
+  )
+  assert not out.exists() and not (tmp_path / "vocab.txt.json").exists()
+  # Windows line ends: the same vocab as Unix ones.
+  unix, windows = tmp_path / "unix", tmp_path / "windows"
+  unix.mkdir()
+  windows.mkdir()
+  (unix / "a.txt").write_bytes(text.encode("utf-8"))
+  (windows / "a.txt").write_bytes(text.replace("\n", "\r\n").encode("utf-8"))
+  argv = ["--learner", "tensorflow-text"]  # deterministic
+  assert build_vocab.main(_vocab_argv(unix, tmp_path / "u.txt", *argv)) == 0
+  assert build_vocab.main(_vocab_argv(windows, tmp_path / "w.txt", *argv)) == 0
+  assert (tmp_path / "u.txt").read_text() == (tmp_path / "w.txt").read_text()
