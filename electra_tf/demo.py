@@ -416,11 +416,10 @@ def main(argv=None):
       parser.error(f"{flag} {value}: expected a positive number")
   stages = [s.strip() for s in args.stages.split(",") if s.strip()]
   unknown = [s for s in stages if s not in STAGES]
-  if unknown:
-    parser.error(f"--stages: unknown stage(s) {unknown}; expected a subset of {list(STAGES)}")
+  if unknown or not stages:
+    what = f"unknown stage(s) {unknown}" if unknown else f"{args.stages!r} names no stage"
+    parser.error(f"--stages: {what}; expected a subset of {list(STAGES)}")
   out = os.path.abspath(args.output_dir)
-  os.makedirs(out, exist_ok=True)
-  start = time.time()
   for stage in stages:
     _, reads, writer = STAGES[stage]
     if reads and writer not in stages and not os.path.exists(_paths(out)[reads]):
@@ -428,6 +427,8 @@ def main(argv=None):
         f"--stages {stage}: {_paths(out)[reads]} does not exist; run the {writer} stage "
         f"first (or add it to --stages)"
       )
+  os.makedirs(out, exist_ok=True)  # after the checks: a refused run leaves no folder
+  start = time.time()
 
   def run_stages():
     for stage, (run_stage, _, _) in STAGES.items():

@@ -299,6 +299,17 @@ def test_a_stage_without_its_input_names_the_stage_to_run_first(tmp_path, capsys
   assert "run the vocab stage first" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("stages", ["", " , ", "score"])
+def test_a_refused_stage_list_leaves_no_output_dir(tmp_path, capsys, stages):
+  out = tmp_path / "demo_out"
+  with pytest.raises(SystemExit) as exit_info:
+    demo.main(["--output-dir", str(out), "--stages", stages])
+  assert exit_info.value.code == 2
+  err = capsys.readouterr().err
+  assert "--stages" in err and ("names no stage" in err) == (stages != "score")
+  assert not out.exists()
+
+
 def test_ctrl_c_in_a_stage_is_one_line_and_exit_130(tmp_path, monkeypatch, capsys):
   """Ctrl-C in the pretrain stage saves a checkpoint and raises
   TrainingPreempted (as in run_pretraining): the demo ends with one line and

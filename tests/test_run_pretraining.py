@@ -255,6 +255,18 @@ def test_train_and_eval_both_set(tmp_path, capsys):
   )
 
 
+def test_a_two_tower_generator_that_cannot_be_is_one_line_before_any_work(tmp_path, capsys):
+  make_data_dir(tmp_path)
+  err = _bad_input(
+    capsys,
+    tmp_path,
+    self_made_hparams(uniform_generator=True, two_tower_generator=True),
+    r"hparam two_tower_generator=True needs untied_generator=True, uniform_generator=False",
+  )
+  assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+  assert not (tmp_path / "models" / "m").exists()
+
+
 def test_missing_init_checkpoint(tmp_path, capsys):
   make_data_dir(tmp_path)
   _bad_input(

@@ -284,6 +284,17 @@ class PretrainingConfig(RuntimeHparams):
       raise ValueError(
         "electric_objective=True needs untied_generator=True and uniform_generator=False"
       )
+    trains_discriminator = self.electra_objective or self.electric_objective
+    if self.two_tower_generator and (
+      self.uniform_generator or not self.untied_generator or not trains_discriminator
+    ):
+      # Said here, before any work, not when the model is built.
+      raise ValueError(
+        "hparam two_tower_generator=True needs untied_generator=True, uniform_generator=False "
+        f"and electra_objective or electric_objective (got uniform_generator="
+        f"{self.uniform_generator}, untied_generator={self.untied_generator}, "
+        f"electra_objective={self.electra_objective})"
+      )
 
 
 # (name, low, high, (low included, high included)): shares and probabilities.

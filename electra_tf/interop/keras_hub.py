@@ -45,6 +45,7 @@ from electra_tf.text import vocab as vocab_lib
 from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from electra_tf.utils import keras_compat
 from electra_tf.utils.file_io import atomic_path
+from electra_tf.utils.file_io import write_atomic
 
 BACKBONE_CLASS = "keras_hub.models.ElectraBackbone"
 # The backbone's weights that ELECTRA has no tensor for, and their values.
@@ -227,6 +228,10 @@ def write_keras_hub_preset(part, output_dir, vocab_file, do_lower_case=True, str
   with atomic_path(output_dir) as tmp:
     backbone.save_to_preset(tmp)
     tokenizer.save_to_preset(tmp)
+    if _scope(part) != "electra":
+      # A generator's encoder is an ElectraBackbone too: said, so electra_tf never reads it
+      # as a discriminator to fine-tune.
+      write_atomic(os.path.join(tmp, GENERATOR_MARKER_FILE), json.dumps({"part": "generator"}))
   notes = list(part.notes) + [
     POOLER_INITIALISATION,
     "keras-hub's ElectraBackbone uses the tanh GELU approximation; the original the exact one",
@@ -252,6 +257,8 @@ SENTENCEPIECE_ASSET = os.path.join("assets", "tokenizer", "vocabulary.spm")
 # keras-hub's names for a task's config and weights; here they hold an
 # electra_tf task model (keras-hub's own loaders read the backbone only).
 TASK_CONFIG_FILE = "task.json"
+# Beside a preset of a generator's encoder (`--part generator`).
+GENERATOR_MARKER_FILE = "electra_tf_generator.json"
 TASK_WEIGHTS_FILE = "task.weights.h5"
 POOLER_NOT_READ = "pooled_dense (keras-hub's pooler; ELECTRA has none) is not read"
 TANH_GELU_NOTE = (
@@ -283,6 +290,12 @@ def preset_backbone_config(preset_dir):
   keras-hub `ElectraBackbone` preset; one line for a preset of another
   family or an unreadable `config.json`."""
   preset_dir = os.fspath(preset_dir)
+  if os.path.exists(os.path.join(preset_dir, GENERATOR_MARKER_FILE)):
+    raise ValueError(
+      f"keras-hub preset {preset_dir!r} holds a generator's encoder (published with --part "
+      "generator); electra_tf reads a preset's discriminator encoder: publish the "
+      "discriminator, or read the generator from its checkpoint"
+    )
   content = _read_preset_json(preset_dir, CONFIG_FILE)
   name = content.get("registered_name") or content.get("class_name")
   if name != BACKBONE_REGISTERED_NAME or not isinstance(content.get("config"), dict):

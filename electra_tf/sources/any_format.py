@@ -758,6 +758,9 @@ class KerasHubPresetSource(PublishedSource):
     _, bert_config, embedding_size = keras_hub.preset_backbone_config(where)
     return bert_config, embedding_size, os.path.join(where, keras_hub.CONFIG_FILE)
 
+  def check_starts_finetuning(self):
+    keras_hub.preset_backbone_config(self.location)  # one line for a generator's encoder
+
   def recorded_inputs(self):
     where = self.location
     try:

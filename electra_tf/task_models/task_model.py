@@ -56,6 +56,11 @@ def check_prediction_input(x, model_name):
       "predict([text])"
     )
   parts = x if isinstance(x, tuple) and len(x) == 2 else (x,)
+  if len(parts) == 2 and any(isinstance(part, (str, bytes)) for part in parts):
+    raise ValueError(
+      f"{model_name}.predict reads a tuple of two as (text_a, text_b) batches; got single "
+      "strings: give texts as a list, and one pair as ([text_a], [text_b])"
+    )
   for part in parts:
     shape = getattr(part, "shape", None)
     is_text = getattr(getattr(part, "dtype", None), "kind", None) in ("U", "S", "O") or (
@@ -424,6 +429,22 @@ class ElectraTaskModel(keras.Model):
         layerwise_lr_decay=layerwise_lr_decay,
         optimizer="adam" if optimizer == "auto" else optimizer,
       )
+    else:
+      # Keras builds a named or given optimizer with its own settings: these would be dropped.
+      given = {
+        "num_train_steps": (num_train_steps, None),
+        "learning_rate": (learning_rate, 1e-4),
+        "warmup_proportion": (warmup_proportion, 0.1),
+        "weight_decay_rate": (weight_decay_rate, 0.01),
+        "layerwise_lr_decay": (layerwise_lr_decay, 0.8),
+      }
+      ignored = [name for name, (value, default) in given.items() if value != default]
+      if ignored:
+        raise ValueError(
+          f"{type(self).__name__}.compile: {', '.join(ignored)} set the original's optimizer "
+          f"(optimizer='auto', 'adam' or 'lamb'); optimizer={optimizer!r} would ignore them: "
+          "set them on your optimizer (e.g. keras.optimizers.SGD(learning_rate=...))"
+        )
     if loss == "auto":
       loss = self.default_loss()
       kwargs.setdefault("loss_weights", self.default_loss_weights())

@@ -200,7 +200,7 @@ def test_a_failed_rebuild_leaves_no_stale_cache(data, capsys):
   "task, file_name, text, expected",
   [
     ("squad", "train.json", squad_json([]), "{path}: no train example, it has no question"),
-    ("chunk", "train.txt", "the DT B-NP\ncat NN I-NP\n", "{path}: no sentence; expected lines"),
+    ("chunk", "train.txt", "-DOCSTART- -X- -X- O\n\n", "{path}: no sentence; expected lines"),
   ],
 )
 def test_qa_and_tagging_files_without_examples_leave_no_cache(

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import electra_tf
 from electra_tf import convert
 from electra_tf import convert_checkpoint
 from electra_tf.interop import huggingface
@@ -111,6 +112,28 @@ def test_preset_loads_with_every_weight_from_the_checkpoint(tmp_path, part):
   approximate, exact = _sequence_differences(backbone, encoder_outputs, feats)
   assert exact < 1e-5
   assert approximate > 10 * exact  # the tanh GELU is what makes the difference
+  marked = (tmp_path / "preset" / keras_hub_preset.GENERATOR_MARKER_FILE).exists()
+  assert marked == (part == "generator")
+
+
+def test_a_generator_preset_is_never_read_as_a_discriminator(tmp_path, capsys):
+  source, vocab, hparams = _source(tmp_path)
+  preset = _publish(source, tmp_path / "preset", vocab, hparams, "generator")
+  expected = (
+    f"keras-hub preset {preset!r} holds a generator's encoder (published with --part generator)"
+  )
+  for read in (
+    lambda: any_format.load(preset, "discriminator"),
+    lambda: any_format.open_source(preset).check_starts_finetuning(),
+    lambda: electra_tf.ElectraClassifier.from_checkpoint(preset, num_classes=2),
+  ):
+    with pytest.raises(ValueError) as e:
+      read()
+    assert str(e.value).startswith(expected) and "\n" not in str(e.value)
+  assert any_format.open_source(preset).recorded_run() is None  # nothing to fine-tune from
+  argv = ["--input", preset, "--output", str(tmp_path / "x.keras"), "--part", "discriminator"]
+  assert convert_checkpoint.main(argv) == 2
+  assert expected in capsys.readouterr().err
 
 
 def test_tiny_fixture_gelu_difference(original_fixtures, tmp_path):

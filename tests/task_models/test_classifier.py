@@ -128,6 +128,12 @@ def test_accumulated_fit_on_text_makes_the_one_batch_steps(tmp_path):
     np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
   with pytest.raises(ValueError, match="Keras' optimizer keyword is not supported"):
     classifier.compile(optimizer=keras.optimizers.Adam(gradient_accumulation_steps=2))
+  # The original optimizer's settings are not dropped silently with another optimizer.
+  with pytest.raises(
+    ValueError, match=r"num_train_steps, learning_rate set the original's optimizer"
+  ):
+    classifier.compile(optimizer="sgd", num_train_steps=2, learning_rate=5e-3)
+  classifier.compile(optimizer="sgd")  # Keras's own SGD, nothing dropped
 
 
 def test_inputs_the_classifier_cannot_take_are_named(tmp_path):
@@ -148,6 +154,11 @@ def test_inputs_the_classifier_cannot_take_are_named(tmp_path):
     model.predict([])
   with pytest.raises(ValueError, match=r"got 2 first texts \(text_a\) and 1 second texts"):
     model.predict((["a b", "c"], ["d"]))
+  # One pair given as two strings: said, not an error about tensor ranks.
+  with pytest.raises(
+    ValueError, match=r"got single strings: .* one pair as \(\[text_a\], \[text_b\]\)"
+  ):
+    model.predict(("the cat sat", "the dog ran"))
   with pytest.raises(ValueError, match=r"^max_seq_length='32'; expected an integer$"):
     vocab_file = str(tmp_path / "vocab.txt")
     write_vocab(vocab_file)

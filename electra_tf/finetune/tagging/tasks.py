@@ -33,7 +33,8 @@ class TaggingExample:
 def read_conll(path, debug=False, first_lines=None):
   """Sentences `(words, tags)` from a CoNLL file: word = first column, tag =
   last column, blank line ends a sentence, `-DOCSTART-` lines are skipped. A
-  final sentence without a trailing blank line is dropped (the original).
+  final sentence without a trailing blank line is read too (the original
+  drops it, losing its words and, when only it has them, tags).
   `first_lines`, a list, gets the line number where each sentence starts.
   A word line with one column (no tag) is a one-line ValueError naming the
   file and line: its word would be taken as its tag."""
@@ -62,6 +63,9 @@ def read_conll(path, debug=False, first_lines=None):
       if not sentence and first_lines is not None:
         first_lines.append(number)
       sentence.append((columns[0], columns[-1]))
+  if sentence:
+    words, tags = zip(*sentence)
+    sentences.append((list(words), list(tags)))
   return sentences
 
 
