@@ -56,7 +56,8 @@ def load_part_for_publishing(input_path, part, hparams=None):
   file) or the Hugging Face tokenizer's, else True.
   """
 
-  path = os.fspath(input_path)
+  source = any_format.open_source(input_path)  # detected once (a Source given is kept)
+  path = source.path
   user = _publishing_hparams(hparams)
   keys = ("do_lower_case", "strip_accents")
 
@@ -65,9 +66,9 @@ def load_part_for_publishing(input_path, part, hparams=None):
     values.update({k: bool(user[k]) for k in keys if k in user})
     return values
 
-  found = formats.require(path, any_format.READABLE[part]).format
+  found = formats.require(source, any_format.READABLE[part]).format
   if found == formats.HUGGINGFACE:
-    loaded = any_format.load(path, part)
+    loaded = source.load(part)
     tokenizer_config = os.path.join(path, huggingface.TOKENIZER_CONFIG_FILE)
     recorded = {}
     if os.path.isfile(tokenizer_config):
@@ -98,7 +99,7 @@ def load_part_for_publishing(input_path, part, hparams=None):
     raise ValueError(f"--input {path!r} holds no ElectraPretrainer or electra_tf {part} model")
   # Official and training checkpoints: the pretrainer, built as the run
   # built it (a run's config.json: attention heads included).
-  loaded = any_format.load(path, any_format.PRETRAINER, hparams)
+  loaded = source.load(any_format.PRETRAINER, hparams)
   not_loaded = loaded.not_loaded
   if found == formats.TRAINING:
     not_loaded = ["optimizer state and step (not part of a published model)"]
@@ -111,9 +112,11 @@ def _default_vocab_file(input_path, hparams):
   user = load_hparams(hparams) if hparams is not None else {}
   if user.get("vocab_file"):
     return user["vocab_file"]
-  path = os.fspath(input_path)
-  if formats.detect(path).format in (formats.OFFICIAL, formats.TRAINING, formats.FINETUNED):
-    run_config = model_dir_lib.read_run_config(input_path)
+  source = any_format.open_source(input_path)
+  if source.format in (formats.OFFICIAL, formats.TRAINING, formats.FINETUNED):
+    run_config = source.run_config  # read with the detection; an official checkpoint has none
+    if source.format == formats.OFFICIAL:
+      run_config = model_dir_lib.read_run_config(source.location)  # one convert wrote may
     run_vocab = (run_config or {}).get("vocab", {}).get("file")
     if run_vocab and os.path.isfile(run_vocab):
       return run_vocab
@@ -150,18 +153,19 @@ def publish(input_path, output_dir, to, part=None, hparams=None, vocab_file=None
   (`to="keras-hub"`) of the discriminator (default) or generator."""
   if to not in TARGETS:
     raise ValueError(f"--to {to!r}; expected one of {TARGETS}")
-  if part is None and formats.detect(input_path).format == formats.FINETUNED:
+  source = any_format.open_source(input_path)  # detected once for every step below
+  if part is None and source.format == formats.FINETUNED:
     part = any_format.FINETUNED
   if part == any_format.FINETUNED:
-    return publish_finetuned(input_path, output_dir, to, hparams, vocab_file)
+    return publish_finetuned(source, output_dir, to, hparams, vocab_file)
   part = part or huggingface.PART_DISCRIMINATOR
   if part not in (huggingface.PART_DISCRIMINATOR, huggingface.PART_GENERATOR):
     raise ValueError(f"--to {to}: --part {part!r}; expected discriminator or generator")
   huggingface.check_new_output_dir(os.fspath(output_dir))
   # The input first: one that cannot be published is refused as that, not
   # for a vocab it would not need.
-  electra_part, normalisation, source = load_part_for_publishing(input_path, part, hparams)
-  vocab_file = vocab_file or _default_vocab_file(input_path, hparams)
+  electra_part, normalisation, location = load_part_for_publishing(source, part, hparams)
+  vocab_file = vocab_file or _default_vocab_file(source, hparams)
   if vocab_file is None:
     raise ValueError(
       f"--to {to}: give --vocab-file (the vocab the model was trained with; none in --hparams, "
@@ -178,7 +182,7 @@ def publish(input_path, output_dir, to, part=None, hparams=None, vocab_file=None
     normalisation["do_lower_case"],
     normalisation["strip_accents"],
   )
-  report.update(input=source, part=part)
+  report.update(input=location, part=part)
   report["notes"].append(
     f"tokenizer: do_lower_case={normalisation['do_lower_case']}, "
     f"strip_accents={normalisation['strip_accents']}, vocab {vocab_file}"
