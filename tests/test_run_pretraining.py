@@ -296,6 +296,17 @@ def test_an_init_checkpoint_that_is_not_a_pretraining_one_is_one_line(tmp_path, 
   )
   assert len(err.strip().splitlines()) == 1, err
   assert not (tmp_path / "models" / "m").exists()
+  # A Hugging Face directory: named as one, not as a directory without a checkpoint file.
+  hf_dir = tmp_path / "hf_disc"
+  hf_dir.mkdir()
+  (hf_dir / "config.json").write_text('{"model_type": "electra"}')
+  err = _bad_input(
+    capsys,
+    tmp_path,
+    self_made_hparams(init_checkpoint=str(hf_dir)),
+    r"hparam init_checkpoint=.*hf_disc' is a Hugging Face ELECTRA directory; pre-training starts",
+  )
+  assert len(err.strip().splitlines()) == 1, err
   # A pre-training checkpoint of another size: one line too, not a traceback.
   other = model_formats.official_checkpoint(tmp_path / "other")
   argv = ["--data-dir", str(tmp_path), "--model-name", "m2"]

@@ -963,7 +963,7 @@ def _main(argv):
   )
   parser.add_argument(
     "--learner",
-    default=LEARNERS[0],
+    default=None,
     choices=LEARNERS,
     help="wordpiece: the `tokenizers` package's WordPiece trainer (the default; minutes for "
     "gigabytes) or tensorflow-text's learner (deterministic; hours beyond ~20 MB).",
@@ -976,6 +976,12 @@ def _main(argv):
   parser.set_defaults(do_lower_case=None, strip_accents=None)
   args = parser.parse_args(argv)
   wordpiece = args.model_type == "wordpiece"
+  if args.learner is not None and not wordpiece:
+    parser.error(
+      f"--learner {args.learner} picks a WordPiece learner; --model-type {args.model_type} "
+      "trains with SentencePiece (drop --learner)"
+    )
+  args.learner = args.learner or LEARNERS[0]
   if args.do_lower_case is None:
     args.do_lower_case = wordpiece
   if args.strip_accents is None:

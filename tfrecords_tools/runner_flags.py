@@ -43,7 +43,10 @@ def parse_args(parser, argv=None):
   args, rest = parser.parse_known_args(argv)
   if args.runner is None:
     if rest:
-      parser.error(f"unrecognized arguments: {' '.join(rest)} (Beam options need --runner)")
+      parser.error(
+        f"unrecognized arguments: {' '.join(rest)} (if they are Apache Beam pipeline options, "
+        "add --runner)"
+      )
     return args, None
   extras.require("apache_beam", "beam", f"--runner {args.runner}")
   from tfrecords_tools import beam_pipeline  # deferred: Apache Beam is an optional extra

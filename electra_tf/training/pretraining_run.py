@@ -352,7 +352,8 @@ def _check_init_checkpoint(config):
   to resume from (said in one line, as the original's Estimator skips it)."""
   name = f"hparam init_checkpoint={config.init_checkpoint!r}"
   try:
-    official_checkpoint.resolve_checkpoint_path(config.init_checkpoint)
+    # What it is, first: a Hugging Face directory is named as one, not as "no checkpoint file".
+    detected = formats.detect(config.init_checkpoint)
   except (ValueError, OSError) as e:
     raise ValueError(f"{name}: {e}") from e
   latest = checkpoint_reader.latest_checkpoint(config.model_dir)
@@ -363,7 +364,6 @@ def _check_init_checkpoint(config):
       flush=True,
     )
     return
-  detected = formats.detect(config.init_checkpoint)
   if detected.format != formats.OFFICIAL:
     raise ValueError(
       f"{name} is {detected.description}; pre-training starts from a pre-training checkpoint "

@@ -173,3 +173,17 @@ def test_a_directory_or_binary_file_as_hparams_is_named(tmp_path):
   (tmp_path / "b.json").write_bytes(b"\xff\xfe{\x00")
   with pytest.raises(ValueError, match=r"^--hparams: '.*b.json' is not UTF-8 text"):
     load_hparams(str(tmp_path / "b.json"))
+
+
+def test_a_key_given_twice_is_named_not_overwritten(tmp_path):
+  text = '{"learning_rate": 1e-3, "train_batch_size": 8, "learning_rate": 5e-4}'
+  (tmp_path / "hp.json").write_text(text)
+  message = "key 'learning_rate' is given more than once; give each hparam once"
+  with pytest.raises(ValueError, match=rf"^--hparams: '.*hp.json': {message}$"):
+    load_hparams(str(tmp_path / "hp.json"))
+  with pytest.raises(ValueError, match=rf"^--hparams: {message}$"):
+    load_hparams(text)
+  # Nested objects too; the same key in two objects is not a repeat.
+  assert load_hparams('{"a": {"x": 1}, "b": {"x": 2}}') == {"a": {"x": 1}, "b": {"x": 2}}
+  with pytest.raises(ValueError, match="key 'x' is given more than once"):
+    load_hparams('{"model_hparam_overrides": {"x": 1, "x": 2}}')

@@ -194,7 +194,7 @@ def test_bad_input_is_reported_before_the_pipeline_runs(corpus, tmp_path, capsys
   # Beam options without --runner are not silently ignored either.
   with pytest.raises(SystemExit):
     cli.main(_flags(corpus_dir, vocab, out, "--direct_num_workers", "2"))
-  assert "need --runner" in capsys.readouterr().err
+  assert "Apache Beam pipeline options, add --runner" in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -438,3 +438,16 @@ def test_cr_only_line_ends_are_refused_and_windows_line_ends_read_as_unix(
   assert build_vocab.main(_vocab_argv(unix, tmp_path / "u.txt", *argv)) == 0
   assert build_vocab.main(_vocab_argv(windows, tmp_path / "w.txt", *argv)) == 0
   assert (tmp_path / "u.txt").read_text() == (tmp_path / "w.txt").read_text()
+
+
+def test_a_wordpiece_learner_with_a_sentencepiece_model_type_is_refused(tmp_path, capsys):
+  (tmp_path / "corpus").mkdir()
+  (tmp_path / "corpus" / "a.txt").write_text("one line of text\n")
+  argv = ["--corpus-dir", str(tmp_path / "corpus"), "--output", str(tmp_path / "sp.model")]
+  argv += ["--vocab-size", "50"]
+  with pytest.raises(SystemExit) as exit_info:
+    build_vocab.main(argv + ["--model-type", "unigram", "--learner", "tensorflow-text"])
+  assert exit_info.value.code == 2
+  err = capsys.readouterr().err
+  assert "--learner tensorflow-text picks a WordPiece learner; --model-type unigram" in err
+  assert not (tmp_path / "sp.model").exists()
