@@ -436,10 +436,11 @@ def hf_tokenizer_config(do_lower_case, strip_accents, model_max_length):
   }
 
 
-def check_new_output_dir(output_dir):
-  """Refuses an existing non-empty directory (nothing is overwritten)."""
+def check_new_output_dir(output_dir, what="--output"):
+  """Refuses an existing non-empty directory (nothing is overwritten);
+  `what` names it as the caller's user gave it (a flag or an argument)."""
   if os.path.exists(output_dir) and (not os.path.isdir(output_dir) or os.listdir(output_dir)):
-    raise ValueError(f"--output {output_dir!r} exists and is not empty; choose a new directory")
+    raise ValueError(f"{what} {output_dir!r} exists and is not empty; choose a new directory")
 
 
 def _write_json(path, data):

@@ -470,7 +470,7 @@ def write_task_preset(task_model, encoder, tokenizer, output_dir):
       f"hidden_act {encoder.bert_config['hidden_act']!r}: keras-hub's ElectraBackbone "
       "computes GELU only"
     )
-  huggingface.check_new_output_dir(output_dir)
+  huggingface.check_new_output_dir(output_dir, "save_to_preset: preset_dir")
   backbone, _, _ = build_keras_hub_backbone(encoder_part(encoder))
   if isinstance(tokenizer, SentencePieceTokenizer):
     # A SentencePiece tokenizer: keras-hub's generic one runs the model, but
