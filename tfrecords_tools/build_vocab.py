@@ -112,7 +112,11 @@ FEED_CHARS = 1 << 16
 MAX_VOCAB_SIZE = 1_000_000
 
 
-def reserved_tokens(num_unused=99):
+# How many `[unusedN]` tokens follow `[PAD]` when --num-unused is not given (BERT's layout).
+DEFAULT_NUM_UNUSED = 99
+
+
+def reserved_tokens(num_unused=DEFAULT_NUM_UNUSED):
   return ["[PAD]"] + [f"[unused{i}]" for i in range(num_unused)] + list(SPECIAL_TOKENS)
 
 
@@ -649,6 +653,8 @@ def list_corpus_files(corpus_dir):
   names = text_corpus.list_corpus_files(corpus_dir)
   for name in names:
     path = os.path.join(corpus_dir, name)
+    if tf.io.gfile.isdir(path):
+      continue  # a sub-folder: skipped, as the builder does (`text_corpus.subfolder_note`)
     if "://" not in path and os.path.exists(path) and not os.path.isfile(path):
       raise ValueError(
         f"--corpus-dir {corpus_dir!r}: {name!r} is not a regular file (a named pipe, socket or "
@@ -931,9 +937,9 @@ def _main(argv):
   )
   parser.add_argument(
     "--num-unused",
-    default=99,
+    default=None,
     type=int,
-    help="How many [unusedN] tokens follow [PAD] (wordpiece).",
+    help="How many [unusedN] tokens follow [PAD] (wordpiece; default 99).",
   )
   lower_help = "(default: on for wordpiece, off for SentencePiece)"
   parser.add_argument(
@@ -957,7 +963,7 @@ def _main(argv):
   )
   parser.add_argument(
     "--input-sentence-size",
-    default=0,
+    default=None,
     type=int,
     help="SentencePiece: train on a sample of this many lines (0: all).",
   )
@@ -981,7 +987,25 @@ def _main(argv):
       f"--learner {args.learner} picks a WordPiece learner; --model-type {args.model_type} "
       "trains with SentencePiece (drop --learner)"
     )
+  # Flags of the other model type: refused in one line, not silently ignored
+  # (given or not is told by None; their defaults are set after this).
+  for flag, value, applies in (
+    ("--character-coverage", args.character_coverage, not wordpiece),
+    ("--input-sentence-size", args.input_sentence_size, not wordpiece),
+    ("--num-unused", args.num_unused, wordpiece),
+  ):
+    if value is not None and not applies:
+      where = "wordpiece (the default)" if not wordpiece else "unigram or bpe"
+      print(
+        f"error: {flag} applies to --model-type {where}, not --model-type {args.model_type}; "
+        f"drop {flag}",
+        file=sys.stderr,
+      )
+      return exit_codes.BAD_INPUT
   args.learner = args.learner or LEARNERS[0]
+  args.num_unused = DEFAULT_NUM_UNUSED if args.num_unused is None else args.num_unused
+  if args.input_sentence_size is None:
+    args.input_sentence_size = 0
   if args.do_lower_case is None:
     args.do_lower_case = wordpiece
   if args.strip_accents is None:
@@ -1010,7 +1034,11 @@ def _main(argv):
       )
     # Before counting the corpus (seconds to hours), not when writing the result.
     check_writable(args.output, "--output")
-    text_corpus.check_corpus_line_ends(args.corpus_dir, list_corpus_files(args.corpus_dir))
+    names = list_corpus_files(args.corpus_dir)
+    text_corpus.check_corpus_line_ends(args.corpus_dir, names)
+    note = text_corpus.subfolder_note(args.corpus_dir, names)
+    if note:
+      print(note, file=sys.stderr, flush=True)
     if not wordpiece:
       if args.character_coverage is not None and not 0 < args.character_coverage <= 1:
         raise ValueError(

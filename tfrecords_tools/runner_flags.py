@@ -15,7 +15,9 @@ args, beam_options = parse_args(parser, ["--runner", "DirectRunner"])
 ```
 """
 
+import contextlib
 import dataclasses
+import signal
 import sys
 
 from electra_tf.utils import exit_codes
@@ -61,6 +63,30 @@ def options_from_args(options_class, args):
   return options_class(**{name: getattr(args, name) for name in names})
 
 
+@contextlib.contextmanager
+def sigterm_as_ctrl_c(received):
+  """Within: SIGTERM (what `kill`, timeout(1) or a scheduler sends) stops
+  the build as Ctrl-C does, raising KeyboardInterrupt so that the same
+  clean-up runs (the jobs stopped, their partial and finished shards
+  removed); `received` (a list) gets the signal's number, to tell the two
+  apart where the exception may have been re-raised as a plain one (Beam)."""
+
+  def on_sigterm(signum, frame):
+    del frame
+    received.append(signum)
+    raise KeyboardInterrupt
+
+  try:
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+  except ValueError:  # not the main thread: signals are not ours to handle
+    previous = None
+  try:
+    yield
+  finally:
+    if previous is not None:
+      signal.signal(signal.SIGTERM, previous)
+
+
 def run_builder(parser, argv, options_from_args, build):
   """The builders' `main`: parses `argv`, builds the options, runs `build` and
   prints how many examples were written.
@@ -74,13 +100,16 @@ def run_builder(parser, argv, options_from_args, build):
 
   Returns:
     The exit status (`electra_tf.utils.exit_codes`): 0, 2 after one
-    `error: ...` line for bad input, or 130 after Ctrl-C (its shards removed).
+    `error: ...` line for bad input, 130 after Ctrl-C or 143 after SIGTERM
+    (its shards removed, in one line).
   """
   options = None
+  terminated = []
   try:
-    args, beam_options = parse_args(parser, argv)
-    options = options_from_args(args)
-    stats = build(options, beam_options)
+    with sigterm_as_ctrl_c(terminated):
+      args, beam_options = parse_args(parser, argv)
+      options = options_from_args(args)
+      stats = build(options, beam_options)
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return exit_codes.BAD_INPUT
@@ -94,6 +123,9 @@ def run_builder(parser, argv, options_from_args, build):
       where = f"; removed the {removed} shard(s) it had written to {options.output_dir}"
       if restored:
         where += f" and put the earlier build's {restored} file(s) back"
+    if terminated:
+      print(f"stopped (SIGTERM){where}", file=sys.stderr, flush=True)
+      return exit_codes.PREEMPTED
     print(f"interrupted (Ctrl-C){where}", file=sys.stderr, flush=True)
     return exit_codes.INTERRUPTED
   if beam_options is not None:

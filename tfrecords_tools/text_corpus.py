@@ -20,7 +20,6 @@ build_pretraining_dataset(BuildOptions(corpus_dir="corpus", vocab_file="vocab.tx
 import collections
 import ctypes
 import dataclasses
-import logging
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -241,17 +240,53 @@ def not_empty_message(output_dir, entries):
   )
 
 
+# What every corpus reader (the builders, build_vocab) says of the sub-folders
+# of --corpus-dir: they are skipped, not read.
+SUBFOLDERS_NOT_READ = (
+  "sub-folders are not read; point --corpus-dir at the folder that holds the text files"
+)
+
+
 def list_corpus_files(corpus_dir):
-  """Sorted entries directly inside `corpus_dir` (as `gfile.listdir`)."""
+  """Sorted entries directly inside `corpus_dir` (as `gfile.listdir`).
+
+  The one check of the entries that every corpus reader makes, before any
+  work: a broken symbolic link (its file moved or deleted) is refused in one
+  line naming it. Sub-folders are listed but every reader skips them
+  (`subfolder_note`)."""
   if not corpus_dir or not tf.io.gfile.isdir(corpus_dir):
     raise ValueError(f"--corpus-dir {corpus_dir!r} is not a directory")
   names = sorted(n.rstrip("/") for n in tf.io.gfile.listdir(corpus_dir))
+  for name in names:
+    path = os.path.join(corpus_dir, name)
+    if "://" not in path and os.path.islink(path) and not os.path.exists(path):
+      raise ValueError(
+        f"--corpus-dir {corpus_dir!r}: {name!r} is a broken symbolic link (to "
+        f"{os.readlink(path)!r}, which does not exist); remove it or point it at the text file"
+      )
   files = [n for n in names if not tf.io.gfile.isdir(os.path.join(corpus_dir, n))]
   if not files or all(tf.io.gfile.stat(os.path.join(corpus_dir, n)).length == 0 for n in files):
+    subfolders = (
+      " (it has only sub-folders: " + SUBFOLDERS_NOT_READ + ")" if names and not files else ""
+    )
     raise ValueError(
-      f"--corpus-dir {corpus_dir!r} holds no text: it has no files or only empty ones"
+      f"--corpus-dir {corpus_dir!r} holds no text: it has no files or only empty ones{subfolders}"
     )
   return names
+
+
+def subfolder_note(corpus_dir, names):
+  """The one line every corpus reader prints (once, before any work) when
+  `corpus_dir` holds sub-folders among `names` (`list_corpus_files`): they
+  are skipped; None when there are none."""
+  subfolders = [n for n in names if tf.io.gfile.isdir(os.path.join(corpus_dir, n))]
+  if not subfolders:
+    return None
+  shown = ", ".join(repr(n) for n in subfolders[:5]) + (", ..." if len(subfolders) > 5 else "")
+  return (
+    f"note: --corpus-dir {corpus_dir!r}: skipping {len(subfolders)} sub-folder(s) ({shown}): "
+    f"{SUBFOLDERS_NOT_READ}"
+  )
 
 
 def check_corpus_line_ends(corpus_dir, names=None):
@@ -333,9 +368,12 @@ def die_with_parent(parent_pid):
       pass  # no prctl here: the thread below still watches
   if os.getppid() != parent_pid:  # died before the signal was armed
     os._exit(1)  # pylint: disable=protected-access
-  # Ctrl-C reaches every process of the terminal's group: the main process
-  # handles it (stops the jobs, removes their shards); a job's traceback would be noise.
+  # Ctrl-C reaches every process of the terminal's group, and so does a
+  # SIGTERM sent to the group (a scheduler's, `kill -- -PGID`): the main
+  # process handles both (stops the jobs with SIGKILL, removes their shards);
+  # a job's traceback would be noise, and a job dying first would be taken for a crash.
   signal.signal(signal.SIGINT, signal.SIG_IGN)
+  signal.signal(signal.SIGTERM, signal.SIG_IGN)
   threading.Thread(
     target=_watch_parent, args=(parent_pid,), name="watch-parent", daemon=True
   ).start()
@@ -478,8 +516,7 @@ def run_job(job_id, options, cpu=None, on_file=None):
             progress.update(file_no, writer.n_written)
           path = os.path.join(options.corpus_dir, name)
           if tf.io.gfile.isdir(path):
-            logging.warning("skipping %s: a directory, not a text file", path)
-            continue
+            continue  # a sub-folder: not read (`subfolder_note`, printed once)
           text = writer.read_file(path)
           if on_file is not None:
             on_file(writer)
@@ -517,6 +554,11 @@ MAX_POSITIONS = 8192
 def check_options(options):
   """Every check that needs no output: flags, vocab, corpus. Raises
   ValueError; returns `check_vocab`'s `(vocab, normalisation)`."""
+  if options.corpus_dir and options.tfds_name:
+    raise ValueError(
+      f"--corpus-dir {options.corpus_dir!r} and --tfds-name {options.tfds_name!r} are two "
+      "sources; give one (--corpus-dir or --tfds-name), not both"
+    )
   if options.max_seq_length < 5:
     raise ValueError(f"--max-seq-length must be at least 5, got {options.max_seq_length}")
   if options.max_seq_length > MAX_POSITIONS:
@@ -538,7 +580,8 @@ def check_options(options):
     options.vocab_file, options.do_lower_case, options.strip_accents
   )
   if not options.tfds_name:
-    check_corpus_line_ends(options.corpus_dir, list_corpus_files(options.corpus_dir))
+    names = list_corpus_files(options.corpus_dir)
+    check_corpus_line_ends(options.corpus_dir, names)
     if os.path.realpath(options.output_dir) == os.path.realpath(options.corpus_dir):
       raise ValueError(
         f"--output-dir {options.output_dir!r} is --corpus-dir: the shards would be read back "
@@ -608,6 +651,10 @@ def build_pretraining_dataset(options, beam_options=None):
     (`beam_pipeline.counter_totals`).
   """
   vocab, normalisation = check_options(options)
+  if not options.tfds_name:
+    note = subfolder_note(options.corpus_dir, list_corpus_files(options.corpus_dir))
+    if note:
+      print(note, file=sys.stderr, flush=True)
   options = processes_for_files(options)
   if tf.io.gfile.exists(options.output_dir) and not tf.io.gfile.isdir(options.output_dir):
     raise ValueError(
