@@ -79,7 +79,8 @@ def _parse_args(argv):
     "without one, and for --model task); optional for official pre-training "
     "checkpoints (sizes come from the shapes)",
   )
-  parser.add_argument("--model-name", default="electra", help="the run's model name")
+  # Read only for a checkpoint without config.json, refused otherwise.
+  parser.add_argument("--model-name", help="the run's model name (default: electra)")
   parser.add_argument("--data-dir", help="the run's data dir (default: the checkpoint's dir)")
   parser.add_argument(
     "--vocab-file", help="WordPiece vocab or SentencePiece model (default: the model's own)"

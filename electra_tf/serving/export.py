@@ -588,6 +588,10 @@ def export(
     shutil.rmtree(asset_dir, ignore_errors=True)
 
 
+# The run's model name where `--model-name` is not given.
+DEFAULT_MODEL_NAME = "electra"
+
+
 def _is_finetuned(path):
   try:
     return formats.detect(path).format == formats.FINETUNED
@@ -595,12 +599,44 @@ def _is_finetuned(path):
     return False
 
 
+def _check_run_arguments(source, kind, hparams, model_name, data_dir):
+  """Refuses `--data-dir`/`--model-name` (those of the two that are given)
+  where the model does not come from them, and a `--data-dir` that does not
+  exist where it does. They are a run's config arguments: only a checkpoint
+  without `config.json` whose model is built from hparams (an electra_tf
+  training checkpoint; with `--model task` a fine-tuned one read with
+  `--hparams`) uses them."""
+  flags = (("--data-dir", data_dir), ("--model-name", model_name))
+  given = [flag for flag, value in flags if value is not None]
+  if not given:
+    return
+  if kind == "task":
+    used = source.format == formats.FINETUNED and bool(hparams) and source.run_config is None
+    applies = "a fine-tuned checkpoint without config.json read with --hparams"
+  else:
+    used = source.format == formats.TRAINING and source.run_config is None
+    applies = "an electra_tf training checkpoint without config.json"
+  if used:
+    if data_dir is not None and not tf.io.gfile.isdir(data_dir):
+      raise ValueError(f"--data-dir {data_dir!r} does not exist (the run's data dir)")
+    return
+  path = os.fspath(source.path)
+  if source.run_config is not None:
+    why = f"{path!r} records its own"
+  elif source.format == formats.FINETUNED:
+    why = f"{path!r} is read without --hparams (its heads from its shapes)"
+  else:
+    why = f"{path!r} is {source.description}"
+  verb = "apply" if len(given) > 1 else "applies"
+  raise ValueError(f"{' and '.join(given)} {verb} to {applies}; {why}")
+
+
 def load_model(
   keras_model=None,
   checkpoint=None,
   hparams=None,
   kind="discriminator",
-  model_name="electra",
+  model_name=None,
   data_dir=None,
 ):
   """The model to export from exactly one source, and its config (None where
@@ -616,7 +652,8 @@ def load_model(
       checkpoint's shapes).
     kind: what will be served (one of `MODEL_KINDS`).
     model_name, data_dir: the run's config arguments (training checkpoints
-      without `config.json`).
+      without `config.json`; model_name defaults to "electra"). Given for
+      any other source, they are refused (`_check_run_arguments`).
 
   Returns:
     `(model, config_or_None)`.
@@ -630,15 +667,24 @@ def load_model(
     source = any_format.open_source(
       formats.require(path, any_format.READABLE[any_format.FINETUNED])
     )
+    _check_run_arguments(source, kind, hparams, model_name, data_dir)
     if source.format == formats.FINETUNED and hparams and source.run_config is None:
-      return load_finetuning_checkpoint(source.location, hparams, model_name, data_dir)
+      return load_finetuning_checkpoint(
+        source.location, hparams, model_name or DEFAULT_MODEL_NAME, data_dir
+      )
     # A trial dir's config.json gives the model, vocab and do_lower_case.
     loaded = source.load(any_format.FINETUNED, hparams)
     if loaded.config is None and loaded.detected.format == formats.KERAS:
       return loaded.model, any_format.run_config_beside(path)
     return loaded.model, loaded.config
+  source = path
+  if model_name is not None or data_dir is not None:
+    source = any_format.open_source(path)  # the format once, for the check and the load
+    _check_run_arguments(source, kind, hparams, model_name, data_dir)
   try:
-    loaded = any_format.load(path, kind, hparams, model_name=model_name, data_dir=data_dir)
+    loaded = any_format.load(
+      source, kind, hparams, model_name=model_name or DEFAULT_MODEL_NAME, data_dir=data_dir
+    )
   except ValueError as e:
     if _is_finetuned(path):
       raise ValueError(f"{e}; a fine-tuned checkpoint exports with --model task") from None

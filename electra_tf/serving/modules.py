@@ -72,6 +72,7 @@ from electra_tf.finetune.classification.head import ClassificationHead
 from electra_tf.finetune.qa.head import QAHead
 from electra_tf.finetune.tagging.head import TaggingHead
 from electra_tf.layers import layer_utils
+from electra_tf.layers.electra_embeddings import ElectraEmbeddings
 from electra_tf.layers.electra_transformer_layer import ElectraTransformerLayer
 from electra_tf.utils import keras_compat
 
@@ -96,6 +97,19 @@ CONSTANT_WEIGHTS_MAX_BYTES = 3 * 2**29
 
 def _float32(x):
   return tf.cast(x, tf.float32)
+
+
+def _assert_all(ok, values, message):
+  """Asserts that every element of `ok` is true, with `message` and the
+  first of `values` where it is not. That value is looked up only on a
+  failure: a passing request pays one reduction."""
+
+  def failed():
+    first = tf.boolean_mask(values, tf.logical_not(ok))[:1]
+    with tf.control_dependencies([tf.debugging.Assert(False, [message, first])]):
+      return tf.constant(False)
+
+  return tf.cond(tf.reduce_all(ok), lambda: tf.constant(True), failed)
 
 
 class _JoinedQKVWeights:
@@ -302,6 +316,68 @@ class ElectraServingModule(tf.Module):
 
   # --- signatures ------------------------------------------------------------
 
+  def _type_vocab_size(self):
+    """T, the rows of the served networks' token-type (segment) table: the
+    smallest over their embeddings (Electric's two towers have one each);
+    None when no `ElectraEmbeddings` is found."""
+    sizes = [
+      layer.type_vocab_size
+      for network in self._networks()
+      for layer in keras_compat.flatten_layers(network)
+      if isinstance(layer, ElectraEmbeddings)
+    ]
+    return min(sizes) if sizes else None
+
+  def _check_values(self, signature, features):
+    """`features` (int32 `[B, S]`, as sent to `signature`) behind checks of
+    their values, each named: an `input_mask` of 0s and 1s that starts with 1
+    in every row, and `input_ids` and `segment_ids` inside their tables.
+
+    Outside its table an id fails deep in the embedding lookup on a CPU and
+    reads zeros on a GPU; a mask value other than 0/1 would silently change
+    the attention bias; a row without its [CLS] in the mask has no token to
+    run on (every such row would get the same output whatever its ids).
+    """
+    input_ids, input_mask, segment_ids = (features[k] for k in PACKED_KEYS)
+    binary = _assert_all(
+      tf.logical_or(tf.equal(input_mask, 0), tf.equal(input_mask, 1)),
+      input_mask,
+      f"{signature}: every input_mask value must be 0 or 1 (1 for a real token, 0 for "
+      "padding); first value outside it:",
+    )
+    # Checked once the mask is known to be 0s and 1s: a mask of 2s is named
+    # for its values, not for its first position.
+    with tf.control_dependencies([binary]):
+      starts = _assert_all(
+        tf.equal(input_mask[:, 0], 1),
+        tf.range(tf.shape(input_mask)[0]),
+        f"{signature}: input_mask must start with 1 in every row (its [CLS] token); first "
+        "row without it:",
+      )
+    vocab_size = self.tokenizer.vocab_size
+    checks = [
+      binary,
+      starts,
+      _assert_all(
+        tf.logical_and(input_ids >= 0, input_ids < vocab_size),
+        input_ids,
+        f"{signature}: every input_ids value must be in [0, {vocab_size}) (this export's "
+        "vocab size); first id outside it:",
+      ),
+    ]
+    type_vocab_size = self._type_vocab_size()
+    if type_vocab_size is not None:
+      checks.append(
+        _assert_all(
+          tf.logical_and(segment_ids >= 0, segment_ids < type_vocab_size),
+          segment_ids,
+          f"{signature}: every segment_ids value must be in [0, {type_vocab_size}) (this "
+          "export's type_vocab_size); first value outside it:",
+        )
+      )
+    with tf.control_dependencies(checks):
+      return {k: tf.identity(v) for k, v in features.items()}
+
   def _run(self, features):
     outputs = dict(self.serve(features))
     for k in PACKED_KEYS:
@@ -340,43 +416,17 @@ class ElectraServingModule(tf.Module):
       for name, tensor in (("input_ids", input_ids), ("input_mask", input_mask),
                            ("segment_ids", segment_ids))
     ]  # fmt: skip
-    # An id outside the vocab fails deep in the embedding lookup on a CPU and
-    # reads zeros on a GPU: named here instead.
-    vocab_size = self.tokenizer.vocab_size
-    in_vocab = tf.logical_and(input_ids >= 0, input_ids < vocab_size)
-    # A row without its [CLS] in the mask has no token to run on: every such
-    # row would get the same output whatever its ids.
-    checks.append(
-      tf.debugging.Assert(
-        tf.reduce_all(tf.equal(input_mask[:, 0], 1)),
-        [
-          "serve_ids: input_mask must start with 1 in every row (its [CLS] token); first row "
-          "without it:",
-          tf.where(tf.not_equal(input_mask[:, 0], 1))[:1, 0],
-        ],
-      )
-    )
-    checks.append(
-      tf.debugging.Assert(
-        tf.reduce_all(in_vocab),
-        [
-          f"serve_ids: every input_ids value must be in [0, {vocab_size}) (this export's "
-          "vocab size); first id outside it:",
-          tf.boolean_mask(input_ids, tf.logical_not(in_vocab))[:1],
-        ],
-      )
-    )
     with tf.control_dependencies(checks):
       features = {
         "input_ids": tf.identity(input_ids),
         "input_mask": tf.identity(input_mask),
         "segment_ids": tf.identity(segment_ids),
       }
-    return self._run(features)
+    return self._run(self._check_values(SIGNATURE_IDS, features))
 
   @tf.function
   def serve_examples(self, examples):
-    return self._run(self.parse_examples(examples))
+    return self._run(self._check_values(SIGNATURE_EXAMPLES, self.parse_examples(examples)))
 
   def get_signatures(self):
     """`{signature name: concrete function}` for `tf.saved_model.save`."""

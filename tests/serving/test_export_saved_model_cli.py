@@ -226,3 +226,39 @@ def test_official_checkpoint_export_matches_the_original(original_fixtures, tmp_
   assert_close(out["rtd_probs"].numpy(), golden["disc_probs"], "disc_probs")
   assert_close(out["rtd_logits"].numpy(), golden["disc_logits"], "disc_logits")
   assert_close(out["cls_output"].numpy(), golden["disc_pooled_output"], "pooled")
+
+
+def test_data_dir_and_model_name_are_refused_where_they_are_not_read(tmp_path, capsys):
+  from electra_tf.checkpoints import model_dir as model_dir_lib
+
+  vocab_file = write_vocab(str(tmp_path))
+  pretrainer = tiny_pretrainer(str(tmp_path))
+  prefix = tf.train.Checkpoint(model=pretrainer).write(str(tmp_path / "ckpt" / "model.ckpt-7"))
+  missing = str(tmp_path / "no_such_data_dir")
+
+  def export(*flags):
+    argv = ["--checkpoint", prefix, "--hparams", json.dumps(PRETRAIN_HPARAMS)]
+    argv += ["--vocab-file", vocab_file, "--export-dir", str(tmp_path / "out"), *flags]
+    code = export_saved_model.main(argv)
+    return code, capsys.readouterr().err
+
+  # Without config.json the run's arguments build the config: a --data-dir
+  # that does not exist is named.
+  code, err = export("--data-dir", missing, "--model-name", "zz")
+  assert code == 2
+  assert err.strip() == (
+    f"export_saved_model: error: --data-dir {missing!r} does not exist (the run's data dir)"
+  )
+  # With its own config.json the checkpoint does not read them: both named, one line.
+  model_dir_lib.write_run_config(
+    PretrainingConfig("tiny", str(tmp_path), **PRETRAIN_HPARAMS), str(tmp_path / "ckpt")
+  )
+  code, err = export("--data-dir", missing, "--model-name", "zz")
+  assert code == 2
+  assert err.strip() == (
+    "export_saved_model: error: --data-dir and --model-name apply to an electra_tf training "
+    f"checkpoint without config.json; {prefix!r} records its own"
+  )
+  code, err = export("--model-name", "zz")
+  assert code == 2 and "error: --model-name applies to an electra_tf training checkpoint" in err
+  assert not (tmp_path / "out").exists()

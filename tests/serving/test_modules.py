@@ -29,6 +29,7 @@ from tests.helpers.serving import S
 from tests.helpers.serving import assert_close
 from tests.helpers.serving import featurize
 from tests.helpers.serving import module_outputs
+from tests.helpers.serving import serialize_examples
 from tests.helpers.serving import tiny_finetuning_model
 from tests.helpers.serving import write_vocab
 
@@ -220,6 +221,45 @@ def test_serve_ids_with_more_positions_than_the_export_names_its_length(tmp_path
     serve_ids(input_ids=ones, input_mask=tf.constant(mask), segment_ids=tf.zeros_like(ones))
   assert "serve_ids: input_mask must start with 1 in every row (its [CLS] token)" in str(e.value)
   assert "[1]" in str(e.value)
+  # A segment id outside the token-type table (2 rows) is named, not a
+  # failed gather (on a GPU it would read zeros).
+  segments = np.zeros([2, S], np.int32)
+  segments[1, 3] = 2
+  with pytest.raises(tf.errors.InvalidArgumentError) as e:
+    serve_ids(input_ids=ones, input_mask=ones, segment_ids=tf.constant(segments))
+  message = str(e.value)
+  assert "serve_ids: every segment_ids value must be in [0, 2)" in message
+  assert "[2]" in message and "GatherV2" not in message
+  # A mask value other than 0/1 would silently change the answer; a row of
+  # 2s is named for its values, not for its missing leading 1.
+  for value, where in ((5, 2), (-1, 2), (2, slice(None))):
+    mask = ones.numpy()
+    mask[1, where] = value
+    with pytest.raises(tf.errors.InvalidArgumentError) as e:
+      serve_ids(input_ids=ones, input_mask=tf.constant(mask), segment_ids=tf.zeros_like(ones))
+    message = str(e.value)
+    assert "serve_ids: every input_mask value must be 0 or 1" in message, message
+    assert f"[{value}]" in message and "must start with 1" not in message
+  # serve_examples feeds the same network and checks the same values.
+  serve_examples = tf.saved_model.load(str(tmp_path / "export")).signatures["serve_examples"]
+  features = {k: np.ones([2, S], np.int64) for k in serving_modules.PACKED_KEYS}
+  features["segment_ids"] = np.zeros([2, S], np.int64)
+  out = serve_examples(examples=tf.constant(serialize_examples(features)))
+  assert out["probabilities"].shape == (2, 2)
+  for key, value, expected in (
+    ("input_mask", 3, "serve_examples: every input_mask value must be 0 or 1"),
+    ("segment_ids", 7, "serve_examples: every segment_ids value must be in [0, 2)"),
+    (
+      "input_ids",
+      vocab_size,
+      f"serve_examples: every input_ids value must be in [0, {vocab_size})",
+    ),
+  ):
+    bad = {k: v.copy() for k, v in features.items()}
+    bad[key][0, 4] = value
+    with pytest.raises(tf.errors.InvalidArgumentError) as e:
+      serve_examples(examples=tf.constant(serialize_examples(bad)))
+    assert expected in str(e.value) and f"[{value}]" in str(e.value)
   # The raw-text signature takes [batch] texts; a 2-D batch is named.
   serve_text = tf.saved_model.load(str(tmp_path / "export")).signatures["serving_default"]
   texts = tf.constant([["a b", "c"], ["d", "e"]])
