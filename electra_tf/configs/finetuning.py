@@ -28,6 +28,16 @@ LAYERWISE_LR_VARIANTS = ("faithful", "fixed")
 DATA_SOURCES = ("files", "tfds")
 
 
+# (name, low, high, (low included, high included)) of the fine-tuning
+# optimizer's settings: `run_finetuning`'s hparams and the task models' `compile`.
+OPTIMIZER_RANGES = (
+  ("learning_rate", 0, None, (False, True)),
+  ("weight_decay_rate", 0, None, (True, True)),
+  ("layerwise_lr_decay", 0, None, (True, True)),
+  ("warmup_proportion", 0, 1, (False, True)),
+)
+
+
 @dataclasses.dataclass(init=False, repr=False, eq=False)
 class FinetuningConfig(RuntimeHparams):
   """Every fine-tuning hparam of the original, plus a few for TF2.
@@ -251,11 +261,9 @@ class FinetuningConfig(RuntimeHparams):
         "fraction of the training steps; the original divides by zero with 0)"
       )
     # The same range checks as pre-training's: a negative rate trains backwards.
-    check_number(self, "learning_rate", 0, None, (False, True))
-    check_number(self, "weight_decay_rate", 0, None, (True, True))
-    check_number(self, "layerwise_lr_decay", 0, None, (True, True))
+    for name, low, high, closed in OPTIMIZER_RANGES:
+      check_number(self, name, low, high, closed)
     check_number(self, "num_train_epochs", 0, None, (False, True))
-    check_number(self, "warmup_proportion", 0, 1, (False, True))
     if self.layerwise_lr_decay_variant not in LAYERWISE_LR_VARIANTS:
       raise ValueError(
         f"hparam layerwise_lr_decay_variant={self.layerwise_lr_decay_variant!r}; "

@@ -40,6 +40,10 @@ def pack_tagging(tokenizer, ids, max_seq_length):
   return packed
 
 
+# The original's question budget (`max_query_length`).
+DEFAULT_MAX_QUERY_LENGTH = 64
+
+
 @keras.saving.register_keras_serializable(package="electra_tf")
 class ElectraTextPreprocessor(keras.layers.Layer):
   """Tokenises one or two text segments in-graph and packs them as the
@@ -55,7 +59,8 @@ class ElectraTextPreprocessor(keras.layers.Layer):
       `max_query_length` tokens, the context to the rest, as `pack_question_context`)
       or `"tagging"` (one segment, segment ids 1, as `pack_tagging`).
     max_query_length: the question budget of `"question_context"` (the
-      original's 64).
+      original's 64; None: 64, or less where S leaves no room for a
+      context token: S - 4). A budget above S - 4 is refused.
     **kwargs: standard Keras layer arguments.
 
   Call args:
@@ -74,11 +79,15 @@ class ElectraTextPreprocessor(keras.layers.Layer):
   ([[2, 5, 6, 3, 6, 3]], [[0, 0, 0, 0, 1, 1]])
   """
 
-  def __init__(self, tokenizer, max_seq_length=128, packing="pair", max_query_length=64, **kwargs):
+  def __init__(
+    self, tokenizer, max_seq_length=128, packing="pair", max_query_length=None, **kwargs
+  ):
     kwargs.setdefault("trainable", False)
     super().__init__(**kwargs)
     if isinstance(tokenizer, dict):
       tokenizer = keras.saving.deserialize_keras_object(tokenizer)
+    if max_query_length is None and isinstance(max_seq_length, numbers.Integral):
+      max_query_length = max(1, min(DEFAULT_MAX_QUERY_LENGTH, int(max_seq_length) - 4))
     for name, value in (("max_seq_length", max_seq_length), ("max_query_length", max_query_length)):
       if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name}={value!r}; expected an integer")
@@ -88,6 +97,12 @@ class ElectraTextPreprocessor(keras.layers.Layer):
       raise ValueError(f"packing={packing!r}; expected one of {PACKINGS}")
     if max_query_length < 1:
       raise ValueError(f"max_query_length={max_query_length}; expected at least 1")
+    if packing == "question_context" and max_query_length > max_seq_length - 4:
+      # [CLS] question [SEP] context [SEP]: a longer question budget leaves no context token.
+      raise ValueError(
+        f"max_query_length={max_query_length} leaves no room for the context in "
+        f"max_seq_length={max_seq_length}; expected at most {max_seq_length - 4}"
+      )
     self.tokenizer = tokenizer
     self.max_seq_length = int(max_seq_length)
     self.packing = packing

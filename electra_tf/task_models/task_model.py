@@ -12,6 +12,8 @@ import keras
 import tensorflow as tf
 
 from electra_tf.checkpoints import model_dir as model_dir_lib
+from electra_tf.configs import finetuning as finetuning_config
+from electra_tf.configs.pretraining import check_number
 from electra_tf.configs.pretraining import default_embedding_size
 from electra_tf.configs.pretraining import get_bert_config
 from electra_tf.finetune import task_builder
@@ -54,6 +56,11 @@ def check_prediction_input(x, model_name):
     raise ValueError(
       f"{model_name}.predict takes a batch of texts; got one string: wrap it in a list, "
       "predict([text])"
+    )
+  if isinstance(x, dict) and "input_ids" not in x:
+    raise ValueError(
+      f"{model_name}.predict takes a list of texts or a (text_a, text_b) tuple of lists; a dict "
+      f"is read as packed features (input_ids, input_mask, segment_ids), got keys {sorted(x)}"
     )
   parts = x if isinstance(x, tuple) and len(x) == 2 else (x,)
   if len(parts) == 2 and any(isinstance(part, (str, bytes)) for part in parts):
@@ -412,7 +419,20 @@ class ElectraTaskModel(keras.Model):
     """
     if not self.built:
       self.build()
+    settings = types.SimpleNamespace(
+      learning_rate=learning_rate,
+      warmup_proportion=warmup_proportion,
+      weight_decay_rate=weight_decay_rate,
+      layerwise_lr_decay=layerwise_lr_decay,
+    )
     if isinstance(optimizer, str) and optimizer in ("auto", *optimizer_factory.OPTIMIZERS):
+      try:  # the ranges run_finetuning checks its hparams against
+        for name, low, high, closed in finetuning_config.OPTIMIZER_RANGES:
+          check_number(settings, name, low, high, closed)
+      except ValueError as e:
+        raise ValueError(
+          f"{type(self).__name__}.compile: {str(e).removeprefix('hparam ')}"
+        ) from None
       if not num_train_steps:
         raise ValueError(
           f"{type(self).__name__}.compile: the original's schedule decays over "

@@ -134,6 +134,15 @@ def test_accumulated_fit_on_text_makes_the_one_batch_steps(tmp_path):
   ):
     classifier.compile(optimizer="sgd", num_train_steps=2, learning_rate=5e-3)
   classifier.compile(optimizer="sgd")  # Keras's own SGD, nothing dropped
+  # The original optimizer's settings are checked as run_finetuning checks its hparams.
+  with pytest.raises(
+    ValueError, match=r"^ElectraClassifier.compile: warmup_proportion=5.0; expected"
+  ):
+    classifier.compile(num_train_steps=2, warmup_proportion=5.0)
+  with pytest.raises(
+    ValueError, match=r"^ElectraClassifier.compile: learning_rate=-0.001; expected"
+  ):
+    classifier.compile(num_train_steps=2, learning_rate=-1e-3)
 
 
 def test_inputs_the_classifier_cannot_take_are_named(tmp_path):
@@ -159,6 +168,10 @@ def test_inputs_the_classifier_cannot_take_are_named(tmp_path):
     ValueError, match=r"got single strings: .* one pair as \(\[text_a\], \[text_b\]\)"
   ):
     model.predict(("the cat sat", "the dog ran"))
+  with pytest.raises(
+    ValueError, match=r"a dict is read as packed features .* got keys \['text_a', 'text_b'\]"
+  ):
+    model.predict({"text_a": ["the cat"], "text_b": ["a dog"]})
   with pytest.raises(ValueError, match=r"^max_seq_length='32'; expected an integer$"):
     vocab_file = str(tmp_path / "vocab.txt")
     write_vocab(vocab_file)

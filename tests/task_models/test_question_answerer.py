@@ -102,7 +102,7 @@ def test_config_round_trip_loss_and_bad_labels(tmp_path):
   assert config["max_answer_length"] == 30 and config["task_name"] == "qa"
   assert isinstance(clone.preprocessor, ElectraTextPreprocessor)
   assert clone.preprocessor.packing == "question_context"
-  assert clone.preprocessor.max_query_length == 64
+  assert clone.preprocessor.max_query_length == S - 4  # the original's 64 leaves no context
 
   # The default loss: (start CE + end CE) / 2, summed over the batch.
   qa.compile(num_train_steps=10)
@@ -195,3 +195,13 @@ def test_starts_from_the_joint_head_squad_checkpoint_run_finetuning_writes(tmp_p
     electra_tf.ElectraQuestionAnswerer.from_checkpoint(
       model_dir, vocab_file, max_seq_length=S, task_name="squad", **TINY_SIZE
     )
+
+
+def test_a_question_budget_that_leaves_no_context_is_refused(tmp_path):
+  # [CLS] question [SEP] context [SEP]: at most S - 4 question tokens leave one for the context.
+  with pytest.raises(
+    ValueError,
+    match=rf"^max_query_length={S - 3} leaves no room for the context in max_seq_length={S}; "
+    rf"expected at most {S - 4}$",
+  ):
+    _answerer(tmp_path, max_query_length=S - 3)
