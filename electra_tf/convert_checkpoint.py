@@ -70,8 +70,6 @@ Example:
   python -m electra_tf.convert_checkpoint \
       --input models/tiny/finetuning_models/rte,chunk_model_1 --output /tmp/rte_chunk.keras \
       --hparams '{"task_names": ["rte", "chunk"]}'
-  python -m electra_tf.convert_checkpoint --input /tmp/rte_chunk.keras \
-      --output /tmp/rte_chunk_official --global-step 1000
 """
 
 import argparse
@@ -80,6 +78,7 @@ import sys
 from electra_tf import convert
 from electra_tf.utils import exit_codes
 from electra_tf.utils import file_io
+from electra_tf.utils import interrupts
 from electra_tf.utils.file_io import check_writable
 
 
@@ -158,8 +157,11 @@ def main(argv=None):
     "<data_dir>/models/<model_name>)",
   )
   args = parser.parse_args(argv)
+  return interrupts.run_stoppable("convert_checkpoint", lambda: _run(args))
+
+
+def _run(args):
   try:
-    # Before reading or converting anything.
     check_writable(args.output, "--output")
     with file_io.full_disk_as_bad_input("--output", args.output):
       report = _publish_or_convert(args)

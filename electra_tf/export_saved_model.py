@@ -131,8 +131,9 @@ def _parse_args(argv):
 
 def main(argv=None):
   args = _parse_args(argv)
-  with interrupts.ctrl_c_remembered():  # one that lands in a TF finaliser still stops the export
-    return _export(args)
+  # A Ctrl-C that lands in a TF finaliser still stops the export; SIGTERM and
+  # SIGHUP stop it as Ctrl-C does (nothing left), in one line, exit 128 + the signal.
+  return interrupts.run_stoppable("export_saved_model", lambda: _export(args))
 
 
 def _export(args):

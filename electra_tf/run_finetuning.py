@@ -22,7 +22,8 @@ unless `--hparams` set them. One trainer per task set: a second stops with
 one line naming the first (`finetuning_models/<tasks>_model.lock`).
 
 Exit status (`electra_tf.utils.exit_codes`): 0 done, 2 bad input (one line on stderr, nothing written),
-143 stopped by SIGTERM after saving a checkpoint.
+143 stopped by SIGTERM after saving a checkpoint (129 for SIGHUP, the terminal closed; 130 for
+Ctrl-C); stopped while it builds features, it removes them and the new trial.
 """
 
 import argparse

@@ -27,7 +27,8 @@ The original's command line and semantics (`run_pretraining.py` flags, `run_pret
   line on stderr; also corrupt data met while training, a model dir that
   is not writable, or a disk that fills up while saving a checkpoint: its
   partial files are removed and a re-run resumes from the last good one),
-  143 stopped by SIGTERM after saving a checkpoint.
+  143 stopped by SIGTERM after saving a checkpoint (129 for SIGHUP, the
+  terminal closed; 130 for Ctrl-C).
 
 The work is done by `electra_tf.training.pretraining_run`: training goes
 through `ElectraPretrainer.fit` with the callbacks of

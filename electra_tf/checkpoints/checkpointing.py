@@ -75,6 +75,12 @@ TEMPORARY_PATTERNS = (CHECKPOINT_NAME + "-*_temp*", "checkpoint.tmp*", CHECKPOIN
 # (fine-tuning's name-based saves write `<prefix>_tmp.*` and rename them.)
 
 
+# The signals `PretrainingCheckpoint` saves on and stops (SIGHUP: the terminal closed).
+STOP_SIGNALS = tuple(
+  getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, name)
+)
+
+
 class CheckpointSaveError(RuntimeError):
   """A checkpoint could not be written (the disk or quota is full); the
   message says where, how much, and the last good checkpoint, in one line.
@@ -209,7 +215,7 @@ def disk_full_error(model_dir, step, latest, variables):
 
 
 class TrainingPreempted(Exception):
-  """SIGTERM (preemption) or SIGINT (Ctrl-C) stopped a run (pre-training or
+  """SIGTERM (preemption), SIGINT (Ctrl-C) or SIGHUP (terminal closed) stopped a run (pre-training or
   fine-tuning) after it saved the checkpoint of `step`; re-running resumes
   from it. `signum` is the signal (the exit status is 128 + it)."""
 
@@ -218,7 +224,12 @@ class TrainingPreempted(Exception):
     self.checkpoint = checkpoint
     self.signum = int(signum if signum is not None else signal.SIGTERM)
     saved = f" ({checkpoint})" if checkpoint else ""
-    what = "interrupted (Ctrl-C)" if self.signum == signal.SIGINT else "preempted"
+    if self.signum == signal.SIGINT:
+      what = "interrupted (Ctrl-C)"
+    elif self.signum == signal.SIGTERM:
+      what = "preempted"
+    else:
+      what = f"stopped ({signal.Signals(self.signum).name})"  # SIGHUP: the terminal closed
     super().__init__(f"{what}: stopped at global step {step} after saving its checkpoint{saved}")
 
 
@@ -405,7 +416,8 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
   - After each batch it saves when the global step reaches a multiple of
     `save_checkpoints_steps` and stops training once it reaches
     `num_train_steps` (an absolute target step, as in the original).
-  - On SIGTERM (preemption) or a first SIGINT (Ctrl-C) it saves at the next
+  - On SIGTERM (preemption), SIGHUP (the terminal closed: exit status 129)
+    or a first SIGINT (Ctrl-C) it saves at the next
     batch end and stops; re-running resumes from there (the role of Keras'
     `BackupAndRestore`); `preempted` then tells the caller to exit non-zero
     and `stop_signal` which signal it was. A second Ctrl-C stops at once
@@ -418,7 +430,7 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
     save_checkpoints_steps: save every this many global steps; 0/None saves
       only at the start and the end.
     num_train_steps: the global step at which training stops; None: never.
-    handle_sigterm: install the SIGTERM and SIGINT handlers (main thread only). Leave
+    handle_sigterm: install the SIGTERM, SIGHUP and SIGINT handlers (main thread only). Leave
       it off with several workers: a signal reaching one worker only would
       make it save alone; there the periodic checkpoints are the backup.
     save_initial: write the starting checkpoint of a fresh model dir (the
@@ -477,7 +489,7 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
     else:
       self._save(step)
     if self.handle_sigterm:
-      for signum in (signal.SIGTERM, signal.SIGINT):
+      for signum in STOP_SIGNALS:
         try:
           self._previous_handlers[signum] = signal.signal(signum, self._on_signal)
         except ValueError:  # not the main thread

@@ -678,10 +678,15 @@ def _run_trials(config, strategy, chief, inputs):
         vocab=inputs.vocab,
         bert_config=inputs.bert_config,
       )
-    runner = ModelRunner(config, tasks, trial, strategy=strategy, inputs=inputs)
-    if config.do_train:
-      logging.info("Training for %s", ",".join(config.task_names))
-      runner.train()
+    try:
+      runner = ModelRunner(config, tasks, trial, strategy=strategy, inputs=inputs)
+      if config.do_train:
+        logging.info("Training for %s", ",".join(config.task_names))
+        runner.train()
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM or SIGHUP (`interrupts.Stopped`) before a save
+      if config.do_train and chief and not tf.train.latest_checkpoint(config.model_dir):
+        tf.io.gfile.rmtree(config.model_dir)  # nothing of the new trial to resume
+      raise
     interrupts.check()
     if config.do_eval and chief:
       results.append(runner.evaluate())

@@ -41,11 +41,12 @@ def run_to_exit_status(tool, run):
       interrupts.check()
   except TrainingPreempted as e:
     print(f"{tool}: {e}; re-run to resume.", file=sys.stderr, flush=True)
-    return 128 + e.signum  # PREEMPTED for SIGTERM, INTERRUPTED for Ctrl-C
-  except KeyboardInterrupt:
-    # Ctrl-C before training started (nothing to save), or a second one.
-    print(f"{tool}: interrupted (Ctrl-C); nothing more saved", file=sys.stderr, flush=True)
-    return exit_codes.INTERRUPTED
+    return 128 + e.signum  # PREEMPTED for SIGTERM, INTERRUPTED for Ctrl-C, HANGUP for SIGHUP
+  except KeyboardInterrupt as e:
+    # Ctrl-C (or SIGTERM, SIGHUP: `interrupts.Stopped`) before training
+    # started (nothing to save; partial features and trial removed), or a second one.
+    print(f"{interrupts.stopped_line(tool, e)}; nothing more saved", file=sys.stderr, flush=True)
+    return interrupts.stop_status(e)
   except TrainingDiverged as e:
     print(f"{tool}: error: {e}; exit status {exit_codes.DIVERGED}", file=sys.stderr, flush=True)
     return exit_codes.DIVERGED

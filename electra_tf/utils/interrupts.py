@@ -1,4 +1,4 @@
-"""Ctrl-C that Python swallowed, honoured anyway.
+"""Ctrl-C that Python swallowed, honoured anyway; SIGTERM and SIGHUP as stops too.
 
 Python turns SIGINT into a KeyboardInterrupt at the next bytecode of the
 main thread. When that bytecode belongs to a finaliser (`__del__`, a weakref
@@ -8,9 +8,17 @@ finish as if nothing had been pressed. Within `ctrl_c_remembered()` every
 Ctrl-C is also remembered, and `check()`, called between pieces of work,
 raises it again where it can be caught.
 
+Within it SIGTERM (a scheduler's stop) and SIGHUP (the terminal closed) stop
+the work the same way: they raise `Stopped`, a KeyboardInterrupt that
+remembers its signal, so whatever removes partial output on Ctrl-C does so
+on them too; the command then ends with `stopped (SIGTERM)` and exit status
+128 + the signal (`stop_status`, `stopped_line`).
+
 Example:
   >>> with ctrl_c_remembered():
   ...   check()  # nothing pressed: returns
+  >>> stop_status(Stopped(signal.SIGTERM)), stopped_line("export_saved_model", Stopped(signal.SIGTERM))
+  (143, 'export_saved_model: stopped (SIGTERM)')
 """
 
 import contextlib
@@ -18,25 +26,83 @@ import signal
 import sys
 import threading
 
+# The signals that stop the work within `ctrl_c_remembered()`.
+STOP_SIGNALS = tuple(
+  getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
 _pressed = threading.Event()
+_signal_seen = [signal.SIGINT]
+
+
+class Stopped(KeyboardInterrupt):
+  """A stop by a signal other than Ctrl-C (SIGTERM, SIGHUP): handled like
+  Ctrl-C's KeyboardInterrupt, reported with its own name and exit status."""
+
+  def __init__(self, signum):
+    super().__init__(signal_name(signum))
+    self.signum = int(signum)
+
+
+def signal_name(signum):
+  """'Ctrl-C' for SIGINT, else the signal's name ('SIGTERM')."""
+  if signum == signal.SIGINT:
+    return "Ctrl-C"
+  return signal.Signals(signum).name
+
+
+def _stop(signum):
+  return KeyboardInterrupt() if signum == signal.SIGINT else Stopped(signum)
 
 
 def _on_sigint(signum, frame):
-  del signum, frame
+  del frame
+  _signal_seen[0] = signal.SIGINT if signum is None else signum
   _pressed.set()
-  raise KeyboardInterrupt
+  raise _stop(_signal_seen[0])
+
+
+def stop_signal_of(error):
+  """The signal `error` (or an error raised in its place: TensorFlow wraps a
+  KeyboardInterrupt raised in a C++ call) stands for, or None when it is no stop."""
+  seen = set()
+  while error is not None and id(error) not in seen:
+    seen.add(id(error))
+    if isinstance(error, Stopped):
+      return error.signum
+    if isinstance(error, KeyboardInterrupt):
+      return signal.SIGINT
+    error = error.__cause__ or error.__context__
+  return None
+
+
+def stop_status(error):
+  """The exit status for stop `error`: 128 + its signal (130 for Ctrl-C, 143 for SIGTERM)."""
+  return 128 + int(stop_signal_of(error) or signal.SIGINT)
+
+
+def stopped_line(tool, error):
+  """`<tool>: interrupted (Ctrl-C)` or `<tool>: stopped (SIGTERM)`."""
+  signum = stop_signal_of(error) or signal.SIGINT
+  if signum == signal.SIGINT:
+    return f"{tool}: interrupted (Ctrl-C)"
+  return f"{tool}: stopped ({signal_name(signum)})"
 
 
 @contextlib.contextmanager
 def ctrl_c_remembered():
-  """Within: Ctrl-C raises KeyboardInterrupt as usual and is remembered for
-  `check()`. Handlers installed inside (a training run's save-on-Ctrl-C)
-  take over while they are installed."""
+  """Within: Ctrl-C raises KeyboardInterrupt as usual, SIGTERM and SIGHUP
+  raise `Stopped`, and each is remembered for `check()`. Handlers installed
+  inside (a training run's save-on-Ctrl-C) take over while they are
+  installed."""
   _pressed.clear()
-  try:
-    previous = signal.signal(signal.SIGINT, _on_sigint)
-  except ValueError:  # not the main thread: signals are not ours to handle
-    previous = None
+  _signal_seen[0] = signal.SIGINT
+  previous = {}
+  for signum in STOP_SIGNALS:
+    try:
+      previous[signum] = signal.signal(signum, _on_sigint)
+    except ValueError:  # not the main thread: signals are not ours to handle
+      break
   previous_hook = sys.unraisablehook
 
   def quiet_about_ctrl_c(unraisable):
@@ -49,13 +115,31 @@ def ctrl_c_remembered():
     yield
   finally:
     sys.unraisablehook = previous_hook
-    if previous is not None:
-      signal.signal(signal.SIGINT, previous)
+    for signum, handler in previous.items():
+      signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
     _pressed.clear()
 
 
 def check():
   """Raises KeyboardInterrupt if Ctrl-C was pressed (and swallowed) since
-  `ctrl_c_remembered()` began."""
+  `ctrl_c_remembered()` began; `Stopped` for a SIGTERM or SIGHUP."""
   if _pressed.is_set():
-    raise KeyboardInterrupt
+    raise _stop(_signal_seen[0])
+
+
+def run_stoppable(tool, work):
+  """Returns `work()`, run within `ctrl_c_remembered()`; a SIGTERM or SIGHUP
+  that stops it (after its partial output was removed, as on Ctrl-C) ends
+  it with one line on stderr (`<tool>: stopped (SIGTERM)`) and returns
+  128 + the signal. Ctrl-C propagates (the `python -m` hook reports it)."""
+  with ctrl_c_remembered():
+    try:
+      return work()
+    except BaseException as e:
+      signum = stop_signal_of(e)
+      if signum is None or signum == signal.SIGINT:
+        raise
+      error = e
+  sys.stdout.flush()
+  print(stopped_line(tool, error), file=sys.stderr, flush=True)
+  return stop_status(error)
