@@ -107,14 +107,40 @@ def make_parser():
     default=None,
     help="Read documents from this TFDS dataset instead of --corpus-dir.",
   )
-  parser.add_argument("--tfds-split", default="train", help="TFDS split.")
-  parser.add_argument("--tfds-text-key", default="text", help="TFDS feature holding the text.")
+  # Defaults None, resolved in `options_from_args`: a TFDS-only flag given
+  # without --tfds-name is refused rather than ignored.
+  parser.add_argument("--tfds-split", default=None, help="TFDS split (default: train).")
+  parser.add_argument(
+    "--tfds-text-key", default=None, help="TFDS feature holding the text (default: text)."
+  )
   parser.add_argument("--tfds-data-dir", default=None, help="TFDS data_dir.")
   runner_flags.add_runner_flag(parser)
   return parser
 
 
+# The flags that only a TFDS source reads, and their defaults.
+TFDS_ONLY_FLAGS = {"tfds_split": "train", "tfds_text_key": "text", "tfds_data_dir": None}
+
+
+def check_tfds_only_flags(args):
+  """Refuses a TFDS-only flag given without --tfds-name (it would be ignored)."""
+  if args.tfds_name:
+    return
+  given = [
+    "--" + name.replace("_", "-") for name in TFDS_ONLY_FLAGS if getattr(args, name) is not None
+  ]
+  if given:
+    raise ValueError(
+      f"{', '.join(given)} applies only with --tfds-name (a TFDS source); "
+      "drop it, or give --tfds-name instead of --corpus-dir"
+    )
+
+
 def options_from_args(args):
+  check_tfds_only_flags(args)
+  for name, default in TFDS_ONLY_FLAGS.items():
+    if getattr(args, name) is None:
+      setattr(args, name, default)
   if not args.corpus_dir and not args.tfds_name:
     raise ValueError("one of --corpus-dir or --tfds-name is required")
   if args.tfds_name:

@@ -1019,6 +1019,12 @@ def _main(argv):
       )
     if args.num_unused < 0:
       raise ValueError(f"--num-unused {args.num_unused}: expected 0 or more [unusedN] tokens")
+    if args.output == "-":
+      # Not standard output: the files would be "-" and "-.json" in the working directory.
+      raise ValueError(
+        "--output '-' (standard output) is not supported; give a file path (the vocab needs "
+        "a settings file beside it)"
+      )
     if os.path.isdir(args.output) or args.output.endswith(("/", os.sep)):
       # Checked before any work: the settings file would become "<dir>/.json".
       what = "is a directory" if os.path.isdir(args.output) else "ends in a path separator"

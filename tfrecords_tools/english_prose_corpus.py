@@ -68,6 +68,7 @@ from typing import Optional
 from electra_tf.utils import exit_codes
 from electra_tf.utils.file_io import atomic_path
 from electra_tf.utils.file_io import write_atomic
+from tfrecords_tools import runner_flags
 
 
 @dataclasses.dataclass(frozen=True)
@@ -764,8 +765,10 @@ def main(argv=None):
     "--allow-missing", action="store_true", help="build from the sources that are installed"
   )
   args = parser.parse_args(argv)
-  if args.num_files < 1:
-    print("--num-files must be at least 1", file=sys.stderr)
+  try:
+    runner_flags.check_positive(args, "num_files", "max_mb")
+  except ValueError as e:
+    print(f"error: {e}", file=sys.stderr)
     return exit_codes.BAD_INPUT
   resolved = resolve_sources()
   missing = [r for r in resolved if r.root is None]

@@ -30,6 +30,7 @@ import sys
 
 from electra_tf.utils import exit_codes
 from electra_tf.utils.file_io import write_atomic
+from tfrecords_tools import runner_flags
 
 # GLUE folder -> (column of the sentence, whether the file has a header row).
 SOURCES = {"SST-2": (0, True), "CoLA": (3, False)}
@@ -187,6 +188,7 @@ def main(argv=None):
   )
   args = parser.parse_args(argv)
   try:
+    runner_flags.check_positive(args, "num_files", "sentences_per_document")
     manifest = build(
       args.glue_dir,
       args.output_dir,

@@ -23,7 +23,9 @@ import re
 import sys
 import sysconfig
 
+from electra_tf.utils import exit_codes
 from electra_tf.utils.file_io import atomic_path
+from tfrecords_tools import runner_flags
 
 _SKIP_DIRS = {
   "test",
@@ -143,6 +145,11 @@ def main(argv=None):
   parser.add_argument("--max-mb", type=float, default=8.0)
   parser.add_argument("--num-files", type=int, default=8)
   args = parser.parse_args(argv)
+  try:
+    runner_flags.check_positive(args, "max_mb", "num_files")
+  except ValueError as e:
+    print(f"error: {e}", file=sys.stderr)
+    return exit_codes.BAD_INPUT
   paths, written = write_python_docs_corpus(args.output_dir, args.max_mb, args.num_files)
   print(
     f"wrote {written / 2**20:.2f} MB of Python docstrings to {len(paths)} files in {args.output_dir}"

@@ -56,6 +56,16 @@ def parse_args(parser, argv=None):
   return args, beam_pipeline.pipeline_options(args.runner, rest)
 
 
+def check_positive(args, *names):
+  """The corpus tools' numeric flags (`--num-files`, `--max-mb`, ...): raises
+  ValueError (one line) for a value of the flags named by their `dest`s in
+  `names` that is not a positive number; a flag left at None is not given."""
+  for name in names:
+    value = getattr(args, name)
+    if value is not None and not value > 0:  # `not >` also refuses NaN
+      raise ValueError(f"--{name.replace('_', '-')} {value}: expected a positive number")
+
+
 def options_from_args(options_class, args):
   """An `options_class` (a dataclass) whose fields take the values of the
   parsed flags of the same names; fields without a flag keep their defaults."""

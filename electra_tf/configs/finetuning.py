@@ -254,6 +254,8 @@ class FinetuningConfig(RuntimeHparams):
     check_optimizer_name(self.optimizer)
     if not self.task_names:
       raise ValueError("hparam task_names must name at least one task")
+    if not self.do_train and not self.do_eval:
+      raise ValueError("hparams do_train and do_eval are both false: nothing to do")
     if not self.warmup_proportion > 0:
       # The original divides by zero in its schedule.
       raise ValueError(
@@ -277,6 +279,11 @@ class FinetuningConfig(RuntimeHparams):
       "eval_batch_size",
       "predict_batch_size",
       "steps_per_execution",
+      # QA windows: a stride of 0 would make windows without end.
+      "max_query_length",
+      "doc_stride",
+      "n_best_size",
+      "max_answer_length",
     ):
       if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
         raise ValueError(f"hparam {name}={getattr(self, name)!r}; expected a positive integer")

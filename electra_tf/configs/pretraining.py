@@ -354,6 +354,11 @@ def _check_integer(config, name, low):
 def get_bert_config(config):
   """The discriminator's `BertConfig` from the size table (`configure_pretraining.py:PretrainingConfig`); shared
   by pre-training and fine-tuning."""
+  if not hasattr(config, "model_size"):
+    raise TypeError(
+      f"get_bert_config takes a PretrainingConfig or FinetuningConfig, got "
+      f"{type(config).__name__} {config!r} (a size name goes in model_size=...)"
+    )
   if config.model_size not in MODEL_SIZES:
     raise ValueError(f"Unknown model size {config.model_size!r}")
   hidden_size, num_layers = MODEL_SIZES[config.model_size]

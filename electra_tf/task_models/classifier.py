@@ -1,6 +1,7 @@
 """`ElectraClassifier`: a keras-hub style text classifier on raw strings."""
 
 import keras
+import tensorflow as tf
 
 from electra_tf.finetune.classification.head import ClassificationHead
 from electra_tf.finetune.classification.tasks import ClassificationTask
@@ -94,6 +95,16 @@ class ElectraClassifier(ElectraTaskModel):
     if y is not None and len(y.shape) > 1 and not (len(y.shape) == 2 and y.shape[-1] == 1):
       raise ValueError(
         f"ElectraClassifier labels are one class id per example, shape [batch]; got {y.shape}"
+      )
+    if y is not None:
+      # A fractional or out-of-range id trains silently otherwise (the loss casts it).
+      ids = tf.cast(y, tf.float32)
+      whole = tf.reduce_all(tf.equal(ids, tf.round(ids)))
+      in_range = tf.reduce_all((ids >= 0) & (ids < self.num_classes))
+      tf.debugging.Assert(
+        whole & in_range,
+        [f"ElectraClassifier labels must be whole class ids in [0, {self.num_classes}); got", y],
+        summarize=8,
       )
     return y
 

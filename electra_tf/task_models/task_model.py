@@ -380,6 +380,11 @@ class ElectraTaskModel(keras.Model):
     return y
 
   def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+    if y is None:
+      raise ValueError(
+        f"{type(self).__name__}: no labels were given; fit and evaluate take (texts, labels) "
+        "pairs (predict takes texts alone)"
+      )
     return super().compute_loss(x, self.prepare_labels(y), y_pred, sample_weight, training)
 
   def compute_metrics(self, x, y, y_pred, sample_weight=None):

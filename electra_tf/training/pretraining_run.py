@@ -114,6 +114,23 @@ def _as_inputs(inputs):
   return PretrainingInputs(pretrain_data.PretrainingFiles(list(inputs), None))
 
 
+def _check_results_paths(config):
+  """The evaluation's results files (`results_txt`, its `.json` twin and
+  `results_pkl`): a directory there, or one that cannot be written, is
+  refused before any work rather than after the whole evaluation."""
+  paths = [("results_txt", config.results_txt), ("results_pkl", config.results_pkl)]
+  if config.results_txt:
+    json_path = os.path.splitext(config.results_txt)[0] + ".json"
+    paths.append(("results_txt (its .json twin)", json_path))
+  for name, path in paths:
+    if not path:
+      continue
+    if os.path.isdir(path):
+      raise ValueError(f"hparam {name}={path!r} is a directory; expected a file path")
+    if config.do_eval:
+      check_writable(path, f"hparam {name}")
+
+
 def validate_config(config):
   """Every check that can fail before training starts; returns the
   `PretrainingInputs` (data files, vocab, encoder config) it resolved."""
@@ -150,6 +167,7 @@ def validate_config(config):
     _check_init_checkpoint(config)
   # Before the records' checks (seconds to minutes): training and evaluation write there.
   check_writable(config.model_dir, "model dir (<data-dir>/models/<model-name>)", directory=True)
+  _check_results_paths(config)
   vocab = vocab_lib.check_vocab_file(config.vocab_file, config.vocab_size)
   files = find_pretraining_files(config)
   records_info.check_records_vocab(files, vocab)

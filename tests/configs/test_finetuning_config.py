@@ -203,6 +203,11 @@ def test_gradient_accumulation_steps_must_divide_the_global_batch(tmp_path):
     ("num_train_epochs", 0, "expected > 0"),
     ("num_trials", 0, "expected a positive integer"),
     ("max_seq_length", 2, r"expected at least 5 \(\[CLS\], two \[SEP\]"),
+    # A stride of 0 made SQuAD's windows without end (memory grew until killed).
+    ("doc_stride", 0, "expected a positive integer"),
+    ("max_query_length", 0, "expected a positive integer"),
+    ("n_best_size", -1, "expected a positive integer"),
+    ("max_answer_length", 0, "expected a positive integer"),
   ],
 )
 def test_fine_tuning_ranges_are_checked_as_pre_training_s(name, value, expected):
@@ -213,6 +218,23 @@ def test_fine_tuning_ranges_are_checked_as_pre_training_s(name, value, expected)
     FinetuningConfig("m", "/tmp/data", task_names=["rte"], layerwise_lr_decay=0).layerwise_lr_decay
     == 0
   )
+
+
+def test_get_bert_config_of_a_size_name_says_what_it_takes():
+  from electra_tf.configs.pretraining import get_bert_config
+
+  with pytest.raises(
+    TypeError,
+    match="get_bert_config takes a PretrainingConfig or FinetuningConfig, got str 'small'",
+  ):
+    get_bert_config("small")
+
+
+def test_a_run_that_neither_trains_nor_evaluates_is_named_as_such():
+  with pytest.raises(
+    ValueError, match="^hparams do_train and do_eval are both false: nothing to do$"
+  ):
+    FinetuningConfig("m", "/tmp/data", task_names=["rte"], do_train=False, do_eval=False)
 
 
 def test_wrong_json_types_inside_task_names_and_overrides_are_named():

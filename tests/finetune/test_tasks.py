@@ -51,7 +51,7 @@ def test_cola_columns_and_header_rules(env):
     "train.tsv",
     tsv([["src", "1", "x", "the cat sat"], ["src", "0", "*", "cat the sat"]]),
   )
-  write_task_file(data_dir, "cola", "test.tsv", tsv([["id", "sentence"], [0, "a dog ran"]]))
+  write_task_file(data_dir, "cola", "test.tsv", tsv([["index", "sentence"], [0, "a dog ran"]]))
   task, _ = _task(env, "cola")
   assert _texts(task.get_examples("train")) == [
     (0, "the cat sat", None, "1"),

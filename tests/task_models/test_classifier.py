@@ -102,6 +102,18 @@ def test_compile_needs_the_schedule_horizon(tmp_path):
   assert type(classifier.optimizer).__name__ == "Lamb"
   classifier.compile(optimizer="adam", num_train_steps=10)
   assert type(classifier.optimizer).__name__ == "AdamWeightDecay"
+  # Labels missing, or not class ids: named, not trained on or a "None values" error.
+  texts = ["the cat sat", "a dog ran"]
+  with pytest.raises(ValueError, match="no labels were given; fit and evaluate take"):
+    classifier.evaluate(tf.data.Dataset.from_tensor_slices(texts).batch(2), verbose=0)
+  for labels in ([1.5, 0.0], [2, 0], [-1, 0]):
+    data = tf.data.Dataset.from_tensor_slices((texts, labels)).batch(2)
+    with pytest.raises(
+      tf.errors.InvalidArgumentError, match=r"labels must be whole class ids in \[0, 2\)"
+    ):
+      classifier.fit(data, verbose=0)
+  history = classifier.fit(tf.data.Dataset.from_tensor_slices((texts, [1, 0])).batch(2), verbose=0)
+  assert np.isfinite(history.history["loss"][0])
 
 
 @pytest.mark.slow

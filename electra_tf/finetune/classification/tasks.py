@@ -77,6 +77,9 @@ class SingleOutputTask(task_lib.Task):
   # The header line of the train and dev files where a task's layout is easy to
   # mistake for another's (lower-case cells); None: not checked.
   train_header = None
+  # The same for the test file (GLUE's test layout, without labels): a test
+  # file made by copying dev.tsv would read the label column as text.
+  test_header = None
 
   def __init__(self, config, name, tokenizer):
     super().__init__(config, name, tokenizer)
@@ -167,9 +170,16 @@ class SingleOutputTask(task_lib.Task):
   ):
     examples = []
     header = lines[0] if skip_first_line and lines else None
-    expected = self.train_header
-    if header is not None and expected and self._reading and "test" not in split:
+    is_test = "test" in split
+    expected = self.test_header if is_test else self.train_header
+    if header is not None and expected and self._reading and split != "diagnostic":
       cells = [cell.strip().lower() for cell in header]
+      if is_test and cells[: len(expected)] != list(expected):
+        raise ValueError(
+          f"{self._reading}, line 1: header {chr(9).join(header)[:80]!r} is not task "
+          f"{self.name}'s test header {chr(9).join(expected)!r} (GLUE's test layout, without "
+          "labels; a copy of dev.tsv has another layout)"
+        )
       if cells[: len(expected)] != list(expected)[: len(cells)]:
         # Another task's files (CoLA's in sst/) would train on the wrong column.
         raise ValueError(
@@ -322,6 +332,8 @@ class RegressionTask(SingleOutputTask):
 class CoLA(ClassificationTask):
   """Corpus of Linguistic Acceptability; Matthews correlation."""
 
+  test_header = ("index", "sentence")
+
   def __init__(self, config, tokenizer):
     super().__init__(config, "cola", tokenizer, ["0", "1"])
 
@@ -336,6 +348,7 @@ class SST(ClassificationTask):
   """Stanford Sentiment Treebank."""
 
   train_header = ("sentence", "label")
+  test_header = ("index", "sentence")
 
   def __init__(self, config, tokenizer):
     super().__init__(config, "sst", tokenizer, ["0", "1"])

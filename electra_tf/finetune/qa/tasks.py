@@ -162,6 +162,27 @@ def _best_indexes(logits, n_best_size):
   return [i for i, _ in order[:n_best_size]]
 
 
+class _NoAnswer(ValueError):
+  """A training question with `"answers": []` that is not marked unanswerable."""
+
+  def __init__(self, qid, v2):
+    super().__init__(qid)
+    self.qid = qid
+    self.v2 = v2
+
+  def message(self, task_name, source):
+    where = f"{source}: question {self.qid!r} has no answer (\"answers\": [])"
+    if self.v2:
+      return (
+        f"{where} but \"is_impossible\": false; task {task_name} (SQuAD 2.0) needs an answer "
+        "for every answerable question (mark unanswerable ones \"is_impossible\": true)"
+      )
+    return (
+      f"{where}; task {task_name} (SQuAD 1.1) needs an answer for every question; "
+      "unanswerable questions belong to task squad (SQuAD 2.0)"
+    )
+
+
 class QATask(task_lib.Task):
   """Span-extraction QA; `v2` adds unanswerable questions."""
 
@@ -207,6 +228,8 @@ class QATask(task_lib.Task):
             answer = qa["detected_answers"][0]
             answer_offset = answer["char_spans"][0][0]
           else:  # SQuAD
+            if isinstance(qa.get("answers"), list) and not qa["answers"]:
+              raise _NoAnswer(qa.get("id"), self.v2)
             answer = qa["answers"][0]
             answer_offset = answer["answer_start"]
           orig_answer_text = answer["text"]
@@ -300,6 +323,8 @@ class QATask(task_lib.Task):
       for n, paragraph in enumerate(self._paragraphs(split)):
         try:
           self._add_examples(examples, failures, paragraph, split)
+        except _NoAnswer as e:
+          raise ValueError(e.message(self.name, source)) from None
         except (KeyError, IndexError, TypeError) as e:
           raise ValueError(
             f"task {self.name}, {split} split, paragraph {n + 1} (of {source}): "
