@@ -1093,9 +1093,8 @@ def _main(argv):
   return 0
 
 
-def _report_sentencepiece(args, size, report):
-  """What `_main` says once a SentencePiece model is written: warnings, the
-  written line and the [UNK] shares."""
+def _print_corpus_warnings(args, report):
+  """The corpus's warnings (what the count met, casing that loses words), on stderr."""
   for line in report.summary():
     print(f"warning: {args.corpus_dir}: {line}", file=sys.stderr)
   lost = text_checks.normalisation_warning(
@@ -1103,6 +1102,12 @@ def _report_sentencepiece(args, size, report):
   )
   if lost:
     print(f"warning: {args.corpus_dir}: {lost}", file=sys.stderr)
+
+
+def _report_sentencepiece(args, size, report):
+  """What `_main` says once a SentencePiece model is written: warnings, the
+  written line and the [UNK] shares."""
+  _print_corpus_warnings(args, report)
   print(
     f"Wrote a SentencePiece {args.model_type} model of {size} pieces to {args.output} "
     f"(settings: {vocab_lib.settings_path(args.output)})"
@@ -1121,13 +1126,7 @@ def _report_sentencepiece(args, size, report):
 def _report_wordpiece(args, tokens, counts, report, tried):
   """What `_main` says once a WordPiece vocab is written: warnings, the
   written line and the [UNK] shares."""
-  for line in report.summary():
-    print(f"warning: {args.corpus_dir}: {line}", file=sys.stderr)
-  lost = text_checks.normalisation_warning(
-    report.sample_words, args.do_lower_case, args.strip_accents
-  )
-  if lost:
-    print(f"warning: {args.corpus_dir}: {lost}", file=sys.stderr)
+  _print_corpus_warnings(args, report)
   print(
     f"Wrote {len(tokens)} tokens to {args.output} "
     f"(settings: {vocab_lib.settings_path(args.output)})"
