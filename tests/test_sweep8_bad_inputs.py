@@ -10,6 +10,7 @@ from electra_tf import build_pretraining_dataset
 from electra_tf import run_pretraining
 from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.finetune import task_builder
+from electra_tf.finetune.classification import tasks as glue
 from electra_tf.text import wordpiece as tokenization
 from tests.helpers import finetuning_testdata
 from tests.helpers import pretraining_data
@@ -177,3 +178,53 @@ def test_squadv1_questions_without_an_answer_are_named(finetune_env):
     f"{path}: question 'q1' has no answer (\"answers\": []); task squadv1 (SQuAD 1.1) needs "
     "an answer for every question; unanswerable questions belong to task squad (SQuAD 2.0)"
   )
+
+
+# GLUE's dev and test layouts (header, one row) of the tasks whose test
+# reader takes other columns than its dev reader: a copy of dev.tsv as
+# test.tsv would be read with ids or the label as text.
+_GLUE_DEV_AND_TEST = {
+  "qqp": (
+    [["id", "qid1", "qid2", "question1", "question2", "is_duplicate"], [7, 1, 2, "who", "why", 0]],
+    [["id", "question1", "question2"], [0, "who is he", "who is she"]],
+  ),
+  "sts": (
+    [
+      ["index", "genre", "filename", "year", "old_index", "source1", "source2", "sentence1",
+       "sentence2", "score"],
+      [0, "g", "f", "y", "0", "s", "s", "a cat", "a dog", "2.5"],
+    ],
+    [
+      ["index", "genre", "filename", "year", "old_index", "source1", "source2", "sentence1",
+       "sentence2"],
+      [0, "g", "f", "y", "0", "s", "s", "who is he", "who is she"],
+    ],
+  ),
+  "sst": ([["sentence", "label"], ["a fine film", 1]], [["index", "sentence"], [0, "who is he"]]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(_GLUE_DEV_AND_TEST))
+def test_every_glue_test_reader_refuses_a_copy_of_dev_and_reads_glue_s_layout(finetune_env, name):
+  data_dir, task = finetune_env
+  dev, test = _GLUE_DEV_AND_TEST[name]
+  path = finetuning_testdata.write_task_file(
+    data_dir, name, "test.tsv", finetuning_testdata.tsv(dev)
+  )
+  with pytest.raises(ValueError) as e:
+    task(name).get_examples("test")
+  assert str(e.value).startswith(
+    f"{path}, line 1: header {chr(9).join(dev[0])[:80]!r} is not task "
+  )
+  assert str(e.value).endswith(
+    "(GLUE's test layout, without labels; a copy of dev.tsv has another layout)"
+  )
+  finetuning_testdata.write_task_file(data_dir, name, "test.tsv", finetuning_testdata.tsv(test))
+  texts = [(e.text_a, e.text_b) for e in task(name).get_examples("test")]
+  assert texts == [("who is he", None if name == "sst" else "who is she")]
+
+
+def test_every_glue_task_but_the_unlabelled_diagnostic_names_its_test_header():
+  """Each GLUE task's test reader checks the columns it reads (see above)."""
+  classes = [glue.CoLA, glue.SST, glue.MRPC, glue.QQP, glue.RTE, glue.QNLI, glue.MNLI, glue.STS]
+  assert [c.__name__ for c in classes if not c.test_header] == []

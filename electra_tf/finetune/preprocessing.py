@@ -23,6 +23,7 @@ import tensorflow as tf
 
 from electra_tf.finetune import task as task_lib
 from electra_tf.utils.file_io import atomic_path
+from electra_tf.utils.file_io import dirs_made
 from electra_tf.utils.file_io import write_atomic
 
 # The metadata's `format`; a metadata file without it (written before the
@@ -233,7 +234,9 @@ class Preprocessor:
     if tf.io.gfile.exists(metadata_path):
       tf.io.gfile.remove(metadata_path)
     try:
-      n_records = self._build(tasks, is_training, split, tfrecords_path, metadata_path)
+      # A first build that fails or is stopped leaves no empty cache folder.
+      with dirs_made(self._config.preprocessed_data_dir):
+        n_records = self._build(tasks, is_training, split, tfrecords_path, metadata_path)
     except BaseException:
       if tf.io.gfile.exists(tfrecords_path):
         tf.io.gfile.remove(tfrecords_path)
@@ -256,7 +259,6 @@ class Preprocessor:
     if is_training:
       rng = random.Random(config.seed) if config.seed is not None else random
       rng.shuffle(examples)
-    tf.io.gfile.makedirs(config.preprocessed_data_dir)
     n_records = self._write_records(examples, is_training, tfrecords_path, batch_size)
     # Settings after the build: a tagging task's label mapping is written by it.
     metadata = {

@@ -60,6 +60,7 @@ from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from electra_tf.utils import extras
 from electra_tf.utils import interrupts
 from electra_tf.utils import keras_compat
+from electra_tf.utils.file_io import dirs_made
 from electra_tf.utils.file_io import replaced_together
 from electra_tf.utils.file_io import write_atomic
 
@@ -452,14 +453,10 @@ def export_to_dir(model, export_dir, format, kind, quantize=None, overwrite=Fals
   path = os.path.join(export_dir, default_filename(name, format, quantize))
   if os.path.exists(path) and not overwrite:
     raise ValueError(f"{path!r} already exists; pass --overwrite")
-  made = not os.path.exists(export_dir)
-  try:
-    # export_portable moves its files in together, or none of them.
+  # export_portable moves its files in together, or none of them; an
+  # interrupted or failed first export leaves no empty dir.
+  with dirs_made(export_dir):
     return export_portable(model, path, format, quantize, kind=kind, **options)
-  except BaseException:
-    if made and os.path.isdir(export_dir) and not os.listdir(export_dir):
-      os.rmdir(export_dir)  # an interrupted or failed first export leaves no empty dir
-    raise
 
 
 def add_flags(parser):

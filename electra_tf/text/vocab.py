@@ -566,9 +566,20 @@ def train_sentencepiece(
   if model_type not in ("unigram", "bpe"):
     raise ValueError(f"model_type {model_type!r}: expected 'unigram' or 'bpe'")
   model = io.BytesIO()
+  interrupted = []
+
+  def sentences_watched():
+    # The trainer turns an exception raised by its iterator, Ctrl-C
+    # included, into a RuntimeError; remember a Ctrl-C to raise it as one.
+    try:
+      yield from sentences
+    except KeyboardInterrupt:
+      interrupted.append(True)
+      raise
+
   try:
     sentencepiece.SentencePieceTrainer.train(
-      sentence_iterator=iter(sentences),
+      sentence_iterator=sentences_watched(),
       model_writer=model,
       vocab_size=int(vocab_size),
       model_type=model_type,
@@ -586,6 +597,8 @@ def train_sentencepiece(
       minloglevel=2,
     )
   except RuntimeError as e:
+    if interrupted:
+      raise KeyboardInterrupt from None
     # SentencePiece's message names the limit broken, e.g. "Vocabulary size is too high (N)".
     message = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
     message = message.split("] ", 1)[-1]  # drop the "INTERNAL: file.cc(line) [check]" prefix

@@ -127,6 +127,41 @@ def replaced_together(directory, label):
       os.rmdir(aside)
 
 
+@contextlib.contextmanager
+def dirs_made(directory):
+  """Makes `directory` and its missing parents; when the work within fails
+  or is stopped, removes those it made that are still empty, so a failed
+  first run leaves no empty folder behind.
+
+  Example:
+  >>> root = tempfile.mkdtemp()
+  >>> try:
+  ...   with dirs_made(os.path.join(root, "a", "b")):
+  ...     raise ValueError("failed")
+  ... except ValueError:
+  ...   os.listdir(root)
+  []
+  """
+  import tensorflow as tf  # only here: file_io is imported by modules that must not load TensorFlow
+
+  made = []
+  path = directory.rstrip("/") or directory
+  while path and not tf.io.gfile.exists(path):
+    made.append(path)
+    parent = os.path.dirname(path)
+    if parent == path:
+      break
+    path = parent
+  tf.io.gfile.makedirs(directory)
+  try:
+    yield directory
+  except BaseException:
+    for path in made:  # deepest first
+      if tf.io.gfile.isdir(path) and not tf.io.gfile.listdir(path):
+        tf.io.gfile.rmtree(path)
+    raise
+
+
 def _remove(path):
   """Removes the local file or directory `path`, if there."""
   if os.path.isdir(path) and not os.path.islink(path):

@@ -7,6 +7,7 @@ works on the next run."""
 import json
 import os
 import shutil
+import signal
 
 import pytest
 import tensorflow as tf
@@ -16,6 +17,7 @@ from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.finetune import preprocessing
 from electra_tf.finetune import task_builder
 from electra_tf.training import finetuning_run
+from electra_tf.utils import interrupts
 from tests.helpers.finetuning_testdata import WORDS
 from tests.helpers.finetuning_testdata import make_data_dir
 from tests.helpers.finetuning_testdata import squad_json
@@ -179,6 +181,27 @@ def test_a_tsv_without_usable_rows_leaves_no_cache_and_a_fixed_one_works(data, c
   write_task_file(data_dir, "sst", "train.tsv", _sst(4))
   records, lines = _train_records(data, capsys)
   assert len(records) == 4 and lines == []
+
+
+def test_a_first_build_stopped_while_featurising_leaves_no_empty_cache_folder(data, monkeypatch):
+  """SIGTERM (as `interrupts.Stopped`) midway through the records: neither
+  the partial records nor the folders the build made stay behind."""
+  pre, tasks = _preprocessor(data)
+  cache_root = os.path.dirname(pre._config.preprocessed_data_dir)
+  real_featurize = tasks[0].featurize
+  seen = []
+
+  def stopped_midway(example, *args, **kwargs):
+    seen.append(example)
+    if len(seen) == 3:
+      raise interrupts.Stopped(signal.SIGTERM)
+    return real_featurize(example, *args, **kwargs)
+
+  monkeypatch.setattr(tasks[0], "featurize", stopped_midway)
+  with pytest.raises(interrupts.Stopped):
+    pre.serialize(tasks, True, "train")
+  assert len(seen) == 3
+  assert not os.path.exists(cache_root)
 
 
 def test_a_failed_rebuild_leaves_no_stale_cache(data, capsys):

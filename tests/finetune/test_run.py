@@ -52,7 +52,8 @@ def _write_glue(data_dir):
     "sts",
     "test.tsv",
     tsv(
-      [["index", "genre", "s1", "s2"]] + [[i, "g", a, b] for i, (a, b, _) in enumerate(PAIRS[:3])]
+      [["index", "genre", "sentence1", "sentence2"]]
+      + [[i, "g", a, b] for i, (a, b, _) in enumerate(PAIRS[:3])]
     ),
   )
 

@@ -70,7 +70,9 @@ def test_sst_qqp_rte_qnli_columns(env):
     "dev.tsv",
     tsv([["id", "q1id", "q2id", "q1", "q2", "dup"], [7, 1, 2, "who is he", "who is she", 0]]),
   )
-  write_task_file(data_dir, "qqp", "test.tsv", tsv([["id", "q1", "q2"], [0, "what", "where"]]))
+  write_task_file(
+    data_dir, "qqp", "test.tsv", tsv([["id", "question1", "question2"], [0, "what", "where"]])
+  )
   for name in ("rte", "qnli"):
     write_task_file(
       data_dir,

@@ -315,6 +315,27 @@ def test_ctrl_c_ends_in_one_line_and_writes_nothing(tmp_path, corpus_dir, monkey
   assert list(tmp_path.iterdir()) == []
 
 
+def test_ctrl_c_inside_sentencepiece_training_is_an_interruption_not_a_failure(
+  tmp_path, corpus_dir, monkeypatch, capsys
+):
+  """SentencePiece's trainer turns its iterator's KeyboardInterrupt into a
+  RuntimeError; it still ends as Ctrl-C (exit 130, one line), not as a
+  failed training with the bad-input status."""
+  real_sentences = build_vocab.sentencepiece_sentences
+
+  def ctrl_c_midway(*args, **kwargs):
+    for i, line in enumerate(real_sentences(*args, **kwargs)):
+      if i == 20:
+        raise KeyboardInterrupt
+      yield line
+
+  monkeypatch.setattr(build_vocab, "sentencepiece_sentences", ctrl_c_midway)
+  out = tmp_path / "sp.model"
+  assert build_vocab.main(_vocab_argv(corpus_dir, out, "--model-type", "bpe")) == 130
+  assert capsys.readouterr().err.splitlines()[-1:] == ["interrupted (Ctrl-C); nothing written"]
+  assert list(tmp_path.iterdir()) == []
+
+
 def test_a_named_pipe_in_the_corpus_dir_is_named_not_read(tmp_path, capsys):
   """Reading a FIFO blocks until something writes to it, and build_vocab
   reads its corpus more than once: it names the pipe instead. (The record

@@ -60,6 +60,11 @@ def read_tsv(path, max_lines=None, identities=None):
   return lines
 
 
+def _cells_at(cells, locs):
+  """The cells at positions `locs` (negative ones from the end), None where `cells` has none."""
+  return [cells[loc] if -len(cells) <= loc < len(cells) else None for loc in locs]
+
+
 def truncate_seq_pair(tokens_a, tokens_b, max_length):
   """Pops the last token of the longer sequence (of `b` on ties) in place."""
   while len(tokens_a) + len(tokens_b) > max_length:
@@ -77,8 +82,10 @@ class SingleOutputTask(task_lib.Task):
   # The header line of the train and dev files where a task's layout is easy to
   # mistake for another's (lower-case cells); None: not checked.
   train_header = None
-  # The same for the test file (GLUE's test layout, without labels): a test
-  # file made by copying dev.tsv would read the label column as text.
+  # GLUE's header of the test file (its layout, without labels), lower-case:
+  # the columns a test file's reader takes as text must carry these names,
+  # so that a copy of dev.tsv (another layout) is not read with its label
+  # or ids as text. None: not checked.
   test_header = None
 
   def __init__(self, config, name, tokenizer):
@@ -174,13 +181,15 @@ class SingleOutputTask(task_lib.Task):
     expected = self.test_header if is_test else self.train_header
     if header is not None and expected and self._reading and split != "diagnostic":
       cells = [cell.strip().lower() for cell in header]
-      if is_test and cells[: len(expected)] != list(expected):
-        raise ValueError(
-          f"{self._reading}, line 1: header {chr(9).join(header)[:80]!r} is not task "
-          f"{self.name}'s test header {chr(9).join(expected)!r} (GLUE's test layout, without "
-          "labels; a copy of dev.tsv has another layout)"
-        )
-      if cells[: len(expected)] != list(expected)[: len(cells)]:
+      if is_test:
+        text_locs = [loc for loc in (text_a_loc, text_b_loc) if loc is not None]
+        if _cells_at(cells, text_locs) != _cells_at(expected, text_locs):
+          raise ValueError(
+            f"{self._reading}, line 1: header {chr(9).join(header)[:80]!r} is not task "
+            f"{self.name}'s test header {chr(9).join(expected)[:120]!r} (GLUE's test layout, "
+            "without labels; a copy of dev.tsv has another layout)"
+          )
+      elif cells[: len(expected)] != list(expected)[: len(cells)]:
         # Another task's files (CoLA's in sst/) would train on the wrong column.
         raise ValueError(
           f"{self._reading}, line 1: {chr(9).join(header)[:80]!r} is not task {self.name}'s "
@@ -362,6 +371,8 @@ class SST(ClassificationTask):
 class MRPC(ClassificationTask):
   """Microsoft Research Paraphrase Corpus; train doubled with swapped pairs."""
 
+  test_header = ("index", "#1 id", "#2 id", "#1 string", "#2 string")
+
   doubles_unordered = True
 
   def __init__(self, config, tokenizer):
@@ -377,6 +388,8 @@ class MRPC(ClassificationTask):
 class QQP(ClassificationTask):
   """Quora Question Pairs."""
 
+  test_header = ("id", "question1", "question2")
+
   def __init__(self, config, tokenizer):
     super().__init__(config, "qqp", tokenizer, ["0", "1"])
 
@@ -389,6 +402,8 @@ class QQP(ClassificationTask):
 class RTE(ClassificationTask):
   """Recognising Textual Entailment."""
 
+  test_header = ("index", "sentence1", "sentence2")
+
   def __init__(self, config, tokenizer):
     super().__init__(config, "rte", tokenizer, ["entailment", "not_entailment"])
 
@@ -398,6 +413,8 @@ class RTE(ClassificationTask):
 
 class QNLI(ClassificationTask):
   """Question NLI."""
+
+  test_header = ("index", "question", "sentence")
 
   def __init__(self, config, tokenizer):
     super().__init__(config, "qnli", tokenizer, ["entailment", "not_entailment"])
@@ -409,6 +426,11 @@ class QNLI(ClassificationTask):
 class MNLI(ClassificationTask):
   """Multi-genre NLI; "dev" means dev_matched (dev_mismatched is never
   evaluated, as in the original)."""
+
+  test_header = (
+    "index", "promptid", "pairid", "genre", "sentence1_binary_parse", "sentence2_binary_parse",
+    "sentence1_parse", "sentence2_parse", "sentence1", "sentence2",
+  )  # fmt: skip
 
   def __init__(self, config, tokenizer):
     super().__init__(config, "mnli", tokenizer, ["contradiction", "entailment", "neutral"])
@@ -427,6 +449,11 @@ class MNLI(ClassificationTask):
 
 class STS(RegressionTask):
   """Semantic Textual Similarity, [0, 5]; train doubled with swapped pairs."""
+
+  test_header = (
+    "index", "genre", "filename", "year", "old_index", "source1", "source2", "sentence1",
+    "sentence2",
+  )  # fmt: skip
 
   doubles_unordered = True
 
