@@ -77,8 +77,11 @@ def test_run_finetuning_reads_each_input_once_and_resolves_once(tmp_path, monkey
   _count_bert_configs(monkeypatch, calls, finetuning_run)
   hparams = {"task_names": ["rte"], "train_batch_size": 4, "eval_batch_size": 4}
   hparams.update(max_seq_length=32, num_train_epochs=1.0)
-  args = ["--data-dir", str(root), "--model-name", "m", "--hparams", json.dumps(hparams)]
+  hparams_file = tmp_path / "ft_hparams.json"
+  hparams_file.write_text(json.dumps(hparams))
+  args = ["--data-dir", str(root), "--model-name", "m", "--hparams", str(hparams_file)]
   assert run_finetuning.main(args) == 0, capsys.readouterr().err
+  assert opens["ft_hparams.json"] == 1, opens  # --hparams is read once, then passed as a dict
   counted = {name: opens[name] for name in MOST_OPENS}
   assert all(counted[name] <= most for name, most in MOST_OPENS.items()), counted
   assert all(counted[name] >= 1 for name in MOST_OPENS), counted  # the counting works
@@ -94,8 +97,10 @@ def test_run_pretraining_reads_its_vocab_once_and_validates_once(tmp_path, monke
   calls = collections.Counter()
   _count_calls(monkeypatch, calls, pretraining_run, "validate_config")
   _count_bert_configs(monkeypatch, calls, pretraining_run)
-  hparams = dict(TINY, num_train_steps=2, vocab_size=60)
-  args = ["--data-dir", str(tmp_path), "--model-name", "m", "--hparams", json.dumps(hparams)]
+  hparams_file = tmp_path / "pt_hparams.json"
+  hparams_file.write_text(json.dumps(dict(TINY, num_train_steps=2, vocab_size=60)))
+  args = ["--data-dir", str(tmp_path), "--model-name", "m", "--hparams", str(hparams_file)]
   assert run_pretraining.main(args) == 0, capsys.readouterr().err
   assert opens["vocab.txt"] == 1, opens
+  assert opens["pt_hparams.json"] == 1, opens  # --hparams is read once, then passed as a dict
   assert calls == {"validate_config": 1, "get_pretraining_bert_config": 2}, calls
