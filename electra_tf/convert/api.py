@@ -29,13 +29,12 @@ DIRECTIONS = ("to-keras", "to-official")
 CONVERTIBLE = formats.FORMATS
 
 
-def detect_direction(input_path, output_path=None):
-  """The direction for `input_path`: "to-official" for a `.keras` model,
-  "to-keras" for a name-based checkpoint; an electra_tf (object-based)
-  training checkpoint goes "to-keras" when `output_path` ends in `.keras`
-  (its pretrainer, discriminator or generator as a `.keras` model), else
-  "to-official"."""
-  found = formats.detect(input_path).format
+def direction_for(found, output_path=None):
+  """The direction for an input of format `found` (`formats.detect(path).format`):
+  "to-official" for a `.keras` model, "to-keras" for a name-based checkpoint;
+  an electra_tf (object-based) training checkpoint goes "to-keras" when
+  `output_path` ends in `.keras` (its pretrainer, discriminator or generator
+  as a `.keras` model), else "to-official"."""
   if found == formats.KERAS:
     return "to-official"
   if found != formats.TRAINING:
@@ -61,7 +60,7 @@ def convert(
       `.keras` file, or a Hugging Face ELECTRA directory (written as a
       `.keras` discriminator or generator).
     output_path: see `official_to_keras` and `keras_to_official`.
-    direction: one of `DIRECTIONS`, or None to detect it (`detect_direction`;
+    direction: one of `DIRECTIONS`, or None to detect it (`direction_for`;
       a given direction must match a name-based or `.keras` input).
     part: to-keras only (see `official_to_keras` and
       `training_checkpoint_to_keras`); None picks "finetuned" for a
@@ -100,7 +99,7 @@ def convert(
         f"holds the {held} only (use --part {held}, or leave --part out)"
       )
     return huggingface_to_keras(input_path, output_path)
-  detected = detect_direction(input_path, output_path)
+  detected = direction_for(found, output_path)
   training_checkpoint = found == formats.TRAINING
   if direction is None:
     direction = detected

@@ -9,6 +9,7 @@ import pytest
 
 from electra_tf import convert
 from electra_tf import convert_checkpoint
+from electra_tf.sources import formats
 from tests.helpers.conversion import LAYOUTS
 from tests.helpers.conversion import assert_bit_exact
 from tests.helpers.conversion import read_all
@@ -61,3 +62,21 @@ def test_wrong_direction_and_options(tmp_path):
     convert_checkpoint.main(["--input", str(tmp_path / "nothing"), "--output", str(tmp_path / "o")])
     == 2
   )
+
+
+def test_each_conversion_detects_its_input_s_format_once(tmp_path, monkeypatch):
+  """The format is detected once and passed on (the direction used to detect it again)."""
+  calls = []
+  real_detect = formats.detect
+
+  def counting_detect(*args, **kwargs):
+    calls.append(args[0])
+    return real_detect(*args, **kwargs)
+
+  monkeypatch.setattr(formats, "detect", counting_detect)
+  source = write_layout(tmp_path / "official", sorted(LAYOUTS)[0])
+  convert.convert(str(source), str(tmp_path / "keras"))
+  assert len(calls) == 1, calls
+  calls.clear()
+  convert.convert(str(tmp_path / "keras"), str(tmp_path / "back"))
+  assert len(calls) == 1, calls
