@@ -33,11 +33,9 @@ Example:
 
 import argparse
 import collections
-import contextlib
 import dataclasses
 import functools
 import os
-import signal
 import sys
 import time
 
@@ -51,6 +49,7 @@ from electra_tf.text.auto_tokenizer import tokenizer_for
 from electra_tf.text.sentencepiece_tokenizer import normalize_text
 from electra_tf.text.tokenizer import ElectraTokenizer
 from electra_tf.utils import exit_codes
+from electra_tf.utils import interrupts
 from electra_tf.utils.file_io import check_writable
 from electra_tf.utils.file_io import write_atomic
 from tfrecords_tools import text_checks
@@ -885,38 +884,14 @@ def build_sentencepiece(args, report):
   return size
 
 
-@contextlib.contextmanager
-def _ctrl_c_deferred():
-  """Within: Ctrl-C is held back, so that what is written within is written
-  whole; a Ctrl-C pressed meanwhile is raised on leaving. Outside the main
-  thread (where signals cannot be handled) nothing changes."""
-  pressed = []
-
-  def remember(signum, frame):
-    del signum, frame
-    pressed.append(True)
-
-  try:
-    previous = signal.signal(signal.SIGINT, remember)
-  except ValueError:  # not the main thread
-    previous = None
-  try:
-    yield
-  finally:
-    if previous is not None:
-      signal.signal(signal.SIGINT, previous)
-  if pressed:
-    raise KeyboardInterrupt
-
-
 def write_vocab_files(output, settings, write):
   """Writes the settings file beside `output`, then the vocab or model
   (`write()`), together: the settings first, so that a vocab never stands
-  without them, and with Ctrl-C held back until both are written (with
-  --overwrite, the old pair is never left half replaced). A Ctrl-C pressed
-  meanwhile is raised afterwards, marked `vocab_written` (see `main`)."""
+  without them, and with Ctrl-C (SIGTERM, SIGHUP) held back until both are
+  written (with --overwrite, the old pair is never left half replaced). A
+  stop received meanwhile is raised afterwards, marked `vocab_written` (see `main`)."""
   try:
-    with _ctrl_c_deferred():
+    with interrupts.stops_held():
       vocab_lib.write_vocab_settings(output, settings)
       write()
   except KeyboardInterrupt as e:
@@ -1148,24 +1123,27 @@ def _report_wordpiece(args, tokens, counts, report, tried):
 
 
 def main(argv=None):
-  """The command line; Ctrl-C ends it in one line (exit 130) that says what
-  was written: nothing before the vocab and its settings file are written
-  (they are written only once complete, together: `write_vocab_files`);
-  after, both, complete (the report that follows is what is cut short)."""
+  """The command line; Ctrl-C (SIGTERM, SIGHUP) ends it in one line (exit
+  128 + the signal: 130, 143, 129) that says what was written: nothing
+  before the vocab and its settings file are written (they are written only
+  once complete, together: `write_vocab_files`); after, both, complete (the
+  report that follows is what is cut short)."""
   try:
-    return _main(argv)
+    with interrupts.ctrl_c_remembered():
+      return _main(argv)
   except KeyboardInterrupt as e:
+    stopped = interrupts.stopped_phrase(interrupts.stop_signal_of(e))
     written = getattr(e, "vocab_written", None)
     if written is None:
-      message = "interrupted (Ctrl-C); nothing written"
+      message = f"{stopped}; nothing written"
     else:
       message = (
-        f"interrupted (Ctrl-C) after the vocab was written: {written} and its settings "
+        f"{stopped} after the vocab was written: {written} and its settings "
         f"{vocab_lib.settings_path(written)} are complete; the report that follows them was cut "
         "short"
       )
     print(message, file=sys.stderr, flush=True)
-    return exit_codes.INTERRUPTED
+    return interrupts.stop_status(e)
 
 
 if __name__ == "__main__":

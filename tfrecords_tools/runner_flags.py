@@ -15,13 +15,13 @@ args, beam_options = parse_args(parser, ["--runner", "DirectRunner"])
 ```
 """
 
-import contextlib
 import dataclasses
 import signal
 import sys
 
 from electra_tf.utils import exit_codes
 from electra_tf.utils import extras
+from electra_tf.utils import interrupts
 
 
 def add_runner_flag(parser):
@@ -73,30 +73,6 @@ def options_from_args(options_class, args):
   return options_class(**{name: getattr(args, name) for name in names})
 
 
-@contextlib.contextmanager
-def sigterm_as_ctrl_c(received):
-  """Within: SIGTERM (what `kill`, timeout(1) or a scheduler sends) stops
-  the build as Ctrl-C does, raising KeyboardInterrupt so that the same
-  clean-up runs (the jobs stopped, their partial and finished shards
-  removed); `received` (a list) gets the signal's number, to tell the two
-  apart where the exception may have been re-raised as a plain one (Beam)."""
-
-  def on_sigterm(signum, frame):
-    del frame
-    received.append(signum)
-    raise KeyboardInterrupt
-
-  try:
-    previous = signal.signal(signal.SIGTERM, on_sigterm)
-  except ValueError:  # not the main thread: signals are not ours to handle
-    previous = None
-  try:
-    yield
-  finally:
-    if previous is not None:
-      signal.signal(signal.SIGTERM, previous)
-
-
 def run_builder(parser, argv, options_from_args, build):
   """The builders' `main`: parses `argv`, builds the options, runs `build` and
   prints how many examples were written.
@@ -110,34 +86,32 @@ def run_builder(parser, argv, options_from_args, build):
 
   Returns:
     The exit status (`electra_tf.utils.exit_codes`): 0, 2 after one
-    `error: ...` line for bad input, 130 after Ctrl-C or 143 after SIGTERM
-    (its shards removed, in one line).
+    `error: ...` line for bad input, 128 + the signal after Ctrl-C (130),
+    SIGTERM (143) or SIGHUP (129), its shards removed, in one line.
   """
   options = None
-  terminated = []
-  try:
-    with sigterm_as_ctrl_c(terminated):
+  with interrupts.ctrl_c_remembered():
+    try:
       args, beam_options = parse_args(parser, argv)
       options = options_from_args(args)
       stats = build(options, beam_options)
-  except ValueError as e:
-    print(f"error: {e}", file=sys.stderr)
-    return exit_codes.BAD_INPUT
-  except KeyboardInterrupt as e:
-    # Ctrl-C: shards of a build that did not finish are not a dataset; the
-    # build removed them and put an earlier build back (`build_undone`).
-    undone = getattr(e, "build_undone", None)
-    where = "; nothing written"
-    if options is not None and undone is not None:
-      removed, restored = undone
-      where = f"; removed the {removed} shard(s) it had written to {options.output_dir}"
-      if restored:
-        where += f" and put the earlier build's {restored} file(s) back"
-    if terminated:
-      print(f"stopped (SIGTERM){where}", file=sys.stderr, flush=True)
-      return exit_codes.PREEMPTED
-    print(f"interrupted (Ctrl-C){where}", file=sys.stderr, flush=True)
-    return exit_codes.INTERRUPTED
+    except ValueError as e:
+      print(f"error: {e}", file=sys.stderr)
+      return exit_codes.BAD_INPUT
+    except KeyboardInterrupt as e:
+      # A stop: shards of a build that did not finish are not a dataset; the
+      # build removed them and put an earlier build back (`build_undone`).
+      undone = getattr(e, "build_undone", None)
+      where = "; nothing written"
+      if options is not None and undone is not None:
+        removed, restored = undone
+        where = f"; removed the {removed} shard(s) it had written to {options.output_dir}"
+        if restored:
+          where += f" and put the earlier build's {restored} file(s) back"
+      # Beam may re-raise the stop as a plain KeyboardInterrupt: the signal seen tells.
+      signum = interrupts.stop_seen() or interrupts.stop_signal_of(e) or signal.SIGINT
+      print(f"{interrupts.stopped_phrase(signum)}{where}", file=sys.stderr, flush=True)
+      return 128 + signum
   if beam_options is not None:
     print(f"Beam counters: {stats}")
     total = stats["examples"]

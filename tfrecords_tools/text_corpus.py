@@ -39,6 +39,7 @@ from electra_tf.text.vocab import NORMALISATION_FLAGS
 from electra_tf.text.vocab import Vocab
 from electra_tf.text.vocab import resolve_normalisation
 from electra_tf.utils import file_io
+from electra_tf.utils import interrupts
 from tfrecords_tools import example_writer
 from tfrecords_tools import text_checks
 
@@ -368,12 +369,13 @@ def die_with_parent(parent_pid):
       pass  # no prctl here: the thread below still watches
   if os.getppid() != parent_pid:  # died before the signal was armed
     os._exit(1)  # pylint: disable=protected-access
-  # Ctrl-C reaches every process of the terminal's group, and so does a
-  # SIGTERM sent to the group (a scheduler's, `kill -- -PGID`): the main
-  # process handles both (stops the jobs with SIGKILL, removes their shards);
-  # a job's traceback would be noise, and a job dying first would be taken for a crash.
-  signal.signal(signal.SIGINT, signal.SIG_IGN)
-  signal.signal(signal.SIGTERM, signal.SIG_IGN)
+  # Ctrl-C reaches every process of the terminal's group, and so do a
+  # SIGTERM sent to the group (a scheduler's, `kill -- -PGID`) and the SIGHUP
+  # of a closed terminal: the main process handles them (stops the jobs with
+  # SIGKILL, removes their shards); a job's traceback would be noise, and a
+  # job dying first would be taken for a crash.
+  for signum in interrupts.STOP_SIGNALS:
+    signal.signal(signum, signal.SIG_IGN)
   threading.Thread(
     target=_watch_parent, args=(parent_pid,), name="watch-parent", daemon=True
   ).start()

@@ -573,8 +573,8 @@ def train_sentencepiece(
     # included, into a RuntimeError; remember a Ctrl-C to raise it as one.
     try:
       yield from sentences
-    except KeyboardInterrupt:
-      interrupted.append(True)
+    except KeyboardInterrupt as e:  # SIGTERM's `interrupts.Stopped` too
+      interrupted.append(e)
       raise
 
   try:
@@ -598,7 +598,7 @@ def train_sentencepiece(
     )
   except RuntimeError as e:
     if interrupted:
-      raise KeyboardInterrupt from None
+      raise interrupted[0] from None
     # SentencePiece's message names the limit broken, e.g. "Vocabulary size is too high (N)".
     message = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
     message = message.split("] ", 1)[-1]  # drop the "INTERNAL: file.cc(line) [check]" prefix

@@ -81,12 +81,16 @@ def stop_status(error):
   return 128 + int(stop_signal_of(error) or signal.SIGINT)
 
 
+def stopped_phrase(signum):
+  """`interrupted (Ctrl-C)` for SIGINT, else `stopped (SIGTERM)` (the signal's name)."""
+  if signum == signal.SIGINT:
+    return "interrupted (Ctrl-C)"
+  return f"stopped ({signal_name(signum)})"
+
+
 def stopped_line(tool, error):
   """`<tool>: interrupted (Ctrl-C)` or `<tool>: stopped (SIGTERM)`."""
-  signum = stop_signal_of(error) or signal.SIGINT
-  if signum == signal.SIGINT:
-    return f"{tool}: interrupted (Ctrl-C)"
-  return f"{tool}: stopped ({signal_name(signum)})"
+  return f"{tool}: {stopped_phrase(stop_signal_of(error) or signal.SIGINT)}"
 
 
 @contextlib.contextmanager
@@ -118,6 +122,40 @@ def ctrl_c_remembered():
     for signum, handler in previous.items():
       signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
     _pressed.clear()
+
+
+def stop_seen():
+  """The stop signal received within `ctrl_c_remembered()` so far, or None:
+  what stopped the work where the exception that carried it was replaced by
+  a plain one (a pipeline runner re-raising it)."""
+  return _signal_seen[0] if _pressed.is_set() else None
+
+
+@contextlib.contextmanager
+def stops_held():
+  """Within: Ctrl-C, SIGTERM and SIGHUP are held back, so that what is
+  written within is written whole; the first received meanwhile is raised
+  on leaving (KeyboardInterrupt, or `Stopped`). Outside the main thread
+  (where signals cannot be handled) nothing changes."""
+  received = []
+
+  def remember(signum, frame):
+    del frame
+    received.append(signum)
+
+  previous = {}
+  for signum in STOP_SIGNALS:
+    try:
+      previous[signum] = signal.signal(signum, remember)
+    except ValueError:  # not the main thread
+      break
+  try:
+    yield
+  finally:
+    for signum, handler in previous.items():
+      signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+  if received:
+    raise _stop(received[0])
 
 
 def check():

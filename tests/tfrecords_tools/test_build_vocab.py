@@ -336,6 +336,27 @@ def test_ctrl_c_inside_sentencepiece_training_is_an_interruption_not_a_failure(
   assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["sigterm", "sighup"])
+def test_sigterm_and_sighup_stop_build_vocab_as_ctrl_c_does(
+  tmp_path, corpus_dir, monkeypatch, capsys, signum
+):
+  """A scheduler's SIGTERM or a closed terminal's SIGHUP while the corpus is
+  counted: one line naming the signal, exit 128 + the signal, nothing written
+  (before, the process died without a word)."""
+  real_learn_vocab = build_vocab.learn_vocab
+
+  def stopped_while_learning(*args, **kwargs):
+    os.kill(os.getpid(), signum)
+    return real_learn_vocab(*args, **kwargs)
+
+  monkeypatch.setattr(build_vocab, "learn_vocab", stopped_while_learning)
+  out = tmp_path / "vocab.txt"
+  assert build_vocab.main(_vocab_argv(corpus_dir, out)) == 128 + signum
+  name = signal.Signals(signum).name
+  assert capsys.readouterr().err.splitlines()[-1:] == [f"stopped ({name}); nothing written"]
+  assert list(tmp_path.iterdir()) == []
+
+
 def test_a_named_pipe_in_the_corpus_dir_is_named_not_read(tmp_path, capsys):
   """Reading a FIFO blocks until something writes to it, and build_vocab
   reads its corpus more than once: it names the pipe instead. (The record
@@ -395,22 +416,25 @@ def test_ctrl_c_after_the_write_says_what_was_written(tmp_path, corpus_dir, monk
   assert json.loads((tmp_path / "vocab.txt.json").read_text())["vocab_size"] > 104
 
 
-def test_ctrl_c_while_writing_is_held_until_both_files_are_written(
-  tmp_path, corpus_dir, monkeypatch, capsys
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_stop_while_writing_is_held_until_both_files_are_written(
+  tmp_path, corpus_dir, monkeypatch, capsys, signum
 ):
-  """A Ctrl-C between the settings file and the vocab would leave a new
-  settings file beside the old vocab: it is held back until both are written."""
+  """A Ctrl-C (or SIGTERM) between the settings file and the vocab would
+  leave a new settings file beside the old vocab: it is held back until both
+  are written."""
   out = tmp_path / "vocab.txt"
   out.write_text("old\n")
   real_write_vocab = build_vocab.write_vocab
 
-  def write_vocab_after_ctrl_c(tokens, output):
-    os.kill(os.getpid(), signal.SIGINT)  # the settings file is written, the vocab is not
+  def write_vocab_after_a_stop(tokens, output):
+    os.kill(os.getpid(), signum)  # the settings file is written, the vocab is not
     real_write_vocab(tokens, output)
 
-  monkeypatch.setattr(build_vocab, "write_vocab", write_vocab_after_ctrl_c)
-  assert build_vocab.main(_vocab_argv(corpus_dir, out, "--overwrite")) == 130
-  assert "after the vocab was written" in capsys.readouterr().err
+  monkeypatch.setattr(build_vocab, "write_vocab", write_vocab_after_a_stop)
+  assert build_vocab.main(_vocab_argv(corpus_dir, out, "--overwrite")) == 128 + signum
+  stopped = "interrupted (Ctrl-C)" if signum == signal.SIGINT else "stopped (SIGTERM)"
+  assert f"{stopped} after the vocab was written" in capsys.readouterr().err
   tokens = out.read_text("utf-8").splitlines()
   assert tokens[0] == "[PAD]"
   assert json.loads((tmp_path / "vocab.txt.json").read_text())["vocab_size"] == len(tokens)

@@ -132,15 +132,21 @@ def test_flags_of_the_other_model_type_are_refused_in_one_line(
 
 @pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="finds the job processes in /proc")
-@pytest.mark.parametrize("to_group", [False, True], ids=["kill-pid", "kill-group"])
+@pytest.mark.parametrize(
+  "signum, to_group",
+  [(signal.SIGTERM, False), (signal.SIGTERM, True), (signal.SIGHUP, False)],
+  ids=["sigterm-pid", "sigterm-group", "sighup-pid"],
+)
 def test_sigterm_stops_the_jobs_and_removes_the_shards_in_one_line(
   small_corpus,  # noqa: F811
   tmp_path,
+  signum,
   to_group,
 ):
-  """SIGTERM (`kill PID`, a scheduler; or to the whole process group) while
-  both jobs are writing: as Ctrl-C, the jobs stop, every shard and partial
-  file they had begun is removed, one line, exit 143, no traceback."""
+  """SIGTERM (`kill PID`, a scheduler; or to the whole process group) or
+  SIGHUP (the terminal closed) while both jobs are writing: as Ctrl-C, the
+  jobs stop, every shard and partial file they had begun is removed, one
+  line, exit 128 + the signal (143, 129), no traceback."""
   out = tmp_path / "out"
   builder, _ = _start_blocked_builder(small_corpus, tmp_path, out, start_new_session=True)
   watchdog = threading.Timer(600, builder.kill)
@@ -154,16 +160,17 @@ def test_sigterm_stops_the_jobs_and_removes_the_shards_in_one_line(
           break
     jobs = [p for p in _children(builder.pid) if _running(p)]
     if to_group:
-      os.killpg(builder.pid, signal.SIGTERM)
+      os.killpg(builder.pid, signum)
     else:
-      builder.send_signal(signal.SIGTERM)
+      builder.send_signal(signum)
     rest = builder.stdout.read()
-    assert builder.wait(timeout=60) == 143, rest
+    assert builder.wait(timeout=60) == 128 + signum, rest
   finally:
     watchdog.cancel()
     builder.kill()
   assert "Traceback" not in rest and "KeyboardInterrupt" not in rest, rest
-  assert f"stopped (SIGTERM); removed the 8 shard(s) it had written to {out}" in rest, rest
+  name = signal.Signals(signum).name
+  assert f"stopped ({name}); removed the 8 shard(s) it had written to {out}" in rest, rest
   assert os.listdir(out) == []
   deadline = time.time() + 30
   while any(_running(p) for p in jobs) and time.time() < deadline:
