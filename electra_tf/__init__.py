@@ -87,10 +87,10 @@ _ctrl_c_in_one_line()
 _quiet_tensorflow_start_up()
 
 from electra_tf.configs.bert_config import BertConfig
-from electra_tf.configs.hparams import load_hparams
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.configs.pretraining import get_bert_config
 from electra_tf.configs.pretraining import get_generator_config
+from electra_tf.hparams_input import load_hparams
 
 __version__ = "0.1.0"
 

@@ -31,7 +31,7 @@ import sys
 
 from absl import logging
 
-from electra_tf.configs.hparams import add_run_flags
+from electra_tf.hparams_input import add_run_flags
 from electra_tf.runtime import distribution
 from electra_tf.training import finetuning_run as runner
 from electra_tf.training import run_status

@@ -40,7 +40,7 @@ twin and the `.pkl` the original's config names.
 import argparse
 import sys
 
-from electra_tf.configs.hparams import add_run_flags
+from electra_tf.hparams_input import add_run_flags
 from electra_tf.runtime import distribution
 from electra_tf.training import held_out_evaluation
 from electra_tf.training import pretraining_run

@@ -40,7 +40,7 @@ TIMEOUT = 900
 _CHECKS = """
 import contextlib, importlib.metadata, importlib.resources, io, json, sys
 import electra_tf, tfrecords_tools
-from electra_tf.configs.hparams import load_hparams
+from electra_tf.hparams_input import load_hparams
 
 dist = importlib.metadata.distribution("electra_tf")
 helps = {}

@@ -21,7 +21,7 @@ FLOORS = (
   ("electra_tf.utils",),
   ("electra_tf.text", "electra_tf.data", "electra_tf.optimization"),
   ("electra_tf.configs",),
-  ("electra_tf.runtime",),
+  ("electra_tf.runtime", "electra_tf.hparams_input"),
   ("electra_tf.layers", "electra_tf.pretraining"),
   ("electra_tf.models",),
   ("electra_tf.finetune",),

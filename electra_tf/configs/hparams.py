@@ -1,42 +1,20 @@
 """What pre-training and fine-tuning configs share: typed fields with help
-text, strict updates and `--hparams` parsing."""
+text, strict updates, and a run config's hparams as another run's
+(`run_config_hparams`). Reading `--hparams` (a file, a preset) is
+`electra_tf.hparams_input`'s: configs are built from values."""
 
 import copy
 import dataclasses
 import difflib
-import json
 import numbers
 import os
 import re
 import types
 
-from electra_tf.configs import presets
-
 # The `format` of a run's `config.json` (`electra_tf.checkpoints.model_dir`).
 RUN_CONFIG_FORMAT = "electra_tf.run_config"
 # Every `ConfigBase` subclass by name, so a run config's `config_class` finds its fields.
 _CONFIG_CLASSES = {}
-
-
-def load_hparams(hparams, config_class=None):
-  """Returns the hparams dict given as a dict, a JSON object string, a path
-  to a `.json` file (the original's `--hparams` rule: a string ending in
-  `.json` is a file) or a packaged preset (`small`, or `configs/small.json`
-  where no such file exists; `electra_tf.configs.presets`). A run's `config.json` (`"format":
-  "electra_tf.run_config"`) gives that run's hparams (`run_config_hparams`);
-  with `config_class` (the command's config class, by name), one of another
-  kind of run is refused in one line."""
-  values = _load_hparams(hparams)
-  if values.get("format") == RUN_CONFIG_FORMAT:
-    recorded = values.get("config_class")
-    if config_class is not None and recorded != config_class:
-      raise ValueError(
-        f"--hparams {hparams if isinstance(hparams, str) else 'the run config'!r} is the "
-        f"config.json of a {values.get('kind')} run ({recorded}); this command takes a "
-        f"{config_class}'s: to start from that run, give its model dir as init_checkpoint"
-      )
-    return run_config_hparams(values, source=hparams if isinstance(hparams, str) else None)
-  return values
 
 
 def run_config_hparams(run_config, source=None):
@@ -99,61 +77,6 @@ def _follows_flags(value, default):
   )
 
 
-class DuplicateKeyError(ValueError):
-  """A JSON object names a key twice (`json` would keep the last silently)."""
-
-
-def _object_with_unique_keys(pairs):
-  keys = [key for key, _ in pairs]
-  repeated = sorted({key for key in keys if keys.count(key) > 1})
-  if repeated:
-    raise DuplicateKeyError(f"key {repeated[0]!r} is given more than once; give each hparam once")
-  return dict(pairs)
-
-
-def _load_hparams(hparams):
-  if hparams is None:
-    return {}
-  if isinstance(hparams, dict):
-    return dict(hparams)
-  if not isinstance(hparams, str):
-    raise ValueError(
-      f"--hparams must be a dict, a JSON string or a .json path, got {type(hparams).__name__}"
-    )
-  text = hparams.strip()
-  preset = presets.preset_name(text)
-  # A file that exists wins over the packaged preset of its name; a bare name has no file.
-  if preset is not None and (preset == text or not os.path.exists(text)):
-    values = presets.load_preset(preset)
-  elif text.endswith(".json"):
-    if not os.path.exists(text):
-      raise ValueError(f"--hparams: file {text!r} does not exist")
-    if os.path.isdir(text):
-      raise ValueError(f"--hparams: {text!r} is a directory; expected a .json file")
-    with open(text, encoding="utf-8") as f:
-      try:
-        values = json.load(f, object_pairs_hook=_object_with_unique_keys)
-      except DuplicateKeyError as e:
-        raise ValueError(f"--hparams: {text!r}: {e}") from None
-      except json.JSONDecodeError as e:
-        raise ValueError(f"--hparams: {text!r} is not valid JSON: {e}") from e
-      except UnicodeDecodeError:
-        raise ValueError(f"--hparams: {text!r} is not UTF-8 text; expected a .json file") from None
-  else:
-    try:
-      values = json.loads(text or "{}", object_pairs_hook=_object_with_unique_keys)
-    except DuplicateKeyError as e:
-      raise ValueError(f"--hparams: {e}") from None
-    except json.JSONDecodeError as e:
-      raise ValueError(
-        f"--hparams: expected a JSON object, a path ending in .json or a preset name "
-        f"({', '.join(presets.preset_names())}), got {text!r}: {e}"
-      ) from e
-  if not isinstance(values, dict):
-    raise ValueError(f"--hparams: expected a JSON object, got {type(values).__name__}")
-  return values
-
-
 # The `optimizer` hparam's values (`optimization.factory.OPTIMIZERS` builds them).
 OPTIMIZER_NAMES = ("adam", "lamb")
 
@@ -174,26 +97,6 @@ def check_model_name(model_name):
       f"--model-name {model_name!r}: expected the name of a model directory under "
       "<data-dir>/models/ (not empty, '.' or '..')"
     )
-
-
-def add_run_flags(parser, model_role):
-  """Adds the original's three flags of `run_pretraining.py` and
-  `run_finetuning.py` to an `argparse` parser: `--data-dir`, `--model-name`
-  (the model being `model_role`, e.g. "trained") and `--hparams`."""
-  parser.add_argument(
-    "--data-dir", required=True, help="Location of data files (model weights, etc)."
-  )
-  parser.add_argument(
-    "--model-name", required=True, help=f"The name of the model being {model_role}."
-  )
-  parser.add_argument(
-    "--hparams",
-    default="{}",
-    help=(
-      "JSON dict of model hyperparameters, a path ending in .json, or a packaged preset's name "
-      f"({', '.join(presets.preset_names())})."
-    ),
-  )
 
 
 def hparam(default, help, *, derived=False):  # pylint: disable=redefined-builtin

@@ -16,13 +16,13 @@ import os
 
 from electra_tf.checkpoints import model_dir as model_dir_lib
 from electra_tf.configs import pretraining as pretraining_config_lib
-from electra_tf.configs.hparams import load_hparams
 from electra_tf.convert.standalone import discriminator_model
 from electra_tf.convert.standalone import generator_model
 from electra_tf.convert.to_official import find_layer
 from electra_tf.convert.to_official import standalone_generator_layout
 from electra_tf.convert.writer import KERAS_SUFFIX
 from electra_tf.convert.writer import save_keras
+from electra_tf.hparams_input import load_hparams
 from electra_tf.interop import huggingface
 from electra_tf.interop import keras_hub
 from electra_tf.models import official_names

@@ -21,7 +21,6 @@ from electra_tf.checkpoints.reader import global_step_of
 from electra_tf.checkpoints.reader import open_reader
 from electra_tf.checkpoints.reader import read_name_based_checkpoint
 from electra_tf.configs.finetuning import FinetuningConfig
-from electra_tf.configs.hparams import load_hparams
 from electra_tf.convert.standalone import discriminator_model
 from electra_tf.convert.standalone import generator_model
 from electra_tf.convert.standalone import standalone_generator
@@ -31,6 +30,7 @@ from electra_tf.convert.writer import KERAS_SUFFIX
 from electra_tf.convert.writer import check_output_dir
 from electra_tf.convert.writer import save_keras
 from electra_tf.convert.writer import write_training_checkpoint
+from electra_tf.hparams_input import load_hparams
 from electra_tf.models import official_names
 from electra_tf.models.electra_pretrainer import built_pretrainer
 from electra_tf.runtime import distribution

@@ -23,9 +23,9 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.checkpoints import official as official_checkpoint
-from electra_tf.configs import hparams as hparams_lib
 from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.finetune.qa.head import QAHead
+from electra_tf.hparams_input import load_hparams
 from electra_tf.runtime import distribution
 from electra_tf.serving import loading as serving_loading
 from electra_tf.serving import modules as serving_modules
@@ -105,7 +105,7 @@ def load_finetuning_checkpoint(path, hparams, model_name="electra", data_dir=Non
 
   prefix = official_checkpoint.resolve_checkpoint_path(path)
   config = FinetuningConfig(
-    model_name, data_dir or os.path.dirname(prefix), **hparams_lib.load_hparams(hparams)
+    model_name, data_dir or os.path.dirname(prefix), **load_hparams(hparams)
   )
   return any_format.read_finetuned_checkpoint(prefix, config), config
 
@@ -323,7 +323,7 @@ def serving_lengths(
   """
   if recorded is None:
     recorded = any_format.recorded_inputs(path)
-  user = hparams_lib.load_hparams(hparams) if hparams else {}
+  user = load_hparams(hparams) if hparams else {}
   qa = isinstance(served_head(model, kind, task), QAHead)
 
   def choose(name, given, default):

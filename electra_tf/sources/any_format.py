@@ -41,10 +41,10 @@ from electra_tf.checkpoints import model_dir as model_dir_lib
 from electra_tf.checkpoints import name_based
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.configs.hparams import RUN_CONFIG_FORMAT
-from electra_tf.configs.hparams import load_hparams
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.finetune import task_builder
 from electra_tf.finetune.model import FinetuningModel
+from electra_tf.hparams_input import load_hparams
 from electra_tf.interop import huggingface
 from electra_tf.interop import keras_hub
 from electra_tf.models import official_names

@@ -16,7 +16,6 @@ from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints.reader import assign_tensors
 from electra_tf.checkpoints.reader import read_name_based_checkpoint
 from electra_tf.configs.finetuning import FinetuningConfig
-from electra_tf.configs.hparams import load_hparams
 from electra_tf.finetune import task_builder
 from electra_tf.finetune.classification import tasks as classification_tasks
 from electra_tf.finetune.classification.head import ClassificationHead
@@ -25,6 +24,7 @@ from electra_tf.finetune.qa import tasks as qa_tasks
 from electra_tf.finetune.qa.head import QAHead
 from electra_tf.finetune.tagging import tasks as tagging_tasks
 from electra_tf.finetune.tagging.head import TaggingHead
+from electra_tf.hparams_input import load_hparams
 from electra_tf.models import official_names
 from electra_tf.sources.layout import NO_DATA_DIR
 from electra_tf.sources.layout import check_shapes

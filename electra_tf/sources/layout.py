@@ -18,7 +18,7 @@ from electra_tf.checkpoints.reader import assign_tensors
 from electra_tf.checkpoints.reader import open_reader
 from electra_tf.checkpoints.reader import read_name_based_checkpoint
 from electra_tf.configs import pretraining as pretraining_config_lib
-from electra_tf.configs.hparams import load_hparams
+from electra_tf.hparams_input import load_hparams
 from electra_tf.models import official_names
 from electra_tf.models.electra_backbone import ElectraBackbone
 from electra_tf.models.electra_discriminator import ElectraDiscriminator

@@ -14,7 +14,7 @@ from electra_tf.checkpoints import model_dir as model_dir_lib
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints.reader import open_reader
 from electra_tf.configs import pretraining as pretraining_config_lib
-from electra_tf.configs.hparams import load_hparams
+from electra_tf.hparams_input import load_hparams
 from electra_tf.sources.layout import NO_DATA_DIR
 from electra_tf.sources.layout import fit_length_to_positions
 from electra_tf.sources.layout import generator_size_hparams

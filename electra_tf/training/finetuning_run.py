@@ -29,12 +29,12 @@ from electra_tf.checkpoints import model_dir as model_dir_lib
 from electra_tf.checkpoints.model_dir import KIND_FINETUNING
 from electra_tf.checkpoints.model_dir import write_run_config
 from electra_tf.configs.finetuning import FinetuningConfig
-from electra_tf.configs.hparams import load_hparams
 from electra_tf.configs.pretraining import get_pretraining_bert_config
 from electra_tf.finetune import preprocessing
 from electra_tf.finetune import task_builder
 from electra_tf.finetune.model import FinetuningModel
 from electra_tf.finetune.qa import tasks as qa_tasks
+from electra_tf.hparams_input import load_hparams
 from electra_tf.optimization import factory as optimizer_factory
 from electra_tf.runtime import distribution
 from electra_tf.sources import any_format

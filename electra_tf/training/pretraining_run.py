@@ -29,12 +29,12 @@ from electra_tf.checkpoints import checkpointing
 from electra_tf.checkpoints import model_dir as model_dir_lib
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints import reader as checkpoint_reader
-from electra_tf.configs.hparams import load_hparams
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.configs.pretraining import get_pretraining_bert_config
 from electra_tf.data import pretraining_dataset as pretrain_data
 from electra_tf.data import record_check
 from electra_tf.data import records_info
+from electra_tf.hparams_input import load_hparams
 from electra_tf.models.electra_pretrainer import built_pretrainer
 from electra_tf.runtime import distribution
 from electra_tf.sources import any_format

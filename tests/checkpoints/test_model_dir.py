@@ -272,7 +272,7 @@ def test_a_run_config_is_accepted_as_hparams(tmp_path, monkeypatch):
   followed the run's --data-dir / --model-name follow the new flags, the
   ones the run set stay."""
   from electra_tf.configs.finetuning import FinetuningConfig
-  from electra_tf.configs.hparams import load_hparams
+  from electra_tf.hparams_input import load_hparams
 
   monkeypatch.chdir(tmp_path)
   explicit = str(tmp_path / "records" / "*.tfrecord")

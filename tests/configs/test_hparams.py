@@ -10,8 +10,8 @@ from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.configs.hparams import RUN_CONFIG_FORMAT
 from electra_tf.configs.hparams import ConfigBase
 from electra_tf.configs.hparams import hparam
-from electra_tf.configs.hparams import load_hparams
 from electra_tf.configs.pretraining import PretrainingConfig
+from electra_tf.hparams_input import load_hparams
 
 CONFIGS = [PretrainingConfig, FinetuningConfig]
 

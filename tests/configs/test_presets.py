@@ -6,16 +6,16 @@ import pathlib
 
 import pytest
 
-from electra_tf.configs import presets
-from electra_tf.configs.hparams import load_hparams
+from electra_tf import hparams_input
 from electra_tf.configs.pretraining import PretrainingConfig
+from electra_tf.hparams_input import load_hparams
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def test_every_checkout_preset_is_packaged_and_builds_a_config(tmp_path):
   checkout = sorted(p.stem for p in (REPO_ROOT / "configs").glob("*.json"))
-  assert presets.preset_names() == checkout
+  assert hparams_input.preset_names() == checkout
   assert {"small", "small++", "base", "large", "debug"} <= set(checkout)
   for name in checkout:
     values = load_hparams(name)
@@ -41,4 +41,4 @@ def test_an_unknown_name_lists_the_presets(tmp_path, monkeypatch):
   with pytest.raises(ValueError, match="'configs/smal.json' does not exist"):
     load_hparams("configs/smal.json")
   with pytest.raises(ValueError, match="no preset 'huge'"):
-    presets.load_preset("huge")
+    hparams_input.load_preset("huge")
