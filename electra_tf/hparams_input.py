@@ -88,6 +88,13 @@ def load_hparams(hparams, config_class=None):
         f"{config_class}'s: to start from that run, give its model dir as init_checkpoint"
       )
     return run_config_hparams(values, source=hparams if isinstance(hparams, str) else None)
+  if config_class is not None:
+    for key, flag in (("model_name", "--model-name"), ("data_dir", "--data-dir")):
+      if key in values:
+        raise ValueError(
+          f"--hparams sets {key}={values[key]!r}, which is the command's {flag} flag; "
+          f"give it there only"
+        )
   return values
 
 

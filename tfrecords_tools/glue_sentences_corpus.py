@@ -29,6 +29,7 @@ import random
 import sys
 
 from electra_tf.utils import exit_codes
+from electra_tf.utils import interrupts
 from electra_tf.utils.file_io import write_atomic
 from tfrecords_tools import runner_flags
 
@@ -188,26 +189,27 @@ def main(argv=None):
   )
   args = parser.parse_args(argv)
   try:
-    runner_flags.check_positive(args, "num_files", "sentences_per_document")
-    manifest = build(
-      args.glue_dir,
-      args.output_dir,
-      tuple(t for t in args.tasks.split(",") if t),
-      args.num_files,
-      args.sentences_per_document,
-      args.sentences_only,
-    )
+    with interrupts.ctrl_c_remembered():  # SIGTERM and SIGHUP stop it as Ctrl-C does
+      runner_flags.check_positive(args, "num_files", "sentences_per_document")
+      manifest = build(
+        args.glue_dir,
+        args.output_dir,
+        tuple(t for t in args.tasks.split(",") if t),
+        args.num_files,
+        args.sentences_per_document,
+        args.sentences_only,
+      )
   except (OSError, ValueError) as e:
     print(f"glue_sentences_corpus: {e}", file=sys.stderr)
     return exit_codes.BAD_INPUT
   except KeyboardInterrupt as e:
     removed = getattr(e, "files_removed", 0)
     print(
-      f"glue_sentences_corpus: interrupted (Ctrl-C); removed the {removed} corpus file(s) it "
-      "had written",
+      f"{interrupts.stopped_line('glue_sentences_corpus', e)}; removed the {removed} corpus "
+      "file(s) it had written",
       file=sys.stderr,
     )
-    return exit_codes.INTERRUPTED
+    return interrupts.stop_status(e)
   print(
     f"wrote {manifest['sentences_unique']:,} sentences ({manifest['words']:,} words) of "
     f"{manifest['sentences_read']:,} read into {len(manifest['files'])} files under "

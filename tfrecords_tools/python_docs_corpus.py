@@ -24,6 +24,8 @@ import sys
 import sysconfig
 
 from electra_tf.utils import exit_codes
+from electra_tf.utils import file_io
+from electra_tf.utils import interrupts
 from electra_tf.utils.file_io import atomic_path
 from tfrecords_tools import runner_flags
 
@@ -67,6 +69,9 @@ def _paragraphs(docstring):
 
 
 DEPENDENCY_PACKAGES = ("numpy", "keras", "tensorflow", "absl", "keras_hub")
+# --num-files: every file is open at once while the corpus is written (a
+# process may open 1024 files).
+MAX_FILES = 512
 
 
 def default_roots():
@@ -119,11 +124,11 @@ def write_python_docs_corpus(output_dir, max_megabytes=8.0, num_files=8, roots=N
     roots: directories to read; defaults to `default_roots()`.
   """
   roots = roots or default_roots()
-  os.makedirs(output_dir, exist_ok=True)
   paths = [os.path.join(output_dir, f"python_docs_{i}.txt") for i in range(num_files)]
   written = 0
   limit = int(max_megabytes * 2**20)
-  with contextlib.ExitStack() as stack:
+  # A first run that fails or is stopped leaves no empty output dir.
+  with file_io.dirs_made(output_dir), contextlib.ExitStack() as stack:
     # Files close (LIFO) before their temporary names are renamed into place;
     # an error or an empty result leaves no file behind.
     tmp_paths = [stack.enter_context(atomic_path(p)) for p in paths]
@@ -147,10 +152,19 @@ def main(argv=None):
   args = parser.parse_args(argv)
   try:
     runner_flags.check_positive(args, "max_mb", "num_files")
+    if args.num_files > MAX_FILES:
+      raise ValueError(
+        f"--num-files {args.num_files}: expected at most {MAX_FILES} (each file is open while "
+        "the corpus is written; the builder splits files over processes, not into shards)"
+      )
+    with interrupts.ctrl_c_remembered():  # SIGTERM and SIGHUP stop it as Ctrl-C does
+      paths, written = write_python_docs_corpus(args.output_dir, args.max_mb, args.num_files)
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return exit_codes.BAD_INPUT
-  paths, written = write_python_docs_corpus(args.output_dir, args.max_mb, args.num_files)
+  except KeyboardInterrupt as e:
+    print(f"{interrupts.stopped_line('python_docs_corpus', e)}; nothing written", file=sys.stderr)
+    return interrupts.stop_status(e)
   print(
     f"wrote {written / 2**20:.2f} MB of Python docstrings to {len(paths)} files in {args.output_dir}"
   )

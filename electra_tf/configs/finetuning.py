@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from electra_tf.configs.hparams import check_model_name
 from electra_tf.configs.hparams import check_optimizer_name
+from electra_tf.configs.hparams import check_path_hparam
 from electra_tf.configs.hparams import hparam
 from electra_tf.configs.pretraining import check_number
 from electra_tf.configs.pretraining import default_embedding_size
@@ -273,6 +274,13 @@ class FinetuningConfig(RuntimeHparams):
       )
     if self.data_source not in DATA_SOURCES:
       raise ValueError(f"hparam data_source={self.data_source!r}; expected one of {DATA_SOURCES}")
+    if self.tfds_data_dir is not None and self.data_source == "files":
+      raise ValueError(
+        f"hparam tfds_data_dir={self.tfds_data_dir!r} is read only with data_source \"tfds\" "
+        "(data_source is \"files\": the tasks' files under the data dir)"
+      )
+    for name in ("init_checkpoint", "vocab_file"):
+      check_path_hparam(self, name)
     self.validate_runtime()
     for name in (
       "train_batch_size",

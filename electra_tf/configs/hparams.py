@@ -88,6 +88,15 @@ def check_optimizer_name(name):
     raise ValueError(f"hparam optimizer={name!r}; expected one of {sorted(OPTIMIZER_NAMES)}")
 
 
+def check_path_hparam(config, name):
+  """A one-line ValueError unless hparam `name` is null or a path: an empty
+  string would read as "none" (an `init_checkpoint` of "" trained from
+  random weights without a word)."""
+  value = getattr(config, name)
+  if value is not None and (not isinstance(value, str) or not value.strip()):
+    raise ValueError(f"hparam {name}={value!r}; expected a path, or null for none")
+
+
 def check_model_name(model_name):
   """A one-line ValueError unless `model_name` names one directory under
   `<data-dir>/models/`: an empty name would make that folder, the parent

@@ -11,6 +11,7 @@ import os
 from electra_tf.configs.bert_config import BertConfig
 from electra_tf.configs.hparams import check_model_name
 from electra_tf.configs.hparams import check_optimizer_name
+from electra_tf.configs.hparams import check_path_hparam
 from electra_tf.configs.hparams import hparam
 from electra_tf.configs.runtime import RuntimeHparams
 
@@ -263,6 +264,8 @@ class PretrainingConfig(RuntimeHparams):
   def _validate(self):
     self._check_ranges()
     check_optimizer_name(self.optimizer)
+    for name in ("init_checkpoint", "vocab_file"):
+      check_path_hparam(self, name)
     if self.num_warmup_steps < 1:
       # The original divides by zero in its schedule.
       raise ValueError(
@@ -283,6 +286,12 @@ class PretrainingConfig(RuntimeHparams):
       # The original crashes during graph construction here (a quirk of the original (docs/differences.md)).
       raise ValueError(
         "electric_objective=True needs untied_generator=True and uniform_generator=False"
+      )
+    if self.electric_objective and not self.two_tower_generator:
+      # Electric sets it, but a user's false overrides that (the original then crashes).
+      raise ValueError(
+        "hparam electric_objective=True needs two_tower_generator=True (its cloze "
+        "generator); leave two_tower_generator out or set it true"
       )
     trains_discriminator = self.electra_objective or self.electric_objective
     if self.two_tower_generator and (

@@ -158,6 +158,10 @@ def get_dataset(
   TensorShape([2, 4])
   """
   files = find_files(file_patterns)
+  # One record, cheaply: records of another length fail deep inside `fit`
+  # ("Can't parse serialized Example") without naming the length or the file.
+  for raw in tf.data.TFRecordDataset(files[0]).take(1).as_numpy_iterator():
+    _check_example(raw, files[0], 0, max_seq_length, None)
   if input_context is not None:
     batch_size = input_context.get_per_replica_batch_size(batch_size)
   if seed is not None and record_counts is None:

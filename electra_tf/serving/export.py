@@ -482,6 +482,25 @@ def next_version(export_dir):
   return max(versions, default=0) + 1
 
 
+def check_export_dir_kind(export_dir, kind):
+  """A one-line ValueError when `export_dir`'s newest version is an
+  electra_tf export of another kind (its `assets/README.txt` says which):
+  TF Serving serves a model name's newest version, so a discriminator
+  written beside a classifier's versions would answer in its place."""
+  newest = next_version(export_dir) - 1
+  readme = os.path.join(export_dir, str(newest), "assets", "README.txt")
+  if newest < 0 or not tf.io.gfile.exists(readme):
+    return
+  with tf.io.gfile.GFile(readme) as f:
+    found = re.match(r"electra_tf SavedModel: (\w+), max_seq_length", f.readline())
+  if found and found.group(1) != kind:
+    raise ValueError(
+      f"--export-dir {export_dir!r} holds version {newest}, a {found.group(1)} export; a {kind} "
+      "export there would become the version TF Serving serves under that model's name: give "
+      "another --export-dir"
+    )
+
+
 def save_module(module, export_dir, version=None, overwrite=False):
   """Saves `module` with its signatures to `<export_dir>/<version>`, atomically
   (a hidden temp directory, then a rename TF Serving never sees half-done).
@@ -554,6 +573,7 @@ def export(
   """
   if not os.path.isfile(vocab_file):
     raise ValueError(f"--vocab-file {vocab_file!r} does not exist")
+  check_export_dir_kind(export_dir, kind)
   model = with_dtype_policy(model, MIXED_POLICY if mixed_precision else "float32")
   tokenizer = tokenizer_for(vocab_file, do_lower_case=do_lower_case, strip_accents=strip_accents)
   asset_dir = tempfile.mkdtemp(prefix="electra_vocab_")

@@ -12,6 +12,8 @@ Example:
   'import tensorflow_text before tf.saved_model.load (or use electra_tf.serving.load(path))'
 """
 
+import os
+
 import tensorflow as tf
 
 TOKENIZER_OP = "FastWordpieceTokenizeWithOffsets"
@@ -62,6 +64,8 @@ def load(path):
     >>> # model = load("/tmp/electra_serving/1")
     >>> # model.signatures["serving_default"](text_a=tf.constant(["Hi."]), text_b=tf.constant([""]))
   """
+  if not os.fspath(path).strip():
+    raise ValueError("load: the path is empty; expected an export's version directory")
   import_tensorflow_text()
   try:
     return tf.saved_model.load(path)

@@ -6,6 +6,7 @@ import tensorflow as tf
 from electra_tf.finetune.classification.head import ClassificationHead
 from electra_tf.finetune.classification.tasks import ClassificationTask
 from electra_tf.task_models.task_model import ElectraTaskModel
+from electra_tf.task_models.task_model import check_count
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -55,9 +56,7 @@ class ElectraClassifier(ElectraTaskModel):
     dropout_rate=0.1,
     **kwargs,
   ):
-    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
-      raise ValueError(f"num_classes={num_classes!r}; expected a positive integer (labels 0..n-1)")
-    self.num_classes = int(num_classes)
+    self.num_classes = check_count(num_classes, "num_classes")
     self.dropout_rate = float(dropout_rate)
     super().__init__(bert_config, preprocessor, embedding_size, task_name, **kwargs)
 

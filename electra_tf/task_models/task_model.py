@@ -9,6 +9,7 @@ import sys
 import types
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from electra_tf.checkpoints import model_dir as model_dir_lib
@@ -80,12 +81,27 @@ def check_prediction_input(x, model_name):
       )
     if isinstance(part, (list, tuple)) and len(part) == 0:
       raise ValueError(f"{model_name}.predict got an empty batch: expected at least one text")
+    if isinstance(part, (list, tuple)) and not isinstance(x, dict):
+      not_text = next((item for item in part if not isinstance(item, (str, bytes))), None)
+      if not_text is not None:
+        raise ValueError(
+          f"{model_name}.predict takes texts (str); got a {type(not_text).__name__} in the batch "
+          f"({not_text!r}); packed ids go in a dict with input_ids, input_mask and segment_ids"
+        )
   sizes = [len(part) for part in parts if isinstance(part, (list, tuple))]
   if len(parts) == 2 and len(sizes) == 2 and sizes[0] != sizes[1]:
     raise ValueError(
       f"{model_name}.predict got {sizes[0]} first texts (text_a) and {sizes[1]} second texts "
       "(text_b); expected one text_b per text_a"
     )
+
+
+def check_count(value, what):
+  """A one-line ValueError unless `value` is a positive integer (not a bool);
+  `what` names it, e.g. "ElectraClassifier num_classes"."""
+  if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+    raise ValueError(f"{what}={value!r}; expected a positive integer")
+  return int(value)
 
 
 class ElectraTaskModel(keras.Model):
@@ -321,6 +337,8 @@ class ElectraTaskModel(keras.Model):
     config (`task.json`) and weights (`task.weights.h5`), which
     `from_preset` reads back. `preset_dir` must be new or empty; it appears
     complete or not at all. Returns `preset_dir`."""
+    if not os.fspath(preset_dir).strip():
+      raise ValueError("save_to_preset: preset_dir is empty; expected a directory path")
     if self.preprocessor is None:
       raise ValueError("save_to_preset needs the model's preprocessor (its tokenizer)")
     if not self.built:
@@ -355,6 +373,8 @@ class ElectraTaskModel(keras.Model):
     """Outputs for `x`: strings, a `(text_a, text_b)` pair of lists/tensors,
     packed features, or a `tf.data.Dataset` (whose elements Keras reads as
     `(x, y)`: pairs must come as `((text_a, text_b),)`)."""
+    if batch_size is not None:
+      check_count(batch_size, f"{type(self).__name__}.predict batch_size")
     if not isinstance(x, tf.data.Dataset):
       check_prediction_input(x, type(self).__name__)
       if isinstance(x, (list, tuple)) and len(x) == 2 and not isinstance(x[0], (str, bytes)):
@@ -438,12 +458,13 @@ class ElectraTaskModel(keras.Model):
         raise ValueError(
           f"{type(self).__name__}.compile: {str(e).removeprefix('hparam ')}"
         ) from None
-      if not num_train_steps:
+      if num_train_steps is None:
         raise ValueError(
           f"{type(self).__name__}.compile: the original's schedule decays over "
           "num_train_steps; pass num_train_steps=<batches per epoch × epochs> "
           "(or your own optimizer)"
         )
+      check_count(num_train_steps, f"{type(self).__name__}.compile num_train_steps")
       optimizer = optimizer_factory.finetuning_optimizer(
         self.official_name_map(),
         self.bert_config["num_hidden_layers"],

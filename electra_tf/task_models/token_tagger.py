@@ -9,6 +9,7 @@ from electra_tf.finetune.tagging.head import TaggingHead
 from electra_tf.finetune.tagging.tasks import TaggingTask
 from electra_tf.finetune.text_preprocessor import as_strings
 from electra_tf.task_models.task_model import ElectraTaskModel
+from electra_tf.task_models.task_model import check_count
 
 # The label of a wordpiece position that is not scored.
 IGNORED = -1
@@ -95,7 +96,7 @@ class ElectraTokenTagger(ElectraTaskModel):
   head_task_classes = (TaggingTask,)
 
   def __init__(self, bert_config, num_tags, task_name="tagger", **kwargs):
-    self.num_tags = int(num_tags)
+    self.num_tags = check_count(num_tags, "num_tags")
     super().__init__(bert_config, task_name=task_name, **kwargs)
 
   def make_head(self):

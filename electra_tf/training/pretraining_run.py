@@ -180,6 +180,15 @@ def validate_config(config):
       raise ValueError(
         f"hparam held_out_tfrecords={config.held_out_tfrecords!r} matches no file"
       ) from None
+    trained_on = {os.path.realpath(f) for f in files}
+    shared = sorted(f for f in held_out_files if os.path.realpath(f) in trained_on)
+    if shared:
+      # Metrics of records the model trains on measure memory, not generalisation.
+      raise ValueError(
+        f"hparam held_out_tfrecords={config.held_out_tfrecords!r} matches {len(shared)} of the "
+        f"training files (pretrain_tfrecords), e.g. {shared[0]!r}; held-out records must be "
+        "others (build them from held-out text)"
+      )
     records_info.check_records_vocab(held_out_files, vocab)
     try:
       # Held-out records of another length would fail deep in the first measurement.
