@@ -45,6 +45,8 @@ from electra_tf.training import held_out_evaluation
 from electra_tf.training import pretraining_run
 from electra_tf.training import run_status
 from electra_tf.utils import curves
+from electra_tf.utils import exit_codes
+from electra_tf.utils import interrupts
 from electra_tf.utils.events import scalar_events
 from electra_tf.utils.file_io import write_atomic
 from tfrecords_tools import build_vocab
@@ -420,6 +422,21 @@ def main(argv=None):
     what = f"unknown stage(s) {unknown}" if unknown else f"{args.stages!r} names no stage"
     parser.error(f"--stages: {what}; expected a subset of {list(STAGES)}")
   out = os.path.abspath(args.output_dir)
+  if os.path.exists(out) and not os.path.isdir(out):
+    parser.error(f"--output-dir {args.output_dir!r} is a file; expected a directory")
+  if "vocab" in stages:
+    # Records, model and export hold the old vocab's ids: left alone they would no longer match.
+    stale = [
+      stage
+      for stage, key in (("data", "tfrecords"), ("pretrain", "model_dir"), ("export", "export"))
+      if stage not in stages and os.path.exists(_paths(out)[key])
+    ]
+    if stale:
+      parser.error(
+        f"--stages vocab rebuilds {_paths(out)['vocab']}, but the {', '.join(stale)} stage(s) "
+        f"under {out} were made with the current vocab and would no longer match it: add "
+        f"{','.join(stale)} to --stages, or give a new --output-dir"
+      )
   for stage in stages:
     _, reads, writer = STAGES[stage]
     if reads and writer not in stages and not os.path.exists(_paths(out)[reads]):
@@ -438,7 +455,11 @@ def main(argv=None):
 
   # Ctrl-C and SIGTERM end as in run_pretraining: one line (a checkpoint saved
   # in the pretrain stage), exit 130 / 143; a rerun goes on from there.
-  status = run_status.run_to_exit_status("demo", run_stages)
+  try:
+    status = run_status.run_to_exit_status("demo", run_stages)
+  except ValueError as e:  # bad input a stage found (as run_pretraining says it)
+    print(f"demo: error: {e}", file=sys.stderr, flush=True)
+    return exit_codes.BAD_INPUT
   if status != 0:
     return status
   _say(f"all done in {time.time() - start:.0f} s. Everything is under {out}:")
@@ -469,4 +490,4 @@ Next steps (docs/ has each of these, and what it needs):
 
 
 if __name__ == "__main__":
-  sys.exit(main())
+  interrupts.exit_with(main())

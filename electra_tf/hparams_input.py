@@ -120,6 +120,11 @@ def _load_hparams(hparams):
       f"--hparams must be a dict, a JSON string or a .json path, got {type(hparams).__name__}"
     )
   text = hparams.strip()
+  if not text:
+    raise ValueError(
+      "--hparams is empty (an unset shell variable?); expected a JSON object ('{}' for the "
+      "defaults), a path ending in .json or a preset name"
+    )
   preset = preset_name(text)
   # A file that exists wins over the packaged preset of its name; a bare name has no file.
   if preset is not None and (preset == text or not os.path.exists(text)):
@@ -140,7 +145,7 @@ def _load_hparams(hparams):
         raise ValueError(f"--hparams: {text!r} is not UTF-8 text; expected a .json file") from None
   else:
     try:
-      values = json.loads(text or "{}", object_pairs_hook=_object_with_unique_keys)
+      values = json.loads(text, object_pairs_hook=_object_with_unique_keys)
     except DuplicateKeyError as e:
       raise ValueError(f"--hparams: {e}") from None
     except json.JSONDecodeError as e:

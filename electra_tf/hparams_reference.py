@@ -34,8 +34,19 @@ def main(argv=None):
   if path is None:
     print(text)
     return 0
-  with open(path, encoding="utf-8") as f:
-    page = f.read()
+  flag = "--check" if args.check else "--write"
+  try:
+    with open(path, encoding="utf-8") as f:
+      page = f.read()
+  except FileNotFoundError:
+    print(f"error: {flag} {path!r} does not exist; expected the hparams page", file=sys.stderr)
+    return exit_codes.BAD_INPUT
+  except IsADirectoryError:
+    print(f"error: {flag} {path!r} is a directory; expected the hparams page", file=sys.stderr)
+    return exit_codes.BAD_INPUT
+  except UnicodeDecodeError:
+    print(f"error: {flag} {path!r} is not UTF-8 text; expected the hparams page", file=sys.stderr)
+    return exit_codes.BAD_INPUT
   current = page_section(page)
   if current is None:
     print(f"{path}: no hparam reference markers ({START!r} … {END!r})", file=sys.stderr)

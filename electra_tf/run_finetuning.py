@@ -42,6 +42,7 @@ from electra_tf.training.finetuning_run import results_lines  # noqa: F401
 from electra_tf.training.finetuning_run import run_finetuning  # noqa: F401
 from electra_tf.training.finetuning_run import write_results  # noqa: F401
 from electra_tf.utils import exit_codes
+from electra_tf.utils import interrupts
 from electra_tf.utils.console_logging import plain_console_logging
 
 
@@ -85,4 +86,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-  sys.exit(main())
+  interrupts.exit_with(main())

@@ -46,6 +46,7 @@ from electra_tf.training import held_out_evaluation
 from electra_tf.training import pretraining_run
 from electra_tf.training import run_status
 from electra_tf.utils import exit_codes
+from electra_tf.utils import interrupts
 
 
 def main(argv=None):
@@ -70,4 +71,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-  sys.exit(main())
+  interrupts.exit_with(main())

@@ -51,6 +51,10 @@ def read_sentences(glue_dir, tasks=tuple(SOURCES)):
 
   Raises ValueError naming the file and line when a row has too few columns.
   """
+  if not tasks:
+    raise ValueError(
+      f"--tasks names no task; expected a comma-separated subset of {sorted(SOURCES)}"
+    )
   sentences, inputs = [], {}
   for task in tasks:
     if task not in SOURCES:

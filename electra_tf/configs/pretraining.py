@@ -6,6 +6,7 @@ defaults → Electric → user values again.
 """
 
 import dataclasses
+import math
 import os
 
 from electra_tf.configs.bert_config import BertConfig
@@ -345,8 +346,13 @@ def check_number(config, name, low, high, closed):
   in the range `low`..`high` (None: unbounded), ends included as `closed` says."""
   value = getattr(config, name)
   expected = _range_text(low, high, closed)
-  if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-    raise ValueError(f"hparam {name}={value!r}; expected a number, {expected}")
+  if (
+    isinstance(value, bool)
+    or not isinstance(value, (int, float))
+    or (isinstance(value, float) and not math.isfinite(value))
+  ):
+    # JSON's 1e999 reads as infinity: not a number a run can use.
+    raise ValueError(f"hparam {name}={value!r}; expected a finite number, {expected}")
   too_low = value < low if closed[0] else value <= low
   too_high = high is not None and (value > high if closed[1] else value >= high)
   if too_low or too_high:

@@ -247,7 +247,9 @@ def as_strings(texts):
       "expected a 1-D batch of texts, one string each (join a sentence's words with spaces); "
       f"got nested lists or an array of shape {array.shape}"
     )
-  return [
-    t.decode("utf-8", "replace") if isinstance(t, bytes) else str(t)
-    for t in np.asarray(texts, dtype=object).reshape(-1)
-  ]
+  items = np.asarray(texts, dtype=object).reshape(-1)
+  not_text = next((t for t in items if not isinstance(t, (str, bytes))), None)
+  if not_text is not None:
+    # str() would make a text of it ("123") and predict on that.
+    raise ValueError(f"expected texts (str); got a {type(not_text).__name__} ({not_text!r})")
+  return [t.decode("utf-8", "replace") if isinstance(t, bytes) else t for t in items]

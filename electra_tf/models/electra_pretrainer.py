@@ -177,6 +177,11 @@ class ElectraPretrainer(keras.Model):
     included); special ids come from `config.vocab_file` when it exists.
     `vocab` (its `Vocab`) and `bert_config` (the discriminator's), when the
     caller has read and derived them already, are not read or derived again."""
+    if not isinstance(config, pretraining_config_lib.PretrainingConfig):
+      raise ValueError(
+        f"ElectraPretrainer.from_pretraining_config takes a PretrainingConfig, got "
+        f"{type(config).__name__} (a fine-tuning model is FinetuningModel or a task model)"
+      )
     bert_config = bert_config or pretraining_config_lib.get_pretraining_bert_config(config)
     generator_config = pretraining_config_lib.get_generator_config(config, bert_config)
     if vocab is not None:

@@ -11,17 +11,18 @@ INPUT_KEYS = ("input_ids", "input_mask", "segment_ids")
 
 def bert_config_dict(bert_config):
   """A plain dict of BertConfig fields from a `BertConfig` or a dict; unknown
-  keys raise (via `BertConfig.from_dict`)."""
-  if isinstance(bert_config, BertConfig):
-    return bert_config.to_dict()
-  if not isinstance(bert_config, dict):
+  keys and sizes no model can have raise (`BertConfig.from_dict`, `.check`)."""
+  if not isinstance(bert_config, (BertConfig, dict)):
     raise ValueError(
       f"bert_config must be a BertConfig or a dict of its fields, got {type(bert_config).__name__}"
     )
-  config = BertConfig.from_dict(dict(bert_config)).to_dict()
-  if config["vocab_size"] is None:
+  if isinstance(bert_config, dict):
+    bert_config = BertConfig.from_dict(dict(bert_config))
+  if bert_config.vocab_size is None:
     raise ValueError("bert_config needs vocab_size")
-  return config
+  # A size of 0 would build, then fail deep in the first call.
+  bert_config.check("bert_config")
+  return bert_config.to_dict()
 
 
 def check_inputs(inputs, owner):

@@ -388,12 +388,14 @@ class ElectraServingModule(tf.Module):
   def serve_text(self, text_a, text_b):
     # A served request is not held to the signature's [batch] shape: a
     # 2-D batch would fail deep in the tokenizer. (Its rank is folded to the
-    # signature's at trace time; its size and first dimension are not.)
+    # signature's at trace time; its size and first dimension are not.) A
+    # single string has no first dimension: -1 stands in, so it is named too.
     checks = [
       tf.debugging.assert_equal(
         tf.size(text),
-        tf.shape(text)[0],
-        message=f"serving_default: {name} must be a 1-D batch of texts ([batch])",
+        tf.concat([tf.shape(text), [-1]], axis=0)[0],
+        message=f"serving_default: {name} must be a 1-D batch of texts ([batch]; one text "
+        "goes in a batch of one)",
       )
       for name, text in (("text_a", text_a), ("text_b", text_b))
     ]

@@ -20,6 +20,7 @@ from electra_tf.configs.pretraining import get_bert_config
 from electra_tf.finetune import task_builder
 from electra_tf.finetune.model import FinetuningModel
 from electra_tf.finetune.text_preprocessor import ElectraTextPreprocessor
+from electra_tf.finetune.text_preprocessor import as_strings
 from electra_tf.interop import keras_hub
 from electra_tf.layers import layer_utils
 from electra_tf.optimization import factory as optimizer_factory
@@ -94,6 +95,32 @@ def check_prediction_input(x, model_name):
       f"{model_name}.predict got {sizes[0]} first texts (text_a) and {sizes[1]} second texts "
       "(text_b); expected one text_b per text_a"
     )
+
+
+def _is_text_batch(part):
+  if isinstance(part, np.ndarray):
+    return part.dtype.kind in ("U", "S") or (part.dtype == object and part.size > 0)
+  return isinstance(part, list) and bool(part) and isinstance(part[0], (str, bytes))
+
+
+def _texts_given(x):
+  """Whether `x` is a batch of texts, or a (text_a, text_b) pair of batches."""
+  parts = x if isinstance(x, tuple) and len(x) == 2 else (x,)
+  return all(_is_text_batch(part) for part in parts)
+
+
+def _text_batches(x, y, batch_size, shuffle):
+  """`(x, y)` texts and labels as a batched `tf.data.Dataset` (pairs as
+  `((text_a, text_b), y)`)."""
+  if batch_size is not None:
+    check_count(batch_size, "batch_size")
+  parts = x if isinstance(x, tuple) else (x,)
+  texts = tuple(as_strings(part) for part in parts)
+  inputs = texts if len(texts) == 2 else texts[0]
+  data = tf.data.Dataset.from_tensor_slices((inputs, y) if y is not None else (inputs,))
+  if shuffle:
+    data = data.shuffle(len(texts[0]), reshuffle_each_iteration=True)
+  return data.batch(batch_size or 32)
 
 
 def check_count(value, what):
@@ -181,6 +208,13 @@ class ElectraTaskModel(keras.Model):
     `kwargs` named in `preprocessor_args` go to the preprocessor (a QA
     trial's `max_query_length` is its default), the rest to the
     constructor."""
+    for name, value in (("do_lower_case", do_lower_case), ("strip_accents", strip_accents)):
+      if value is not None and not isinstance(value, bool):
+        # "no" would be true: lower-casing stays on.
+        raise ValueError(
+          f"{cls.__name__}.from_checkpoint: {name}={value!r}; expected True, False or None "
+          "(None: what the model was trained with)"
+        )
     if not (tf.io.gfile.exists(path) or tf.io.gfile.exists(f"{path}.index")):
       raise ValueError(
         f"{cls.__name__}.from_checkpoint: {path!r} does not exist (expected a model dir, a "
@@ -368,6 +402,22 @@ class ElectraTaskModel(keras.Model):
   def task_outputs(self, head_outputs):
     """What `call` returns, from the head's output dict."""
     raise NotImplementedError
+
+  def fit(self, x=None, y=None, batch_size=None, shuffle=True, **kwargs):
+    """Keras' `fit`; texts given as a list or array (or a `(text_a, text_b)`
+    pair of them) with their labels are batched here (`batch_size`, default
+    32; shuffled each epoch as Keras shuffles arrays): Keras' arrays cannot
+    hold strings."""
+    if _texts_given(x):
+      x, y, batch_size = _text_batches(x, y, batch_size, shuffle), None, None
+      shuffle = False  # the dataset reshuffles itself each epoch
+    return super().fit(x, y, batch_size=batch_size, shuffle=shuffle, **kwargs)
+
+  def evaluate(self, x=None, y=None, batch_size=None, **kwargs):
+    """Keras' `evaluate`; texts as for `fit` (not shuffled)."""
+    if _texts_given(x):
+      x, y, batch_size = _text_batches(x, y, batch_size, False), None, None
+    return super().evaluate(x, y, batch_size=batch_size, **kwargs)
 
   def predict(self, x, batch_size=None, **kwargs):
     """Outputs for `x`: strings, a `(text_a, text_b)` pair of lists/tensors,

@@ -158,6 +158,19 @@ def stops_held():
     raise _stop(received[0])
 
 
+def exit_with(status):
+  """`sys.exit(status)` for a command's `__main__`, ignoring stop signals
+  from now on: its work is saved (or removed) and its line printed, and a
+  late signal during the interpreter's shutdown (a SIGHUP right after a
+  SIGTERM) must not turn that status into a death by signal."""
+  for signum in STOP_SIGNALS:
+    try:
+      signal.signal(signum, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+      break
+  sys.exit(status)
+
+
 def check():
   """Raises KeyboardInterrupt if Ctrl-C was pressed (and swallowed) since
   `ctrl_c_remembered()` began; `Stopped` for a SIGTERM or SIGHUP."""

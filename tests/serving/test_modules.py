@@ -265,3 +265,6 @@ def test_serve_ids_with_more_positions_than_the_export_names_its_length(tmp_path
   texts = tf.constant([["a b", "c"], ["d", "e"]])
   with pytest.raises(tf.errors.InvalidArgumentError, match="serving_default: text_a must be a 1-D"):
     serve_text(text_a=texts, text_b=tf.constant(["", "", "", ""]))
+  # A single string (no batch dimension) is named too, not "slice index 0 … out of bounds".
+  with pytest.raises(tf.errors.InvalidArgumentError, match="one text goes in a batch of one"):
+    serve_text(text_a=tf.constant("a b"), text_b=tf.constant(""))

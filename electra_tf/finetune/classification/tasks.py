@@ -227,6 +227,12 @@ class SingleOutputTask(task_lib.Task):
           tf.get_logger().warning(
             "Skipping line %d of task %s (%s): %r", i + 1, where or self.name, e, line
           )
+    if text_b_loc is not None and examples and not any((e.text_b or "").strip() for e in examples):
+      # A pair task fed single texts: the wrong column, or another task's file.
+      raise ValueError(
+        f"{self._reading or self.name}: the second text (column {text_b_loc}) is empty in every "
+        f"row; task {self.name} pairs two texts"
+      )
     return examples
 
   def featurize(self, example, is_training, log=False):
