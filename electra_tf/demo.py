@@ -414,13 +414,15 @@ def main(argv=None):
     ("--vocab-size", args.vocab_size),
     ("--num-processes", args.num_processes),
   ):
-    if value is not None and value <= 0:
+    if value is not None and not 0 < value < float("inf"):  # NaN fails both
       parser.error(f"{flag} {value}: expected a positive number")
   stages = [s.strip() for s in args.stages.split(",") if s.strip()]
   unknown = [s for s in stages if s not in STAGES]
   if unknown or not stages:
     what = f"unknown stage(s) {unknown}" if unknown else f"{args.stages!r} names no stage"
     parser.error(f"--stages: {what}; expected a subset of {list(STAGES)}")
+  if not args.output_dir.strip():
+    parser.error("--output-dir is empty (an unset shell variable?); expected a directory path")
   out = os.path.abspath(args.output_dir)
   if os.path.exists(out) and not os.path.isdir(out):
     parser.error(f"--output-dir {args.output_dir!r} is a file; expected a directory")

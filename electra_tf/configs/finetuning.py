@@ -279,7 +279,14 @@ class FinetuningConfig(RuntimeHparams):
         f"hparam tfds_data_dir={self.tfds_data_dir!r} is read only with data_source \"tfds\" "
         "(data_source is \"files\": the tasks' files under the data dir)"
       )
-    for name in ("init_checkpoint", "vocab_file"):
+    for name in (
+      "init_checkpoint",
+      "vocab_file",
+      "model_dir",
+      "results_txt",
+      "results_json",
+      "preprocessed_data_dir",
+    ):
       check_path_hparam(self, name)
     self.validate_runtime()
     for name in (

@@ -93,6 +93,8 @@ def check_path_hparam(config, name):
   string would read as "none" (an `init_checkpoint` of "" trained from
   random weights without a word)."""
   value = getattr(config, name)
+  if isinstance(value, os.PathLike):
+    value = os.fspath(value)
   if value is not None and (not isinstance(value, str) or not value.strip()):
     raise ValueError(f"hparam {name}={value!r}; expected a path, or null for none")
 

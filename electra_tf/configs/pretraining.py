@@ -265,7 +265,7 @@ class PretrainingConfig(RuntimeHparams):
   def _validate(self):
     self._check_ranges()
     check_optimizer_name(self.optimizer)
-    for name in ("init_checkpoint", "vocab_file"):
+    for name in ("init_checkpoint", "vocab_file", "model_dir", "results_txt", "results_pkl"):
       check_path_hparam(self, name)
     if self.num_warmup_steps < 1:
       # The original divides by zero in its schedule.

@@ -73,6 +73,9 @@ class RuntimeHparams(ConfigBase):
       raise ValueError(
         f"hparam train_batch_size={batch} must be divisible by gradient_accumulation_steps={k}"
       )
+    if self.seed is not None and not 0 <= self.seed < 2**32:
+      # numpy's and Keras' seeds are unsigned 32-bit.
+      raise ValueError(f"hparam seed={self.seed}; expected an integer in [0, 2**32) or null")
     if self.num_gpus is not None and self.num_gpus < 0:
       raise ValueError(f"hparam num_gpus={self.num_gpus}; expected >= 0 or null")
     if self.keep_checkpoint_max is not None and self.keep_checkpoint_max < 0:

@@ -51,15 +51,28 @@ def read_records_info(records_dir):
   return info
 
 
-def check_records_vocab(files, vocab):
+def check_records_vocab(files, vocab, normalisation=None):
   """Refuses record `files` whose folder's info names another vocab than
-  `vocab` (a `text.vocab.Vocab`; one line naming both); returns the infos
-  found, by folder."""
+  `vocab` (a `text.vocab.Vocab`), or, given `normalisation` (the run's
+  `(do_lower_case, strip_accents)`), text normalised otherwise (one line
+  naming both sides); returns the infos found, by folder."""
   infos = {}
   for folder in sorted({os.path.dirname(f) for f in files}):
     info = read_records_info(folder)
     if info is None:
       continue
     vocab.check_made_with(info["vocab"], f"the TFRecords in {folder!r} were made")
+    # The builder's normalisation (its flags over the vocab's settings).
+    built = info.get("settings") if isinstance(info.get("settings"), dict) else {}
+    recorded = (built.get("do_lower_case"), built.get("strip_accents"))
+    if normalisation is not None and None not in recorded and recorded != tuple(normalisation):
+      # The run records its casing for fine-tuning and serving: they would
+      # read text otherwise than the records were made.
+      raise ValueError(
+        f"the TFRecords in {folder!r} were made with do_lower_case={recorded[0]}, "
+        f"strip_accents={recorded[1]}, but this run reads text with do_lower_case="
+        f"{normalisation[0]}, strip_accents={normalisation[1]} (its hparams or the vocab's "
+        "settings file): rebuild the records, or set those hparams to match them"
+      )
     infos[folder] = info
   return infos

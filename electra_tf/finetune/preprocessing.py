@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.finetune import task as task_lib
+from electra_tf.utils import file_io
 from electra_tf.utils.file_io import atomic_path
 from electra_tf.utils.file_io import dirs_made
 from electra_tf.utils.file_io import write_atomic
@@ -48,6 +49,7 @@ def file_identity(path):
   """
   if not tf.io.gfile.exists(path):
     return None
+  file_io.check_data_file(path)  # a named pipe would block the hash forever
   digest = hashlib.sha256()
   size = 0
   with tf.io.gfile.GFile(path, "rb") as f:

@@ -248,8 +248,8 @@ def as_strings(texts):
       f"got nested lists or an array of shape {array.shape}"
     )
   items = np.asarray(texts, dtype=object).reshape(-1)
-  not_text = next((t for t in items if not isinstance(t, (str, bytes))), None)
-  if not_text is not None:
-    # str() would make a text of it ("123") and predict on that.
-    raise ValueError(f"expected texts (str); got a {type(not_text).__name__} ({not_text!r})")
+  not_text = [t for t in items if not isinstance(t, (str, bytes))]
+  if not_text:
+    # str() would make a text of it ("123", "None") and predict on that.
+    raise ValueError(f"expected texts (str); got a {type(not_text[0]).__name__} ({not_text[0]!r})")
   return [t.decode("utf-8", "replace") if isinstance(t, bytes) else t for t in items]

@@ -532,6 +532,13 @@ def save_module_at(module, path, overwrite=False):
   was at `path` stays until the new SavedModel is complete, and stays for
   good if the save fails or is interrupted."""
   path = os.fspath(path)
+  here = os.path.abspath(os.getcwd())
+  if not path.strip() or os.path.commonpath([here, os.path.abspath(path)]) == os.path.abspath(path):
+    # "" (or ".") would name the working directory, which an overwrite replaces whole.
+    raise ValueError(
+      f"{path!r} is the working directory or one above it; expected a path to write the "
+      "SavedModel to"
+    )
   if os.path.lexists(path) and not overwrite:
     raise ValueError(f"{path!r} already exists; pass overwrite=True or another path")
   parent, name = os.path.split(os.path.abspath(path))

@@ -83,11 +83,12 @@ def check_prediction_input(x, model_name):
     if isinstance(part, (list, tuple)) and len(part) == 0:
       raise ValueError(f"{model_name}.predict got an empty batch: expected at least one text")
     if isinstance(part, (list, tuple)) and not isinstance(x, dict):
-      not_text = next((item for item in part if not isinstance(item, (str, bytes))), None)
-      if not_text is not None:
+      not_text = [item for item in part if not isinstance(item, (str, bytes))]
+      if not_text:
         raise ValueError(
-          f"{model_name}.predict takes texts (str); got a {type(not_text).__name__} in the batch "
-          f"({not_text!r}); packed ids go in a dict with input_ids, input_mask and segment_ids"
+          f"{model_name}.predict takes texts (str); got a {type(not_text[0]).__name__} in the "
+          f"batch ({not_text[0]!r}); packed ids go in a dict with input_ids, input_mask and "
+          "segment_ids"
         )
   sizes = [len(part) for part in parts if isinstance(part, (list, tuple))]
   if len(parts) == 2 and len(sizes) == 2 and sizes[0] != sizes[1]:
@@ -616,6 +617,8 @@ class ElectraTaskModel(keras.Model):
       `filepath`.
     """
     del verbose
+    if not os.fspath(filepath).strip():
+      raise ValueError(f"{type(self).__name__}.export: filepath is empty; expected a path to write")
     if format == "tf_saved_model":
       expected = ("jit_compile", "constant_weights", "length_multiple", "overwrite")
       unknown = sorted(set(kwargs) - set(expected))

@@ -170,7 +170,8 @@ def validate_config(config):
   _check_results_paths(config)
   vocab = vocab_lib.check_vocab_file(config.vocab_file, config.vocab_size)
   files = find_pretraining_files(config)
-  records_info.check_records_vocab(files, vocab)
+  normalisation = (config.do_lower_case, config.strip_accents)
+  records_info.check_records_vocab(files, vocab, normalisation)
   if config.held_out_tfrecords and config.do_train:
     try:
       held_out_files = pretrain_data.find_files(
@@ -189,7 +190,7 @@ def validate_config(config):
         f"training files (pretrain_tfrecords), e.g. {shared[0]!r}; held-out records must be "
         "others (build them from held-out text)"
       )
-    records_info.check_records_vocab(held_out_files, vocab)
+    records_info.check_records_vocab(held_out_files, vocab, normalisation)
     try:
       # Held-out records of another length would fail deep in the first measurement.
       pretrain_data.validate_pretraining_files(

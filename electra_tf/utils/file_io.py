@@ -162,6 +162,23 @@ def dirs_made(directory):
     raise
 
 
+def check_data_file(path, expected="a data file"):
+  """A one-line ValueError naming `path` unless it is a file to read: not
+  there, a directory, or (locally) not a regular file: a named pipe nobody
+  writes to would block the read forever, a socket or device is no data."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top  # gfile, for scheme:// paths
+
+  if not tf.io.gfile.exists(path):
+    raise ValueError(f"data file {path!r} does not exist")
+  if tf.io.gfile.isdir(path):
+    raise ValueError(f"data file {path!r} is a directory; expected {expected}")
+  if not _is_remote(path) and not os.path.isfile(path):
+    raise ValueError(
+      f"data file {path!r} is not a regular file (a named pipe, socket or device); expected "
+      f"{expected}"
+    )
+
+
 def _remove(path):
   """Removes the local file or directory `path`, if there."""
   if os.path.isdir(path) and not os.path.islink(path):

@@ -38,10 +38,7 @@ class InputExample:
 def read_tsv(path, max_lines=None, identities=None):
   """Rows of a tsv file with quoting disabled (quotes stay literal).
   `identities`: a dict that gets `{path: {"size", "sha256"}}` of the bytes read."""
-  if not tf.io.gfile.exists(path):
-    raise ValueError(f"data file {path!r} does not exist")
-  if tf.io.gfile.isdir(path):
-    raise ValueError(f"data file {path!r} is a directory; expected a tab-separated file")
+  file_io.check_data_file(path, "a tab-separated file")
   with tf.io.gfile.GFile(path, "rb") as f:
     data = f.read()
   if identities is not None:

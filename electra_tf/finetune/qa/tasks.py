@@ -16,6 +16,7 @@ from electra_tf.finetune.qa import metrics as qa_metrics
 from electra_tf.finetune.qa.head import QAHead
 from electra_tf.text import wordpiece as tokenization
 from electra_tf.text.vocab import SENTENCEPIECE
+from electra_tf.utils.file_io import check_data_file
 from electra_tf.utils.file_io import write_atomic
 
 
@@ -540,8 +541,7 @@ class SQuADTask(QATask):
         self._squad_data[split] = self.example_source(self, split)
       else:
         path = self.data_file(split)
-        if not tf.io.gfile.exists(path):
-          raise ValueError(f"data file {path!r} does not exist")
+        check_data_file(path, "a SQuAD JSON file")
         content = qa_metrics.read_json(path)
         if not isinstance(content, dict) or "data" not in content:
           raise ValueError(f"{path}: no 'data' list (not a SQuAD file?)")
@@ -600,8 +600,7 @@ class MRQATask(QATask):
 
   def _paragraphs(self, split):
     path = self.data_file(split)
-    if not tf.io.gfile.exists(path):
-      raise ValueError(f"data file {path!r} does not exist")
+    check_data_file(path, "an MRQA .jsonl file")
     with tf.io.gfile.GFile(path, "r") as f:
       for i, line in enumerate(f):
         if self.config.debug and i > 10:

@@ -14,6 +14,7 @@ from electra_tf.finetune.tagging import scorer as tagging_scorers
 from electra_tf.finetune.tagging.head import TaggingHead
 from electra_tf.text import wordpiece as tokenization
 from electra_tf.text.vocab import SENTENCEPIECE
+from electra_tf.utils.file_io import check_data_file
 from electra_tf.utils.file_io import write_atomic
 
 LABEL_ENCODING = "BIOES"
@@ -36,12 +37,13 @@ def read_conll(path, debug=False, first_lines=None):
   final sentence without a trailing blank line is read too (the original
   drops it, losing its words and, when only it has them, tags).
   `first_lines`, a list, gets the line number where each sentence starts.
-  A word line with one column (no tag) is a one-line ValueError naming the
-  file and line: its word would be taken as its tag."""
-  if not tf.io.gfile.exists(path):
-    raise ValueError(f"data file {path!r} does not exist")
+  A word line with one column (no tag), or with another number of columns
+  than the first word line, is a one-line ValueError naming the file and
+  line: its word would be taken as its tag, or another format's rows as words."""
+  check_data_file(path, "a CoNLL file")
   sentences = []
   sentence = []
+  layout = None  # (line number, columns) of the first word line
   with tf.io.gfile.GFile(path, "r") as f:
     for number, line in enumerate(f, 1):
       columns = line.strip().split()
@@ -59,6 +61,15 @@ def read_conll(path, debug=False, first_lines=None):
         raise ValueError(
           f"{path}, line {number}: {line.strip()!r} has one column; expected the word, "
           "then the tag in the last column (columns separated by spaces or tabs)"
+        )
+      if layout is None:
+        layout = (number, len(columns))
+      elif len(columns) != layout[1]:
+        # Another format's rows (a TSV of sentences) would be read as one long "sentence".
+        raise ValueError(
+          f"{path}, line {number}: {len(columns)} columns, but line {layout[0]} has "
+          f"{layout[1]}; a CoNLL file has the same columns on every word line (the word "
+          "first, the tag last)"
         )
       if not sentence and first_lines is not None:
         first_lines.append(number)
