@@ -100,11 +100,15 @@ class ElectraClassifier(ElectraTaskModel):
       ids = tf.cast(y, tf.float32)
       whole = tf.reduce_all(tf.equal(ids, tf.round(ids)))
       in_range = tf.reduce_all((ids >= 0) & (ids < self.num_classes))
-      tf.debugging.Assert(
+      check = tf.debugging.Assert(
         whole & in_range,
         [f"ElectraClassifier labels must be whole class ids in [0, {self.num_classes}); got", y],
         summarize=8,
       )
+      # The loss reads the labels after the check: without the dependency the
+      # loss op may run first and fail with its own message.
+      with tf.control_dependencies([check]):
+        y = tf.identity(y)
     return y
 
   def get_config(self):

@@ -26,8 +26,8 @@ def _config(tmp_path, **kwargs):
     ({"uniform_generator": True}, "uniform", True),
     ({"two_tower_generator": True}, "two_tower", True),
     ({"electra_objective": False, "electric_objective": True}, "two_tower", True),
-    # The user's two_tower_generator=False wins in the config; Electric still has two towers.
-    ({"electric_objective": True, "two_tower_generator": False}, "two_tower", True),
+    # (Electric with the user's two_tower_generator=False is refused by the config:
+    # tests/test_sweep9_bad_inputs.py.)
   ],
 )
 def test_from_config_generator_mode(tmp_path, hparams, mode, has_discriminator):
