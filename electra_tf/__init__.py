@@ -1,8 +1,11 @@
 """electra_tf: ELECTRA (google-research/electra) on TensorFlow 2 / Keras 3."""
 
 import os as _os
+import signal as _signal
 import sys as _sys
 import tempfile as _tempfile
+
+from electra_tf.utils import interrupts as _interrupts
 
 _QUIET_MARKER = "ELECTRA_TF_QUIET_TF_START_UP"
 # Set to 1 to see everything TensorFlow prints while it is imported: the one
@@ -61,13 +64,16 @@ def _quiet_tensorflow_start_up():
           _os.write(2, hidden if hidden.endswith(b"\n") else hidden + b"\n")
 
 
-def _ctrl_c_in_one_line():
+def _stops_in_one_line():
   """For `python -m` runs: a Ctrl-C that no command caught (while TensorFlow
   is imported, or in a command with nothing to save) ends with one line and
-  exit status 130 instead of a traceback. Commands with work to save or
-  partial output to remove catch it themselves first."""
+  exit status 130 instead of a traceback; so do SIGTERM and SIGHUP while
+  this package is imported (143, 129; after that their default applies
+  until a command installs its own handling). Commands with work to save or
+  partial output to remove catch them themselves first. Returns the signals
+  given a handler here."""
   if _sys.argv[:1] != ["-m"]:
-    return
+    return ()
   previous = _sys.excepthook
 
   def hook(kind, error, traceback):
@@ -75,15 +81,27 @@ def _ctrl_c_in_one_line():
       return previous(kind, error, traceback)
     argv = getattr(_sys, "orig_argv", [])  # ["python", "-m", "<module>", ...]
     tool = argv[argv.index("-m") + 1] if "-m" in argv[:-1] else "electra_tf"
+    signum = _interrupts.stop_signal_of(error) or _signal.SIGINT
     _sys.stdout.flush()
-    print(f"{tool.rsplit('.', 1)[-1]}: interrupted (Ctrl-C)", file=_sys.stderr)
+    print(f"{tool.rsplit('.', 1)[-1]}: {_interrupts.stopped_phrase(signum)}", file=_sys.stderr)
     _sys.stderr.flush()
-    _os._exit(130)  # the shell's status for Ctrl-C (electra_tf.utils.exit_codes.INTERRUPTED)
+    _os._exit(128 + int(signum))  # the shell's status for the signal (130 for Ctrl-C)
 
   _sys.excepthook = hook
 
+  def stop(signum, frame):
+    del frame
+    raise _interrupts.Stopped(signum)
 
-_ctrl_c_in_one_line()
+  # Only while importing: a handler left in place would keep a process
+  # blocked in C++ (a collective, a pipe) from dying on SIGTERM.
+  handled = tuple(s for s in _interrupts.STOP_SIGNALS if s != _signal.SIGINT)
+  for signum in handled:
+    _signal.signal(signum, stop)
+  return handled
+
+
+_STOPS_HANDLED_WHILE_IMPORTING = _stops_in_one_line()
 _quiet_tensorflow_start_up()
 
 from electra_tf.configs.bert_config import BertConfig
@@ -101,6 +119,9 @@ from electra_tf.models.electra_pretrainer import ElectraPretrainer  # noqa: E402
 from electra_tf.task_models.classifier import ElectraClassifier  # noqa: E402
 from electra_tf.task_models.question_answerer import ElectraQuestionAnswerer  # noqa: E402
 from electra_tf.task_models.token_tagger import ElectraTokenTagger  # noqa: E402
+
+for _signum in _STOPS_HANDLED_WHILE_IMPORTING:  # imported: back to the default
+  _signal.signal(_signum, _signal.SIG_DFL)
 
 __all__ = [
   "BertConfig",

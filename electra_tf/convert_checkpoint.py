@@ -182,8 +182,8 @@ def _publish_or_convert(args):
     return convert.publish(
       args.input, args.output, args.to, args.part, args.hparams, args.vocab_file
     )
-  if args.global_step is not None and args.global_step < 0:
-    raise ValueError(f"--global-step {args.global_step}: expected a step, 0 or more")
+  if args.global_step is not None and not 0 <= args.global_step < 2**63:  # an int64 variable
+    raise ValueError(f"--global-step {args.global_step}: expected a step in [0, 2**63)")
   return convert.convert(
     args.input,
     args.output,

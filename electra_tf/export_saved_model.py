@@ -126,6 +126,8 @@ def _parse_args(argv):
   args = parser.parse_args(argv)
   if args.length_multiple < 1:
     parser.error(f"--length-multiple {args.length_multiple}; expected at least 1")
+  if args.task is not None and args.model != "task":
+    parser.error(f"--task {args.task} picks a fine-tuned head: it applies to --model task only")
   return args
 
 

@@ -767,6 +767,7 @@ def main(argv=None):
   args = parser.parse_args(argv)
   try:
     runner_flags.check_positive(args, "num_files", "max_mb")
+    runner_flags.check_paths_given(args, "output_dir")
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return exit_codes.BAD_INPUT

@@ -195,6 +195,7 @@ def main(argv=None):
   try:
     with interrupts.ctrl_c_remembered():  # SIGTERM and SIGHUP stop it as Ctrl-C does
       runner_flags.check_positive(args, "num_files", "sentences_per_document")
+      runner_flags.check_paths_given(args, "output_dir")
       manifest = build(
         args.glue_dir,
         args.output_dir,

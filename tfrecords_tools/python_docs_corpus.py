@@ -152,6 +152,7 @@ def main(argv=None):
   args = parser.parse_args(argv)
   try:
     runner_flags.check_positive(args, "max_mb", "num_files")
+    runner_flags.check_paths_given(args, "output_dir")
     if args.num_files > MAX_FILES:
       raise ValueError(
         f"--num-files {args.num_files}: expected at most {MAX_FILES} (each file is open while "

@@ -62,8 +62,19 @@ def check_positive(args, *names):
   `names` that is not a positive number; a flag left at None is not given."""
   for name in names:
     value = getattr(args, name)
-    if value is not None and not value > 0:  # `not >` also refuses NaN
+    if value is not None and not 0 < value < float("inf"):  # also refuses NaN
       raise ValueError(f"--{name.replace('_', '-')} {value}: expected a positive number")
+
+
+def check_paths_given(args, *names):
+  """Raises ValueError (one line) for a path flag, named by its `dest` in
+  `names`, given as "" (an unset shell variable): it would mean the working
+  directory."""
+  for name in names:
+    if not str(getattr(args, name)).strip():
+      raise ValueError(
+        f"--{name.replace('_', '-')} is empty (an unset shell variable?); expected a path"
+      )
 
 
 def options_from_args(options_class, args):

@@ -16,9 +16,9 @@ import os
 
 import tensorflow as tf
 
-from electra_tf.configs.hparams import check_model_name
 from electra_tf.configs.hparams import check_optimizer_name
 from electra_tf.configs.hparams import check_path_hparam
+from electra_tf.configs.hparams import check_run_flags
 from electra_tf.configs.hparams import hparam
 from electra_tf.configs.pretraining import check_number
 from electra_tf.configs.pretraining import default_embedding_size
@@ -170,7 +170,7 @@ class FinetuningConfig(RuntimeHparams):
   preprocessed_data_dir: str = hparam(None, "Cache of featurised TFRecords.")
 
   def __init__(self, model_name, data_dir, **kwargs):
-    check_model_name(model_name)
+    check_run_flags(model_name, data_dir)
     self.set_defaults()
     self.model_name = model_name
 

@@ -99,14 +99,21 @@ def check_path_hparam(config, name):
     raise ValueError(f"hparam {name}={value!r}; expected a path, or null for none")
 
 
-def check_model_name(model_name):
+def check_run_flags(model_name, data_dir):
   """A one-line ValueError unless `model_name` names one directory under
-  `<data-dir>/models/`: an empty name would make that folder, the parent
-  of every model dir, the model dir itself."""
+  `<data-dir>/models/` (an empty name would make that folder, the parent of
+  every model dir, the model dir itself) and `data_dir` is given (an empty
+  one would read and write the working directory, and errors would name
+  its files, not the flag)."""
   if not isinstance(model_name, str) or model_name.strip() in ("", ".", ".."):
     raise ValueError(
       f"--model-name {model_name!r}: expected the name of a model directory under "
       "<data-dir>/models/ (not empty, '.' or '..')"
+    )
+  if not str(os.fspath(data_dir) if isinstance(data_dir, os.PathLike) else data_dir).strip():
+    raise ValueError(
+      "--data-dir is empty (an unset shell variable?); expected the data directory ('.' for "
+      "this one)"
     )
 
 

@@ -10,9 +10,9 @@ import math
 import os
 
 from electra_tf.configs.bert_config import BertConfig
-from electra_tf.configs.hparams import check_model_name
 from electra_tf.configs.hparams import check_optimizer_name
 from electra_tf.configs.hparams import check_path_hparam
+from electra_tf.configs.hparams import check_run_flags
 from electra_tf.configs.hparams import hparam
 from electra_tf.configs.runtime import RuntimeHparams
 
@@ -179,7 +179,7 @@ class PretrainingConfig(RuntimeHparams):
   )
 
   def __init__(self, model_name, data_dir, **kwargs):
-    check_model_name(model_name)
+    check_run_flags(model_name, data_dir)
     self.set_defaults()
     self.model_name = model_name
     # The original takes the overrides at once (before the first update).

@@ -388,6 +388,26 @@ def write_tokenizer_files(directory, tokenizer, packing_length):
     shutil.rmtree(work, ignore_errors=True)
 
 
+def _check_shared_files(staging, directory, keep):
+  """A one-line ValueError when a tokenizer file written to `staging` would
+  replace a different one in `directory` that is not only the network's
+  being replaced (`keep[0]`): another network, or another model's folder,
+  reads its text through that file."""
+  networks = [e for e in os.listdir(directory) if e.endswith((".tflite", ".onnx"))]
+  if networks == [keep[0]]:
+    return  # an overwrite of the one network there: its own files go with it
+  for entry in sorted(os.listdir(staging)):
+    old = os.path.join(directory, entry)
+    if entry in keep or not os.path.isfile(old):
+      continue
+    with open(old, "rb") as f, open(os.path.join(staging, entry), "rb") as g:
+      if f.read() != g.read():
+        raise ValueError(
+          f"{old!r} is another tokenizer's file; exporting here would replace it under the "
+          "network already beside it: export into another folder"
+        )
+
+
 def export_portable(model, filepath, format, quantize=None, **options):
   """Writes the ids-in network of `model` to `filepath` in `format`
   ("litert" or "onnx") and its tokenizer files in the same directory.
@@ -434,6 +454,7 @@ def export_portable(model, filepath, format, quantize=None, **options):
     beam = getattr(_qa_head(model), "beam_size", 1)
     _check_export(network, function, quantize, beam, tokenizer.vocab_size)
     write_tokenizer_files(staging, tokenizer, packing_length)
+    _check_shared_files(staging, directory, keep=(name, name + ".json"))
     write_atomic(
       os.path.join(staging, name + ".json"),
       json.dumps(dict(metadata, format=format, quantize=quantize or "none"), indent=2) + "\n",

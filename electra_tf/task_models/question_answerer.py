@@ -11,6 +11,7 @@ from electra_tf.finetune.qa.tasks import get_final_text
 from electra_tf.finetune.qa.tasks import piece_range
 from electra_tf.finetune.text_preprocessor import as_strings
 from electra_tf.task_models.task_model import ElectraTaskModel
+from electra_tf.task_models.task_model import check_count
 
 _OUTPUTS = ("start_logits", "end_logits")
 
@@ -106,7 +107,7 @@ class ElectraQuestionAnswerer(ElectraTaskModel):
   preprocessor_args = ("max_query_length",)
 
   def __init__(self, bert_config, task_name="qa", max_answer_length=30, **kwargs):
-    self.max_answer_length = int(max_answer_length)
+    self.max_answer_length = check_count(max_answer_length, "max_answer_length")
     super().__init__(bert_config, task_name=task_name, **kwargs)
 
   def make_head(self):

@@ -21,6 +21,7 @@ import dataclasses
 import json
 import os
 import pickle
+import sys
 
 import keras
 import tensorflow as tf
@@ -210,6 +211,15 @@ def validate_config(config):
       vocab_size=config.vocab_size,
       log=lambda line: print(line, flush=True),
     )
+    if config.do_train and config.num_warmup_steps > config.num_train_steps:
+      # The original's schedule allows it; a short run with the default warm-up is a slip.
+      print(
+        f"warning: hparam num_warmup_steps={config.num_warmup_steps} is more than "
+        f"num_train_steps={config.num_train_steps}: the whole run stays in the warm-up and the "
+        f"learning rate never reaches learning_rate={config.learning_rate}",
+        file=sys.stderr,
+        flush=True,
+      )
     return PretrainingInputs(checked, vocab, bert_config)
   except record_check.CorruptRecordError:
     raise
