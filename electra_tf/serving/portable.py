@@ -390,12 +390,8 @@ def write_tokenizer_files(directory, tokenizer, packing_length):
 
 def _check_shared_files(staging, directory, keep):
   """A one-line ValueError when a tokenizer file written to `staging` would
-  replace a different one in `directory` that is not only the network's
-  being replaced (`keep[0]`): another network, or another model's folder,
-  reads its text through that file."""
-  networks = [e for e in os.listdir(directory) if e.endswith((".tflite", ".onnx"))]
-  if networks == [keep[0]]:
-    return  # an overwrite of the one network there: its own files go with it
+  replace a different one in `directory`: another network, or another
+  model's folder, reads its text through that file."""
   for entry in sorted(os.listdir(staging)):
     old = os.path.join(directory, entry)
     if entry in keep or not os.path.isfile(old):
@@ -408,7 +404,7 @@ def _check_shared_files(staging, directory, keep):
         )
 
 
-def export_portable(model, filepath, format, quantize=None, **options):
+def export_portable(model, filepath, format, quantize=None, overwrite=False, **options):
   """Writes the ids-in network of `model` to `filepath` in `format`
   ("litert" or "onnx") and its tokenizer files in the same directory.
 
@@ -418,6 +414,9 @@ def export_portable(model, filepath, format, quantize=None, **options):
     filepath: the `.tflite` / `.onnx` file to write (replaced atomically).
     format: "litert" or "onnx".
     quantize: None (float32) or "dynamic-int8".
+    overwrite: replace tokenizer files beside `filepath` that differ from
+      this model's (without it they are refused: another network or model
+      reads its text through them).
     **options: `kind`, `task`, `vocab_file`, `do_lower_case`,
       `strip_accents`, `max_seq_length`, `top_k`, `max_predictions` of
       `build_network`.
@@ -454,7 +453,8 @@ def export_portable(model, filepath, format, quantize=None, **options):
     beam = getattr(_qa_head(model), "beam_size", 1)
     _check_export(network, function, quantize, beam, tokenizer.vocab_size)
     write_tokenizer_files(staging, tokenizer, packing_length)
-    _check_shared_files(staging, directory, keep=(name, name + ".json"))
+    if not overwrite:
+      _check_shared_files(staging, directory, keep=(name, name + ".json"))
     write_atomic(
       os.path.join(staging, name + ".json"),
       json.dumps(dict(metadata, format=format, quantize=quantize or "none"), indent=2) + "\n",
@@ -477,7 +477,7 @@ def export_to_dir(model, export_dir, format, kind, quantize=None, overwrite=Fals
   # export_portable moves its files in together, or none of them; an
   # interrupted or failed first export leaves no empty dir.
   with dirs_made(export_dir):
-    return export_portable(model, path, format, quantize, kind=kind, **options)
+    return export_portable(model, path, format, quantize, overwrite, kind=kind, **options)
 
 
 def add_flags(parser):

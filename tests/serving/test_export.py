@@ -468,6 +468,7 @@ def test_another_vocab_of_the_same_size_is_refused(tmp_path, capsys):
   from tests.helpers.pretraining_data import write_swapped_vocab
 
   assert pretrain_on_self_made_data(tmp_path, self_made_hparams(num_train_steps=1)) == 1
+  capsys.readouterr()  # the pre-training's own lines (its warm-up warning) are not the export's
   other = write_swapped_vocab(tmp_path / "vocab.txt", tmp_path / "other_vocab.txt")
   model_dir = str(tmp_path / "models" / "m")
   argv = ["--checkpoint", model_dir, "--vocab-file", str(other)]
