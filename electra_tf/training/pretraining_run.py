@@ -171,7 +171,11 @@ def validate_config(config):
   _check_results_paths(config)
   vocab = vocab_lib.check_vocab_file(config.vocab_file, config.vocab_size)
   files = find_pretraining_files(config)
-  normalisation = (config.do_lower_case, config.strip_accents)
+  # What the run records for fine-tuning and serving to read text with (a
+  # SentencePiece model's own settings file says that, whatever the run records).
+  normalisation = None
+  if vocab.kind == vocab_lib.WORDPIECE:
+    normalisation = (config.do_lower_case, config.strip_accents)
   records_info.check_records_vocab(files, vocab, normalisation)
   if config.held_out_tfrecords and config.do_train:
     try:
