@@ -22,20 +22,10 @@ from electra_tf.models.electra_pretrainer import ElectraPretrainer
 from electra_tf.text import wordpiece as tokenization
 from electra_tf.text.tokenizer import ElectraTokenizer
 from tests.helpers import finetuning_testdata
+from tests.helpers.bad_inputs import TINY_ENCODER
+from tests.helpers.bad_inputs import one_line
 from tests.helpers.subprocesses import run_python
 from tfrecords_tools import glue_sentences_corpus
-
-TINY_ENCODER = {
-  "vocab_size": 12, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
-  "intermediate_size": 32,
-}  # fmt: skip
-
-
-def _one_line(capsys):
-  err = capsys.readouterr().err.strip()
-  assert len(err.splitlines()) == 1, err
-  return err
-
 
 # --- kind 1: a signal after the stop was handled (06) ---------------------------
 
@@ -110,21 +100,21 @@ def test_hparams_reference_names_a_page_it_cannot_read(tmp_path, capsys):
   ]
   for argv, problem in cases:
     assert hparams_reference.main(argv) == 2
-    assert _one_line(capsys) == f"error: {argv[0]} {argv[1]!r} {problem}; expected the hparams page"
+    assert one_line(capsys) == f"error: {argv[0]} {argv[1]!r} {problem}; expected the hparams page"
   assert not (tmp_path / "missing.md").exists()
 
 
 def test_glue_sentences_corpus_with_no_task_writes_nothing(tmp_path, capsys):
   argv = ["--glue-dir", str(tmp_path), "--output-dir", str(tmp_path / "out"), "--tasks", ""]
   assert glue_sentences_corpus.main(argv) == 2
-  assert _one_line(capsys).startswith("glue_sentences_corpus: --tasks names no task")
+  assert one_line(capsys).startswith("glue_sentences_corpus: --tasks names no task")
   assert not (tmp_path / "out").exists()
 
 
 def test_an_empty_hparams_flag_is_refused_not_read_as_the_defaults(tmp_path, capsys):
   argv = ["--data-dir", str(tmp_path), "--model-name", "m", "--hparams", ""]
   assert run_pretraining.main(argv) == 2
-  assert "--hparams is empty (an unset shell variable?)" in _one_line(capsys)
+  assert "--hparams is empty (an unset shell variable?)" in one_line(capsys)
 
 
 # --- values no run can use (32, 40, 47, 49, 16) -----------------------------------

@@ -21,19 +21,10 @@ from electra_tf.finetune.tagging.tasks import read_conll
 from electra_tf.finetune.text_preprocessor import as_strings
 from electra_tf.serving import export as export_lib
 from electra_tf.text.vocab import Vocab
+from tests.helpers.bad_inputs import TINY_ENCODER
+from tests.helpers.bad_inputs import one_line
 from tests.helpers.pretraining_data import TINY
 from tests.helpers.pretraining_data import make_data_dir
-
-TINY_ENCODER = {
-  "vocab_size": 30, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
-  "intermediate_size": 32,
-}  # fmt: skip
-
-
-def _one_line(capsys):
-  err = capsys.readouterr().err.strip()
-  assert len(err.splitlines()) == 1, err
-  return err
 
 
 def test_an_empty_export_path_is_refused_and_the_working_directory_kept(tmp_path, monkeypatch):
@@ -58,7 +49,7 @@ def test_records_normalised_otherwise_than_the_run_reads_text_are_refused(tmp_pa
   hparams = dict(TINY, num_train_steps=2, vocab_size=60)  # do_lower_case: true by default
   argv = ["--data-dir", str(tmp_path), "--model-name", "m", "--hparams", json.dumps(hparams)]
   assert run_pretraining.main(argv) == 2
-  err = _one_line(capsys)
+  err = one_line(capsys)
   assert (
     "were made with do_lower_case=False, strip_accents=False, but this run reads text with "
     "do_lower_case=True, strip_accents=True"

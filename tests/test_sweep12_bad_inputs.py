@@ -20,23 +20,14 @@ from electra_tf import run_pretraining
 from electra_tf.finetune.text_preprocessor import ElectraTextPreprocessor
 from electra_tf.serving import portable
 from electra_tf.text.tokenizer import ElectraTokenizer
+from tests.helpers.bad_inputs import TINY_ENCODER
+from tests.helpers.bad_inputs import one_line
 from tests.helpers.pretraining_data import TINY
 from tests.helpers.pretraining_data import make_data_dir
 from tests.helpers.subprocesses import REPO_ROOT
 from tests.helpers.subprocesses import tool_user_env
 from tfrecords_tools import glue_sentences_corpus
 from tfrecords_tools import python_docs_corpus
-
-TINY_ENCODER = {
-  "vocab_size": 30, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
-  "intermediate_size": 32,
-}  # fmt: skip
-
-
-def _one_line(capsys):
-  err = capsys.readouterr().err.strip()
-  assert len(err.splitlines()) == 1, err
-  return err
 
 
 def test_sigterm_while_a_command_imports_tensorflow_is_one_line():
@@ -79,7 +70,7 @@ def test_a_global_step_beyond_int64_is_named(tmp_path, capsys):
 def test_an_infinite_corpus_size_is_refused(tmp_path, capsys):
   """`--max-mb inf` ended in an OverflowError traceback."""
   assert python_docs_corpus.main(["--output-dir", str(tmp_path / "out"), "--max-mb", "inf"]) == 2
-  assert _one_line(capsys) == "error: --max-mb inf: expected a positive number"
+  assert one_line(capsys) == "error: --max-mb inf: expected a positive number"
   assert not (tmp_path / "out").exists()
 
 
@@ -89,7 +80,7 @@ def test_corpus_tools_refuse_an_empty_output_dir(tmp_path, monkeypatch, capsys, 
   monkeypatch.chdir(tmp_path)
   first = ["--glue-dir", "glue"] if tool is glue_sentences_corpus else []
   assert tool.main([*first, "--output-dir", ""]) == 2
-  assert "--output-dir is empty (an unset shell variable?); expected a path" in _one_line(capsys)
+  assert "--output-dir is empty (an unset shell variable?); expected a path" in one_line(capsys)
   assert os.listdir(tmp_path) == []
 
 
@@ -97,7 +88,7 @@ def test_an_empty_data_dir_is_named(tmp_path, monkeypatch, capsys):
   monkeypatch.chdir(tmp_path)
   argv = ["--data-dir", "", "--model-name", "m", "--hparams", "{}"]
   assert run_pretraining.main(argv) == 2
-  assert "--data-dir is empty (an unset shell variable?)" in _one_line(capsys)
+  assert "--data-dir is empty (an unset shell variable?)" in one_line(capsys)
 
 
 def test_a_warm_up_longer_than_the_run_is_said(tmp_path, capsys):

@@ -18,22 +18,12 @@ from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.data import pretraining_dataset
 from electra_tf.serving import export as export_lib
 from electra_tf.serving import loading as serving_loading
+from tests.helpers.bad_inputs import TINY_ENCODER
+from tests.helpers.bad_inputs import one_line
 from tests.helpers.pretraining_data import TINY
 from tests.helpers.pretraining_data import make_data_dir
 from tfrecords_tools import glue_sentences_corpus
 from tfrecords_tools import python_docs_corpus
-
-TINY_ENCODER = {
-  "vocab_size": 30, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
-  "intermediate_size": 32,
-}  # fmt: skip
-
-
-def _one_line(capsys):
-  err = capsys.readouterr().err.strip()
-  assert len(err.splitlines()) == 1, err
-  return err
-
 
 # --- kind 1: stop signals (sweep 9: 04, 05) ------------------------------------
 
@@ -56,7 +46,7 @@ def test_sigterm_and_sighup_stop_the_corpus_tools_in_one_line(
 
   monkeypatch.setattr(python_docs_corpus, "iter_docstring_documents", stopped_after_one)
   assert python_docs_corpus.main(["--output-dir", str(out), "--num-files", "3"]) == 128 + signum
-  assert _one_line(capsys) == f"python_docs_corpus: stopped ({name}); nothing written"
+  assert one_line(capsys) == f"python_docs_corpus: stopped ({name}); nothing written"
   assert not out.exists()
 
   glue = tmp_path / "glue"
@@ -77,7 +67,7 @@ def test_sigterm_and_sighup_stop_the_corpus_tools_in_one_line(
   monkeypatch.setattr(glue_sentences_corpus, "write_atomic", stopped_on_the_second_file)
   argv = ["--glue-dir", str(glue), "--output-dir", str(tmp_path / "tapt"), "--tasks", "SST-2"]
   assert glue_sentences_corpus.main(argv + ["--num-files", "3"]) == 128 + signum
-  err = _one_line(capsys)
+  err = one_line(capsys)
   assert err.startswith(f"glue_sentences_corpus: stopped ({name}); removed the "), err
   assert os.listdir(tmp_path / "tapt" / "corpus") == []
 
@@ -85,7 +75,7 @@ def test_sigterm_and_sighup_stop_the_corpus_tools_in_one_line(
 def test_python_docs_corpus_refuses_more_files_than_it_can_hold_open(tmp_path, capsys):
   out = tmp_path / "docs"
   assert python_docs_corpus.main(["--output-dir", str(out), "--num-files", "100000"]) == 2
-  assert _one_line(capsys).startswith(
+  assert one_line(capsys).startswith(
     f"error: --num-files 100000: expected at most {python_docs_corpus.MAX_FILES}"
   )
   assert not out.exists()
@@ -115,7 +105,7 @@ def test_hparams_that_set_a_flag_s_value_are_refused_in_one_line(
   )
   argv = ["--data-dir", str(tmp_path), "--model-name", "m", "--hparams", hparams]
   assert command.main(argv) == 2
-  assert _one_line(capsys).endswith(
+  assert one_line(capsys).endswith(
     f"--hparams sets {key}='other', which is the command's {flag} flag; give it there only"
   )
   assert not (tmp_path / "models").exists()
@@ -141,7 +131,7 @@ def test_held_out_records_that_are_training_records_are_refused(tmp_path, capsys
   hparams = dict(TINY, num_train_steps=2, vocab_size=60, held_out_tfrecords=held_out)
   argv = ["--data-dir", str(tmp_path), "--model-name", "m", "--hparams", json.dumps(hparams)]
   assert run_pretraining.main(argv) == 2
-  err = _one_line(capsys)
+  err = one_line(capsys)
   assert "of the training files (pretrain_tfrecords)" in err and "held-out records must be" in err
   assert not (tmp_path / "models").exists()  # refused before the model dir is made
 
