@@ -16,6 +16,7 @@ from electra_tf.configs.reference import START
 from electra_tf.configs.reference import page_section
 from electra_tf.configs.reference import reference_markdown
 from electra_tf.utils import exit_codes
+from electra_tf.utils import interrupts
 from electra_tf.utils.file_io import write_atomic
 
 
@@ -29,6 +30,12 @@ def main(argv=None):
     "--write", nargs="?", const=PAGE, help=f"page (default {PAGE}): replace its reference in place"
   )
   args = parser.parse_args(argv)
+  # SIGTERM and SIGHUP after the import end in one line too (the page is
+  # written atomically, so a stop leaves it whole).
+  return interrupts.run_stoppable("hparams_reference", lambda: _run(args))
+
+
+def _run(args):
   text = reference_markdown()
   path = args.check or args.write
   if path is None:

@@ -267,6 +267,16 @@ class FinetuningConfig(RuntimeHparams):
     for name, low, high, closed in OPTIMIZER_RANGES:
       check_number(self, name, low, high, closed)
     check_number(self, "num_train_epochs", 0, None, (False, True))
+    check_number(self, "answerable_weight", 0, None, (True, True))
+    if (
+      self.write_test_outputs
+      and self.do_eval
+      and (not isinstance(self.n_writes_test, int) or self.n_writes_test < 1)
+    ):
+      raise ValueError(
+        f"hparam n_writes_test={self.n_writes_test!r} with write_test_outputs true: no trial "
+        "would write test predictions; expected at least 1 (or write_test_outputs false)"
+      )
     if self.layerwise_lr_decay_variant not in LAYERWISE_LR_VARIANTS:
       raise ValueError(
         f"hparam layerwise_lr_decay_variant={self.layerwise_lr_decay_variant!r}; "
@@ -299,6 +309,7 @@ class FinetuningConfig(RuntimeHparams):
       "doc_stride",
       "n_best_size",
       "max_answer_length",
+      "beam_size",  # joint prediction keeps the top beam_size starts and ends
     ):
       if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
         raise ValueError(f"hparam {name}={getattr(self, name)!r}; expected a positive integer")

@@ -332,7 +332,7 @@ _POSITIVE_INTEGERS = (
   "num_tpu_cores",
   "log_every_steps",
 )
-_NON_NEGATIVE_INTEGERS = ("save_checkpoints_steps", "save_summary_steps")
+_NON_NEGATIVE_INTEGERS = ("save_checkpoints_steps",)
 
 
 def _range_text(low, high, closed):

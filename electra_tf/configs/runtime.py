@@ -51,7 +51,7 @@ class RuntimeHparams(ConfigBase):
     "Seeds initialisation, masking/sampling and the input order; with a seed a resumed run "
     "continues with the next batch; null = random.",
   )
-  save_summary_steps: int = hparam(100, "TensorBoard scalar period in steps.")
+  save_summary_steps: int = hparam(100, "TensorBoard scalar period in steps (0: none).")
   keep_checkpoint_max: int | None = hparam(5, "Checkpoints kept; 0 or null keeps all.")
 
   def validate_runtime(self):
@@ -76,6 +76,9 @@ class RuntimeHparams(ConfigBase):
     if self.seed is not None and not 0 <= self.seed < 2**32:
       # numpy's and Keras' seeds are unsigned 32-bit.
       raise ValueError(f"hparam seed={self.seed}; expected an integer in [0, 2**32) or null")
+    steps = self.save_summary_steps
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+      raise ValueError(f"hparam save_summary_steps={steps!r}; expected an integer >= 0 (0: none)")
     if self.num_gpus is not None and self.num_gpus < 0:
       raise ValueError(f"hparam num_gpus={self.num_gpus}; expected >= 0 or null")
     if self.keep_checkpoint_max is not None and self.keep_checkpoint_max < 0:

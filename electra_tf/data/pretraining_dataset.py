@@ -115,6 +115,7 @@ def get_dataset(
   cycle_length=4,
   start_batch=0,
   record_counts=None,
+  vocab_size=None,
 ):
   """The training/eval `tf.data.Dataset` of the original's `input_fn`.
 
@@ -141,6 +142,9 @@ def get_dataset(
     record_counts: with a seed, the record count of each matched file, as
       `validate_pretraining_files` returns them (None: counted here, which
       reads every file once).
+    vocab_size: the model's vocab size: the first record's ids must be
+      below it (records of another vocab fail deep inside `fit` otherwise,
+      or read zero vectors on a GPU). None: not checked.
 
   Returns:
     An infinite dataset of dicts `input_ids`, `input_mask`, `segment_ids`:
@@ -161,7 +165,7 @@ def get_dataset(
   # One record, cheaply: records of another length fail deep inside `fit`
   # ("Can't parse serialized Example") without naming the length or the file.
   for raw in tf.data.TFRecordDataset(files[0]).take(1).as_numpy_iterator():
-    _check_example(raw, files[0], 0, max_seq_length, None)
+    _check_example(raw, files[0], 0, max_seq_length, vocab_size)
   if input_context is not None:
     batch_size = input_context.get_per_replica_batch_size(batch_size)
   if seed is not None and record_counts is None:
@@ -227,7 +231,8 @@ def _check_example(raw, path, index, max_seq_length, vocab_size):
       top = max(values)
       if top >= vocab_size or min(values) < 0:
         raise ValueError(
-          f"{where}: input_ids holds id {top}, outside the vocab of size {vocab_size}"
+          f"{where}: input_ids holds id {top}, outside the vocab of size {vocab_size} "
+          "(records built with another vocab?)"
         )
 
 

@@ -46,6 +46,25 @@ def load_error_hint(error, path):
   return None
 
 
+def _check_not_export_dir(path):
+  """The `--export-dir` itself (TF Serving's base path) given for one of its
+  versions: named, with the version to load, instead of TensorFlow's
+  "SavedModel file does not exist"."""
+  if not tf.io.gfile.isdir(path) or any(
+    tf.io.gfile.exists(os.path.join(path, name)) for name in ("saved_model.pb", "saved_model.pbtxt")
+  ):
+    return
+  versions = sorted(
+    int(n.rstrip("/")) for n in tf.io.gfile.listdir(path) if n.rstrip("/").isdigit()
+  )
+  if versions:
+    newest = os.path.join(path, str(versions[-1]))
+    raise ValueError(
+      f"load: {os.fspath(path)!r} is an export directory holding version(s) {versions}; "
+      f"load one version, e.g. {newest!r} (the newest, which TF Serving serves)"
+    )
+
+
 def load(path):
   """Loads an export of `electra_tf.export_saved_model` with its signatures.
 
@@ -66,6 +85,7 @@ def load(path):
   """
   if not os.fspath(path).strip():
     raise ValueError("load: the path is empty; expected an export's version directory")
+  _check_not_export_dir(path)
   import_tensorflow_text()
   try:
     return tf.saved_model.load(path)

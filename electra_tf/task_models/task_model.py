@@ -54,6 +54,8 @@ def check_prediction_input(x, model_name):
   ...
   ValueError: ElectraClassifier.predict takes a batch of texts; got one string: wrap it in a list, predict([text])
   """
+  if x is None:
+    raise ValueError(f"{model_name}.predict takes a batch of texts; got None")
   if isinstance(x, (str, bytes)):
     raise ValueError(
       f"{model_name}.predict takes a batch of texts; got one string: wrap it in a list, "
@@ -118,6 +120,12 @@ def _text_batches(x, y, batch_size, shuffle):
   parts = x if isinstance(x, tuple) else (x,)
   texts = tuple(as_strings(part) for part in parts)
   inputs = texts if len(texts) == 2 else texts[0]
+  # Otherwise TensorFlow's "Dimensions 2 and 1 are not compatible", naming neither.
+  for labels in y.values() if isinstance(y, dict) else y if isinstance(y, tuple) else (y,):
+    if labels is not None and len(labels) != len(texts[0]):
+      raise ValueError(
+        f"{len(texts[0])} texts but {len(labels)} labels (y); expected one label per text"
+      )
   data = tf.data.Dataset.from_tensor_slices((inputs, y) if y is not None else (inputs,))
   if shuffle:
     data = data.shuffle(len(texts[0]), reshuffle_each_iteration=True)

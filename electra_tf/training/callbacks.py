@@ -158,14 +158,15 @@ class TrainingSummaries(keras.callbacks.Callback):
 
   Args:
     log_dir: event file directory (the model dir, like the Estimator's).
-    every_n_steps: write period in global steps.
+    every_n_steps: write period in global steps; 0 writes no training
+      scalars (the Estimator's `save_summary_steps=0`), evaluation's still.
     enabled: False on non-chief workers.
   """
 
   def __init__(self, log_dir, every_n_steps=100, enabled=True):
     super().__init__()
     self.log_dir = log_dir
-    self.every_n_steps = max(1, int(every_n_steps or 1))
+    self.every_n_steps = int(every_n_steps or 0)
     self.enabled = enabled
     self._writer = None
     self._last_step = None
@@ -181,6 +182,8 @@ class TrainingSummaries(keras.callbacks.Callback):
     return float(lr.numpy() if hasattr(lr, "numpy") else lr)
 
   def on_train_batch_end(self, batch, logs=None):
+    if not self.every_n_steps:
+      return
     step = checkpointing.global_step(self.model)
     self._pending = (step, logs)
     if self._last_step is not None and step // self.every_n_steps <= (

@@ -46,6 +46,7 @@ from electra_tf.training.callbacks import TrainingSummaries
 from electra_tf.utils import extras
 from electra_tf.utils import interrupts
 from electra_tf.utils import run_lock
+from electra_tf.utils.file_io import check_output_files
 from electra_tf.utils.file_io import write_atomic
 
 GLUE_TASKS = ("cola", "mrpc", "mnli", "sst", "rte", "qnli", "qqp", "sts")
@@ -269,6 +270,14 @@ def validate_inputs(inputs):
       f"{sorted(task_builder.TASK_CLASSES)}"
     )
   _check_length(config, inputs.bert_config)
+  if config.do_eval:  # written after training and evaluating: refused now, not then
+    check_output_files(
+      [
+        ("hparam results_txt", config.results_txt),
+        ("hparam results_json", config.results_json),
+        ("hparam results_json (its _median.json twin)", _median_path(config)),
+      ]
+    )
   for name in config.task_names:
     if issubclass(task_builder.TASK_CLASSES[name], qa_tasks.QATask):
       if config.max_seq_length < config.beam_size:
@@ -566,8 +575,11 @@ def write_results(config, results):
   `<tasks>_results_median.json` with the per-metric median over trials."""
   write_atomic(config.results_txt, "".join(line + "\n" for line in results_lines(results)))
   write_atomic(config.results_json, json.dumps(results, indent=2))
-  median_path = config.results_json[: -len(".json")] + "_median.json"
-  write_atomic(median_path, json.dumps(median_results(results), indent=2))
+  write_atomic(_median_path(config), json.dumps(median_results(results), indent=2))
+
+
+def _median_path(config):
+  return config.results_json[: -len(".json")] + "_median.json"
 
 
 # Hparams that change what training does: a trial dir trained with other

@@ -44,6 +44,7 @@ from electra_tf.text import vocab as vocab_lib
 from electra_tf.training import callbacks as training_callbacks
 from electra_tf.utils import interrupts
 from electra_tf.utils import run_lock
+from electra_tf.utils.file_io import check_output_files
 from electra_tf.utils.file_io import check_writable
 from electra_tf.utils.file_io import write_atomic
 
@@ -119,17 +120,11 @@ def _check_results_paths(config):
   """The evaluation's results files (`results_txt`, its `.json` twin and
   `results_pkl`): a directory there, or one that cannot be written, is
   refused before any work rather than after the whole evaluation."""
-  paths = [("results_txt", config.results_txt), ("results_pkl", config.results_pkl)]
+  paths = [("hparam results_txt", config.results_txt), ("hparam results_pkl", config.results_pkl)]
   if config.results_txt:
     json_path = os.path.splitext(config.results_txt)[0] + ".json"
-    paths.append(("results_txt (its .json twin)", json_path))
-  for name, path in paths:
-    if not path:
-      continue
-    if os.path.isdir(path):
-      raise ValueError(f"hparam {name}={path!r} is a directory; expected a file path")
-    if config.do_eval:
-      check_writable(path, f"hparam {name}")
+    paths.append(("hparam results_txt (its .json twin)", json_path))
+  check_output_files(paths, writable=config.do_eval)
 
 
 def validate_config(config):
@@ -252,6 +247,7 @@ def make_dataset(config, is_training, start_batch=0, record_counts=None, files=N
     seed=config.seed,
     start_batch=start_batch,
     record_counts=record_counts,
+    vocab_size=config.vocab_size,
   )
   options = tf.data.Options()
   # Multi-worker: each worker takes every n-th batch (the shards are uneven).

@@ -252,6 +252,20 @@ def content_identity(data):
   return {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
+def check_output_files(paths, writable=True):
+  """One-line ValueErrors for output files written at the end of a run
+  (results), before any work: `paths` holds (how the user named it, e.g.
+  "hparam results_txt", path) pairs; an empty path is skipped. A directory
+  there is refused, and with `writable` a place where no file can be created."""
+  for what, path in paths:
+    if not path:
+      continue
+    if os.path.isdir(path):
+      raise ValueError(f"{what}={path!r} is a directory; expected a file path")
+    if writable:
+      check_writable(path, what)
+
+
 def check_writable(path, what, directory=False):
   """Raises ValueError (one line naming `what` and `path`) unless files can
   be created where `path` will be written.
