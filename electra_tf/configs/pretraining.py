@@ -65,7 +65,9 @@ class PretrainingConfig(RuntimeHparams):
   # objectives
   electra_objective: bool = hparam(True, "Replaced-token detection (ELECTRA).")
   electric_objective: bool = hparam(
-    False, "Electric (energy-based cloze); forces `two_tower_generator`."
+    False,
+    "Electric (energy-based cloze); forces `two_tower_generator`; with `electra_objective` "
+    "also true, Electric's loss is the one trained (as in the original).",
   )
   gen_weight: float = hparam(1.0, "Weight of the generator (MLM or cloze) loss.")
   disc_weight: float = hparam(50.0, "Weight of the discriminator loss.")
