@@ -146,7 +146,7 @@ def _export(args):
     # the extra's packages, and no SavedModel-only flag with another format, before the model
     portable.check_request(args.format, args.quantize, export_lib.saved_model_flags_given(args))
     if args.format == "tf_saved_model":
-      export_lib.check_export_dir_kind(args.export_dir, args.model)
+      export_lib.check_export_dir_kind(args.export_dir, args.model, args.task)
     source = args.keras_model or args.checkpoint
     model, config = export_lib.load_model(
       args.keras_model, args.checkpoint, args.hparams, args.model, args.model_name, args.data_dir

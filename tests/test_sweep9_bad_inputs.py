@@ -154,6 +154,16 @@ def test_an_export_dir_of_another_kind_is_refused(tmp_path):
     f"--export-dir {str(export_dir)!r} holds version 1, a task export; a discriminator export"
   )
   export_lib.check_export_dir_kind(str(export_dir), "task")  # a new version of the same kind
+  # Of the same kind but another task: an RTE head would answer for SST.
+  readme = serving_loading.export_readme("task", 32, task="sst")
+  (export_dir / "1" / "assets" / "README.txt").write_text(readme)
+  with pytest.raises(ValueError) as e:
+    export_lib.check_export_dir_kind(str(export_dir), "task", "rte")
+  assert str(e.value).startswith(
+    f"--export-dir {str(export_dir)!r} holds version 1, task sst's export; task rte's there"
+  )
+  export_lib.check_export_dir_kind(str(export_dir), "task", "sst")
+  export_lib.check_export_dir_kind(str(export_dir), "task")  # the task not known yet
   export_lib.check_export_dir_kind(str(tmp_path / "new"), "discriminator")
 
 

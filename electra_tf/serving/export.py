@@ -482,23 +482,30 @@ def next_version(export_dir):
   return max(versions, default=0) + 1
 
 
-def check_export_dir_kind(export_dir, kind):
+def check_export_dir_kind(export_dir, kind, task=None):
   """A one-line ValueError when `export_dir`'s newest version is an
-  electra_tf export of another kind (its `assets/README.txt` says which):
-  TF Serving serves a model name's newest version, so a discriminator
-  written beside a classifier's versions would answer in its place."""
+  electra_tf export of another kind, or of another task (its
+  `assets/README.txt` says which): TF Serving serves a model name's newest
+  version, so a discriminator (or an RTE head) written beside an SST
+  classifier's versions would answer in its place."""
   newest = next_version(export_dir) - 1
   readme = os.path.join(export_dir, str(newest), "assets", "README.txt")
   if newest < 0 or not tf.io.gfile.exists(readme):
     return
   with tf.io.gfile.GFile(readme) as f:
-    found = re.match(r"electra_tf SavedModel: (\w+), max_seq_length", f.readline())
+    text = f.read()
+  found = re.match(r"electra_tf SavedModel: (\w+), max_seq_length", text)
+  found_task = re.search(r"^Task: (\S+)\.$", text, re.MULTILINE)
   if found and found.group(1) != kind:
-    raise ValueError(
-      f"--export-dir {export_dir!r} holds version {newest}, a {found.group(1)} export; a {kind} "
-      "export there would become the version TF Serving serves under that model's name: give "
-      "another --export-dir"
-    )
+    what, asked = f"a {found.group(1)} export", f"a {kind} export"
+  elif found_task and task and found_task.group(1) != task:
+    what, asked = f"task {found_task.group(1)}'s export", f"task {task}'s"
+  else:
+    return
+  raise ValueError(
+    f"--export-dir {export_dir!r} holds version {newest}, {what}; {asked} there would become "
+    "the version TF Serving serves under that model's name: give another --export-dir"
+  )
 
 
 def save_module(module, export_dir, version=None, overwrite=False):
@@ -580,7 +587,9 @@ def export(
   """
   if not os.path.isfile(vocab_file):
     raise ValueError(f"--vocab-file {vocab_file!r} does not exist")
-  check_export_dir_kind(export_dir, kind)
+  # The head served (one fine-tuned head is served without --task).
+  task_served = getattr(served_head(model, kind, task), "task_name", None) or task
+  check_export_dir_kind(export_dir, kind, task_served)
   model = with_dtype_policy(model, MIXED_POLICY if mixed_precision else "float32")
   tokenizer = tokenizer_for(vocab_file, do_lower_case=do_lower_case, strip_accents=strip_accents)
   asset_dir = tempfile.mkdtemp(prefix="electra_vocab_")
@@ -606,7 +615,10 @@ def export(
     )
     readme = os.path.join(asset_dir, "README.txt")
     write_atomic(
-      readme, serving_loading.export_readme(kind, max_seq_length, jit_compile, constant_weights)
+      readme,
+      serving_loading.export_readme(
+        kind, max_seq_length, jit_compile, constant_weights, task_served
+      ),
     )
     module.readme = tf.saved_model.Asset(readme)
     interrupts.check()  # Ctrl-C swallowed while the module was built: write nothing
@@ -768,7 +780,7 @@ def export_task_model(
     write_atomic(
       readme,
       serving_loading.export_readme(
-        "task", preprocessor.max_seq_length, jit_compile, constant_weights
+        "task", preprocessor.max_seq_length, jit_compile, constant_weights, task_model.task_name
       ),
     )
     module.readme = tf.saved_model.Asset(readme)

@@ -106,12 +106,14 @@ XLA_SERVING_NOTE = (
 )
 
 
-def export_readme(kind, max_seq_length, jit_compile=False, constant_weights=False):
-  """The `assets/README.txt` every export carries: its signatures and how to load it."""
+def export_readme(kind, max_seq_length, jit_compile=False, constant_weights=False, task=None):
+  """The `assets/README.txt` every export carries: its kind (and a task
+  export's task), its signatures and how to load it."""
   return (
     (
       f"electra_tf SavedModel: {kind}, max_seq_length {max_seq_length}.\n"
-      "Signatures: serving_default (raw text: text_a, text_b; tokenized in the graph), "
+      + (f"Task: {task}.\n" if task else "")
+      + "Signatures: serving_default (raw text: text_a, text_b; tokenized in the graph), "
       "serve_ids (input_ids, input_mask, segment_ids), serve_examples (serialized "
       "tf.Example).\n"
       f"Loading in Python: {LOADING_HINT}.\n"

@@ -279,6 +279,19 @@ def test_export_layout_and_vocab_asset(exported):
       assert f.read().split("\n")[: len(VOCAB)] == VOCAB
     # no temporary directories left behind
     assert sorted(os.listdir(os.path.dirname(path))) == [os.path.basename(path)]
+    with open(os.path.join(path, "assets", "README.txt")) as f:
+      task_line = [line for line in f if line.startswith("Task: ")]
+    assert task_line == ([f"Task: {name}.\n"] if name in ("rte", "squad") else []), name
+  # Another head of the same model as the next version of rte's export is refused.
+  with pytest.raises(ValueError, match=r"holds version 1, task rte's export; task squad's there"):
+    export_lib.export(
+      exported["finetuned"],
+      "task",
+      exported["vocab_file"],
+      os.path.dirname(exported["paths"]["rte"]),
+      task="squad",
+    )
+  assert os.listdir(os.path.dirname(exported["paths"]["rte"])) == ["1"]
 
 
 @pytest.mark.slow
