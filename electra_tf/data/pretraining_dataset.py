@@ -20,6 +20,7 @@ dataset = get_dataset("data/pretrain_tfrecords/pretrain_data.tfrecord*", 128,
 ```
 """
 
+import numbers
 import os
 import typing
 
@@ -161,6 +162,9 @@ def get_dataset(
   >>> ds.element_spec["input_ids"].shape
   TensorShape([2, 4])
   """
+  for name, value in (("max_seq_length", max_seq_length), ("batch_size", batch_size)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+      raise ValueError(f"get_dataset: {name}={value!r}; expected a positive integer")
   files = find_files(file_patterns)
   # One record, cheaply: records of another length fail deep inside `fit`
   # ("Can't parse serialized Example") without naming the length or the file.

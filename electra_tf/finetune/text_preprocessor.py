@@ -152,6 +152,15 @@ class ElectraTextPreprocessor(keras.layers.Layer):
         f"per example, got {segments}"
         + (" (questions, contexts)" if self.packing == "question_context" else "")
       )
+    for part in inputs if segments == 2 else (inputs,):
+      shape = getattr(part, "shape", None)
+      rank = getattr(shape, "rank", None)
+      # Flattened, [B, 3] texts would give 3 rows per example ([B, 1] is one text a row).
+      if rank is not None and (rank > 2 or (rank == 2 and shape[-1] != 1)):
+        raise ValueError(
+          f"ElectraTextPreprocessor takes a batch of texts (shape [B] or [B, 1]) per segment; "
+          f"got shape {list(shape)}: one text per row, pairs as (text_a, text_b)"
+        )
     s = self.max_seq_length
     if segments == 1:
       ids = self.tokenizer(tf.reshape(inputs, [-1]))

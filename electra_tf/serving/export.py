@@ -218,14 +218,7 @@ def build_serving_module(
       )
     network = any_format.find_network(model, kind)
     if network is None:
-      raise ValueError(
-        f"the model ({type(model).__name__} {model.name!r}) has no {kind} network"
-        + (
-          " (MLM-only pre-training); export --model generator"
-          if kind == "discriminator"
-          else " (uniform_generator=True?)"
-        )
-      )
+      raise any_format.missing_network_error(model, kind)
     bert_config = network.bert_config
     if kind == "discriminator":
       module = serving_modules.DiscriminatorServingModule(

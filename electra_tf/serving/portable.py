@@ -310,11 +310,12 @@ def _to_onnx(function, quantize, metadata):
 # --- running an export --------------------------------------------------------------
 
 
-def run_exported(path, features):
+def run_exported(path, features, format=None):  # pylint: disable=redefined-builtin
   """Runs the `.tflite` / `.onnx` file at `path` on `features` ({input name:
-  int32 [B, S]}) in its runtime; returns `{output name: numpy array}`."""
+  int32 [B, S]}) in its runtime (`format`, or the file's suffix when None);
+  returns `{output name: numpy array}`."""
   features = {k: np.asarray(features[k], np.int32) for k in INPUT_NAMES}
-  if path.endswith(SUFFIXES["onnx"]):
+  if (format or ("onnx" if path.endswith(SUFFIXES["onnx"]) else "litert")) == "onnx":
     _, _, ort, _ = require("onnx")
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]
@@ -334,10 +335,10 @@ def _probe_features(length, vocab_size):
   return {"input_ids": ids, "input_mask": mask, "segment_ids": segment}
 
 
-def _check_export(path, function, quantize, min_length, vocab_size):
+def _check_export(path, format, function, quantize, min_length, vocab_size):  # pylint: disable=redefined-builtin
   """Runs the export once; a float export must agree with TensorFlow."""
   features = _probe_features(max(min_length, 8), vocab_size)
-  got = run_exported(path, features)
+  got = run_exported(path, features, format)
   want = {k: v.numpy() for k, v in function(**features).items()}
   if sorted(got) != sorted(want):
     raise RuntimeError(f"{path}: outputs {sorted(got)}, expected {sorted(want)}")
@@ -425,6 +426,15 @@ def export_portable(model, filepath, format, quantize=None, overwrite=False, **o
     `filepath`.
   """
   check_format(format, quantize)
+  other = next(
+    (f for f, suffix in SUFFIXES.items() if f != format and os.fspath(filepath).endswith(suffix)),
+    None,
+  )
+  if other:  # a runtime would read it as the other format's file
+    raise ValueError(
+      f"export path {filepath!r} ends in {SUFFIXES[other]}, a {other} file, but format="
+      f"{format!r}: name it *{SUFFIXES[format]} or pass format={other!r}"
+    )
   require(format)
   function, tokenizer, packing_length, max_length = build_network(model, **options)
   if packing_length > max_length:
@@ -451,7 +461,7 @@ def export_portable(model, filepath, format, quantize=None, overwrite=False, **o
     with open(network, "wb") as f:
       f.write(data)
     beam = getattr(_qa_head(model), "beam_size", 1)
-    _check_export(network, function, quantize, beam, tokenizer.vocab_size)
+    _check_export(network, format, function, quantize, beam, tokenizer.vocab_size)
     write_tokenizer_files(staging, tokenizer, packing_length)
     if not overwrite:
       _check_shared_files(staging, directory, keep=(name, name + ".json"))

@@ -124,14 +124,20 @@ def find_network(model, kind):
   return None
 
 
-def _missing_network_error(model, kind):
-  hint = (
-    " (MLM-only pre-training); export --model generator"
-    if kind == DISCRIMINATOR
-    else " (uniform_generator=True?)"
-  )
+def missing_network_error(model, kind):
+  """The ValueError for a `model` without its `kind` network, with the likely
+  cause: a pre-trainer built without it, or a file holding the other part only."""
+  if isinstance(model, ElectraPretrainer):
+    cause = (
+      " (MLM-only pre-training); export --model generator"
+      if kind == DISCRIMINATOR
+      else " (uniform_generator=True?)"
+    )
+  else:
+    other = GENERATOR if kind == DISCRIMINATOR else DISCRIMINATOR
+    cause = f" (it holds one network, not a pre-trainer); export --model {other}"
   return ValueError(
-    f"the model ({type(model).__name__} {model.name!r}) has no {kind} network{hint}"
+    f"the model ({type(model).__name__} {model.name!r}) has no {kind} network{cause}"
   )
 
 
@@ -161,7 +167,7 @@ def _part_of_keras_model(model, part, path):
     return inner
   network = find_network(model, part)
   if network is None:
-    raise _missing_network_error(model, part)
+    raise missing_network_error(model, part)
   return network
 
 
@@ -194,6 +200,7 @@ def restore_model_variables(model, prefix, source="the given hparams"):
   try:
     status = tf.train.Checkpoint(**roots).read(prefix)
   except (ValueError, tf.errors.OpError) as e:
+    keras_compat.quiet_failed_restore(e)
     raise ValueError(
       f"checkpoint {prefix!r} does not fit the model built from {source}: {e}"
     ) from None
@@ -527,7 +534,7 @@ class Source(formats.Detected):
   def _part_of_pretrainer(self, part, pretrainer, config, notes, not_loaded):
     network = pretrainer if part == PRETRAINER else getattr(pretrainer, part)
     if network is None:
-      raise _missing_network_error(pretrainer, part)
+      raise missing_network_error(pretrainer, part)
     return Loaded(network, self, config, notes, not_loaded)
 
   def recorded_run(self):

@@ -126,10 +126,28 @@ def _text_batches(x, y, batch_size, shuffle):
       raise ValueError(
         f"{len(texts[0])} texts but {len(labels)} labels (y); expected one label per text"
       )
+    _check_numeric_labels(labels)
   data = tf.data.Dataset.from_tensor_slices((inputs, y) if y is not None else (inputs,))
   if shuffle:
     data = data.shuffle(len(texts[0]), reshuffle_each_iteration=True)
   return data.batch(batch_size or 32)
+
+
+def _check_numeric_labels(labels):
+  """String labels ("1", "pos") fail inside the training step with
+  TensorFlow's "Cast string to int is not supported"; named here."""
+  if tf.is_tensor(labels):
+    first = "a string tensor" if labels.dtype == tf.string else None
+  else:
+    first = labels
+    while isinstance(first, (list, tuple, np.ndarray)) and len(first):
+      first = first[0]
+    first = repr(first) if isinstance(first, (str, bytes)) else None
+  if first:
+    raise ValueError(
+      f"labels (y) are strings ({first}); expected numbers: class ids 0 … num_classes - 1 "
+      "(map each label name to its id), regression targets or tag ids"
+    )
 
 
 def check_count(value, what):

@@ -1,6 +1,7 @@
-"""Pre-training callbacks: the original's ETA progress line
+"""Training callbacks: the original's ETA progress line
 (`run_pretraining.py:train_or_eval`, `ETAHook`) and TensorBoard scalars at
-the global step (the Estimator's summaries)."""
+the global step (the Estimator's summaries); and the steps of each `fit`
+with `steps_per_execution` (`next_fit_steps`)."""
 
 import datetime
 import re
@@ -12,6 +13,22 @@ import tensorflow as tf
 
 from electra_tf.checkpoints import checkpointing
 from electra_tf.utils import keras_compat
+
+
+def next_fit_steps(model, remaining):
+  """The steps of the next `fit` of a run with `remaining` steps left.
+
+  Keras runs each execution whole: a `fit` of 3 steps at
+  `steps_per_execution` 10 trains 10, past `num_train_steps` and the end of
+  the schedule. So a `fit` takes whole executions; fewer steps than one
+  execution are run as one shorter execution (the step function retraced).
+  """
+  per_execution = int(model.steps_per_execution or 1)
+  if remaining >= per_execution:
+    return remaining - remaining % per_execution
+  model.steps_per_execution = remaining
+  model.train_function = None  # retraced with the shorter loop
+  return remaining
 
 
 def secs_to_str(secs):

@@ -43,6 +43,7 @@ from electra_tf.text.full_tokenizer import full_tokenizer_for
 from electra_tf.training.callbacks import DivergenceGuard
 from electra_tf.training.callbacks import ETALogger
 from electra_tf.training.callbacks import TrainingSummaries
+from electra_tf.training.callbacks import next_fit_steps
 from electra_tf.utils import extras
 from electra_tf.utils import interrupts
 from electra_tf.utils import run_lock
@@ -468,7 +469,8 @@ class ModelRunner:
       step_losses,
     ]
     # More than one `fit` only when steps did not count (mixed_float16 skips
-    # the update, and the step, of a batch with non-finite gradients).
+    # the update, and the step, of a batch with non-finite gradients), or for
+    # the steps short of a whole execution (`next_fit_steps`).
     while step < self.train_steps:
       # A new pipeline for each `fit`, at the input position (batches
       # consumed; skipped float16 steps put it ahead of the step): where a
@@ -477,7 +479,7 @@ class ModelRunner:
       model.fit(
         self._distributable(dataset),
         epochs=1,
-        steps_per_epoch=self.train_steps - step,
+        steps_per_epoch=next_fit_steps(model, self.train_steps - step),
         verbose=0,
         shuffle=False,
         callbacks=callbacks,

@@ -219,6 +219,16 @@ def validate_config(config):
         file=sys.stderr,
         flush=True,
       )
+    sizes = {"num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads"}
+    overruled = sorted(sizes & set(config.model_hparam_overrides or {}))
+    if config.debug and overruled:
+      print(
+        f"warning: debug=True builds the original's debug model (3 layers, H=144, FFN 576, "
+        f"4 heads) whatever model_hparam_overrides say ({', '.join(overruled)} not used); "
+        "drop debug to train your sizes",
+        file=sys.stderr,
+        flush=True,
+      )
     return PretrainingInputs(checked, vocab, bert_config)
   except record_check.CorruptRecordError:
     raise
@@ -487,8 +497,9 @@ def train(config, strategy, inputs, callbacks=()):
   record_counts = files.record_counts
   if config.seed is not None and record_counts is None:
     record_counts = record_check.check_tfrecord_files(files.files)
-  # One `fit` normally; more only when steps did not count (mixed_float16
-  # skips the update, and the step, of a batch with non-finite gradients).
+  # One `fit` normally; more when steps did not count (mixed_float16 skips
+  # the update, and the step, of a batch with non-finite gradients), or for
+  # the steps short of a whole execution (`next_fit_steps`).
   while step < config.num_train_steps:
     position = manager.batches_consumed
     if config.seed is not None and position:
@@ -500,7 +511,7 @@ def train(config, strategy, inputs, callbacks=()):
       model.fit(
         dataset,
         epochs=1,
-        steps_per_epoch=config.num_train_steps - step,
+        steps_per_epoch=training_callbacks.next_fit_steps(model, config.num_train_steps - step),
         verbose=0,
         shuffle=False,
         callbacks=callbacks,

@@ -26,6 +26,20 @@ TRACKABLE_CHILDREN_HOOK = "_trackable_children"
 AutoTrackable = tf.__internal__.tracking.AutoTrackable
 
 
+def quiet_failed_restore(error):
+  """After `tf.train.Checkpoint.read` raised `error` (a shape mismatch), its
+  restore coordinator, never returned, would log "deleted with unrestored
+  values" for every value left (100+ lines burying the one-line error):
+  the coordinator is found in the traceback's frames and told a partial
+  restore is expected, as `status.expect_partial()` would."""
+  frame = error.__traceback__
+  while frame is not None:
+    for value in list(frame.tb_frame.f_locals.values()):
+      if hasattr(value, "expect_partial_attr") and hasattr(value, "_deleter"):
+        value.expect_partial = True
+    frame = frame.tb_next
+
+
 def autocast_scope(dtype):
   """Context in which Keras variables read as `dtype` (None: their own dtype)
   instead of being autocast to the layer's compute dtype."""

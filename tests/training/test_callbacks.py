@@ -5,6 +5,7 @@ import re
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from electra_tf.training import callbacks as eta_logger
 from electra_tf.training.callbacks import ETALogger
@@ -189,3 +190,18 @@ def test_divergence_guard_checks_the_weights_at_the_end():
   kernel.assign(np.full(kernel.shape, np.inf, np.float32))
   with pytest.raises(eta_logger.TrainingDiverged, match="a weight is NaN or Inf"):
     guard.on_train_end()
+
+
+@pytest.mark.parametrize("per_execution, total", [(10, 3), (4, 10), (3, 9), (1, 5)])
+def test_next_fit_steps_trains_exactly_the_steps_asked(per_execution, total):
+  """Keras runs executions whole: 3 steps at steps_per_execution 10 trained 10."""
+  model = _toy_model(steps_per_execution=per_execution)
+  x, y = _data(64)
+  data = tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(2)
+  fits = 0
+  while int(model.optimizer.iterations.numpy()) < total:
+    steps = eta_logger.next_fit_steps(model, total - int(model.optimizer.iterations.numpy()))
+    model.fit(data, epochs=1, steps_per_epoch=steps, verbose=0)
+    fits += 1
+  assert int(model.optimizer.iterations.numpy()) == total
+  assert fits == (1 if total % per_execution == 0 or total < per_execution else 2)

@@ -137,3 +137,36 @@ def test_sentencepiece_model_survives_set_random_seed():
   assert tokenizer.tokenize(text).to_list() == expected
   assert tokenizer.tokenize_with_offsets(text)[0].to_list() == expected
   assert traced(text).to_list() == expected
+
+
+def _failed_read(tmp_path):
+  """A checkpoint with values nothing will claim (a slot), read into a layer
+  of another shape: the read raises."""
+  saved = keras.layers.Dense(3)
+  saved.build((None, 2))
+  extra = tf.Variable(tf.zeros(4))  # stands for an optimizer slot
+  prefix = tf.train.Checkpoint(layer=saved, slot=extra).write(str(tmp_path / "ckpt"))
+  other = keras.layers.Dense(5)
+  other.build((None, 2))
+  try:
+    tf.train.Checkpoint(layer=other).read(prefix)
+  except (ValueError, tf.errors.OpError) as e:
+    return e
+  raise AssertionError("the read of another shape did not raise")
+
+
+def test_quiet_failed_restore_silences_the_unrestored_values_warnings(tmp_path, caplog):
+  import gc  # pylint: disable=import-outside-toplevel
+
+  def unrestored_warnings(quiet):
+    caplog.clear()
+    error = _failed_read(tmp_path)
+    if quiet:
+      keras_compat.quiet_failed_restore(error)
+    del error
+    gc.collect()
+    return [r for r in caplog.records if "unrestored values" in r.getMessage()]
+
+  with caplog.at_level("WARNING"):
+    assert unrestored_warnings(quiet=False)  # what the helper is for
+    assert not unrestored_warnings(quiet=True)
