@@ -34,7 +34,6 @@ from electra_tf.hparams_input import load_hparams
 from electra_tf.models import official_names
 from electra_tf.models.electra_pretrainer import built_pretrainer
 from electra_tf.runtime import distribution
-from electra_tf.sources import any_format
 from electra_tf.sources.finetuned_heads import load_official_finetuning_model
 from electra_tf.sources.finetuned_heads import task_groups
 from electra_tf.sources.layout import build_encoder
@@ -49,8 +48,8 @@ PARTS = ("pretrainer", "discriminator", "generator", PART_FINETUNED)
 def _finetuned_to_keras(input_path, output_path, hparams):
   """`official_to_keras` for `--part finetuned`: the `.keras` fine-tuning
   model; slots and `global_step` are listed as not converted."""
-  run = any_format.run_config(input_path)
-  if run is not None and run.get("kind") == model_dir_lib.KIND_FINETUNING:
+  run = _trial_run_config(input_path)
+  if run is not None:
     # An electra_tf trial dir: its config.json has what shapes cannot say
     # (attention heads, activation); --hparams still go over it.
     hparams = {**model_dir_lib.run_hparams(run, FinetuningConfig), **load_hparams(hparams)}
@@ -69,6 +68,14 @@ def _finetuned_to_keras(input_path, output_path, hparams):
     "global_step": global_step_of(tensors),
     "hparams": info["hparams"],
   }
+
+
+def _trial_run_config(input_path):
+  """The `config.json` of the electra_tf fine-tuning trial holding the
+  name-based checkpoint `input_path` (read beside it: the format is known
+  already), or None."""
+  run = model_dir_lib.read_run_config(input_path)
+  return run if run is not None and run.get("kind") == model_dir_lib.KIND_FINETUNING else None
 
 
 def _check_slots(tensors, name_map, prefix):
@@ -141,6 +148,13 @@ def official_to_keras(input_path, output_path, part=None, hparams=None):
         f"--output ending in {KERAS_SUFFIX} for the {part} alone"
       )
     check_output_dir(output_path)
+  run = _trial_run_config(input_path)
+  if run is not None:
+    # A trial dir's encoder (--part discriminator): its config.json records
+    # the attention heads that shapes cannot say; --hparams still go over it.
+    bert_config, embedding_size = model_dir_lib.encoder_config(run)
+    recorded = {"model_hparam_overrides": bert_config, "embedding_size": embedding_size}
+    hparams = {**recorded, **load_hparams(hparams)}
   prefix, tensors = read_name_based_checkpoint(input_path)
   shapes = {n: t.shape for n, t in tensors.items()}
   config, merged_hparams, layout, notes, layout_model = infer_config_and_model(

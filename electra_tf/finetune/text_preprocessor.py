@@ -44,6 +44,15 @@ def pack_tagging(tokenizer, ids, max_seq_length):
 DEFAULT_MAX_QUERY_LENGTH = 64
 
 
+def question_budget(max_seq_length, recorded=DEFAULT_MAX_QUERY_LENGTH):
+  """The question budget at `max_seq_length` when none is given: `recorded`
+  (a QA trial's `max_query_length`, else the original's 64), cut to S - 4
+  so that a context token fits after `[CLS] question [SEP]` (a trial may
+  record 64 at S = 32: its short questions fit, but a budget of 64 would
+  let a long one fill the whole input)."""
+  return max(1, min(int(recorded), int(max_seq_length) - 4))
+
+
 @keras.saving.register_keras_serializable(package="electra_tf")
 class ElectraTextPreprocessor(keras.layers.Layer):
   """Tokenises one or two text segments in-graph and packs them as the
@@ -87,7 +96,7 @@ class ElectraTextPreprocessor(keras.layers.Layer):
     if isinstance(tokenizer, dict):
       tokenizer = keras.saving.deserialize_keras_object(tokenizer)
     if max_query_length is None and isinstance(max_seq_length, numbers.Integral):
-      max_query_length = max(1, min(DEFAULT_MAX_QUERY_LENGTH, int(max_seq_length) - 4))
+      max_query_length = question_budget(max_seq_length)
     for name, value in (("max_seq_length", max_seq_length), ("max_query_length", max_query_length)):
       if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name}={value!r}; expected an integer")

@@ -21,6 +21,7 @@ from electra_tf.finetune import task_builder
 from electra_tf.finetune.model import FinetuningModel
 from electra_tf.finetune.text_preprocessor import ElectraTextPreprocessor
 from electra_tf.finetune.text_preprocessor import as_strings
+from electra_tf.finetune.text_preprocessor import question_budget
 from electra_tf.interop import keras_hub
 from electra_tf.layers import layer_utils
 from electra_tf.optimization import factory as optimizer_factory
@@ -261,7 +262,12 @@ class ElectraTaskModel(keras.Model):
         recorded = source.recorded_inputs()
         max_seq_length = max_seq_length or recorded.max_seq_length
         if "max_query_length" in cls.preprocessor_args and recorded.max_query_length:
-          kwargs.setdefault("max_query_length", recorded.max_query_length)
+          kwargs.setdefault(
+            "max_query_length",
+            question_budget(
+              max_seq_length or cls.default_max_seq_length, recorded.max_query_length
+            ),
+          )
     if not vocab_file:
       raise ValueError(
         f"{path!r} has no electra_tf config.json recording its vocab: pass vocab_file"
@@ -317,9 +323,17 @@ class ElectraTaskModel(keras.Model):
     model's kind becomes the model's (else a new head would be built under
     the default name and the trained one ignored); otherwise one warning
     line says the head is new."""
-    if "task_name" in kwargs:
-      return
     tasks = (run_config.get("hparams") or {}).get("task_names") or []
+    if "task_name" in kwargs:
+      if kwargs["task_name"] not in tasks:
+        print(
+          f"warning: {os.fspath(path)!r} is a trial fine-tuned for {tasks}; task_name="
+          f"{kwargs['task_name']!r} is not one of them, so it gets a new head over the "
+          "fine-tuned encoder",
+          file=sys.stderr,
+          flush=True,
+        )
+      return
     ours = [
       t for t in tasks
       if issubclass(task_builder.TASK_CLASSES.get(t, type(None)), cls.head_task_classes or ())

@@ -217,3 +217,44 @@ def test_task_models_keep_their_length_through_keras_and_preset(tmp_path):
 def test_from_checkpoint_of_a_fine_tuned_trial_takes_its_length(qa_trial_384):
   qa = electra_tf.ElectraQuestionAnswerer.from_checkpoint(qa_trial_384)
   assert (qa.preprocessor.max_seq_length, qa.preprocessor.max_query_length) == (QA_LENGTH, 16)
+
+
+@pytest.mark.slow
+def test_a_qa_trial_s_question_budget_is_cut_to_a_shorter_length(qa_trial_384, tmp_path, capsys):
+  """Sweep 14 (37, 77, 81): the trial's budget (16) at a length of 16 left no
+  context token: from_checkpoint stopped, and an export served questions that
+  filled the whole input. A recorded budget is cut to S - 4; one given
+  explicitly is refused; a task_name the trial was not fine-tuned for is said."""
+  qa = electra_tf.ElectraQuestionAnswerer.from_checkpoint(qa_trial_384, max_seq_length=16)
+  assert qa.preprocessor.max_query_length == 12
+  assert "a trial fine-tuned for ['squad']" in capsys.readouterr().err  # the joint head is not its
+
+  qa = electra_tf.ElectraQuestionAnswerer.from_checkpoint(
+    qa_trial_384, max_seq_length=16, task_name="squadv1"
+  )
+  err = capsys.readouterr().err
+  assert "task_name='squadv1' is not one of them, so it gets a new head" in err
+
+  argv = ["--checkpoint", qa_trial_384, "--model", "task", "--max-seq-length", "16"]
+  assert export_saved_model.main(argv + ["--export-dir", str(tmp_path / "cut")]) == 0
+  assert "max_query_length 12 (recorded in" in capsys.readouterr().out
+  refused = argv + ["--max-query-length", "13", "--export-dir", str(tmp_path / "long")]
+  assert export_saved_model.main(refused) == 2
+  assert (
+    "max_query_length 13 (given: --max-query-length) leaves no room for the context in "
+    "max_seq_length 16 (given: --max-seq-length); pass --max-query-length 12 or less"
+  ) in capsys.readouterr().err
+  assert not (tmp_path / "long").exists()
+  # The trial's encoder converted alone keeps its recorded attention heads (2;
+  # the size rule max(1, H // 64) would give 1 and compute another attention).
+  keras_path = str(tmp_path / "encoder.keras")
+  report = convert.convert(qa_trial_384, keras_path, part="discriminator")
+  assert report["hparams"]["model_hparam_overrides"]["num_attention_heads"] == 2
+  assert not [n for n in report["notes"] if "attention heads are not stored" in n]
+  encoder = keras.saving.load_model(keras_path, compile=False)
+  heads = {
+    layer.get_config()["num_attention_heads"]
+    for layer in encoder._flatten_layers()  # pylint: disable=protected-access
+    if "num_attention_heads" in layer.get_config()
+  }
+  assert heads == {2}
