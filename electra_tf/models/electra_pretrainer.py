@@ -183,7 +183,11 @@ class ElectraPretrainer(keras.Model):
         f"{type(config).__name__} (a fine-tuning model is FinetuningModel or a task model)"
       )
     bert_config = bert_config or pretraining_config_lib.get_pretraining_bert_config(config)
-    generator_config = pretraining_config_lib.get_generator_config(config, bert_config)
+    # The small generator exists only when untied (the tied one is the
+    # discriminator's own size): its fractions are not checked otherwise.
+    generator_config = None
+    if config.untied_generator:
+      generator_config = pretraining_config_lib.get_generator_config(config, bert_config).to_dict()
     if vocab is not None:
       vocab = vocab.tokens  # `Vocab.read` checked its special tokens
     elif config.vocab_file and tf.io.gfile.exists(config.vocab_file):
@@ -210,7 +214,7 @@ class ElectraPretrainer(keras.Model):
           word_continuation[index] = False
     return cls(
       bert_config=bert_config.to_dict(),
-      generator_config=generator_config.to_dict(),
+      generator_config=generator_config,
       vocab_size=config.vocab_size,
       embedding_size=config.embedding_size,
       objective=PretrainingObjective.from_config(config, vocab),

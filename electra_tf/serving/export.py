@@ -147,6 +147,8 @@ def saved_model_flags_given(args):
     ("--length-multiple", args.length_multiple != 1),
     ("--jit-compile", args.jit_compile),
     ("--constant-weights", args.constant_weights),
+    # A portable file is <export-dir>/<name>.<suffix>: no version folders.
+    ("--version", getattr(args, "version", None) is not None),
   )
   return [flag for flag, value in given if value]
 

@@ -115,7 +115,8 @@ def check_request(format, quantize=None, saved_model_flags=()):
   if saved_model_flags:
     raise ValueError(
       f"{', '.join(saved_model_flags)}: for --format tf_saved_model only; a --format {format} "
-      "file always holds its weights as constants, in float32 unless --quantize"
+      "export is one file in --export-dir (no version folders), its weights constants, in "
+      "float32 unless --quantize"
     )
   check_format(format, quantize)
   require(format)

@@ -229,6 +229,19 @@ def validate_config(config):
         file=sys.stderr,
         flush=True,
       )
+    defaults = PretrainingConfig.__dataclass_fields__
+    unused = [
+      f"{name}={getattr(config, name)}"
+      for name in ("generator_hidden_size", "generator_layers")
+      if getattr(config, name) != defaults[name].default
+    ]
+    if unused and not config.untied_generator and not config.uniform_generator:
+      print(
+        f"warning: untied_generator=false: the generator shares the discriminator's weights, "
+        f"so it is full size and {', '.join(unused)} is not used",
+        file=sys.stderr,
+        flush=True,
+      )
     return PretrainingInputs(checked, vocab, bert_config)
   except record_check.CorruptRecordError:
     raise
