@@ -118,12 +118,10 @@ def main(argv=None):
     default=None,
     help="JSON dict or .json path of pre-training hparams (as for "
     "run_pretraining; over the model dir's config.json when it has one); for a fine-tuned checkpoint (--part finetuned), "
-    "fine-tuning hparams (as for "
-    "run_finetuning: task_names gives the heads' order, beam_size, ...) "
+    "fine-tuning hparams (as for run_finetuning: task_names gives the heads' order, beam_size, ...) "
     "plus task_types, e.g. {\"task_types\": {\"mytask\": "
     "\"classification\"}} (classification, regression, tagging or qa) "
-    "for tasks electra_tf does not know; checked against the "
-    "checkpoint's shapes",
+    "for tasks electra_tf does not know; checked against the checkpoint's shapes",
   )
   parser.add_argument(
     "--with-optimizer-slots",
@@ -182,6 +180,8 @@ def _publish_or_convert(args):
     return convert.publish(
       args.input, args.output, args.to, args.part, args.hparams, args.vocab_file
     )
+  if args.vocab_file is not None:  # only a published model carries tokenizer files
+    raise ValueError("--vocab-file applies to --to (publishing); a conversion writes no vocab")
   if args.global_step is not None and not 0 <= args.global_step < 2**63:  # an int64 variable
     raise ValueError(f"--global-step {args.global_step}: expected a step in [0, 2**63)")
   return convert.convert(

@@ -22,7 +22,7 @@ def test_a_tied_generator_s_size_fractions_are_said_unused_and_never_built(tmp_p
   inputs = pretraining_run.validate_config(config)
   assert (
     "warning: untied_generator=false: the generator shares the discriminator's weights, so it "
-    "is full size and generator_hidden_size=0.5, generator_layers=0.5 is not used"
+    "is full size; generator_hidden_size=0.5, generator_layers=0.5 not used"
   ) in capsys.readouterr().err
   model = ElectraPretrainer.from_pretraining_config(config, inputs.vocab, inputs.bert_config)
   assert model.generator_config is None

@@ -258,7 +258,7 @@ def _input_position_variable():
 def build_optimizer(model):
   """Creates the optimizer's slot variables so that a restore fills them
   instead of deferring (Keras 3 optimizers create slots lazily)."""
-  optimizer = model.optimizer
+  optimizer = getattr(model, "optimizer", None)  # an uncompiled Keras 3 model has none
   if optimizer is None:
     raise ValueError("The model must be compiled (with its optimizer) before checkpointing")
   if not optimizer.built:
@@ -466,7 +466,8 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
   def _on_signal(self, signum, frame):
     del frame
     self.preempted = True
-    self.stop_signal = signum
+    if self.stop_signal is None:  # the first signal is the one the run reports
+      self.stop_signal = signum
     if signum == signal.SIGINT:
       # A second Ctrl-C stops at once.
       signal.signal(signal.SIGINT, signal.default_int_handler)

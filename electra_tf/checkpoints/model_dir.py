@@ -148,7 +148,14 @@ def run_config_dict(config, kind=KIND_PRETRAINING, architecture=None, vocab=None
 
   Returns:
     A JSON-serialisable dict.
+
+  Raises:
+    ValueError: for a `kind` other than the two (readers would refuse the file).
   """
+  if kind not in (KIND_PRETRAINING, KIND_FINETUNING):
+    raise ValueError(
+      f"run config kind={kind!r}; expected {KIND_PRETRAINING!r} or {KIND_FINETUNING!r}"
+    )
   if architecture is None:
     architecture = _architecture(config, bert_config)
   data_dir = getattr(config, "data_dir", None)

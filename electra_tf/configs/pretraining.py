@@ -233,6 +233,11 @@ class PretrainingConfig(RuntimeHparams):
       check_number(self, name, low, high, closed)
     for name in _NON_NEGATIVE:
       check_number(self, name, 0, None, (True, True))
+    if self.do_train and self.gen_weight == 0 and self.disc_weight == 0:
+      raise ValueError(
+        "hparams gen_weight=0 and disc_weight=0: the loss is 0 and nothing would be trained; "
+        "expected at least one weight > 0"
+      )
     for name in _POSITIVE_FLOATS:
       check_number(self, name, 0, None, (False, True))
     for name in _POSITIVE_INTEGERS:

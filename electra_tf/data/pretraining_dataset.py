@@ -162,9 +162,15 @@ def get_dataset(
   >>> ds.element_spec["input_ids"].shape
   TensorShape([2, 4])
   """
-  for name, value in (("max_seq_length", max_seq_length), ("batch_size", batch_size)):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-      raise ValueError(f"get_dataset: {name}={value!r}; expected a positive integer")
+  for name, value, low in (
+    ("max_seq_length", max_seq_length, 1),
+    ("batch_size", batch_size, 1),
+    ("cycle_length", cycle_length, 1),
+    ("start_batch", start_batch, 0),  # a negative one would wrap to the epoch's end
+  ):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+      expected = "a positive integer" if low else "an integer >= 0"
+      raise ValueError(f"get_dataset: {name}={value!r}; expected {expected}")
   files = find_files(file_patterns)
   # One record, cheaply: records of another length fail deep inside `fit`
   # ("Can't parse serialized Example") without naming the length or the file.

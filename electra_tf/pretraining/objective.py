@@ -7,6 +7,7 @@ its config while building the graph; here they travel together from the
 """
 
 import dataclasses
+import os
 
 from electra_tf.configs.hparams import unknown_hparam_message
 from electra_tf.configs.pretraining import MASKING_KINDS
@@ -143,6 +144,12 @@ class PretrainingObjective:
     Returns:
       A `PretrainingObjective`.
     """
+    if isinstance(vocab, (str, bytes, os.PathLike)):
+      # A path would be searched as a string (and blamed for lacking [UNK]).
+      raise ValueError(
+        f"PretrainingObjective.from_config: vocab={os.fspath(vocab)!r} is a path; expected the "
+        "vocab's tokens (Vocab.read(path).tokens, or a token → id dict)"
+      )
     special = DEFAULT_SPECIAL_IDS if vocab is None else vocab_lib.special_ids_of(vocab)
     names = [f.name for f in dataclasses.fields(cls) if f.name not in _NOT_HPARAMS]
     return cls(

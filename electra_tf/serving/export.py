@@ -521,6 +521,8 @@ def save_module(module, export_dir, version=None, overwrite=False):
   """
   if version is None:
     version = next_version(export_dir)
+  if not os.fspath(export_dir).strip():
+    raise ValueError("export_dir is empty; expected the export directory (--export-dir)")
   if int(version) < 0:
     raise ValueError(f"--version {version}; TF Serving needs a non-negative integer")
   final = os.path.join(export_dir, str(int(version)))

@@ -184,6 +184,8 @@ class TrainingSummaries(keras.callbacks.Callback):
     super().__init__()
     self.log_dir = log_dir
     self.every_n_steps = int(every_n_steps or 0)
+    if self.every_n_steps < 0:
+      raise ValueError(f"every_n_steps={every_n_steps}; expected >= 0 (0: no training scalars)")
     self.enabled = enabled
     self._writer = None
     self._last_step = None

@@ -127,6 +127,36 @@ def _check_results_paths(config):
   check_output_files(paths, writable=config.do_eval)
 
 
+def _warn_unused_hparams(config):
+  """One line for each group of hparams set (away from their defaults) that
+  this objective does not use: the original ignores them silently."""
+  defaults = PretrainingConfig.__dataclass_fields__
+  trains_discriminator = config.electra_objective or config.electric_objective
+  if config.uniform_generator:
+    sizes_unused = "uniform_generator=true samples replacements uniformly: there is no generator"
+  elif not trains_discriminator:
+    sizes_unused = "an MLM-only run (electra_objective false) trains the full-size encoder"
+  elif not config.untied_generator:
+    sizes_unused = (
+      "untied_generator=false: the generator shares the discriminator's weights, so it is full size"
+    )
+  else:
+    sizes_unused = None
+  groups = (
+    (sizes_unused, ("generator_hidden_size", "generator_layers")),
+    (
+      None if trains_discriminator else "electra_objective is false: no discriminator",
+      ("disc_weight",),
+    ),
+  )
+  for reason, names in groups:
+    unused = [
+      f"{n}={getattr(config, n)}" for n in names if getattr(config, n) != defaults[n].default
+    ]
+    if reason and unused:
+      print(f"warning: {reason}; {', '.join(unused)} not used", file=sys.stderr, flush=True)
+
+
 def validate_config(config):
   """Every check that can fail before training starts; returns the
   `PretrainingInputs` (data files, vocab, encoder config) it resolved."""
@@ -229,19 +259,7 @@ def validate_config(config):
         file=sys.stderr,
         flush=True,
       )
-    defaults = PretrainingConfig.__dataclass_fields__
-    unused = [
-      f"{name}={getattr(config, name)}"
-      for name in ("generator_hidden_size", "generator_layers")
-      if getattr(config, name) != defaults[name].default
-    ]
-    if unused and not config.untied_generator and not config.uniform_generator:
-      print(
-        f"warning: untied_generator=false: the generator shares the discriminator's weights, "
-        f"so it is full size and {', '.join(unused)} is not used",
-        file=sys.stderr,
-        flush=True,
-      )
+    _warn_unused_hparams(config)
     return PretrainingInputs(checked, vocab, bert_config)
   except record_check.CorruptRecordError:
     raise
