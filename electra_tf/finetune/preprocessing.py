@@ -279,7 +279,7 @@ class Preprocessor:
 
   def _write_records(self, examples, is_training, path, batch_size):
     n_records = 0
-    untagged = collections.Counter()  # tagging examples the length cut left no word
+    emptied = collections.Counter()  # examples a length cut left nothing, per task
     with atomic_path(path) as tmp, tf.io.TFRecordWriter(tmp) as writer:
       for index, example in enumerate(examples):
         task = self._name_to_task[example.task_name]
@@ -287,24 +287,17 @@ class Preprocessor:
         for features in task.featurize(example, is_training, log=log):
           writer.write(self.make_tf_example(**features).SerializeToString())
           n_records += 1
-          mask = features.get(task.name + "_labels_mask")
-          untagged[task.name] += mask is not None and not any(mask)
+          emptied[task.name] += task.keeps_nothing(features)
       # padding records (task_id = n_tasks, everything else zeros) up to a
       # multiple of the batch size
       while n_records % batch_size != 0:
         writer.write(self.make_tf_example(task_id=len(self._config.task_names)).SerializeToString())
         n_records += 1
-    for name, count in untagged.items():
+    for name, count in emptied.items():
       if count:
-        # The original's cut (a sentence of max_seq_length - 3 words or more
-        # keeps none) is kept, so results match; it is said once, not silently.
         total = sum(e.task_name == name for e in examples)
         print(
-          f"warning: task {name}: {count} of {total} examples keep no tagged word within "
-          f"max_seq_length={self._config.max_seq_length} (the original's cut empties a sentence "
-          "of max_seq_length - 3 words or more); raise max_seq_length to train and score them",
-          file=sys.stderr,
-          flush=True,
+          self._name_to_task[name].keeps_nothing_warning(count, total), file=sys.stderr, flush=True
         )
     return n_records
 

@@ -94,6 +94,18 @@ class Task(abc.ABC):
   def get_scorer(self, split="dev"):
     """A fresh scorer for a split."""
 
+  def keeps_nothing(self, features):
+    """Whether a featurised example kept nothing to train or score on (a
+    length cut emptied it); `Preprocessor` counts these and says so once."""
+    del features
+    return False
+
+  def keeps_nothing_warning(self, count, total):
+    """The one line said when `count` of `total` examples kept nothing."""
+    return (
+      f"warning: task {self.name}: {count} of {total} examples keep nothing to train or score on"
+    )
+
   def log_features(self, features):
     lines = [
       f"  {k}: {v if np.ndim(v) == 0 else ' '.join(str(x) for x in v)}"

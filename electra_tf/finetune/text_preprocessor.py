@@ -44,13 +44,19 @@ def pack_tagging(tokenizer, ids, max_seq_length):
 DEFAULT_MAX_QUERY_LENGTH = 64
 
 
+def largest_question_budget(max_seq_length):
+  """S - 4: the longest question budget that leaves a context token after
+  `[CLS] question [SEP]` (and the final `[SEP]`)."""
+  return int(max_seq_length) - 4
+
+
 def question_budget(max_seq_length, recorded=DEFAULT_MAX_QUERY_LENGTH):
   """The question budget at `max_seq_length` when none is given: `recorded`
-  (a QA trial's `max_query_length`, else the original's 64), cut to S - 4
-  so that a context token fits after `[CLS] question [SEP]` (a trial may
-  record 64 at S = 32: its short questions fit, but a budget of 64 would
-  let a long one fill the whole input)."""
-  return max(1, min(int(recorded), int(max_seq_length) - 4))
+  (a QA trial's `max_query_length`, else the original's 64), cut to
+  `largest_question_budget` (a trial may record 64 at S = 32: its short
+  questions fit, but a budget of 64 would let a long one fill the whole
+  input)."""
+  return max(1, min(int(recorded), largest_question_budget(max_seq_length)))
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -106,11 +112,11 @@ class ElectraTextPreprocessor(keras.layers.Layer):
       raise ValueError(f"packing={packing!r}; expected one of {PACKINGS}")
     if max_query_length < 1:
       raise ValueError(f"max_query_length={max_query_length}; expected at least 1")
-    if packing == "question_context" and max_query_length > max_seq_length - 4:
-      # [CLS] question [SEP] context [SEP]: a longer question budget leaves no context token.
+    largest = largest_question_budget(max_seq_length)
+    if packing == "question_context" and max_query_length > largest:
       raise ValueError(
         f"max_query_length={max_query_length} leaves no room for the context in "
-        f"max_seq_length={max_seq_length}; expected at most {max_seq_length - 4}"
+        f"max_seq_length={max_seq_length}; expected at most {largest}"
       )
     self.tokenizer = tokenizer
     self.max_seq_length = int(max_seq_length)

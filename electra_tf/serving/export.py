@@ -25,6 +25,7 @@ import tensorflow as tf
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.finetune.qa.head import QAHead
+from electra_tf.finetune.text_preprocessor import largest_question_budget
 from electra_tf.finetune.text_preprocessor import question_budget
 from electra_tf.hparams_input import load_hparams
 from electra_tf.runtime import distribution
@@ -353,13 +354,13 @@ def serving_lengths(
     query, query_source = choose(
       "max_query_length", max_query_length, any_format.DEFAULT_MAX_QUERY_LENGTH
     )
-    if query > seq - 4 and max_query_length is not None:
-      # [CLS] question [SEP] context [SEP]: a long question would fill the input.
+    largest = largest_question_budget(seq)
+    if query > largest and max_query_length is not None:
       raise ValueError(
         f"max_query_length {query} ({query_source}) leaves no room for the context in "
-        f"max_seq_length {seq} ({seq_source}); pass --max-query-length {max(1, seq - 4)} or less"
+        f"max_seq_length {seq} ({seq_source}); pass --max-query-length {max(1, largest)} or less"
       )
-    if query > seq - 4:
+    if query > largest:
       query, query_source = question_budget(seq, query), f"{query_source}, cut to S - 4"
     if query_source == seq_source:
       line = f"max_seq_length {seq}, max_query_length {query} ({seq_source})"

@@ -3,6 +3,7 @@
 the global step (the Estimator's summaries); and the steps of each `fit`
 with `steps_per_execution` (`next_fit_steps`)."""
 
+import contextlib
 import datetime
 import re
 import time
@@ -15,20 +16,27 @@ from electra_tf.checkpoints import checkpointing
 from electra_tf.utils import keras_compat
 
 
+@contextlib.contextmanager
 def next_fit_steps(model, remaining):
-  """The steps of the next `fit` of a run with `remaining` steps left.
+  """Yields the steps of the next `fit` of a run with `remaining` steps left.
 
   Keras runs each execution whole: a `fit` of 3 steps at
   `steps_per_execution` 10 trains 10, past `num_train_steps` and the end of
   the schedule. So a `fit` takes whole executions; fewer steps than one
-  execution are run as one shorter execution (the step function retraced).
+  execution are run as one shorter execution (the step function retraced),
+  and the model's `steps_per_execution` is given back afterwards.
   """
   per_execution = int(model.steps_per_execution or 1)
   if remaining >= per_execution:
-    return remaining - remaining % per_execution
+    yield remaining - remaining % per_execution
+    return
   model.steps_per_execution = remaining
   model.train_function = None  # retraced with the shorter loop
-  return remaining
+  try:
+    yield remaining
+  finally:
+    model.steps_per_execution = per_execution
+    model.train_function = None
 
 
 def secs_to_str(secs):

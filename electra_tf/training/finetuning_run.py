@@ -476,14 +476,15 @@ class ModelRunner:
       # consumed; skipped float16 steps put it ahead of the step): where a
       # resumed run continues the seeded order.
       dataset = self._preprocessor.train_dataset(records, manager.batches_consumed)
-      model.fit(
-        self._distributable(dataset),
-        epochs=1,
-        steps_per_epoch=next_fit_steps(model, self.train_steps - step),
-        verbose=0,
-        shuffle=False,
-        callbacks=callbacks,
-      )
+      with next_fit_steps(model, self.train_steps - step) as steps:
+        model.fit(
+          self._distributable(dataset),
+          epochs=1,
+          steps_per_epoch=steps,
+          verbose=0,
+          shuffle=False,
+          callbacks=callbacks,
+        )
       step = checkpointing.global_step(model)
       if checkpoint_callback.preempted:
         raise checkpointing.TrainingPreempted(

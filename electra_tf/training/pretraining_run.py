@@ -538,15 +538,12 @@ def train(config, strategy, inputs, callbacks=()):
     dataset = make_dataset(
       config, is_training=True, start_batch=position, record_counts=record_counts, files=files
     )
+    remaining = config.num_train_steps - step
     try:
-      model.fit(
-        dataset,
-        epochs=1,
-        steps_per_epoch=training_callbacks.next_fit_steps(model, config.num_train_steps - step),
-        verbose=0,
-        shuffle=False,
-        callbacks=callbacks,
-      )
+      with training_callbacks.next_fit_steps(model, remaining) as steps:
+        model.fit(
+          dataset, epochs=1, steps_per_epoch=steps, verbose=0, shuffle=False, callbacks=callbacks
+        )
     except tf.errors.DataLossError as e:
       step = checkpointing.global_step(model)
       raise TrainingDataError(_data_loss_message(e, files.files, manager, step)) from None

@@ -200,8 +200,9 @@ def test_next_fit_steps_trains_exactly_the_steps_asked(per_execution, total):
   data = tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(2)
   fits = 0
   while int(model.optimizer.iterations.numpy()) < total:
-    steps = eta_logger.next_fit_steps(model, total - int(model.optimizer.iterations.numpy()))
-    model.fit(data, epochs=1, steps_per_epoch=steps, verbose=0)
+    with eta_logger.next_fit_steps(model, total - int(model.optimizer.iterations.numpy())) as steps:
+      model.fit(data, epochs=1, steps_per_epoch=steps, verbose=0)
     fits += 1
   assert int(model.optimizer.iterations.numpy()) == total
+  assert int(model.steps_per_execution) == per_execution  # given back after a short execution
   assert fits == (1 if total % per_execution == 0 or total < per_execution else 2)

@@ -228,6 +228,18 @@ class TaggingTask(task_lib.Task):
       self.log_features(features)
     return [features]
 
+  def keeps_nothing(self, features):
+    return not any(features[self.name + "_labels_mask"])
+
+  def keeps_nothing_warning(self, count, total):
+    # The original's cut (a sentence of max_seq_length - 3 words or more
+    # keeps none) is kept, so results match; it is said once, not silently.
+    return (
+      f"warning: task {self.name}: {count} of {total} examples keep no tagged word within "
+      f"max_seq_length={self.config.max_seq_length} (the original's cut empties a sentence "
+      "of max_seq_length - 3 words or more); raise max_seq_length to train and score them"
+    )
+
   def get_feature_specs(self):
     s = self.config.max_seq_length
     return [
