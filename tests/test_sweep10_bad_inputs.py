@@ -13,7 +13,6 @@ import electra_tf
 from electra_tf import demo
 from electra_tf import hparams_reference
 from electra_tf import run_pretraining
-from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.finetune import task_builder
 from electra_tf.finetune.text_preprocessor import ElectraTextPreprocessor
@@ -24,6 +23,7 @@ from electra_tf.text.tokenizer import ElectraTokenizer
 from tests.helpers import finetuning_testdata
 from tests.helpers.bad_inputs import TINY_ENCODER
 from tests.helpers.bad_inputs import one_line
+from tests.helpers.finetuning_testdata import finetuning_config
 from tests.helpers.subprocesses import run_python
 from tfrecords_tools import glue_sentences_corpus
 
@@ -136,7 +136,7 @@ def test_a_pair_task_whose_second_texts_are_all_empty_is_refused(tmp_path):
   )
   hparams = finetuning_testdata.tiny_hparams(vocab_size, task_names=["rte"])
   tokenizer = tokenization.FullTokenizer(os.path.join(data_dir, "vocab.txt"))
-  task = task_builder.get_task(FinetuningConfig("m", data_dir, **hparams), "rte", tokenizer)
+  task = task_builder.get_task(finetuning_config("m", data_dir, **hparams), "rte", tokenizer)
   with pytest.raises(ValueError) as e:
     task.get_examples("train")
   assert str(e.value) == (
@@ -162,7 +162,7 @@ def test_sizes_no_model_can_have_are_named_when_it_is_built():
 
 
 def test_the_pretrainer_names_a_config_of_another_kind(tmp_path):
-  config = FinetuningConfig("m", str(tmp_path), task_names=["sst"])
+  config = finetuning_config("m", str(tmp_path), task_names=["sst"])
   with pytest.raises(ValueError, match=r"takes a PretrainingConfig, got FinetuningConfig"):
     ElectraPretrainer.from_pretraining_config(config)
 

@@ -27,6 +27,7 @@ from tests.helpers import finetuning_testdata
 from tests.helpers import pretraining_data
 from tests.helpers.bad_inputs import TINY_ENCODER
 from tests.helpers.bad_inputs import one_line
+from tests.helpers.finetuning_testdata import finetuning_config
 
 
 def test_a_stop_signal_after_the_import_is_one_line(tmp_path, monkeypatch, capsys):
@@ -78,7 +79,7 @@ def test_save_summary_steps_zero_writes_no_training_scalars(tmp_path):
 )
 def test_finetuning_hparams_that_leave_no_output_are_refused(tmp_path, hparams, message):
   with pytest.raises(ValueError, match=message):
-    FinetuningConfig("m", str(tmp_path), task_names=["sst"], **hparams)
+    finetuning_config("m", str(tmp_path), task_names=["sst"], **hparams)
 
 
 @pytest.mark.parametrize("hparam", ["results_txt", "results_json"])
@@ -88,7 +89,7 @@ def test_a_finetuning_results_path_that_is_a_directory_is_refused_before_trainin
   results = tmp_path / "results"
   results.mkdir()
   hparams = finetuning_testdata.tiny_hparams(vocab_size, task_names=["sst"])
-  config = FinetuningConfig("m", data_dir, **dict(hparams, **{hparam: str(results)}))
+  config = finetuning_config("m", data_dir, **dict(hparams, **{hparam: str(results)}))
   with pytest.raises(ValueError) as e:
     finetuning_run.validate_inputs(finetuning_run.inputs_for(config))
   assert str(e.value) == f"hparam {hparam}={str(results)!r} is a directory; expected a file path"

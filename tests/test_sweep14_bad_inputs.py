@@ -10,7 +10,6 @@ import pytest
 import tensorflow as tf
 
 import electra_tf
-from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.data import pretraining_dataset
 from electra_tf.finetune import preprocessing
@@ -26,6 +25,7 @@ from electra_tf.training import pretraining_run
 from tests.helpers import finetuning_testdata
 from tests.helpers import pretraining_data
 from tests.helpers.bad_inputs import TINY_ENCODER
+from tests.helpers.finetuning_testdata import finetuning_config
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "dog", "ran"]
 
@@ -108,7 +108,7 @@ def test_a_tagging_task_whose_sentences_lose_every_word_says_so(tmp_path, capsys
   short = "the NN B-NP\ncat NN I-NP\n"
   finetuning_testdata.write_task_file(data_dir, "chunk", "train.txt", f"{sentence}\n{short}\n")
   hparams = finetuning_testdata.tiny_hparams(vocab_size, task_names=["chunk"], max_seq_length=8)
-  config = FinetuningConfig("m", data_dir, **hparams)
+  config = finetuning_config("m", data_dir, **hparams)
   tasks = task_builder.get_tasks(config, finetuning_run.finetuning_tokenizer(config))
   preprocessing.Preprocessor(config, tasks).serialize(tasks, True, "train")
   err = capsys.readouterr().err

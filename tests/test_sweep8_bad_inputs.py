@@ -8,12 +8,12 @@ import pytest
 
 from electra_tf import build_pretraining_dataset
 from electra_tf import run_pretraining
-from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.finetune import task_builder
 from electra_tf.finetune.classification import tasks as glue
 from electra_tf.text import wordpiece as tokenization
 from tests.helpers import finetuning_testdata
 from tests.helpers import pretraining_data
+from tests.helpers.finetuning_testdata import finetuning_config
 from tfrecords_tools import build_vocab
 from tfrecords_tools import english_prose_corpus
 from tfrecords_tools import glue_sentences_corpus
@@ -132,7 +132,7 @@ def finetune_env(tmp_path):
 
   def task(name):
     hparams = finetuning_testdata.tiny_hparams(vocab_size, task_names=[name])
-    return task_builder.get_task(FinetuningConfig("m", data_dir, **hparams), name, tokenizer)
+    return task_builder.get_task(finetuning_config("m", data_dir, **hparams), name, tokenizer)
 
   return data_dir, task
 

@@ -20,6 +20,7 @@ from electra_tf.serving import export as export_lib
 from electra_tf.serving import loading as serving_loading
 from tests.helpers.bad_inputs import TINY_ENCODER
 from tests.helpers.bad_inputs import one_line
+from tests.helpers.finetuning_testdata import finetuning_config
 from tests.helpers.pretraining_data import TINY
 from tests.helpers.pretraining_data import make_data_dir
 from tfrecords_tools import glue_sentences_corpus
@@ -138,7 +139,7 @@ def test_held_out_records_that_are_training_records_are_refused(tmp_path, capsys
 
 def test_tfds_data_dir_without_the_tfds_source_is_refused(tmp_path):
   with pytest.raises(ValueError) as e:
-    FinetuningConfig("m", str(tmp_path), task_names=["sst"], tfds_data_dir="tfds")
+    finetuning_config("m", str(tmp_path), task_names=["sst"], tfds_data_dir="tfds")
   assert str(e.value).startswith("hparam tfds_data_dir='tfds' is read only with data_source")
 
 

@@ -487,6 +487,16 @@ def check_finetuning_encoder(config, run_config, bert_config=None):
   _raise_if_differs(theirs, ours, run_config, "the fine-tuning hparams build (init_checkpoint)")
 
 
+def with_found_vocab_file(config):
+  """`config` (a `FinetuningConfig`) with hparam `vocab_file` set to the
+  first of its `default_vocab_files` that exists (the last when none does,
+  for the error that names it); unchanged when the hparams gave one."""
+  candidates = config.default_vocab_files
+  if candidates:
+    config.vocab_file = next((p for p in candidates if tf.io.gfile.exists(p)), candidates[-1])
+  return config
+
+
 def finetuning_config_from_run_config(run_config, hparams=None):
   """The `FinetuningConfig` of a fine-tuning run (its trial dir's
   `config.json`), with `hparams` (a dict) over the run's own."""
@@ -502,4 +512,4 @@ def finetuning_config_from_run_config(run_config, hparams=None):
   values.update(hparams or {})
   model_name = run_config.get("model_name") or "electra"
   data_dir = run_config.get("data_dir") or os.path.dirname(run_config["path"])
-  return FinetuningConfig(model_name, data_dir, **values)
+  return with_found_vocab_file(FinetuningConfig(model_name, data_dir, **values))

@@ -14,8 +14,6 @@ into the normal cache and later non-debug runs silently trained on it
 import dataclasses
 import os
 
-import tensorflow as tf
-
 from electra_tf.configs.hparams import check_optimizer_name
 from electra_tf.configs.hparams import check_path_hparam
 from electra_tf.configs.hparams import check_run_flags
@@ -162,7 +160,11 @@ class FinetuningConfig(RuntimeHparams):
 
   # paths (defaults computed from data_dir, model_name and task_names)
   data_dir: str = hparam(None, "Root of data and models (the `--data-dir` flag).")
-  vocab_file: str | None = hparam(None, "WordPiece vocab (special-token ids are looked up in it).")
+  vocab_file: str | None = hparam(
+    None,
+    "WordPiece vocab (special-token ids are looked up in it); default: the model dir's "
+    "`vocab.txt` when it exists, else `<data_dir>/vocab.txt`.",
+  )
   init_checkpoint: str | None = hparam(None, "Checkpoint to start from.")
   model_dir: str = hparam(None, "Where checkpoints and logs go.")
   results_txt: str = hparam(None, "Results text file.")
@@ -178,9 +180,13 @@ class FinetuningConfig(RuntimeHparams):
     self.data_dir = data_dir
     pretrained_model_dir = os.path.join(data_dir, "models", model_name)
     self._pretrained_model_dir = pretrained_model_dir
+    # Without hparam vocab_file the original takes the model dir's vocab,
+    # else data_dir's; which exists is looked up where the run is resolved
+    # (`finetuning_run.make_inputs`), not here: a config reads no file.
     self.vocab_file = os.path.join(pretrained_model_dir, "vocab.txt")
-    if not tf.io.gfile.exists(self.vocab_file):
-      self.vocab_file = os.path.join(data_dir, "vocab.txt")
+    self._default_vocab_files = (self.vocab_file, os.path.join(data_dir, "vocab.txt"))
+    if "vocab_file" in kwargs:
+      self._default_vocab_files = ()
     # The original names its paths with the user's task_names but with the
     # *default* debug flag (`configure_finetuning.py:FinetuningConfig`).
     task_names = kwargs.get("task_names", self.task_names)
@@ -346,6 +352,12 @@ class FinetuningConfig(RuntimeHparams):
   def test_predictions(self, task_name, split, trial):
     # The original pickles these; we write JSON under a .json name.
     return os.path.join(self._test_predictions_dir, f"{task_name}_{split}_{trial}_predictions.json")
+
+  @property
+  def default_vocab_files(self):
+    """Where the vocab is looked for, in order, when hparam `vocab_file` is
+    not given (empty when it is): the model dir's `vocab.txt`, then data_dir's."""
+    return self._default_vocab_files
 
   @property
   def pretrained_model_dir(self):

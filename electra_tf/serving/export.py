@@ -22,6 +22,7 @@ import tempfile
 import numpy as np
 import tensorflow as tf
 
+from electra_tf.checkpoints import model_dir as model_dir_lib
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.finetune.qa.head import QAHead
@@ -106,8 +107,8 @@ def load_finetuning_checkpoint(path, hparams, model_name="electra", data_dir=Non
   variable (encoder and heads) must be in it."""
 
   prefix = official_checkpoint.resolve_checkpoint_path(path)
-  config = FinetuningConfig(
-    model_name, data_dir or os.path.dirname(prefix), **load_hparams(hparams)
+  config = model_dir_lib.with_found_vocab_file(
+    FinetuningConfig(model_name, data_dir or os.path.dirname(prefix), **load_hparams(hparams))
   )
   return any_format.read_finetuned_checkpoint(prefix, config), config
 

@@ -142,13 +142,15 @@ def make_inputs(model_name, data_dir, hparams):
   the hparams set must build the same encoder (one-line
   `model_dir.ModelDirMismatch` otherwise)."""
   user = load_hparams(hparams, "FinetuningConfig")
-  config = FinetuningConfig(model_name, data_dir, **user)
+  config = model_dir_lib.with_found_vocab_file(FinetuningConfig(model_name, data_dir, **user))
   source, source_error = _detect_source(config)
   run_config = _source_run_config(config, source)
   bert_config = None
   if run_config is not None:
-    config = FinetuningConfig(
-      model_name, data_dir, **model_dir_lib.finetuning_hparams_over(run_config, user)
+    config = model_dir_lib.with_found_vocab_file(
+      FinetuningConfig(
+        model_name, data_dir, **model_dir_lib.finetuning_hparams_over(run_config, user)
+      )
     )
     bert_config = get_pretraining_bert_config(config)
     model_dir_lib.check_finetuning_encoder(config, run_config, bert_config)
@@ -172,6 +174,7 @@ def inputs_for(config):
   """The `FinetuningInputs` of a config built in code (`FinetuningConfig(...)`):
   its source detected and its vocab read once; the encoder it builds must be
   the source run's."""
+  model_dir_lib.with_found_vocab_file(config)
   source, source_error = _detect_source(config)
   run_config = _source_run_config(config, source)
   bert_config = get_pretraining_bert_config(config)

@@ -16,6 +16,7 @@ from electra_tf import export_saved_model
 from electra_tf.checkpoints import model_dir as model_dir_lib
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.sources import any_format
+from tests.helpers.finetuning_testdata import finetuning_config
 from tests.helpers.lock_holder import another_trainer_holding
 from tests.helpers.pretraining_data import pretrain_on_self_made_data
 from tests.helpers.pretraining_data import self_made_hparams
@@ -192,10 +193,8 @@ def test_part_on_an_official_output_names_the_fix(trained_run, tmp_path):
 
 
 def test_finetuning_runs_describe_their_encoder(tmp_path):
-  from electra_tf.configs.finetuning import FinetuningConfig
-
   overrides = {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": HEADS}
-  config = FinetuningConfig(
+  config = finetuning_config(
     "m", str(tmp_path), task_names=["rte"], model_hparam_overrides=overrides
   )
   path = model_dir_lib.write_run_config(config, str(tmp_path / "ft"), kind="finetuning")
@@ -271,7 +270,6 @@ def test_a_run_config_is_accepted_as_hparams(tmp_path, monkeypatch):
   """`--hparams <run>/config.json` gives the run's hparams; the paths that
   followed the run's --data-dir / --model-name follow the new flags, the
   ones the run set stay."""
-  from electra_tf.configs.finetuning import FinetuningConfig
   from electra_tf.hparams_input import load_hparams
 
   monkeypatch.chdir(tmp_path)
@@ -293,12 +291,12 @@ def test_a_run_config_is_accepted_as_hparams(tmp_path, monkeypatch):
     results_pkl=again.results_pkl,
   )
   # A fine-tuning trial's config.json: its trial dir is not taken as the model dir.
-  ft = FinetuningConfig("m", "data", task_names=["rte"], learning_rate=3e-3)
+  ft = finetuning_config("m", "data", task_names=["rte"], learning_rate=3e-3)
   ft.model_dir += "_1"
   path = model_dir_lib.write_run_config(ft, ft.model_dir, kind="finetuning")
   ft_hparams = load_hparams(path)
   assert "model_dir" not in ft_hparams and ft_hparams["learning_rate"] == 3e-3
-  assert FinetuningConfig("m", "data", **ft_hparams).model_dir.endswith("rte_model")
+  assert finetuning_config("m", "data", **ft_hparams).model_dir.endswith("rte_model")
 
 
 def test_an_mlm_only_run_records_its_full_size_generator_as_the_encoder(tmp_path):

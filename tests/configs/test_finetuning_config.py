@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+from electra_tf.checkpoints import model_dir
 from electra_tf.configs.finetuning import FinetuningConfig
 
 
@@ -81,12 +82,32 @@ def test_paths_use_joined_task_names(tmp_path):
 
 
 def test_vocab_file_prefers_model_dir(tmp_path):
-  assert FinetuningConfig("m", str(tmp_path)).vocab_file == str(tmp_path / "vocab.txt")
+  """The config reads no file: it names where the vocab is looked for, and
+  the run takes the first that exists (the model dir's, else data_dir's)."""
+  model_vocab = str(tmp_path / "models" / "m" / "vocab.txt")
+  config = FinetuningConfig("m", str(tmp_path))
+  assert config.default_vocab_files == (model_vocab, str(tmp_path / "vocab.txt"))
+  assert model_dir.with_found_vocab_file(config).vocab_file == str(tmp_path / "vocab.txt")
   (tmp_path / "models" / "m").mkdir(parents=True)
   (tmp_path / "models" / "m" / "vocab.txt").write_text("[PAD]\n")
-  assert FinetuningConfig("m", str(tmp_path)).vocab_file == str(
-    tmp_path / "models" / "m" / "vocab.txt"
-  )
+  config = FinetuningConfig("m", str(tmp_path))
+  assert model_dir.with_found_vocab_file(config).vocab_file == model_vocab
+  given = FinetuningConfig("m", str(tmp_path), vocab_file="elsewhere.txt")
+  assert given.default_vocab_files == ()
+  assert model_dir.with_found_vocab_file(given).vocab_file == "elsewhere.txt"
+
+
+def test_configs_read_no_file():
+  """Reading files and detecting formats belongs to the run, not the config."""
+  import electra_tf.configs as configs_pkg
+
+  folder = os.path.dirname(configs_pkg.__file__)
+  for name in sorted(os.listdir(folder)):
+    if name.endswith(".py"):
+      with open(os.path.join(folder, name), encoding="utf-8") as f:
+        text = f.read()
+      for call in ("gfile", "open(", "os.path.exists", "os.path.isfile", "os.listdir"):
+        assert call not in text, f"electra_tf/configs/{name} calls {call}"
 
 
 @pytest.mark.parametrize(

@@ -10,12 +10,12 @@ import pytest
 
 from electra_tf import convert
 from electra_tf import run_finetuning
-from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.finetune import task_builder
 from electra_tf.sources import any_format
 from electra_tf.text import wordpiece as tokenization
 from electra_tf.training import finetuning_run
 from tests.helpers.conversion import write_layout
+from tests.helpers.finetuning_testdata import finetuning_config
 from tests.helpers.finetuning_testdata import make_data_dir
 from tests.helpers.finetuning_testdata import squad_json
 from tests.helpers.finetuning_testdata import tiny_hparams
@@ -105,14 +105,14 @@ def test_test_file_is_checked_only_where_the_run_reads_it(data, capsys):
   data_dir, vocab_size = data
   hparams = tiny_hparams(vocab_size, task_names=["rte"], write_test_outputs=False)
   finetuning_run.validate_inputs(
-    finetuning_run.inputs_for(FinetuningConfig("m", data_dir, **hparams))
+    finetuning_run.inputs_for(finetuning_config("m", data_dir, **hparams))
   )
 
 
 def test_label_errors_while_featurizing_name_the_file_and_line(data):
   data_dir, vocab_size = data
   path = write_task_file(data_dir, "rte", "train.tsv", tsv(RTE[:2] + [[1, "a", "b", "maybe"]]))
-  config = FinetuningConfig("m", data_dir, **tiny_hparams(vocab_size, task_names=["rte"]))
+  config = finetuning_config("m", data_dir, **tiny_hparams(vocab_size, task_names=["rte"]))
   tokenizer = tokenization.FullTokenizer(config.vocab_file, do_lower_case=True)
   (task,) = task_builder.get_tasks(config, tokenizer)
   examples = task.get_examples("train")
@@ -173,7 +173,7 @@ def test_qa_and_tagging_data_errors_name_the_file_and_line(data, capsys):
   # Chunking: a tag missing from the label mapping an earlier run saved.
   conll = "the DT B-NP\ncat NN I-NP\n\nsat VBD B-VP\n\n"
   train_path = write_task_file(data_dir, "chunk", "train.txt", conll)
-  config = FinetuningConfig("m", data_dir, **tiny_hparams(vocab_size, task_names=["chunk"]))
+  config = finetuning_config("m", data_dir, **tiny_hparams(vocab_size, task_names=["chunk"]))
   (task,) = task_builder.get_tasks(config, tokenization.FullTokenizer(config.vocab_file))
   os.makedirs(os.path.dirname(task.label_mapping_path), exist_ok=True)
   with open(task.label_mapping_path, "w") as f:
@@ -190,7 +190,7 @@ def test_a_skipped_row_is_reported_once_however_often_the_run_reads_it(data):
   data_dir, vocab_size = data
   short = tsv(RTE + [[4, "only two columns"]])  # line 6: too few columns, skipped
   write_task_file(data_dir, "rte", "train.tsv", short)
-  config = FinetuningConfig("m", data_dir, **tiny_hparams(vocab_size, task_names=["rte"]))
+  config = finetuning_config("m", data_dir, **tiny_hparams(vocab_size, task_names=["rte"]))
   records = []
   handler = logging.Handler()
   handler.emit = records.append

@@ -13,12 +13,12 @@ import pytest
 import tensorflow as tf
 
 from electra_tf import run_finetuning
-from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.finetune import preprocessing
 from electra_tf.finetune import task_builder
 from electra_tf.training import finetuning_run
 from electra_tf.utils import interrupts
 from tests.helpers.finetuning_testdata import WORDS
+from tests.helpers.finetuning_testdata import finetuning_config
 from tests.helpers.finetuning_testdata import make_data_dir
 from tests.helpers.finetuning_testdata import squad_json
 from tests.helpers.finetuning_testdata import tiny_hparams
@@ -54,7 +54,7 @@ def data(tmp_path):
 def _preprocessor(data, **hparams):
   data_dir, vocab_size = data
   hparams = tiny_hparams(vocab_size, **{"task_names": ["sst"], **hparams})
-  config = FinetuningConfig("m", data_dir, **hparams)
+  config = finetuning_config("m", data_dir, **hparams)
   tasks = task_builder.get_tasks(config, finetuning_run.finetuning_tokenizer(config))
   return preprocessing.Preprocessor(config, tasks), tasks
 

@@ -16,7 +16,6 @@ import tensorflow as tf
 
 from electra_tf.checkpoints import checkpointing
 from electra_tf.checkpoints import name_based
-from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.finetune import task_builder
 from electra_tf.finetune.classification.head import ClassificationHead
@@ -29,6 +28,7 @@ from electra_tf.runtime import distribution
 from electra_tf.text import wordpiece as tokenization
 from electra_tf.training import finetuning_run as runner_lib
 from tests.conftest import REPO_ROOT
+from tests.helpers.finetuning_testdata import finetuning_config
 from tests.helpers.finetuning_testdata import make_data_dir
 from tests.helpers.finetuning_testdata import tiny_hparams
 from tests.helpers.finetuning_testdata import tsv
@@ -216,7 +216,7 @@ def _rte_hparams(vocab_size, **kwargs):
 
 def _config(rte_data, **kwargs):
   data_dir, vocab_size = rte_data
-  return FinetuningConfig("m", data_dir, **_rte_hparams(vocab_size, **kwargs))
+  return finetuning_config("m", data_dir, **_rte_hparams(vocab_size, **kwargs))
 
 
 def test_every_dev_example_is_scored_whatever_the_batch_sizes(rte_data, capsys):
@@ -464,7 +464,7 @@ def test_finetunes_from_a_run_pretraining_model_dir(rte_data):
   pretrainer.compile(pretraining_config=pretraining_config)
   checkpointing.TrainingCheckpointManager(pretrainer, pretraining_config.model_dir).save(0)
   # The default init_checkpoint: models/<model-name>, as written by run_pretraining.
-  config = FinetuningConfig(
+  config = finetuning_config(
     "m", data_dir, **tiny_hparams(vocab_size, task_names=["rte"], num_train_epochs=1.0)
   )
   config.model_dir += "_1"
@@ -521,7 +521,7 @@ def test_finetuned_checkpoint_through_keras_and_back_evaluates_the_same(rte_data
 
   data_dir, vocab_size = rte_data
   hparams = _rte_hparams(vocab_size)
-  config = FinetuningConfig("m", data_dir, **hparams)
+  config = finetuning_config("m", data_dir, **hparams)
   config.model_dir += "_1"
   tasks = task_builder.get_tasks(config, tokenization.FullTokenizer(config.vocab_file))
   trained = runner_lib.ModelRunner(config, tasks)

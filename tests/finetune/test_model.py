@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 
 from electra_tf import run_finetuning
-from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.finetune import task_builder
 from electra_tf.finetune.classification.head import ClassificationHead
 from electra_tf.finetune.model import FinetuningModel
 from electra_tf.finetune.tagging.head import TaggingHead
 from electra_tf.optimization import factory as optimizer_factory
 from electra_tf.text import wordpiece as tokenization
+from tests.helpers.finetuning_testdata import finetuning_config
 from tests.helpers.finetuning_testdata import make_data_dir
 from tests.helpers.finetuning_testdata import squad_json
 from tests.helpers.finetuning_testdata import tiny_hparams
@@ -93,7 +93,7 @@ def test_optimizer_gets_layerwise_rates(tmp_path, variant, embedding_exponent, t
     "train.tsv",
     tsv([["i", "a", "b", "label"], [0, "a cat", "a dog", "entailment"]]),
   )
-  config = FinetuningConfig(
+  config = finetuning_config(
     "m",
     data_dir,
     **tiny_hparams(
@@ -132,7 +132,7 @@ def _qa_setup(tmp_path, task_name, **kwargs):
     {"id": "qx", "question": "what ran ?", "answers": [], "is_impossible": True},
   ]
   write_task_file(data_dir, task_name, "dev.json", squad_json([{"context": context, "qas": qas}]))
-  config = FinetuningConfig(
+  config = finetuning_config(
     "m",
     data_dir,
     **tiny_hparams(vocab_size, task_names=[task_name], max_seq_length=16, beam_size=2, **kwargs),

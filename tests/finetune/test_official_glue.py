@@ -200,9 +200,9 @@ def test_reported_metric_is_the_originals_on_the_same_predictions(docs_run, task
 def test_the_readers_take_every_row_of_the_whole_official_files(task, tmp_path):
   """SST-2's header is skipped and CoLA's first line is a row: every row of
   the official train and dev files is an example, with its own label."""
-  from electra_tf.configs.finetuning import FinetuningConfig
   from electra_tf.finetune import task_builder
   from electra_tf.text import wordpiece
+  from tests.helpers.finetuning_testdata import finetuning_config
 
   folder, _ = TASKS[task]
   if not (GLUE_DIR / folder).is_dir():
@@ -211,7 +211,7 @@ def test_the_readers_take_every_row_of_the_whole_official_files(task, tmp_path):
   (tmp_path / "finetuning_data" / task).symlink_to(GLUE_DIR / folder)
   vocab = tmp_path / "vocab.txt"
   write_vocab(str(vocab))
-  config = FinetuningConfig("m", str(tmp_path), task_names=[task], vocab_file=str(vocab))
+  config = finetuning_config("m", str(tmp_path), task_names=[task], vocab_file=str(vocab))
   (reader,) = task_builder.get_tasks(config, wordpiece.FullTokenizer(str(vocab)))
   for split in ("train", "dev"):
     lines = (GLUE_DIR / folder / f"{split}.tsv").read_text(encoding="utf-8").splitlines()

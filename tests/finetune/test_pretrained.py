@@ -9,7 +9,6 @@ import pytest
 import tensorflow as tf
 
 from electra_tf import run_finetuning
-from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.finetune import task_builder
 from electra_tf.finetune.classification.head import ClassificationHead
 from electra_tf.finetune.model import FinetuningModel
@@ -17,6 +16,7 @@ from electra_tf.finetune.qa.head import QAHead
 from electra_tf.optimization import layerwise as layerwise_learning_rate
 from electra_tf.sources import any_format
 from electra_tf.text import wordpiece as tokenization
+from tests.helpers.finetuning_testdata import finetuning_config
 from tests.helpers.finetuning_testdata import tsv
 from tests.helpers.finetuning_testdata import write_task_file
 
@@ -78,7 +78,7 @@ def _setup_tiny(tmp_path, fixtures, task_rows, **hparams):
   # outputs go to the tmp model dir; the checkpoint is read from the fixtures
   kwargs = dict(TINY, task_names=["sst"], init_checkpoint=str(fixtures / "models" / "tiny"))
   kwargs.update(hparams)
-  config = FinetuningConfig("tiny", data_dir, **kwargs)
+  config = finetuning_config("tiny", data_dir, **kwargs)
   tokenizer = tokenization.FullTokenizer(config.vocab_file)
   return config, task_builder.get_tasks(config, tokenizer)
 

@@ -10,9 +10,9 @@ import pytest
 import tensorflow as tf
 
 from electra_tf import run_finetuning
-from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.finetune import task_builder
 from electra_tf.text import wordpiece as tokenization
+from tests.helpers.finetuning_testdata import finetuning_config
 from tests.helpers.finetuning_testdata import make_data_dir
 from tests.helpers.finetuning_testdata import squad_json
 from tests.helpers.finetuning_testdata import tiny_hparams
@@ -167,7 +167,7 @@ def data(tmp_path):
 def _runner(data, task_names, **kwargs):
   data_dir, vocab_size = data
   kwargs.setdefault("init_checkpoint", None)
-  config = FinetuningConfig(
+  config = finetuning_config(
     "m", data_dir, **tiny_hparams(vocab_size, task_names=task_names, **kwargs)
   )
   config.model_dir = config.model_dir + "_1"

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.finetune import task_builder
 from electra_tf.finetune.classification.tasks import InputExample
 from electra_tf.finetune.text_preprocessor import ElectraTextPreprocessor
@@ -17,6 +16,7 @@ from electra_tf.text.full_tokenizer import full_tokenizer_for
 from electra_tf.text.vocab import train_sentencepiece
 from electra_tf.text.vocab import write_vocab_settings
 from electra_tf.text.wordpiece import FullTokenizer
+from tests.helpers.finetuning_testdata import finetuning_config
 from tests.helpers.finetuning_testdata import make_data_dir
 from tests.helpers.finetuning_testdata import tiny_hparams
 from tests.helpers.translations import catalogue_messages
@@ -61,7 +61,7 @@ def test_settings_file_applies_when_not_overridden(german, tmp_path):
 def test_classification_featurises_with_the_model(german, tmp_path):
   model, lines = german
   data_dir, _ = make_data_dir(tmp_path)
-  config = FinetuningConfig(
+  config = finetuning_config(
     "m", data_dir, **tiny_hparams(300, task_names=["sst"], vocab_file=model, max_seq_length=16)
   )
   tokenizer = full_tokenizer_for(model)

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.finetune import task_builder
 from electra_tf.finetune.qa.tasks import SpanBasedQAScorer
 from electra_tf.finetune.text_preprocessor import ElectraTextPreprocessor
@@ -25,6 +24,7 @@ from electra_tf.text.full_tokenizer import full_tokenizer_for
 from electra_tf.text.vocab import load_vocab
 from electra_tf.text.vocab import train_sentencepiece
 from electra_tf.training.finetuning_run import ModelRunner
+from tests.helpers.finetuning_testdata import finetuning_config
 from tests.helpers.finetuning_testdata import make_data_dir
 from tests.helpers.finetuning_testdata import squad_json
 from tests.helpers.finetuning_testdata import tiny_hparams
@@ -124,7 +124,7 @@ def test_qa_featuriser_maps_answers_to_pieces_and_back(language, tmp_path):
     max_query_length=8,
     joint_prediction=False,
   )
-  config = FinetuningConfig("m", data_dir, **hparams)
+  config = finetuning_config("m", data_dir, **hparams)
   tokenizer = full_tokenizer_for(model)
   task = task_builder.get_task(config, "squadv1", tokenizer)
   examples = task.get_examples("train")
@@ -205,7 +205,7 @@ def test_run_finetuning_trains_and_answers_german_qa_and_chunking(tmp_path):
     layerwise_lr_decay=0.0,
     num_train_epochs=15.0,
   )
-  config = FinetuningConfig("m", data_dir, **hparams)
+  config = finetuning_config("m", data_dir, **hparams)
   config.model_dir += "_1"
   tokenizer = full_tokenizer_for(model)
   runner = ModelRunner(config, task_builder.get_tasks(config, tokenizer))
@@ -287,7 +287,7 @@ def test_tagging_labels_each_words_first_piece(language, tmp_path):
     len(load_vocab(model)), task_names=["chunk"], vocab_file=model, max_seq_length=S
   )
   task = task_builder.get_task(
-    FinetuningConfig("m", data_dir, **hparams), "chunk", full_tokenizer_for(model)
+    finetuning_config("m", data_dir, **hparams), "chunk", full_tokenizer_for(model)
   )
   graph = tokenizer_for(model)
   pieces = {i: p for p, i in load_vocab(model).items()}

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.finetune import preprocessing
 from electra_tf.finetune import task_builder
 from electra_tf.finetune.classification import tasks as classification_tasks
 from electra_tf.finetune.qa import tasks as qa_tasks
 from electra_tf.finetune.tagging import tasks as tagging_tasks
 from electra_tf.text import wordpiece as tokenization
+from tests.helpers.finetuning_testdata import finetuning_config
 from tests.helpers.finetuning_testdata import make_data_dir
 from tests.helpers.finetuning_testdata import squad_json
 from tests.helpers.finetuning_testdata import tiny_hparams
@@ -28,7 +28,7 @@ def env(tmp_path):
   tokenizer = tokenization.FullTokenizer(os.path.join(data_dir, "vocab.txt"))
 
   def config(**kwargs):
-    return FinetuningConfig("m", data_dir, **tiny_hparams(vocab_size, **kwargs))
+    return finetuning_config("m", data_dir, **tiny_hparams(vocab_size, **kwargs))
 
   return data_dir, tokenizer, config
 

@@ -7,17 +7,17 @@ import pytest
 import tensorflow_datasets as tfds
 
 from electra_tf import run_finetuning
-from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.finetune import task_builder
 from electra_tf.finetune import tfds_source
 from electra_tf.text import wordpiece as tokenization
+from tests.helpers.finetuning_testdata import finetuning_config
 from tests.helpers.finetuning_testdata import make_data_dir
 from tests.helpers.finetuning_testdata import tiny_hparams
 
 
 def _tasks(tmp_path, task_names, **kwargs):
   data_dir, vocab_size = make_data_dir(tmp_path)
-  config = FinetuningConfig(
+  config = finetuning_config(
     "m",
     data_dir,
     **tiny_hparams(

@@ -63,3 +63,12 @@ def tsv(rows):
 
 def squad_json(paragraphs, version="2.0"):
   return json.dumps({"version": version, "data": [{"title": "t", "paragraphs": paragraphs}]})
+
+
+def finetuning_config(model_name, data_dir, **hparams):
+  """A `FinetuningConfig` built in code with its default vocab found, as a
+  run resolves it (`model_dir.with_found_vocab_file`)."""
+  from electra_tf.checkpoints import model_dir
+  from electra_tf.configs.finetuning import FinetuningConfig
+
+  return model_dir.with_found_vocab_file(FinetuningConfig(model_name, data_dir, **hparams))

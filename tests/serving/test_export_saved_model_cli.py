@@ -30,12 +30,12 @@ from tests.helpers.serving import write_vocab
 @pytest.mark.slow
 def test_finetuned_checkpoint_export(tmp_path):
   from electra_tf.checkpoints import name_based
-  from electra_tf.configs.finetuning import FinetuningConfig
+  from tests.helpers.finetuning_testdata import finetuning_config
 
   vocab_file = write_vocab(str(tmp_path))
   hparams = dict(PRETRAIN_HPARAMS, task_names=["rte", "sts"])
   hparams.pop("generator_hidden_size")
-  config = FinetuningConfig("tiny", str(tmp_path), **hparams)
+  config = finetuning_config("tiny", str(tmp_path), **hparams)
   keras.utils.set_random_seed(5)
   model = export_lib.build_finetuning_model(config)
   for weight in model.weights:  # trained-looking heads

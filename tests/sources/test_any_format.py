@@ -11,7 +11,6 @@ import pytest
 import electra_tf
 from electra_tf import convert
 from electra_tf import run_finetuning
-from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.finetune import task_builder
 from electra_tf.models import official_names
 from electra_tf.models.electra_backbone import ElectraBackbone
@@ -20,6 +19,7 @@ from electra_tf.sources import any_format
 from electra_tf.sources import formats
 from electra_tf.text import wordpiece as tokenization
 from tests.helpers import model_formats
+from tests.helpers.finetuning_testdata import finetuning_config
 
 HPARAMS = json.dumps(model_formats.PRETRAINING_HPARAMS)
 ENCODER = "electra/encoder/layer_1/output/dense/kernel"
@@ -61,7 +61,7 @@ def _export(path, fmt, tmp_path):
 def _init_checkpoint(path, fmt, tmp_path, vocab):
   data_dir = tmp_path / "data"
   (data_dir / "models").mkdir(parents=True)
-  config = FinetuningConfig(
+  config = finetuning_config(
     "ft",
     str(data_dir),
     vocab_file=vocab,

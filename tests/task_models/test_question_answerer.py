@@ -11,11 +11,11 @@ import tensorflow as tf
 
 import electra_tf
 from electra_tf.checkpoints import name_based
-from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.finetune import task_builder
 from electra_tf.finetune.model import FinetuningModel
 from electra_tf.finetune.text_preprocessor import ElectraTextPreprocessor
 from electra_tf.text import wordpiece
+from tests.helpers.finetuning_testdata import finetuning_config
 from tests.helpers.finetuning_testdata import write_vocab
 from tests.helpers.task_models import TINY_SIZE
 from tests.helpers.task_models import assert_config_round_trips
@@ -165,7 +165,7 @@ def test_starts_from_the_joint_head_squad_checkpoint_run_finetuning_writes(tmp_p
   model_dir = str(tmp_path / "squad_model")
   os.makedirs(model_dir)
   vocab_file = os.path.join(model_dir, "vocab.txt")
-  config = FinetuningConfig(
+  config = finetuning_config(
     "squad_model",
     str(tmp_path),
     task_names=["squad"],

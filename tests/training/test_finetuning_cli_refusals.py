@@ -43,14 +43,14 @@ def test_a_split_without_examples_met_during_the_run_is_one_line(tmp_path, capsy
   # beforehand; a split whose rows all vanish there behaves the same.
   import pytest
 
-  from electra_tf.configs.finetuning import FinetuningConfig
   from electra_tf.finetune import preprocessing
   from electra_tf.finetune import task_builder
   from electra_tf.text import wordpiece
   from electra_tf.training import run_status
+  from tests.helpers.finetuning_testdata import finetuning_config
 
   data_dir, hparams = _data_dir(tmp_path)
-  config = FinetuningConfig("m", data_dir, **hparams)
+  config = finetuning_config("m", data_dir, **hparams)
   tokenizer = wordpiece.FullTokenizer(config.vocab_file, do_lower_case=True)
   tasks = task_builder.get_tasks(config, tokenizer)
   tasks[0].get_examples = lambda split: []

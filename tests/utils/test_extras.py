@@ -47,11 +47,11 @@ def test_builder_without_the_extra_exits_2_with_one_line(
 
 
 def test_finetuning_from_tfds_without_the_extra_is_one_line(tmp_path, monkeypatch):
-  from electra_tf.configs.finetuning import FinetuningConfig
   from electra_tf.training import finetuning_run
+  from tests.helpers.finetuning_testdata import finetuning_config
 
   (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\n")
-  config = FinetuningConfig(
+  config = finetuning_config(
     "m",
     str(tmp_path),
     data_source="tfds",
