@@ -5,6 +5,7 @@ import signal as _signal
 import sys as _sys
 import tempfile as _tempfile
 
+from electra_tf.utils import console_logging as _console_logging
 from electra_tf.utils import interrupts as _interrupts
 
 _QUIET_MARKER = "ELECTRA_TF_QUIET_TF_START_UP"
@@ -96,11 +97,12 @@ def _stops_in_one_line():
   # Only while importing: a handler left in place would keep a process
   # blocked in C++ (a collective, a pipe) from dying on SIGTERM.
   handled = tuple(s for s in _interrupts.STOP_SIGNALS if s != _signal.SIGINT)
-  for signum in handled:
-    _signal.signal(signum, stop)
-  return handled
+  return tuple(_interrupts.install_stop_handler(stop, handled))
 
 
+if _sys.argv[:1] == ["-m"] or _os.environ.get(_QUIET_MARKER) == "1":
+  # A command piped into `head` finishes its work when the reader is gone.
+  _console_logging.survive_closed_pipes()
 _STOPS_HANDLED_WHILE_IMPORTING = _stops_in_one_line()
 _quiet_tensorflow_start_up()
 

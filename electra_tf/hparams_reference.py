@@ -17,6 +17,8 @@ from electra_tf.configs.reference import page_section
 from electra_tf.configs.reference import reference_markdown
 from electra_tf.utils import exit_codes
 from electra_tf.utils import interrupts
+from electra_tf.utils.file_io import check_writable
+from electra_tf.utils.file_io import full_disk_as_bad_input
 from electra_tf.utils.file_io import write_atomic
 
 
@@ -59,7 +61,15 @@ def _run(args):
     print(f"{path}: no hparam reference markers ({START!r} … {END!r})", file=sys.stderr)
     return exit_codes.BAD_INPUT
   if args.write:
-    write_atomic(path, page.replace(current, text))
+    if current == text:
+      return exit_codes.OK  # up to date: nothing to write
+    try:
+      check_writable(path, "--write")
+      with full_disk_as_bad_input("--write", path):
+        write_atomic(path, page.replace(current, text))
+    except ValueError as e:
+      print(f"error: {e}", file=sys.stderr)
+      return exit_codes.BAD_INPUT
   elif current != text:
     print(
       f"{path}: the hparam reference is out of date; run "

@@ -58,7 +58,7 @@ def test_sighup_preemption_is_129_with_its_name():
   e = checkpointing.TrainingPreempted(5, "/m/model.ckpt-5", signum=signal.SIGHUP)
   assert str(e).startswith("stopped (SIGHUP): stopped at global step 5")
   assert 128 + e.signum == exit_codes.HANGUP == 129
-  assert signal.SIGHUP in checkpointing.STOP_SIGNALS
+  assert signal.SIGHUP in interrupts.STOP_SIGNALS
 
 
 _CHILD = textwrap.dedent(

@@ -49,6 +49,7 @@ from electra_tf.text.auto_tokenizer import tokenizer_for
 from electra_tf.text.sentencepiece_tokenizer import normalize_text
 from electra_tf.text.tokenizer import ElectraTokenizer
 from electra_tf.utils import exit_codes
+from electra_tf.utils import file_io
 from electra_tf.utils import interrupts
 from electra_tf.utils.file_io import check_writable
 from electra_tf.utils.file_io import write_atomic
@@ -889,11 +890,26 @@ def write_vocab_files(output, settings, write):
   (`write()`), together: the settings first, so that a vocab never stands
   without them, and with Ctrl-C (SIGTERM, SIGHUP) held back until both are
   written (with --overwrite, the old pair is never left half replaced). A
-  stop received meanwhile is raised afterwards, marked `vocab_written` (see `main`)."""
+  stop received meanwhile is raised afterwards, marked `vocab_written` (see `main`).
+  A write that fails (a full disk: one line, see `file_io.full_disk_as_bad_input`)
+  puts the settings file back as it was, so none describes a vocab not written."""
+  settings_file = vocab_lib.settings_path(output)
+  old_settings = None
+  if os.path.isfile(settings_file):
+    with open(settings_file, "rb") as f:
+      old_settings = f.read()
   try:
-    with interrupts.stops_held():
-      vocab_lib.write_vocab_settings(output, settings)
-      write()
+    with interrupts.stops_held(), file_io.full_disk_as_bad_input("--output", output):
+      try:
+        vocab_lib.write_vocab_settings(output, settings)
+        write()
+      except Exception:
+        if old_settings is None:
+          if os.path.lexists(settings_file):
+            os.remove(settings_file)
+        else:
+          write_atomic(settings_file, old_settings)
+        raise
   except KeyboardInterrupt as e:
     e.vocab_written = output
     raise
@@ -1057,9 +1073,13 @@ def _main(argv):
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)
     return exit_codes.BAD_INPUT
-  write_vocab_files(
-    args.output, wordpiece_settings(args, tokens), lambda: write_vocab(tokens, args.output)
-  )
+  try:
+    write_vocab_files(
+      args.output, wordpiece_settings(args, tokens), lambda: write_vocab(tokens, args.output)
+    )
+  except ValueError as e:  # a full disk
+    print(f"error: {e}", file=sys.stderr)
+    return exit_codes.BAD_INPUT
   try:
     _report_wordpiece(args, tokens, counts, report, tried)
   except KeyboardInterrupt as e:

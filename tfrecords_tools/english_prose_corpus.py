@@ -66,6 +66,7 @@ import sys
 from typing import Optional
 
 from electra_tf.utils import exit_codes
+from electra_tf.utils import file_io
 from electra_tf.utils.file_io import atomic_path
 from electra_tf.utils.file_io import write_atomic
 from tfrecords_tools import runner_flags
@@ -777,7 +778,12 @@ def main(argv=None):
     names = ", ".join(r.source.name for r in missing)
     print(f"missing sources ({names}); install them: {install_command(missing)}", file=sys.stderr)
     return exit_codes.BAD_INPUT
-  manifest = write_english_prose_corpus(args.output_dir, resolved, args.num_files, args.max_mb)
+  try:
+    with file_io.full_disk_as_bad_input("--output-dir", args.output_dir):
+      manifest = write_english_prose_corpus(args.output_dir, resolved, args.num_files, args.max_mb)
+  except ValueError as e:
+    print(f"error: {e}", file=sys.stderr)
+    return exit_codes.BAD_INPUT
   for source in manifest["sources"]:
     print(
       f"{source['name']:18s} {source['package']} {source['version']}: "

@@ -158,7 +158,10 @@ def main(argv=None):
         f"--num-files {args.num_files}: expected at most {MAX_FILES} (each file is open while "
         "the corpus is written; the builder splits files over processes, not into shards)"
       )
-    with interrupts.ctrl_c_remembered():  # SIGTERM and SIGHUP stop it as Ctrl-C does
+    with (
+      interrupts.ctrl_c_remembered(),  # SIGTERM and SIGHUP stop it as Ctrl-C does
+      file_io.full_disk_as_bad_input("--output-dir", args.output_dir),
+    ):
       paths, written = write_python_docs_corpus(args.output_dir, args.max_mb, args.num_files)
   except ValueError as e:
     print(f"error: {e}", file=sys.stderr)

@@ -62,6 +62,7 @@ from electra_tf.layers import layer_utils
 from electra_tf.models import official_names
 from electra_tf.runtime import distribution
 from electra_tf.utils import file_io
+from electra_tf.utils import interrupts
 
 CHECKPOINT_NAME = "model.ckpt"
 # The input position's key in the checkpoint.
@@ -73,12 +74,6 @@ INPUT_POSITION_NAME = official_names.TRAINING_STATE_SCOPE + "/input_position"
 # the state file through `checkpoint.tmp<id>`.
 TEMPORARY_PATTERNS = (CHECKPOINT_NAME + "-*_temp*", "checkpoint.tmp*", CHECKPOINT_NAME + "-*_tmp.*")
 # (fine-tuning's name-based saves write `<prefix>_tmp.*` and rename them.)
-
-
-# The signals `PretrainingCheckpoint` saves on and stops (SIGHUP: the terminal closed).
-STOP_SIGNALS = tuple(
-  getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, name)
-)
 
 
 class CheckpointSaveError(RuntimeError):
@@ -284,6 +279,11 @@ class TrainingCheckpointManager:
   def __init__(self, model, model_dir, keep_checkpoint_max=5, chief=None):
     if keep_checkpoint_max is not None and keep_checkpoint_max < 0:
       raise ValueError(f"hparam keep_checkpoint_max={keep_checkpoint_max}; expected >= 0 or null")
+    if not isinstance(model_dir, (str, os.PathLike)) or not os.fspath(model_dir).strip():
+      # "" would put the checkpoint files in the working directory.
+      raise ValueError(
+        f"TrainingCheckpointManager: model_dir {model_dir!r}; expected the directory for checkpoints"
+      )
     self.model = model
     self.model_dir = model_dir
     self.keep_checkpoint_max = keep_checkpoint_max or None
@@ -490,11 +490,7 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
     else:
       self._save(step)
     if self.handle_sigterm:
-      for signum in STOP_SIGNALS:
-        try:
-          self._previous_handlers[signum] = signal.signal(signum, self._on_signal)
-        except ValueError:  # not the main thread
-          pass
+      self._previous_handlers = interrupts.install_stop_handler(self._on_signal)
 
   def on_train_batch_end(self, batch, logs=None):
     # `batch` is the index (in this `fit`) of the last batch just trained.
@@ -516,8 +512,7 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
 
   def on_train_end(self, logs=None):
     self._save(global_step(self.manager.model))
-    for signum, handler in self._previous_handlers.items():
-      signal.signal(signum, handler)
+    interrupts.restore_handlers(self._previous_handlers)
     self._previous_handlers = {}
 
   def _save(self, step):

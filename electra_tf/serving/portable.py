@@ -427,6 +427,20 @@ def export_portable(model, filepath, format, quantize=None, overwrite=False, **o
     `filepath`.
   """
   check_format(format, quantize)
+  path_text = os.fspath(filepath)
+  if not path_text.strip():
+    what = "is empty"
+  elif os.path.isdir(path_text):
+    what = "is a directory"  # it would be replaced by the file, with whatever it holds
+  elif path_text.endswith(("/", os.sep)):
+    what = "ends in a path separator"
+  else:
+    what = None
+  if what:
+    example = os.path.join(path_text.strip() or ".", "model" + SUFFIXES[format])
+    raise ValueError(
+      f"export path {path_text!r} {what}; expected the {format} file to write (such as {example!r})"
+    )
   other = next(
     (f for f, suffix in SUFFIXES.items() if f != format and os.fspath(filepath).endswith(suffix)),
     None,

@@ -634,6 +634,18 @@ class ElectraTaskModel(keras.Model):
     self.optimizer.apply(replicas.agree_on_finite_gradients(grads), variables)
     return self.get_metrics_result()
 
+  def save(self, filepath, *args, **kwargs):
+    """Keras' `Model.save`, to a `.keras` file. The legacy HDF5 format
+    (`.h5`, `.hdf5`) is refused: it keeps no custom class, so the file
+    would load back as "Unknown layer"."""
+    if os.fspath(filepath).lower().endswith((".h5", ".hdf5")):
+      raise ValueError(
+        f"{type(self).__name__}.save({os.fspath(filepath)!r}): the legacy HDF5 format cannot "
+        "hold a task model (it would not load back); save to a path ending in .keras, or "
+        "use save_weights('….weights.h5') for the weights alone"
+      )
+    return super().save(filepath, *args, **kwargs)
+
   # --- export --------------------------------------------------------------------
 
   def export(self, filepath, format="tf_saved_model", verbose=None, **kwargs):  # pylint: disable=redefined-builtin

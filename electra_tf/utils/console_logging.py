@@ -1,6 +1,8 @@
-"""A command's log lines as plain text: `plain_console_logging`."""
+"""A command's console: log lines as plain text (`plain_console_logging`),
+and output to a pipe its reader closed dropped (`survive_closed_pipes`)."""
 
 import logging
+import os
 import sys
 
 
@@ -49,3 +51,55 @@ def plain_console_logging(level=logging.INFO):
   logger.handlers = [info, warnings]
   logger.setLevel(level)
   logger.propagate = False
+
+
+class ClosedPipeSafeStream:
+  """A text stream (stdout, stderr) whose writes to a pipe the reader has
+  closed (`run_pretraining ... | head`) are dropped: the command finishes
+  its work, as under `nohup`, instead of dying in a BrokenPipeError
+  traceback with partial output left. Everything else is the stream's.
+
+  Args:
+    stream: the text stream to write to (`sys.stdout`).
+  """
+
+  def __init__(self, stream):
+    self._stream = stream
+
+  def write(self, text):
+    try:
+      return self._stream.write(text)
+    except BrokenPipeError:
+      self._to_devnull()
+      return len(text)
+
+  def writelines(self, lines):
+    for line in lines:
+      self.write(line)
+
+  def flush(self):
+    try:
+      self._stream.flush()
+    except BrokenPipeError:
+      self._to_devnull()
+
+  def _to_devnull(self):
+    # The reader is gone: what is buffered and whatever comes later goes nowhere.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+      os.dup2(devnull, self._stream.fileno())
+    finally:
+      os.close(devnull)
+
+  def __getattr__(self, name):
+    return getattr(self._stream, name)
+
+
+def survive_closed_pipes():
+  """Makes `sys.stdout` and `sys.stderr` drop output once their reader has
+  closed the pipe (`ClosedPipeSafeStream`). For entry points, before
+  anything keeps a reference to the streams (absl's handler does)."""
+  for name in ("stdout", "stderr"):
+    stream = getattr(sys, name)
+    if stream is not None and not isinstance(stream, ClosedPipeSafeStream):
+      setattr(sys, name, ClosedPipeSafeStream(stream))

@@ -32,6 +32,30 @@ STOP_SIGNALS = tuple(
 )
 
 _pressed = threading.Event()
+
+
+def install_stop_handler(handler, signals=STOP_SIGNALS):
+  """Installs `handler` for each of `signals` that is not ignored (`nohup`
+  ignores SIGHUP, a shell ignores SIGINT for a background job: such a signal
+  stays ignored, as the user asked). Returns {signal: previous handler}
+  for `restore_handlers`; empty outside the main thread."""
+  previous = {}
+  for signum in signals:
+    try:
+      if signal.getsignal(signum) == signal.SIG_IGN:
+        continue
+      previous[signum] = signal.signal(signum, handler)
+    except ValueError:  # not the main thread: signals are not ours to handle
+      break
+  return previous
+
+
+def restore_handlers(previous):
+  """Gives back the handlers `install_stop_handler` returned."""
+  for signum, handler in previous.items():
+    signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+
+
 _signal_seen = [signal.SIGINT]
 
 
@@ -101,12 +125,7 @@ def ctrl_c_remembered():
   installed."""
   _pressed.clear()
   _signal_seen[0] = signal.SIGINT
-  previous = {}
-  for signum in STOP_SIGNALS:
-    try:
-      previous[signum] = signal.signal(signum, _on_sigint)
-    except ValueError:  # not the main thread: signals are not ours to handle
-      break
+  previous = install_stop_handler(_on_sigint)
   previous_hook = sys.unraisablehook
 
   def quiet_about_ctrl_c(unraisable):
@@ -119,8 +138,7 @@ def ctrl_c_remembered():
     yield
   finally:
     sys.unraisablehook = previous_hook
-    for signum, handler in previous.items():
-      signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+    restore_handlers(previous)
     _pressed.clear()
 
 
@@ -143,17 +161,11 @@ def stops_held():
     del frame
     received.append(signum)
 
-  previous = {}
-  for signum in STOP_SIGNALS:
-    try:
-      previous[signum] = signal.signal(signum, remember)
-    except ValueError:  # not the main thread
-      break
+  previous = install_stop_handler(remember)
   try:
     yield
   finally:
-    for signum, handler in previous.items():
-      signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+    restore_handlers(previous)
   if received:
     raise _stop(received[0])
 
