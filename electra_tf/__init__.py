@@ -24,6 +24,27 @@ def _interrupted(error):
   return False
 
 
+def _import_failed_in_one_line(error):
+  """A `python -m` command whose TensorFlow import failed: one line naming
+  the error and the likely cause after what TensorFlow printed, exit status
+  1 (the traceback: with `ELECTRA_TF_VERBOSE_IMPORT=1`)."""
+  text = f"{type(error).__name__}: {(str(error).splitlines() or [''])[0]}"
+  lowered = text.lower()
+  if isinstance(error, MemoryError) or "map segment" in lowered or "cannot allocate" in lowered:
+    cause = "too little memory for TensorFlow (a `ulimit -v` limit?)"
+  else:
+    cause = "a broken or mismatched TensorFlow installation?"
+  argv = getattr(_sys, "orig_argv", [])
+  tool = argv[argv.index("-m") + 1].rsplit(".", 1)[-1] if "-m" in argv[:-1] else "electra_tf"
+  print(
+    f"{tool}: error: TensorFlow could not be loaded ({text}): {cause} "
+    f"{_VERBOSE_IMPORT}=1 shows the whole error",
+    file=_sys.stderr,
+    flush=True,
+  )
+  _os._exit(1)
+
+
 def _quiet_tensorflow_start_up():
   """For `python -m electra_tf.<tool>` / `tfrecords_tools.<tool>` runs: hide
   TensorFlow's C++ start-up lines (CUDA probes and cuInit errors on machines
@@ -45,6 +66,7 @@ def _quiet_tensorflow_start_up():
   _sys.stderr.flush()
   saved_stderr = _os.dup(2)
   failed = True
+  load_error = None  # the library could not be loaded: said in one line below
   with _tempfile.TemporaryFile() as captured:
     _os.dup2(captured.fileno(), 2)
     try:
@@ -53,6 +75,8 @@ def _quiet_tensorflow_start_up():
       failed = False
     except BaseException as e:
       failed = not _interrupted(e)  # Ctrl-C is not a broken install: its lines say nothing
+      if isinstance(e, (ImportError, MemoryError, OSError)):
+        load_error = e
       raise
     finally:
       _sys.stderr.flush()
@@ -63,6 +87,8 @@ def _quiet_tensorflow_start_up():
         hidden = captured.read()
         if hidden:
           _os.write(2, hidden if hidden.endswith(b"\n") else hidden + b"\n")
+      if load_error is not None:
+        _import_failed_in_one_line(load_error)  # in place of the traceback
 
 
 def _stops_in_one_line():

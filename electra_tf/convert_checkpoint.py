@@ -61,8 +61,7 @@ where there is one; otherwise sizes and layout are read from the shapes
 official checkpoints, `infer_hparams_from_training_checkpoint` for electra_tf
 ones); `--hparams` adds what shapes cannot tell (attention heads, which only
 matter for a `.keras` model's outputs) and is checked against the shapes.
-Nothing is skipped silently: every checkpoint entry that is not converted is
-listed.
+Nothing is skipped silently: every entry not converted is listed.
 
 Example:
   python -m electra_tf.convert_checkpoint --input data/models/tiny \
@@ -160,7 +159,8 @@ def main(argv=None):
 
 def _run(args):
   try:
-    check_writable(args.output, "--output")
+    keras_file = args.output.endswith(convert.KERAS_SUFFIX) and args.to is None  # else a dir
+    check_writable(args.output, "--output", directory=not keras_file)
     with file_io.full_disk_as_bad_input("--output", args.output):
       report = _publish_or_convert(args)
   except ValueError as e:

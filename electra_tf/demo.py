@@ -110,6 +110,8 @@ def _paths(out, model_name=MODEL_NAME):
     "hparams": os.path.join(out, "hparams.json"),
     "eval_hparams": os.path.join(out, "eval_hparams.json"),
     "finetune_hparams": os.path.join(out, "finetune_hparams.json"),
+    # Says the demo made this folder: its stages replace what they find in it.
+    "marker": os.path.join(out, ".electra_tf_demo"),
   }
 
 
@@ -446,7 +448,16 @@ def main(argv=None):
         f"--stages {stage}: {_paths(out)[reads]} does not exist; run the {writer} stage "
         f"first (or add it to --stages)"
       )
+  marker = _paths(out)["marker"]
+  if os.path.isdir(out) and os.listdir(out) and not os.path.exists(marker):
+    parser.error(
+      f"--output-dir {args.output_dir!r} holds files the demo did not make (such as "
+      f"{sorted(os.listdir(out))[0]!r}) and its stages replace what they find there: give a "
+      "new or empty folder"
+    )
   os.makedirs(out, exist_ok=True)  # after the checks: a refused run leaves no folder
+  if not os.path.exists(marker):
+    write_atomic(marker, "made by python -m electra_tf.demo; its stages rebuild what is here\n")
   start = time.time()
 
   def run_stages():

@@ -19,6 +19,8 @@ import os
 
 from electra_tf.configs.hparams import RUN_CONFIG_FORMAT
 from electra_tf.configs.hparams import run_config_hparams
+from electra_tf.utils.file_io import DuplicateKeyError
+from electra_tf.utils.file_io import object_with_unique_keys
 
 # The resource folder of `electra_tf.configs` holding `<name>.json`.
 PRESETS_DIR = "presets"
@@ -98,18 +100,6 @@ def load_hparams(hparams, config_class=None):
   return values
 
 
-class DuplicateKeyError(ValueError):
-  """A JSON object names a key twice (`json` would keep the last silently)."""
-
-
-def _object_with_unique_keys(pairs):
-  keys = [key for key, _ in pairs]
-  repeated = sorted({key for key in keys if keys.count(key) > 1})
-  if repeated:
-    raise DuplicateKeyError(f"key {repeated[0]!r} is given more than once; give each hparam once")
-  return dict(pairs)
-
-
 def _load_hparams(hparams):
   if hparams is None:
     return {}
@@ -136,18 +126,18 @@ def _load_hparams(hparams):
       raise ValueError(f"--hparams: {text!r} is a directory; expected a .json file")
     with open(text, encoding="utf-8") as f:
       try:
-        values = json.load(f, object_pairs_hook=_object_with_unique_keys)
+        values = json.load(f, object_pairs_hook=object_with_unique_keys)
       except DuplicateKeyError as e:
-        raise ValueError(f"--hparams: {text!r}: {e}") from None
+        raise ValueError(f"--hparams: {text!r}: {e}; give each hparam once") from None
       except json.JSONDecodeError as e:
         raise ValueError(f"--hparams: {text!r} is not valid JSON: {e}") from e
       except UnicodeDecodeError:
         raise ValueError(f"--hparams: {text!r} is not UTF-8 text; expected a .json file") from None
   else:
     try:
-      values = json.loads(text, object_pairs_hook=_object_with_unique_keys)
+      values = json.loads(text, object_pairs_hook=object_with_unique_keys)
     except DuplicateKeyError as e:
-      raise ValueError(f"--hparams: {e}") from None
+      raise ValueError(f"--hparams: {e}; give each hparam once") from None
     except json.JSONDecodeError as e:
       raise ValueError(
         f"--hparams: expected a JSON object, a path ending in .json or a preset name "

@@ -37,9 +37,24 @@ def test_a_failing_tensorflow_import_shows_what_it_wrote(tmp_path):
   done = _tool_with_fake_tensorflow(tmp_path, 'raise ImportError("no usable TensorFlow")')
   assert done.returncode != 0
   assert MESSAGE in done.stderr, done.stderr
-  # The Python error follows what TensorFlow wrote, once.
+  # The Python error follows what TensorFlow wrote, once, in one line (no traceback).
   assert done.stderr.count(MESSAGE) == 1
   assert done.stderr.index(MESSAGE) < done.stderr.index("ImportError: no usable TensorFlow")
+  assert done.returncode == 1 and "Traceback" not in done.stderr
+  assert done.stderr.strip().splitlines()[-1] == (
+    "hparams_reference: error: TensorFlow could not be loaded (ImportError: no usable "
+    "TensorFlow): a broken or mismatched TensorFlow installation? ELECTRA_TF_VERBOSE_IMPORT=1 "
+    "shows the whole error"
+  )
+
+
+def test_too_little_memory_for_tensorflow_is_named(tmp_path):
+  """Under `ulimit -v` TensorFlow's shared objects fail to map: a 33-line
+  traceback that never said memory."""
+  ending = 'raise ImportError("libfake.so: failed to map segment from shared object")'
+  done = _tool_with_fake_tensorflow(tmp_path, ending)
+  assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+  assert "too little memory for TensorFlow (a `ulimit -v` limit?)" in done.stderr
 
 
 def test_a_succeeding_import_stays_quiet_unless_asked(tmp_path):

@@ -52,6 +52,8 @@ def _finished_demo(out):
     os.makedirs(paths[key])
   with open(paths["vocab"], "w") as f:
     f.write("[PAD]\n")
+  with open(paths["marker"], "w") as f:  # a folder the demo made
+    f.write("")
   return paths
 
 

@@ -67,20 +67,28 @@ class OutputFullError(ValueError):
   that the command lines print it as their other one-line errors."""
 
 
-def output_full_error(output_dir, written, read, corpus_bytes=None):
+def output_full_error(output_dir, written, read, corpus_bytes=None, error=None):
   """The `OutputFullError` of a job that had written `written` bytes of
-  shards from `read` bytes of text when the disk filled. With the corpus's
-  size known, the records' total size is estimated from that ratio."""
+  shards from `read` bytes of text when the disk filled (`error`: what the
+  write raised). With the corpus's size known, the records' total size is
+  estimated from that ratio."""
   if corpus_bytes and read and written:
     how_much = (
       f"about {file_io.megabytes(written * corpus_bytes / read)} needed for the "
       f"{file_io.megabytes(corpus_bytes)} of text, estimated from the part written"
     )
-  else:
+  elif written:
     how_much = f"a job had written {file_io.megabytes(written)}"
+  else:
+    # Not one shard could be created: with bytes free, the file system is out of inodes.
+    how_much = (
+      f"no shard could be created, {file_io.megabytes(file_io.free_bytes(output_dir))} free: "
+      "out of space or of inodes"
+    )
+  happened, remedy = file_io.no_room_phrase(error)
   return OutputFullError(
-    f"no space left on device for the shards in --output-dir {output_dir!r} ({how_much}); "
-    "the temporary shards were removed; free some space (or choose another --output-dir) "
+    f"{happened} for the shards in --output-dir {output_dir!r} ({how_much}); "
+    f"the temporary shards were removed; {remedy} (or choose another --output-dir) "
     "and run again"
   )
 
@@ -362,9 +370,9 @@ class ExampleWriter:
       if not file_io.is_disk_full(e):
         raise
 
-  def output_full_error(self, output_dir, corpus_bytes=None):
+  def output_full_error(self, output_dir, corpus_bytes=None, error=None):
     """After `abort` for a full disk: the one-line `OutputFullError`."""
-    return output_full_error(output_dir, self.bytes_written, self.chars_packed, corpus_bytes)
+    return output_full_error(output_dir, self.bytes_written, self.chars_packed, corpus_bytes, error)
 
 
 class ProgressLog:

@@ -120,7 +120,7 @@ def run_job(job_id, options, cpu=None, on_file=None):
   except BaseException as e:
     writer.abort()
     if file_io.is_disk_full(e):
-      raise writer.output_full_error(options.output_dir) from None
+      raise writer.output_full_error(options.output_dir, error=e) from None
     raise
   progress.log(f"Done! {writer.n_written} examples written")
   return text_corpus.job_stats(job_id, writer)

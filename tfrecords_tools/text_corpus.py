@@ -69,20 +69,26 @@ class BuildOptions:
 
 def make_example_writer(job_id, options, rng, blanks_separate_docs):
   """The `ExampleWriter` of one job of a build with `options` (a `BuildOptions`
-  or any options object with the same fields)."""
-  return example_writer.ExampleWriter(
-    job_id=job_id,
-    vocab_file=options.vocab_file,
-    output_dir=options.output_dir,
-    max_seq_length=options.max_seq_length,
-    num_jobs=options.num_processes,
-    blanks_separate_docs=blanks_separate_docs,
-    do_lower_case=options.do_lower_case,
-    strip_accents=options.strip_accents,
-    num_out_files=options.num_out_files,
-    rng=rng,
-    carriage_return_as_space=options.carriage_return_as_space,
-  )
+  or any options object with the same fields). A full file system (no
+  inode, or no byte for a shard) is the one-line `OutputFullError`."""
+  try:
+    return example_writer.ExampleWriter(
+      job_id=job_id,
+      vocab_file=options.vocab_file,
+      output_dir=options.output_dir,
+      max_seq_length=options.max_seq_length,
+      num_jobs=options.num_processes,
+      blanks_separate_docs=blanks_separate_docs,
+      do_lower_case=options.do_lower_case,
+      strip_accents=options.strip_accents,
+      num_out_files=options.num_out_files,
+      rng=rng,
+      carriage_return_as_space=options.carriage_return_as_space,
+    )
+  except Exception as e:  # pylint: disable=broad-except
+    if file_io.is_disk_full(e):  # no shard could be created (it removed those it had)
+      raise example_writer.output_full_error(options.output_dir, 0, 0, error=e) from None
+    raise
 
 
 def job_stats(job_id, writer):
@@ -530,7 +536,7 @@ def run_job(job_id, options, cpu=None, on_file=None):
     writer.abort()
     if file_io.is_disk_full(e):
       # One line instead of TensorFlow's chained tracebacks (from every job).
-      raise writer.output_full_error(options.output_dir, corpus_bytes(options)) from None
+      raise writer.output_full_error(options.output_dir, corpus_bytes(options), e) from None
     raise
   elapsed = time.time() - start
   # The same clock as the progress lines' ELAPSED (the set-up included).

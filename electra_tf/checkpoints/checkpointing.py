@@ -46,6 +46,7 @@ Usage (needs a compiled model and a dataset, so not run as a doctest):
                             num_train_steps=100)])
 """
 
+import numbers
 import os
 import shutil
 import signal
@@ -189,7 +190,7 @@ def restore_newest_readable(manager, restore, log=print):
   return None
 
 
-def disk_full_error(model_dir, step, latest, variables):
+def disk_full_error(model_dir, step, latest, variables, error=None):
   """Removes the partial files of the save of `step` in `model_dir`; returns
   the one-line `CheckpointSaveError` to raise (`variables`: what a checkpoint
   holds, to estimate its size when there is no earlier one)."""
@@ -201,11 +202,12 @@ def disk_full_error(model_dir, step, latest, variables):
     needed = f"about {file_io.megabytes(_checkpoint_bytes(latest))} per checkpoint"
   else:
     needed = f"more than {file_io.megabytes(_variables_bytes(variables))}"
+  happened, remedy = file_io.no_room_phrase(error)
   return CheckpointSaveError(
-    f"no space left on device saving the checkpoint of global step {step} to {prefix} "
+    f"{happened} saving the checkpoint of global step {step} to {prefix} "
     f"({needed}, {file_io.megabytes(file_io.free_bytes(model_dir))} free); its "
-    f"partial files were removed; last good checkpoint: {latest or 'none'}; free some "
-    "space and re-run to resume"
+    f"partial files were removed; last good checkpoint: {latest or 'none'}; {remedy} "
+    "and re-run to resume"
   )
 
 
@@ -367,9 +369,9 @@ class TrainingCheckpointManager:
       self.input_position.assign(global_step(self.model))
     return status
 
-  def _disk_full_error(self, step, latest):
+  def _disk_full_error(self, step, latest, error):
     variables = self.model.variables + list(self.model.optimizer.variables)
-    return disk_full_error(self.model_dir, step, latest, variables)
+    return disk_full_error(self.model_dir, step, latest, variables, error)
 
   @property
   def batches_consumed(self):
@@ -393,7 +395,7 @@ class TrainingCheckpointManager:
       except (tf.errors.OpError, OSError) as e:
         if not file_io.is_disk_full(e):
           raise
-        raise self._disk_full_error(step, latest) from None
+        raise self._disk_full_error(step, latest, e) from None
     # Non-chief: same save (it may run collectives), into a throwaway dir.
     tmp_dir = tempfile.mkdtemp(prefix="worker_ckpt_")
     try:
@@ -451,6 +453,16 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
     save_initial=True,
   ):
     super().__init__()
+    for name, value, least in (
+      ("save_checkpoints_steps", save_checkpoints_steps, 0),
+      ("num_train_steps", num_train_steps, 0),
+    ):
+      if value is not None and (
+        isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least
+      ):
+        raise ValueError(
+          f"PretrainingCheckpoint: {name}={value!r}; expected None or an integer >= {least}"
+        )
     self.manager = manager
     self.save_checkpoints_steps = save_checkpoints_steps or None
     self.num_train_steps = num_train_steps
@@ -658,4 +670,4 @@ class NameBasedCheckpointManager:
       if not file_io.is_disk_full(e):
         raise
       variables = [v for v in names.values() if hasattr(v, "shape") and hasattr(v, "dtype")]
-      raise disk_full_error(self.model_dir, step, latest, variables) from None
+      raise disk_full_error(self.model_dir, step, latest, variables, e) from None

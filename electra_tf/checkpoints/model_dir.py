@@ -31,6 +31,7 @@ from electra_tf.configs.finetuning import FinetuningConfig
 from electra_tf.configs.hparams import RUN_CONFIG_FORMAT  # noqa: F401  (public here too)
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.text import vocab as vocab_lib
+from electra_tf.utils import file_io
 from electra_tf.utils.file_io import write_atomic
 
 RUN_CONFIG_FILE = "config.json"
@@ -214,7 +215,9 @@ def read_run_config(path):
   with tf.io.gfile.GFile(config_path, "r") as f:
     text = f.read()
   try:
-    content = json.loads(text)
+    content = json.loads(text, object_pairs_hook=file_io.object_with_unique_keys)
+  except file_io.DuplicateKeyError as e:
+    raise ValueError(f"run config {config_path!r}: {e}; give each key once") from None
   except json.JSONDecodeError as e:
     raise ValueError(f"run config {config_path!r} is not valid JSON: {e}") from None
   return checked_run_config(content, config_path)

@@ -63,6 +63,8 @@ tf.saved_model.save(module, "/tmp/export/1",
 ```
 """
 
+import numbers
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -183,6 +185,15 @@ class ElectraServingModule(tf.Module):
         f"max_seq_length={max_seq_length}; expected at least 3 "
         "([CLS] a [SEP] needs room for one token)"
       )
+    for name, value in (
+      ("real_length", real_length),
+      ("jit_compile", jit_compile),
+      ("constant_weights", constant_weights),
+    ):
+      if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name}={value!r}; expected True or False")
+    if isinstance(length_multiple, bool) or not isinstance(length_multiple, numbers.Integral):
+      raise ValueError(f"length_multiple={length_multiple!r}; expected an integer")
     if length_multiple < 1:
       raise ValueError(f"length_multiple={length_multiple}; expected at least 1")
     self.tokenizer = tokenizer

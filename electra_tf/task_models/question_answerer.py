@@ -201,6 +201,11 @@ class ElectraQuestionAnswerer(ElectraTaskModel):
     """
     layouts = self._contexts_in_window(questions, contexts)
     contexts, answers = as_strings(contexts), as_strings(answers)
+    if not len(answers) == len(answer_starts) == len(contexts):
+      raise ValueError(
+        f"{len(contexts)} questions and contexts but {len(answers)} answers and "
+        f"{len(answer_starts)} answer_starts; expected one of each per question"
+      )
     answer_ids = self.preprocessor.token_ids(answers)
     starts, ends = [], []
     for i, (offset, kept, spans, pieces) in enumerate(layouts):

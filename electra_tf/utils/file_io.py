@@ -225,10 +225,28 @@ def write_atomic(path, data):
     raise
 
 
+class DuplicateKeyError(ValueError):
+  """A JSON object names a key twice (`json` would keep the last silently)."""
+
+  def __init__(self, key):
+    super().__init__(f"key {key!r} is given more than once")
+    self.key = key
+
+
+def object_with_unique_keys(pairs):
+  """`json`'s `object_pairs_hook` that raises `DuplicateKeyError` for a key given twice."""
+  seen = set()
+  for key, _ in pairs:
+    if key in seen:
+      raise DuplicateKeyError(key)
+    seen.add(key)
+  return dict(pairs)
+
+
 def read_json(path, what):
   """The JSON value in `path` (local or `scheme://…`), or None when there
   is no such file; a one-line ValueError naming `what` and the path when it
-  is not JSON.
+  is not JSON or an object in it gives a key twice.
 
   Example:
   >>> write_atomic("settings.json", '{"a": 1}')
@@ -241,7 +259,9 @@ def read_json(path, what):
     return None
   try:
     with tf.io.gfile.GFile(path, "r") as f:
-      return json.load(f)
+      return json.load(f, object_pairs_hook=object_with_unique_keys)
+  except DuplicateKeyError as e:
+    raise ValueError(f"{what} {path!r}: {e}; give each key once") from None
   except (ValueError, UnicodeDecodeError) as e:
     raise ValueError(f"{what} {path!r} is not valid JSON ({e})") from None
 
@@ -300,6 +320,11 @@ def check_writable(path, what, directory=False):
     raise ValueError(f"{what} {path!r} is a file; expected a directory")
   directory = full if os.path.isdir(full) else os.path.dirname(full)
   while not os.path.exists(directory):
+    if os.path.islink(directory):  # a link to nothing: no directory can be made there
+      raise ValueError(
+        f"{what} {path!r} cannot be created: {directory!r} is a symbolic link to "
+        f"{os.readlink(directory)!r}, which does not exist"
+      )
     directory = os.path.dirname(directory)
   if not os.path.isdir(directory):
     raise ValueError(f"{what} {path!r} cannot be created: {directory!r} is a file")
@@ -313,14 +338,27 @@ def check_writable(path, what, directory=False):
   os.remove(probe)
 
 
+# A write that cannot fit: the file system (bytes or inodes) or the user's
+# quota is full, or a file outgrew the process's file-size limit (`ulimit -f`).
+_NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
 def is_disk_full(error):
-  """Whether `error` (an `OSError` or a TensorFlow error) says that the file
-  system, or the user's quota on it, is full."""
-  if getattr(error, "errno", None) in (errno.ENOSPC, errno.EDQUOT):
+  """Whether `error` (an `OSError`, a TensorFlow or another library's error)
+  says that a write found no room: the file system or the user's quota on
+  it is full, or the file-size limit was reached (`no_room_phrase` says which)."""
+  if getattr(error, "errno", None) in _NO_ROOM:
     return True
   # TensorFlow's file writers report ENOSPC as ResourceExhaustedError (text only).
   text = str(error)
-  return os.strerror(errno.ENOSPC) in text or os.strerror(errno.EDQUOT) in text
+  return any(os.strerror(code) in text for code in _NO_ROOM)
+
+
+def no_room_phrase(error):
+  """`(what happened, what to do)` for an error `is_disk_full` accepts."""
+  if getattr(error, "errno", None) == errno.EFBIG or os.strerror(errno.EFBIG) in str(error):
+    return "a file reached this process's file-size limit (ulimit -f)", "raise the limit"
+  return "no space left on device", "free some space"
 
 
 def free_bytes(path):
@@ -363,7 +401,8 @@ def full_disk_as_bad_input(what, path):
       shutil.rmtree(path, ignore_errors=True)
     elif created and os.path.lexists(path):
       os.remove(path)
+    happened, remedy = no_room_phrase(e)
     raise ValueError(
-      f"no space left on device writing {what} {path!r} ({megabytes(free_bytes(path))} free); "
-      "nothing was left behind; free some space and run again"
+      f"{happened} writing {what} {path!r} ({megabytes(free_bytes(path))} free); "
+      f"nothing was left behind; {remedy} and run again"
     ) from None
