@@ -24,20 +24,20 @@ def _interrupted(error):
   return False
 
 
-def _import_failed_in_one_line(error):
-  """A `python -m` command whose TensorFlow import failed: one line naming
-  the error and the likely cause after what TensorFlow printed, exit status
-  1 (the traceback: with `ELECTRA_TF_VERBOSE_IMPORT=1`)."""
+def _import_failed_in_one_line(error, what="TensorFlow"):
+  """A `python -m` command whose import of `what` failed: one line naming
+  the error and the likely cause (after what TensorFlow printed), exit
+  status 1 (the traceback: with `ELECTRA_TF_VERBOSE_IMPORT=1`)."""
   text = f"{type(error).__name__}: {(str(error).splitlines() or [''])[0]}"
   lowered = text.lower()
   if isinstance(error, MemoryError) or "map segment" in lowered or "cannot allocate" in lowered:
-    cause = "too little memory for TensorFlow (a `ulimit -v` limit?)"
+    cause = f"too little memory for {what} (a `ulimit -v` limit?)"
   else:
-    cause = "a broken or mismatched TensorFlow installation?"
+    cause = f"a broken or mismatched {what} installation?"
   argv = getattr(_sys, "orig_argv", [])
   tool = argv[argv.index("-m") + 1].rsplit(".", 1)[-1] if "-m" in argv[:-1] else "electra_tf"
   print(
-    f"{tool}: error: TensorFlow could not be loaded ({text}): {cause} "
+    f"{tool}: error: {what} could not be loaded ({text}): {cause} "
     f"{_VERBOSE_IMPORT}=1 shows the whole error",
     file=_sys.stderr,
     flush=True,
@@ -104,6 +104,11 @@ def _stops_in_one_line():
   previous = _sys.excepthook
 
   def hook(kind, error, traceback):
+    verbose = _os.environ.get(_VERBOSE_IMPORT, "") not in ("", "0")
+    if isinstance(error, ImportError) and not verbose:
+      # A library that cannot be loaded (tensorflow_text under `ulimit -v`).
+      name = getattr(error, "name", None)
+      _import_failed_in_one_line(error, name.split(".")[0] if name else "a library")
     if not _interrupted(error):
       return previous(kind, error, traceback)
     argv = getattr(_sys, "orig_argv", [])  # ["python", "-m", "<module>", ...]

@@ -85,3 +85,31 @@ def test_an_error_tensorflow_raises_in_place_of_ctrl_c_is_one_line_too(tmp_path)
   done = _tool_with_fake_tensorflow(tmp_path, ending)
   assert done.returncode == 130, done.stderr
   assert done.stderr.strip() == "hparams_reference: interrupted (Ctrl-C)", done.stderr
+
+
+def test_a_library_that_fails_to_load_after_tensorflow_is_named_too(tmp_path):
+  """Under `ulimit -v` TensorFlow loaded but tensorflow_text did not: the same
+  33-line traceback, from the first module that imports it."""
+  package = tmp_path / "tensorflow_text"
+  package.mkdir()
+  (package / "__init__.py").write_text(
+    'raise ImportError("libpybinds.so: failed to map segment from shared object")'
+  )
+  env = tool_user_env(PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO_ROOT)]))
+  done = subprocess.run(
+    [sys.executable, "-m", "electra_tf.run_pretraining", "--help"],
+    cwd=REPO_ROOT,
+    env=env,
+    capture_output=True,
+    text=True,
+    timeout=300,
+  )
+  assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+  assert (
+    done.stderr.strip()
+    .splitlines()[-1]
+    .startswith(
+      "run_pretraining: error: a library could not be loaded (ImportError: libpybinds.so: failed "
+      "to map segment from shared object): too little memory for a library (a `ulimit -v` limit?)"
+    )
+  )
