@@ -106,9 +106,9 @@ def _stops_in_one_line():
   def hook(kind, error, traceback):
     verbose = _os.environ.get(_VERBOSE_IMPORT, "") not in ("", "0")
     if isinstance(error, ImportError) and not verbose:
-      # A library that cannot be loaded (tensorflow_text under `ulimit -v`).
-      name = getattr(error, "name", None)
-      _import_failed_in_one_line(error, name.split(".")[0] if name else "a library")
+      # A library that cannot be loaded (tensorflow_text under `ulimit -v`);
+      # the error's text names the file.
+      _import_failed_in_one_line(error, "a library")
     if not _interrupted(error):
       return previous(kind, error, traceback)
     argv = getattr(_sys, "orig_argv", [])  # ["python", "-m", "<module>", ...]
