@@ -2,6 +2,18 @@
 
 import os
 import pathlib
+import signal
+
+# The suite sends stop signals on purpose, and the commands keep a signal
+# that was ignored when they started ignored (as `nohup` asks). A suite
+# started in the background (`cmd &` ignores SIGINT) or under `nohup`
+# (SIGHUP) must not hand that on to the processes it tests.
+for _signum, _handler in (
+  (signal.SIGINT, signal.default_int_handler),
+  (signal.SIGHUP, signal.SIG_DFL),
+):
+  if signal.getsignal(_signum) == signal.SIG_IGN:
+    signal.signal(_signum, _handler)
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
