@@ -131,9 +131,49 @@ def _stops_in_one_line():
   return tuple(_interrupts.install_stop_handler(stop, handled))
 
 
+def _keras_setting_problem():
+  """What in the environment keeps Keras from running on TensorFlow, or
+  None: another backend (`KERAS_BACKEND`, else `keras.json`'s "backend"),
+  or `TF_USE_LEGACY_KERAS` (tf.keras 2 in place of Keras 3)."""
+  if "keras" in _sys.modules:
+    return None  # the user's own Keras, already set up: theirs to choose
+  legacy = _os.environ.get("TF_USE_LEGACY_KERAS", "").strip().lower()
+  if legacy in ("1", "true", "yes"):
+    return (
+      f"TF_USE_LEGACY_KERAS={_os.environ['TF_USE_LEGACY_KERAS']} asks TensorFlow for Keras 2 "
+      "(tf_keras); electra_tf runs on Keras 3: unset it"
+    )
+  backend = _os.environ.get("KERAS_BACKEND", "").strip()
+  where = "KERAS_BACKEND"
+  if not backend:
+    keras_home = _os.environ.get("KERAS_HOME") or _os.path.join(_os.path.expanduser("~"), ".keras")
+    where = _os.path.join(keras_home, "keras.json")
+    try:
+      import json as _json  # pylint: disable=g-import-not-at-top
+
+      with open(where, encoding="utf-8") as f:
+        backend = str(_json.load(f).get("backend", "")).strip()
+    except (OSError, ValueError, AttributeError):
+      backend = ""
+  if backend and backend != "tensorflow":
+    return (
+      f"Keras is set to the {backend!r} backend ({where}); electra_tf runs on TensorFlow: "
+      "set KERAS_BACKEND=tensorflow"
+    )
+  return None
+
+
+_KERAS_SETTING_PROBLEM = _keras_setting_problem()
+if _KERAS_SETTING_PROBLEM is not None:
+  if _sys.argv[:1] == ["-m"]:  # a command: one line, as for any bad input
+    print(f"error: {_KERAS_SETTING_PROBLEM}", file=_sys.stderr, flush=True)
+    _os._exit(2)
+  raise ImportError(_KERAS_SETTING_PROBLEM)
+
 if _sys.argv[:1] == ["-m"] or _os.environ.get(_QUIET_MARKER) == "1":
-  # A command piped into `head` finishes its work when the reader is gone.
-  _console_logging.survive_closed_pipes()
+  # A command piped into `head`, run with stdout closed or an ASCII-only
+  # encoding finishes its work: its console output cannot fail.
+  _console_logging.robust_console_streams()
 _STOPS_HANDLED_WHILE_IMPORTING = _stops_in_one_line()
 _quiet_tensorflow_start_up()
 

@@ -478,16 +478,22 @@ def main(argv=None):
   _say(f"all done in {time.time() - start:.0f} s. Everything is under {out}:")
   paths = _paths(out)
   for key in ("corpus", "vocab", "tfrecords", "model_dir", "export", "png"):
-    print(f"  {key:10s} {paths[key]}")
+    if os.path.exists(paths[key]):  # what this run and earlier ones made, not the rest
+      print(f"  {key:10s} {paths[key]}")
   rel = os.path.relpath(out)
-  print(
+  settings = (
     f"""
-Next steps (docs/ has each of these, and what it needs):
   * the demo's settings are in {rel}/hparams.json (pre-training),
     {rel}/eval_hparams.json (evaluation on the held-out shard) and
     {rel}/finetune_hparams.json (fine-tuning); e.g. evaluate again:
       python -m electra_tf.run_pretraining --data-dir {rel} --model-name {MODEL_NAME} \\
-          --hparams {rel}/eval_hparams.json
+          --hparams {rel}/eval_hparams.json"""
+    if os.path.exists(paths["hparams"])  # written by the pretrain stage
+    else ""
+  )
+  print(
+    f"""
+Next steps (docs/ has each of these, and what it needs):{settings}
   * your own corpus (a folder of text files, one sentence per line, blank
     lines between documents):
       python -m tfrecords_tools.build_vocab --corpus-dir MY_CORPUS --vocab-size 30522 --output DATA/vocab.txt

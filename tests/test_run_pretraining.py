@@ -319,7 +319,7 @@ def test_an_init_checkpoint_that_is_not_a_pretraining_one_is_one_line(tmp_path, 
   assert re.search(r"does not match the model: \S.* \(and \d+ more\)$", err[0]), err
 
 
-@pytest.mark.parametrize("name", ["", " ", ".", ".."])
+@pytest.mark.parametrize("name", ["", " ", ".", "..", "../escape", "a/../../b", "/tmp/abs"])
 def test_a_model_name_that_names_no_model_dir_is_one_line(tmp_path, capsys, name):
   """An empty --model-name would train into <data-dir>/models/ itself, the
   parent of every model dir."""
@@ -329,7 +329,7 @@ def test_a_model_name_that_names_no_model_dir_is_one_line(tmp_path, capsys, name
   err = capsys.readouterr().err.strip().splitlines()
   assert err == [
     f"run_pretraining: error: --model-name {name!r}: expected the name of a model directory "
-    "under <data-dir>/models/ (not empty, '.' or '..')"
+    "under <data-dir>/models/ (not empty, '.', '..', absolute or leading out of it)"
   ]
   assert not (tmp_path / "models").exists()
 

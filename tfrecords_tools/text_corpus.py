@@ -20,11 +20,13 @@ build_pretraining_dataset(BuildOptions(corpus_dir="corpus", vocab_file="vocab.tx
 import collections
 import ctypes
 import dataclasses
+import errno
 import multiprocessing
 import multiprocessing.connection
 import os
 import pickle
 import random
+import resource
 import signal
 import sys
 import threading
@@ -88,6 +90,14 @@ def make_example_writer(job_id, options, rng, blanks_separate_docs):
   except Exception as e:  # pylint: disable=broad-except
     if file_io.is_disk_full(e):  # no shard could be created (it removed those it had)
       raise example_writer.output_full_error(options.output_dir, 0, 0, error=e) from None
+    if getattr(e, "errno", None) == errno.EMFILE or os.strerror(errno.EMFILE) in str(e):
+      # Each job keeps its shards open while it writes.
+      limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+      raise ValueError(
+        f"--num-out-files {options.num_out_files}: a job writes its shards at once and this "
+        f"process may open only {limit} files (ulimit -n); use fewer --num-out-files or "
+        "more --num-processes, or raise the limit"
+      ) from None
     raise
 
 

@@ -105,10 +105,13 @@ def check_run_flags(model_name, data_dir):
   every model dir, the model dir itself) and `data_dir` is given (an empty
   one would read and write the working directory, and errors would name
   its files, not the flag)."""
-  if not isinstance(model_name, str) or model_name.strip() in ("", ".", ".."):
+  outside = isinstance(model_name, str) and (
+    os.path.isabs(model_name) or os.path.normpath(model_name).split(os.sep)[0] == ".."
+  )
+  if not isinstance(model_name, str) or model_name.strip() in ("", ".", "..") or outside:
     raise ValueError(
       f"--model-name {model_name!r}: expected the name of a model directory under "
-      "<data-dir>/models/ (not empty, '.' or '..')"
+      "<data-dir>/models/ (not empty, '.', '..', absolute or leading out of it)"
     )
   if not str(os.fspath(data_dir) if isinstance(data_dir, os.PathLike) else data_dir).strip():
     raise ValueError(

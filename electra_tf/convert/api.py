@@ -133,6 +133,13 @@ def convert(
     if training_checkpoint:
       return training_checkpoint_to_keras(input_path, output_path, part=part, hparams=hparams)
     return official_to_keras(input_path, output_path, part=part, hparams=hparams)
+  if output.endswith(KERAS_SUFFIX):
+    # The output would be a checkpoint directory with a model file's name.
+    raise ValueError(
+      f"--output {output!r} ends in {KERAS_SUFFIX}, but --input {os.fspath(input_path)!r} "
+      "converts to the original's format (a checkpoint directory): name the output "
+      "directory without the suffix (a .keras model is copied as a file)"
+    )
   if part is not None:
     raise ValueError(
       f"--part applies to .keras outputs (--direction to-keras); --output {output_path!r} "

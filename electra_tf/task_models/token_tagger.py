@@ -157,9 +157,20 @@ class ElectraTokenTagger(ElectraTaskModel):
       sentences: list of strings; words are split on whitespace.
       word_tags: per sentence, one tag id per word.
     """
+    sentences = as_strings(sentences)
+    word_tags = list(word_tags)
+    if len(word_tags) != len(sentences):
+      raise ValueError(
+        f"{len(sentences)} sentences but {len(word_tags)} rows of word_tags; expected one "
+        "list of tag ids per sentence"
+      )
     positions = self._first_pieces(sentences)
     labels = np.full((len(positions), self.preprocessor.max_seq_length), IGNORED, np.int32)
     for i, (row, tags) in enumerate(zip(positions, word_tags)):
+      if isinstance(tags, (str, bytes)) or not hasattr(tags, "__len__"):
+        raise ValueError(
+          f"word_tags[{i}]={tags!r}; expected a list of tag ids (one per word of sentence {i})"
+        )
       if len(row) != len(tags):
         raise ValueError(
           f"sentence {i} has {len(row)} whitespace-separated words but {len(tags)} tags"

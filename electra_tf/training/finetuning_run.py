@@ -45,6 +45,7 @@ from electra_tf.training.callbacks import ETALogger
 from electra_tf.training.callbacks import TrainingSummaries
 from electra_tf.training.callbacks import next_fit_steps
 from electra_tf.utils import extras
+from electra_tf.utils import file_io
 from electra_tf.utils import interrupts
 from electra_tf.utils import run_lock
 from electra_tf.utils.file_io import check_output_files
@@ -263,6 +264,7 @@ def validate_inputs(inputs):
   """
   config = inputs.config
   if inputs.vocab is None:
+    file_io.check_data_dir(config.data_dir)
     raise ValueError(f"vocab file {config.vocab_file} does not exist (hparam vocab_file)")
   if config.data_source == "tfds":
     extras.require("tensorflow_datasets", "tfds", 'hparam data_source="tfds"')
@@ -274,6 +276,13 @@ def validate_inputs(inputs):
       f"{sorted(task_builder.TASK_CLASSES)}"
     )
   _check_length(config, inputs.bert_config)
+  # Directories the run writes into: a file there fails only once training has begun.
+  for what, path in (
+    ("hparam preprocessed_data_dir", config.preprocessed_data_dir),
+    ("hparam model_dir", config.model_dir),
+  ):
+    if path and os.path.exists(path) and not os.path.isdir(path):
+      raise ValueError(f"{what}={path!r} is a file; expected a directory")
   if config.do_eval:  # written after training and evaluating: refused now, not then
     check_output_files(
       [

@@ -42,6 +42,7 @@ from electra_tf.sources import any_format
 from electra_tf.sources import formats
 from electra_tf.text import vocab as vocab_lib
 from electra_tf.training import callbacks as training_callbacks
+from electra_tf.utils import file_io
 from electra_tf.utils import interrupts
 from electra_tf.utils import run_lock
 from electra_tf.utils.file_io import check_output_files
@@ -194,6 +195,8 @@ def validate_config(config):
   # Before the records' checks (seconds to minutes): training and evaluation write there.
   check_writable(config.model_dir, "model dir (<data-dir>/models/<model-name>)", directory=True)
   _check_results_paths(config)
+  if not tf.io.gfile.exists(config.vocab_file):
+    file_io.check_data_dir(config.data_dir)
   vocab = vocab_lib.check_vocab_file(config.vocab_file, config.vocab_size)
   files = find_pretraining_files(config)
   # What the run records for fine-tuning and serving to read text with (a

@@ -1,5 +1,5 @@
 """A command's console: log lines as plain text (`plain_console_logging`),
-and output to a pipe its reader closed dropped (`survive_closed_pipes`)."""
+and streams a command's output cannot fail on (`robust_console_streams`)."""
 
 import logging
 import os
@@ -95,11 +95,25 @@ class ClosedPipeSafeStream:
     return getattr(self._stream, name)
 
 
-def survive_closed_pipes():
-  """Makes `sys.stdout` and `sys.stderr` drop output once their reader has
-  closed the pipe (`ClosedPipeSafeStream`). For entry points, before
-  anything keeps a reference to the streams (absl's handler does)."""
-  for name in ("stdout", "stderr"):
+def robust_console_streams():
+  """Makes `sys.stdout` and `sys.stderr` streams a command's work cannot fail
+  on: output is dropped once the pipe's reader has gone
+  (`ClosedPipeSafeStream`), a stream closed when the command started
+  (`>&-`) writes nowhere, and a character the stream's encoding lacks
+  (`PYTHONIOENCODING=ascii` and a path with `é`) is escaped. For entry
+  points, before anything keeps a reference to the streams (absl's handler
+  does)."""
+  for fd, name in ((1, "stdout"), (2, "stderr")):
     stream = getattr(sys, name)
-    if stream is not None and not isinstance(stream, ClosedPipeSafeStream):
+    if stream is None:
+      # The descriptor gets /dev/null too: a file opened later must not take
+      # it (what C++ code writes there would land in that file).
+      devnull = os.open(os.devnull, os.O_WRONLY)
+      if devnull != fd:
+        os.dup2(devnull, fd)
+        os.close(devnull)
+      stream = open(fd, "w", encoding="utf-8", closefd=False)  # pylint: disable=consider-using-with
+    elif hasattr(stream, "reconfigure"):
+      stream.reconfigure(errors="backslashreplace")
+    if not isinstance(stream, ClosedPipeSafeStream):
       setattr(sys, name, ClosedPipeSafeStream(stream))

@@ -286,6 +286,16 @@ def check_output_files(paths, writable=True):
       check_writable(path, what)
 
 
+def check_data_dir(data_dir):
+  """A one-line ValueError naming `--data-dir` when it does not exist: said
+  before the first file expected in it (the vocab) is found missing."""
+  if data_dir and not _is_remote(data_dir) and not os.path.isdir(data_dir):
+    hint = ""
+    if os.fspath(data_dir).startswith("~"):
+      hint = " (a quoted ~ is not expanded by the shell: write the path out)"
+    raise ValueError(f"--data-dir {os.fspath(data_dir)!r} does not exist{hint}")
+
+
 def check_writable(path, what, directory=False):
   """Raises ValueError (one line naming `what` and `path`) unless files can
   be created where `path` will be written.
