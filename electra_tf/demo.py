@@ -491,6 +491,9 @@ def main(argv=None):
     if os.path.exists(paths["hparams"])  # written by the pretrain stage
     else ""
   )
+  tensorboard = ""
+  if os.path.exists(paths["model_dir"]):
+    tensorboard = f"\n  * TensorBoard: tensorboard --logdir {paths['model_dir']}"
   print(
     f"""
 Next steps (docs/ has each of these, and what it needs):{settings}
@@ -500,8 +503,7 @@ Next steps (docs/ has each of these, and what it needs):{settings}
       python -m electra_tf.build_pretraining_dataset --corpus-dir MY_CORPUS \\
           --vocab-file DATA/vocab.txt --output-dir DATA/pretrain_tfrecords
       python -m electra_tf.run_pretraining --data-dir DATA --model-name my_electra \\
-          --hparams configs/small.json
-  * TensorBoard: tensorboard --logdir {paths['model_dir']}
+          --hparams configs/small.json{tensorboard}
 """,
     flush=True,
   )

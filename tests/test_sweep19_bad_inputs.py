@@ -211,4 +211,4 @@ def test_the_demo_s_summary_lists_only_what_exists(tmp_path, monkeypatch, capsys
   out = capsys.readouterr().out
   listed = [line.split()[0] for line in out.splitlines() if line.startswith("  ") and "/" in line]
   assert listed[0] == "corpus" and "vocab" not in listed and "model_dir" not in listed, out
-  assert "hparams.json" not in out
+  assert "hparams.json" not in out and "tensorboard" not in out
