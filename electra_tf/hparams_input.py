@@ -13,6 +13,7 @@ other file. The files are read with `importlib.resources`, so they are
 found in a wheel, an editable install or a zip alike.
 """
 
+import argparse
 from importlib import resources
 import json
 import os
@@ -80,6 +81,15 @@ def load_hparams(hparams, config_class=None):
   "electra_tf.run_config"`) gives that run's hparams (`run_config_hparams`);
   with `config_class` (the command's config class, by name), one of another
   kind of run is refused in one line."""
+  if config_class == "FinetuningConfig" and isinstance(hparams, str):
+    text = hparams.strip()
+    preset = preset_name(text)
+    if preset is not None and (preset == text or not os.path.exists(text)):
+      # The packaged presets size a pre-training run; none is a fine-tuning config.
+      raise ValueError(
+        f"--hparams {text!r} names a packaged pre-training preset; fine-tuning takes its own "
+        "hparams (a JSON object or a .json file; the model's sizes come from its config.json)"
+      )
   values = _load_hparams(hparams)
   if values.get("format") == RUN_CONFIG_FORMAT:
     recorded = values.get("config_class")
@@ -148,21 +158,37 @@ def _load_hparams(hparams):
   return values
 
 
-def add_run_flags(parser, model_role):
+class _GivenOnce(argparse.Action):
+  """An option that may be given once: argparse would keep the last of two
+  `--hparams` and drop the first silently."""
+
+  def __call__(self, parser, namespace, values, option_string=None):
+    if getattr(namespace, self.dest) is not self.default:
+      parser.error(f"{option_string} is given more than once; give it once")
+    setattr(namespace, self.dest, values)
+
+
+def add_run_flags(parser, model_role, presets=True):
   """Adds the original's three flags of `run_pretraining.py` and
   `run_finetuning.py` to an `argparse` parser: `--data-dir`, `--model-name`
-  (the model being `model_role`, e.g. "trained") and `--hparams`."""
+  (the model being `model_role`, e.g. "trained") and `--hparams` (which
+  names the packaged pre-training presets with `presets`)."""
   parser.add_argument(
-    "--data-dir", required=True, help="Location of data files (model weights, etc)."
+    "--data-dir",
+    required=True,
+    action=_GivenOnce,
+    help="Location of data files (model weights, etc).",
   )
   parser.add_argument(
-    "--model-name", required=True, help=f"The name of the model being {model_role}."
+    "--model-name",
+    required=True,
+    action=_GivenOnce,
+    help=f"The name of the model being {model_role}.",
   )
+  preset_help = f", or a packaged preset's name ({', '.join(preset_names())})" if presets else ""
   parser.add_argument(
     "--hparams",
     default="{}",
-    help=(
-      "JSON dict of model hyperparameters, a path ending in .json, or a packaged preset's name "
-      f"({', '.join(preset_names())})."
-    ),
+    action=_GivenOnce,
+    help=f"JSON dict of model hyperparameters or a path ending in .json{preset_help}.",
   )

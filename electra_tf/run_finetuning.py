@@ -67,7 +67,7 @@ def _check_before_work(inputs):
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  add_run_flags(parser, "fine-tuned")
+  add_run_flags(parser, "fine-tuned", presets=False)
   args = parser.parse_args(argv)
   logging.set_verbosity(logging.INFO)
   plain_console_logging()

@@ -1031,6 +1031,12 @@ def _main(argv):
       )
     # Before counting the corpus (seconds to hours), not when writing the result.
     check_writable(args.output, "--output")
+    if os.path.dirname(os.path.realpath(args.output)) == os.path.realpath(args.corpus_dir):
+      raise ValueError(
+        f"--output {args.output!r} is in --corpus-dir {args.corpus_dir!r}: the vocab (and its "
+        "settings file) would be read as text by the next build; write it outside the corpus "
+        "folder"
+      )
     names = list_corpus_files(args.corpus_dir)
     text_corpus.check_corpus_line_ends(args.corpus_dir, names)
     note = text_corpus.subfolder_note(args.corpus_dir, names)

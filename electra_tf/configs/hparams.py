@@ -108,6 +108,12 @@ def check_run_flags(model_name, data_dir):
   outside = isinstance(model_name, str) and (
     os.path.isabs(model_name) or os.path.normpath(model_name).split(os.sep)[0] == ".."
   )
+  if isinstance(model_name, str) and model_name.strip() and model_name != model_name.strip():
+    # "n " makes a folder a later --model-name n does not find.
+    raise ValueError(
+      f"--model-name {model_name!r} starts or ends with white space; expected the name "
+      f"of a model directory (such as {model_name.strip()!r})"
+    )
   if not isinstance(model_name, str) or model_name.strip() in ("", ".", "..") or outside:
     raise ValueError(
       f"--model-name {model_name!r}: expected the name of a model directory under "

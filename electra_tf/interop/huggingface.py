@@ -660,6 +660,16 @@ def load_huggingface(input_dir):
 
   input_dir = os.fspath(input_dir)
   config_path = os.path.join(input_dir, CONFIG_FILE)
+  if not os.path.isfile(os.path.join(input_dir, WEIGHTS_FILE)):
+    # Before any model is built. Older saves hold pytorch_model.bin (a pickle, not read here).
+    others = [
+      n for n in ("pytorch_model.bin", "tf_model.h5") if os.path.isfile(os.path.join(input_dir, n))
+    ]
+    held = f"it holds {', '.join(others)}" if others else "it holds no weights file"
+    raise ValueError(
+      f"Hugging Face directory {input_dir!r} has no {WEIGHTS_FILE} ({held}); re-save it with "
+      "transformers' save_pretrained(..., safe_serialization=True)"
+    )
   part, bert_config, embedding_size, config = read_hf_config(input_dir)
   architectures = config["architectures"]
   notes = []

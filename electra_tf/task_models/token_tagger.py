@@ -1,5 +1,7 @@
 """`ElectraTokenTagger`: keras-hub style token tagging on raw sentences."""
 
+import numbers
+
 import keras
 from keras import ops
 import numpy as np
@@ -176,6 +178,13 @@ class ElectraTokenTagger(ElectraTaskModel):
           f"sentence {i} has {len(row)} whitespace-separated words but {len(tags)} tags"
         )
       for position, tag in zip(row, tags):
+        if isinstance(tag, (bool, np.bool_)) or not isinstance(tag, numbers.Integral):
+          raise ValueError(f"word_tags[{i}]: tag {tag!r} is not a tag id (an integer)")
+        if not IGNORED <= tag < self.num_tags:
+          raise ValueError(
+            f"word_tags[{i}]: tag {tag} is outside [0, {self.num_tags}) (num_tags; "
+            f"{IGNORED} ignores a word)"
+          )
         if position is not None:
           labels[i, position] = tag
     return labels
