@@ -1031,7 +1031,7 @@ def _main(argv):
       )
     # Before counting the corpus (seconds to hours), not when writing the result.
     check_writable(args.output, "--output")
-    if os.path.dirname(os.path.realpath(args.output)) == os.path.realpath(args.corpus_dir):
+    if file_io.is_directly_in(args.output, args.corpus_dir):
       raise ValueError(
         f"--output {args.output!r} is in --corpus-dir {args.corpus_dir!r}: the vocab (and its "
         "settings file) would be read as text by the next build; write it outside the corpus "

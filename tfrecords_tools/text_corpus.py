@@ -605,9 +605,7 @@ def check_options(options):
         f"--output-dir {options.output_dir!r} is --corpus-dir: the shards would be read back "
         "as text; choose another directory for them"
       )
-    if os.path.dirname(os.path.realpath(options.vocab_file)) == os.path.realpath(
-      options.corpus_dir
-    ):
+    if file_io.is_directly_in(options.vocab_file, options.corpus_dir):
       raise ValueError(
         f"--vocab-file {options.vocab_file!r} is in --corpus-dir {options.corpus_dir!r}: it "
         "(and its settings file) would be read as text; keep the vocab outside the corpus folder"

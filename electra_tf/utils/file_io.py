@@ -286,6 +286,12 @@ def check_output_files(paths, writable=True):
       check_writable(path, what)
 
 
+def is_directly_in(path, folder):
+  """Whether `path` is a file directly in `folder` (links resolved): where a
+  corpus reader would take it for one of the folder's files."""
+  return os.path.dirname(os.path.realpath(path)) == os.path.realpath(folder)
+
+
 def check_data_dir(data_dir):
   """A one-line ValueError naming `--data-dir` when it does not exist: said
   before the first file expected in it (the vocab) is found missing."""
