@@ -196,7 +196,10 @@ def test_reported_metric_is_the_originals_on_the_same_predictions(docs_run, task
   assert f"{task}: {metric}: {reported[metric]:.2f}" in text
 
 
-@pytest.mark.parametrize("task", sorted(TASKS))
+# SST-2's 67k training rows take about 40 s: the slow tier reads them.
+@pytest.mark.parametrize(
+  "task", [pytest.param(t, marks=[pytest.mark.slow] if t == "sst" else []) for t in sorted(TASKS)]
+)
 def test_the_readers_take_every_row_of_the_whole_official_files(task, tmp_path):
   """SST-2's header is skipped and CoLA's first line is a row: every row of
   the official train and dev files is an example, with its own label."""
