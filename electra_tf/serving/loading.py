@@ -16,6 +16,8 @@ import os
 
 import tensorflow as tf
 
+from electra_tf.checkpoints import reader as checkpoint_reader
+
 TOKENIZER_OP = "FastWordpieceTokenizeWithOffsets"
 # A SentencePiece export's ops (`electra_tf.text.SentencePieceTokenizer`).
 SENTENCEPIECE_OPS = ("SentencepieceOp", "SentencepieceTokenizeOp")
@@ -65,6 +67,22 @@ def _check_not_export_dir(path):
     )
 
 
+def _check_variables(path):
+  """A SavedModel whose variables checkpoint is truncated or lacks a file (a
+  partly copied export): named, instead of the reader's "Read less bytes
+  than requested" (naming no file) from deep in `tf.saved_model.load`."""
+  prefix = os.path.join(os.fspath(path), "variables", "variables")
+  # No variables files at all is left to TensorFlow (a graph may have none).
+  if not tf.io.gfile.glob(prefix + ".*"):
+    return
+  problem = checkpoint_reader.checkpoint_problem(prefix)
+  if problem is not None:
+    raise ValueError(
+      f"load: the SavedModel {os.fspath(path)!r} is damaged or only partly copied: its "
+      f"variables checkpoint {prefix!r} cannot be read ({problem}); copy the export again"
+    )
+
+
 def load(path):
   """Loads an export of `electra_tf.export_saved_model` with its signatures.
 
@@ -86,6 +104,7 @@ def load(path):
   if not os.fspath(path).strip():
     raise ValueError("load: the path is empty; expected an export's version directory")
   _check_not_export_dir(path)
+  _check_variables(path)
   import_tensorflow_text()
   try:
     return tf.saved_model.load(path)

@@ -417,14 +417,21 @@ class ElectraServingModule(tf.Module):
   @tf.function
   def serve_ids(self, input_ids, input_mask, segment_ids):
     # A signature's input shape is not enforced on a served request: a
-    # longer row would otherwise fail deep in the graph.
+    # longer row would otherwise fail deep in the graph, a 1-D one in a slice
+    # naming no input. The rank is folded to 2 at trace time (tf.rank and
+    # assert_rank see 2), so it is read from the shape: padded with -1s, its
+    # entries 1:3 are [length, -1] only for [batch, length]. One check per
+    # input covers both (a separate rank check added ~24 ops per request).
+    s = self.max_seq_length
     checks = [
-      tf.debugging.assert_equal(
-        tf.shape(tensor)[1],
-        self.max_seq_length,
-        message=f"serve_ids: {name} must have {self.max_seq_length} positions per row (this "
-        "export's max_seq_length; pad shorter rows with 0s, or export with a larger "
-        "--max-seq-length)",
+      tf.debugging.Assert(
+        tf.reduce_all(tf.equal(tf.concat([tf.shape(tensor), [-1, -1, -1]], 0)[1:3], [s, -1])),
+        [
+          f"serve_ids: {name} must have {s} positions per row (this export's max_seq_length; "
+          "pad shorter rows with 0s, or export with a larger --max-seq-length) and be 2-D, "
+          f"[batch, {s}] (one row per text; one text goes in a batch of one); got shape",
+          tf.shape(tensor),
+        ],
       )
       for name, tensor in (("input_ids", input_ids), ("input_mask", input_mask),
                            ("segment_ids", segment_ids))
