@@ -119,6 +119,13 @@ def check_run_flags(model_name, data_dir):
       f"--model-name {model_name!r}: expected the name of a model directory under "
       "<data-dir>/models/ (not empty, '.', '..', absolute or leading out of it)"
     )
+  longest = max((len(part.encode()) for part in model_name.split("/")), default=0)
+  if longest > 200:
+    # File systems take 255 bytes a name; the run adds hidden staging names to it.
+    raise ValueError(
+      f"--model-name is {longest} bytes long ({model_name[:20]!r}…); expected a directory "
+      "name of at most 200 bytes"
+    )
   if not str(os.fspath(data_dir) if isinstance(data_dir, os.PathLike) else data_dir).strip():
     raise ValueError(
       "--data-dir is empty (an unset shell variable?); expected the data directory ('.' for "

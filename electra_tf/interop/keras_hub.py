@@ -34,7 +34,9 @@ Example:
 
 import json
 import os
+import warnings
 
+import h5py
 import keras
 import numpy as np
 
@@ -325,18 +327,35 @@ def preset_backbone_config(preset_dir):
   return c, bert_config, embedding_size
 
 
+class MissingVocabulary(ValueError):
+  """A preset whose `tokenizer.json` names a keras-hub tokenizer, without the
+  vocabulary file under `assets/tokenizer/` that it reads."""
+
+
+def _missing_vocabulary(preset_dir, tokenizer):
+  """The line for a preset copied without its tokenizer's (`tokenizer.json`'s) assets."""
+  name = tokenizer.get("registered_name") or tokenizer.get("class_name")
+  sentencepiece = "SentencePiece" in str(name)
+  asset = os.path.join(preset_dir, SENTENCEPIECE_ASSET if sentencepiece else VOCAB_ASSET)
+  return (
+    f"{asset!r} is missing: the keras-hub preset {preset_dir!r} has no vocabulary (copied "
+    "without its assets/?)"
+  )
+
+
 def preset_vocab(preset_dir):
   """`(vocab file, do_lower_case, strip_accents)` of a preset's tokenizer:
   keras-hub's `ElectraTokenizer` assets, or its `SentencePieceTokenizer`'s
   model (which keras-hub runs without lower-casing or accent stripping)."""
   preset_dir = os.fspath(preset_dir)
-  config = _read_preset_json(preset_dir, TOKENIZER_CONFIG_FILE).get("config") or {}
+  tokenizer = _read_preset_json(preset_dir, TOKENIZER_CONFIG_FILE)
+  config = tokenizer.get("config") or {}
   model_file = os.path.join(preset_dir, SENTENCEPIECE_ASSET)
   if os.path.isfile(model_file):
     return model_file, False, False
   vocab_file = os.path.join(preset_dir, VOCAB_ASSET)
   if not os.path.isfile(vocab_file):
-    raise ValueError(f"keras-hub preset {preset_dir!r} has no tokenizer vocabulary ({VOCAB_ASSET})")
+    raise MissingVocabulary(_missing_vocabulary(preset_dir, tokenizer))
   lowercase = bool(config.get("lowercase", True))
   return vocab_file, lowercase, bool(config.get("strip_accents", lowercase))
 
@@ -373,14 +392,70 @@ def preset_task(preset_dir):
   return config, weights
 
 
-def load_weights_file(model, path):
-  """`model.load_weights(path)`, with one line when the file is corrupt or
-  does not fit the model."""
+def _stored_variable_count(path):
+  """How many variables a Keras `.weights.h5` file holds (None: unreadable)."""
+  count = 0
+
+  def visit(name, item):
+    nonlocal count
+    count += isinstance(item, h5py.Dataset) and "/vars/" in f"/{name}"
+
   try:
-    model.load_weights(path)
-  except Exception as e:  # pylint: disable=broad-except  # h5py, Keras and OS errors alike
-    first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-    raise ValueError(f"{path!r} does not hold this model's weights: {first[:300]}") from None
+    with h5py.File(path, "r") as f:
+      f.visititems(visit)
+  except (OSError, ValueError):
+    return None  # Keras's own error says what is wrong
+  return count
+
+
+def _first_sentence(error):
+  """The first complete sentence of an error (Keras's load errors end their
+  first line with a colon and give the cause on the next)."""
+  lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+  text = lines[0] if lines else type(error).__name__
+  if text.endswith(":") and len(lines) > 1:
+    text = f"{text} {lines[1]}"
+  return text if len(text) <= 300 else text[:300] + "..."
+
+
+def load_weights_file(model, path, config_path=None):
+  """`model.load_weights(path)`, with one line when the file is corrupt or
+  does not fit the model.
+
+  Args:
+    model: the built model.
+    path: its `.weights.h5` file.
+    config_path: the file `model` was built from (a preset's `config.json`),
+      named with `path` when the weights do not fit it: an edited config
+      builds a model that Keras fills in part (fewer layers, silently) or
+      refuses with warnings that blame the Keras version.
+  """
+  # Keras's warnings for an edited config blame "a Keras version that did
+  # not serialize" some layers: held back until the load is known to work.
+  with warnings.catch_warnings(record=True) as caught:
+    try:
+      model.load_weights(path)
+      error = None
+    except Exception as e:  # pylint: disable=broad-except  # h5py, Keras and OS errors alike
+      error = e
+  # A file h5py cannot read is damaged itself (the line below names it).
+  stored = _stored_variable_count(path) if config_path else None
+  if stored is not None and (error is not None or stored != len(model.weights)):
+    cause = (
+      _first_sentence(error)
+      if error is not None
+      else (f"the file holds {stored} variables, the config's model {len(model.weights)}")
+    )
+    raise ValueError(
+      f"{path!r} does not fit the model {config_path!r} builds (was "
+      f"{os.path.basename(config_path)} edited?): {cause}"
+    )
+  for w in caught:
+    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+  if error is not None:
+    raise ValueError(
+      f"{path!r} does not hold this model's weights: {_first_sentence(error)}"
+    ) from None
 
 
 def read_keras_hub_preset(preset_dir):
@@ -406,7 +481,11 @@ def read_keras_hub_preset(preset_dir):
       f"{os.path.join(preset_dir, CONFIG_FILE)!r} does not build an ElectraBackbone: "
       f"{str(e).splitlines()[0]}"
     ) from None
-  load_weights_file(backbone, os.path.join(preset_dir, MODEL_WEIGHTS_FILE))
+  load_weights_file(
+    backbone,
+    os.path.join(preset_dir, MODEL_WEIGHTS_FILE),
+    os.path.join(preset_dir, CONFIG_FILE),
+  )
   encoder = ElectraBackbone(bert_config, embedding_size=embedding_size, name="discriminator")
   encoder.build()
   target = official_names.discriminator_name_map(encoder, include_head=False)

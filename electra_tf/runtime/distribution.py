@@ -108,14 +108,48 @@ class _NestedReduceMultiWorkerMirroredStrategy(tf.distribute.MultiWorkerMirrored
     return tf.nest.map_structure(reduce_one, value)
 
 
-def _tf_config():
-  """The parsed `TF_CONFIG` environment variable, or None."""
-  if not os.environ.get("TF_CONFIG"):
+def _tf_config(text=None):
+  """`TF_CONFIG` (the environment variable, or `text`) parsed and checked: None
+  when unset, else a dict whose `cluster` maps job names to address lists and
+  whose `task` names one of them; anything else is a one-line ValueError."""
+  if text is None:
+    text = os.environ.get("TF_CONFIG")
+  if not text:
     return None
-  try:
-    return json.loads(os.environ["TF_CONFIG"])
-  except json.JSONDecodeError as e:
-    raise ValueError(f"environment variable TF_CONFIG is not valid JSON: {e}") from e
+  if isinstance(text, dict):
+    spec = text
+  else:
+    try:
+      spec = json.loads(text)
+    except json.JSONDecodeError as e:
+      raise ValueError(f"environment variable TF_CONFIG is not valid JSON: {e}") from e
+  expected = (
+    'expected {"cluster": {"worker": ["host:port", ...]}, "task": {"type": "worker", "index": 0}}'
+  )
+  if not isinstance(spec, dict):
+    raise ValueError(f"environment variable TF_CONFIG is {spec!r}; {expected}")
+  cluster, task = spec.get("cluster", {}), spec.get("task", {})
+  if not isinstance(cluster, dict) or not all(
+    isinstance(v, (list, dict)) for v in cluster.values()
+  ):
+    raise ValueError(f"environment variable TF_CONFIG: 'cluster' is {cluster!r}; {expected}")
+  if not isinstance(task, dict):
+    raise ValueError(f"environment variable TF_CONFIG: 'task' is {task!r}; {expected}")
+  index = task.get("index", 0)
+  if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+    raise ValueError(f"environment variable TF_CONFIG: task index {index!r}; {expected}")
+  job = task.get("type")
+  if job is not None and job in cluster and index >= len(cluster[job]):
+    raise ValueError(
+      f"environment variable TF_CONFIG: task {job!r} index {index}, but the cluster lists "
+      f"{len(cluster[job])} {job}(s) (indices from 0)"
+    )
+  if job is not None and cluster and job not in cluster and job != "evaluator":
+    raise ValueError(
+      f"environment variable TF_CONFIG: task type {job!r} is not a job of the cluster "
+      f"({sorted(cluster)})"
+    )
+  return spec
 
 
 def get_strategy(config):
@@ -124,8 +158,7 @@ def get_strategy(config):
   if name in ("default", "one_device", "mirrored"):
     # A worker of a cluster that trains alone: a non-chief's checkpoints go
     # to a temporary dir that is thrown away.
-    tf_config = _tf_config()
-    workers = num_workers(tf_config=tf_config) if isinstance(tf_config, dict) else 1
+    workers = num_workers(tf_config=_tf_config())
     if workers > 1:
       raise ValueError(
         f"environment variable TF_CONFIG describes a cluster of {workers} workers but hparam "
@@ -140,7 +173,7 @@ def get_strategy(config):
   if name == "mirrored":
     return tf.distribute.MirroredStrategy(devices=_mirrored_devices(config))
   if name == "multi_worker_mirrored":
-    _tf_config()  # a one-line error for TF_CONFIG that is not JSON
+    _tf_config()  # a one-line error for a TF_CONFIG TensorFlow would misread
     return _NestedReduceMultiWorkerMirroredStrategy()
   # tpu
   resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
@@ -284,11 +317,9 @@ def is_chief(strategy=None, tf_config=None):
     task_type, task_id = resolver.task_type, resolver.task_id
     cluster = resolver.cluster_spec().as_dict()
   else:
-    if tf_config is None:
-      tf_config = os.environ.get("TF_CONFIG")
-    if not tf_config:
+    spec = _tf_config(tf_config)
+    if spec is None:
       return True
-    spec = json.loads(tf_config) if isinstance(tf_config, str) else tf_config
     task = spec.get("task", {})
     task_type, task_id = task.get("type"), int(task.get("index", 0))
     cluster = spec.get("cluster", {})
@@ -306,11 +337,9 @@ def num_workers(strategy=None, tf_config=None):
   if resolver is not None and getattr(resolver, "task_type", None) is not None:
     cluster = resolver.cluster_spec().as_dict()
   else:
-    if tf_config is None:
-      tf_config = os.environ.get("TF_CONFIG")
-    if not tf_config:
+    spec = _tf_config(tf_config)
+    if spec is None:
       return 1
-    spec = json.loads(tf_config) if isinstance(tf_config, str) else tf_config
     cluster = spec.get("cluster", {})
   return max(1, sum(len(cluster.get(kind, [])) for kind in ("chief", "worker")))
 

@@ -425,7 +425,7 @@ def settings_from_flags(model, config, source, args):
   records (`any_format.recorded_inputs`). Sets `args.max_seq_length` and
   `args.max_query_length` to the lengths served."""
   source = any_format.open_source(source)  # detected once for every setting below
-  recorded = source.recorded_inputs()
+  recorded = source.recorded_inputs(vocab_given=bool(args.vocab_file))
   vocab_file, do_lower_case, strip_accents = tokenizer_settings(
     source, config, recorded, args.vocab_file, args.no_lower_case, args.no_strip_accents
   )

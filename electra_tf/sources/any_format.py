@@ -56,6 +56,7 @@ from electra_tf.runtime import distribution
 from electra_tf.sources import formats
 from electra_tf.sources.finetuned_heads import load_official_finetuning_model
 from electra_tf.sources.layout import NO_DATA_DIR
+from electra_tf.sources.layout import checkpoint_encoder_sizes
 from electra_tf.sources.layout import load_official_pretrainer
 from electra_tf.sources.object_graph import ObjectGraph
 from electra_tf.sources.object_graph import infer_hparams_from_training_checkpoint
@@ -263,7 +264,9 @@ def load_task_preset(path):
       f"{config.get('registered_name')}: {str(e).splitlines()[0][:300]}"
     ) from None
   model.build()
-  keras_hub.load_weights_file(model, weights)
+  keras_hub.load_weights_file(
+    model, weights, os.path.join(os.fspath(path), keras_hub.TASK_CONFIG_FILE)
+  )
   return model
 
 
@@ -492,6 +495,29 @@ def no_discriminator_error(path, holds):
 # --- one loader per format --------------------------------------------------------
 
 
+def _check_name_based_encoder(source, bert_config, embedding_size):
+  """`Source.check_encoder_fits` for a name-based checkpoint: its sizes read
+  from the index (no weights) against the encoder the hparams build."""
+  stored = checkpoint_encoder_sizes(source.location)
+  if stored is None:
+    return
+  built = {
+    "vocab_size": bert_config.vocab_size,
+    "embedding_size": embedding_size or bert_config.hidden_size,
+    "hidden_size": bert_config.hidden_size,
+    "num_hidden_layers": bert_config.num_hidden_layers,
+    "intermediate_size": bert_config.intermediate_size,
+  }
+  differ = [f"{k} {built[k]} (checkpoint: {v})" for k, v in stored.items() if built[k] != v]
+  if differ:
+    hint = " (vocab_size is the vocab's size: the vocab it was trained with?)"
+    raise ValueError(
+      f"the checkpoint {source.location!r} does not fit the encoder the hparams build: "
+      + ", ".join(differ)
+      + (hint if built["vocab_size"] != stored["vocab_size"] else "")
+    )
+
+
 class Source(formats.Detected):
   """A path whose format was detected once (`open_source`), with what every
   consumer asks of it: a part's weights (`load`), the run that describes it
@@ -543,14 +569,19 @@ class Source(formats.Detected):
     directory records (see `PublishedSource`)."""
     return self.run_config
 
-  def recorded_inputs(self):
+  def recorded_inputs(self, vocab_given=False):
     """What the model records about its inputs (a `Recorded`); unreadable
-    records give None fields (the loaders report them)."""
+    records give None fields (the loaders report them). `vocab_given`: the
+    caller has a vocab of its own, so a vocab the model lacks is no error."""
     return Recorded() if self.run_config is None else _recorded_in_run_config(self.run_config)
 
   def check_starts_finetuning(self):
     """Refuses, from its config alone (no weights read), a model that holds
     no discriminator encoder to fine-tune."""
+
+  def check_encoder_fits(self, bert_config, embedding_size):
+    """Refuses, before any trial starts, a model no run config describes
+    whose encoder another size builds (`bert_config`, `embedding_size`)."""
 
   def initialize_finetuning_model(self, model):
     """Initialises `model` (a `FinetuningModel`) from this model; returns the
@@ -582,6 +613,9 @@ class OfficialSource(Source):
     not_loaded = [n for n in tensors if official_names.is_non_model_entry(n)]
     return self._part_of_pretrainer(part, pretrainer, config, list(info["notes"]), not_loaded)
 
+  def check_encoder_fits(self, bert_config, embedding_size):
+    _check_name_based_encoder(self, bert_config, embedding_size)
+
 
 class FinetunedSource(Source):
   """A name-based checkpoint with task heads: a `run_finetuning` trial (its
@@ -599,6 +633,10 @@ class FinetunedSource(Source):
     except ValueError as e:
       raise ValueError(f"{e} (the model built from {described})") from None
     return Loaded(model, self, config, [f"model from {described}"])
+
+  def check_encoder_fits(self, bert_config, embedding_size):
+    if self.run_config is None:  # a trial's config.json is checked where it is read
+      _check_name_based_encoder(self, bert_config, embedding_size)
 
 
 class TrainingSource(Source):
@@ -626,7 +664,7 @@ class KerasFileSource(Source):
   def _load(self, part, hparams, model_name, data_dir):
     return Loaded(_part_of_keras_model(load_keras_file(self.location), part, self.path), self)
 
-  def recorded_inputs(self):
+  def recorded_inputs(self, vocab_given=False):
     try:
       found = model_dir_lib.read_run_config(os.path.dirname(os.path.abspath(self.location)))
     except ValueError:
@@ -669,7 +707,7 @@ class PublishedSource(Source):
       return None
     bert_config, embedding_size, config_path = found
     where = os.fspath(self.location)
-    recorded = self.recorded_inputs()
+    recorded = self.recorded_inputs(vocab_given=True)  # run_finetuning's vocab_file stands
     sizes = {k: bert_config[k] for k in model_dir_lib.ARCHITECTURE_BERT_FIELDS}
     hparams = {
       "model_size": "base",  # every size below overrides the table's
@@ -716,7 +754,7 @@ class HuggingFaceSource(PublishedSource):
       return None
     return bert_config, embedding_size, os.path.join(where, huggingface.CONFIG_FILE)
 
-  def recorded_inputs(self):
+  def recorded_inputs(self, vocab_given=False):
     try:
       tokenizer = huggingface.recorded_tokenizer(self.location)
     except ValueError:
@@ -768,10 +806,17 @@ class KerasHubPresetSource(PublishedSource):
   def check_starts_finetuning(self):
     keras_hub.preset_backbone_config(self.location)  # one line for a generator's encoder
 
-  def recorded_inputs(self):
+  def recorded_inputs(self, vocab_given=False):
+    """Its tokenizer's vocab and casing, and a task preset's lengths; a
+    preset copied without its vocabulary file is named
+    (`keras_hub.MissingVocabulary`) unless the caller has a vocab of its own."""
     where = self.location
     try:
       vocab_file, do_lower_case, strip_accents = keras_hub.preset_vocab(where)
+    except keras_hub.MissingVocabulary:
+      if not vocab_given:
+        raise
+      vocab_file = do_lower_case = strip_accents = None
     except ValueError:
       vocab_file = do_lower_case = strip_accents = None
     try:

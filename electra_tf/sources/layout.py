@@ -141,6 +141,26 @@ def detect_layout(shapes):
   return LAYOUT_ENCODER
 
 
+def checkpoint_encoder_sizes(path):
+  """`{vocab_size, embedding_size, hidden_size, num_hidden_layers,
+  intermediate_size}` of the discriminator encoder in name-based checkpoint
+  `path` (read from its index, no weights), or None where it holds none."""
+  shapes = open_reader(
+    official_checkpoint.resolve_checkpoint_path(path)
+  ).get_variable_to_shape_map()
+  table = shapes.get("electra/embeddings/word_embeddings")
+  if table is None:
+    return None
+  hidden, layers, ffn = _encoder_dims(shapes, official_names.DISCRIMINATOR_SCOPE)
+  return {
+    "vocab_size": int(table[0]),
+    "embedding_size": int(table[1]),
+    "hidden_size": hidden,
+    "num_hidden_layers": layers,
+    "intermediate_size": ffn,
+  }
+
+
 def infer_hparams_from_shapes(shapes):
   """Pre-training hparams implied by a name-based checkpoint's model entries.
 

@@ -259,7 +259,7 @@ class ElectraTaskModel(keras.Model):
       run_vocab = run_config.get("vocab") or {}
       vocab_file = vocab_file or run_vocab.get("file")
       if run_config.get("kind") != model_dir_lib.KIND_PRETRAINING:
-        recorded = source.recorded_inputs()
+        recorded = source.recorded_inputs(vocab_given=bool(vocab_file))
         max_seq_length = max_seq_length or recorded.max_seq_length
         if "max_query_length" in cls.preprocessor_args and recorded.max_query_length:
           kwargs.setdefault(

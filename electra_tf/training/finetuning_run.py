@@ -163,6 +163,8 @@ def make_inputs(model_name, data_dir, hparams):
   if run_config is None:
     _with_vocab_size(config, vocab, user)
     bert_config = get_pretraining_bert_config(config)  # sized by the vocab
+    if source is not None:
+      source.check_encoder_fits(bert_config, config.embedding_size)
   return FinetuningInputs(config, source, source_error, run_config, vocab, bert_config)
 
 
@@ -181,6 +183,8 @@ def inputs_for(config):
   bert_config = get_pretraining_bert_config(config)
   if run_config is not None:
     model_dir_lib.check_finetuning_encoder(config, run_config, bert_config)
+  elif source is not None:
+    source.check_encoder_fits(bert_config, config.embedding_size)
   vocab = _read_vocab(config)
   return FinetuningInputs(config, source, source_error, run_config, vocab, bert_config)
 

@@ -266,6 +266,22 @@ def read_json(path, what):
     raise ValueError(f"{what} {path!r} is not valid JSON ({e})") from None
 
 
+def utf8_text(data, path):
+  """The text of bytes read from data file `path`, a leading byte-order mark
+  dropped (Excel and Notepad write one; it is no part of the first line); a
+  one-line ValueError naming the file and line when it is not UTF-8.
+
+  Example:
+  >>> utf8_text(b"\\xef\\xbb\\xbfsentence\\tlabel\\n", "train.tsv")
+  'sentence\\tlabel\\n'
+  """
+  try:
+    return data.decode("utf-8-sig")
+  except UnicodeDecodeError as e:
+    line = data.count(b"\n", 0, e.start) + 1
+    raise ValueError(f"{path}, line {line}: not UTF-8 text ({e.reason})") from None
+
+
 def content_identity(data):
   """`{"size": bytes, "sha256": hex}` of bytes read from a file: what a cache
   records to know the file again (content, not times)."""
@@ -332,6 +348,13 @@ def check_writable(path, what, directory=False):
   if _is_remote(path):
     return
   full = os.path.abspath(path)
+  longest = max(full.split(os.sep), key=lambda name: len(os.fsencode(name)))
+  if len(os.fsencode(longest)) > 240:
+    # File systems take 255 bytes a name; staging names add a few to it.
+    raise ValueError(
+      f"{what} {path!r} has a name of {len(os.fsencode(longest))} bytes "
+      f"({longest[:20]!r}…); expected at most 240"
+    )
   if directory and os.path.exists(full) and not os.path.isdir(full):
     raise ValueError(f"{what} {path!r} is a file; expected a directory")
   directory = full if os.path.isdir(full) else os.path.dirname(full)

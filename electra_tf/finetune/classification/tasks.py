@@ -43,17 +43,25 @@ def read_tsv(path, max_lines=None, identities=None):
     data = f.read()
   if identities is not None:
     identities[path] = file_io.content_identity(data)
-  try:
-    text = data.decode("utf-8")
-  except UnicodeDecodeError as e:
-    line = data.count(b"\n", 0, e.start) + 1
-    raise ValueError(f"{path}, line {line}: not UTF-8 text ({e.reason})") from None
+  text = file_io.utf8_text(data, path)
   lines = []
   # Rows end at "\n" only, as when the file is read line by line.
-  for row in csv.reader(io.StringIO(text, newline="\n"), delimiter="\t", quotechar=None):
-    lines.append(row)
-    if max_lines and len(lines) >= max_lines:
-      break
+  reader = csv.reader(io.StringIO(text, newline="\n"), delimiter="\t", quotechar=None)
+  try:
+    for row in reader:
+      lines.append(row)
+      if max_lines and len(lines) >= max_lines:
+        break
+  except csv.Error as e:
+    # csv refuses a carriage return inside a row; the original stopped with a traceback.
+    cause = f"not a tab-separated row ({e})"
+    if "new-line" in str(e):
+      cause = (
+        "its lines end in a lone \\r (classic Mac); save it with \\n or \\r\\n line ends"
+        if "\n" not in text
+        else "a carriage return (\\r) inside a row; rows end in \\n, and a text may not hold \\r"
+      )
+    raise ValueError(f"{path}, line {reader.line_num}: {cause}") from None
   return lines
 
 

@@ -184,6 +184,21 @@ class _NoAnswer(ValueError):
     )
 
 
+def _check_unique_question_ids(examples, source, split):
+  """A one-line ValueError when two questions of an evaluated split share an
+  id: predictions are kept by id, so all but one would be scored against
+  another question's answer."""
+  first = {}
+  for number, example in enumerate(examples, 1):
+    question_id = example.qas_id or example.qid
+    if question_id is not None and question_id in first:
+      raise ValueError(
+        f"{source}: {split} questions {first[question_id]} and {number} share the id "
+        f"{question_id!r}; expected each question's own id (predictions are kept by id)"
+      )
+    first[question_id] = number
+
+
 class QATask(task_lib.Task):
   """Span-extraction QA; `v2` adds unanswerable questions."""
 
@@ -350,6 +365,8 @@ class QATask(task_lib.Task):
           else "it has no question"
         )
         raise ValueError(f"{source}: no {split} example, {skipped} (task {self.name})")
+      if split != "train":
+        _check_unique_question_ids(examples, source, split)
       self._examples[split] = examples
     return self._examples[split]
 

@@ -3,6 +3,7 @@ features with the original's truncation rule."""
 
 import collections
 import dataclasses
+import io
 import json
 import os
 
@@ -15,6 +16,7 @@ from electra_tf.finetune.tagging.head import TaggingHead
 from electra_tf.text import wordpiece as tokenization
 from electra_tf.text.vocab import SENTENCEPIECE
 from electra_tf.utils.file_io import check_data_file
+from electra_tf.utils.file_io import utf8_text
 from electra_tf.utils.file_io import write_atomic
 
 LABEL_ENCODING = "BIOES"
@@ -44,36 +46,37 @@ def read_conll(path, debug=False, first_lines=None):
   sentences = []
   sentence = []
   layout = None  # (line number, columns) of the first word line
-  with tf.io.gfile.GFile(path, "r") as f:
-    for number, line in enumerate(f, 1):
-      columns = line.strip().split()
-      if not columns:
-        if sentence:
-          words, tags = zip(*sentence)
-          sentences.append((list(words), list(tags)))
-          sentence = []
-          if debug and len(sentences) > 100:
-            return sentences
-        continue
-      if columns[0] == "-DOCSTART-":
-        continue
-      if len(columns) < 2:
-        raise ValueError(
-          f"{path}, line {number}: {line.strip()!r} has one column; expected the word, "
-          "then the tag in the last column (columns separated by spaces or tabs)"
-        )
-      if layout is None:
-        layout = (number, len(columns))
-      elif len(columns) != layout[1]:
-        # Another format's rows (a TSV of sentences) would be read as one long "sentence".
-        raise ValueError(
-          f"{path}, line {number}: {len(columns)} columns, but line {layout[0]} has "
-          f"{layout[1]}; a CoNLL file has the same columns on every word line (the word "
-          "first, the tag last)"
-        )
-      if not sentence and first_lines is not None:
-        first_lines.append(number)
-      sentence.append((columns[0], columns[-1]))
+  with tf.io.gfile.GFile(path, "rb") as f:
+    text = utf8_text(f.read(), path)
+  for number, line in enumerate(io.StringIO(text, newline="\n"), 1):
+    columns = line.strip().split()
+    if not columns:
+      if sentence:
+        words, tags = zip(*sentence)
+        sentences.append((list(words), list(tags)))
+        sentence = []
+        if debug and len(sentences) > 100:
+          return sentences
+      continue
+    if columns[0] == "-DOCSTART-":
+      continue
+    if len(columns) < 2:
+      raise ValueError(
+        f"{path}, line {number}: {line.strip()!r} has one column; expected the word, "
+        "then the tag in the last column (columns separated by spaces or tabs)"
+      )
+    if layout is None:
+      layout = (number, len(columns))
+    elif len(columns) != layout[1]:
+      # Another format's rows (a TSV of sentences) would be read as one long "sentence".
+      raise ValueError(
+        f"{path}, line {number}: {len(columns)} columns, but line {layout[0]} has "
+        f"{layout[1]}; a CoNLL file has the same columns on every word line (the word "
+        "first, the tag last)"
+      )
+    if not sentence and first_lines is not None:
+      first_lines.append(number)
+    sentence.append((columns[0], columns[-1]))
   if sentence:
     words, tags = zip(*sentence)
     sentences.append((list(words), list(tags)))
