@@ -92,3 +92,17 @@ def test_a_preset_without_its_vocabulary_is_named(preset, tmp_path):
     str(copy), num_classes=2, max_seq_length=16, vocab_file=str(vocab)
   )
   assert model.predict(["w1 w2"], verbose=0).shape == (1, 2)
+
+
+def test_a_preset_of_a_tokenizer_built_from_a_vocab_file_is_written(tmp_path):
+  """`write_task_preset` with `ElectraTokenizer(vocab_file=...)` failed in
+  `list(None)` (only a `vocabulary=` tokenizer worked)."""
+  vocab = tmp_path / "vocab.txt"
+  vocab.write_text("".join(t + "\n" for t in VOCAB))
+  encoder = ElectraBackbone(TINY_ENCODER, embedding_size=8)
+  encoder.build()
+  tokenizer = ElectraTokenizer(vocab_file=str(vocab))
+  path = keras_hub.write_task_preset(None, encoder, tokenizer, str(tmp_path / "preset"))
+  assert keras_hub.preset_vocab(path)[0].endswith("vocabulary.txt")
+  with open(keras_hub.preset_vocab(path)[0], encoding="utf-8") as f:
+    assert f.read().split() == VOCAB

@@ -560,7 +560,7 @@ def write_task_preset(task_model, encoder, tokenizer, output_dir):
       hub_tokenizer = keras_hub.tokenizers.SentencePieceTokenizer(proto=tokenizer.model_bytes)
   else:
     hub_tokenizer = keras_hub.models.ElectraTokenizer(
-      vocabulary=list(tokenizer.vocabulary),
+      vocabulary=tokenizer.id_tokens(),
       lowercase=bool(tokenizer.do_lower_case),
       strip_accents=bool(tokenizer.do_lower_case and tokenizer.strip_accents),
     )

@@ -244,6 +244,7 @@ class ElectraTokenizer(keras.layers.Layer):
     self.mask_id = vocab["[MASK]"]
     self.pad_id = vocab.get("[PAD]", 0)
     self.vocab_size = len(tokens)
+    self._id_tokens = tokens
 
     # Ids are line numbers; an id whose token is shadowed by a later duplicate,
     # or is the empty token, must never be produced: give it a token that no
@@ -400,6 +401,11 @@ class ElectraTokenizer(keras.layers.Layer):
     return pack_segments(
       segment_a, segment_b, max_seq_length, self.cls_id, self.sep_id, self.pad_id
     )
+
+  def id_tokens(self):
+    """The vocab's tokens in id order, whether it came as `vocabulary` or as
+    `vocab_file` (what a keras-hub tokenizer of the same vocab is given)."""
+    return list(self._id_tokens)
 
   def get_config(self):
     config = super().get_config()
