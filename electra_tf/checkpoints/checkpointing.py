@@ -417,7 +417,9 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
     starting checkpoint, as the original does at step 0.
   - After each batch it saves when the global step reaches a multiple of
     `save_checkpoints_steps` and stops training once it reaches
-    `num_train_steps` (an absolute target step, as in the original).
+    `num_train_steps` (an absolute target step, as in the original). A
+    `fit` that starts at or past it (a finished run re-run) trains and saves
+    nothing, and says so in one line, as `run_pretraining` does.
   - On SIGTERM (preemption), SIGHUP (the terminal closed: exit status 129)
     or a first SIGINT (Ctrl-C) it saves at the next
     batch end and stops; re-running resumes from there (the role of Keras'
@@ -474,6 +476,7 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
     self._last_saved_step = None
     self._previous_handlers = {}
     self._position_at_fit_start = 0
+    self._skipped_train_function = None  # the model's, while a finished run's `fit` runs
 
   def _on_signal(self, signum, frame):
     del frame
@@ -497,6 +500,19 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
     had_checkpoint = self.manager.latest_checkpoint is not None
     step = self.restore()
     self._position_at_fit_start = self.manager.batches_consumed
+    if self.num_train_steps is not None and step >= self.num_train_steps:
+      # A finished run (re-run of the same script): train and save nothing, as run_pretraining.
+      print(
+        f"Global step {step} >= num_train_steps={self.num_train_steps} in "
+        f"{self.manager.model_dir}: nothing to train.",
+        flush=True,
+      )
+      self._last_saved_step = step  # on_train_end writes nothing
+      self.model.stop_training = True
+      # Keras 3 checks `stop_training` only after a batch: make that batch a no-op.
+      self._skipped_train_function = self.model.train_function
+      self.model.train_function = lambda iterator: {}
+      return
     if had_checkpoint or not self.save_initial:
       self._last_saved_step = step
     else:
@@ -505,6 +521,8 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
       self._previous_handlers = interrupts.install_stop_handler(self._on_signal)
 
   def on_train_batch_end(self, batch, logs=None):
+    if self._skipped_train_function is not None:
+      return  # the no-op batch of a finished run consumed no input
     # `batch` is the index (in this `fit`) of the last batch just trained.
     self.manager.input_position.assign(self._position_at_fit_start + batch + 1)
     step = global_step(self.manager.model)
@@ -523,6 +541,9 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
       self.model.stop_training = True
 
   def on_train_end(self, logs=None):
+    if self._skipped_train_function is not None:
+      self.model.train_function = self._skipped_train_function
+      self._skipped_train_function = None
     self._save(global_step(self.manager.model))
     interrupts.restore_handlers(self._previous_handlers)
     self._previous_handlers = {}
