@@ -22,14 +22,19 @@ dataset = get_dataset("data/pretrain_tfrecords/pretrain_data.tfrecord*", 128,
 
 import numbers
 import os
+import struct
 import typing
 
+import numpy as np
 import tensorflow as tf
 
 from electra_tf.data import record_check
 from electra_tf.data import records_info
 
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
+# How far before a file's end `get_dataset` looks for its last record's
+# header: pre-training records are a few KB (a longer one is checked in full).
+_TAIL_BYTES = 1 << 16
 
 
 class PretrainingFiles(typing.NamedTuple):
@@ -172,14 +177,18 @@ def get_dataset(
       expected = "a positive integer" if low else "an integer >= 0"
       raise ValueError(f"get_dataset: {name}={value!r}; expected {expected}")
   files = find_files(file_patterns)
+  # A cut file fails only when read, with "DataLossError: truncated record
+  # at N", naming no file. Given record_counts, the caller checked them.
+  if seed is not None and record_counts is None:
+    record_counts = record_check.check_tfrecord_files(files)
+  elif record_counts is None:
+    _check_file_ends(files)
   # One record, cheaply: records of another length fail deep inside `fit`
   # ("Can't parse serialized Example") without naming the length or the file.
   for raw in tf.data.TFRecordDataset(files[0]).take(1).as_numpy_iterator():
     _check_example(raw, files[0], 0, max_seq_length, vocab_size)
   if input_context is not None:
     batch_size = input_context.get_per_replica_batch_size(batch_size)
-  if seed is not None and record_counts is None:
-    record_counts = record_check.check_tfrecord_files(files)
   if input_context is not None and input_context.num_input_pipelines > 1:
     if len(files) < input_context.num_input_pipelines:
       raise ValueError(
@@ -210,6 +219,42 @@ def get_dataset(
   )
   dataset = dataset.batch(batch_size, drop_remainder=True)
   return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def _ends_after_a_record(path):
+  """Whether `path` ends right after a record: some header in its last
+  `_TAIL_BYTES` (a length and that length's checksum) frames a record that
+  ends exactly at the end of the file. A file cut inside a record has none."""
+  # TensorBoard (installed with TensorFlow) computes TFRecord's masked CRC-32C.
+  from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c  # pylint: disable=g-import-not-at-top
+
+  size = tf.io.gfile.stat(path).length
+  if size == 0:
+    return True
+  start = max(0, size - _TAIL_BYTES)
+  with tf.io.gfile.GFile(path, "rb") as f:
+    f.seek(start)
+    tail = f.read()
+  last = len(tail) - record_check.FRAMING_BYTES  # the last place a header can start
+  if last < 0:
+    return False
+  # The uint64 at every byte offset, against the length that would end there.
+  lengths = np.ndarray((last + 1,), "<u8", tail, strides=(1,))
+  for i in np.flatnonzero(lengths == np.arange(last, -1, -1, dtype=np.uint64)):
+    # Zero padding inside a record reads as a length 0: the checksum rules it out.
+    if masked_crc32c(tail[i : i + 8]) == struct.unpack_from("<I", tail, i + 8)[0]:
+      return True
+  return False
+
+
+def _check_file_ends(files):
+  """Raises `record_check.CorruptRecordError` (a ValueError naming the file,
+  the record and its byte) for a file cut short. The whole check reads every
+  byte (about 10 ms a MB); this reads each file's last 64 KB and checks in
+  full only a file that does not end after a record."""
+  for path in files:
+    if not _ends_after_a_record(path):
+      record_check.check_tfrecord_file(path)
 
 
 def _check_example(raw, path, index, max_seq_length, vocab_size):

@@ -151,6 +151,26 @@ def _check_numeric_labels(labels):
     )
 
 
+def _check_batched(data, where):
+  """Keras reads each element of a dataset as a batch: one left unbatched
+  fails in the loss with "Argument `output` must have rank …
+  target.shape=()", naming neither the labels nor the dataset. Read from the
+  `element_spec`, before anything is traced."""
+  if not isinstance(data, tf.data.Dataset):
+    return
+  spec = data.element_spec
+  parts = tuple(spec) if isinstance(spec, (tuple, list)) else (spec,)
+  inputs = tf.nest.flatten(parts[0])
+  labels = tf.nest.flatten(parts[1]) if len(parts) > 1 and parts[1] is not None else []
+  if any(label.shape.rank == 0 for label in labels):
+    what = "the labels are scalars"
+  elif any(part.dtype == tf.string and part.shape.rank == 0 for part in inputs):
+    what = "the texts are single strings, not batches"
+  else:
+    return
+  raise ValueError(f"{where}: {what} (an unbatched dataset?); batch it, e.g. dataset.batch(32)")
+
+
 def check_count(value, what):
   """A one-line ValueError unless `value` is a positive integer (not a bool);
   `what` names it, e.g. "ElectraClassifier num_classes"."""
@@ -449,6 +469,8 @@ class ElectraTaskModel(keras.Model):
     pair of them) with their labels are batched here (`batch_size`, default
     32; shuffled each epoch as Keras shuffles arrays): Keras' arrays cannot
     hold strings."""
+    _check_batched(x, f"{type(self).__name__}.fit")
+    _check_batched(kwargs.get("validation_data"), f"{type(self).__name__}.fit validation_data")
     if _texts_given(x):
       x, y, batch_size = _text_batches(x, y, batch_size, shuffle), None, None
       shuffle = False  # the dataset reshuffles itself each epoch
@@ -456,6 +478,7 @@ class ElectraTaskModel(keras.Model):
 
   def evaluate(self, x=None, y=None, batch_size=None, **kwargs):
     """Keras' `evaluate`; texts as for `fit` (not shuffled)."""
+    _check_batched(x, f"{type(self).__name__}.evaluate")
     if _texts_given(x):
       x, y, batch_size = _text_batches(x, y, batch_size, False), None, None
     return super().evaluate(x, y, batch_size=batch_size, **kwargs)
