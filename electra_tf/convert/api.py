@@ -24,6 +24,7 @@ from electra_tf.interop import huggingface
 from electra_tf.models import official_names
 from electra_tf.sources import formats
 from electra_tf.sources.finetuned_heads import task_groups
+from electra_tf.utils.arguments import check_bools
 
 DIRECTIONS = ("to-keras", "to-official")
 CONVERTIBLE = formats.FORMATS
@@ -74,6 +75,7 @@ def convert(
   Returns:
     The report dict of the direction's function (`format_report` prints it).
   """
+  check_bools(with_optimizer_slots=with_optimizer_slots, overwrite=overwrite)
   output = os.fspath(output_path)
   if output.endswith(KERAS_SUFFIX) and os.path.exists(output) and not overwrite:
     raise ValueError(f"--output {output!r} exists; pass --overwrite to replace it")

@@ -700,7 +700,13 @@ def load_huggingface(input_dir):
       model, [official_names.GENERATOR_SCOPE], shared_embeddings=True
     )
   weights_path = os.path.join(input_dir, WEIGHTS_FILE)
-  stored = load_file(weights_path)
+  try:
+    stored = load_file(weights_path)
+  except Exception as e:  # pylint: disable=broad-except  # safetensors' own error type
+    first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+    raise ValueError(
+      f"{weights_path!r} cannot be read ({first}): damaged or only partly copied? copy it again"
+    ) from None
   expected = {hf_name(n): n for n in name_map}
   tied = stored.pop(_HF_TIED_OUTPUT, None)
   if tied is not None:

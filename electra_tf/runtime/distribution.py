@@ -173,6 +173,12 @@ def get_strategy(config):
   if name == "mirrored":
     return tf.distribute.MirroredStrategy(devices=_mirrored_devices(config))
   if name == "multi_worker_mirrored":
+    if "TF_CONFIG" in os.environ and not os.environ["TF_CONFIG"].strip():
+      # TensorFlow parses a set TF_CONFIG itself ("Expecting value: line 1 column 1").
+      raise ValueError(
+        "environment variable TF_CONFIG is set but empty; unset it (one worker) or give "
+        "the cluster's JSON"
+      )
     _tf_config()  # a one-line error for a TF_CONFIG TensorFlow would misread
     return _NestedReduceMultiWorkerMirroredStrategy()
   # tpu

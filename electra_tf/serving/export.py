@@ -39,6 +39,7 @@ from electra_tf.text import vocab as vocab_lib
 from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from electra_tf.utils import interrupts
 from electra_tf.utils import keras_compat
+from electra_tf.utils.arguments import check_bools
 from electra_tf.utils.file_io import replaced_together
 from electra_tf.utils.file_io import write_atomic
 
@@ -521,7 +522,7 @@ def save_module(module, export_dir, version=None, overwrite=False):
   Returns:
     the version directory.
   """
-  _check_overwrite(overwrite)
+  check_bools(overwrite=overwrite)
   if version is None:
     version = next_version(export_dir)
   if not os.fspath(export_dir).strip():
@@ -541,18 +542,13 @@ def save_module(module, export_dir, version=None, overwrite=False):
     raise
 
 
-def _check_overwrite(overwrite):
-  if not isinstance(overwrite, bool):  # a truthy "no" would replace an export
-    raise ValueError(f"overwrite={overwrite!r}; expected True or False")
-
-
 def save_module_at(module, path, overwrite=False):
   """Saves `module` with its signatures as the SavedModel directory `path`
   itself, atomically (into a hidden directory beside it, then renamed: TF
   Serving never sees it half-done); returns `path`. With `overwrite`, what
   was at `path` stays until the new SavedModel is complete, and stays for
   good if the save fails or is interrupted."""
-  _check_overwrite(overwrite)
+  check_bools(overwrite=overwrite)
   path = os.fspath(path)
   here = os.path.abspath(os.getcwd())
   if not path.strip() or os.path.commonpath([here, os.path.abspath(path)]) == os.path.abspath(path):
@@ -764,7 +760,7 @@ def export_task_model(
   `constant_weights` are `serving_modules.ElectraServingModule`'s), tokenizing with its
   preprocessor's vocab and length, at `filepath` itself (TF Serving wants it
   under a version folder: pass `<dir>/1`); returns `filepath`."""
-  _check_overwrite(overwrite)
+  check_bools(overwrite=overwrite)
   preprocessor = task_model.preprocessor
   if preprocessor is None:
     raise ValueError("export needs the model's preprocessor (its tokenizer and length)")

@@ -77,6 +77,7 @@ from electra_tf.layers import layer_utils
 from electra_tf.layers.electra_embeddings import ElectraEmbeddings
 from electra_tf.layers.electra_transformer_layer import ElectraTransformerLayer
 from electra_tf.utils import keras_compat
+from electra_tf.utils.arguments import check_bools
 
 SIGNATURE_TEXT = "serving_default"
 SIGNATURE_IDS = "serve_ids"
@@ -185,13 +186,7 @@ class ElectraServingModule(tf.Module):
         f"max_seq_length={max_seq_length}; expected at least 3 "
         "([CLS] a [SEP] needs room for one token)"
       )
-    for name, value in (
-      ("real_length", real_length),
-      ("jit_compile", jit_compile),
-      ("constant_weights", constant_weights),
-    ):
-      if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name}={value!r}; expected True or False")
+    check_bools(real_length=real_length, jit_compile=jit_compile, constant_weights=constant_weights)
     if isinstance(length_multiple, bool) or not isinstance(length_multiple, numbers.Integral):
       raise ValueError(f"length_multiple={length_multiple!r}; expected an integer")
     if length_multiple < 1:

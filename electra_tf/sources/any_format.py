@@ -32,6 +32,8 @@ Example:
 
 import dataclasses
 import os
+import zipfile
+import zlib
 
 from absl import logging
 import keras
@@ -145,7 +147,24 @@ def missing_network_error(model, kind):
 def load_keras_file(path):
   """The model of an electra_tf `.keras` file, uncompiled (a pretrainer comes
   back built, so that all its variables exist)."""
-  model = keras.saving.load_model(os.fspath(path), compile=False)
+  if os.path.isfile(path) and zipfile.is_zipfile(path):
+    with zipfile.ZipFile(path) as archive:
+      if not any(name.startswith("model.weights.") for name in archive.namelist()):
+        raise ValueError(
+          f"{os.fspath(path)!r} holds no model.weights.h5 (its weights): damaged or only "
+          "partly copied? copy it again"
+        )
+  try:
+    model = keras.saving.load_model(os.fspath(path), compile=False)
+  except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as e:
+    if getattr(e, "errno", None) is not None:  # the file system's, not the content's
+      raise ValueError(f"{os.fspath(path)!r}: {e.strerror}") from None
+    # A .keras file is a zip archive: a cut or changed one fails in zipfile or h5py.
+    first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+    raise ValueError(
+      f"{os.fspath(path)!r} cannot be read as a .keras file ({first}): damaged or only "
+      "partly copied? copy it again"
+    ) from None
   if isinstance(model, ElectraPretrainer) and not model.built:
     model.build()
   return model
@@ -758,6 +777,8 @@ class HuggingFaceSource(PublishedSource):
     try:
       tokenizer = huggingface.recorded_tokenizer(self.location)
     except ValueError:
+      if not vocab_given:
+        raise  # a damaged tokenizer_config.json is named, not read as no vocab
       tokenizer = None
     if tokenizer is None:
       return Recorded()

@@ -109,6 +109,11 @@ def _is_keras_archive(path):
     return CONFIG_FILE in archive.namelist()
 
 
+def _starts_like_a_zip_archive(path):
+  with tf.io.gfile.GFile(path, "rb") as f:
+    return f.read(4) == b"PK\x03\x04"
+
+
 def keras_archive_config(path):
   """A `.keras` archive's `config.json`, parsed, without loading the model;
   {} when it cannot be read."""
@@ -169,6 +174,12 @@ def detect(path):
   elif tf.io.gfile.exists(path) and not tf.io.gfile.exists(path + ".index"):
     if _is_keras_archive(path):
       return Detected(KERAS, path, path)
+    if _starts_like_a_zip_archive(path):
+      # A cut archive has lost the directory at its end.
+      raise ValueError(
+        f"{path!r} is not a whole .keras file (no zip archive's directory at its end): "
+        "damaged or only partly copied? copy it again"
+      )
     raise ValueError(
       f"{path!r} is a file but not a model electra_tf reads: expected a .keras model "
       "(a zip archive), a checkpoint prefix or a model directory"
@@ -181,6 +192,13 @@ def detect(path):
   except checkpoint_reader.UnreadableCheckpointError:
     raise
   except ValueError:
+    config_file = os.path.join(path, CONFIG_FILE)
+    if directory_config is None and tf.io.gfile.exists(config_file):
+      # What a published directory is recognised by: name it, not what is missing.
+      raise ValueError(
+        f"{config_file!r} is empty or no JSON object, so {path!r} is no model electra_tf "
+        "reads (damaged or only partly copied? copy it again)"
+      ) from None
     raise ValueError(
       f"{path!r} holds no model electra_tf reads: it has no usable `checkpoint` file, "
       "no Hugging Face config.json + model.safetensors and no keras-hub preset"

@@ -113,6 +113,12 @@ def _parse(data, vocab_file):
   try:
     return SENTENCEPIECE, sentencepiece_vocab_of(data, vocab_file)
   except ValueError:
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+      # Windows editors' "Unicode": the NUL bytes of UTF-16, not a model.
+      raise ValueError(
+        f"vocab file {vocab_file!r} is UTF-16 text (it starts with UTF-16's byte-order "
+        "mark); save it as UTF-8"
+      ) from None
     if b"\x00" in data[:_SNIFF_BYTES]:
       raise
     # Text with bytes that are not UTF-8: read as the original reads it.

@@ -13,6 +13,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 
@@ -280,6 +281,29 @@ def utf8_text(data, path):
   except UnicodeDecodeError as e:
     line = data.count(b"\n", 0, e.start) + 1
     raise ValueError(f"{path}, line {line}: not UTF-8 text ({e.reason})") from None
+
+
+def line_text(data, path):
+  """`utf8_text` of a line-based data file (TSV, CoNLL, JSON lines), which
+  is read at "\\n" only: a carriage return that ends no line (classic-Mac
+  line ends, or one pasted into a text) is a one-line ValueError naming the
+  file and line; "\\r\\n" line ends are fine.
+
+  Example:
+  >>> line_text(b"a\\tb\\r\\n", "train.tsv")
+  'a\\tb\\r\\n'
+  """
+  text = utf8_text(data, path)
+  lone = re.search("\r(?!\n)", text)
+  if lone:
+    line = text.count("\n", 0, lone.start()) + 1
+    cause = (
+      "its lines end in a lone \\r (classic Mac); save it with \\n or \\r\\n line ends"
+      if "\n" not in text
+      else "a carriage return (\\r) inside a line; lines end in \\n, and a text may not hold \\r"
+    )
+    raise ValueError(f"{path}, line {line}: {cause}")
+  return text
 
 
 def content_identity(data):

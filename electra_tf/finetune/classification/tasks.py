@@ -43,7 +43,7 @@ def read_tsv(path, max_lines=None, identities=None):
     data = f.read()
   if identities is not None:
     identities[path] = file_io.content_identity(data)
-  text = file_io.utf8_text(data, path)
+  text = file_io.line_text(data, path)
   lines = []
   # Rows end at "\n" only, as when the file is read line by line.
   reader = csv.reader(io.StringIO(text, newline="\n"), delimiter="\t", quotechar=None)
@@ -53,15 +53,7 @@ def read_tsv(path, max_lines=None, identities=None):
       if max_lines and len(lines) >= max_lines:
         break
   except csv.Error as e:
-    # csv refuses a carriage return inside a row; the original stopped with a traceback.
-    cause = f"not a tab-separated row ({e})"
-    if "new-line" in str(e):
-      cause = (
-        "its lines end in a lone \\r (classic Mac); save it with \\n or \\r\\n line ends"
-        if "\n" not in text
-        else "a carriage return (\\r) inside a row; rows end in \\n, and a text may not hold \\r"
-      )
-    raise ValueError(f"{path}, line {reader.line_num}: {cause}") from None
+    raise ValueError(f"{path}, line {reader.line_num}: not a tab-separated row ({e})") from None
   return lines
 
 

@@ -15,6 +15,8 @@ import string
 
 import tensorflow as tf
 
+from electra_tf.utils import file_io
+
 _PUNCTUATION = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 
@@ -200,25 +202,37 @@ def evaluate_v2(dataset, predictions, na_probs=None, na_prob_thresh=1.0):
 def read_json(path):
   """The JSON content of `path`; ValueError naming the file and line if it
   is not JSON."""
+  with tf.io.gfile.GFile(path, "rb") as f:
+    text = file_io.utf8_text(f.read(), path)  # a byte-order mark is dropped, not JSON's error
   try:
-    with tf.io.gfile.GFile(path, "r") as f:
-      return json.load(f)
+    return json.loads(text)
   except json.JSONDecodeError as e:
     raise ValueError(f"{path}, line {e.lineno}: not valid JSON ({e.msg})") from None
-  except UnicodeDecodeError as e:
-    raise ValueError(f"{path}: not UTF-8 text ({e.reason})") from None
+
+
+def read_jsonl(path, max_lines=None):
+  """`(line number, value)` of each non-blank line of a JSON-lines file, the
+  first `max_lines` lines only if given; a one-line ValueError naming the
+  file and line for text that is not UTF-8 or a line that is not JSON."""
+  with tf.io.gfile.GFile(path, "rb") as f:
+    text = file_io.line_text(f.read(), path)
+  for number, line in enumerate(text.split("\n"), 1):
+    if max_lines is not None and number > max_lines:
+      break
+    if not line.strip():
+      continue
+    try:
+      yield number, json.loads(line)
+    except json.JSONDecodeError as e:
+      raise ValueError(f"{path}, line {number}: not valid JSON ({e.msg})") from None
 
 
 def read_mrqa_answers(path):
   """`{qid: [answer text, ...]}` from an MRQA `.jsonl` file (header lines skipped)."""
   answers = {}
-  with tf.io.gfile.GFile(path, "r") as f:
-    for line in f:
-      if not line.strip():
-        continue
-      example = json.loads(line)
-      if "header" in example:
-        continue
-      for qa in example["qas"]:
-        answers[qa["qid"]] = qa["answers"]
+  for _, example in read_jsonl(path):
+    if "header" in example:
+      continue
+    for qa in example["qas"]:
+      answers[qa["qid"]] = qa["answers"]
   return answers

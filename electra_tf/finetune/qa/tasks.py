@@ -618,18 +618,8 @@ class MRQATask(QATask):
   def _paragraphs(self, split):
     path = self.data_file(split)
     check_data_file(path, "an MRQA .jsonl file")
-    with tf.io.gfile.GFile(path, "r") as f:
-      for i, line in enumerate(f):
-        if self.config.debug and i > 10:
-          break
-        if not line.strip():
-          continue
-        try:
-          paragraph = json.loads(line)
-        except json.JSONDecodeError as e:
-          raise ValueError(f"{path}, line {i + 1}: not valid JSON ({e.msg})") from None
-        if "header" in paragraph:
-          continue
+    for _, paragraph in qa_metrics.read_jsonl(path, 11 if self.config.debug else None):
+      if "header" not in paragraph:
         yield paragraph
 
   def evaluate_predictions(self, split, predictions, null_odds):

@@ -16,7 +16,7 @@ from electra_tf.finetune.tagging.head import TaggingHead
 from electra_tf.text import wordpiece as tokenization
 from electra_tf.text.vocab import SENTENCEPIECE
 from electra_tf.utils.file_io import check_data_file
-from electra_tf.utils.file_io import utf8_text
+from electra_tf.utils.file_io import line_text
 from electra_tf.utils.file_io import write_atomic
 
 LABEL_ENCODING = "BIOES"
@@ -47,7 +47,7 @@ def read_conll(path, debug=False, first_lines=None):
   sentence = []
   layout = None  # (line number, columns) of the first word line
   with tf.io.gfile.GFile(path, "rb") as f:
-    text = utf8_text(f.read(), path)
+    text = line_text(f.read(), path)
   for number, line in enumerate(io.StringIO(text, newline="\n"), 1):
     columns = line.strip().split()
     if not columns:
