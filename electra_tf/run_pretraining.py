@@ -46,6 +46,7 @@ from electra_tf.training import held_out_evaluation
 from electra_tf.training import pretraining_run
 from electra_tf.training import run_status
 from electra_tf.utils import exit_codes
+from electra_tf.utils import file_io
 from electra_tf.utils import interrupts
 
 
@@ -61,6 +62,12 @@ def main(argv=None):
   except ValueError as e:
     # Bad input: one clear line, no traceback, nothing trained.
     print(f"run_pretraining: error: {e}", file=sys.stderr, flush=True)
+    return exit_codes.BAD_INPUT
+  except Exception as e:  # pylint: disable=broad-except
+    line = file_io.remote_file_system_error(e)  # a gs:// data dir out of reach
+    if line is None:
+      raise
+    print(f"run_pretraining: error: {line}", file=sys.stderr, flush=True)
     return exit_codes.BAD_INPUT
   return run_status.run_to_exit_status(
     "run_pretraining",

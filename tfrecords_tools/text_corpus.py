@@ -161,7 +161,7 @@ def remove_shards(output_dir, keep=()):
 # With --overwrite the earlier build waits in this folder of the output dir
 # until the new one is complete: a rebuild that fails or is interrupted puts
 # it back instead of leaving nothing.
-PREVIOUS_BUILD = ".previous_build"
+PREVIOUS_BUILD = records_info.PREVIOUS_BUILD
 
 
 def _is_build_file(name):

@@ -23,6 +23,9 @@ from electra_tf.utils.file_io import read_json
 from electra_tf.utils.file_io import write_atomic
 
 RECORDS_INFO = "records_info.json"
+# A rebuild with --overwrite keeps the earlier build in this folder of the
+# output dir until the new one is complete (a killed rebuild leaves it there).
+PREVIOUS_BUILD = ".previous_build"
 FORMAT = "electra_tf.records_info"
 
 

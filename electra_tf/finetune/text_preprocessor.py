@@ -149,6 +149,8 @@ class ElectraTextPreprocessor(keras.layers.Layer):
       vocabulary = [line.rstrip("\n") for line in f]
     while vocabulary and not vocabulary[-1]:
       vocabulary.pop()
+    # Checked here, where the file is known (the tokenizer sees a list).
+    vocab_lib.check_special_tokens({t: i for i, t in enumerate(vocabulary)}, vocab_file)
     tokenizer = ElectraTokenizer(
       vocabulary=vocabulary, do_lower_case=do_lower_case, strip_accents=strip_accents
     )

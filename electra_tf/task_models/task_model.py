@@ -36,6 +36,7 @@ from electra_tf.text.tokenizer import ElectraTokenizer
 from electra_tf.text.vocab import SENTENCEPIECE
 from electra_tf.text.vocab import Vocab
 from electra_tf.text.vocab import vocab_kind
+from electra_tf.utils import file_io
 from electra_tf.utils import keras_compat
 
 # Keras' `export` formats that `electra_tf.serving.portable` writes.
@@ -491,6 +492,12 @@ class ElectraTaskModel(keras.Model):
       check_count(batch_size, f"{type(self).__name__}.predict batch_size")
     if not isinstance(x, tf.data.Dataset):
       check_prediction_input(x, type(self).__name__)
+      if self.preprocessor is None and not isinstance(x, dict):
+        # Texts reach the network raw otherwise ("Iterating over a symbolic tf.Tensor").
+        raise ValueError(
+          f"{type(self).__name__}.predict: this model has no preprocessor, so it takes packed "
+          "features (a dict of input_ids, input_mask, segment_ids), not texts"
+        )
       if isinstance(x, (list, tuple)) and len(x) == 2 and not isinstance(x[0], (str, bytes)):
         x = (tuple(x),)  # one input made of two segments, not (x, y)
       x = tf.data.Dataset.from_tensor_slices(x).batch(batch_size or 32)
@@ -667,7 +674,14 @@ class ElectraTaskModel(keras.Model):
         "hold a task model (it would not load back); save to a path ending in .keras, or "
         "use save_weights('….weights.h5') for the weights alone"
       )
-    return super().save(filepath, *args, **kwargs)
+    overwrite = args[0] if args else kwargs.get("overwrite", True)
+    path = os.fspath(filepath)
+    if not path.endswith(".keras") or (not overwrite and os.path.exists(path)):
+      return super().save(filepath, *args, **kwargs)  # Keras' own errors and prompt
+    # Written beside it and renamed when whole: a kill or Ctrl-C mid-save
+    # leaves no partial file under the real name.
+    with file_io.atomic_path(path, suffix=".keras") as tmp:
+      return super().save(tmp, *args, **kwargs)
 
   # --- export --------------------------------------------------------------------
 

@@ -182,6 +182,12 @@ def check_special_tokens(vocab, vocab_file="<vocab>"):
       )
     return
   missing = [t for t in REQUIRED_SPECIAL_TOKENS if t not in vocab]
+  if missing and any(str(t).startswith("{") for t in list(vocab)[:1]):
+    # One token per line: a JSON file (a Hugging Face tokenizer.json) is no vocab.
+    raise ValueError(
+      f"vocab file {vocab_file!r} is a JSON file (a tokenizer.json?), not a vocab with one "
+      "token per line; pass the vocab.txt beside it"
+    )
   if missing:
     raise ValueError(
       f"vocab file {vocab_file!r} lacks the special token(s) {missing}; "

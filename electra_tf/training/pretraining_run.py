@@ -85,10 +85,21 @@ def find_pretraining_files(config):
   try:
     return pretrain_data.find_files(patterns)
   except ValueError:
+    aside = [
+      os.path.join(os.path.dirname(p), records_info.PREVIOUS_BUILD)
+      for p in patterns
+      if tf.io.gfile.isdir(os.path.join(os.path.dirname(p), records_info.PREVIOUS_BUILD))
+    ]
+    hint = (
+      f"; a rebuild killed midway left the earlier build in {aside[0]!r}: run the build "
+      "again (it finishes or puts that build back)"
+      if aside
+      else ""
+    )
     raise ValueError(
       f"No pre-training TFRecords found for hparam pretrain_tfrecords="
       f"{config.pretrain_tfrecords!r} (searched {patterns}); build them with "
-      "`python -m electra_tf.build_pretraining_dataset` or set pretrain_tfrecords"
+      f"`python -m electra_tf.build_pretraining_dataset` or set pretrain_tfrecords{hint}"
     ) from None
 
 

@@ -12,6 +12,7 @@ from electra_tf.training.callbacks import TrainingDiverged
 from electra_tf.training.pretraining_run import InitCheckpointMismatch
 from electra_tf.training.pretraining_run import TrainingDataError
 from electra_tf.utils import exit_codes
+from electra_tf.utils import file_io
 from electra_tf.utils import interrupts
 from electra_tf.utils.run_lock import ModelDirBusy
 
@@ -52,5 +53,19 @@ def run_to_exit_status(tool, run):
     return exit_codes.DIVERGED
   except _BAD_INPUT as e:
     print(f"{tool}: error: {e}", file=sys.stderr, flush=True)
+    return exit_codes.BAD_INPUT
+  except Exception as e:  # pylint: disable=broad-except
+    if not file_io.is_disk_full(e):
+      raise
+    # A write anywhere else in the run (a feature cache, a summary): its
+    # atomic writer removed the partial file.
+    happened, remedy = file_io.no_room_phrase(e)
+    where = (str(e).strip().splitlines() or [""])[0]
+    print(
+      f"{tool}: error: {happened} ({where}); {remedy} and re-run (it resumes from its last "
+      "checkpoint)",
+      file=sys.stderr,
+      flush=True,
+    )
     return exit_codes.BAD_INPUT
   return exit_codes.OK

@@ -417,6 +417,25 @@ def is_disk_full(error):
   return any(os.strerror(code) in text for code in _NO_ROOM)
 
 
+def remote_file_system_error(error):
+  """The one line for a TensorFlow file-system error on a remote
+  (`scheme://`) path, one that cannot be reached or read (no network, no
+  credentials); None for any other error."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  remote = re.search(r"\b[a-z][a-z0-9+.-]*://[^\s'\"()]+", str(error))
+  if not isinstance(error, tf.errors.OpError) or remote is None:
+    return None
+  first = (str(error).strip().splitlines() or [""])[0][:200]
+  if isinstance(error, tf.errors.UnimplementedError):
+    scheme = remote.group(0).split("://")[0]
+    return (
+      f"cannot read {remote.group(0)}: TensorFlow has no {scheme}:// file system ({first}); "
+      "use a local path or gs://, or install the package that adds it (tensorflow-io for s3)"
+    )
+  return f"cannot read {remote.group(0)} ({first}); check the network and the credentials"
+
+
 def no_room_phrase(error):
   """`(what happened, what to do)` for an error `is_disk_full` accepts."""
   if getattr(error, "errno", None) == errno.EFBIG or os.strerror(errno.EFBIG) in str(error):
