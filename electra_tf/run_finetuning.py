@@ -42,7 +42,6 @@ from electra_tf.training.finetuning_run import results_lines  # noqa: F401
 from electra_tf.training.finetuning_run import run_finetuning  # noqa: F401
 from electra_tf.training.finetuning_run import write_results  # noqa: F401
 from electra_tf.utils import exit_codes
-from electra_tf.utils import file_io
 from electra_tf.utils import interrupts
 from electra_tf.utils.console_logging import plain_console_logging
 
@@ -78,13 +77,11 @@ def main(argv=None):
     strategy = distribution.setup_distribution(inputs.config)
     inputs = runner.validate_inputs(inputs)
     _check_before_work(inputs)
-  except ValueError as e:
-    print(f"run_finetuning: error: {e}", file=sys.stderr, flush=True)
-    return exit_codes.BAD_INPUT
   except Exception as e:  # pylint: disable=broad-except
-    line = file_io.remote_file_system_error(e)  # a gs:// data dir out of reach
+    line = run_status.input_error_line(e)
     if line is None:
       raise
+    # Bad input: one clear line, no traceback, nothing trained.
     print(f"run_finetuning: error: {line}", file=sys.stderr, flush=True)
     return exit_codes.BAD_INPUT
   return run_status.run_to_exit_status(

@@ -46,7 +46,6 @@ from electra_tf.training import held_out_evaluation
 from electra_tf.training import pretraining_run
 from electra_tf.training import run_status
 from electra_tf.utils import exit_codes
-from electra_tf.utils import file_io
 from electra_tf.utils import interrupts
 
 
@@ -59,14 +58,11 @@ def main(argv=None):
     # Decided once, before anything starts TensorFlow (multi-worker needs that).
     strategy = distribution.setup_distribution(config)
     inputs = pretraining_run.validate_config(config)
-  except ValueError as e:
-    # Bad input: one clear line, no traceback, nothing trained.
-    print(f"run_pretraining: error: {e}", file=sys.stderr, flush=True)
-    return exit_codes.BAD_INPUT
   except Exception as e:  # pylint: disable=broad-except
-    line = file_io.remote_file_system_error(e)  # a gs:// data dir out of reach
+    line = run_status.input_error_line(e)
     if line is None:
       raise
+    # Bad input: one clear line, no traceback, nothing trained.
     print(f"run_pretraining: error: {line}", file=sys.stderr, flush=True)
     return exit_codes.BAD_INPUT
   return run_status.run_to_exit_status(

@@ -31,6 +31,15 @@ _BAD_INPUT = (
 )
 
 
+def input_error_line(error):
+  """The one line for an error in a run's inputs, met while a command
+  resolves them: a `ValueError` (bad input) or a remote file system out of
+  reach (a `gs://` data dir without network); None for any other error."""
+  if isinstance(error, ValueError):
+    return str(error)
+  return file_io.remote_file_system_error(error)
+
+
 def run_to_exit_status(tool, run):
   """Calls `run()`; returns `electra_tf.utils.exit_codes`' status for how it
   ended, after printing `<tool>: …` on stderr for anything but success."""
