@@ -166,3 +166,33 @@ def test_no_records_names_the_build_a_killed_rebuild_set_aside(tmp_path, capsys)
     f"; a rebuild killed midway left the earlier build in {str(records / '.previous_build')!r}: "
     "run the build again (it finishes or puts that build back)"
   )
+
+
+def test_a_vocab_that_leaves_much_of_the_corpus_unknown_is_named(tmp_path, capsys):
+  """A WordPiece vocab without its `##` pieces (a word list from another
+  tool): every word it cannot spell whole became [UNK], about 11% of the
+  corpus, and the build said nothing."""
+  from electra_tf import build_pretraining_dataset
+  from tests.helpers.pretraining_data import SPECIAL
+
+  corpus = tmp_path / "corpus"
+  corpus.mkdir()
+  (corpus / "a.txt").write_text("the cat sat on the mat\nthe dog ran far away\n\n" * 30)
+  vocab = tmp_path / "words.txt"
+
+  def build(words, name):
+    vocab.write_text("\n".join(SPECIAL + words) + "\n")
+    argv = ["--corpus-dir", str(corpus), "--vocab-file", str(vocab), "--num-processes", "1"]
+    argv += ["--output-dir", str(tmp_path / name), "--max-seq-length", "16", "--num-out-files", "1"]
+    assert build_pretraining_dataset.main(argv) == 0
+    return capsys.readouterr().err
+
+  # 9 of the corpus's 11 words: 2 in 11 tokens are [UNK] (18%).
+  err = build(["the", "cat", "sat", "on", "mat", "dog", "ran"], "few")
+  warnings = [line for line in err.splitlines() if "[UNK]" in line]
+  assert len(warnings) == 1
+  assert "of the corpus's 330 tokens (18.2%) are [UNK]" in warnings[0]
+  assert str(vocab) in warnings[0]
+  # Every word spelled: no such line.
+  err = build(["the", "cat", "sat", "on", "mat", "dog", "ran", "far", "away"], "all")
+  assert "[UNK]" not in err

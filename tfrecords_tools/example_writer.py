@@ -189,6 +189,10 @@ class ExampleWriter:
     self.not_text_bytes = 0
     self.not_text_example = ""
     self.lines_read = 0
+    # Tokens of the text packed, and how many of them are [UNK]: a share far
+    # above a vocab's own corpus says the vocab does not fit this text.
+    self.tokens_read = 0
+    self.unknown_tokens = 0
     # Long lines by their index in the stream of lines: (source, line number, characters).
     self._long_lines = {}
     self._lines_seen = 0
@@ -292,6 +296,8 @@ class ExampleWriter:
     if self._long_lines:
       self._warn_long_lines(self.lines_read, splits)
     self.lines_read += len(lines)
+    self.tokens_read += len(flat)
+    self.unknown_tokens += int((flat == self._tokenizer.unk_id).sum())
     builder = self._builder
     examples = []
     for i, line in enumerate(lines):

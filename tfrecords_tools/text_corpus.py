@@ -108,6 +108,8 @@ def job_stats(job_id, writer):
     "examples": writer.n_written,
     "bytes": writer.bytes_read,
     "lines": writer.lines_read,
+    "tokens": writer.tokens_read,
+    "unknown_tokens": writer.unknown_tokens,
     "bad_bytes": writer.bad_bytes,
     "bad_bytes_files": writer.bad_bytes_files,
     "bad_bytes_example": writer.bad_bytes_example,
@@ -699,6 +701,9 @@ def build_pretraining_dataset(options, beam_options=None):
       result = run_jobs(run_job, options)
       for line in skipped_text_lines(result, options.output_dir, created):
         print(f"warning: {options.corpus_dir}: {line}", file=sys.stderr, flush=True)
+      unknown = unknown_tokens_line(result, options.vocab_file)
+      if unknown:
+        print(f"warning: {options.corpus_dir}: {unknown}", file=sys.stderr, flush=True)
       check_no_empty_output(options, sum(s["examples"] for s in result))
     settings = records_settings(options.tfds_name or options.corpus_dir, options, normalisation)
     records_info.write_records_info(options.output_dir, vocab, settings)
@@ -734,6 +739,27 @@ def skipped_text_lines(stats, output_dir, created=False):
     files = sum(s["bad_bytes_files"] for s in stats)
     lines.append(f"ignored {bad} bytes that are not UTF-8 in {files} file(s) (e.g. {example!r})")
   return lines
+
+
+# A vocab built on a corpus leaves well under 1% of it [UNK] (`build_vocab`
+# reports the share); this much says the vocab was made for other text.
+UNKNOWN_TOKENS_WARNING_SHARE = 0.05
+
+
+def unknown_tokens_line(stats, vocab_file):
+  """The builder's line when more than `UNKNOWN_TOKENS_WARNING_SHARE` of
+  the corpus's tokens are [UNK] (a vocab of another language, casing or
+  corpus, or a word list without its `##` pieces); None otherwise."""
+  tokens = sum(s["tokens"] for s in stats)
+  unknown = sum(s["unknown_tokens"] for s in stats)
+  if not tokens or unknown <= UNKNOWN_TOKENS_WARNING_SHARE * tokens:
+    return None
+  return (
+    f"{unknown:,} of the corpus's {tokens:,} tokens ({unknown / tokens:.1%}) are [UNK]: "
+    f"--vocab-file {vocab_file} does not spell much of this text (a vocab of another "
+    "language, casing or corpus, or a word list without its ## pieces?); the records "
+    "are written, but a model learns nothing from [UNK]"
+  )
 
 
 # Bytes read from the start of the first corpus files for `normalisation_warning`.
