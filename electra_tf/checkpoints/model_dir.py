@@ -102,6 +102,7 @@ def _vocab_description(vocab_file, do_lower_case, strip_accents, vocab=None):
   if vocab is not None:
     description["size"] = vocab.size
     description["sha256"] = vocab.sha256
+    description["tokens_sha256"] = vocab.tokens_sha256
     description["special_ids"] = dict(vocab.special_ids)
     if vocab.kind == vocab_lib.SENTENCEPIECE or vocab.has_settings:
       # The text was normalised as the vocab was built (the builder refuses
@@ -239,7 +240,23 @@ def checked_run_config(content, config_path):
       f"run config {config_path!r} has version {content['version']}; this electra_tf reads "
       f"up to {RUN_CONFIG_VERSION} (upgrade electra_tf)"
     )
-  return dict(content, path=config_path)
+  content = dict(content, path=config_path)
+  config_class = CONFIG_CLASSES.get(content.get("config_class"))
+  if config_class is not None and isinstance(content.get("hparams"), dict):
+    # Every reader of the run (export, fine-tuning from it, resuming) refuses
+    # alike an hparam this version would not know what to do with.
+    _check_hparams_known(content, config_class)
+  return content
+
+
+def _check_hparams_known(run_config, config_class):
+  fields = {f.name for f in dataclasses.fields(config_class)} | {"model_name", "data_dir"}
+  for key in run_config["hparams"]:
+    if key not in fields:
+      raise ValueError(
+        f"run config {run_config.get('path')!r}: hparam {key!r} is unknown to "
+        f"{config_class.__name__} (written by another electra_tf version?)"
+      )
 
 
 def run_hparams(run_config, config_class=None):
@@ -253,17 +270,13 @@ def run_hparams(run_config, config_class=None):
   """
   if config_class is None:
     config_class = CONFIG_CLASSES.get(run_config.get("config_class"), PretrainingConfig)
+  _check_hparams_known(run_config, config_class)
   fields = {f.name: f for f in dataclasses.fields(config_class)}
   hparams = {}
   for key, value in run_config["hparams"].items():
     if key in ("model_name", "data_dir"):
       continue  # the --model-name and --data-dir flags, not hparams
-    field = fields.get(key)
-    if field is None:
-      raise ValueError(
-        f"run config {run_config.get('path')!r}: hparam {key!r} is unknown to "
-        f"{config_class.__name__} (written by another electra_tf version?)"
-      )
+    field = fields[key]
     if field.metadata.get("derived") or (value is None and field.default is None):
       continue
     hparams[key] = value

@@ -425,6 +425,13 @@ def settings_from_flags(model, config, source, args):
   `export_saved_model` run: its flags `args` over what the model at `source`
   records (`any_format.recorded_inputs`). Sets `args.max_seq_length` and
   `args.max_query_length` to the lengths served."""
+  heads = getattr(model, "heads", None)
+  if args.model == "task" and heads and args.task and not served_head(model, "task", args.task):
+    # Before the vocab and lengths: another task is the first thing to fix.
+    raise ValueError(
+      f"--task {args.task!r} is not a head of the model; it has "
+      f"{sorted(h.task_name for h in heads)}"
+    )
   source = any_format.open_source(source)  # detected once for every setting below
   recorded = source.recorded_inputs(vocab_given=bool(args.vocab_file))
   vocab_file, do_lower_case, strip_accents = tokenizer_settings(

@@ -30,8 +30,11 @@ Example:
   >>> # loaded = load("data/models/tiny", "discriminator"); loaded.model, loaded.config
 """
 
+import atexit
 import dataclasses
 import os
+import shutil
+import tempfile
 import zipfile
 import zlib
 
@@ -63,6 +66,7 @@ from electra_tf.sources.layout import load_official_pretrainer
 from electra_tf.sources.object_graph import ObjectGraph
 from electra_tf.sources.object_graph import infer_hparams_from_training_checkpoint
 from electra_tf.sources.object_graph import training_checkpoint_config
+from electra_tf.utils import file_io
 from electra_tf.utils import keras_compat
 
 PRETRAINER = "pretrainer"
@@ -358,14 +362,27 @@ def _recorded_in_run_config(found):
   )
 
 
-def _keras_file_lengths(path):
-  """The preprocessor lengths of a Keras task model saved as `.keras` (its
-  archive's `config.json`), else {}."""
+def _keras_file_inputs(path, with_vocab):
+  """What the preprocessor of a Keras task model saved as `.keras` records
+  (its archive's `config.json`), as `Recorded` fields: its lengths and, when
+  `with_vocab`, its WordPiece vocabulary written to a temporary `vocab.txt`
+  (removed at exit; an export copies it into its assets) with its casing."""
   config = formats.keras_archive_config(path)
   preprocessor = ((config.get("config") or {}).get("preprocessor") or {}).get("config") or {}
-  return {
+  found = {
     k: int(preprocessor[k]) for k in ("max_seq_length", "max_query_length") if preprocessor.get(k)
   }
+  tokenizer = (preprocessor.get("tokenizer") or {}).get("config") or {}
+  tokens = tokenizer.get("vocabulary")
+  if with_vocab and isinstance(tokens, list) and tokens:
+    directory = tempfile.mkdtemp(prefix="electra_vocab_")
+    atexit.register(shutil.rmtree, directory, True)
+    found["vocab_file"] = os.path.join(directory, "vocab.txt")
+    file_io.write_atomic(found["vocab_file"], "".join(f"{token}\n" for token in tokens))
+    found["vocab_source"] = os.fspath(path)
+    for key in ("do_lower_case", "strip_accents"):
+      found[key] = tokenizer.get(key)
+  return found
 
 
 def run_config_beside(path):
@@ -678,7 +695,8 @@ class TrainingSource(Source):
 
 class KerasFileSource(Source):
   """An electra_tf `.keras` file: the model it holds; its run's `config.json`
-  beside it records the vocab, a task model's preprocessor its lengths."""
+  beside it records the vocab, a task model's preprocessor its lengths (and
+  its vocabulary, used where no vocab file is given or beside it)."""
 
   def _load(self, part, hparams, model_name, data_dir):
     return Loaded(_part_of_keras_model(load_keras_file(self.location), part, self.path), self)
@@ -689,9 +707,12 @@ class KerasFileSource(Source):
     except ValueError:
       found = None
     recorded = Recorded() if found is None else _recorded_in_run_config(found)
-    lengths = _keras_file_lengths(self.location)
-    if lengths:  # the model's own preprocessor wins over the run's hparams
-      recorded = dataclasses.replace(recorded, source=os.fspath(self.location), **lengths)
+    without_vocab = not (
+      vocab_given or (recorded.vocab_file and os.path.isfile(recorded.vocab_file))
+    )
+    kept = _keras_file_inputs(self.location, with_vocab=without_vocab)
+    if kept:  # the model's own preprocessor wins over the run's hparams
+      recorded = dataclasses.replace(recorded, source=os.fspath(self.location), **kept)
     return recorded
 
   def check_starts_finetuning(self):

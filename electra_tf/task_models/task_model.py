@@ -465,17 +465,45 @@ class ElectraTaskModel(keras.Model):
     """What `call` returns, from the head's output dict."""
     raise NotImplementedError
 
-  def fit(self, x=None, y=None, batch_size=None, shuffle=True, **kwargs):
+  def fit(self, x=None, y=None, batch_size=None, shuffle=None, **kwargs):
     """Keras' `fit`; texts given as a list or array (or a `(text_a, text_b)`
     pair of them) with their labels are batched here (`batch_size`, default
     32; shuffled each epoch as Keras shuffles arrays): Keras' arrays cannot
-    hold strings."""
+    hold strings. `shuffle` defaults to True but for a `tf.data.Dataset`,
+    which shuffles itself (Keras warns about it otherwise)."""
+    if shuffle is None:
+      shuffle = not isinstance(x, tf.data.Dataset)
     _check_batched(x, f"{type(self).__name__}.fit")
     _check_batched(kwargs.get("validation_data"), f"{type(self).__name__}.fit validation_data")
     if _texts_given(x):
       x, y, batch_size = _text_batches(x, y, batch_size, shuffle), None, None
       shuffle = False  # the dataset reshuffles itself each epoch
+    self._warn_past_schedule(x, kwargs)
     return super().fit(x, y, batch_size=batch_size, shuffle=shuffle, **kwargs)
+
+  def _warn_past_schedule(self, x, fit_kwargs):
+    """Warns when `fit` would run past the compiled schedule's
+    `num_train_steps` (its learning rate is 0 after it: those steps train
+    nothing). Only where the steps are known (a dataset of known size)."""
+    horizon = getattr(self, "_schedule_steps", None)
+    if horizon is None or not isinstance(x, tf.data.Dataset):
+      return
+    per_epoch = fit_kwargs.get("steps_per_epoch") or int(x.cardinality())
+    if per_epoch < 0:
+      return  # unknown or infinite
+    epochs = fit_kwargs.get("epochs", 1) - fit_kwargs.get("initial_epoch", 0)
+    planned = epochs * per_epoch // max(1, self.gradient_accumulation_steps or 1)
+    done = int(self.optimizer.iterations.numpy())
+    if done + planned > horizon:
+      print(
+        f"warning: {type(self).__name__}.fit runs {planned} optimizer steps ({epochs} epoch(s) of "
+        f"{per_epoch} batches){f' after {done}' if done else ''}, but compile(num_train_steps="
+        f"{horizon}): the learning "
+        f"rate is 0 after step {horizon}, so the rest trains nothing; compile with "
+        f"num_train_steps={done + planned}",
+        file=sys.stderr,
+        flush=True,
+      )
 
   def evaluate(self, x=None, y=None, batch_size=None, **kwargs):
     """Keras' `evaluate`; texts as for `fit` (not shuffled)."""
@@ -571,7 +599,11 @@ class ElectraTaskModel(keras.Model):
       weight_decay_rate=weight_decay_rate,
       layerwise_lr_decay=layerwise_lr_decay,
     )
-    if isinstance(optimizer, str) and optimizer in ("auto", *optimizer_factory.OPTIMIZERS):
+    original_schedule = isinstance(optimizer, str) and optimizer in (
+      "auto",
+      *optimizer_factory.OPTIMIZERS,
+    )
+    if original_schedule:
       try:  # the ranges run_finetuning checks its hparams against
         for name, low, high, closed in finetuning_config.OPTIMIZER_RANGES:
           check_number(settings, name, low, high, closed)
@@ -620,6 +652,8 @@ class ElectraTaskModel(keras.Model):
     self.gradient_accumulation_steps = optimizer_factory.check_gradient_accumulation(
       optimizer, gradient_accumulation_steps
     )
+    # The original's schedule's horizon (None: an optimizer of the user's own).
+    self._schedule_steps = num_train_steps if original_schedule else None
     super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
   def train_step(self, data):

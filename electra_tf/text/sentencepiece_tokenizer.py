@@ -135,6 +135,13 @@ class SentencePieceTokenizer(keras.layers.Layer):
     """What the model sees (`normalize_text` with this tokenizer's settings)."""
     return normalize_text(inputs, self.do_lower_case, self.strip_accents)
 
+  def __call__(self, inputs, *args, **kwargs):
+    # Keras layers take only tensors positionally; texts in a Python list
+    # (as the task models' `predict` takes them) are made one here.
+    if isinstance(inputs, (list, tuple, str, bytes)):
+      inputs = tf.convert_to_tensor(inputs, tf.string)
+    return super().__call__(inputs, *args, **kwargs)
+
   def call(self, inputs):
     inputs = tf.convert_to_tensor(inputs, tf.string)
     scalar = inputs.shape.rank == 0

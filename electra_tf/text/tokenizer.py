@@ -364,6 +364,13 @@ class ElectraTokenizer(keras.layers.Layer):
     )
     return self._wordpiece.tokenize(words).merge_dims(1, 2)
 
+  def __call__(self, inputs, *args, **kwargs):
+    # Keras layers take only tensors positionally; texts in a Python list
+    # (as the task models' `predict` takes them) are made one here.
+    if isinstance(inputs, (list, tuple, str, bytes)):
+      inputs = tf.convert_to_tensor(inputs, tf.string)
+    return super().__call__(inputs, *args, **kwargs)
+
   def call(self, inputs):
     inputs = tf.convert_to_tensor(inputs, tf.string)
     scalar = inputs.shape.rank == 0

@@ -463,6 +463,13 @@ class Vocab:
       num_bytes=len(data),
     )
 
+  @property
+  def tokens_sha256(self):
+    """sha256 of the tokens in id order: equal for files that differ only
+    in bytes no reader keeps (CRLF line ends, spaces around a token)."""
+    ordered = sorted(self.tokens, key=self.tokens.get)
+    return hashlib.sha256("\n".join(ordered).encode("utf-8")).hexdigest()
+
   def identity(self):
     """`file_io.content_identity` of the file as read."""
     return {"size": self.num_bytes, "sha256": self.sha256}
@@ -472,6 +479,7 @@ class Vocab:
     return {
       "file": self.path,
       "sha256": self.sha256,
+      "tokens_sha256": self.tokens_sha256,
       "size": self.size,
       "kind": self.kind,
       "do_lower_case": self.do_lower_case,
@@ -490,7 +498,7 @@ class Vocab:
     >>> vocab = Vocab.read("v.txt")
     >>> vocab.check_made_with(vocab.fingerprint(), "records were made")
     """
-    if recorded.get("sha256") == self.sha256:
+    if recorded.get("sha256") == self.sha256 or self._same_tokens(recorded):
       return
     raise ValueError(
       f"{what} with vocab {recorded.get('file')!r} ({recorded.get('size')} tokens, "
@@ -498,6 +506,21 @@ class Vocab:
       f"({self.size} tokens, sha256 {self.sha256[:12]}): its ids mean other tokens; give "
       "that vocab"
     )
+
+  def _same_tokens(self, recorded):
+    """Whether `recorded` is of a file with these tokens in this order (by
+    its `tokens_sha256`, or for artefacts made before it was recorded, by
+    the recorded file when it is still there unchanged)."""
+    if "tokens_sha256" in recorded:
+      return recorded["tokens_sha256"] == self.tokens_sha256
+    path = recorded.get("file")
+    if not path or path == self.path or not tf.io.gfile.exists(path):
+      return False
+    try:
+      other = Vocab.read(path)
+    except ValueError:
+      return False
+    return other.sha256 == recorded.get("sha256") and other.tokens_sha256 == self.tokens_sha256
 
   def check_size(self, vocab_size, what="hparam"):
     """A one-line ValueError naming the file when `vocab_size` is not its

@@ -45,7 +45,8 @@ OTHER_HOSTS_VARIABLE = "ELECTRA_TF_RUN_LOCK_OTHER_HOSTS"
 
 
 class ModelDirBusy(ValueError):
-  """Another live trainer holds the lock; the message names it."""
+  """The model dir cannot be taken: another live trainer holds its lock (or
+  the lock's setting is not one it knows); the message names which."""
 
 
 def _describe(holder):
@@ -154,6 +155,11 @@ class RunLock:
     """Takes the lock; raises `ModelDirBusy` if a live trainer holds it."""
     if "://" in self.path:
       return self
+    other_hosts = os.environ.get(OTHER_HOSTS_VARIABLE, "")
+    if other_hosts not in ("", "refuse"):
+      # Checked on every run, not only when another host's lock is found: a
+      # value read as "off" would leave the protection off silently.
+      raise ModelDirBusy(f"{OTHER_HOSTS_VARIABLE}={other_hosts!r}: expected 'refuse' (or unset)")
     if self.held:
       return self
     os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
