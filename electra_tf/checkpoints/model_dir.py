@@ -482,7 +482,9 @@ def finetuning_hparams_over(run_config, user_hparams):
   return values
 
 
-def check_finetuning_encoder(config, run_config, bert_config=None):
+def check_finetuning_encoder(
+  config, run_config, bert_config=None, what="the fine-tuning hparams build (init_checkpoint)"
+):
   """Raises `ModelDirMismatch` when the encoder `config` (a
   `FinetuningConfig`; `bert_config`, its `BertConfig` when derived already)
   builds differs from the encoder of the run it starts from (`run_config`)."""
@@ -500,7 +502,7 @@ def check_finetuning_encoder(config, run_config, bert_config=None):
   for key in ARCHITECTURE_BERT_FIELDS:
     theirs[f"encoder.{key}"] = source.get(key)
     ours[f"encoder.{key}"] = built["encoder"].get(key)
-  _raise_if_differs(theirs, ours, run_config, "the fine-tuning hparams build (init_checkpoint)")
+  _raise_if_differs(theirs, ours, run_config, what)
 
 
 def with_found_vocab_file(config):

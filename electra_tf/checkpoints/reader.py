@@ -29,6 +29,7 @@ import tensorflow as tf
 
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.models import official_names
+from electra_tf.utils.file_io import check_not_lfs_pointer
 
 # What the checkpoint reader raises on a damaged file (IndexError: "Read less
 # bytes than requested" for a truncated data file).
@@ -113,7 +114,12 @@ def checkpoint_problem(prefix):
 
 def check_checkpoint(prefix):
   """Raises `UnreadableCheckpointError` (one line) when `checkpoint_problem`
-  finds one; returns `prefix`."""
+  finds one, or when its files are Git LFS pointers; returns `prefix`."""
+  for path in [os.fspath(prefix) + ".index", *tf.io.gfile.glob(os.fspath(prefix) + ".data-*")]:
+    try:
+      check_not_lfs_pointer(path)
+    except ValueError as e:
+      raise UnreadableCheckpointError(str(e)) from None
   problem = checkpoint_problem(prefix)
   if problem is not None:
     raise UnreadableCheckpointError(f"checkpoint {os.fspath(prefix)!r} cannot be read: {problem}")

@@ -231,6 +231,11 @@ def publish_finetuned(input_path, output_dir, to, hparams=None, vocab_file=None)
   task = task or tasks[0]
   if task not in tasks:
     raise ValueError(f"--hparams task {task!r}: the model's heads are {tasks}")
+  unknown = sorted(set(label_names) - set(tasks))
+  if unknown:  # names typed for another model's task would be dropped silently
+    raise ValueError(
+      f"--hparams label_names names task {unknown[0]!r}, but the model's heads are {tasks}"
+    )
   head = model.heads[tasks.index(task)]
   labels, notes = finetuned_heads.head_label_names(
     task,

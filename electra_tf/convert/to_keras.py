@@ -52,6 +52,7 @@ def _finetuned_to_keras(input_path, output_path, hparams):
   if run is not None:
     # An electra_tf trial dir: its config.json has what shapes cannot say
     # (attention heads, activation); --hparams still go over it.
+    _check_trial_hparams(run, hparams)
     hparams = {**model_dir_lib.run_hparams(run, FinetuningConfig), **load_hparams(hparams)}
   model, tensors, info = load_official_finetuning_model(input_path, hparams)
   save_keras(model, output_path)
@@ -68,6 +69,15 @@ def _finetuned_to_keras(input_path, output_path, hparams):
     "global_step": global_step_of(tensors),
     "hparams": info["hparams"],
   }
+
+
+def _check_trial_hparams(run, hparams):
+  """--hparams that build another encoder than the trial's config.json
+  records are refused, as run_finetuning refuses them."""
+  user = load_hparams(hparams)
+  if user:
+    config = model_dir_lib.finetuning_config_from_run_config(run, user)
+    model_dir_lib.check_finetuning_encoder(config, run, what="--hparams build")
 
 
 def _trial_run_config(input_path):
@@ -152,6 +162,7 @@ def official_to_keras(input_path, output_path, part=None, hparams=None):
   if run is not None:
     # A trial dir's encoder (--part discriminator): its config.json records
     # the attention heads that shapes cannot say; --hparams still go over it.
+    _check_trial_hparams(run, hparams)
     bert_config, embedding_size = model_dir_lib.encoder_config(run)
     recorded = {"model_hparam_overrides": bert_config, "embedding_size": embedding_size}
     hparams = {**recorded, **load_hparams(hparams)}

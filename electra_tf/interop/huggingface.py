@@ -11,7 +11,8 @@ safetensors' NumPy API), `vocab.txt` (or a SentencePiece vocab's
 electra_tf's ids, `electra_tf.text.hf_tokenizer` and
 `hf_sentencepiece_tokenizer`) and `tokenizer_config.json` (lower-casing and
 accent stripping as the model was trained). A Hugging Face ELECTRA
-directory (safetensors) becomes a `.keras` discriminator or generator, whose
+directory (safetensors: `model.safetensors`, or the shards a
+`model.safetensors.index.json` names) becomes a `.keras` discriminator or generator, whose
 official checkpoint (`convert_checkpoint --direction to-official`) then holds
 exactly the Hugging Face weights.
 
@@ -52,6 +53,7 @@ from electra_tf.text import hf_sentencepiece_tokenizer
 from electra_tf.text import hf_tokenizer
 from electra_tf.text import vocab as vocab_lib
 from electra_tf.utils.file_io import atomic_path
+from electra_tf.utils.file_io import check_not_lfs_pointer
 
 PART_DISCRIMINATOR = "discriminator"
 PART_GENERATOR = "generator"
@@ -61,6 +63,7 @@ SEQUENCE_CLASSIFICATION = "ElectraForSequenceClassification"
 TOKEN_CLASSIFICATION = "ElectraForTokenClassification"
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
+WEIGHTS_INDEX_FILE = "model.safetensors.index.json"  # a sharded save's
 VOCAB_FILE = "vocab.txt"
 # A SentencePiece vocab's model, copied as the exported SavedModels name it.
 SENTENCEPIECE_FILE = "sentencepiece.model"
@@ -645,6 +648,46 @@ def recorded_tokenizer(input_dir):
   return vocab_file, do_lower_case, strip_accents
 
 
+def _weights_files(input_dir):
+  """`(path to name in errors, safetensors files)` of a Hugging Face
+  directory: its `model.safetensors`, or the shards its
+  `model.safetensors.index.json` names (`save_pretrained(max_shard_size=...)`)."""
+  single = os.path.join(input_dir, WEIGHTS_FILE)
+  if os.path.isfile(single):
+    return single, [single]
+  index_path = os.path.join(input_dir, WEIGHTS_INDEX_FILE)
+  if not os.path.isfile(index_path):
+    # Older saves hold pytorch_model.bin (a pickle, not read here).
+    others = [
+      n for n in ("pytorch_model.bin", "tf_model.h5") if os.path.isfile(os.path.join(input_dir, n))
+    ]
+    held = f"it holds {', '.join(others)}" if others else "it holds no weights file"
+    raise ValueError(
+      f"Hugging Face directory {input_dir!r} has no {WEIGHTS_FILE} ({held}); re-save it with "
+      "transformers' save_pretrained(..., safe_serialization=True)"
+    )
+  check_not_lfs_pointer(index_path)
+  try:
+    with open(index_path, encoding="utf-8") as f:
+      weight_map = json.load(f).get("weight_map")
+  except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+    weight_map = None
+  if not isinstance(weight_map, dict) or not weight_map:
+    raise ValueError(
+      f"{index_path!r} holds no weight_map (a JSON object of tensor names to shard files)"
+    )
+  files = []
+  for shard in sorted({str(v) for v in weight_map.values()}):
+    path = os.path.join(input_dir, shard)
+    if os.path.basename(shard) != shard or not os.path.isfile(path):
+      raise ValueError(
+        f"{index_path!r} names the shard {shard!r}, which {input_dir!r} does not hold: "
+        "copy every model-*-of-*.safetensors file"
+      )
+    files.append(path)
+  return index_path, files
+
+
 def load_huggingface(input_dir):
   """Reads a Hugging Face `ElectraForPreTraining` or `ElectraForMaskedLM`
   directory into a fresh electra_tf model, strictly: every stored tensor is
@@ -660,16 +703,7 @@ def load_huggingface(input_dir):
 
   input_dir = os.fspath(input_dir)
   config_path = os.path.join(input_dir, CONFIG_FILE)
-  if not os.path.isfile(os.path.join(input_dir, WEIGHTS_FILE)):
-    # Before any model is built. Older saves hold pytorch_model.bin (a pickle, not read here).
-    others = [
-      n for n in ("pytorch_model.bin", "tf_model.h5") if os.path.isfile(os.path.join(input_dir, n))
-    ]
-    held = f"it holds {', '.join(others)}" if others else "it holds no weights file"
-    raise ValueError(
-      f"Hugging Face directory {input_dir!r} has no {WEIGHTS_FILE} ({held}); re-save it with "
-      "transformers' save_pretrained(..., safe_serialization=True)"
-    )
+  weights_path, weights_files = _weights_files(input_dir)  # before any model is built
   part, bert_config, embedding_size, config = read_hf_config(input_dir)
   architectures = config["architectures"]
   notes = []
@@ -699,14 +733,16 @@ def load_huggingface(input_dir):
     name_map = official_names.generator_name_map(
       model, [official_names.GENERATOR_SCOPE], shared_embeddings=True
     )
-  weights_path = os.path.join(input_dir, WEIGHTS_FILE)
-  try:
-    stored = load_file(weights_path)
-  except Exception as e:  # pylint: disable=broad-except  # safetensors' own error type
-    first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-    raise ValueError(
-      f"{weights_path!r} cannot be read ({first}): damaged or only partly copied? copy it again"
-    ) from None
+  stored = {}
+  for path in weights_files:
+    check_not_lfs_pointer(path)
+    try:
+      stored.update(load_file(path))
+    except Exception as e:  # pylint: disable=broad-except  # safetensors' own error type
+      first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+      raise ValueError(
+        f"{path!r} cannot be read ({first}): damaged or only partly copied? copy it again"
+      ) from None
   expected = {hf_name(n): n for n in name_map}
   tied = stored.pop(_HF_TIED_OUTPUT, None)
   if tied is not None:

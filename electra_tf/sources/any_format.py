@@ -663,6 +663,8 @@ class FinetunedSource(Source):
       return Loaded(model, self, None, list(info["notes"]))
     user = load_hparams(hparams)
     config = model_dir_lib.finetuning_config_from_run_config(self.run_config, user)
+    if user:  # as run_finetuning refuses them: the trial's weights need its sizes
+      model_dir_lib.check_finetuning_encoder(config, self.run_config, what="--hparams build")
     described = self.run_config["path"] + (" with --hparams over it" if user else "")
     try:
       model = read_finetuned_checkpoint(self.location, config, described)

@@ -34,6 +34,7 @@ from electra_tf.checkpoints import reader as checkpoint_reader
 from electra_tf.checkpoints.reader import is_object_based
 from electra_tf.checkpoints.reader import open_reader
 from electra_tf.sources.finetuned_heads import task_groups
+from electra_tf.utils.file_io import check_not_lfs_pointer
 
 OFFICIAL = "official"
 FINETUNED = "finetuned"
@@ -170,8 +171,12 @@ def detect(path):
     directory_config = _read_json(os.path.join(path, CONFIG_FILE))
     declared = _config_json_format(directory_config)
     if declared in (HUGGINGFACE, KERAS_HUB_PRESET):
+      for directory, _, names in tf.io.gfile.walk(path):  # weights, vocab, tokenizer.json
+        for name in sorted(names):
+          check_not_lfs_pointer(os.path.join(directory, name))
       return Detected(declared, path, path)
   elif tf.io.gfile.exists(path) and not tf.io.gfile.exists(path + ".index"):
+    check_not_lfs_pointer(path)
     if _is_keras_archive(path):
       return Detected(KERAS, path, path)
     if _starts_like_a_zip_archive(path):

@@ -245,6 +245,15 @@ def training_checkpoint_config(
     described = f"{run_config['path']}" + (
       f" with --hparams {json.dumps(user, sort_keys=True)} over it" if user else ""
     )
+    if user:  # sizes another run's: the same weights would compute something else
+      differences = model_dir_lib.architecture_differences(
+        run_config, model_dir_lib.run_config_dict(config, run_config.get("kind"))
+      )
+      if differences:
+        raise model_dir_lib.ModelDirMismatch(
+          f"--hparams contradict {run_config['path']}, which records the model the checkpoint "
+          f"holds: {'; '.join(differences)} (leave those hparams out: config.json gives them)"
+        )
     notes.append(f"model from {described}")
     return config, notes, described
   if hparams is None:

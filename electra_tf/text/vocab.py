@@ -23,6 +23,7 @@ from typing import Mapping
 import sentencepiece
 import tensorflow as tf
 
+from electra_tf.utils.file_io import check_not_lfs_pointer
 from electra_tf.utils.file_io import read_json
 from electra_tf.utils.file_io import write_atomic
 
@@ -72,7 +73,9 @@ def _read(vocab_file, what="vocab file"):
       "vocab.txt or a SentencePiece .model)"
     )
   with tf.io.gfile.GFile(vocab_file, "rb") as f:
-    return f.read()
+    data = f.read()
+  check_not_lfs_pointer(vocab_file, data)
+  return data
 
 
 def _looks_binary(data):

@@ -180,6 +180,33 @@ def check_data_file(path, expected="a data file"):
     )
 
 
+GIT_LFS_POINTER_START = b"version https://git-lfs.github.com/spec/v1"
+_GIT_LFS_POINTER_MAX_BYTES = 1024  # the Git LFS spec's limit on a pointer file
+
+
+def check_not_lfs_pointer(path, data=None):
+  """A one-line ValueError when the file `path` (its bytes `data`, where read
+  already) is a Git LFS pointer: a clone made without `git lfs` holds these
+  small text files instead of the weights, vocab or data."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top  # gfile, for scheme:// paths
+
+  if data is None:
+    try:
+      if not _is_remote(path) and not os.path.isfile(path):
+        return  # a named pipe would block the read; a directory is no pointer
+      if tf.io.gfile.stat(path).length > _GIT_LFS_POINTER_MAX_BYTES:
+        return
+      with tf.io.gfile.GFile(path, "rb") as f:
+        data = f.read(_GIT_LFS_POINTER_MAX_BYTES + 1)
+    except (OSError, tf.errors.OpError):
+      return  # the reader names what is wrong with it
+  if len(data) <= _GIT_LFS_POINTER_MAX_BYTES and data.startswith(GIT_LFS_POINTER_START):
+    raise ValueError(
+      f"{os.fspath(path)!r} is a Git LFS pointer ({len(data)} bytes), not the file: run git lfs "
+      "pull in that clone"
+    )
+
+
 def _remove(path):
   """Removes the local file or directory `path`, if there."""
   if os.path.isdir(path) and not os.path.islink(path):
