@@ -65,7 +65,7 @@ def list_archives(archive_dir):
       f"{archive_dir!r} is not a directory: --data-dir must hold the "
       "extracted OpenWebText corpus in openwebtext/"
     )
-  names = sorted(tf.io.gfile.listdir(archive_dir))
+  names = sorted(file_io.list_names(archive_dir, "--data-dir's OpenWebText folder"))
   if not names:
     raise ValueError(f"{archive_dir!r} holds no archives")
   return names

@@ -271,11 +271,11 @@ def list_corpus_files(corpus_dir):
 
   The one check of the entries that every corpus reader makes, before any
   work: a broken symbolic link (its file moved or deleted) is refused in one
-  line naming it. Sub-folders are listed but every reader skips them
-  (`subfolder_note`)."""
+  line naming it, and so is a name that is not UTF-8 (`file_io.list_names`).
+  Sub-folders are listed but every reader skips them (`subfolder_note`)."""
   if not corpus_dir or not tf.io.gfile.isdir(corpus_dir):
     raise ValueError(f"--corpus-dir {corpus_dir!r} is not a directory")
-  names = sorted(n.rstrip("/") for n in tf.io.gfile.listdir(corpus_dir))
+  names = sorted(n.rstrip("/") for n in file_io.list_names(corpus_dir, "--corpus-dir"))
   for name in names:
     path = os.path.join(corpus_dir, name)
     if "://" not in path and os.path.islink(path) and not os.path.exists(path):

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import tempfile
 
@@ -330,6 +331,32 @@ def is_directly_in(path, folder):
   """Whether `path` is a file directly in `folder` (links resolved): where a
   corpus reader would take it for one of the folder's files."""
   return os.path.dirname(os.path.realpath(path)) == os.path.realpath(folder)
+
+
+def list_names(directory, what):
+  """`tf.io.gfile.listdir(directory)`, refusing in one line naming `what`
+  (the flag, e.g. "--corpus-dir") and the entry when a name in it is not
+  UTF-8 (Latin-1 bytes, as unzip of a Windows archive leaves them): gfile
+  cannot decode such a name and would fail with a bare codec error. Every
+  lister of a corpus folder calls this."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  try:
+    return tf.io.gfile.listdir(directory)
+  except UnicodeDecodeError:
+    bad = None
+    if not _is_remote(directory):
+      for name in os.listdir(os.fsencode(directory)):
+        try:
+          name.decode("utf-8")
+        except UnicodeDecodeError:
+          bad = name
+          break
+    shown = f" ({repr(bad)[1:]})" if bad else ""
+    raise ValueError(
+      f"{what} {os.fspath(directory)!r} holds a file whose name is not UTF-8{shown}: rename it "
+      f"(e.g. convmv -f latin1 -t utf8 --notest {shlex.quote(os.fspath(directory))}/*)"
+    ) from None
 
 
 def check_data_dir(data_dir):
