@@ -42,3 +42,58 @@ def test_a_corpus_file_name_that_is_not_utf8_is_named(tmp_path, capsys):
   # The OpenWebText builder lists its archive folder the same way.
   with pytest.raises(ValueError, match=r"holds a file whose name is not UTF-8 \('r\\xe9sum"):
     openwebtext.list_archives(str(corpus))
+
+
+def test_a_data_dir_with_glob_brackets_is_refused_before_any_work(tmp_path, capsys):
+  """`--data-dir 'run[1]/d'`: run_pretraining found "no TFRecords" beside its
+  shards, and the exporter and fine-tuning called a whole checkpoint
+  unreadable: TensorFlow globs these paths, and `[1]` matches only `1`."""
+  import types
+
+  import tensorflow as tf
+
+  from electra_tf import run_finetuning
+  from electra_tf import run_pretraining
+  from electra_tf.checkpoints import reader
+  from electra_tf.training import pretraining_run
+
+  data_dir = tmp_path / "run[1]" / "d"
+  (data_dir / "pretrain_tfrecords").mkdir(parents=True)
+  expected = (
+    f"--data-dir '{data_dir}' holds glob characters ('[1]'): TensorFlow reads checkpoint and "
+    "record paths as glob patterns, where '[1]' is a character class, so the files there would "
+    "not be found; rename the folder"
+  )
+  for main in (run_pretraining.main, run_finetuning.main):
+    assert main(["--data-dir", str(data_dir), "--model-name", "m", "--hparams", "{}"]) == 2
+    assert one_line(capsys).endswith(expected)
+  assert not (data_dir / "models").exists()
+  argv = ["--data-dir", str(tmp_path), "--model-name", "m[2]", "--hparams", "{}"]
+  assert run_pretraining.main(argv) == 2
+  assert "--model-name 'm[2]' holds glob characters ('[2]')" in one_line(capsys)
+  # `*`, `?` and a lone bracket match themselves: such folders work as before.
+  for name in ("run*", "run?", "a[b", "x]y"):
+    assert pretraining_run.file_io.glob_class(str(tmp_path / name / "d")) is None
+
+  # The checkpoint reader (exporter, converter, init_checkpoint) says why.
+  prefix = tf.train.Checkpoint(v=tf.Variable(1.0)).save(str(data_dir / "models" / "m" / "ckpt"))
+  with pytest.raises(reader.UnreadableCheckpointError, match=r"glob characters \('\[1\]'\)"):
+    reader.check_checkpoint(prefix)
+  plain = tmp_path / "plain"
+  tf.io.gfile.rename(str(data_dir / "models"), str(plain))
+  assert reader.checkpoint_problem(str(plain / "m" / os.path.basename(prefix))) is None
+
+  # A pretrain_tfrecords pattern of the user's in such a folder: the hint to escape it.
+  (data_dir / "pretrain_tfrecords" / "pretrain_data.tfrecord-0-of-1").write_bytes(b"")
+  config = types.SimpleNamespace(
+    data_dir=str(tmp_path),
+    pretrain_tfrecords=str(data_dir / "pretrain_tfrecords" / "pretrain_data.tfrecord*"),
+  )
+  with pytest.raises(
+    ValueError, match=r"read as a glob character class: escape it \('.*run\[\[\]1\]"
+  ):
+    pretraining_run.find_pretraining_files(config)
+  config.pretrain_tfrecords = os.path.join(
+    str(tmp_path), "run[[]1]", "d", "pretrain_tfrecords", "pretrain_data.tfrecord*"
+  )
+  assert len(pretraining_run.find_pretraining_files(config)) == 1

@@ -29,6 +29,7 @@ import tensorflow as tf
 
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.models import official_names
+from electra_tf.utils import file_io
 
 # What the checkpoint reader raises on a damaged file (IndexError: "Read less
 # bytes than requested" for a truncated data file).
@@ -74,6 +75,13 @@ def checkpoint_problem(prefix):
   prefix = os.fspath(prefix)
   if not tf.io.gfile.exists(prefix + ".index"):
     return "its .index file is missing"
+  found = file_io.glob_class(prefix)
+  if found:
+    # TensorFlow's reader globs the prefix: `run[1]` matches only `run1`.
+    return (
+      f"its path holds glob characters ({found!r}), which TensorFlow's checkpoint reader "
+      "reads as a pattern, so it finds none of its files: rename the folder"
+    )
   try:
     reader = tf.train.load_checkpoint(prefix)
     shapes = reader.get_variable_to_shape_map()

@@ -10,6 +10,7 @@ the usual permissions (0644 under umask 022).
 
 import contextlib
 import errno
+import fnmatch
 import hashlib
 import json
 import os
@@ -357,6 +358,37 @@ def list_names(directory, what):
       f"{what} {os.fspath(directory)!r} holds a file whose name is not UTF-8{shown}: rename it "
       f"(e.g. convmv -f latin1 -t utf8 --notest {shlex.quote(os.fspath(directory))}/*)"
     ) from None
+
+
+def glob_class(path):
+  """The first `[...]` in `path` that a glob reads as a character class
+  (`run[1]` then matches only `run1`), or None. TensorFlow globs checkpoint
+  prefixes (`tf.train.load_checkpoint`, `latest_checkpoint`) and TFRecord
+  patterns, so a folder so named hides its own files; `*` and `?` match
+  themselves and are harmless.
+
+  Example:
+  >>> glob_class("runs/run[1]/d"), glob_class("runs/run*/d"), glob_class("a[b")
+  ('[1]', None, None)
+  """
+  path = os.fspath(path)
+  if fnmatch.fnmatchcase(path, path):
+    return None
+  found = re.search(r"\[!?\]?[^\]]*\]", path)
+  return found.group(0) if found else "[...]"
+
+
+def check_no_glob_class(path, what, fix="rename the folder"):
+  """A one-line ValueError naming `what` (a flag or hparam) when `path` holds
+  a glob character class (`glob_class`): TensorFlow's checkpoint reader
+  would find none of the files in it."""
+  found = glob_class(path) if path else None
+  if found:
+    raise ValueError(
+      f"{what} {os.fspath(path)!r} holds glob characters ({found!r}): TensorFlow reads "
+      f"checkpoint and record paths as glob patterns, where {found!r} is a character class, "
+      f"so the files there would not be found; {fix}"
+    )
 
 
 def check_data_dir(data_dir):
