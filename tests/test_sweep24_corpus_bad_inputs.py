@@ -97,3 +97,58 @@ def test_a_data_dir_with_glob_brackets_is_refused_before_any_work(tmp_path, caps
     str(tmp_path), "run[[]1]", "d", "pretrain_tfrecords", "pretrain_data.tfrecord*"
   )
   assert len(pretraining_run.find_pretraining_files(config)) == 1
+
+
+PROSE = (
+  "The cat sat on the mat, and then it slept.\n"
+  "Name, age and place: nobody asked.\n"
+  '{Braces} start this line, "quoted" words too.\n'
+  "\n"
+  "a,b\n"
+  "Then the dog barked, twice.\n"
+)
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "csv"])
+def test_a_json_lines_or_csv_export_as_corpus_is_warned_about(tmp_path, capsys, kind):
+  """A `datasets` JSON-lines export or a pandas CSV as the corpus: taken
+  as prose by both corpus commands, keys, quotes and row numbers becoming
+  tokens of every example, without a word."""
+  import json
+
+  from tfrecords_tools import text_checks
+
+  corpus = tmp_path / "c"
+  corpus.mkdir()
+  sentences = [f"the cat sat on the mat {i}, then slept." for i in range(30)]
+  if kind == "jsonl":
+    name = "train.jsonl"
+    text = "".join(json.dumps({"id": i, "text": s}) + "\n" for i, s in enumerate(sentences))
+    expected = (
+      f"warning: {corpus / name}: every sampled line is a JSON object (a JSON-lines export, such "
+      "as Dataset.to_json?): its keys and quotes would be read as text; write its 'text' field "
+      "out, one sentence a line"
+    )
+  else:
+    name = "corpus.csv"
+    text = ",id,text\n" + "".join(f'{i},doc-{i},"{s}\n{s}"\n' for i, s in enumerate(sentences))
+    expected = (
+      f"warning: {corpus / name}: its first line ',id,text' and every sampled row look like CSV "
+      "(a spreadsheet or pandas export?): the header, row numbers and quotes would be read as "
+      "text; write its 'text' column out, one sentence a line"
+    )
+  (corpus / name).write_text(text)
+  argv = ["--corpus-dir", str(corpus), "--vocab-size", "120", "--output", str(tmp_path / "v.txt")]
+  assert build_vocab.main(argv) == 0
+  assert expected in capsys.readouterr().err.splitlines()
+  argv = ["--corpus-dir", str(corpus), "--vocab-file", _vocab(tmp_path), "--max-seq-length", "16"]
+  argv += ["--output-dir", str(tmp_path / "out"), "--num-processes", "1", "--num-out-files", "1"]
+  assert build_pretraining_dataset.main(argv) == 0
+  assert expected in capsys.readouterr().err.splitlines()
+  # Ordinary prose (commas, braces, quotes, a short "a,b" line) is not an export.
+  assert text_checks.export_format_warning("p.txt", PROSE.encode()) is None
+  (corpus / name).write_text(PROSE * 5)
+  argv = ["--corpus-dir", str(corpus), "--vocab-size", "120", "--output", str(tmp_path / "w.txt")]
+  assert build_vocab.main(argv) == 0
+  assert "export?" not in capsys.readouterr().err
+
