@@ -152,3 +152,48 @@ def test_a_json_lines_or_csv_export_as_corpus_is_warned_about(tmp_path, capsys, 
   assert build_vocab.main(argv) == 0
   assert "export?" not in capsys.readouterr().err
 
+
+def test_openwebtexts_outer_archive_in_place_of_its_contents_is_refused(tmp_path, capsys):
+  """The downloaded openwebtext.tar.xz put in openwebtext/ (its inner .xz
+  archives as members): each was read as a document of compressed bytes,
+  examples of [UNK], rc 0. A binary member later in an archive is refused
+  by the job that meets it."""
+  import io
+  import lzma
+  import tarfile
+
+  from tfrecords_tools import build_openwebtext_pretraining_dataset as owt_cli
+
+  def tar_xz(path, members):
+    with tarfile.open(path, "w:xz") as tar:
+      for name, data in members.items():
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+
+  data_dir = tmp_path / "d"
+  (data_dir / "openwebtext").mkdir(parents=True)
+  _vocab(data_dir)
+  inner = tmp_path / "urlsf_subset00-1_data.xz"
+  tar_xz(inner, {"0001-doc.txt": b"the cat sat on the mat\n" * 20})
+  outer = data_dir / "openwebtext" / "openwebtext.tar.xz"
+  tar_xz(outer, {"openwebtext/urlsf_subset00-1_data.xz": inner.read_bytes()})
+  argv = ["--data-dir", str(data_dir), "--max-seq-length", "16", "--num-out-files", "2"]
+  assert owt_cli.main(argv) == 2
+  assert one_line(capsys).endswith(
+    f"error: OpenWebText archive '{outer}': member 'openwebtext/urlsf_subset00-1_data.xz' is an "
+    f"archive (xz), not a document: extract 'openwebtext.tar.xz' so that "
+    f"'{data_dir / 'openwebtext'}' holds the archives of .txt documents it contains "
+    "(OpenWebText's urlsf_subset*.xz files)"
+  )
+  assert not (data_dir / "pretrain_tfrecords").exists()
+  # A member of random bytes after a good one: the job refuses it, no shard is kept.
+  outer.unlink()
+  noise = lzma.compress(bytes(range(256)) * 40)[:8000]  # compressed: not text
+  tar_xz(inner, {"0001-doc.txt": b"the cat sat\n" * 20, "0002-doc.txt": b"x" + noise})
+  (data_dir / "openwebtext" / inner.name).write_bytes(inner.read_bytes())
+  with pytest.raises(ValueError, match=r"member '0002-doc.txt' is not text \(\d+% of its bytes"):
+    openwebtext.build_openwebtext(
+      openwebtext.OpenWebTextOptions(data_dir=str(data_dir), num_out_files=2, seed=0)
+    )
+  assert not os.listdir(data_dir / "pretrain_tfrecords")
