@@ -1042,6 +1042,9 @@ def _main(argv):
     note = text_corpus.subfolder_note(args.corpus_dir, names)
     if note:
       print(note, file=sys.stderr, flush=True)
+    export = text_corpus.export_format_line(args.corpus_dir, names)
+    if export:
+      print(f"warning: {export}", file=sys.stderr, flush=True)
     if not wordpiece:
       if args.character_coverage is not None and not 0 < args.character_coverage <= 1:
         raise ValueError(

@@ -30,6 +30,7 @@ import tensorflow as tf
 from electra_tf.data import records_info
 from electra_tf.utils import file_io
 from tfrecords_tools import example_writer
+from tfrecords_tools import text_checks
 from tfrecords_tools import text_corpus
 
 
@@ -65,10 +66,65 @@ def list_archives(archive_dir):
       f"{archive_dir!r} is not a directory: --data-dir must hold the "
       "extracted OpenWebText corpus in openwebtext/"
     )
-  names = sorted(tf.io.gfile.listdir(archive_dir))
+  names = sorted(file_io.list_names(archive_dir, "--data-dir's OpenWebText folder"))
   if not names:
     raise ValueError(f"{archive_dir!r} holds no archives")
   return names
+
+
+# The first bytes of compressed files and archives: a member that starts so
+# is an archive inside the archive (the downloaded openwebtext.tar.xz put in
+# openwebtext/ holds the urlsf_subset*.xz archives), not a document.
+_ARCHIVE_MAGIC = {
+  b"\xfd7zXZ\x00": "xz",
+  b"\x1f\x8b": "gzip",
+  b"BZh": "bzip2",
+  b"PK\x03\x04": "zip",
+  b"\x28\xb5\x2f\xfd": "zstd",
+}
+
+
+def check_member(archive_path, member, data, bad_bytes=None):
+  """Refuses, in one line naming the archive and the member, a member that
+  is itself an archive or mostly not text (`text_checks.is_not_text`): read
+  as a document, its compressed bytes would become examples of [UNK]."""
+  kind = next((k for magic, k in _ARCHIVE_MAGIC.items() if data.startswith(magic)), None)
+  if kind is None and data[257:262] == b"ustar":
+    kind = "tar"
+  directory, name = os.path.split(archive_path)
+  if kind:
+    raise ValueError(
+      f"OpenWebText archive {archive_path!r}: member {member!r} is an archive ({kind}), not a "
+      f"document: extract {name!r} so that {directory!r} holds the archives of .txt documents "
+      "it contains (OpenWebText's urlsf_subset*.xz files)"
+    )
+  if text_checks.is_not_text(data, bad_bytes):
+    share = text_checks.not_text_share(data, bad_bytes)
+    raise ValueError(
+      f"OpenWebText archive {archive_path!r}: member {member!r} is not text ({share:.0%} of "
+      f"its bytes are not UTF-8 or control characters): expected {directory!r} to hold "
+      "archives of UTF-8 .txt documents"
+    )
+
+
+def check_first_archive(archive_dir, names):
+  """`check_member` on the start of the first member of the first archive,
+  before any work (the outer openwebtext.tar.xz is caught here); an archive
+  that cannot be read is left to the job, which names it."""
+  if not names:
+    return
+  path = os.path.join(archive_dir, names[0])
+  try:
+    with tarfile.open(path) as archive:
+      for member in archive:
+        if member.isfile():
+          data = archive.extractfile(member).read(text_checks.EXPORT_SAMPLE_BYTES)
+          break
+      else:
+        return
+  except (tarfile.TarError, EOFError, OSError):
+    return
+  check_member(path, member.name, data)
 
 
 def read_archive(path):
@@ -110,6 +166,7 @@ def run_job(job_id, options, cpu=None, on_file=None):
       for member in members:
         data = contents[member]
         text, bad = example_writer.decode_utf8(data)
+        check_member(os.path.join(options.archive_dir, name), member, data, bad)
         writer.bytes_read += len(data)
         writer.bad_bytes += bad
         texts.append((f"{name}:{member}", text))
@@ -138,7 +195,7 @@ def build_openwebtext(options, beam_options=None):
   vocab, normalisation = text_corpus.check_vocab(
     options.vocab_file, options.do_lower_case, options.strip_accents
   )
-  list_archives(options.archive_dir)
+  check_first_archive(options.archive_dir, list_archives(options.archive_dir))
   if options.num_processes < 1 or options.num_processes > options.num_out_files:
     raise ValueError(
       f"--num-processes must be in [1, {options.num_out_files}], got {options.num_processes}"

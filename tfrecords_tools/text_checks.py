@@ -14,6 +14,12 @@ as the original's does), so its text would run together into one example;
 `check_line_ends` refuses it in one line with the fix. Windows line ends
 ("\\r\\n") are fine.
 
+Exports taken for prose: a Hugging Face `datasets` JSON-lines export (one
+`{"id": ..., "text": ...}` object a line) or a pandas CSV (`,id,text` then
+rows) is valid UTF-8, but read as sentences its keys, quotes and row numbers
+become tokens of every example. `export_format_warning` looks at a file's
+first lines and says so in one line with the fix.
+
 Meaning lost: lower-casing and accent stripping (the WordPiece defaults)
 change words; for Vietnamese tones, Devanagari and Thai vowel signs or
 Korean syllables that is a loss of meaning, not of noise. `normalisation_warning`
@@ -27,11 +33,18 @@ Example:
   True
   >>> has_cr_only_line_ends(b"one\\rtwo\\r"), has_cr_only_line_ends(b"one\\r\\ntwo\\r\\n")
   (True, False)
+  >>> export_format_warning("c/train.jsonl", b'{"id": 0, "text": "A cat."}\\n')[:58]
+  'c/train.jsonl: every sampled line is a JSON object (a JSON'
+  >>> export_format_warning("c/prose.txt", b"The cat sat, and then\\nit slept, again.\\n") is None
+  True
   >>> counts = {"Nhấn": 1, "đôi": 1, "để": 1, "ok": 1}
   >>> normalisation_warning(counts, do_lower_case=True, strip_accents=True)[:42]
   'accent stripping changes 75% of the words '
 """
 
+import csv
+import io
+import json
 import shlex
 import unicodedata
 
@@ -53,6 +66,9 @@ LOWER_CASE_WARNING_SHARE = 0.4
 SAMPLE_WORDS = 200_000
 # Bytes read from the start of each corpus file for `check_line_ends`.
 LINE_ENDS_SAMPLE_BYTES = 1 << 16
+# Bytes and lines of a file's start that `export_format_warning` looks at.
+EXPORT_SAMPLE_BYTES = 1 << 16
+EXPORT_SAMPLE_LINES = 20
 
 
 def not_text_share(data, bad_utf8_bytes=None):
@@ -93,6 +109,82 @@ def check_line_ends(path, data):
       "so it would be read as one line; convert it first, e.g. "
       f"tr '\\r' '\\n' < {shlex.quote(path)} > converted.txt (Windows '\\r\\n' line ends are fine)"
     )
+
+
+def _longest_field(rows):
+  """The key (or column) whose values are longest in `rows` (dicts): the text."""
+  lengths = {}
+  for row in rows:
+    for key, value in row.items():
+      lengths[key] = lengths.get(key, 0) + len(str(value))
+  return max(lengths, key=lengths.get) if lengths else "text"
+
+
+def _csv_header(line):
+  """The fields of `line` when it reads as a CSV/TSV header (at least two
+  fields, each empty, as pandas writes the index's, or one name without
+  spaces, at least one not empty), else None."""
+  delimiter = "\t" if "\t" in line else ","
+  fields = next(csv.reader([line], delimiter=delimiter))
+  if len(fields) < 2 or not any(fields):
+    return None
+  if not all(
+    len(f) <= 40 and (f == "" or f.replace("_", "a").replace("-", "a").isalnum()) for f in fields
+  ):
+    return None
+  return delimiter, fields
+
+
+def export_format_warning(path, data, max_lines=EXPORT_SAMPLE_LINES):
+  """One line when `data` (the start of the corpus file `path`) looks like
+  a JSON-lines or CSV export rather than sentences, else None.
+
+  JSON lines: every sampled line is a JSON object. CSV: the first line is a
+  header of names (`,id,text`) and every sampled row after it parses into
+  as many fields. Prose fails both (a sentence is no JSON object, and its
+  first line is no header of names).
+  """
+  text = data.decode("utf-8", "ignore")
+  lines = [line for line in text.splitlines() if line.strip()]
+  if len(data) >= EXPORT_SAMPLE_BYTES and lines:
+    lines.pop()  # the sample may cut the last line
+  lines = lines[:max_lines]
+  if not lines:
+    return None
+  objects = []
+  for line in lines:
+    try:
+      value = json.loads(line)
+    except ValueError:
+      break
+    if not isinstance(value, dict):
+      break
+    objects.append(value)
+  else:
+    field = _longest_field(objects)
+    return (
+      f"{path}: every sampled line is a JSON object (a JSON-lines export, such as "
+      f"Dataset.to_json?): its keys and quotes would be read as text; write its {field!r} "
+      "field out, one sentence a line"
+    )
+  header = _csv_header(lines[0])
+  if header is None:
+    return None
+  delimiter, fields = header
+  # Rows are parsed from the text itself: a quoted field may span lines.
+  rows = list(csv.reader(io.StringIO(text), delimiter=delimiter))[1:max_lines]
+  rows = [row for row in rows if any(cell.strip() for cell in row)]
+  if len(data) >= EXPORT_SAMPLE_BYTES and rows:
+    rows.pop()
+  if len(rows) < 2 or any(len(row) != len(fields) for row in rows):
+    return None
+  column = _longest_field([dict(zip(fields, row)) for row in rows]) or "text"
+  kind = "TSV" if delimiter == "\t" else "CSV"
+  return (
+    f"{path}: its first line {lines[0]!r} and every sampled row look like {kind} (a spreadsheet "
+    f"or pandas export?): the header, row numbers and quotes would be read as text; write its "
+    f"{column!r} column out, one sentence a line"
+  )
 
 
 def skipped_message(skipped_files, skipped_bytes, total_bytes, example):

@@ -271,11 +271,11 @@ def list_corpus_files(corpus_dir):
 
   The one check of the entries that every corpus reader makes, before any
   work: a broken symbolic link (its file moved or deleted) is refused in one
-  line naming it. Sub-folders are listed but every reader skips them
-  (`subfolder_note`)."""
+  line naming it, and so is a name that is not UTF-8 (`file_io.list_names`).
+  Sub-folders are listed but every reader skips them (`subfolder_note`)."""
   if not corpus_dir or not tf.io.gfile.isdir(corpus_dir):
     raise ValueError(f"--corpus-dir {corpus_dir!r} is not a directory")
-  names = sorted(n.rstrip("/") for n in tf.io.gfile.listdir(corpus_dir))
+  names = sorted(n.rstrip("/") for n in file_io.list_names(corpus_dir, "--corpus-dir"))
   for name in names:
     path = os.path.join(corpus_dir, name)
     if "://" not in path and os.path.islink(path) and not os.path.exists(path):
@@ -319,6 +319,31 @@ def check_corpus_line_ends(corpus_dir, names=None):
       continue
     with tf.io.gfile.GFile(path, "rb") as f:
       text_checks.check_line_ends(path, f.read(text_checks.LINE_ENDS_SAMPLE_BYTES))
+
+
+def export_format_line(corpus_dir, names=None, max_files=8):
+  """The warning line (without "warning: ") when one of the first
+  `max_files` corpus files looks like a JSON-lines or CSV export
+  (`text_checks.export_format_warning` on its first
+  `EXPORT_SAMPLE_BYTES`), else None. Both corpus commands print it before
+  any work; the build goes on (valid UTF-8 can be meant as text)."""
+  found = []
+  for name in (list_corpus_files(corpus_dir) if names is None else names)[:max_files]:
+    path = os.path.join(corpus_dir, name)
+    # Only regular files: a named pipe would block this sample (its job reads it).
+    if tf.io.gfile.isdir(path) or ("://" not in path and not os.path.isfile(path)):
+      continue
+    with tf.io.gfile.GFile(path, "rb") as f:
+      data = f.read(text_checks.EXPORT_SAMPLE_BYTES)
+    if text_checks.is_not_text(data):
+      continue
+    line = text_checks.export_format_warning(path, data)
+    if line:
+      found.append(line)
+  if not found:
+    return None
+  more = f" (and {len(found) - 1} more such file(s))" if len(found) > 1 else ""
+  return found[0] + more
 
 
 def corpus_bytes(options):
@@ -677,9 +702,13 @@ def build_pretraining_dataset(options, beam_options=None):
   """
   vocab, normalisation = check_options(options)
   if not options.tfds_name:
-    note = subfolder_note(options.corpus_dir, list_corpus_files(options.corpus_dir))
+    names = list_corpus_files(options.corpus_dir)
+    note = subfolder_note(options.corpus_dir, names)
     if note:
       print(note, file=sys.stderr, flush=True)
+    export = export_format_line(options.corpus_dir, names)
+    if export:
+      print(f"warning: {export}", file=sys.stderr, flush=True)
   options = processes_for_files(options)
   if tf.io.gfile.exists(options.output_dir) and not tf.io.gfile.isdir(options.output_dir):
     raise ValueError(

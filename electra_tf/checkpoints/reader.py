@@ -29,7 +29,7 @@ import tensorflow as tf
 
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.models import official_names
-from electra_tf.utils.file_io import check_not_lfs_pointer
+from electra_tf.utils import file_io
 
 # What the checkpoint reader raises on a damaged file (IndexError: "Read less
 # bytes than requested" for a truncated data file).
@@ -75,6 +75,13 @@ def checkpoint_problem(prefix):
   prefix = os.fspath(prefix)
   if not tf.io.gfile.exists(prefix + ".index"):
     return "its .index file is missing"
+  found = file_io.glob_class(prefix)
+  if found:
+    # TensorFlow's reader globs the prefix: `run[1]` matches only `run1`.
+    return (
+      f"its path holds glob characters ({found!r}), which TensorFlow's checkpoint reader "
+      "reads as a pattern, so it finds none of its files: rename the folder"
+    )
   try:
     reader = tf.train.load_checkpoint(prefix)
     shapes = reader.get_variable_to_shape_map()
@@ -117,7 +124,7 @@ def check_checkpoint(prefix):
   finds one, or when its files are Git LFS pointers; returns `prefix`."""
   for path in [os.fspath(prefix) + ".index", *tf.io.gfile.glob(os.fspath(prefix) + ".data-*")]:
     try:
-      check_not_lfs_pointer(path)
+      file_io.check_not_lfs_pointer(path)
     except ValueError as e:
       raise UnreadableCheckpointError(str(e)) from None
   problem = checkpoint_problem(prefix)

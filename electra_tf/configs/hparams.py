@@ -11,6 +11,8 @@ import os
 import re
 import types
 
+from electra_tf.utils import file_io
+
 # The `format` of a run's `config.json` (`electra_tf.checkpoints.model_dir`).
 RUN_CONFIG_FORMAT = "electra_tf.run_config"
 # Every `ConfigBase` subclass by name, so a run config's `config_class` finds its fields.
@@ -104,7 +106,8 @@ def check_run_flags(model_name, data_dir):
   `<data-dir>/models/` (an empty name would make that folder, the parent of
   every model dir, the model dir itself) and `data_dir` is given (an empty
   one would read and write the working directory, and errors would name
-  its files, not the flag)."""
+  its files, not the flag), and that neither holds a glob character class
+  (`file_io.check_no_glob_class`)."""
   outside = isinstance(model_name, str) and (
     os.path.isabs(model_name) or os.path.normpath(model_name).split(os.sep)[0] == ".."
   )
@@ -131,6 +134,11 @@ def check_run_flags(model_name, data_dir):
       "--data-dir is empty (an unset shell variable?); expected the data directory ('.' for "
       "this one)"
     )
+  # The model dir is <data-dir>/models/<model-name>: TensorFlow's checkpoint
+  # reader globs it, so `run[1]` would hide every checkpoint (a resume
+  # starts over, the exporter finds none).
+  file_io.check_no_glob_class(data_dir, "--data-dir")
+  file_io.check_no_glob_class(model_name, "--model-name", fix="choose another name")
 
 
 def hparam(default, help, *, derived=False):  # pylint: disable=redefined-builtin

@@ -18,6 +18,7 @@ Example:
 """
 
 import dataclasses
+import glob
 import json
 import os
 import pickle
@@ -96,6 +97,18 @@ def find_pretraining_files(config):
       if aside
       else ""
     )
+    # A folder such as `run[1]` that exists as written: its `[1]` is a glob class.
+    literal = [
+      os.path.dirname(p)
+      for p in patterns
+      if file_io.glob_class(os.path.dirname(p)) and tf.io.gfile.isdir(os.path.dirname(p))
+    ]
+    if literal:
+      hint += (
+        f"; the folder {literal[0]!r} exists, but its {file_io.glob_class(literal[0])!r} is "
+        f"read as a glob character class: escape it ({glob.escape(literal[0])!r}) or rename "
+        "the folder"
+      )
     raise ValueError(
       f"No pre-training TFRecords found for hparam pretrain_tfrecords="
       f"{config.pretrain_tfrecords!r} (searched {patterns}); build them with "

@@ -10,10 +10,12 @@ the usual permissions (0644 under umask 022).
 
 import contextlib
 import errno
+import fnmatch
 import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import tempfile
 
@@ -357,6 +359,63 @@ def is_directly_in(path, folder):
   """Whether `path` is a file directly in `folder` (links resolved): where a
   corpus reader would take it for one of the folder's files."""
   return os.path.dirname(os.path.realpath(path)) == os.path.realpath(folder)
+
+
+def list_names(directory, what):
+  """`tf.io.gfile.listdir(directory)`, refusing in one line naming `what`
+  (the flag, e.g. "--corpus-dir") and the entry when a name in it is not
+  UTF-8 (Latin-1 bytes, as unzip of a Windows archive leaves them): gfile
+  cannot decode such a name and would fail with a bare codec error. Every
+  lister of a corpus folder calls this."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  try:
+    return tf.io.gfile.listdir(directory)
+  except UnicodeDecodeError:
+    bad = None
+    if not _is_remote(directory):
+      for name in os.listdir(os.fsencode(directory)):
+        try:
+          name.decode("utf-8")
+        except UnicodeDecodeError:
+          bad = name
+          break
+    shown = f" ({repr(bad)[1:]})" if bad else ""
+    raise ValueError(
+      f"{what} {os.fspath(directory)!r} holds a file whose name is not UTF-8{shown}: rename it "
+      f"(e.g. convmv -f latin1 -t utf8 --notest {shlex.quote(os.fspath(directory))}/*)"
+    ) from None
+
+
+def glob_class(path):
+  """The first `[...]` in `path` that a glob reads as a character class
+  (`run[1]` then matches only `run1`), or None. TensorFlow globs checkpoint
+  prefixes (`tf.train.load_checkpoint`, `latest_checkpoint`) and TFRecord
+  patterns, so a folder so named hides its own files; `*` and `?` match
+  themselves and are harmless.
+
+  Example:
+  >>> glob_class("runs/run[1]/d"), glob_class("runs/run*/d"), glob_class("a[b")
+  ('[1]', None, None)
+  """
+  path = os.fspath(path)
+  if fnmatch.fnmatchcase(path, path):
+    return None
+  found = re.search(r"\[!?\]?[^\]]*\]", path)
+  return found.group(0) if found else "[...]"
+
+
+def check_no_glob_class(path, what, fix="rename the folder"):
+  """A one-line ValueError naming `what` (a flag or hparam) when `path` holds
+  a glob character class (`glob_class`): TensorFlow's checkpoint reader
+  would find none of the files in it."""
+  found = glob_class(path) if path else None
+  if found:
+    raise ValueError(
+      f"{what} {os.fspath(path)!r} holds glob characters ({found!r}): TensorFlow reads "
+      f"checkpoint and record paths as glob patterns, where {found!r} is a character class, "
+      f"so the files there would not be found; {fix}"
+    )
 
 
 def check_data_dir(data_dir):
