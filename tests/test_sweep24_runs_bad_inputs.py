@@ -64,3 +64,36 @@ def test_a_demo_rerun_over_a_stopped_model_keeps_its_vocab_and_records(
   assert demo.kept_stages(str(out), args) == {"corpus", "vocab"}
   (out / "models" / "demo" / "config.json").write_text(json.dumps({"vocab": other.fingerprint()}))
   assert demo.kept_stages(str(out), args) == set()
+
+
+def test_an_interrupted_finetuning_trial_is_exported_and_evaluated_with_a_warning(tmp_path):
+  """Sweep 24 #02: a trial killed before training (only its step-0 save)
+  was exported and scored (accuracy 50 in the results) without a word."""
+  from electra_tf.checkpoints import model_dir as model_dir_lib
+
+  trial = tmp_path / "sst_model_1"
+  trial.mkdir()
+  (trial / "config.json").write_text(
+    json.dumps(
+      {
+        "format": model_dir_lib.RUN_CONFIG_FORMAT,
+        "version": model_dir_lib.RUN_CONFIG_VERSION,
+        "kind": model_dir_lib.KIND_FINETUNING,
+      }
+    )
+  )
+  # An older trial (no planned steps recorded) says nothing.
+  assert model_dir_lib.unfinished_trial_warning(trial, "exporting") is None
+  model_dir_lib.record_planned_steps(str(trial), 20000)
+  for step in (0, 20000):
+    (trial / f"model.ckpt-{step}.index").write_bytes(b"")
+  (trial / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-0"\n')
+  assert model_dir_lib.unfinished_trial_warning(str(trial) + "/", "exporting") == (
+    f"warning: '{trial}' stopped at step 0 of 20000 (an interrupted fine-tuning run): "
+    "re-run run_finetuning to finish it; exporting it as it is"
+  )
+  prefix = str(trial / "model.ckpt-0")
+  assert "step 0 of 20000" in model_dir_lib.unfinished_trial_warning(prefix, "evaluating")
+  # A finished trial: no warning.
+  (trial / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-20000"\n')
+  assert model_dir_lib.unfinished_trial_warning(trial, "exporting") is None
