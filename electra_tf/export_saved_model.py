@@ -154,7 +154,7 @@ def _export(args):
     )
     unfinished = args.checkpoint and model_dir_lib.unfinished_trial_warning(source, "exporting")
     if unfinished:
-      print(unfinished, file=sys.stderr, flush=True)
+      print(f"warning: {unfinished}", file=sys.stderr, flush=True)
     vocab_file, do_lower_case, strip_accents, lengths = export_lib.settings_from_flags(
       model, config, source, args
     )

@@ -211,10 +211,10 @@ def record_planned_steps(model_dir, steps):
 
 
 def unfinished_trial_warning(path, doing):
-  """One `warning:` line when `path` (a fine-tuning trial dir, or a
-  checkpoint prefix in one) stopped short of the steps its `config.json`
-  plans (a run killed or stopped and not resumed), else None; `doing` says
-  what the caller goes on to do ("exporting")."""
+  """A warning (one line, without its `warning: ` prefix) when `path` (a
+  fine-tuning trial dir, or a checkpoint prefix in one) stopped short of the
+  steps its `config.json` plans (a run killed or stopped and not resumed),
+  else None; `doing` says what the caller goes on to do ("exporting")."""
   path = os.fspath(path).rstrip("/")
   try:
     content = read_run_config(path) or {}
@@ -229,7 +229,7 @@ def unfinished_trial_warning(path, doing):
     return None
   trial = path if tf.io.gfile.isdir(path) else os.path.dirname(path)
   return (
-    f"warning: {trial!r} stopped at step {int(step)} of {planned} (an interrupted fine-tuning "
+    f"{trial!r} stopped at step {int(step)} of {planned} (an interrupted fine-tuning "
     f"run): re-run run_finetuning to finish it; {doing} it as it is"
   )
 

@@ -406,7 +406,7 @@ class ModelRunner:
       self.model = FinetuningModel.from_finetuning_config(config, heads, self.bert_config)
     self.name_map = self.model.official_name_map()
     self.train_steps = None
-    self.unfinished = None  # do_train=false on an interrupted trial: its warning line
+    self.unfinished = None  # do_train=false on an interrupted trial: its warning
     self._init_weights()
     self._predict_fn = tf.function(lambda features: self.model(features, training=False))
 
@@ -421,8 +421,10 @@ class ModelRunner:
       logging.warning("No init_checkpoint: fine-tuning from random initialisation")
     if not config.do_train:
       # As the Estimator: a checkpoint in the model dir wins over init_checkpoint.
+      evaluated = config.init_checkpoint
       if tf.train.latest_checkpoint(config.model_dir):
         any_format.initialize_finetuning_model(self.model, config.model_dir)
+        evaluated = config.model_dir
       elif not config.init_checkpoint:
         raise ValueError(
           "do_train=false needs a trained model: pass hparam init_checkpoint "
@@ -430,11 +432,10 @@ class ModelRunner:
         )
       else:
         _check_heads_loaded(loaded, self._tasks, config.init_checkpoint)
-        self.unfinished = model_dir_lib.unfinished_trial_warning(
-          config.init_checkpoint, "evaluating"
-        )
-        if self.unfinished:
-          logging.warning(self.unfinished)
+      # A trial stopped short of its steps (killed): scored as it is, with a warning.
+      self.unfinished = model_dir_lib.unfinished_trial_warning(evaluated, "evaluating")
+      if self.unfinished:
+        logging.warning(self.unfinished)
 
   @staticmethod
   def _distributable(dataset):
@@ -600,8 +601,8 @@ def median_results(results):
 def write_results(config, results, warning=None):
   """Rewrites `results_txt` and `results_json` with all trials so far, plus
   `<tasks>_results_median.json` with the per-metric median over trials;
-  `warning` (a line) ends the text file."""
-  lines = results_lines(results) + ([warning] if warning else [])
+  a `warning` (one line) ends the text file."""
+  lines = results_lines(results) + ([f"warning: {warning}"] if warning else [])
   write_atomic(config.results_txt, "".join(line + "\n" for line in lines))
   write_atomic(config.results_json, json.dumps(results, indent=2))
   write_atomic(_median_path(config), json.dumps(median_results(results), indent=2))
