@@ -89,7 +89,7 @@ def test_an_interrupted_finetuning_trial_is_exported_and_evaluated_with_a_warnin
     (trial / f"model.ckpt-{step}.index").write_bytes(b"")
   (trial / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-0"\n')
   assert model_dir_lib.unfinished_trial_warning(str(trial) + "/", "exporting") == (
-    f"warning: '{trial}' stopped at step 0 of 20000 (an interrupted fine-tuning run): "
+    f"'{trial}' stopped at step 0 of 20000 (an interrupted fine-tuning run): "
     "re-run run_finetuning to finish it; exporting it as it is"
   )
   prefix = str(trial / "model.ckpt-0")
@@ -97,3 +97,56 @@ def test_an_interrupted_finetuning_trial_is_exported_and_evaluated_with_a_warnin
   # A finished trial: no warning.
   (trial / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-20000"\n')
   assert model_dir_lib.unfinished_trial_warning(trial, "exporting") is None
+
+
+def test_a_shard_of_another_build_copied_into_a_records_folder_is_refused(tmp_path):
+  """Sweep 24 #11: another build's shard copied beside a build's shards
+  and records_info.json was trained on silently (its ids mean other tokens)."""
+  import shutil
+
+  from tests.helpers import reference_hard_text
+  from tfrecords_tools import text_corpus
+
+  corpus, vocab = reference_hard_text.write_corpus(
+    tmp_path, num_files=2, lines_per_file=40, words="a b c the of".split(), max_words=9, seed=1
+  )
+  for out, n in (("d", 2), ("other", 1)):
+    text_corpus.build_pretraining_dataset(
+      text_corpus.BuildOptions(
+        corpus_dir=corpus, vocab_file=vocab, output_dir=str(tmp_path / out), num_out_files=n
+      )
+    )
+  d = tmp_path / "d"
+  shards = ["pretrain_data.tfrecord-0-of-2", "pretrain_data.tfrecord-1-of-2"]
+  assert sorted(records_info.read_records_info(str(d))["shards"]) == shards
+  read = Vocab.read(vocab)
+  records_info.check_records_vocab([str(d / s) for s in shards], read)  # the build's own
+  shutil.copy(tmp_path / "other" / "pretrain_data.tfrecord-0-of-1", d)
+  files = sorted(str(p) for p in d.glob("pretrain_data.tfrecord*"))
+  with pytest.raises(ValueError) as e:
+    records_info.check_records_vocab(files, read)
+  assert str(e.value) == (
+    f"'{d}/pretrain_data.tfrecord-0-of-1' is not one of the 2 shards '{d}/records_info.json' "
+    f"describes (built with vocab '{vocab}'): it comes from another build; move it to a "
+    "folder of its own (with its build's records_info.json)"
+  )
+  # A shard replaced by another build's (the same name, another size) is named too.
+  shutil.copy(tmp_path / "other" / "pretrain_data.tfrecord-0-of-1", d / shards[0])
+  with pytest.raises(ValueError, match="it was replaced by another build's shard"):
+    records_info.check_records_vocab([str(d / shards[0])], read)
+  # An older build's info (no shard list) is read as before.
+  info = json.loads((d / "records_info.json").read_text())
+  del info["shards"]
+  (d / "records_info.json").write_text(json.dumps(info))
+  records_info.check_records_vocab(files, read)
+  # do_train=false evaluation of such a trial ends its results text with the warning.
+  from electra_tf.training import finetuning_run
+
+  config = types.SimpleNamespace(
+    results_txt=str(tmp_path / "sst_results.txt"), results_json=str(tmp_path / "sst_results.json")
+  )
+  finetuning_run.write_results(config, [{"sst": {"accuracy": 50.0}}], "'t' stopped at step 0")
+  assert (tmp_path / "sst_results.txt").read_text().splitlines() == [
+    "sst: accuracy: 50.00",
+    "warning: 't' stopped at step 0",
+  ]
