@@ -150,3 +150,41 @@ def test_a_shard_of_another_build_copied_into_a_records_folder_is_refused(tmp_pa
     "sst: accuracy: 50.00",
     "warning: 't' stopped at step 0",
   ]
+
+
+def test_a_killed_glue_sentences_corpus_leaves_no_part_of_a_corpus(tmp_path, monkeypatch):
+  """Sweep 24 #04: glue_sentences_corpus killed by SIGKILL while writing
+  left 406 of its 1,000 files under their final names (build_vocab then
+  counted part of the corpus) and a hidden .tmp the re-run kept. The files
+  are written into a hidden staging folder that replaces corpus/ in one
+  rename; a dead run's staging folder goes on the next run."""
+  import os
+  import subprocess
+
+  from tfrecords_tools import glue_sentences_corpus
+
+  glue = tmp_path / "glue" / "SST-2"
+  glue.mkdir(parents=True)
+  rows = "".join(f"sentence number {i} here\t1\n" for i in range(40))
+  (glue / "train.tsv").write_text("sentence\tlabel\n" + rows)
+  out = tmp_path / "out"
+  dead = subprocess.Popen(["true"])
+  dead.wait()
+  leftover = out / f".corpus.{dead.pid}.tmp" / "corpus"
+  leftover.mkdir(parents=True)
+  (leftover / "glue_sentences_0.txt").write_text("a dead run's file\n")
+  real_write = glue_sentences_corpus.write_atomic
+  seen = []
+
+  def write(path, text):
+    seen.append(sorted(os.listdir(out)))  # what a kill at this moment would leave
+    real_write(path, text)
+
+  monkeypatch.setattr(glue_sentences_corpus, "write_atomic", write)
+  argv = ["--glue-dir", str(tmp_path / "glue"), "--output-dir", str(out), "--tasks", "SST-2"]
+  assert glue_sentences_corpus.main(argv + ["--num-files", "3"]) == 0
+  staging = f".corpus.{os.getpid()}.tmp"
+  # The dead run's folder gone, never a part-written corpus/; the manifest last.
+  assert seen == [[staging]] * 3 + [["corpus"]]
+  assert sorted(os.listdir(out)) == ["corpus", "manifest.json"]
+  assert sorted(os.listdir(out / "corpus")) == [f"glue_sentences_{i}.txt" for i in range(3)]

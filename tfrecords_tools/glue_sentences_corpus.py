@@ -29,6 +29,7 @@ import random
 import sys
 
 from electra_tf.utils import exit_codes
+from electra_tf.utils import file_io
 from electra_tf.utils import interrupts
 from electra_tf.utils.file_io import write_atomic
 from tfrecords_tools import runner_flags
@@ -122,28 +123,28 @@ def drop_contained(sentences):
 
 def write_corpus(output_dir, docs, num_files):
   """Deals `docs` round-robin over `num_files` files in `<output_dir>/corpus`;
-  returns each file's path, lines and sha256. Stopped part-way (an error,
-  Ctrl-C), it removes the files it wrote: part of a corpus is not the corpus
-  (the exception carries their count as `files_removed`)."""
-  corpus_dir = os.path.join(output_dir, "corpus")
-  os.makedirs(corpus_dir, exist_ok=True)
+  returns each file's path, lines and sha256. The files are written into a
+  hidden staging folder beside `corpus/` that replaces it in one rename when
+  all are written (`file_io.replaced_together`; a killed run's staging
+  folder is removed by the next): stopped part-way (an error, Ctrl-C,
+  SIGKILL), no file stands under `corpus/` (part of a corpus is not the
+  corpus; the exception carries the count written as `files_removed`)."""
   files = []
   try:
-    for index in range(num_files):
-      mine = docs[index::num_files]
-      text = "".join("".join(s + "\n" for s in doc) + "\n" for doc in mine)
-      path = os.path.join(corpus_dir, f"glue_sentences_{index}.txt")
-      write_atomic(path, text)
-      files.append(
-        {
-          "path": os.path.basename(path),
-          "sentences": sum(len(d) for d in mine),
-          "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
-        }
-      )
+    with file_io.replaced_together(output_dir, "corpus") as staging:
+      for index in range(num_files):
+        mine = docs[index::num_files]
+        text = "".join("".join(s + "\n" for s in doc) + "\n" for doc in mine)
+        path = os.path.join(staging, "corpus", f"glue_sentences_{index}.txt")
+        write_atomic(path, text)
+        files.append(
+          {
+            "path": os.path.basename(path),
+            "sentences": sum(len(d) for d in mine),
+            "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+          }
+        )
   except BaseException as e:
-    for written in files:
-      os.remove(os.path.join(corpus_dir, written["path"]))
     e.files_removed = len(files)
     raise
   return files
