@@ -184,7 +184,7 @@ def test_a_killed_glue_sentences_corpus_leaves_no_part_of_a_corpus(tmp_path, mon
   argv = ["--glue-dir", str(tmp_path / "glue"), "--output-dir", str(out), "--tasks", "SST-2"]
   assert glue_sentences_corpus.main(argv + ["--num-files", "3"]) == 0
   staging = f".corpus.{os.getpid()}.tmp"
-  # The dead run's folder gone, never a part-written corpus/; the manifest last.
-  assert seen == [[staging]] * 3 + [["corpus"]]
+  # The dead run's folder gone, never a part-written corpus/; the manifest with it.
+  assert seen == [[staging]] * 4
   assert sorted(os.listdir(out)) == ["corpus", "manifest.json"]
   assert sorted(os.listdir(out / "corpus")) == [f"glue_sentences_{i}.txt" for i in range(3)]
