@@ -22,6 +22,10 @@ Stages, in order (each can also be run alone with `--stages`):
   score     load the export, corrupt a sentence and show the tokens the
             discriminator flags
 
+A re-run over a model the pretrain stage started (one stopped by Ctrl-C or
+killed) keeps the corpus, vocab and records that model was made with and
+resumes it (`kept_stages`): a new vocab would give its ids other tokens.
+
 `<out>` is laid out like the original's data dir, so `run_pretraining`,
 `run_finetuning` and `export_saved_model` work on it directly, with the
 hparams files the pretrain stage writes.
@@ -38,8 +42,11 @@ import tensorflow as tf
 from electra_tf import build_pretraining_dataset
 from electra_tf import export_saved_model
 from electra_tf import serving
+from electra_tf.checkpoints import model_dir as model_dir_lib
 from electra_tf.configs.pretraining import PretrainingConfig
+from electra_tf.data import records_info
 from electra_tf.runtime import distribution
+from electra_tf.text.vocab import Vocab
 from electra_tf.text.vocab import load_vocab
 from electra_tf.training import held_out_evaluation
 from electra_tf.training import pretraining_run
@@ -48,6 +55,7 @@ from electra_tf.utils import curves
 from electra_tf.utils import exit_codes
 from electra_tf.utils import interrupts
 from electra_tf.utils.events import scalar_events
+from electra_tf.utils.file_io import read_json
 from electra_tf.utils.file_io import write_atomic
 from tfrecords_tools import build_vocab
 from tfrecords_tools.python_docs_corpus import write_python_docs_corpus
@@ -210,6 +218,11 @@ def _run_tool(main, **flags):
     raise SystemExit(code)
 
 
+# The flags a kept vocab (and its corpus) must have been made with; the
+# vocab stage records them in the marker file.
+VOCAB_FLAGS = ("corpus_mb", "vocab_size")
+
+
 def stage_vocab(out, args):
   paths = _paths(out)
   _run_tool(
@@ -217,8 +230,9 @@ def stage_vocab(out, args):
     corpus_dir=paths["corpus"],
     vocab_size=args.vocab_size,
     output=paths["vocab"],
-    overwrite=True,  # the demo's own output: a re-run rebuilds it
+    overwrite=True,  # the demo's own output: a re-run with no model to resume rebuilds it
   )
+  _write_marker(out, {flag: getattr(args, flag) for flag in VOCAB_FLAGS})
   _say(f"vocab: {_vocab_size(paths['vocab'])} entries in {paths['vocab']}")
 
 
@@ -393,6 +407,66 @@ STAGES = {
 }
 
 
+def _write_marker(out, vocab_flags=None):
+  made = {"made_by": "python -m electra_tf.demo; its stages rebuild what is here"}
+  if vocab_flags:
+    made["vocab_flags"] = vocab_flags
+  write_atomic(_paths(out)["marker"], json.dumps(made) + "\n")
+
+
+def _marker_vocab_flags(out):
+  """The flags the vocab stage recorded (None: an older demo's marker)."""
+  try:
+    made = read_json(_paths(out)["marker"], "demo marker")
+  except ValueError:
+    return None
+  return made.get("vocab_flags") if isinstance(made, dict) else None
+
+
+def kept_stages(out, args):
+  """The stages before pretrain whose output a re-run keeps: when the model
+  dir's config.json records `<out>/vocab.txt` as the vocab it was
+  pre-trained with, that vocab and its corpus, and the records when their
+  `records_info.json` names that vocab (the demo's shard count and length).
+  Rebuilt, the vocab would get other ids (the learner is not bit-reproducible)
+  and the model could not resume. A one-line ValueError when the command's
+  --corpus-mb/--vocab-size differ from the ones the kept vocab was made with."""
+  paths = _paths(out)
+  config_file = os.path.join(paths["model_dir"], model_dir_lib.RUN_CONFIG_FILE)
+  try:
+    recorded = (read_json(config_file, "config") or {}).get("vocab") or {}
+    if not recorded.get("sha256") or not os.path.isfile(paths["vocab"]):
+      return set()
+    if Vocab.read(paths["vocab"], "vocab").sha256 != recorded["sha256"]:
+      return set()  # not this vocab's model: the pretrain stage refuses it in one line
+    info = records_info.read_records_info(paths["tfrecords"])
+  except ValueError:  # a damaged file: the stage that reads it names it
+    return set()
+  made_with = _marker_vocab_flags(out) or {}
+  changed = [f for f in VOCAB_FLAGS if f in made_with and made_with[f] != getattr(args, f)]
+  if changed:
+
+    def flags(values):
+      return " ".join(f"--{f.replace('_', '-')} {values[f]}" for f in changed)
+
+    raise ValueError(
+      f"{flags(vars(args))}: the model in {paths['model_dir']!r} was pre-trained with "
+      f"{paths['vocab']!r}, made with {flags(made_with)}: give those to resume it, or a new "
+      "--output-dir"
+    )
+  kept = {"vocab"}
+  if os.path.isdir(paths["corpus"]):
+    kept.add("corpus")
+  settings = (info or {}).get("settings") or {}
+  if (
+    info
+    and info["vocab"]["sha256"] == recorded["sha256"]
+    and (settings.get("max_seq_length"), settings.get("num_out_files")) == (128, NUM_SHARDS)
+  ):
+    kept.add("data")
+  return kept
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--output-dir", default="demo_output")
@@ -455,14 +529,23 @@ def main(argv=None):
       f"{sorted(os.listdir(out))[0]!r}) and its stages replace what they find there: give a "
       "new or empty folder"
     )
+  try:
+    kept = kept_stages(out, args) & set(stages)
+  except ValueError as e:
+    parser.error(str(e))
   os.makedirs(out, exist_ok=True)  # after the checks: a refused run leaves no folder
   if not os.path.exists(marker):
-    write_atomic(marker, "made by python -m electra_tf.demo; its stages rebuild what is here\n")
+    _write_marker(out)
   start = time.time()
 
   def run_stages():
     for stage, (run_stage, _, _) in STAGES.items():
-      if stage in stages:
+      if stage in kept:
+        _say(
+          f"=== stage {stage}: kept (the model in {_paths(out)['model_dir']} was pre-trained "
+          "on it; give a new --output-dir to rebuild) ==="
+        )
+      elif stage in stages:
         _say(f"=== stage {stage} ===")
         run_stage(out, args)
 

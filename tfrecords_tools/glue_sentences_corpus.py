@@ -29,6 +29,7 @@ import random
 import sys
 
 from electra_tf.utils import exit_codes
+from electra_tf.utils import file_io
 from electra_tf.utils import interrupts
 from electra_tf.utils.file_io import write_atomic
 from tfrecords_tools import runner_flags
@@ -123,16 +124,14 @@ def drop_contained(sentences):
 def write_corpus(output_dir, docs, num_files):
   """Deals `docs` round-robin over `num_files` files in `<output_dir>/corpus`;
   returns each file's path, lines and sha256. Stopped part-way (an error,
-  Ctrl-C), it removes the files it wrote: part of a corpus is not the corpus
-  (the exception carries their count as `files_removed`)."""
-  corpus_dir = os.path.join(output_dir, "corpus")
-  os.makedirs(corpus_dir, exist_ok=True)
+  Ctrl-C), the exception carries the count written as `files_removed`
+  (`build` writes into a staging folder that is then removed)."""
   files = []
   try:
     for index in range(num_files):
       mine = docs[index::num_files]
       text = "".join("".join(s + "\n" for s in doc) + "\n" for doc in mine)
-      path = os.path.join(corpus_dir, f"glue_sentences_{index}.txt")
+      path = os.path.join(output_dir, "corpus", f"glue_sentences_{index}.txt")
       write_atomic(path, text)
       files.append(
         {
@@ -142,8 +141,6 @@ def write_corpus(output_dir, docs, num_files):
         }
       )
   except BaseException as e:
-    for written in files:
-      os.remove(os.path.join(corpus_dir, written["path"]))
     e.files_removed = len(files)
     raise
   return files
@@ -164,9 +161,20 @@ def build(
   if sentences_only:
     sentences = drop_contained(sentences)
   docs = documents(sentences, sentences_per_document)
-  files = write_corpus(output_dir, docs, num_files)
+  # corpus/ and manifest.json are written into a hidden staging folder and
+  # replace the old ones together when all are written: stopped or killed
+  # part-way, no part of a corpus stands under corpus/ (part of a corpus is
+  # not the corpus); the next run removes a killed run's staging folder.
+  with file_io.replaced_together(output_dir, "corpus") as staging:
+    files = write_corpus(staging, docs, num_files)
+    manifest = _manifest(inputs, sentences, docs, sentences_per_document, sentences_only, files)
+    write_atomic(os.path.join(staging, "manifest.json"), json.dumps(manifest, indent=2) + "\n")
+  return manifest
+
+
+def _manifest(inputs, sentences, docs, sentences_per_document, sentences_only, files):
   unique = sum(len(d) for d in docs)
-  manifest = {
+  return {
     "inputs": inputs,
     "sentences_read": len(sentences),
     "sentences_unique": unique,
@@ -175,8 +183,6 @@ def build(
     "sentences_only": sentences_only,
     "files": files,
   }
-  write_atomic(os.path.join(output_dir, "manifest.json"), json.dumps(manifest, indent=2) + "\n")
-  return manifest
 
 
 def main(argv=None):

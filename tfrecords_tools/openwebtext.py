@@ -211,7 +211,8 @@ def build_openwebtext(options, beam_options=None):
     else:
       result = text_corpus.run_jobs(run_job, options)
     settings = text_corpus.records_settings(options.archive_dir, options, normalisation)
-    records_info.write_records_info(options.output_dir, vocab, settings)
+    shards = text_corpus.built_shards(options.output_dir, options.num_out_files)
+    records_info.write_records_info(options.output_dir, vocab, settings, shards)
     return result
 
   return text_corpus.build_with_previous_set_aside(options.output_dir, build)

@@ -145,6 +145,12 @@ def records_settings(source, options, normalisation):
   }
 
 
+def built_shards(output_dir, num_out_files):
+  """The shard names a build wrote in `output_dir` (`records_info.json` lists them)."""
+  names = (example_writer.shard_name(i, num_out_files) for i in range(num_out_files))
+  return [n for n in names if tf.io.gfile.exists(os.path.join(output_dir, n))]
+
+
 def remove_shards(output_dir, keep=()):
   """Removes every shard, complete or temporary, and the records info from
   `output_dir` (what an interrupted build wrote: shards of a build that did
@@ -735,7 +741,9 @@ def build_pretraining_dataset(options, beam_options=None):
         print(f"warning: {options.corpus_dir}: {unknown}", file=sys.stderr, flush=True)
       check_no_empty_output(options, sum(s["examples"] for s in result))
     settings = records_settings(options.tfds_name or options.corpus_dir, options, normalisation)
-    records_info.write_records_info(options.output_dir, vocab, settings)
+    records_info.write_records_info(
+      options.output_dir, vocab, settings, built_shards(options.output_dir, options.num_out_files)
+    )
     return result
 
   return build_with_previous_set_aside(options.output_dir, build)

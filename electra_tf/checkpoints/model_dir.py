@@ -196,6 +196,45 @@ def write_run_config(
   return path
 
 
+# A fine-tuning trial's step count follows from its data: `train` records it
+# in the trial's config.json under this key once it is known.
+PLANNED_STEPS = "num_train_steps"
+
+
+def record_planned_steps(model_dir, steps):
+  """Adds a fine-tuning trial's planned step count to its `config.json`."""
+  content = read_run_config(model_dir)
+  if content is not None:
+    content[PLANNED_STEPS] = int(steps)
+    write_atomic(
+      os.path.join(model_dir, RUN_CONFIG_FILE), json.dumps(content, indent=2, sort_keys=True) + "\n"
+    )
+
+
+def unfinished_trial_warning(path, doing):
+  """A warning (one line, without its `warning: ` prefix) when `path` (a
+  fine-tuning trial dir, or a checkpoint prefix in one) stopped short of the
+  steps its `config.json` plans (a run killed or stopped and not resumed),
+  else None; `doing` says what the caller goes on to do ("exporting")."""
+  path = os.fspath(path).rstrip("/")
+  try:
+    content = read_run_config(path) or {}
+  except (ValueError, tf.errors.OpError):
+    return None  # a damaged config.json or a path out of reach: loading the model names it
+  planned = content.get(PLANNED_STEPS)
+  if content.get("kind") != KIND_FINETUNING or not isinstance(planned, int):
+    return None
+  prefix = tf.train.latest_checkpoint(path) if tf.io.gfile.isdir(path) else path
+  step = (prefix or "").rpartition("-")[2]
+  if not step.isdigit() or int(step) >= planned:
+    return None
+  trial = path if tf.io.gfile.isdir(path) else os.path.dirname(path)
+  return (
+    f"{trial!r} stopped at step {int(step)} of {planned} (an interrupted fine-tuning "
+    f"run): re-run run_finetuning to finish it; {doing} it as it is"
+  )
+
+
 def run_config_path(path):
   """`config.json` of the model dir `path`, or of the dir of the checkpoint prefix `path`."""
   path = os.fspath(path)

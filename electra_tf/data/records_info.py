@@ -3,10 +3,12 @@
 The records hold token ids only, so records built with one vocab read as
 plausible nonsense with another. The builders write this file beside the
 shards when a build finishes (`write_records_info`): the vocab's
-`fingerprint` (sha256, size, kind, normalisation) and the build's settings.
-`run_pretraining` compares it with the vocab it is given before any work
-(`check_records_vocab`). Folders without one (built by the original or an
-older version) are read as before.
+`fingerprint` (sha256, size, kind, normalisation), the build's settings and
+its shards' names and sizes. `run_pretraining` compares it with the vocab it
+is given before any work, and refuses a file of the folder that it does not
+list (another build's shard copied in) (`check_records_vocab`). Folders
+without one (built by the original or an older version), or without a shard
+list, are read as before.
 
 Example:
 
@@ -33,10 +35,17 @@ def info_path(records_dir):
   return os.path.join(records_dir, RECORDS_INFO)
 
 
-def write_records_info(records_dir, vocab, settings):
-  """Records `vocab` (a `vocab.Vocab`) and the build's `settings` (a
-  JSON-able dict) beside the shards in `records_dir`, atomically."""
+def write_records_info(records_dir, vocab, settings, shards=None):
+  """Records `vocab` (a `vocab.Vocab`), the build's `settings` (a
+  JSON-able dict) and, given, its `shards` (file names in `records_dir`)
+  with their sizes beside the shards in `records_dir`, atomically."""
   info = {"format": FORMAT, "vocab": vocab.fingerprint(), "settings": settings}
+  if shards is not None:
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top  # gfile, for scheme:// paths
+
+    info["shards"] = {
+      name: tf.io.gfile.stat(os.path.join(records_dir, name)).length for name in sorted(shards)
+    }
   write_atomic(info_path(records_dir), json.dumps(info, indent=2, sort_keys=True) + "\n")
 
 
@@ -54,6 +63,33 @@ def read_records_info(records_dir):
   return info
 
 
+def _check_listed(folder, info, files):
+  """Refuses `files` of `folder` that its info's shard list (builds before
+  it have none) does not hold, or holds with another size: another build's
+  shards copied in, whose ids may mean other tokens."""
+  shards = info.get("shards")
+  if not isinstance(shards, dict):
+    return
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top  # gfile, for scheme:// paths
+
+  vocab = info["vocab"].get("file")
+  for path in files:
+    name = os.path.basename(path)
+    if name not in shards:
+      raise ValueError(
+        f"{path!r} is not one of the {len(shards)} shards {info_path(folder)!r} describes "
+        f"(built with vocab {vocab!r}): it comes from another build; move it to a folder "
+        "of its own (with its build's records_info.json)"
+      )
+    size = tf.io.gfile.stat(path).length
+    if size != shards[name]:
+      raise ValueError(
+        f"{path!r} has {size} bytes but {info_path(folder)!r} describes it with {shards[name]} "
+        f"(built with vocab {vocab!r}): it was replaced by another build's shard; rebuild "
+        "the records"
+      )
+
+
 def check_records_vocab(files, vocab, normalisation=None):
   """Refuses record `files` whose folder's info names another vocab than
   `vocab` (a `text.vocab.Vocab`), or, given `normalisation` (the run's
@@ -65,6 +101,7 @@ def check_records_vocab(files, vocab, normalisation=None):
     if info is None:
       continue
     vocab.check_made_with(info["vocab"], f"the TFRecords in {folder!r} were made")
+    _check_listed(folder, info, [f for f in files if os.path.dirname(f) == folder])
     # The builder's normalisation (its flags over the vocab's settings).
     built = info.get("settings") if isinstance(info.get("settings"), dict) else {}
     recorded = (built.get("do_lower_case"), built.get("strip_accents"))

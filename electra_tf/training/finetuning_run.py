@@ -406,6 +406,7 @@ class ModelRunner:
       self.model = FinetuningModel.from_finetuning_config(config, heads, self.bert_config)
     self.name_map = self.model.official_name_map()
     self.train_steps = None
+    self.unfinished = None  # do_train=false on an interrupted trial: its warning
     self._init_weights()
     self._predict_fn = tf.function(lambda features: self.model(features, training=False))
 
@@ -420,8 +421,10 @@ class ModelRunner:
       logging.warning("No init_checkpoint: fine-tuning from random initialisation")
     if not config.do_train:
       # As the Estimator: a checkpoint in the model dir wins over init_checkpoint.
+      evaluated = config.init_checkpoint
       if tf.train.latest_checkpoint(config.model_dir):
         any_format.initialize_finetuning_model(self.model, config.model_dir)
+        evaluated = config.model_dir
       elif not config.init_checkpoint:
         raise ValueError(
           "do_train=false needs a trained model: pass hparam init_checkpoint "
@@ -429,6 +432,10 @@ class ModelRunner:
         )
       else:
         _check_heads_loaded(loaded, self._tasks, config.init_checkpoint)
+      # A trial stopped short of its steps (killed): scored as it is, with a warning.
+      self.unfinished = model_dir_lib.unfinished_trial_warning(evaluated, "evaluating")
+      if self.unfinished:
+        logging.warning(self.unfinished)
 
   @staticmethod
   def _distributable(dataset):
@@ -451,6 +458,8 @@ class ModelRunner:
         f"no training steps: train_steps = n_records // train_batch_size "
         f"({config.train_batch_size}) * num_train_epochs ({config.num_train_epochs}) is 0"
       )
+    if self.chief:  # a checkpoint short of it is an interrupted trial (export says so)
+      model_dir_lib.record_planned_steps(config.model_dir, self.train_steps)
     model = self.model
     single_worker = distribution.num_workers(self._strategy) == 1
     with self._strategy.scope():
@@ -589,10 +598,12 @@ def median_results(results):
   return {t: {m: float(statistics.median(v)) for m, v in ms.items()} for t, ms in medians.items()}
 
 
-def write_results(config, results):
+def write_results(config, results, warning=None):
   """Rewrites `results_txt` and `results_json` with all trials so far, plus
-  `<tasks>_results_median.json` with the per-metric median over trials."""
-  write_atomic(config.results_txt, "".join(line + "\n" for line in results_lines(results)))
+  `<tasks>_results_median.json` with the per-metric median over trials;
+  a `warning` (one line) ends the text file."""
+  lines = results_lines(results) + ([f"warning: {warning}"] if warning else [])
+  write_atomic(config.results_txt, "".join(line + "\n" for line in lines))
   write_atomic(config.results_json, json.dumps(results, indent=2))
   write_atomic(_median_path(config), json.dumps(median_results(results), indent=2))
 
@@ -722,7 +733,7 @@ def _run_trials(config, strategy, chief, inputs):
     if config.do_eval and chief:
       results.append(runner.evaluate())
       interrupts.check()  # stopped in its last batch: no result of a stopped trial
-      write_results(config, results)
+      write_results(config, results, runner.unfinished)
       if config.write_test_outputs and trial <= config.n_writes_test:
         runner.write_test_outputs(trial)
     if trial != config.num_trials and not config.keep_all_models and chief:

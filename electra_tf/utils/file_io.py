@@ -98,6 +98,7 @@ def replaced_together(directory, label):
   ['1']
   """
   os.makedirs(directory, exist_ok=True)
+  remove_dead_staging(directory, label)
   staging = temporary_path(os.path.join(directory, label))
   aside = temporary_path(os.path.join(directory, label), ".old")
   _remove(staging)
@@ -128,6 +129,27 @@ def replaced_together(directory, label):
     _remove(staging)
     if os.path.isdir(aside) and not os.listdir(aside):
       os.rmdir(aside)
+
+
+def remove_dead_staging(directory, label):
+  """Removes what `replaced_together(directory, label)` of a process that is
+  gone (killed by SIGKILL, the OOM killer) left: its hidden staging and
+  set-aside folders (`.<label>.<pid>.tmp`, `….tmp.old`)."""
+  pattern = re.compile(rf"\.{re.escape(label)}\.(\d+)\.tmp(\.old)?")
+  for name in os.listdir(directory):
+    match = pattern.fullmatch(name)
+    if match and int(match.group(1)) != os.getpid() and not _process_exists(int(match.group(1))):
+      _remove(os.path.join(directory, name))
+
+
+def _process_exists(pid):
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except (PermissionError, OverflowError):
+    return True
+  return True
 
 
 @contextlib.contextmanager
