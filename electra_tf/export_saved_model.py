@@ -49,7 +49,6 @@ import sys
 
 import keras
 
-from electra_tf.checkpoints import model_dir as model_dir_lib
 from electra_tf.serving import export as export_lib
 from electra_tf.serving import modules as serving_modules
 from electra_tf.serving import portable
@@ -152,9 +151,6 @@ def _export(args):
     model, config = export_lib.load_model(
       args.keras_model, args.checkpoint, args.hparams, args.model, args.model_name, args.data_dir
     )
-    unfinished = args.checkpoint and model_dir_lib.unfinished_trial_warning(source, "exporting")
-    if unfinished:
-      print(f"warning: {unfinished}", file=sys.stderr, flush=True)
     vocab_file, do_lower_case, strip_accents, lengths = export_lib.settings_from_flags(
       model, config, source, args
     )

@@ -106,7 +106,7 @@ def test_a_task_keras_file_exports_with_its_own_vocabulary_and_names_another_tas
   model, config = export_lib.load_model(path, None, None, "task", None, None)
   args = types.SimpleNamespace(
     model="task", task="rte", vocab_file=None, no_lower_case=False, no_strip_accents=False,
-    max_seq_length=None, max_query_length=None, hparams=None,
+    max_seq_length=None, max_query_length=None, hparams=None, checkpoint=None,
   )  # fmt: skip
   with pytest.raises(ValueError) as e:
     export_lib.settings_from_flags(model, config, path, args)

@@ -206,6 +206,7 @@ def record_planned_steps(model_dir, steps):
   content = read_run_config(model_dir)
   if content is not None:
     content[PLANNED_STEPS] = int(steps)
+    content.pop("path")  # where it was read from, not part of the file
     write_atomic(
       os.path.join(model_dir, RUN_CONFIG_FILE), json.dumps(content, indent=2, sort_keys=True) + "\n"
     )

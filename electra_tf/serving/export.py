@@ -17,6 +17,7 @@ import dataclasses
 import os
 import re
 import shutil
+import sys
 import tempfile
 
 import numpy as np
@@ -432,6 +433,10 @@ def settings_from_flags(model, config, source, args):
       f"--task {args.task!r} is not a head of the model; it has "
       f"{sorted(h.task_name for h in heads)}"
     )
+  if args.checkpoint:
+    unfinished = model_dir_lib.unfinished_trial_warning(args.checkpoint, "exporting")
+    if unfinished:
+      print(f"warning: {unfinished}", file=sys.stderr, flush=True)
   source = any_format.open_source(source)  # detected once for every setting below
   recorded = source.recorded_inputs(vocab_given=bool(args.vocab_file))
   vocab_file, do_lower_case, strip_accents = tokenizer_settings(
