@@ -141,3 +141,30 @@ def test_fit_past_the_compiled_schedule_is_named(tmp_path, capsys):
     "but compile(num_train_steps=4): the learning rate is 0 after step 4, so the rest trains "
     "nothing; compile with num_train_steps=6"
   )
+
+
+def test_a_killed_swap_s_set_aside_entries_go_back_not_away(tmp_path):
+  """A process killed between moving an old entry aside and moving its new
+  one in (`replaced_together`) left the old one in `.<label>.<pid>.tmp.old`;
+  the next run's clean-up of dead staging removed it, and the version was
+  gone. It goes back where nothing stands now."""
+  import subprocess
+  import sys
+
+  from electra_tf.utils import file_io
+
+  dead = subprocess.run(
+    [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True
+  )
+  pid = int(dead.stdout)
+  export = tmp_path / "export"
+  (export / f".1.{pid}.tmp" / "1").mkdir(parents=True)  # the new set, not moved in
+  (export / f".1.{pid}.tmp" / "1" / "saved_model.pb").write_text("new")
+  (export / f".1.{pid}.tmp.old" / "1").mkdir(parents=True)  # the old one, set aside
+  (export / f".1.{pid}.tmp.old" / "1" / "saved_model.pb").write_text("old")
+  (export / "2").mkdir()
+  (export / f".2.{pid}.tmp.old" / "2").mkdir(parents=True)  # replaced: its old one is stale
+  for label in ("1", "2"):
+    file_io.remove_dead_staging(str(export), label)
+  assert sorted(os.listdir(export)) == ["1", "2"]
+  assert (export / "1" / "saved_model.pb").read_text() == "old"

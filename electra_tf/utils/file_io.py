@@ -139,6 +139,12 @@ def remove_dead_staging(directory, label):
   for name in os.listdir(directory):
     match = pattern.fullmatch(name)
     if match and int(match.group(1)) != os.getpid() and not _process_exists(int(match.group(1))):
+      if match.group(2):
+        # Killed between moving an old entry aside and its new one in: the
+        # old one goes back where nothing stands (nothing is lost).
+        for entry in os.listdir(os.path.join(directory, name)):
+          if not os.path.lexists(os.path.join(directory, entry)):
+            os.replace(os.path.join(directory, name, entry), os.path.join(directory, entry))
       _remove(os.path.join(directory, name))
 
 

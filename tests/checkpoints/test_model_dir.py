@@ -67,6 +67,10 @@ def test_config_json_describes_the_run(trained_run):
     "file": str(data_dir / "vocab.txt"),
     "size": 60,
     "sha256": hashlib.sha256((data_dir / "vocab.txt").read_bytes()).hexdigest(),
+    # the tokens in id order: the same for a copy with other line ends
+    "tokens_sha256": hashlib.sha256(
+      "\n".join((data_dir / "vocab.txt").read_text().splitlines()).encode()
+    ).hexdigest(),
     "special_ids": {"pad": 0, "unk": 1, "cls": 2, "sep": 3, "mask": 4},
     "do_lower_case": False,
     "strip_accents": run_config["hparams"]["strip_accents"],
@@ -160,12 +164,14 @@ def test_contradicting_hparams_are_a_clear_error(trained_run, tmp_path, capsys):
   args = ["--input", str(model_dir), "--output", str(tmp_path / "d.keras"), "--hparams", wrong]
   assert convert_checkpoint.main(args + ["--part", "discriminator"]) == 2
   err = capsys.readouterr().err
-  assert "does not match the model built from" in err and "config.json with --hparams" in err
+  # Compared with what config.json records before any weights are read.
+  assert f"--hparams contradict {model_dir}/config.json" in err
+  assert "discriminator.hidden_size 32 → 48" in err
   assert not (tmp_path / "d.keras").exists()
   args = ["--checkpoint", str(model_dir), "--export-dir", str(tmp_path / "out"), "--hparams", wrong]
   assert export_saved_model.main(args) == 2
   # The converter and the exporter read the run through one door: one message.
-  assert "config.json with --hparams" in capsys.readouterr().err
+  assert f"--hparams contradict {model_dir}/config.json" in capsys.readouterr().err
 
 
 @pytest.mark.slow
