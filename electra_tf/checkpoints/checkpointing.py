@@ -1,49 +1,17 @@
 """Training checkpoints: periodic, atomic, resumable, multi-worker aware.
 
 A checkpoint holds the model's weights, the optimizer's variables (its
-slots and `iterations`, which is the global step, so the learning-rate
-schedule continues from the restored step) and the input position: how many
-batches training has consumed, so a seeded input pipeline resumes at the
-next batch (`pretraining_dataset.get_dataset(start_batch=...)`). It usually
-equals the global step; it differs where mixed_float16 skipped the update
-of a batch with non-finite gradients. It also holds the state of the
-model's random seed generators (dropout), so a resumed run draws the masks
-an uninterrupted run would. Fine-tuning's name-based checkpoints
-(`NameBasedCheckpointManager`) keep the same state, and the loss scale,
-next to the original's names. Files are named like the
-original's, `<model_dir>/model.ckpt-<step>.{index,data-*}`, with the
-`checkpoint` state file next to them.
+`iterations` is the global step), the input position (batches consumed, so a
+seeded input pipeline resumes at the next batch; it runs ahead of the step
+where mixed_float16 skipped a batch) and the dropout seed generators' states.
+Files are named like the original's, `<model_dir>/model.ckpt-<step>.*`.
 
-Why a kill never leaves the latest checkpoint unreadable: TensorFlow writes
-the tensor data under temporary names and renames them into place, and only
-afterwards rewrites the `checkpoint` state file, itself by write-to-temp and
-rename. Until that rename the state file names the previous complete
-checkpoint, which is what `restore_latest` reads. Old checkpoints are only
-deleted after the new state file is in place. Both managers work this way.
-
-A save that fails for a full disk (or quota) removes what it wrote (TF's
-`model.ckpt-<step>_temp/` directory, which would otherwise keep the disk
-full) and raises `CheckpointSaveError` with one line: where, how much, and
-the last good checkpoint to resume from. Such temporary directories left by
-a killed save are removed when a manager starts.
-
-A checkpoint that cannot be read (a truncated `.data-*` file, a missing
-`.index`) is skipped with one line naming it and what is wrong, and the
-newest readable one is restored instead, as `tf.train.CheckpointManager`'s
-users expect; a `checkpoint` state file that is not one is rewritten from
-the checkpoints found beside it, with a line. Only when none is readable
-does the run stop (`reader.UnreadableCheckpointError`, one line).
-
-Multi-worker: every worker takes part in a save (saving distributed
-variables may need all of them), but only the chief writes into `model_dir`;
-the others write into a private temporary directory that is removed at once.
-
-Usage (needs a compiled model and a dataset, so not run as a doctest):
-  manager = TrainingCheckpointManager(model, "/tmp/model", keep_checkpoint_max=5)
-  manager.restore_latest()  # None on a fresh model dir
-  model.fit(dataset, steps_per_epoch=100, callbacks=[
-      PretrainingCheckpoint(manager, save_checkpoints_steps=25,
-                            num_train_steps=100)])
+A kill never leaves the latest checkpoint unreadable: the data is renamed into
+place before the `checkpoint` state file (itself written to a temp file and
+renamed) names it, and old checkpoints go only after that. A save that fails
+for a full disk removes what it wrote and raises `CheckpointSaveError`. An
+unreadable checkpoint is skipped with one line and the newest readable one is
+restored. Non-chief workers save into a throwaway directory.
 """
 
 import numbers
@@ -66,21 +34,17 @@ from electra_tf.utils import file_io
 from electra_tf.utils import interrupts
 
 CHECKPOINT_NAME = "model.ckpt"
-# The input position's key in the checkpoint.
+# The input position's key in the checkpoint, and its name in name-based ones.
 INPUT_POSITION_KEY = "input_position/.ATTRIBUTES/VARIABLE_VALUE"
-# ... and its name in fine-tuning's name-based checkpoints.
 INPUT_POSITION_NAME = official_names.TRAINING_STATE_SCOPE + "/input_position"
-# What an unfinished save leaves: TensorFlow writes a checkpoint's shards
-# into `<prefix>_temp/` (or `<prefix>_temp_<id>/`) before merging them, and
-# the state file through `checkpoint.tmp<id>`.
+# What unfinished saves leave: TensorFlow's `<prefix>_temp*/` shards and
+# `checkpoint.tmp*` state file, name-based saves' `<prefix>_tmp.*`.
 TEMPORARY_PATTERNS = (CHECKPOINT_NAME + "-*_temp*", "checkpoint.tmp*", CHECKPOINT_NAME + "-*_tmp.*")
-# (fine-tuning's name-based saves write `<prefix>_tmp.*` and rename them.)
 
 
 class CheckpointSaveError(RuntimeError):
-  """A checkpoint could not be written (the disk or quota is full); the
-  message says where, how much, and the last good checkpoint, in one line.
-  Its partial files are removed, so a re-run resumes from that checkpoint."""
+  """A checkpoint could not be written (disk or quota full); its partial
+  files are removed, so a re-run resumes from the last good checkpoint."""
 
 
 def _remove(path):
@@ -91,10 +55,8 @@ def _remove(path):
 
 
 def remove_temporary_checkpoints(model_dir):
-  """Removes what unfinished saves left in `model_dir` (a killed process
-  leaves `model.ckpt-<step>_temp/` behind; nothing else ever removes it).
-  Call it only where no other process saves into `model_dir`. Returns the
-  names removed."""
+  """Removes what unfinished saves left in `model_dir` (only where no other
+  process saves into it); returns the names removed."""
   removed = []
   for pattern in TEMPORARY_PATTERNS:
     for path in sorted(tf.io.gfile.glob(os.path.join(model_dir, pattern))):
@@ -103,22 +65,13 @@ def remove_temporary_checkpoints(model_dir):
   return removed
 
 
-def _checkpoint_bytes(prefix):
-  """The size of the files of the checkpoint at `prefix`."""
-  return sum(tf.io.gfile.stat(p).length for p in tf.io.gfile.glob(prefix + ".*"))
-
-
-def _variables_bytes(checkpoint_variables):
-  return sum(int(np.prod(v.shape)) * tf.as_dtype(v.dtype).size for v in checkpoint_variables)
-
-
 # What restoring a damaged checkpoint raises (IndexError: "Read less bytes than requested").
 _RESTORE_ERRORS = (tf.errors.OpError, IndexError, UnicodeDecodeError)
 
 
 def state_file_text(paths):
-  """The text of a `checkpoint` state file naming `paths` (oldest first;
-  the last is the newest), relative to the directory as TensorFlow writes them."""
+  """The text of a `checkpoint` state file naming `paths` (oldest first),
+  relative to the directory as TensorFlow writes them."""
   lines = [f"model_checkpoint_path: {_quoted(paths[-1])}"]
   lines += [f"all_model_checkpoint_paths: {_quoted(p)}" for p in paths]
   return "\n".join(lines) + "\n"
@@ -129,12 +82,9 @@ def _quoted(path):
 
 
 def recover_state_file(model_dir, log=print):
-  """Rewrites `model_dir`'s `checkpoint` state file when it is not one
-  (random bytes, other text) from the checkpoints found there (every
-  `*.index`), or removes it when there are none, saying so in one line
-  through `log`. Nothing is done to a readable state file. Returns whether
-  it changed anything. Call it only where no other process saves into
-  `model_dir` (the chief, holding the run's lock)."""
+  """Rewrites `model_dir`'s `checkpoint` state file when it is not one from
+  the `*.index` files there (or removes it when there are none), saying so
+  through `log`; returns whether it changed anything. Chief only."""
   _, problem = checkpoint_reader.read_state(model_dir)
   if problem is None:
     return False
@@ -152,11 +102,9 @@ def recover_state_file(model_dir, log=print):
 
 def restore_newest_readable(manager, restore, log=print):
   """What both managers' `restore_latest` do: `restore(prefix)` (which
-  returns the step) on the newest checkpoint of `manager.model_dir` without
-  a `reader.checkpoint_problem` and that restores without a read error;
-  the newer ones are recorded in `manager.unreadable` and named in one line
-  through `log`, and the one restored is `manager.restored_checkpoint`.
-  Returns the step, or None when there is no checkpoint.
+  returns the step) on the newest readable checkpoint of `manager.model_dir`;
+  newer unreadable ones go to `manager.unreadable` and one line through
+  `log`. Returns the step, or None when there is no checkpoint.
 
   Raises:
     reader.UnreadableCheckpointError: there are checkpoints, none readable.
@@ -191,17 +139,19 @@ def restore_newest_readable(manager, restore, log=print):
 
 
 def disk_full_error(model_dir, step, latest, variables, error=None):
-  """Removes the partial files of the save of `step` in `model_dir`; returns
-  the one-line `CheckpointSaveError` to raise (`variables`: what a checkpoint
-  holds, to estimate its size when there is no earlier one)."""
+  """Removes the partial files of the save of `step`; returns the
+  `CheckpointSaveError` to raise (`variables` estimate the size when there
+  is no `latest` checkpoint)."""
   prefix = os.path.join(model_dir, f"{CHECKPOINT_NAME}-{step}")
   for path in tf.io.gfile.glob(prefix + ".*"):
     _remove(path)
   remove_temporary_checkpoints(model_dir)
   if latest is not None:
-    needed = f"about {file_io.megabytes(_checkpoint_bytes(latest))} per checkpoint"
+    size = sum(tf.io.gfile.stat(p).length for p in tf.io.gfile.glob(latest + ".*"))
+    needed = f"about {file_io.megabytes(size)} per checkpoint"
   else:
-    needed = f"more than {file_io.megabytes(_variables_bytes(variables))}"
+    size = sum(int(np.prod(v.shape)) * tf.as_dtype(v.dtype).size for v in variables)
+    needed = f"more than {file_io.megabytes(size)}"
   happened, remedy = file_io.no_room_phrase(error)
   return CheckpointSaveError(
     f"{happened} saving the checkpoint of global step {step} to {prefix} "
@@ -212,9 +162,8 @@ def disk_full_error(model_dir, step, latest, variables, error=None):
 
 
 class TrainingPreempted(Exception):
-  """SIGTERM (preemption), SIGINT (Ctrl-C) or SIGHUP (terminal closed) stopped a run (pre-training or
-  fine-tuning) after it saved the checkpoint of `step`; re-running resumes
-  from it. `signum` is the signal (the exit status is 128 + it)."""
+  """SIGTERM (preemption), SIGINT (Ctrl-C) or SIGHUP stopped a run after it
+  saved the checkpoint of `step`; `signum` is the signal (exit status 128 + it)."""
 
   def __init__(self, step, checkpoint=None, signum=signal.SIGTERM):
     self.step = step
@@ -236,8 +185,7 @@ def global_step(model):
 
 
 def seed_generator_states(model):
-  """The state variables of the model's `keras.random.SeedGenerator`s
-  (dropout), in model order: variables that are not weights."""
+  """The state variables of the model's dropout seed generators, in model order."""
   return layer_utils.seed_generator_states(model)
 
 
@@ -253,8 +201,7 @@ def _input_position_variable():
 
 
 def build_optimizer(model):
-  """Creates the optimizer's slot variables so that a restore fills them
-  instead of deferring (Keras 3 optimizers create slots lazily)."""
+  """Creates the optimizer's (lazily made) slot variables so a restore fills them."""
   optimizer = getattr(model, "optimizer", None)  # an uncompiled Keras 3 model has none
   if optimizer is None:
     raise ValueError("The model must be compiled (with its optimizer) before checkpointing")
@@ -266,7 +213,48 @@ def build_optimizer(model):
       optimizer.build(model.trainable_variables)
 
 
-class TrainingCheckpointManager:
+def _tidy_model_dir(model_dir):
+  """Removes what interrupted saves left and repairs a damaged state file."""
+  removed = remove_temporary_checkpoints(model_dir)
+  if removed:
+    print(
+      f"Removed what an interrupted checkpoint save left in {model_dir}: " + ", ".join(removed),
+      flush=True,
+    )
+  recover_state_file(model_dir, lambda line: print(line, flush=True))
+
+
+class _ManagerBase:
+  """What both managers share: their arguments, the input position, the
+  checkpoints `restore_latest` found unreadable and the one it restored."""
+
+  def __init__(self, model, model_dir, keep_checkpoint_max, chief):
+    self.model = model
+    self.model_dir = model_dir
+    self.keep_checkpoint_max = keep_checkpoint_max or None
+    self.chief = chief
+    build_optimizer(model)
+    self.input_position = _input_position_variable()
+    self.unreadable = {}
+    self.restored_checkpoint = None
+
+  @property
+  def latest_checkpoint(self):
+    """The newest checkpoint's prefix (one `restore_latest` found unreadable
+    does not count), or None."""
+    latest = checkpoint_reader.latest_checkpoint(self.model_dir)
+    if latest in self.unreadable:
+      return self.restored_checkpoint
+    return latest
+
+  @property
+  def batches_consumed(self):
+    """The input position: batches training has consumed (restored with the
+    checkpoint)."""
+    return int(self.input_position.numpy())
+
+
+class TrainingCheckpointManager(_ManagerBase):
   """Saves and restores `model` and its optimizer under `model_dir`.
 
   Args:
@@ -286,14 +274,9 @@ class TrainingCheckpointManager:
       raise ValueError(
         f"TrainingCheckpointManager: model_dir {model_dir!r}; expected the directory for checkpoints"
       )
-    self.model = model
-    self.model_dir = model_dir
-    self.keep_checkpoint_max = keep_checkpoint_max or None
     if chief is None:
       chief = distribution.is_chief(tf.distribute.get_strategy())
-    self.chief = chief
-    build_optimizer(model)
-    self.input_position = _input_position_variable()
+    super().__init__(model, model_dir, keep_checkpoint_max, chief)
     self.checkpoint = tf.train.Checkpoint(
       model=model,
       optimizer=model.optimizer,
@@ -304,32 +287,14 @@ class TrainingCheckpointManager:
     )
     tf.io.gfile.makedirs(model_dir)
     if self.chief:
-      removed = remove_temporary_checkpoints(model_dir)
-      if removed:
-        print(
-          f"Removed what an interrupted checkpoint save left in {model_dir}: " + ", ".join(removed),
-          flush=True,
-        )
       # tf.train.CheckpointManager reads the state file now, and fails on random bytes.
-      recover_state_file(model_dir, lambda line: print(line, flush=True))
-    # Checkpoints found unreadable (skipped by `restore_latest`) and the one restored.
-    self.unreadable = {}
-    self.restored_checkpoint = None
+      _tidy_model_dir(model_dir)
     self._manager = tf.train.CheckpointManager(
       self.checkpoint,
       model_dir,
       max_to_keep=self.keep_checkpoint_max,
       checkpoint_name=CHECKPOINT_NAME,
     )
-
-  @property
-  def latest_checkpoint(self):
-    """Path prefix of the newest complete checkpoint in `model_dir`, or None
-    (one `restore_latest` found unreadable does not count)."""
-    latest = checkpoint_reader.latest_checkpoint(self.model_dir)
-    if latest in self.unreadable:
-      return self.restored_checkpoint
-    return latest
 
   @property
   def checkpoints(self):
@@ -339,12 +304,10 @@ class TrainingCheckpointManager:
 
   def restore_latest(self, log=print):
     """Restores the newest readable checkpoint; returns its step, or None if
-    there is none. Newer ones that cannot be read are skipped with one line
-    through `log` naming each and what is wrong.
+    there is none. Newer unreadable ones are named in one line through `log`.
 
     Raises:
-      reader.UnreadableCheckpointError: there are checkpoints, but none can
-        be read (one line).
+      reader.UnreadableCheckpointError: there are checkpoints, none readable.
     """
 
     def restore(prefix):
@@ -357,7 +320,8 @@ class TrainingCheckpointManager:
     """Restores the checkpoint at `path` (a prefix like `.../model.ckpt-25`)."""
     if not tf.io.gfile.exists(path + ".index"):
       raise ValueError(f"checkpoint {path!r} not found (no {path}.index)")
-    if tf.train.load_checkpoint(path).has_tensor(INPUT_POSITION_KEY):
+    has_position = tf.train.load_checkpoint(path).has_tensor(INPUT_POSITION_KEY)
+    if has_position:
       status = self.checkpoint.restore(path)
     else:
       # Written before checkpoints held the input position (it was the step)
@@ -365,19 +329,9 @@ class TrainingCheckpointManager:
       status = tf.train.Checkpoint(model=self.model, optimizer=self.model.optimizer).restore(path)
     # Every variable of the model and optimizer must come from the file.
     status.assert_existing_objects_matched()
-    if not tf.train.load_checkpoint(path).has_tensor(INPUT_POSITION_KEY):
+    if not has_position:
       self.input_position.assign(global_step(self.model))
     return status
-
-  def _disk_full_error(self, step, latest, error):
-    variables = self.model.variables + list(self.model.optimizer.variables)
-    return disk_full_error(self.model_dir, step, latest, variables, error)
-
-  @property
-  def batches_consumed(self):
-    """The input position: batches training has consumed (restored with the
-    checkpoint)."""
-    return int(self.input_position.numpy())
 
   def save(self, step=None):
     """Writes a checkpoint for `step` (default: the global step) and returns
@@ -395,7 +349,8 @@ class TrainingCheckpointManager:
       except (tf.errors.OpError, OSError) as e:
         if not file_io.is_disk_full(e):
           raise
-        raise self._disk_full_error(step, latest, e) from None
+        variables = self.model.variables + list(self.model.optimizer.variables)
+        raise disk_full_error(self.model_dir, step, latest, variables, e) from None
     # Non-chief: same save (it may run collectives), into a throwaway dir.
     tmp_dir = tempfile.mkdtemp(prefix="worker_ckpt_")
     try:
@@ -411,35 +366,25 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
   """Keras callback: resume, checkpoint every `save_checkpoints_steps` and at
   the end, stop at the target step, and save on preemption.
 
-  - On train begin it restores the newest checkpoint of the manager's
-    `model_dir` (unless already restored), so re-running the same script
-    continues where the last checkpoint left off; a fresh run writes the
-    starting checkpoint, as the original does at step 0.
+  - On train begin it restores the newest checkpoint (a fresh run writes
+    the starting checkpoint, as the original does at step 0).
   - After each batch it saves when the global step reaches a multiple of
-    `save_checkpoints_steps` and stops training once it reaches
-    `num_train_steps` (an absolute target step, as in the original). A
-    `fit` that starts at or past it (a finished run re-run) trains and saves
-    nothing, and says so in one line, as `run_pretraining` does.
-  - On SIGTERM (preemption), SIGHUP (the terminal closed: exit status 129)
-    or a first SIGINT (Ctrl-C) it saves at the next
-    batch end and stops; re-running resumes from there (the role of Keras'
-    `BackupAndRestore`); `preempted` then tells the caller to exit non-zero
-    and `stop_signal` which signal it was. A second Ctrl-C stops at once
-    (`KeyboardInterrupt`), without saving.
-  - It keeps the manager's input position (batches consumed) up to date, so
-    every checkpoint records where the input pipeline stands.
+    `save_checkpoints_steps` and stops at `num_train_steps` (an absolute
+    step); a `fit` that starts past it trains and saves nothing, with a line.
+  - On SIGTERM, SIGHUP or a first SIGINT it saves at the next batch end and
+    stops; `preempted` and `stop_signal` tell the caller. A second Ctrl-C
+    stops at once (`KeyboardInterrupt`), without saving.
+  - It keeps the manager's input position (batches consumed) up to date.
 
   Args:
     manager: a `TrainingCheckpointManager`.
     save_checkpoints_steps: save every this many global steps; 0/None saves
       only at the start and the end.
     num_train_steps: the global step at which training stops; None: never.
-    handle_sigterm: install the SIGTERM, SIGHUP and SIGINT handlers (main thread only). Leave
-      it off with several workers: a signal reaching one worker only would
-      make it save alone; there the periodic checkpoints are the backup.
-    save_initial: write the starting checkpoint of a fresh model dir (the
-      original's step-0 checkpoint). Off with several workers, where whether
-      the dir is fresh could be seen differently by racing workers.
+    handle_sigterm: install the SIGTERM, SIGHUP and SIGINT handlers (main
+      thread only); off with several workers (one would save alone).
+    save_initial: write the starting checkpoint of a fresh model dir; off
+      with several workers (they could disagree on whether it is fresh).
 
   Usage (not run as a doctest):
     callback = PretrainingCheckpoint(manager, 1000, num_train_steps=10000)
@@ -455,15 +400,15 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
     save_initial=True,
   ):
     super().__init__()
-    for name, value, least in (
-      ("save_checkpoints_steps", save_checkpoints_steps, 0),
-      ("num_train_steps", num_train_steps, 0),
+    for name, value in (
+      ("save_checkpoints_steps", save_checkpoints_steps),
+      ("num_train_steps", num_train_steps),
     ):
       if value is not None and (
-        isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least
+        isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0
       ):
         raise ValueError(
-          f"PretrainingCheckpoint: {name}={value!r}; expected None or an integer >= {least}"
+          f"PretrainingCheckpoint: {name}={value!r}; expected None or an integer >= 0"
         )
     self.manager = manager
     self.save_checkpoints_steps = save_checkpoints_steps or None
@@ -554,26 +499,16 @@ class PretrainingCheckpoint(keras.callbacks.Callback):
       self._last_saved_step = step
 
 
-def _inner_optimizer(optimizer):
-  """The optimizer holding the slots (`LossScaleOptimizer` wraps it)."""
-  return getattr(optimizer, "inner_optimizer", optimizer)
-
-
-class NameBasedCheckpointManager:
+class NameBasedCheckpointManager(_ManagerBase):
   """Fine-tuning's training checkpoints, in the original's names.
 
-  Same interface as `TrainingCheckpointManager`
-  (so `PretrainingCheckpoint` drives it: resume, periodic saves, SIGTERM).
-  Each checkpoint holds what the original's fine-tuning writes, the model
-  under its official names, `<name>/adam_m|adam_v` and `global_step`, plus
-  what an exact resume needs under `official_names.TRAINING_STATE_SCOPE`:
-  the input position (batches consumed; ahead of the step once
-  mixed_float16 skipped a batch), the state of each dropout seed generator
-  (in model order) and, under mixed_float16, the dynamic loss scale and its
-  growth counter. The original's code and every reader here skip that
-  scope. A checkpoint without it (the original's, or an older one) resumes
-  with the input position at the step, fresh seed generators and the
-  initial loss scale.
+  Same interface as `TrainingCheckpointManager` (so `PretrainingCheckpoint`
+  drives it). Each checkpoint holds the model under its official names,
+  `<name>/adam_m|adam_v` and `global_step`, plus the resume state under
+  `official_names.TRAINING_STATE_SCOPE` (which every reader skips): the input
+  position, the dropout seed generators' states and, under mixed_float16, the
+  loss scale. A checkpoint without it resumes with the input position at the
+  step, fresh seed generators and the initial loss scale.
 
   Args:
     model: a compiled, built `FinetuningModel`.
@@ -581,32 +516,17 @@ class NameBasedCheckpointManager:
     keep_checkpoint_max: newest checkpoints kept; 0 or None keeps all.
     chief: whether this process writes (non-chief workers write nothing:
       reading mirrored variables needs no collective).
-
-  Usage (needs a compiled model, so not run as a doctest):
-    manager = NameBasedCheckpointManager(model, "/tmp/ft", keep_checkpoint_max=5)
-    manager.restore_latest()  # None on a fresh model dir
   """
 
   def __init__(self, model, model_dir, keep_checkpoint_max=5, chief=True):
-    self.model = model
-    self.model_dir = model_dir
-    self.keep_checkpoint_max = keep_checkpoint_max or None
-    self.chief = chief
-    build_optimizer(model)
+    super().__init__(model, model_dir, keep_checkpoint_max, chief)
     self._name_map = model.official_name_map()
-    self._slots = _inner_optimizer(model.optimizer).official_slots(self._name_map)
-    self.input_position = _input_position_variable()
+    # A LossScaleOptimizer wraps the optimizer holding the slots.
+    optimizer = getattr(model.optimizer, "inner_optimizer", model.optimizer)
+    self._slots = optimizer.official_slots(self._name_map)
     self._state = self._training_state()
-    self.unreadable = {}
-    self.restored_checkpoint = None
     if chief and tf.io.gfile.isdir(model_dir):
-      removed = remove_temporary_checkpoints(model_dir)
-      if removed:
-        print(
-          f"Removed what an interrupted checkpoint save left in {model_dir}: " + ", ".join(removed),
-          flush=True,
-        )
-      recover_state_file(model_dir, lambda line: print(line, flush=True))
+      _tidy_model_dir(model_dir)
 
   def _training_state(self):
     """`{checkpoint name: variable}` of the resume state."""
@@ -620,26 +540,9 @@ class NameBasedCheckpointManager:
       state[f"{scope}/loss_scale/step_counter"] = optimizer.step_counter
     return state
 
-  @property
-  def latest_checkpoint(self):
-    """The newest checkpoint's prefix (one `restore_latest` found unreadable
-    does not count), or None."""
-    latest = checkpoint_reader.latest_checkpoint(self.model_dir)
-    if latest in self.unreadable:
-      return self.restored_checkpoint
-    return latest
-
-  @property
-  def batches_consumed(self):
-    """The input position: batches training has consumed (restored with the
-    checkpoint)."""
-    return int(self.input_position.numpy())
-
   def restore_latest(self, log=None):
-    """Restores weights, Adam slots, the global step and the resume state
-    of the newest readable checkpoint; returns the step, or None if there is
-    none. Newer ones that cannot be read are named in one line through `log`
-    (default: print)."""
+    """`TrainingCheckpointManager.restore_latest` for weights, Adam slots, the
+    global step and the resume state (`log` default: print)."""
     return restore_newest_readable(self, self._restore, log)
 
   def _restore(self, prefix):
@@ -676,9 +579,7 @@ class NameBasedCheckpointManager:
       step = int(self.model.optimizer.iterations.numpy())
     if not self.chief:
       return None
-    names = dict(self._name_map)
-    names.update(self._slots)
-    names.update(self._state)
+    names = {**self._name_map, **self._slots, **self._state}
     names[official_names.GLOBAL_STEP_NAME] = tf.constant(int(step), tf.int64)
     latest = self.latest_checkpoint
     try:
