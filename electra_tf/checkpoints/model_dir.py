@@ -1,11 +1,9 @@
 """The description a model dir carries of itself: `<model_dir>/config.json`.
 
-`run_pretraining` writes it next to the checkpoints (and fine-tuning can call
-`write_run_config` the same way), so that the converter and the exporter
-rebuild the exact model, attention heads included, without the run's
-`--hparams`. It holds every hparam of the run, the architecture of the
-discriminator and the generator, the vocab (path, size, special-token ids)
-and its normalisation (`do_lower_case`, `strip_accents`).
+Training writes it next to the checkpoints, so that the converter and the
+exporter rebuild the exact model (attention heads included) without the
+run's `--hparams`: every hparam, each tower's architecture, and the vocab
+with its normalisation.
 
 Example:
   >>> import tempfile
@@ -40,11 +38,9 @@ KIND_PRETRAINING = "pretraining"
 KIND_FINETUNING = "finetuning"
 CONFIG_CLASSES = {"PretrainingConfig": PretrainingConfig, "FinetuningConfig": FinetuningConfig}
 
-# What counts as the model's architecture (`architecture_of`): the fields of
-# each tower's `BertConfig` that change the built model or what it computes
-# (dropout rates and the initializer's range do not: a resumed run may change
-# them), the embedding size, and the pre-training hparams that decide which
-# networks exist and what they share.
+# The model's architecture (`architecture_of`): the `BertConfig` fields that
+# change what a tower computes (not dropout: a resumed run may change it), the
+# embedding size, and the hparams that decide which networks exist.
 ARCHITECTURE_BERT_FIELDS = (
   "vocab_size",
   "hidden_size",
@@ -63,11 +59,9 @@ STRUCTURE_HPARAMS = (
   "untied_generator",
   "untied_generator_embeddings",
 )
-# Hparams that size the encoder a fine-tuning run builds: taken from the
-# run config of the model it starts from unless the user sets them.
+# Hparams that size a fine-tuning encoder / a pre-training model: taken from
+# the run config of the model started from (evaluated) unless the user sets them.
 ENCODER_HPARAMS = ("model_size", "model_hparam_overrides", "embedding_size", "vocab_size")
-# Hparams that size a pre-training model: evaluation on an existing model
-# dir takes them from its config.json unless the user sets them.
 PRETRAINING_MODEL_HPARAMS = (
   ENCODER_HPARAMS + ("debug", "generator_layers", "generator_hidden_size") + STRUCTURE_HPARAMS
 )
@@ -79,10 +73,8 @@ class ModelDirMismatch(ValueError):
 
 
 def _vocab_description(vocab_file, do_lower_case, strip_accents, vocab=None):
-  """Path (absolute), size, sha256 and special ids of the vocab, or what is
-  missing, and how text is normalised before it is looked up in it. `vocab`:
-  its `Vocab` when the run has read it already (the file is not read again)."""
-
+  """Path, size, hashes and special ids of the vocab (`vocab`: its `Vocab`
+  when read already) and how text is normalised for it."""
   description = {
     "file": None,
     "size": None,
@@ -116,9 +108,7 @@ def _vocab_description(vocab_file, do_lower_case, strip_accents, vocab=None):
 
 def _architecture(config, bert_config=None):
   """The `BertConfig` dicts of the towers a `PretrainingConfig` builds, or of
-  the encoder a `FinetuningConfig` builds (sized by the same rules;
-  `bert_config`, when the run has derived it already)."""
-
+  the encoder a `FinetuningConfig` builds (`bert_config`: derived already)."""
   discriminator = bert_config or pretraining_lib.get_pretraining_bert_config(config)
   towers = {"embedding_size": config.embedding_size or discriminator.hidden_size}
   if not hasattr(config, "uniform_generator"):  # fine-tuning: the encoder alone
@@ -189,15 +179,13 @@ def write_run_config(
   Returns:
     The path written.
   """
-  model_dir = model_dir or config.model_dir
-  path = os.path.join(model_dir, RUN_CONFIG_FILE)
+  path = os.path.join(model_dir or config.model_dir, RUN_CONFIG_FILE)
   content = run_config_dict(config, kind, architecture, vocab, bert_config)
   write_atomic(path, json.dumps(content, indent=2, sort_keys=True) + "\n")
   return path
 
 
-# A fine-tuning trial's step count follows from its data: `train` records it
-# in the trial's config.json under this key once it is known.
+# Where a fine-tuning trial's config.json records its step count once known.
 PLANNED_STEPS = "num_train_steps"
 
 
@@ -207,16 +195,14 @@ def record_planned_steps(model_dir, steps):
   if content is not None:
     content[PLANNED_STEPS] = int(steps)
     content.pop("path")  # where it was read from, not part of the file
-    write_atomic(
-      os.path.join(model_dir, RUN_CONFIG_FILE), json.dumps(content, indent=2, sort_keys=True) + "\n"
-    )
+    path = os.path.join(model_dir, RUN_CONFIG_FILE)
+    write_atomic(path, json.dumps(content, indent=2, sort_keys=True) + "\n")
 
 
 def unfinished_trial_warning(path, doing):
-  """A warning (one line, without its `warning: ` prefix) when `path` (a
-  fine-tuning trial dir, or a checkpoint prefix in one) stopped short of the
-  steps its `config.json` plans (a run killed or stopped and not resumed),
-  else None; `doing` says what the caller goes on to do ("exporting")."""
+  """A one-line warning when the fine-tuning trial at `path` (a dir or a
+  checkpoint prefix in one) stopped short of the steps its `config.json`
+  plans, else None; `doing` says what the caller goes on to do."""
   path = os.fspath(path).rstrip("/")
   try:
     content = read_run_config(path) or {}
@@ -265,8 +251,7 @@ def read_run_config(path):
 
 
 def checked_run_config(content, config_path):
-  """`content`, the parsed `config_path`, as `read_run_config` returns it
-  (for a caller that has read the file already).
+  """`content`, the parsed `config_path`, as `read_run_config` returns it.
 
   Raises:
     ValueError: naming the file when it is not a run config this version reads.
@@ -283,8 +268,6 @@ def checked_run_config(content, config_path):
   content = dict(content, path=config_path)
   config_class = CONFIG_CLASSES.get(content.get("config_class"))
   if config_class is not None and isinstance(content.get("hparams"), dict):
-    # Every reader of the run (export, fine-tuning from it, resuming) refuses
-    # alike an hparam this version would not know what to do with.
     _check_hparams_known(content, config_class)
   return content
 
@@ -301,8 +284,7 @@ def _check_hparams_known(run_config, config_class):
 
 def run_hparams(run_config, config_class=None):
   """The run's hparams as `config_class(model_name, data_dir, **hparams)`
-  accepts them: without derived fields, unset (None) defaults and the two
-  flags (`model_name`, `data_dir`).
+  accepts them: without derived fields, None defaults, `model_name`, `data_dir`.
 
   Args:
     run_config: what `read_run_config` returns.
@@ -326,15 +308,17 @@ def run_hparams(run_config, config_class=None):
   return hparams
 
 
+def _check_kind(run_config, kind, what):
+  if run_config.get("kind") != kind:
+    raise ValueError(
+      f"run config {run_config.get('path')!r} is of a {run_config.get('kind')} run, not {what}"
+    )
+
+
 def pretraining_config_from_run_config(run_config, hparams=None):
   """The `PretrainingConfig` of a pre-training run, with `hparams` (a dict)
   over the run's own."""
-
-  if run_config.get("kind") != KIND_PRETRAINING:
-    raise ValueError(
-      f"run config {run_config.get('path')!r} is of a {run_config.get('kind')} run, "
-      "not a pre-training run"
-    )
+  _check_kind(run_config, KIND_PRETRAINING, "a pre-training run")
   values = run_hparams(run_config, PretrainingConfig)
   values.update(hparams or {})
   model_name = values.pop("model_name", None) or run_config.get("model_name") or "electra"
@@ -348,8 +332,7 @@ def pretraining_config_from_run_config(run_config, hparams=None):
 def architecture_of(run_config):
   """The model's architecture as a flat dict (`"discriminator.num_attention_heads": 2`):
   each tower's `ARCHITECTURE_BERT_FIELDS`, the embedding size and, for
-  pre-training, the `STRUCTURE_HPARAMS`. Anything else (steps, learning
-  rate, batch size, dropout, ...) may change between runs on one model dir.
+  pre-training, the `STRUCTURE_HPARAMS`; nothing else.
 
   Args:
     run_config: a run config (`read_run_config` or `run_config_dict`).
@@ -384,9 +367,7 @@ def value_differences(old, new, keys, missing="absent"):
 
 def architecture_differences(old, new, ignore=()):
   """`["discriminator.num_attention_heads 2 → 4", ...]` between two run
-  configs' architectures (`architecture_of`); a tower only one has shows
-  as absent. `ignore`: `BertConfig` fields left out (those a checkpoint's
-  shapes cannot tell)."""
+  configs' architectures (`architecture_of`), but the `BertConfig` fields `ignore`."""
   old_flat, new_flat = architecture_of(old), architecture_of(new)
   keys = [
     key
@@ -411,28 +392,20 @@ def check_same_architecture(existing, requested, what="the model dir", ignore=()
 
 
 def model_hparams(run_config, user_hparams):
-  """The hparams of a pre-training run that size its model
-  (`PRETRAINING_MODEL_HPARAMS`), its vocab file, `do_lower_case`, `strip_accents` and
-  `max_seq_length` (its records'), under the user's: what evaluating that
-  model dir needs."""
+  """The hparams of a pre-training run that evaluating its model dir needs
+  (`PRETRAINING_MODEL_HPARAMS`, vocab, casing, `max_seq_length`), under the user's."""
   hparams = run_hparams(run_config, PretrainingConfig)
-  keep = PRETRAINING_MODEL_HPARAMS + (
-    "vocab_file",
-    "do_lower_case",
-    "strip_accents",
-    "max_seq_length",
-  )
+  vocab_keys = ("vocab_file", "do_lower_case", "strip_accents", "max_seq_length")
+  keep = PRETRAINING_MODEL_HPARAMS + vocab_keys
   values = {k: v for k, v in hparams.items() if k in keep and k not in user_hparams}
   values.update(user_hparams)
   return values
 
 
 def encoder_hparams(run_config):
-  """The fine-tuning hparams that rebuild the encoder of a run (the
-  discriminator of a pre-training run, the encoder of a fine-tuning run),
-  its vocab and normalisation: `ENCODER_HPARAMS`, `vocab_file`,
-  `do_lower_case` and `strip_accents` (absent from runs of older versions:
-  the default then). A debug run's shrunk sizes become `model_hparam_overrides`."""
+  """The fine-tuning hparams that rebuild the encoder of a run and its vocab:
+  `ENCODER_HPARAMS`, `vocab_file`, `do_lower_case` and `strip_accents`. A
+  debug run's shrunk sizes become `model_hparam_overrides`."""
   hparams = run_config["hparams"]
   values = {k: hparams[k] for k in ENCODER_HPARAMS if k in hparams}
   encoder = _encoder_of(run_config)
@@ -449,9 +422,8 @@ def encoder_hparams(run_config):
 
 
 def check_recorded_vocab(run_config, vocab_file, user_hparams):
-  """When the vocab comes from a run's `config.json` (the user did not set
-  hparam vocab_file) and is gone, names where the path came from: an
-  absolute path recorded before the data dir was moved or copied."""
+  """Raises, naming the run config, when the vocab it recorded (the user
+  set no vocab_file) is gone (the data dir moved?)."""
   recorded = (run_config.get("vocab") or {}).get("file")
   if "vocab_file" in user_hparams or not recorded or vocab_file != recorded:
     return
@@ -463,9 +435,8 @@ def check_recorded_vocab(run_config, vocab_file, user_hparams):
 
 
 def _encoder_of(run_config):
-  """The encoder fine-tuning reads: a fine-tuning run's encoder, a
-  pre-training run's discriminator, or an MLM-only run's (full-size)
-  generator."""
+  """A fine-tuning run's encoder, a pre-training run's discriminator or an
+  MLM-only run's (full-size) generator."""
   architecture = run_config["architecture"]
   encoder = architecture.get("encoder") or architecture.get("discriminator")
   if encoder is None and not run_config.get("hparams", {}).get("electra_objective", True):
@@ -490,12 +461,15 @@ def encoder_config(run_config, given=None):
     )
   embedding_size = run_config["architecture"].get("embedding_size")
   if given is not None:
-    theirs = {f"encoder.{k}": encoder.get(k) for k in ARCHITECTURE_BERT_FIELDS}
-    theirs["embedding_size"] = embedding_size
-    ours = {f"encoder.{k}": given[0].get(k) for k in ARCHITECTURE_BERT_FIELDS}
-    ours["embedding_size"] = given[1] or given[0].get("hidden_size")
+    theirs = _encoder_sizes(encoder, embedding_size)
+    ours = _encoder_sizes(given[0], given[1] or given[0].get("hidden_size"))
     _raise_if_differs(theirs, ours, run_config, "the size arguments build")
   return dict(encoder), embedding_size
+
+
+def _encoder_sizes(encoder, embedding_size):
+  sizes = {f"encoder.{k}": encoder.get(k) for k in ARCHITECTURE_BERT_FIELDS}
+  return dict(sizes, embedding_size=embedding_size)
 
 
 def _raise_if_differs(theirs, ours, run_config, what):
@@ -510,9 +484,7 @@ def _raise_if_differs(theirs, ours, run_config, what):
 
 def finetuning_hparams_over(run_config, user_hparams):
   """Fine-tuning hparams for a run that starts from the run of `run_config`:
-  its `encoder_hparams` under the user's (`user_hparams` win), checked: when
-  the user's sizes build another encoder than the run's, `ModelDirMismatch`
-  names the differences.
+  its `encoder_hparams` under the user's.
 
   Example:
     hparams = finetuning_hparams_over(read_run_config("data/models/demo"), {"task_names": ["rte"]})
@@ -525,30 +497,25 @@ def finetuning_hparams_over(run_config, user_hparams):
 def check_finetuning_encoder(
   config, run_config, bert_config=None, what="the fine-tuning hparams build (init_checkpoint)"
 ):
-  """Raises `ModelDirMismatch` when the encoder `config` (a
-  `FinetuningConfig`; `bert_config`, its `BertConfig` when derived already)
-  builds differs from the encoder of the run it starts from (`run_config`)."""
+  """Raises `ModelDirMismatch` when the encoder `config` (a `FinetuningConfig`;
+  `bert_config` when derived already) builds differs from `run_config`'s."""
   source = _encoder_of(run_config)
   if source is None:
     return
   built = _architecture(config, bert_config)
-  theirs = {"embedding_size": run_config["architecture"].get("embedding_size")}
-  ours = {"embedding_size": built["embedding_size"]}
+  theirs = _encoder_sizes(source, run_config["architecture"].get("embedding_size"))
+  ours = _encoder_sizes(built["encoder"], built["embedding_size"])
   # The size name also picks fine-tuning defaults (learning rate, layer-wise
   # decay): another name over the run's sizes is a contradiction too.
   recorded_size = run_config.get("hparams", {}).get("model_size")
   if recorded_size is not None:
     theirs["model_size"], ours["model_size"] = recorded_size, config.model_size
-  for key in ARCHITECTURE_BERT_FIELDS:
-    theirs[f"encoder.{key}"] = source.get(key)
-    ours[f"encoder.{key}"] = built["encoder"].get(key)
   _raise_if_differs(theirs, ours, run_config, what)
 
 
 def with_found_vocab_file(config):
-  """`config` (a `FinetuningConfig`) with hparam `vocab_file` set to the
-  first of its `default_vocab_files` that exists (the last when none does,
-  for the error that names it); unchanged when the hparams gave one."""
+  """`config` (a `FinetuningConfig`) with `vocab_file` the first of its
+  `default_vocab_files` that exists (else the last, for the error)."""
   candidates = config.default_vocab_files
   if candidates:
     config.vocab_file = next((p for p in candidates if tf.io.gfile.exists(p)), candidates[-1])
@@ -558,12 +525,7 @@ def with_found_vocab_file(config):
 def finetuning_config_from_run_config(run_config, hparams=None):
   """The `FinetuningConfig` of a fine-tuning run (its trial dir's
   `config.json`), with `hparams` (a dict) over the run's own."""
-
-  if run_config.get("kind") != KIND_FINETUNING:
-    raise ValueError(
-      f"run config {run_config.get('path')!r} is of a {run_config.get('kind')} run, "
-      "not a fine-tuning run"
-    )
+  _check_kind(run_config, KIND_FINETUNING, "a fine-tuning run")
   values = run_hparams(run_config, FinetuningConfig)
   # The trial dir, not the run's generic model dir; paths are not needed to rebuild it.
   values.pop("model_dir", None)

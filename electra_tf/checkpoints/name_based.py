@@ -1,8 +1,7 @@
 """Name-based (TF1-style) checkpoints for fine-tuning: the fine-tuned model
 is written with the original's variable names (`electra/...`,
 `task_specific/<task>/...`, `<var>/adam_m|adam_v`, `global_step`), so the
-original code, this package's loaders and converters all read it. Starting
-fine-tuning from any format is `electra_tf.sources.any_format`'s job."""
+original code and this package's loaders all read it."""
 
 import os
 
@@ -14,10 +13,8 @@ CHECKPOINT_NAME = "model.ckpt"
 
 
 def save_name_based(name_to_variable, model_dir, step, max_to_keep=5):
-  """Writes `<model_dir>/model.ckpt-<step>` with exactly the given names and
-  updates the `checkpoint` state file; atomic (temp prefix + rename), and
-  checkpoints beyond the newest `max_to_keep` are deleted only after the
-  state file names the new one."""
+  """Writes `<model_dir>/model.ckpt-<step>` with exactly the given names,
+  atomically, and updates the `checkpoint` state file; returns the prefix."""
   tf.io.gfile.makedirs(model_dir)
   prefix = os.path.join(model_dir, f"{CHECKPOINT_NAME}-{step}")
   tmp_prefix = prefix + "_tmp"

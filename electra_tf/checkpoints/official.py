@@ -1,5 +1,5 @@
-"""Reading name-based TF1 checkpoints written by the original ELECTRA code
-(the variable names of the original's checkpoints): pre-training checkpoints and the released models."""
+"""Reading name-based TF1 checkpoints written by the original ELECTRA code:
+pre-training checkpoints and the released models."""
 
 import os
 
@@ -45,9 +45,8 @@ def restore_from_name_map(name_map, path, allow_missing=False, allow_unexpected=
     allow_missing: if False, every variable of the map must be in the
       checkpoint.
     allow_unexpected: if False, every checkpoint entry must belong to a
-      variable of the map, except optimizer slots (`/adam_m`, `/adam_v`) and
-      `global_step`, which are reported and ignored (a fine-tuning run's
-      resume state is ignored silently).
+      variable of the map, except optimizer slots and `global_step` (reported
+      and ignored) and a fine-tuning run's resume state (ignored silently).
 
   Returns:
     dict with `"prefix"`, `"loaded"` (names), `"missing"` (names left at their
@@ -74,14 +73,12 @@ def restore_from_name_map(name_map, path, allow_missing=False, allow_unexpected=
   unexpected = sorted(n for n in model_entries if n not in name_map)
   mismatched = []
   for name, variable in name_map.items():
-    if name in model_entries:
-      expected = tuple(int(d) for d in variable.shape)
-      found = tuple(int(d) for d in model_entries[name])
-      if expected != found:
-        mismatched.append(
-          f"  {name}: model expects {describe_shape(expected)}, "
-          f"checkpoint has {describe_shape(found)}"
-        )
+    found = model_entries.get(name)
+    if found is not None and [int(d) for d in variable.shape] != [int(d) for d in found]:
+      mismatched.append(
+        f"  {name}: model expects {describe_shape(variable.shape)}, "
+        f"checkpoint has {describe_shape(found)}"
+      )
   problems = []
   if mismatched:
     problems.append("shape mismatches:\n" + "\n".join(mismatched))
@@ -98,12 +95,10 @@ def restore_from_name_map(name_map, path, allow_missing=False, allow_unexpected=
   if problems:
     raise ValueError(f"checkpoint {prefix!r} does not match the model:\n" + "\n".join(problems))
 
-  loaded = []
-  for name, variable in name_map.items():
-    if name in model_entries:
-      value = reader.get_tensor(name)
-      variable.assign(np.asarray(value, dtype=variable.dtype))
-      loaded.append(name)
+  loaded = [name for name in name_map if name in model_entries]
+  for name in loaded:
+    variable = name_map[name]
+    variable.assign(np.asarray(reader.get_tensor(name), dtype=variable.dtype))
   global_step = None
   if official_names.GLOBAL_STEP_NAME in found_shapes:
     global_step = int(reader.get_tensor(official_names.GLOBAL_STEP_NAME))
@@ -146,14 +141,8 @@ def load_official_checkpoint(path, config):
 
   Raises:
     ValueError: a missing variable, a wrong shape or a checkpoint entry that
-      belongs to no model variable (optimizer slots and `global_step` are
-      ignored), with names and expected/found shapes.
-
-  Usage (needs an official checkpoint, so not run as a doctest):
-    config = PretrainingConfig("tiny", "/data", **hparams)
-    pretrainer = load_official_checkpoint("/data/models/tiny", config)
+      belongs to no model variable, with names and expected/found shapes.
   """
-
   pretrainer = built_pretrainer(config)
   name_map = official_names.official_name_map(pretrainer)
   info = restore_from_name_map(name_map, path)

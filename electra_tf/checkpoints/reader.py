@@ -1,13 +1,7 @@
 """Reading checkpoints safely: what is wrong with a damaged one in a few
-words (a missing `.index`, a truncated `.data-*` file, a `checkpoint` state
-file that is not one), the checkpoints of a directory newest first whatever
-its state file says, and name-based (TF1) checkpoints' entries as numpy.
-
-Every reader of a checkpoint a user hands over goes through here:
-`formats.detect` (so the converter and the exporter) calls
-`readable_prefix`, and training's `TrainingCheckpointManager` walks
-`checkpoint_candidates` back to the newest checkpoint without a
-`checkpoint_problem`.
+words, the checkpoints of a directory newest first whatever its state file
+says, and name-based (TF1) checkpoints' entries as numpy. Every reader of a
+checkpoint a user hands over goes through here.
 
 Example:
   >>> import tempfile
@@ -31,8 +25,7 @@ from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.models import official_names
 from electra_tf.utils import file_io
 
-# What the checkpoint reader raises on a damaged file (IndexError: "Read less
-# bytes than requested" for a truncated data file).
+# What the checkpoint reader raises on a damaged file (IndexError: truncated data).
 _READ_ERRORS = (tf.errors.OpError, ValueError, IndexError, RuntimeError)
 # TensorFlow's name of the state file that lists a directory's checkpoints.
 STATE_FILE = "checkpoint"
@@ -40,8 +33,8 @@ _STEP = re.compile(r"-(\d+)$")
 
 
 class UnreadableCheckpointError(ValueError):
-  """A checkpoint (or a directory's `checkpoint` state file) that cannot be
-  read; the message names it and what is wrong, in one line."""
+  """A checkpoint (or state file) that cannot be read; the message names it
+  and what is wrong, in one line."""
 
 
 def step_of(prefix):
@@ -61,11 +54,8 @@ def _message(error):
 
 def checkpoint_problem(prefix):
   """What is wrong with the checkpoint at `prefix`, in a few words, or None
-  when it looks readable: its `.index` is there and opens, every data shard
-  the file names is there, and they hold at least the bytes the index lists
-  (a truncated `.data-*` file is what a full disk or an interrupted copy
-  leaves). Reads the index and the (small) string entries only, not the
-  weights.
+  when its `.index` opens and its data shards are all there with at least the
+  bytes the index lists. Reads the index and string entries, not the weights.
 
   Example:
   >>> import tempfile
@@ -122,22 +112,21 @@ def checkpoint_problem(prefix):
 def check_checkpoint(prefix):
   """Raises `UnreadableCheckpointError` (one line) when `checkpoint_problem`
   finds one, or when its files are Git LFS pointers; returns `prefix`."""
-  for path in [os.fspath(prefix) + ".index", *tf.io.gfile.glob(os.fspath(prefix) + ".data-*")]:
+  path = os.fspath(prefix)
+  for name in [path + ".index", *tf.io.gfile.glob(path + ".data-*")]:
     try:
-      file_io.check_not_lfs_pointer(path)
+      file_io.check_not_lfs_pointer(name)
     except ValueError as e:
       raise UnreadableCheckpointError(str(e)) from None
   problem = checkpoint_problem(prefix)
   if problem is not None:
-    raise UnreadableCheckpointError(f"checkpoint {os.fspath(prefix)!r} cannot be read: {problem}")
+    raise UnreadableCheckpointError(f"checkpoint {path!r} cannot be read: {problem}")
   return prefix
 
 
 def read_state(directory):
-  """The `checkpoint` state file of `directory`: `(state, problem)`, where
-  `state` is TensorFlow's `CheckpointState` (None when there is no usable
-  one) and `problem` a few words when the file exists but is not a state
-  file (random bytes, text of another kind), else None."""
+  """`(state, problem)` of `directory`'s `checkpoint` state file: TensorFlow's
+  `CheckpointState` (or None) and a few words when the file is not one (or None)."""
   directory = os.fspath(directory)
   path = os.path.join(directory, STATE_FILE)
   if not tf.io.gfile.exists(path):
@@ -159,9 +148,7 @@ def read_state(directory):
 
 def checkpoint_candidates(directory):
   """The checkpoint prefixes of `directory`, newest (highest step) first:
-  those its state file lists or, when it has none or it is damaged, every
-  `*.index` there. A checkpoint the state file does not name yet (a save
-  killed before its last step) is not one to resume from."""
+  those its state file lists or, without a usable one, every `*.index` there."""
   directory = os.fspath(directory)
   if not tf.io.gfile.isdir(directory):
     return []
@@ -191,15 +178,11 @@ def latest_checkpoint(directory):
   """`tf.train.latest_checkpoint`, but never an error for a damaged state
   file: the newest checkpoint with an `.index` then. None when there is none."""
   directory = os.fspath(directory)
-  state, problem = read_state(directory)
-  if problem is None and state is not None:
-    prefix = state.model_checkpoint_path
-    if tf.io.gfile.exists(prefix + ".index"):
-      return prefix
-  for prefix in checkpoint_candidates(directory):
-    if tf.io.gfile.exists(prefix + ".index"):
-      return prefix
-  return None
+  state, _ = read_state(directory)
+  if state is not None and tf.io.gfile.exists(state.model_checkpoint_path + ".index"):
+    return state.model_checkpoint_path
+  candidates = checkpoint_candidates(directory)
+  return next((p for p in candidates if tf.io.gfile.exists(p + ".index")), None)
 
 
 def readable_prefix(path):
@@ -207,9 +190,7 @@ def readable_prefix(path):
   its state file's newest checkpoint), checked by `checkpoint_problem`.
 
   Raises:
-    UnreadableCheckpointError: one line naming the file and what is wrong
-      (a damaged state file, a named checkpoint without its `.index`, a
-      truncated data file).
+    UnreadableCheckpointError: one line naming the file and what is wrong.
     ValueError: nothing that looks like a checkpoint there.
   """
   path = os.fspath(path)
@@ -249,9 +230,8 @@ def open_reader(prefix):
 
 
 def read_name_based_checkpoint(path):
-  """Reads every entry of a name-based checkpoint, except a fine-tuning
-  run's resume state (`official_names.TRAINING_STATE_SCOPE`): it is no part
-  of the model, so nothing converts, loads or reports it.
+  """Reads every entry of a name-based checkpoint but a fine-tuning run's
+  resume state (`official_names.TRAINING_STATE_SCOPE`).
 
   Args:
     path: checkpoint prefix or directory with a `checkpoint` file.
@@ -280,13 +260,11 @@ def read_name_based_checkpoint(path):
 
 def is_object_based(prefix):
   """True for an electra_tf (object-based `tf.train.Checkpoint`) checkpoint."""
-  reader = open_reader(prefix)
-  return reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH")
+  return open_reader(prefix).has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH")
 
 
 def assign_tensors(name_map, tensors):
-  """Assigns `tensors[name]` to each variable of `name_map`
-  (`{official name: variable}`)."""
+  """Assigns `tensors[name]` to each variable of `name_map` (`{name: variable}`)."""
   for name, variable in name_map.items():
     variable.assign(np.asarray(tensors[name]))
 
