@@ -1,13 +1,9 @@
 """One door for models and checkpoints: `open_source(path)` detects the
-format once (see `electra_tf.sources.formats`) and gives that format's
-`Source` (`OfficialSource`, `FinetunedSource`, `TrainingSource`,
-`KerasFileSource`, `HuggingFaceSource`, `KerasHubPresetSource`), whose
-methods answer what a consumer asks; `load(path, part)` gives part `part`,
-and `initialize_finetuning_model(model, path)` starts fine-tuning from it.
-The converter, the exporter, `run_finetuning`'s `init_checkpoint`, the task
-models' `from_checkpoint` and publishing all come through here, so every
-entry point reads every format it can make sense of, and a format it cannot
-use stops with one line (`formats.wrong_format_error`).
+format once (`electra_tf.sources.formats`) and gives that format's `Source`;
+`load(path, part)` gives part `part`, `initialize_finetuning_model(model,
+path)` starts fine-tuning from it and `recorded_inputs(path)` says what the
+model records about its inputs (vocab, casing, trained length). Every entry
+point loads through here; a format it cannot use stops with one line.
 
 | part | read from |
 |---|---|
@@ -16,11 +12,6 @@ use stops with one line (`formats.wrong_format_error`).
 | `generator` | official, training, keras, huggingface |
 | `finetuned` | finetuned, keras, keras_hub_preset (an electra_tf task preset) |
 | fine-tuning initialisation | official, finetuned, training, keras, huggingface, keras_hub_preset |
-
-What a model records about its inputs (vocab, casing, trained length) is
-read here too, in one place (`recorded_inputs`): the exporter's defaults,
-fine-tuning from a published directory and the task models' `from_checkpoint`
-take it from there.
 
 Example:
   >>> READABLE["finetuned"]
@@ -81,14 +72,7 @@ READABLE = {
   GENERATOR: _NETWORK_FORMATS,
   FINETUNED: (formats.FINETUNED, formats.KERAS, formats.KERAS_HUB_PRESET),
 }
-INITIALIZES_FINETUNING = (
-  formats.OFFICIAL,
-  formats.FINETUNED,
-  formats.TRAINING,
-  formats.KERAS,
-  formats.HUGGINGFACE,
-  formats.KERAS_HUB_PRESET,
-)
+INITIALIZES_FINETUNING = formats.FORMATS  # every format
 
 
 @dataclasses.dataclass
@@ -115,11 +99,9 @@ class Loaded:
 
 
 def find_network(model, kind):
-  """The discriminator encoder (an `ElectraBackbone`, head or not) /
-  `ElectraGenerator` of `model` for `kind`:
-  the pretrainer's, the model itself, or the one inside a functional model
-  (as `convert_checkpoint --part discriminator|generator` writes). None when
-  there is none."""
+  """The discriminator encoder (an `ElectraBackbone`, head or not) or the
+  `ElectraGenerator` of `model`, for `kind`: the model itself, the
+  pretrainer's, or the one inside a functional model; None when there is none."""
   cls = ElectraBackbone if kind == DISCRIMINATOR else ElectraGenerator
   if isinstance(model, cls):
     return model
@@ -132,8 +114,7 @@ def find_network(model, kind):
 
 
 def missing_network_error(model, kind):
-  """The ValueError for a `model` without its `kind` network, with the likely
-  cause: a pre-trainer built without it, or a file holding the other part only."""
+  """The ValueError for a `model` without its `kind` network, with the likely cause."""
   if isinstance(model, ElectraPretrainer):
     cause = (
       " (MLM-only pre-training); export --model generator"
@@ -198,12 +179,10 @@ def _part_of_keras_model(model, part, path):
 def restore_model_variables(model, prefix, source="the given hparams"):
   """Restores an electra_tf training checkpoint's model variables into `model`.
 
-  Training checkpoints are `tf.train.Checkpoint(model=..., optimizer=...)`.
-  Each variable is saved once, under the first path that reaches it: under
-  `model/...`, or under the optimizer's `_trainable_variables` list (Keras 3
-  leaves layers held in Python lists out of the model's own paths). A
-  stand-in optimizer listing the model's trainable variables in build order
-  reaches the second group; every model variable must be covered.
+  Each variable is saved once, under `model/...` or under the optimizer's
+  `_trainable_variables` list (Keras 3 leaves layers held in Python lists out
+  of the model's paths), which a stand-in optimizer reaches; every model
+  variable must be covered.
   """
   names = [
     n for n, _ in tf.train.list_variables(prefix) if n.endswith("/.ATTRIBUTES/VARIABLE_VALUE")
@@ -239,9 +218,8 @@ def restore_model_variables(model, prefix, source="the given hparams"):
 
 def read_training_checkpoint(prefix, hparams=None, model_name="converted", data_dir=None):
   """The float32 `ElectraPretrainer` of an electra_tf training checkpoint,
-  its `PretrainingConfig` and notes (see `training_checkpoint_config`). The
-  sizes are never guessed from the shapes here: a wrong number of attention
-  heads would load and compute something else."""
+  its `PretrainingConfig` and notes (see `training_checkpoint_config`); sizes
+  are never guessed from the shapes (attention heads would be wrong)."""
   config, notes, described = training_checkpoint_config(
     prefix, hparams, model_name, data_dir, infer_from_shapes=False
   )
@@ -252,9 +230,7 @@ def read_training_checkpoint(prefix, hparams=None, model_name="converted", data_
 
 
 def build_finetuning_model(config):
-  """A built `FinetuningModel` with one head per task of a `FinetuningConfig`,
-  sized as `run_finetuning` sizes it (debug mode shrinks the encoder)."""
-
+  """A built `FinetuningModel` with one head per task of a `FinetuningConfig`."""
   tasks = task_builder.get_tasks(config, tokenizer=None)
   return FinetuningModel.from_finetuning_config(config, [task.create_head() for task in tasks])
 
@@ -279,17 +255,16 @@ def load_task_preset(path):
   if task is None:
     return None
   config, weights = task
+  config_file = os.path.join(os.fspath(path), keras_hub.TASK_CONFIG_FILE)
   try:
     model = keras.saving.deserialize_keras_object(config)
   except (TypeError, ValueError) as e:
     raise ValueError(
-      f"{os.path.join(os.fspath(path), keras_hub.TASK_CONFIG_FILE)!r} does not build "
+      f"{config_file!r} does not build "
       f"{config.get('registered_name')}: {str(e).splitlines()[0][:300]}"
     ) from None
   model.build()
-  keras_hub.load_weights_file(
-    model, weights, os.path.join(os.fspath(path), keras_hub.TASK_CONFIG_FILE)
-  )
+  keras_hub.load_weights_file(model, weights, config_file)
   return model
 
 
@@ -298,15 +273,9 @@ def load_task_preset(path):
 
 def run_config(path):
   """The electra_tf run config (`config.json`) of the checkpoint at `path`
-  (a model dir or a checkpoint prefix), or None: no checkpoint there (a
-  `config.json` with no checkpoint describes nothing that was kept), not an
-  electra_tf run, or a run older than `config.json`.
-
-  A Hugging Face discriminator directory or a keras-hub preset (what
-  `convert_checkpoint --to` publishes) gets a run config of kind
-  `"published"` made from what it records (`PublishedSource.recorded_run`), so
-  that fine-tuning and the task models take its encoder's sizes, vocab and
-  casing from it as from a pre-training run's."""
+  (a model dir or a checkpoint prefix), or None: no checkpoint there, not an
+  electra_tf run, or a run older than `config.json`. A published directory
+  gets one made from what it records (`PublishedSource.recorded_run`)."""
   if not tf.io.gfile.exists(os.fspath(path)) and not tf.io.gfile.exists(f"{path}.index"):
     return None
   try:
@@ -363,10 +332,8 @@ def _recorded_in_run_config(found):
 
 
 def _keras_file_inputs(path, with_vocab):
-  """What the preprocessor of a Keras task model saved as `.keras` records
-  (its archive's `config.json`), as `Recorded` fields: its lengths and, when
-  `with_vocab`, its WordPiece vocabulary written to a temporary `vocab.txt`
-  (removed at exit; an export copies it into its assets) with its casing."""
+  """`Recorded` fields from a Keras task model's preprocessor: its lengths and,
+  `with_vocab`, its vocabulary (a temporary `vocab.txt`) and casing."""
   config = formats.keras_archive_config(path)
   preprocessor = ((config.get("config") or {}).get("preprocessor") or {}).get("config") or {}
   found = {
@@ -387,8 +354,7 @@ def _keras_file_inputs(path, with_vocab):
 
 def run_config_beside(path):
   """The config (`PretrainingConfig` or `FinetuningConfig`) of the electra_tf
-  run whose model dir holds the `.keras` file `path`, or None: what a
-  `.keras` model does not record (its vocab file, `do_lower_case`)."""
+  run whose model dir holds the `.keras` file `path`, or None."""
   try:
     found = model_dir_lib.read_run_config(os.path.dirname(os.path.abspath(os.fspath(path))))
     if found is None:
@@ -401,14 +367,11 @@ def run_config_beside(path):
 
 
 def existing_architecture(model_dir):
-  """What a model dir's newest checkpoint was trained as, for comparing a
-  re-run's hparams with it: `(run_config, ignored)` from its `config.json`
-  (`ignored` empty), or, for a pre-training checkpoint without one, a run
-  config inferred from its variables' shapes with `ignored` the fields the
-  shapes cannot tell (attention heads, activation). `(None, ())` when the
-  dir holds no electra_tf pre-training checkpoint (or its shapes cannot be
-  read: restoring then reports the mismatch). A damaged `config.json` is a
-  one-line ValueError naming it: the checks it feeds must not be skipped."""
+  """What a model dir's newest checkpoint was trained as: `(run_config,
+  ignored)` from its `config.json` (`ignored` empty) or, without one, inferred
+  from its shapes (`ignored`: the fields shapes cannot tell). `(None, ())`
+  when there is no readable electra_tf pre-training checkpoint; a damaged
+  `config.json` is a ValueError naming it."""
   model_dir = os.fspath(model_dir)
   if tf.io.gfile.isdir(model_dir):
     prefix = tf.train.latest_checkpoint(model_dir)
@@ -437,9 +400,8 @@ def existing_architecture(model_dir):
 
 
 def _source_name_map(source, path):
-  """`{official name: variable}` of a loaded model (from `path`): a
-  fine-tuning model (encoder and heads), a model wrapping one, a
-  pretrainer's discriminator encoder, or a lone `ElectraBackbone` / discriminator."""
+  """`{official name: variable}` of a loaded model (from `path`): a fine-tuning
+  model's (encoder and heads), else its discriminator encoder's."""
   if isinstance(source, FinetuningModel):
     return source.official_name_map()
   inner = getattr(source, "finetuning_model", None)
@@ -452,8 +414,7 @@ def _source_name_map(source, path):
 
 
 def _assign_by_name(model, source, path):
-  """Assigns every variable of `source`'s name map that `model` has too
-  (encoder; heads of the same task name); returns the names."""
+  """Assigns every variable of `source`'s name map that `model` has too; returns the names."""
   target = model.official_name_map()
   names = sorted(n for n in target if n in source)
   mismatched = [
@@ -473,11 +434,8 @@ def _assign_by_name(model, source, path):
 
 
 class _EncoderHolder(tf.Module):
-  """Mirrors the attribute path of `ElectraPretrainer` to the network that
-  holds the encoder to fine-tune (`part`: "discriminator" for ELECTRA and
-  Electric runs, "generator" for an MLM-only run, whose full-size generator
-  is the encoder), so an electra_tf training checkpoint restores into a
-  lone encoder."""
+  """Mirrors the attribute path of `ElectraPretrainer` to the network `part`
+  that holds the encoder, so a training checkpoint restores into it alone."""
 
   def __init__(self, discriminator, part):
     super().__init__()
@@ -485,18 +443,11 @@ class _EncoderHolder(tf.Module):
     setattr(self, part, discriminator)
 
 
-def _encoder_part(prefix):
-  """The pretrainer attribute that holds the encoder in the training
-  checkpoint at `prefix`: "discriminator", or "generator" for an MLM-only
-  run (it has no discriminator)."""
-  if ObjectGraph(prefix).node("model/discriminator") is None:
-    return "generator"
-  return "discriminator"
-
-
 def _restore_encoder(model, prefix):
   encoder = model.encoder
-  part = _encoder_part(prefix)
+  # An MLM-only run has no discriminator: its full-size generator is the encoder.
+  no_discriminator = ObjectGraph(prefix).node("model/discriminator") is None
+  part = "generator" if no_discriminator else "discriminator"
   # Variables are matched through the checkpoint's object graph (its keys
   # may name them by another path, e.g. the optimizer's).
   try:
@@ -532,8 +483,7 @@ def no_discriminator_error(path, holds):
 
 
 def _check_name_based_encoder(source, bert_config, embedding_size):
-  """`Source.check_encoder_fits` for a name-based checkpoint: its sizes read
-  from the index (no weights) against the encoder the hparams build."""
+  """`Source.check_encoder_fits` for a name-based checkpoint (its index only)."""
   stored = checkpoint_encoder_sizes(source.location)
   if stored is None:
     return
@@ -556,18 +506,13 @@ def _check_name_based_encoder(source, bert_config, embedding_size):
 
 class Source(formats.Detected):
   """A path whose format was detected once (`open_source`), with what every
-  consumer asks of it: a part's weights (`load`), the run that describes it
-  (`recorded_run`), its vocab, casing and trained length (`recorded_inputs`)
-  and fine-tuning's start (`check_starts_finetuning`,
-  `initialize_finetuning_model`). One subclass per format; what a format
-  cannot give is one line (`formats.wrong_format_error`).
+  consumer asks of it; one subclass per format.
 
   Example:
     >>> # source = open_source("data/models/tiny"); source.load("discriminator").model
   """
 
   def __fspath__(self):
-    # A Source stands for its path wherever one is expected (messages, os.path).
     return os.fspath(self.path)
 
   def load(self, part=PRETRAINER, hparams=None, model_name="converted", data_dir=None):
@@ -601,19 +546,16 @@ class Source(formats.Detected):
 
   def recorded_run(self):
     """The electra_tf run config (`config.json` content) that describes this
-    model, or None: a run dir's own, or one made from what a published
-    directory records (see `PublishedSource`)."""
+    model, or None."""
     return self.run_config
 
   def recorded_inputs(self, vocab_given=False):
-    """What the model records about its inputs (a `Recorded`); unreadable
-    records give None fields (the loaders report them). `vocab_given`: the
-    caller has a vocab of its own, so a vocab the model lacks is no error."""
+    """What the model records about its inputs (a `Recorded`); `vocab_given`:
+    the caller has a vocab of its own, so a vocab the model lacks is no error."""
     return Recorded() if self.run_config is None else _recorded_in_run_config(self.run_config)
 
   def check_starts_finetuning(self):
-    """Refuses, from its config alone (no weights read), a model that holds
-    no discriminator encoder to fine-tune."""
+    """Refuses a model with no discriminator encoder to fine-tune (no weights read)."""
 
   def check_encoder_fits(self, bert_config, embedding_size):
     """Refuses, before any trial starts, a model no run config describes
@@ -621,13 +563,9 @@ class Source(formats.Detected):
 
   def initialize_finetuning_model(self, model):
     """Initialises `model` (a `FinetuningModel`) from this model; returns the
-    official names loaded. Name-based checkpoints (the original's, the
-    released models, fine-tuned ones) load every entry whose name equals one
-    of the model's official names — encoder and, for a fine-tuned checkpoint,
-    the heads — and ignore the rest (generator, discriminator head, Adam
-    slots, `global_step`), as the original's assignment map does. A variable
-    missing from the checkpoint keeps its initial value; a shape mismatch is
-    an error."""
+    official names loaded. Name-based checkpoints load every entry named like
+    one of the model's variables and ignore the rest, as the original's
+    assignment map does; a shape mismatch is an error."""
     info = official_checkpoint.restore_from_name_map(
       model.official_name_map(), self.location, allow_missing=True, allow_unexpected=True
     )
@@ -642,7 +580,7 @@ class Source(formats.Detected):
 
 class OfficialSource(Source):
   """A name-based TF1 pre-training checkpoint: the model from its shapes
-  (and the given hparams); the generator, if any, beside the discriminator."""
+  (and the given hparams)."""
 
   def _load(self, part, hparams, model_name, data_dir):
     pretrainer, config, tensors, info = load_official_pretrainer(self.location, hparams)
@@ -678,10 +616,8 @@ class FinetunedSource(Source):
 
 
 class TrainingSource(Source):
-  """An electra_tf (object-based) training checkpoint, read one way whatever
-  its layout: built from its run's `config.json` (else the given hparams),
-  restored through its object graph, which finds each variable under
-  `model/` or under the optimizer's list of trainable variables."""
+  """An electra_tf (object-based) training checkpoint: built from its run's
+  `config.json` (else the given hparams), restored through its object graph."""
 
   def _load(self, part, hparams, model_name, data_dir):
     pretrainer, config, notes = read_training_checkpoint(
@@ -690,15 +626,13 @@ class TrainingSource(Source):
     return self._part_of_pretrainer(part, pretrainer, config, notes, ["optimizer state and step"])
 
   def initialize_finetuning_model(self, model):
-    """Restores the discriminator's embeddings and encoder (an MLM-only run's
-    full-size generator, which is its encoder)."""
+    """Restores the discriminator's (or an MLM-only run's generator's) encoder."""
     return _restore_encoder(model, self.location)
 
 
 class KerasFileSource(Source):
   """An electra_tf `.keras` file: the model it holds; its run's `config.json`
-  beside it records the vocab, a task model's preprocessor its lengths (and
-  its vocabulary, used where no vocab file is given or beside it)."""
+  beside it records the vocab, a task model's preprocessor its lengths."""
 
   def _load(self, part, hparams, model_name, data_dir):
     return Loaded(_part_of_keras_model(load_keras_file(self.location), part, self.path), self)
@@ -731,9 +665,7 @@ class KerasFileSource(Source):
 
 class PublishedSource(Source):
   """A directory `convert_checkpoint --to` publishes (Hugging Face or
-  keras-hub): its run config is made from what it records (kind
-  `"published"`), so that fine-tuning and the task models take its
-  encoder's sizes, vocab and casing from it as from a pre-training run's."""
+  keras-hub): its run config (kind `"published"`) is made from what it records."""
 
   def _encoder_config(self):
     """`(bert_config, embedding_size, config_path)`, or None for a directory
@@ -779,9 +711,8 @@ class PublishedSource(Source):
 
 
 class HuggingFaceSource(PublishedSource):
-  """A Hugging Face ELECTRA directory: the discriminator or the generator
-  its `config.json` declares; its tokenizer files record vocab and casing,
-  no length (`max_position_embeddings` is the position table)."""
+  """A Hugging Face ELECTRA directory: the discriminator or the generator its
+  `config.json` declares; its tokenizer files record vocab and casing."""
 
   def _load(self, part, hparams, model_name, data_dir):
     model, found, _, notes = huggingface.load_huggingface(self.location)
@@ -822,10 +753,8 @@ class HuggingFaceSource(PublishedSource):
 
 
 class KerasHubPresetSource(PublishedSource):
-  """A keras-hub preset directory: an ELECTRA backbone (an encoder without
-  head, so read as the discriminator it has `include_head=False`, with a
-  warning, and no generator) or an electra_tf task preset (`save_to_preset`)
-  with its heads and preprocessor lengths."""
+  """A keras-hub preset directory: an ELECTRA backbone (read as a headless
+  discriminator, with a warning) or an electra_tf task preset with its heads."""
 
   def _load(self, part, hparams, model_name, data_dir):
     where = self.location
@@ -851,17 +780,13 @@ class KerasHubPresetSource(PublishedSource):
     keras_hub.preset_backbone_config(self.location)  # one line for a generator's encoder
 
   def recorded_inputs(self, vocab_given=False):
-    """Its tokenizer's vocab and casing, and a task preset's lengths; a
-    preset copied without its vocabulary file is named
-    (`keras_hub.MissingVocabulary`) unless the caller has a vocab of its own."""
+    """Its tokenizer's vocab and casing, and a task preset's lengths."""
     where = self.location
     try:
       vocab_file, do_lower_case, strip_accents = keras_hub.preset_vocab(where)
-    except keras_hub.MissingVocabulary:
-      if not vocab_given:
-        raise
-      vocab_file = do_lower_case = strip_accents = None
-    except ValueError:
+    except ValueError as e:
+      if isinstance(e, keras_hub.MissingVocabulary) and not vocab_given:
+        raise  # a preset copied without its vocabulary file is named
       vocab_file = do_lower_case = strip_accents = None
     try:
       lengths = keras_hub.preset_lengths(where)
@@ -910,9 +835,8 @@ def load(path, part=PRETRAINER, hparams=None, model_name="converted", data_dir=N
 
 
 def recorded_inputs(path):
-  """What the model at `path` records about its inputs (`Source.recorded_inputs`),
-  the one place every entry point finds a model's vocab, casing and trained
-  length; an empty `Recorded` where nothing readable is there."""
+  """What the model at `path` records about its inputs (`Source.recorded_inputs`);
+  an empty `Recorded` where nothing readable is there."""
   try:
     return open_source(path).recorded_inputs()
   except ValueError:

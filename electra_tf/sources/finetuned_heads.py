@@ -32,8 +32,7 @@ from electra_tf.sources.layout import infer_config_and_model
 
 # Head types of fine-tuning tasks, as `--hparams` `task_types` names them.
 TASK_TYPES = ("classification", "regression", "tagging", "qa")
-# Fine-tuning hparams that set the encoder's shape: passed on to the shape
-# inference (and so checked against the checkpoint) for --part finetuned.
+# Fine-tuning hparams that set the encoder's shape (checked against the checkpoint).
 _FINETUNING_MODEL_KEYS = (
   "model_size",
   "embedding_size",
@@ -41,8 +40,7 @@ _FINETUNING_MODEL_KEYS = (
   "model_hparam_overrides",
   "debug",
 )
-# QA head options whose defaults come from the checkpoint's layer names; a
-# value given in --hparams wins and is then checked against the shapes.
+# QA head options that default to what the checkpoint's layer names say.
 _QA_LAYOUT_KEYS = ("joint_prediction", "answerable_classifier", "answerable_uses_start_logits")
 _TASK_TYPES_EXAMPLE = '--hparams \'{{"task_types": {{"{task}": "classification"}}}}\''
 
@@ -66,9 +64,7 @@ def task_groups(names):
 
 
 def package_task_type(task_name):
-  """The head type (one of `TASK_TYPES`) of a task electra_tf defines
-  (`electra_tf.finetune.task_builder.TASK_CLASSES`), or None."""
-
+  """The head type (one of `TASK_TYPES`) of a task electra_tf defines, or None."""
   task_class = task_builder.TASK_CLASSES.get(task_name)
   if task_class is None:
     return None
@@ -87,19 +83,10 @@ def package_task_type(task_name):
 
 
 def _finetuning_hparams(hparams):
-  """Splits `--hparams` for `--part finetuned`.
-
-  Args:
-    hparams: fine-tuning hparams (dict / JSON / `.json` path, as for
-      `run_finetuning`) plus `task_types`, or None.
-
-  Returns:
-    `(user, model_hparams, finetuning_config, task_types)`: the whole dict
-    (for messages), the keys that set the encoder's shape, a
-    `FinetuningConfig` (validates the keys; QA defaults) and
-    `{task: type}`.
-  """
-
+  """Splits `--hparams` for `--part finetuned` (fine-tuning hparams plus
+  `task_types`) into `(user, model_hparams, finetuning_config, task_types)`:
+  the whole dict, the keys that set the encoder's shape, a `FinetuningConfig`
+  (validates the keys) and `{task: type}`."""
   user = load_hparams(hparams)
   rest = dict(user)
   task_types = rest.pop("task_types", None) or {}
@@ -162,29 +149,19 @@ def _task_type(task, layers, task_types, notes):
     return "qa"
   raise ValueError(
     f"task {task!r} of the checkpoint is not a task electra_tf knows "
-    f"({', '.join(_known_task_names())}), and classification, regression and tagging "
+    f"({', '.join(sorted(task_builder.TASK_CLASSES))}), and classification, regression and tagging "
     f"heads have the same variables ({official_names.TASK_SCOPE}/{task}/dense/kernel, bias): "
     f"give its type with {_TASK_TYPES_EXAMPLE.format(task=task)} (one of "
     f"{', '.join(TASK_TYPES)})"
   )
 
 
-def _known_task_names():
-  return sorted(task_builder.TASK_CLASSES)
-
-
 def _build_task_head(task, task_type, layers, shapes, config, user):
-  """The head layer of one task, sized from the checkpoint's shapes.
-
-  Returns:
-    `(head, description)`.
-  """
-
+  """`(head, description)` of one task, sized from the checkpoint's shapes."""
   name = "task_specific_" + task  # as the tasks' create_head names them
   if task_type == "qa":
-    # dense (start) always; qa_hidden only with joint prediction; dense_2 is
-    # the answerable classifier, dense_3 its second layer when it also reads
-    # the start probabilities (the variable names of the original's fine-tuned checkpoints).
+    # dense (start) always; qa_hidden with joint prediction; dense_2 the
+    # answerable classifier, dense_3 when it reads the start probabilities.
     options = {
       "joint_prediction": "qa_hidden" in layers,
       "answerable_classifier": "dense_2" in layers,
@@ -301,9 +278,8 @@ def _mapping_labels(path):
 
 def label_mapping_candidates(task, config=None, source=None):
   """Where a tagging task's label mapping may be: the fine-tuning run's
-  feature cache (`config.preprocessed_data_dir`), and the cache beside a
-  trial dir `<model dir>/finetuning_models/<tasks>_model_<trial>` (its
-  `finetuning_tfrecords/<tasks>_tfrecords/`, debug variant included)."""
+  feature cache, and the cache beside a trial dir
+  `<model dir>/finetuning_models/<tasks>_model_<trial>`."""
   candidates = []
   if config is not None:
     prefix = "debug_" if config.debug else ""

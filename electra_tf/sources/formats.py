@@ -10,10 +10,8 @@ told apart by content (never by guessing from names).
 | `huggingface` | a Hugging Face transformers ELECTRA directory (`config.json` with `model_type`, `model.safetensors`) |
 | `keras_hub_preset` | a keras-hub preset directory (`config.json` naming a keras-hub class, `metadata.json`) |
 
-Three formats write a `config.json`: an electra_tf run dir (`"format":
-"electra_tf.run_config"`), a Hugging Face directory and a keras-hub preset;
-its content decides which. `describe` says in a few words what a path holds,
-for the one error message of every loader (`wrong_format_error`).
+Three formats write a `config.json` (a run dir, a Hugging Face directory, a
+keras-hub preset); its content decides which.
 
 Example:
   >>> FORMATS[:3]
@@ -52,7 +50,6 @@ DESCRIPTIONS = {
   KERAS_HUB_PRESET: "a keras-hub preset directory",
 }
 CONFIG_FILE = "config.json"
-KERAS_HUB_METADATA_FILE = "metadata.json"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -231,8 +228,8 @@ def wrong_format_error(path, found, expected):
 
 
 def require(path, expected):
-  """`detect(path)` (`path` itself when it is a `Detected` already), or
-  `wrong_format_error` when its format is not one of `expected`."""
+  """`detect(path)` (or `path`, a `Detected`), refused with `wrong_format_error`
+  when its format is not one of `expected`."""
   detected = path if isinstance(path, Detected) else detect(path)
   if detected.format not in expected:
     raise wrong_format_error(detected.path, detected.format, expected)

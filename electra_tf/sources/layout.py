@@ -45,20 +45,17 @@ _KNOWN_SCOPES = (
   official_names.TASK_SCOPE,
 )
 
-# Conversions read no data: the config's data paths point at a directory that
-# does not exist, so special token ids fall back to the BERT-uncased layout
-# unless the hparams name a `vocab_file`.
+# Conversions read no data: a data dir that does not exist (special token ids
+# fall back to BERT-uncased's unless the hparams name a `vocab_file`).
 NO_DATA_DIR = os.path.join(tempfile.gettempdir(), "electra_tf_convert_no_data_dir")
 
-# The debug model's shrunk discriminator (`run_pretraining.py:PretrainingModel`): its 4 heads cannot be
-# derived from H=144 by the size rule (which gives 2).
+# The debug model's shrunk discriminator: its 4 heads are not the size rule's 2.
 _DEBUG_SHAPE = {"hidden_size": 144, "num_hidden_layers": 3, "intermediate_size": 576}
 _DEBUG_HEADS = 4
 
 
 def _encoder_dims(shapes, scope):
-  """`(hidden, layers, ffn)` of the encoder under `scope`, checking the
-  layer indices run 0…L-1 without gaps."""
+  """`(hidden, layers, ffn)` of the encoder under `scope` (layers 0…L-1, no gaps)."""
   indices = set()
   prefix = f"{scope}/encoder/layer_"
   for name in shapes:
@@ -89,8 +86,7 @@ def _encoder_dims(shapes, scope):
 
 def model_overrides(hidden, layers, ffn, positions, types):
   """`model_hparam_overrides` for a discriminator of these sizes: H, L, FFN
-  always, P and T when not the defaults (512, 2), and the debug model's
-  attention heads when the sizes are its (which the size rule cannot give)."""
+  always, P and T when not the defaults, and the debug model's heads."""
   overrides = {"hidden_size": hidden, "num_hidden_layers": layers, "intermediate_size": ffn}
   if positions != 512:
     overrides["max_position_embeddings"] = positions
@@ -114,7 +110,7 @@ def generator_size_hparams(hidden, layers, gen_hidden, gen_layers, gen_ffn, sour
 
 def detect_layout(shapes):
   """The layout (one of the `LAYOUT_*` constants) of a name-based checkpoint
-  from its model entries' names (the variable names of the original's checkpoints–8.4)."""
+  from its model entries' names."""
   scopes = {name.split("/", 1)[0] for name in shapes}
   unknown = sorted(scopes - set(_KNOWN_SCOPES))
   if "electra/embeddings/word_embeddings" not in shapes or unknown:
@@ -185,13 +181,9 @@ def infer_hparams_from_shapes(shapes):
   notes = []
   vocab_size, embedding_size = shapes["electra/embeddings/word_embeddings"]
   hidden, layers, ffn = _encoder_dims(shapes, official_names.DISCRIMINATOR_SCOPE)
-  overrides = model_overrides(
-    hidden,
-    layers,
-    ffn,
-    positions=shapes.get("electra/embeddings/position_embeddings", (512,))[0],
-    types=shapes.get("electra/embeddings/token_type_embeddings", (2,))[0],
-  )
+  positions = shapes.get("electra/embeddings/position_embeddings", (512,))[0]
+  types = shapes.get("electra/embeddings/token_type_embeddings", (2,))[0]
+  overrides = model_overrides(hidden, layers, ffn, positions, types)
   if "num_attention_heads" in overrides:
     notes.append(f"shapes are the debug model's (H=144, L=3): {_DEBUG_HEADS} attention heads")
   hparams = {
@@ -234,10 +226,9 @@ def infer_hparams_from_shapes(shapes):
 
 
 def fit_length_to_positions(hparams):
-  """`hparams` for building the config of a checkpoint, which records no
-  training length: when they name no `max_seq_length` and the position table
-  is shorter than the default (128), the table's length (the config refuses
-  a length beyond it)."""
+  """`hparams` with `max_seq_length` the position table's length when they
+  name none and the table is shorter than the default (a checkpoint records
+  no training length; the config refuses one beyond the table)."""
   positions = (hparams.get("model_hparam_overrides") or {}).get("max_position_embeddings")
   default = pretraining_config_lib.PretrainingConfig.max_seq_length
   if "max_seq_length" not in hparams and positions and int(positions) < default:
@@ -246,11 +237,9 @@ def fit_length_to_positions(hparams):
 
 
 def merge_hparams(inferred, user):
-  """The user's hparams over the inferred ones.
-
-  A user `model_size` (or `debug`) decides the discriminator's H, L, FFN
-  (the inferred size overrides are dropped, so a wrong preset shows up as a
-  shape mismatch); user `model_hparam_overrides` win key by key."""
+  """The user's hparams over the inferred ones; a user `model_size` (or
+  `debug`) drops the inferred H, L, FFN and heads, user `model_hparam_overrides`
+  win key by key."""
   user = dict(user or {})
   merged = {k: v for k, v in inferred.items() if k != "model_hparam_overrides"}
   overrides = dict(inferred.get("model_hparam_overrides", {}))
@@ -289,16 +278,8 @@ def infer_config_from_checkpoint(path, hparams=None):
 
 def infer_config_and_model(path, hparams, source=None):
   """`infer_config_from_checkpoint` that also returns the merged hparams and
-  the model built to check the shapes (`_layout_model`), for the caller to
-  reuse.
-
-  Args:
-    path: checkpoint prefix or directory, or a `{name: shape}` dict.
-    hparams: optional user hparams (dict, JSON string or `.json` path).
-    source: how to name a `{name: shape}` dict in messages (its checkpoint).
-
-  Returns:
-    `(config, merged_hparams, layout, notes, model)`.
+  the model built to check the shapes: `(config, merged_hparams, layout,
+  notes, model)`. `source` names a `{name: shape}` dict `path` in messages.
   """
   if isinstance(path, dict):
     shapes, source = path, repr(source) if source else "(given shapes)"
@@ -307,7 +288,6 @@ def infer_config_and_model(path, hparams, source=None):
     shapes, source = open_reader(prefix).get_variable_to_shape_map(), repr(prefix)
   user = load_hparams(hparams) if hparams is not None else {}
   inferred, layout, notes = infer_hparams_from_shapes(shapes)
-  # Recorded with the rest (a converted training checkpoint's hparams must build its config).
   merged = fit_length_to_positions(merge_hparams(inferred, user))
   try:
     config = pretraining_config_lib.PretrainingConfig("converted", NO_DATA_DIR, **merged)
@@ -320,7 +300,12 @@ def infer_config_and_model(path, hparams, source=None):
       "rule max(1, H // 64); pass model_hparam_overrides.num_attention_heads in "
       "--hparams if the model had others"
     )
-  model, name_map = _layout_model(config, layout)
+  if needs_pretrainer(layout):
+    model = built_pretrainer(config)
+    name_map = official_names.official_name_map(model)
+  else:  # the encoder alone, without the discriminator head
+    model = build_encoder(config)
+    name_map = official_names.discriminator_name_map(model, include_head=False)
   check_shapes(official_names.official_shapes(name_map), shapes, source, user, layout)
   return config, merged, layout, notes, model
 
@@ -336,27 +321,15 @@ def build_encoder(config, include_head=False):
   return encoder
 
 
-def _layout_model(config, layout):
-  """`(model, name_map)`: the pretrainer a checkpoint of `layout` holds, or
-  the encoder alone (no discriminator head) for `LAYOUT_ENCODER`."""
-  if needs_pretrainer(layout):
-    model = built_pretrainer(config)
-    return model, official_names.official_name_map(model)
-  encoder = build_encoder(config)
-  return encoder, official_names.discriminator_name_map(encoder, include_head=False)
-
-
 def check_shapes(expected, shapes, source, user, layout, task_heads=False):
   """Raises unless the checkpoint's model entries are exactly `expected`
-  (`{name: shape}`); `task_heads` False leaves `task_specific/*` out of the
-  comparison (an encoder-only conversion lists them as not converted)."""
+  (`{name: shape}`); `task_heads` False leaves `task_specific/*` out."""
   found = {
     n: tuple(int(d) for d in s)
     for n, s in shapes.items()
     if not official_names.is_non_model_entry(n)
   }
   if layout == LAYOUT_ENCODER and not task_heads:
-    # Fine-tuning heads are reported as not converted, not as errors.
     found = {n: s for n, s in found.items() if not n.startswith(official_names.TASK_SCOPE + "/")}
   describe = official_checkpoint.describe_shape
   mismatched = [

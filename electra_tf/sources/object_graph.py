@@ -22,8 +22,7 @@ from electra_tf.sources.layout import model_overrides
 from electra_tf.utils import keras_compat
 
 # Written next to a converted training checkpoint: the hparams its model was
-# built with, read back when no --hparams is given (and usable as
-# run_pretraining's --hparams).
+# built with, read back when no --hparams is given.
 HPARAMS_FILE = "converted_hparams.json"
 
 
@@ -32,7 +31,6 @@ class ObjectGraph:
   which sub-objects the pretrainer has, and the shapes of its variables."""
 
   def __init__(self, prefix):
-
     self.reader = open_reader(prefix)
     self.graph = keras_compat.trackable_object_graph_pb2.TrackableObjectGraph()
     self.graph.ParseFromString(self.reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
@@ -75,7 +73,7 @@ class ObjectGraph:
   def trainable_shapes(self):
     """Shapes of the optimizer's trainable variables (the model's, in order)."""
     optimizer = (
-      "optimizer/inner_optimizer" if self.node("optimizer/inner_optimizer") else ("optimizer")
+      "optimizer/inner_optimizer" if self.node("optimizer/inner_optimizer") else "optimizer"
     )
     root = self.node(f"{optimizer}/_trainable_variables")
     if root is None:
@@ -91,9 +89,7 @@ def describe_shapes(shapes, limit=6):
 
 
 def block_pattern(h, x):
-  """Shapes of one transformer block's trainable variables, in the order the
-  block creates them (query, key, value, attention output, LayerNorm,
-  intermediate, output, LayerNorm)."""
+  """Shapes of one transformer block's trainable variables, in creation order."""
   return [(h, h), (h,)] * 4 + [(h,), (h,)] + [(h, x), (x,), (x, h), (h,), (h,), (h,)]
 
 
@@ -123,13 +119,9 @@ def find_block_runs(shapes):
 
 def infer_hparams_from_training_checkpoint(path):
   """Pre-training hparams of an electra_tf training checkpoint, from its
-  object graph (which networks exist, embedding and head shapes) and the
-  shapes of the optimizer's variables (runs of transformer blocks give the
-  layer counts and FFN sizes).
-
-  Attention heads are not stored: they follow the size rule (they do not
-  change the converted weights). The caller verifies the result against
-  the checkpoint before restoring.
+  object graph (which networks exist, embedding shapes) and the runs of
+  transformer blocks among the optimizer's variables. Attention heads follow
+  the size rule; the caller verifies the result against the checkpoint.
 
   Returns:
     `(hparams, notes)`.
@@ -143,8 +135,7 @@ def infer_hparams_from_training_checkpoint(path):
       "(no model/embeddings/word_embeddings in its object graph)"
     )
   vocab_size, embedding_size = word
-  # The other two tables are [P, E] and [T, E] (T < P); their attribute
-  # names are the embedding layer's business, so only shapes are used.
+  # The other two tables are [P, E] and [T, E] (T < P).
   tables = sorted(
     s[0] for s in graph.subtree_shapes("model/embeddings") if len(s) == 2 and s != word
   )
@@ -217,12 +208,9 @@ def infer_hparams_from_training_checkpoint(path):
 def training_checkpoint_config(
   prefix, hparams=None, model_name="converted", data_dir=None, infer_from_shapes=True
 ):
-  """The `PretrainingConfig` an electra_tf training checkpoint was written with.
-
-  From the model dir's `config.json` (`electra_tf.checkpoints.model_dir`) with
-  `hparams` over it; without one, from `hparams`, else from
-  `converted_hparams.json` next to it (written by `official_to_keras`), else
-  from the shapes of its object graph (attention heads by the size rule).
+  """The `PretrainingConfig` an electra_tf training checkpoint was written with:
+  from the model dir's `config.json` with `hparams` over it; without one, from
+  `hparams`, else `converted_hparams.json` next to it, else its shapes.
 
   Args:
     prefix: the checkpoint prefix.
@@ -230,19 +218,17 @@ def training_checkpoint_config(
     model_name, data_dir: the config's arguments when there is no
       `config.json` (`data_dir` None: no data dir).
     infer_from_shapes: False refuses to guess the sizes from the shapes
-      (the number of attention heads is not in them): without `config.json`,
-      `hparams` or `converted_hparams.json`, one line asks for `--hparams`.
+      (attention heads are not in them) and asks for `--hparams`.
 
   Returns:
-    `(config, notes, described)`: `described` says where the sizes came from,
-    for error messages.
+    `(config, notes, described)`: `described` says where the sizes came from.
   """
   notes = []
   run_config = model_dir_lib.read_run_config(prefix)
   if run_config is not None:
     user = load_hparams(hparams)
     config = model_dir_lib.pretraining_config_from_run_config(run_config, user)
-    described = f"{run_config['path']}" + (
+    described = run_config["path"] + (
       f" with --hparams {json.dumps(user, sort_keys=True)} over it" if user else ""
     )
     if user:  # sizes another run's: the same weights would compute something else
