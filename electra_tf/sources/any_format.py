@@ -86,9 +86,8 @@ class Loaded:
     config: the `PretrainingConfig` of a checkpoint's model (official and
       training checkpoints), else None.
     notes: what was inferred or ignored, one line each.
-    not_loaded: the checkpoint entries that are not the model's (official
-      checkpoints: Adam slots and `global_step`; training checkpoints: a
-      description of the optimizer state).
+    not_loaded: the checkpoint entries that are not the model's (Adam slots,
+      `global_step`, the optimizer state).
   """
 
   model: object

@@ -312,10 +312,8 @@ def head_type(head):
 def head_label_names(task, head_type, num_labels, given=None, config=None, source=None):
   """The label names of a head, index = label id, for a published model.
 
-  From `given` (the user's list), else the task electra_tf defines
-  (`rte`: entailment, not_entailment; a regression task: its name), else a
-  tagging task's label mapping saved by its fine-tuning run
-  (`label_mapping_candidates`), else `LABEL_<i>` with a note.
+  From `given` (the user's list), else the task electra_tf defines, else a
+  tagging task's saved label mapping, else `LABEL_<i>` with a note.
 
   Returns:
     `(names, notes)`.

@@ -141,9 +141,8 @@ def checkpoint_encoder_sizes(path):
   """`{vocab_size, embedding_size, hidden_size, num_hidden_layers,
   intermediate_size}` of the discriminator encoder in name-based checkpoint
   `path` (read from its index, no weights), or None where it holds none."""
-  shapes = open_reader(
-    official_checkpoint.resolve_checkpoint_path(path)
-  ).get_variable_to_shape_map()
+  prefix = official_checkpoint.resolve_checkpoint_path(path)
+  shapes = open_reader(prefix).get_variable_to_shape_map()
   table = shapes.get("electra/embeddings/word_embeddings")
   if table is None:
     return None
@@ -158,12 +157,9 @@ def checkpoint_encoder_sizes(path):
 
 
 def infer_hparams_from_shapes(shapes):
-  """Pre-training hparams implied by a name-based checkpoint's model entries.
-
-  Reads V, E, P, T from `electra/embeddings/*`, H, L, I from the
-  `electra` encoder, Hg, Lg from the generator tower, and the layout flags
-  from which scopes exist. Attention heads cannot be read from shapes; they
-  are left to the size rule unless the shapes are the debug model's.
+  """Pre-training hparams implied by a name-based checkpoint's model entries
+  (sizes from the shapes, layout flags from the scopes; attention heads by
+  the size rule unless the shapes are the debug model's).
 
   Args:
     shapes: `{name: shape}`; optimizer slots and `global_step` are ignored.
