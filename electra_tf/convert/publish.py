@@ -78,9 +78,9 @@ def load_part_for_publishing(input_path, part, hparams=None):
         recorded.pop("strip_accents", None)
     if part == huggingface.PART_DISCRIMINATOR:
       electra_part = huggingface.discriminator_part(loaded.model, notes=loaded.notes)
-      return electra_part, normalisation(recorded), path
-    scopes = [official_names.GENERATOR_SCOPE]
-    electra_part = huggingface.generator_part(loaded.model, scopes, True, notes=loaded.notes)
+    else:
+      scopes = [official_names.GENERATOR_SCOPE]
+      electra_part = huggingface.generator_part(loaded.model, scopes, True, notes=loaded.notes)
     return electra_part, normalisation(recorded), path
   if found == formats.KERAS:
     model = any_format.load_keras_file(path)

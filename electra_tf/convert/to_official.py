@@ -33,10 +33,7 @@ from electra_tf.sources.object_graph import training_checkpoint_config
 
 
 def find_layer(model, cls):
-  for layer in model.layers:
-    if isinstance(layer, cls):
-      return layer
-  return None
+  return next((layer for layer in model.layers if isinstance(layer, cls)), None)
 
 
 def standalone_generator_layout(model, generator):
@@ -70,13 +67,8 @@ def load_keras_source(input_path, hparams=None):
     if isinstance(model, FinetuningModel):
       # Before the discriminator search below: its encoder is one, but the
       # heads must be written too.
-      return (
-        model.official_name_map(),
-        None,
-        None,
-        path,
-        [f"fine-tuning model with tasks {model.task_names}"],
-      )
+      notes = [f"fine-tuning model with tasks {model.task_names}"]
+      return model.official_name_map(), None, None, path, notes
     discriminator = find_layer(model, ElectraBackbone)  # head or not
     if discriminator is not None:
       return official_names.discriminator_name_map(discriminator), None, None, path, []
