@@ -132,12 +132,9 @@ def _default_vocab_file(input_path, hparams):
 
 
 def _vocab_normalisation(vocab_file, user, run_defaults):
-  """`{do_lower_case, strip_accents}` to publish `vocab_file`'s tokenizer
-  with: what its settings file says, which the user's hparams (`user`, a
-  dict) must agree with (one-line `vocab.VocabSettingsConflict`); without
-  one, the user's hparams over the defaults: a SentencePiece model's own
-  (its text was normalised as it says, whatever a run's WordPiece-minded
-  defaults record), else `run_defaults`."""
+  """`{do_lower_case, strip_accents}` to publish `vocab_file`'s tokenizer with:
+  its settings file's (the user's hparams must agree), else the user's hparams
+  over a SentencePiece model's own settings, else over `run_defaults`."""
   keys = ("do_lower_case", "strip_accents")
   resolved = vocab_lib.normalisation_for_hparams(vocab_file, user)
   if resolved is not None:

@@ -134,10 +134,8 @@ def keras_to_official(
 def load_training_checkpoint(prefix, hparams=None):
   """The `ElectraPretrainer` (with its optimizer) of an electra_tf training checkpoint.
 
-  The sizes come from `object_graph.training_checkpoint_config`. Unlike
-  `electra_tf.sources.any_format.load`, which reads the model alone, this
-  restores the whole training state (weights, Adam slots, step, precision)
-  that the conversions carry over.
+  Unlike `any_format.load` (the model alone), this restores the whole training
+  state (weights, Adam slots, step, precision) that the conversions carry over.
 
   Args:
     prefix: the checkpoint prefix.

@@ -113,17 +113,13 @@ class ElectraServingModule(tf.Module):
     name: module name.
     real_length: run the encoder on the batch's longest real row instead of
       all S positions.
-    length_multiple: round that length up to a multiple of this. 1 (the
-      default) runs on the exact length: without XLA a new length costs no
-      compilation; 8 keeps the matmul shapes of a float16 GPU export
-      aligned for tensor cores; with `jit_compile`, a larger multiple bounds
-      the compilations.
+    length_multiple: round that length up to a multiple of this (8 keeps a
+      float16 GPU export's matmuls aligned for tensor cores; with
+      `jit_compile`, a larger multiple bounds the compilations).
     jit_compile: run the network (encoder and head) as one XLA-compiled
       function, compiled per input shape.
-    constant_weights: trace the network with its weight matrices (kernels,
-      embedding tables) as graph constants, read from the networks when the
-      signatures are made; biases and LayerNorm weights stay variables, of
-      the module. The networks' own variables are not saved.
+    constant_weights: trace the network with its weight matrices as graph
+      constants; biases and LayerNorm weights stay variables, of the module.
   """
 
   def __init__(
