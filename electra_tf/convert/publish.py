@@ -46,15 +46,9 @@ def _publishing_hparams(hparams):
 
 
 def load_part_for_publishing(input_path, part, hparams=None):
-  """The discriminator or generator of any source as a `huggingface.ElectraPart`.
-
-  Sources: an official (name-based) checkpoint, an electra_tf training
-  checkpoint, a `.keras` model written by electra_tf, or a Hugging Face
-  ELECTRA directory. Returns `(part, normalisation, source)`;
-  `normalisation` is `{"do_lower_case": bool, "strip_accents": bool}`: the
-  user's hparams, else the run's (its `config.json`, also beside a `.keras`
-  file) or the Hugging Face tokenizer's, else True.
-  """
+  """`(huggingface.ElectraPart, normalisation, source)` of the discriminator or
+  generator of any source; `normalisation` (`{"do_lower_case", "strip_accents"}`)
+  is the user's hparams, else the run's or the Hugging Face tokenizer's, else True."""
 
   source = any_format.open_source(input_path)  # detected once (a Source given is kept)
   path = source.path
