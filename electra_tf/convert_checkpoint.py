@@ -1,67 +1,13 @@
 """Converts checkpoints between the original's name-based TF1 format (the
-original's variable names) and electra_tf, in both directions.
+original's variable names) and electra_tf (training checkpoints and `.keras`
+models), in both directions, and publishes a model as a Hugging Face directory
+or keras-hub preset (`--to`): the command line over `electra_tf.convert.convert`
+and `electra_tf.convert.publish`.
 
-Official → Keras (`--direction to-keras`): a checkpoint written by the
-original `run_pretraining.py` or released by Google (with or without
-`adam_m`/`adam_v` slots) becomes
-- an electra_tf training checkpoint (`--output` is a directory): the
-  pretrainer and its `AdamWeightDecay` optimizer, slots and step restored
-  from `<var>/adam_m`, `<var>/adam_v` and `global_step`, so `run_pretraining`
-  continues from it; or
-- a `.keras` model (`--output` ends in `.keras`) of the pretrainer, of the
-  discriminator alone (fine-tuning, serving) or of the generator alone (MLM).
-
-A fine-tuned checkpoint (`electra/...` plus one `task_specific/<task>/...`
-group per task: what the original's `run_finetuning` writes, and what
-electra_tf's writes under `finetuning_models/<tasks>_model_<trial>/`)
-becomes a `.keras` `FinetuningModel` (encoder and task heads) with
-`--part finetuned`, the default when the checkpoint has task heads
-(`--part discriminator` still gives the encoder alone). Each head's type
-comes from its task name (`rte` → classification, `sts` → regression,
-`chunk` → tagging, `squad` → QA, ...; a task electra_tf does not know is QA
-when it has layers besides `dense`, e.g. `qa_hidden`); the number of labels
-and the QA variant come from the shapes. For that part `--hparams` takes fine-tuning hparams (as for
-`run_finetuning`): `task_names` fixes the heads' order (the `task_id`s; the
-checkpoint does not record it, the default is alphabetical), the QA options
-(`beam_size`, ...), the model keys (`model_size`, `embedding_size`,
-`vocab_size`, `model_hparam_overrides`, `debug`), and one key of the
-converter's own, `task_types`: `{"<task>": "classification" | "regression" |
-"tagging" | "qa"}` for tasks electra_tf does not know (classification,
-regression and tagging heads have the same variables, so an unknown task
-without a type is an error).
-
-Publishing (`--to huggingface` / `--to keras-hub`): the discriminator (or,
-with `--part generator`, the generator) of any of these sources, or of a
-Hugging Face ELECTRA directory, becomes a transformers directory or a
-keras-hub preset; `--input <Hugging Face dir>` without `--to` writes a
-`.keras` discriminator or generator. A keras-hub `ElectraBackbone` preset
-(`--input <preset dir> --output encoder.keras --part discriminator`) becomes a
-`.keras` discriminator encoder, bit-exact and without head (a backbone has
-none; keras-hub's pooler is left out).
-
-An electra_tf run's model dir (or any training checkpoint prefix in it)
-becomes a `.keras` pretrainer, discriminator or generator in one hop
-(`--output x.keras --part ...`; the direction is to-keras); the model is
-rebuilt from the dir's `config.json` (written by `run_pretraining`: hparams,
-attention heads, vocab), with `--hparams` over it.
-
-Keras → official (`--direction to-official`): an electra_tf training
-checkpoint (or a `.keras` pretrainer/discriminator/generator or fine-tuning
-model written here, or a `FinetuningModel` saved as `.keras`) becomes a
-name-based TF1 checkpoint `<output>/model.ckpt-<step>` with exactly the
-original's names, shapes and dtypes: both towers and heads, `global_step`
-(int64) and, with `--with-optimizer-slots`, `<var>/adam_m`, `<var>/adam_v`.
-electra_tf's fine-tuning runs need no conversion: they already write
-name-based checkpoints with the original's names, slots and `global_step`.
-
-Names come from `electra_tf.models.official_names`, the one map used by both
-directions and by the loader. A model dir's `config.json` gives the model
-where there is one; otherwise sizes and layout are read from the shapes
-(`electra_tf.convert`: `infer_config_from_checkpoint` for
-official checkpoints, `infer_hparams_from_training_checkpoint` for electra_tf
-ones); `--hparams` adds what shapes cannot tell (attention heads, which only
-matter for a `.keras` model's outputs) and is checked against the shapes.
-Nothing is skipped silently: every entry not converted is listed.
+docs/convert.md describes the directions, the parts (`--part finetuned`: a
+fine-tuned checkpoint's encoder and heads, with `task_types` in `--hparams` for
+tasks electra_tf does not know) and the formats read; docs/publish.md the
+publishing. Nothing is skipped silently: every entry not converted is listed.
 
 Example:
   python -m electra_tf.convert_checkpoint --input data/models/tiny \

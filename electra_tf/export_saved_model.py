@@ -1,47 +1,18 @@
-"""Exports an ELECTRA model as a SavedModel for TF Serving.
+"""Exports an ELECTRA model as a SavedModel for TF Serving (or, with
+`--format litert|onnx`, its ids-in network as one file): the command line over
+`electra_tf.serving.export` and `electra_tf.serving.portable`.
 
-Writes `<export_dir>/<version>/{saved_model.pb, variables/, assets/vocab.txt}`
-with the signatures of `electra_tf.serving.modules`: `serving_default` (raw
-text: `text_a`, `text_b`), `serve_ids` (`input_ids`, `input_mask`,
-`segment_ids`) and `serve_examples` (serialized `tf.Example`s).
-
-Sources (exactly one):
-- `--keras-model model.keras`: a saved `ElectraPretrainer` or
-  `FinetuningModel`, or a discriminator/generator `.keras` written by
-  `convert_checkpoint`;
-- `--checkpoint DIR_OR_PREFIX [--hparams JSON]`: an electra_tf training
-  checkpoint (its model dir's `config.json` describes the model; runs
-  without one need the run's hparams), an original/official name-based
-  pre-training checkpoint (read by the converter's loader, sizes inferred
-  from the shapes; hparams optional) or a fine-tuned name-based checkpoint
-  (`--model task` with the fine-tuning hparams, `task_names` included).
-
-What is served (`--model`):
-- `discriminator`: replaced-token-detection probabilities per token and the
-  `[CLS]`/sequence representations;
-- `generator`: the generator as a masked LM, top-k tokens at `[MASK]`;
-- `task`: the fine-tuned head `--task` (classification/regression, QA,
-  tagging).
+The source is any format `electra_tf.sources.any_format` reads (`--keras-model`
+or `--checkpoint`, with the run's `--hparams` where it has no `config.json`);
+`--model` serves the discriminator, the generator as a masked LM, or a
+fine-tuned head (`--task`). The length, vocab and casing default to what the
+model records; one line says which length and where it came from. docs/serve.md
+describes the signatures and the options.
 
 Example:
 
   python -m electra_tf.export_saved_model --checkpoint data/models/tiny \\
       --model discriminator --export-dir /tmp/electra_serving
-
-The length, vocab and casing default to what the model records (its run's
-`config.json`, a task preset's preprocessor, a published directory's
-tokenizer files); one line says which length and where it came from.
-
-Loading the export in Python: `electra_tf.serving.load(path)`, or `import
-tensorflow_text` before `tf.saved_model.load` (the raw-text signature's
-tokenizer op is registered by that import).
-
-The weights are served in float32 unless `--mixed-precision` is given
-(bfloat16 compute, float32 outputs). `--jit-compile` compiles the network
-with XLA (with `--length-multiple 16` to bound the compilations); TF Serving
-then needs `--xla_cpu_compilation_enabled=true` on CPU. `--constant-weights`
-puts the weight matrices into the graph as constants, which oneDNN packs once
-instead of on every request (docs/serve.md).
 """
 
 import argparse

@@ -1,22 +1,9 @@
 """Checkpoint conversion between the original's name-based TF1 checkpoints
-and electra_tf (training checkpoints and `.keras` models), in both directions.
-
-Reading is not here: models come in through `electra_tf.sources.any_format`
-and the readers beside it (`reader`, `layout`, `finetuned_heads`,
-`object_graph`). One module per job:
-- `standalone`: the discriminator or generator alone as a `.keras` model;
-- `writer`: `.keras` files, training checkpoints and name-based checkpoints;
-- `to_keras` / `to_official`: the two directions (an electra_tf training
-  checkpoint, described by its model dir's `config.json`, goes to `.keras`
-  in one hop or to the original's format);
-- `publish`: any of these (or a Hugging Face directory) as a Hugging Face
-  transformers directory or a keras-hub preset;
-- `api`: `convert` (direction detected from the input) and the report.
-
-`python -m electra_tf.convert_checkpoint` is the command line over `convert`.
-Names come from `electra_tf.models.official_names`, the one map both directions
-and the loaders use. Not to be confused with `electra_tf.checkpoints.name_based`,
-the name-based checkpoint I/O of fine-tuning runs (which need no conversion).
+and electra_tf (training checkpoints and `.keras` models), in both directions,
+and publishing as Hugging Face / keras-hub (`publish`); `api.convert` detects
+the direction from the input. Models are read through `electra_tf.sources`,
+with the names of `electra_tf.models.official_names`.
+`python -m electra_tf.convert_checkpoint` is the command line.
 
 Example:
   >>> from electra_tf import convert

@@ -108,13 +108,10 @@ def convert(
   elif direction not in DIRECTIONS:
     raise ValueError(f"--direction {direction!r}; expected one of {DIRECTIONS}")
   elif direction != detected and not training_checkpoint:
-    kind = (
-      "an electra_tf checkpoint/.keras model"
-      if detected == "to-official"
-      else ("a name-based (official) checkpoint")
-    )
+    kind = "an electra_tf checkpoint/.keras model"
     hint = ""
     if detected == "to-keras":
+      kind = "a name-based (official) checkpoint"
       prefix = official_checkpoint.resolve_checkpoint_path(input_path)
       if task_groups(open_reader(prefix).get_variable_to_shape_map()):
         hint = (

@@ -46,15 +46,9 @@ def _publishing_hparams(hparams):
 
 
 def load_part_for_publishing(input_path, part, hparams=None):
-  """The discriminator or generator of any source as a `huggingface.ElectraPart`.
-
-  Sources: an official (name-based) checkpoint, an electra_tf training
-  checkpoint, a `.keras` model written by electra_tf, or a Hugging Face
-  ELECTRA directory. Returns `(part, normalisation, source)`;
-  `normalisation` is `{"do_lower_case": bool, "strip_accents": bool}`: the
-  user's hparams, else the run's (its `config.json`, also beside a `.keras`
-  file) or the Hugging Face tokenizer's, else True.
-  """
+  """`(huggingface.ElectraPart, normalisation, source)` of the discriminator or
+  generator of any source; `normalisation` (`{"do_lower_case", "strip_accents"}`)
+  is the user's hparams, else the run's or the Hugging Face tokenizer's, else True."""
 
   source = any_format.open_source(input_path)  # detected once (a Source given is kept)
   path = source.path
@@ -78,9 +72,9 @@ def load_part_for_publishing(input_path, part, hparams=None):
         recorded.pop("strip_accents", None)
     if part == huggingface.PART_DISCRIMINATOR:
       electra_part = huggingface.discriminator_part(loaded.model, notes=loaded.notes)
-      return electra_part, normalisation(recorded), path
-    scopes = [official_names.GENERATOR_SCOPE]
-    electra_part = huggingface.generator_part(loaded.model, scopes, True, notes=loaded.notes)
+    else:
+      scopes = [official_names.GENERATOR_SCOPE]
+      electra_part = huggingface.generator_part(loaded.model, scopes, True, notes=loaded.notes)
     return electra_part, normalisation(recorded), path
   if found == formats.KERAS:
     model = any_format.load_keras_file(path)
@@ -132,12 +126,9 @@ def _default_vocab_file(input_path, hparams):
 
 
 def _vocab_normalisation(vocab_file, user, run_defaults):
-  """`{do_lower_case, strip_accents}` to publish `vocab_file`'s tokenizer
-  with: what its settings file says, which the user's hparams (`user`, a
-  dict) must agree with (one-line `vocab.VocabSettingsConflict`); without
-  one, the user's hparams over the defaults: a SentencePiece model's own
-  (its text was normalised as it says, whatever a run's WordPiece-minded
-  defaults record), else `run_defaults`."""
+  """`{do_lower_case, strip_accents}` to publish `vocab_file`'s tokenizer with:
+  its settings file's (the user's hparams must agree), else the user's hparams
+  over a SentencePiece model's own settings, else over `run_defaults`."""
   keys = ("do_lower_case", "strip_accents")
   resolved = vocab_lib.normalisation_for_hparams(vocab_file, user)
   if resolved is not None:

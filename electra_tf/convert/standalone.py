@@ -54,16 +54,12 @@ def standalone_generator(pretrainer):
   return generator, official_names.generator_name_map(generator, scopes, shared)
 
 
+_FEATURES = ("input_ids", "input_mask", "segment_ids")
+
+
 def _input_specs(with_positions):
-  inputs = {
-    k: keras.Input(shape=(None,), dtype="int32", name=k)
-    for k in ("input_ids", "input_mask", "segment_ids")
-  }
-  if with_positions:
-    inputs["masked_lm_positions"] = keras.Input(
-      shape=(None,), dtype="int32", name="masked_lm_positions"
-    )
-  return inputs
+  names = _FEATURES + (("masked_lm_positions",) if with_positions else ())
+  return {k: keras.Input(shape=(None,), dtype="int32", name=k) for k in names}
 
 
 def discriminator_model(discriminator):
@@ -80,7 +76,7 @@ def generator_model(generator, scopes):
   """Functional `keras.Model` around a standalone generator. Its name records
   the official scope(s) so `to-official` can name the tower(s) again."""
   inputs = _input_specs(True)
-  features = {k: inputs[k] for k in ("input_ids", "input_mask", "segment_ids")}
+  features = {k: inputs[k] for k in _FEATURES}
   outputs = generator(features, masked_lm_positions=inputs["masked_lm_positions"])
   keys = ["sequence_output", "mlm_logits"]
   return keras.Model(

@@ -48,11 +48,10 @@ PARTS = ("pretrainer", "discriminator", "generator", PART_FINETUNED)
 def _finetuned_to_keras(input_path, output_path, hparams):
   """`official_to_keras` for `--part finetuned`: the `.keras` fine-tuning
   model; slots and `global_step` are listed as not converted."""
-  run = _trial_run_config(input_path)
+  run = _trial_run_config(input_path, hparams)
   if run is not None:
     # An electra_tf trial dir: its config.json has what shapes cannot say
     # (attention heads, activation); --hparams still go over it.
-    _check_trial_hparams(run, hparams)
     hparams = {**model_dir_lib.run_hparams(run, FinetuningConfig), **load_hparams(hparams)}
   model, tensors, info = load_official_finetuning_model(input_path, hparams)
   save_keras(model, output_path)
@@ -71,21 +70,18 @@ def _finetuned_to_keras(input_path, output_path, hparams):
   }
 
 
-def _check_trial_hparams(run, hparams):
-  """--hparams that build another encoder than the trial's config.json
-  records are refused, as run_finetuning refuses them."""
+def _trial_run_config(input_path, hparams):
+  """The `config.json` of the electra_tf fine-tuning trial holding the
+  name-based checkpoint `input_path`, or None. `hparams` that build another
+  encoder than it records are refused, as run_finetuning refuses them."""
+  run = model_dir_lib.read_run_config(input_path)
+  if run is None or run.get("kind") != model_dir_lib.KIND_FINETUNING:
+    return None
   user = load_hparams(hparams)
   if user:
     config = model_dir_lib.finetuning_config_from_run_config(run, user)
     model_dir_lib.check_finetuning_encoder(config, run, what="--hparams build")
-
-
-def _trial_run_config(input_path):
-  """The `config.json` of the electra_tf fine-tuning trial holding the
-  name-based checkpoint `input_path` (read beside it: the format is known
-  already), or None."""
-  run = model_dir_lib.read_run_config(input_path)
-  return run if run is not None and run.get("kind") == model_dir_lib.KIND_FINETUNING else None
+  return run
 
 
 def _check_slots(tensors, name_map, prefix):
@@ -112,6 +108,27 @@ def _check_slots(tensors, name_map, prefix):
       f"checkpoint {prefix!r} has incomplete optimizer slots:\n" + "\n".join(problems)
     )
   return slots
+
+
+def _standalone_part(pretrainer, config, part, tensors):
+  """`(network, name_map)` of the discriminator or generator of `pretrainer`
+  alone, its weights assigned from `tensors`."""
+  if part == "discriminator":
+    network = build_encoder(config, include_head=pretrainer.discriminator is not None)
+    name_map = official_names.discriminator_name_map(network)
+  else:
+    network, name_map = standalone_generator(pretrainer)
+  assign_tensors(name_map, tensors)
+  return network, name_map
+
+
+def _keras_model(part, network, pretrainer):
+  """What a `.keras` output of `part` holds: the pretrainer, or `network`'s functional model."""
+  if part == "pretrainer":
+    return pretrainer
+  if part == "discriminator":
+    return discriminator_model(network)
+  return generator_model(network, official_names.generator_scopes(pretrainer))
 
 
 def official_to_keras(input_path, output_path, part=None, hparams=None):
@@ -158,11 +175,10 @@ def official_to_keras(input_path, output_path, part=None, hparams=None):
         f"--output ending in {KERAS_SUFFIX} for the {part} alone"
       )
     check_output_dir(output_path)
-  run = _trial_run_config(input_path)
+  run = _trial_run_config(input_path, hparams)
   if run is not None:
     # A trial dir's encoder (--part discriminator): its config.json records
     # the attention heads that shapes cannot say; --hparams still go over it.
-    _check_trial_hparams(run, hparams)
     bert_config, embedding_size = model_dir_lib.encoder_config(run)
     recorded = {"model_hparam_overrides": bert_config, "embedding_size": embedding_size}
     hparams = {**recorded, **load_hparams(hparams)}
@@ -181,32 +197,19 @@ def official_to_keras(input_path, output_path, part=None, hparams=None):
         f"checkpoint {prefix!r} holds an encoder only (layout {layout}){heads}; "
         "--part discriminator converts the encoder alone"
       )
-    model_part = layout_model
+    pretrainer, model_part = None, layout_model
     name_map = official_names.discriminator_name_map(model_part, include_head=False)
-    pretrainer = None
-  else:
-    pretrainer = layout_model
-    full_map = official_names.official_name_map(pretrainer)
-    assign_tensors(full_map, tensors)
-    if part == "pretrainer":
-      name_map = full_map
-    elif part == "discriminator":
-      model_part = build_encoder(config, include_head=pretrainer.discriminator is not None)
-      name_map = official_names.discriminator_name_map(model_part)
-    else:
-      model_part, name_map = standalone_generator(pretrainer)
-  if part != "pretrainer":
     assign_tensors(name_map, tensors)
+  else:
+    pretrainer, model_part = layout_model, None
+    name_map = official_names.official_name_map(pretrainer)
+    assign_tensors(name_map, tensors)
+    if part != "pretrainer":
+      model_part, name_map = _standalone_part(pretrainer, config, part, tensors)
 
   converted = sorted(name_map)
   if to_keras_file:
-    if part == "pretrainer":
-      model = pretrainer
-    elif part == "discriminator":
-      model = discriminator_model(model_part)
-    else:
-      model = generator_model(model_part, official_names.generator_scopes(pretrainer))
-    save_keras(model, output_path)
+    save_keras(_keras_model(part, model_part, pretrainer), output_path)
     written = ""
   else:
     slot_names = _check_slots(tensors, name_map, prefix)
@@ -268,23 +271,16 @@ def training_checkpoint_to_keras(input_path, output_path, part=None, hparams=Non
   }
   step = checkpointing.global_step(trained)
   with distribution.dtype_policy("float32"):
-    pretrainer = built_pretrainer(config)
-    assign_tensors(official_names.official_name_map(pretrainer), tensors)
-    if part == "pretrainer":
-      model, name_map = pretrainer, official_names.official_name_map(pretrainer)
-    elif part == "discriminator":
-      if pretrainer.discriminator is None:
-        raise ValueError(
-          f"checkpoint {prefix!r} has no discriminator (an MLM-only run); use --part generator"
-        )
-      encoder = build_encoder(config, include_head=True)
-      name_map = official_names.discriminator_name_map(encoder)
-      assign_tensors(name_map, tensors)
-      model = discriminator_model(encoder)
-    else:
-      generator, name_map = standalone_generator(pretrainer)
-      assign_tensors(name_map, tensors)
-      model = generator_model(generator, official_names.generator_scopes(pretrainer))
+    pretrainer, model_part = built_pretrainer(config), None
+    name_map = official_names.official_name_map(pretrainer)
+    assign_tensors(name_map, tensors)
+    if part == "discriminator" and pretrainer.discriminator is None:
+      raise ValueError(
+        f"checkpoint {prefix!r} has no discriminator (an MLM-only run); use --part generator"
+      )
+    if part != "pretrainer":
+      model_part, name_map = _standalone_part(pretrainer, config, part, tensors)
+    model = _keras_model(part, model_part, pretrainer)
   save_keras(model, output_path)
   return {
     "input": prefix,

@@ -33,10 +33,7 @@ from electra_tf.sources.object_graph import training_checkpoint_config
 
 
 def find_layer(model, cls):
-  for layer in model.layers:
-    if isinstance(layer, cls):
-      return layer
-  return None
+  return next((layer for layer in model.layers if isinstance(layer, cls)), None)
 
 
 def standalone_generator_layout(model, generator):
@@ -70,13 +67,8 @@ def load_keras_source(input_path, hparams=None):
     if isinstance(model, FinetuningModel):
       # Before the discriminator search below: its encoder is one, but the
       # heads must be written too.
-      return (
-        model.official_name_map(),
-        None,
-        None,
-        path,
-        [f"fine-tuning model with tasks {model.task_names}"],
-      )
+      notes = [f"fine-tuning model with tasks {model.task_names}"]
+      return model.official_name_map(), None, None, path, notes
     discriminator = find_layer(model, ElectraBackbone)  # head or not
     if discriminator is not None:
       return official_names.discriminator_name_map(discriminator), None, None, path, []
@@ -142,10 +134,8 @@ def keras_to_official(
 def load_training_checkpoint(prefix, hparams=None):
   """The `ElectraPretrainer` (with its optimizer) of an electra_tf training checkpoint.
 
-  The sizes come from `object_graph.training_checkpoint_config`. Unlike
-  `electra_tf.sources.any_format.load`, which reads the model alone, this
-  restores the whole training state (weights, Adam slots, step, precision)
-  that the conversions carry over.
+  Unlike `any_format.load` (the model alone), this restores the whole training
+  state (weights, Adam slots, step, precision) that the conversions carry over.
 
   Args:
     prefix: the checkpoint prefix.

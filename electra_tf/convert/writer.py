@@ -68,14 +68,15 @@ def check_output_dir(output_dir):
   """Refuses a directory that already holds checkpoints (a converted
   checkpoint next to others would not be the one that readers pick up), and
   a path that is a file."""
-  if os.path.isfile(os.fspath(output_dir)):
+  output_dir = os.fspath(output_dir)
+  if os.path.isfile(output_dir):
     raise ValueError(
-      f"--output {os.fspath(output_dir)!r} is a file; this conversion writes a checkpoint "
+      f"--output {output_dir!r} is a file; this conversion writes a checkpoint "
       "directory (give a new or empty directory)"
     )
-  if os.path.exists(os.path.join(os.fspath(output_dir), "checkpoint")):
+  if os.path.exists(os.path.join(output_dir, "checkpoint")):
     raise ValueError(
-      f"--output {os.fspath(output_dir)!r} already holds checkpoints (it has a "
+      f"--output {output_dir!r} already holds checkpoints (it has a "
       "`checkpoint` file); choose a new or empty directory"
     )
 

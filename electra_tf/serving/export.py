@@ -116,8 +116,7 @@ def load_finetuning_checkpoint(path, hparams, model_name="electra", data_dir=Non
 
 
 def add_saved_model_flags(parser):
-  """`export_saved_model`'s options of the SavedModel itself (see
-  `saved_model_flags_given`)."""
+  """`export_saved_model`'s options of the SavedModel itself."""
   parser.add_argument(
     "--mixed-precision",
     action="store_true",
@@ -299,11 +298,10 @@ def serving_lengths(
   hparams=None,
   recorded=None,
 ):
-  """The lengths an export of `model` serves: each given one, else what the
-  model records (`any_format.recorded_inputs`: its run's `config.json`, a
-  task preset's preprocessor) unless the run's `hparams` (`--hparams`)
-  name it, else the defaults (128
-  tokens, a 64-token question) with a line saying the model records none.
+  """The lengths an export of `model` serves: each given one, else the run's
+  `hparams` (`--hparams`) where they name it, else what the model records
+  (`any_format.recorded_inputs`), else the defaults (128 tokens, a 64-token
+  question) with a line saying the model records none.
 
   Args:
     model, kind: what `load_model` returned and what is served.
@@ -460,15 +458,11 @@ def settings_from_flags(model, config, source, args):
 
 def normalisation(config, vocab_file, no_lower_case=False, no_strip_accents=False, recorded=None):
   """`(do_lower_case, strip_accents)` of an export: the flags `--no-lower-case`
-  / `--no-strip-accents` turn them off; otherwise the run's `config` says;
-  without one, what the model records (`recorded`, an
-  `any_format.Recorded`: a Hugging Face directory's `tokenizer_config.json`,
-  a keras-hub preset's tokenizer), else on. A SentencePiece model under a
-  pre-training run is the exception: its records were normalised as the
-  model's settings file says (None: `tokenizer_for` reads it), while the
-  run records WordPiece's defaults. A vocab with a settings file (either
-  kind) follows that file, and a flag that contradicts it is refused
-  (`vocab.VocabSettingsConflict`)."""
+  / `--no-strip-accents` turn them off; otherwise the run's `config` says, else
+  what the model records (`recorded`), else on. A vocab with a settings file
+  follows that file (a contradicting flag is refused); a SentencePiece model
+  under a pre-training run gives None (`tokenizer_for` reads its settings), as
+  the run records WordPiece's defaults."""
   if config is None and recorded is not None and recorded.do_lower_case is not None:
     strip = True if recorded.strip_accents is None else recorded.strip_accents
     return (not no_lower_case and bool(recorded.do_lower_case)), (
@@ -502,11 +496,9 @@ def next_version(export_dir):
 
 
 def check_export_dir_kind(export_dir, kind, task=None):
-  """A one-line ValueError when `export_dir`'s newest version is an
-  electra_tf export of another kind, or of another task (its
-  `assets/README.txt` says which): TF Serving serves a model name's newest
-  version, so a discriminator (or an RTE head) written beside an SST
-  classifier's versions would answer in its place."""
+  """Refuses an `export_dir` whose newest version (its `assets/README.txt`) is
+  an export of another kind or task: TF Serving serves the newest version, so
+  the new export would answer in its place."""
   newest = next_version(export_dir) - 1
   readme = os.path.join(export_dir, str(newest), "assets", "README.txt")
   if newest < 0 or not tf.io.gfile.exists(readme):
@@ -556,10 +548,8 @@ def save_module(module, export_dir, version=None, overwrite=False):
 
 def save_module_at(module, path, overwrite=False):
   """Saves `module` with its signatures as the SavedModel directory `path`
-  itself, atomically (into a hidden directory beside it, then renamed: TF
-  Serving never sees it half-done); returns `path`. With `overwrite`, what
-  was at `path` stays until the new SavedModel is complete, and stays for
-  good if the save fails or is interrupted."""
+  itself, atomically (what `overwrite` replaces stays until the new one is
+  complete); returns `path`."""
   check_bools(overwrite=overwrite)
   path = os.fspath(path)
   here = os.path.abspath(os.getcwd())
@@ -576,6 +566,13 @@ def save_module_at(module, path, overwrite=False):
   with replaced_together(parent, name) as staging:
     tf.saved_model.save(module, os.path.join(staging, name), signatures=module.get_signatures())
   return path
+
+
+def _attach_readme(module, asset_dir, *readme_args):
+  """Writes `serving_loading.export_readme(*readme_args)` as the module's README.txt asset."""
+  readme = os.path.join(asset_dir, "README.txt")
+  write_atomic(readme, serving_loading.export_readme(*readme_args))
+  module.readme = tf.saved_model.Asset(readme)
 
 
 def export(
@@ -636,14 +633,9 @@ def export(
       jit_compile=jit_compile,
       constant_weights=constant_weights,
     )
-    readme = os.path.join(asset_dir, "README.txt")
-    write_atomic(
-      readme,
-      serving_loading.export_readme(
-        kind, max_seq_length, jit_compile, constant_weights, task_served
-      ),
+    _attach_readme(
+      module, asset_dir, kind, max_seq_length, jit_compile, constant_weights, task_served
     )
-    module.readme = tf.saved_model.Asset(readme)
     interrupts.check()  # Ctrl-C swallowed while the module was built: write nothing
     return save_module(module, export_dir, version, overwrite)
   finally:
@@ -662,12 +654,9 @@ def _is_finetuned(path):
 
 
 def _check_run_arguments(source, kind, hparams, model_name, data_dir):
-  """Refuses `--data-dir`/`--model-name` (those of the two that are given)
-  where the model does not come from them, and a `--data-dir` that does not
-  exist where it does. They are a run's config arguments: only a checkpoint
-  without `config.json` whose model is built from hparams (an electra_tf
-  training checkpoint; with `--model task` a fine-tuned one read with
-  `--hparams`) uses them."""
+  """Refuses `--data-dir`/`--model-name` where the model is not built from
+  them (only a checkpoint without `config.json` read with hparams is), and a
+  `--data-dir` that does not exist where it is."""
   flags = (("--data-dir", data_dir), ("--model-name", model_name))
   given = [flag for flag, value in flags if value is not None]
   if not given:
@@ -736,21 +725,19 @@ def load_model(
       )
     # A trial dir's config.json gives the model, vocab and do_lower_case.
     loaded = source.load(any_format.FINETUNED, hparams)
-    if loaded.config is None and loaded.detected.format == formats.KERAS:
-      return loaded.model, any_format.run_config_beside(path)
-    return loaded.model, loaded.config
-  source = path
-  if model_name is not None or data_dir is not None:
-    source = any_format.open_source(path)  # the format once, for the check and the load
-    _check_run_arguments(source, kind, hparams, model_name, data_dir)
-  try:
-    loaded = any_format.load(
-      source, kind, hparams, model_name=model_name or DEFAULT_MODEL_NAME, data_dir=data_dir
-    )
-  except ValueError as e:
-    if _is_finetuned(path):
-      raise ValueError(f"{e}; a fine-tuned checkpoint exports with --model task") from None
-    raise
+  else:
+    source = path
+    if model_name is not None or data_dir is not None:
+      source = any_format.open_source(path)  # the format once, for the check and the load
+      _check_run_arguments(source, kind, hparams, model_name, data_dir)
+    try:
+      loaded = any_format.load(
+        source, kind, hparams, model_name=model_name or DEFAULT_MODEL_NAME, data_dir=data_dir
+      )
+    except ValueError as e:
+      if _is_finetuned(path):
+        raise ValueError(f"{e}; a fine-tuned checkpoint exports with --model task") from None
+      raise
   if loaded.config is None and loaded.detected.format == formats.KERAS:
     # A .keras file in a run's model dir: its config.json knows the vocab.
     return loaded.model, any_format.run_config_beside(path)
@@ -800,14 +787,15 @@ def export_task_model(
       jit_compile=jit_compile,
       constant_weights=constant_weights,
     )
-    readme = os.path.join(asset_dir, "README.txt")
-    write_atomic(
-      readme,
-      serving_loading.export_readme(
-        "task", preprocessor.max_seq_length, jit_compile, constant_weights, task_model.task_name
-      ),
+    _attach_readme(
+      module,
+      asset_dir,
+      "task",
+      preprocessor.max_seq_length,
+      jit_compile,
+      constant_weights,
+      task_model.task_name,
     )
-    module.readme = tf.saved_model.Asset(readme)
     return save_module_at(module, filepath, overwrite)
   finally:
     shutil.rmtree(asset_dir, ignore_errors=True)

@@ -49,9 +49,8 @@ def load_error_hint(error, path):
 
 
 def _check_not_export_dir(path):
-  """The `--export-dir` itself (TF Serving's base path) given for one of its
-  versions: named, with the version to load, instead of TensorFlow's
-  "SavedModel file does not exist"."""
+  """Names the version to load when `path` is an `--export-dir` itself (not
+  TensorFlow's "SavedModel file does not exist")."""
   if not tf.io.gfile.isdir(path) or any(
     tf.io.gfile.exists(os.path.join(path, name)) for name in ("saved_model.pb", "saved_model.pbtxt")
   ):
@@ -68,9 +67,8 @@ def _check_not_export_dir(path):
 
 
 def _check_variables(path):
-  """A SavedModel whose variables checkpoint is truncated or lacks a file (a
-  partly copied export): named, instead of the reader's "Read less bytes
-  than requested" (naming no file) from deep in `tf.saved_model.load`."""
+  """Names a partly copied export's variables checkpoint (not the reader's
+  "Read less bytes than requested" from deep in `tf.saved_model.load`)."""
   prefix = os.path.join(os.fspath(path), "variables", "variables")
   # No variables files at all is left to TensorFlow (a graph may have none).
   if not tf.io.gfile.glob(prefix + ".*"):

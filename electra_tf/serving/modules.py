@@ -1,57 +1,17 @@
 """Export modules with named serving signatures (TF Model Garden style).
 
 Each module wraps one network and exposes three signatures over the same
-computation:
+computation: `serving_default` (raw text `text_a`, `text_b`, string `[B]`,
+tokenized and packed in the graph as the original's featuriser does),
+`serve_ids` (int32 `input_ids`, `input_mask`, `segment_ids`, `[B, S]`) and
+`serve_examples` (serialized `tf.Example`s with those int64 features). Every
+signature also returns the packed ids it ran on; float outputs are float32.
 
-- `serving_default`: raw text. Inputs `text_a` and `text_b`, string `[B]`.
-  The tokenizer (`ElectraTokenizer`, the original's WordPiece in the graph)
-  and the input packing run inside the graph: `[CLS] a [SEP]` when `text_b`
-  is the empty string, else `[CLS] a [SEP] b [SEP]`, truncated like the
-  original's featuriser (`finetune/classification/classification_tasks.py`) to the export's `max_seq_length`.
-  Mixing one- and two-segment rows in one batch is allowed: each row is
-  packed as if it were alone. Invalid UTF-8 bytes are dropped, as the
-  original's `convert_to_unicode` does. `text_a` and `text_b` must have the
-  same length (an InvalidArgument error says so otherwise).
-- `serve_ids`: int32 `input_ids`, `input_mask`, `segment_ids`, `[B, S]`.
-- `serve_examples`: `examples`, string `[B]` of serialized `tf.Example`s with
-  int64 features `input_ids`, `input_mask`, `segment_ids` of length S (the
-  layout of the original's TFRecords).
-
-Loading: the raw-text signature uses tensorflow-text's
-`FastWordpieceTokenizeWithOffsets` op, so in Python `import tensorflow_text`
-before `tf.saved_model.load` (or call `electra_tf.serving.load(path)`, which
-does); without it the load fails with "Op type not registered". A TF Serving
-binary must include TF Text's ops. Every export carries this note in
-`assets/README.txt` (`loaded.readme` is its asset).
-
-Every signature also returns the packed `input_ids`, `input_mask` and
-`segment_ids` it ran on, so a client can line outputs up with tokens.
-All float outputs are float32.
-
-The encoder runs on the batch's longest real row (the last `input_mask` 1,
-rounded up to `length_multiple`, at most S), not on all S positions: one
-short sentence costs a short sentence. Outputs keep their `[B, S, ...]`
-shapes; per-position outputs past that length (padding in every row) are
-filled with 0 (-1000 for QA logits, the value the head gives masked
-positions), where full padding would hold values computed on padding
-tokens that no caller reads. Everything else equals a full-padding run
-within float rounding. `real_length=False` builds the full-padding module.
-
-`jit_compile=True` (opt-in) compiles the network with XLA: on CPU a short
-request then runs as a few fused kernels instead of ~770 small ops. XLA
-compiles once per (batch size, encoder length) the server meets, so pair it
-with `length_multiple` (16 gives 8 lengths at S=128) and fixed batch sizes.
-TF Serving runs such an export on CPU only with
-`--xla_cpu_compilation_enabled=true`; without it the first request fails.
-
-`constant_weights=True` (opt-in) puts the weight matrices into the graph as
-constants. oneDNN's matmul then packs each matrix once and keeps it, instead
-of packing it on every call (a short request's matmuls are mostly packing),
-and XLA can lay them out when it compiles. Biases and LayerNorm weights stay
-variables: as constants, Grappler's constant folding moves the bias adds
-away from their matmuls and TensorFlow no longer fuses them. The matrices go
-into `saved_model.pb`, whose protocol buffer TensorFlow caps at 2 GiB, so at
-most `CONSTANT_WEIGHTS_MAX_BYTES` of them.
+The encoder runs on the batch's longest real row (rounded up to
+`length_multiple`), and per-position outputs past it are filled with 0 (-1000
+for QA logits); `jit_compile` and `constant_weights` are opt-in speed-ups
+(docs/serve.md describes all three). Loading needs `import tensorflow_text`
+first (`electra_tf.serving.load` does it).
 
 Example:
 
@@ -116,10 +76,9 @@ def _assert_all(ok, values, message):
 
 
 class _JoinedQKVWeights:
-  """`(attention layer, kernel, bias)` entries, outside tf.Module's tracking
-  (it would track the layers twice); the variables themselves are tracked by
-  the module's `joined_qkv_weights` list. With `constant_weights` the kernel
-  is an array, not a variable."""
+  """`(attention layer, kernel, bias)` entries, kept out of tf.Module's tracking
+  (it would track the layers twice; the module's `joined_qkv_weights` tracks the
+  variables)."""
 
   def __init__(self):
     self.entries = []
@@ -130,11 +89,9 @@ class _JoinedQKVWeights:
 
 
 class _ConstantWeights:
-  """What a `constant_weights` module traces its network with, outside
-  tf.Module's tracking: `matrices` `[(variable, ndarray)]` (baked in as
-  constants), `vectors` `[(variable, module-owned copy)]`, and the network
-  `functions` the signatures share, by the network's code. The joined
-  query/key/value weights are in the module's `_JoinedQKVWeights`."""
+  """What a `constant_weights` module traces its network with, outside tf.Module's
+  tracking: `matrices` `[(variable, ndarray)]`, `vectors` `[(variable, module-owned
+  copy)]` and the network `functions` the signatures share, by the network's code."""
 
   def __init__(self):
     self.matrices, self.vectors = [], []
@@ -156,17 +113,13 @@ class ElectraServingModule(tf.Module):
     name: module name.
     real_length: run the encoder on the batch's longest real row instead of
       all S positions.
-    length_multiple: round that length up to a multiple of this. 1 (the
-      default) runs on the exact length: without XLA a new length costs no
-      compilation; 8 keeps the matmul shapes of a float16 GPU export
-      aligned for tensor cores; with `jit_compile`, a larger multiple bounds
-      the compilations.
+    length_multiple: round that length up to a multiple of this (8 keeps a
+      float16 GPU export's matmuls aligned for tensor cores; with
+      `jit_compile`, a larger multiple bounds the compilations).
     jit_compile: run the network (encoder and head) as one XLA-compiled
       function, compiled per input shape.
-    constant_weights: trace the network with its weight matrices (kernels,
-      embedding tables) as graph constants, read from the networks when the
-      signatures are made; biases and LayerNorm weights stay variables, of
-      the module. The networks' own variables are not saved.
+    constant_weights: trace the network with its weight matrices as graph
+      constants; biases and LayerNorm weights stay variables, of the module.
   """
 
   def __init__(
@@ -202,12 +155,8 @@ class ElectraServingModule(tf.Module):
       self.vocab_file = tf.saved_model.Asset(vocab_asset)
     self._joined_qkv = _JoinedQKVWeights()
 
-  # --- to implement ----------------------------------------------------------
-
   def serve(self, features):
     raise NotImplementedError
-
-  # --- running on the real length --------------------------------------------
 
   def encoder_length(self, input_mask, minimum=1):
     """The length the encoder runs on: one past the batch's last real
@@ -283,8 +232,6 @@ class ElectraServingModule(tf.Module):
     # The static shape keeps the signature's [B, S, ...] outputs.
     return tf.ensure_shape(padded, [None, s] + x.shape[2:].as_list())
 
-  # --- text → ids ------------------------------------------------------------
-
   def tokenize(self, text):
     """Strings `[B]` → ragged int32 ids `[B, None]`."""
     return self.tokenizer(text)
@@ -320,12 +267,8 @@ class ElectraServingModule(tf.Module):
     parsed = tf.io.parse_example(serialized, spec)
     return {k: tf.cast(parsed[k], tf.int32) for k in PACKED_KEYS}
 
-  # --- signatures ------------------------------------------------------------
-
   def _type_vocab_size(self):
-    """T, the rows of the served networks' token-type (segment) table: the
-    smallest over their embeddings (Electric's two towers have one each);
-    None when no `ElectraEmbeddings` is found."""
+    """The smallest token-type table of the served networks' embeddings, or None."""
     sizes = [
       layer.type_vocab_size
       for network in self._networks()
@@ -335,15 +278,10 @@ class ElectraServingModule(tf.Module):
     return min(sizes) if sizes else None
 
   def _check_values(self, signature, features):
-    """`features` (int32 `[B, S]`, as sent to `signature`) behind checks of
-    their values, each named: an `input_mask` of 0s and 1s that starts with 1
-    in every row, and `input_ids` and `segment_ids` inside their tables.
-
-    Outside its table an id fails deep in the embedding lookup on a CPU and
-    reads zeros on a GPU; a mask value other than 0/1 would silently change
-    the attention bias; a row without its [CLS] in the mask has no token to
-    run on (every such row would get the same output whatever its ids).
-    """
+    """`features` behind named checks: an `input_mask` of 0s and 1s starting
+    with 1 in every row, and `input_ids` and `segment_ids` inside their tables.
+    Unchecked, an id outside its table fails deep in the lookup on a CPU (reads
+    zeros on a GPU) and another mask value silently changes the attention bias."""
     input_ids, input_mask, segment_ids = (features[k] for k in PACKED_KEYS)
     binary = _assert_all(
       tf.logical_or(tf.equal(input_mask, 0), tf.equal(input_mask, 1)),
@@ -433,9 +371,7 @@ class ElectraServingModule(tf.Module):
     ]  # fmt: skip
     with tf.control_dependencies(checks):
       features = {
-        "input_ids": tf.identity(input_ids),
-        "input_mask": tf.identity(input_mask),
-        "segment_ids": tf.identity(segment_ids),
+        k: tf.identity(v) for k, v in zip(PACKED_KEYS, (input_ids, input_mask, segment_ids))
       }
     return self._run(self._check_values(SIGNATURE_IDS, features))
 
@@ -449,9 +385,6 @@ class ElectraServingModule(tf.Module):
       self._store_joined_qkv_weights()
     if self.constant_weights:
       self._hold_constant_weights()
-    s = self.max_seq_length
-    ids_spec = tf.TensorSpec([None, s], tf.int32)
-    text_spec = tf.TensorSpec([None], tf.string)
     # The class's tf.functions bound to this module (their traces are kept
     # per module), also once `_pin` below has shadowed them.
     serve_text, serve_ids, serve_examples = (
@@ -459,16 +392,13 @@ class ElectraServingModule(tf.Module):
     )
     signatures = {
       SIGNATURE_TEXT: serve_text.get_concrete_function(
-        text_a=tf.TensorSpec([None], tf.string, name="text_a"),
-        text_b=tf.TensorSpec([None], tf.string, name="text_b"),
+        **{k: tf.TensorSpec([None], tf.string, name=k) for k in ("text_a", "text_b")}
       ),
       SIGNATURE_IDS: serve_ids.get_concrete_function(
-        input_ids=tf.TensorSpec.from_spec(ids_spec, name="input_ids"),
-        input_mask=tf.TensorSpec.from_spec(ids_spec, name="input_mask"),
-        segment_ids=tf.TensorSpec.from_spec(ids_spec, name="segment_ids"),
+        **{k: tf.TensorSpec([None, self.max_seq_length], tf.int32, name=k) for k in PACKED_KEYS}
       ),
       SIGNATURE_EXAMPLES: serve_examples.get_concrete_function(
-        examples=tf.TensorSpec.from_spec(text_spec, name="examples")
+        examples=tf.TensorSpec([None], tf.string, name="examples")
       ),
     }
     self._pin(signatures)
@@ -488,11 +418,9 @@ class ElectraServingModule(tf.Module):
     return list(layers.values())
 
   def _hold_constant_weights(self):
-    """Reads the networks' weights once, for `_constant_weights_network`:
-    matrices (kernels, embedding tables) as arrays, vectors (biases,
-    LayerNorm) as variables of the module. Query, key and value weights that
-    `_store_joined_qkv_weights` joined are not read again. Only these and the
-    joined weights go into the SavedModel."""
+    """Reads the networks' weights once, for `_constant_weights_network`: matrices
+    as arrays, vectors (biases, LayerNorm) as variables of the module; the joined
+    query/key/value weights are not read again."""
     held = self._constants
     if held.matrices:
       return  # read once: the traced signatures hold these values
@@ -532,13 +460,9 @@ class ElectraServingModule(tf.Module):
 
   def _store_joined_qkv_weights(self):
     """Joins each attention layer's query, key and value kernels (and biases)
-    once, into variables the export holds, so that a request does not copy
-    them (see `layer_utils.joined_qkv_weights`). A later call refreshes
-    their values from the layers (the traced functions stay). The XLA export
-    projects with three matmuls instead and needs none. Costs the export a
-    second copy of those weights (a quarter of an encoder layer's). With
-    `constant_weights` the joined kernel is kept as an array (a constant once
-    traced, read once) and the layers' own weights are not saved."""
+    once, into variables the export holds, so that a request does not copy them
+    (`layer_utils.joined_qkv_weights`); a later call refreshes their values. With
+    `constant_weights` the joined kernel is an array (a constant once traced)."""
     joined = self._joined_qkv
     if joined.entries:
       if not self.constant_weights:
@@ -559,11 +483,9 @@ class ElectraServingModule(tf.Module):
     ]
 
   def _pin(self, signatures):
-    """Makes `serve_text`/`serve_ids`/`serve_examples` of this module the
-    traced functions themselves: `tf.saved_model.save` traces every
-    `tf.function` it finds on a module once more (its cache misses under the
-    save context), which made an export take half as long again; traced
-    functions are saved as they are. They still take the same arguments."""
+    """Makes the module's signature methods the traced functions themselves:
+    `tf.saved_model.save` would trace every `tf.function` it finds once more
+    (half as long again); traced functions are saved as they are."""
     for name, key in zip(SIGNATURE_METHODS, SIGNATURES):
       setattr(self, name, signatures[key])
 

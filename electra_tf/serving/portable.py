@@ -1,39 +1,14 @@
 """LiteRT (`.tflite`) and ONNX exports of the ids-in network, for runtimes
 without TensorFlow (phones, browsers, ONNX Runtime services).
 
-The exported network takes int32 `input_ids`, `input_mask` and
-`segment_ids` `[B, S]` and returns the outputs of the SavedModel's
-`serve_ids` signature for the same model (`electra_tf.serving.modules`),
-without the echoed ids: classification `logits`, `probabilities`,
-`predictions`; regression `predictions`; QA `start_logits`, `end_logits` (or
-the joint head's beam); tagging `logits`, `predictions`; the discriminator's
-`rtd_logits`, `rtd_probs`, `cls_output`, `sequence_output`; the generator's
-top-k tokens at `[MASK]`. It is built for these runtimes, not converted from
-the serving graph: no in-graph tokenizer, no trimming to the real length
-(the caller sends the length it wants), variables frozen into constants, and
-LiteRT builtin ops only (the interpreter on PyPI has no Flex delegate).
-
-Both formats take any batch size and any sequence length from 1 (the joint
-QA head's `beam_size`) to the model's `max_position_embeddings`: ONNX through
-dynamic axes, LiteRT through a dynamic shape signature (its signature runner
-resizes the inputs; a bare interpreter takes `resize_tensor_input`).
-
-Beside the file go the tokenizer files a non-TF runtime tokenises with:
-the vocab (`vocab.txt`, or a SentencePiece model as `sentencepiece.model`
-with its settings file), the Hugging Face `tokenizer.json` that reproduces
-electra_tf's ids (`electra_tf.text.hf_tokenizer`,
-`hf_sentencepiece_tokenizer`) and `tokenizer_config.json` (whose
-`model_max_length` is the length the model was trained to pack).
-
-`quantize="dynamic-int8"`: LiteRT's dynamic-range quantisation (int8 weights,
-float activations) or ONNX Runtime's dynamic quantisation (int8 weights,
-activations quantised per batch on the fly).
-
-The converters and runtimes are optional extras, imported only here and only
-when their format is asked for: `pip install 'electra_tf[litert]'`
-(ai-edge-litert) and `'electra_tf[onnx]'` (tf2onnx, onnx, onnxruntime). Each
-export is run once in its runtime before it is kept; a float export must
-match the TF network within `CHECK_TOLERANCE`.
+The network takes int32 `input_ids`, `input_mask`, `segment_ids` `[B, S]` of
+any batch size and length and returns the outputs of the SavedModel's
+`serve_ids` signature (`electra_tf.serving.modules`) without the echoed ids;
+it is built for these runtimes (no in-graph tokenizer, variables frozen,
+LiteRT builtin ops only). The tokenizer files a non-TF runtime tokenises with
+go beside it. The converters are optional extras (`electra_tf[litert]`,
+`electra_tf[onnx]`), imported only when their format is asked for; each export
+is run once in its runtime before it is kept (docs/serve.md).
 
 Example:
   >>> FORMATS, QUANTIZATIONS
@@ -127,9 +102,6 @@ def default_filename(name, format, quantize=None):
   return name + ("-int8" if quantize else "") + SUFFIXES[format]
 
 
-# --- the network --------------------------------------------------------------
-
-
 def _is_task_model(model):
   """A Keras task model (`ElectraClassifier`, ...): one head, its preprocessor."""
   return hasattr(model, "finetuning_model") and hasattr(model, "task_name")
@@ -151,9 +123,7 @@ def _bert_config(model, kind):
 
 
 def _tokenizer(model, vocab_file, do_lower_case, strip_accents, max_seq_length):
-  """The model's own tokenizer (a task model's preprocessor), else one on
-  `vocab_file`; and the length it packs text to (the preprocessor's, else
-  `max_seq_length`)."""
+  """`(tokenizer, packing length)`: a task model's preprocessor's, else on `vocab_file`."""
   preprocessor = getattr(model, "preprocessor", None)
   if vocab_file is None and preprocessor is not None:
     return preprocessor.tokenizer, preprocessor.max_seq_length
@@ -244,9 +214,6 @@ def build_network(model, kind=None, task=None, vocab_file=None, **options):
   return portable, tokenizer, packing_length, max_length
 
 
-# --- conversion -----------------------------------------------------------------
-
-
 def _to_litert(function, quantize):
   converter = tf.lite.TFLiteConverter.from_concrete_functions(
     [function.get_concrete_function()], tf.Module()
@@ -308,9 +275,6 @@ def _to_onnx(function, quantize, metadata):
     shutil.rmtree(work, ignore_errors=True)
 
 
-# --- running an export --------------------------------------------------------------
-
-
 def run_exported(path, features, format=None):  # pylint: disable=redefined-builtin
   """Runs the `.tflite` / `.onnx` file at `path` on `features` ({input name:
   int32 [B, S]}) in its runtime (`format`, or the file's suffix when None);
@@ -351,9 +315,6 @@ def _check_export(path, format, function, quantize, min_length, vocab_size):  # 
       raise RuntimeError(f"{path}: {name} differs from TensorFlow's by {error:.3g}")
 
 
-# --- the export --------------------------------------------------------------------
-
-
 def vocab_file_name(tokenizer):
   """The vocab's name among the tokenizer files: `sentencepiece.model` or `vocab.txt`."""
   if isinstance(tokenizer, SentencePieceTokenizer):
@@ -391,9 +352,8 @@ def write_tokenizer_files(directory, tokenizer, packing_length):
 
 
 def _check_shared_files(staging, directory, keep):
-  """A one-line ValueError when a tokenizer file written to `staging` would
-  replace a different one in `directory`: another network, or another
-  model's folder, reads its text through that file."""
+  """Refuses to replace a different tokenizer file in `directory` (another
+  network reads its text through it)."""
   for entry in sorted(os.listdir(staging)):
     old = os.path.join(directory, entry)
     if entry in keep or not os.path.isfile(old):
@@ -442,8 +402,7 @@ def export_portable(model, filepath, format, quantize=None, overwrite=False, **o
       f"export path {path_text!r} {what}; expected the {format} file to write (such as {example!r})"
     )
   other = next(
-    (f for f, suffix in SUFFIXES.items() if f != format and os.fspath(filepath).endswith(suffix)),
-    None,
+    (f for f, suffix in SUFFIXES.items() if f != format and path_text.endswith(suffix)), None
   )
   if other:  # a runtime would read it as the other format's file
     raise ValueError(
