@@ -124,7 +124,8 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
       grads, _ = tf.clip_by_global_norm(grads, self.clip_norm)
     keras_compat.apply_distributed_update(self, list(zip(grads, tf_vars)), learning_rate)
 
-  def update_step(self, gradient, variable, learning_rate):
+  def _moments(self, gradient, variable, learning_rate):
+    """The variable's index, its rate, and its `m`, `v` updated with `gradient`."""
     index = self._get_variable_index(variable)
     lr = tf.cast(learning_rate, variable.dtype) * self._lr_multipliers[index]
     # Embedding gradients arrive as IndexedSlices; the update is dense anyway.
@@ -133,6 +134,10 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
     v = self._adam_v[index]
     self.assign(m, self.beta_1 * m + (1.0 - self.beta_1) * gradient)
     self.assign(v, self.beta_2 * v + (1.0 - self.beta_2) * tf.square(gradient))
+    return index, lr, m, v
+
+  def update_step(self, gradient, variable, learning_rate):
+    index, lr, m, v = self._moments(gradient, variable, learning_rate)
     update = m / (tf.sqrt(v) + self.epsilon)
     if self._decay_flags[index]:
       update += self.weight_decay_rate * variable

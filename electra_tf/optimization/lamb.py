@@ -61,15 +61,9 @@ class Lamb(AdamWeightDecay):
     self._adaptation_flags = [self._do_layer_adaptation(self.variable_name(v)) for v in var_list]
 
   def update_step(self, gradient, variable, learning_rate):
-    index = self._get_variable_index(variable)
+    index, lr, m, v = self._moments(gradient, variable, learning_rate)
     dtype = variable.dtype
-    lr = tf.cast(learning_rate, dtype) * self._lr_multipliers[index]
-    gradient = tf.cast(tf.convert_to_tensor(gradient), dtype)
     step = tf.cast(self.iterations + 1, dtype)
-    m = self._adam_m[index]
-    v = self._adam_v[index]
-    self.assign(m, self.beta_1 * m + (1.0 - self.beta_1) * gradient)
-    self.assign(v, self.beta_2 * v + (1.0 - self.beta_2) * tf.square(gradient))
     m_hat = m / (1.0 - tf.pow(tf.cast(self.beta_1, dtype), step))
     v_hat = v / (1.0 - tf.pow(tf.cast(self.beta_2, dtype), step))
     update = m_hat / (tf.sqrt(v_hat) + self.epsilon)

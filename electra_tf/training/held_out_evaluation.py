@@ -1,18 +1,7 @@
-"""The pre-trainer measured on held-out data's real tokens, next to trivial
-baselines.
-
-The original's `disc_auc` and `disc_accuracy` also count padding, and a
-number alone does not say whether the model learned anything. Here every
-metric is computed on real tokens only and paired with the baseline a model
-that learned nothing reaches (`METRIC_ROWS`), with the margin's standard
-error over the batches (distinct batches: the held-out set is read once, never
-repeated), so a difference within noise is not reported as a
-gain (`verdict`, `format_against_baselines`).
-
-`real_token_metrics` measures a model on a dataset, `measure_against_baselines`
-the newest checkpoint of a run, `measure_checkpoints` every checkpoint a run
-kept, and `PeriodicEvaluation` a run as it trains (its history feeds
-`training_curve_panels`).
+"""The pre-trainer measured on held-out data's real tokens (the original's
+metrics count padding too), each metric next to the baseline a model that
+learned nothing reaches (`METRIC_ROWS`) with the margin's standard error over
+the batches, so a difference within noise is not reported as a gain.
 """
 
 import copy
@@ -161,22 +150,12 @@ def _eval_forward(model, temperature=None):
 
 def real_token_metrics(model, dataset, num_batches, log=None, passes=1, temperature=None):
   """Generator and discriminator on `num_batches` batches of `dataset`, on
-  real tokens only (the original's `disc_auc` also counts padding), next to
-  trivial baselines: the unigram generator (always the most frequent target
-  token) and a discriminator that calls every token original. Each
-  `METRIC_ROWS` margin over its baseline comes with its standard error over
-  the batches (`<key>_margin_se`), so a difference within noise is not
-  reported as a gain. The masking and sampling use a fixed seed, so repeated
-  calls see the same corruption.
-
-  A dataset that ends before `num_batches` is measured to its end, each
-  batch once (a repeated example would shrink the standard errors without
-  adding evidence); `log` gets one line saying so. Give the held-out set
-  read once (`pretraining_run.make_eval_dataset`), not a repeating one.
-  `passes` > 1 measures the same batches again with fresh masks and
-  samples, so the verdict rests less on one draw of masks; the standard
-  errors stay over the distinct batches (each batch's draws pooled), so
-  the extra passes never count as extra text.
+  real tokens only, next to the `METRIC_ROWS` baselines, each margin with its
+  standard error over the batches (`<key>_margin_se`). Masking and sampling
+  use a fixed seed, so repeated calls see the same corruption. Give a
+  dataset read once (`pretraining_run.make_eval_dataset`): a shorter one is
+  measured to its end. Extra `passes` draw fresh masks over the same
+  batches; the standard errors stay over the distinct batches.
 
   Args:
     model: an `ElectraPretrainer`.
@@ -298,15 +277,10 @@ def measure_against_baselines(config, num_batches=20, log=_stderr_line, passes=1
 
 def measure_checkpoints(config, num_batches=20, log=_stderr_line, untrained=True, skip_steps=()):
   """`real_token_metrics` of every checkpoint in `config.model_dir`, oldest
-  first (a run with `keep_checkpoint_max: 0` keeps them all), on the same
-  batches of `config`'s evaluation files: the held-out curve of a run that
-  is over. `untrained` adds an untrained model in front (`global_step` 0)
-  where the run kept no checkpoint of step 0: freshly initialized, so not
-  the run's own initial weights, only their kind. Each entry is `{"global_step",
-  "checkpoint", **metrics}`; a masked-LM run (no discriminator) gets the
-  masked-LM metrics only. Steps in `skip_steps` (measured by an earlier
-  call) are neither restored nor measured, so a growing run's curve costs
-  only its new checkpoints.
+  first, on the same batches of `config`'s evaluation files: entries
+  `{"global_step", "checkpoint", **metrics}`. `untrained` adds a freshly
+  initialized model in front (step 0) where no checkpoint of step 0 was
+  kept; steps in `skip_steps` are neither restored nor measured.
 
   Example:
     for point in measure_checkpoints(eval_config, num_batches=32):
@@ -344,8 +318,8 @@ def measure_checkpoints(config, num_batches=20, log=_stderr_line, untrained=True
 
 
 def _model_and_held_out_data(config, num_batches, log):
-  """The pre-trainer of `config` (not restored), its checkpoint manager, the
-  evaluation files read once and the batches to take of them."""
+  """The pre-trainer of `config` (not restored), its manager, the
+  evaluation dataset and the batches to take of it."""
   strategy = distribution.setup_distribution(config)
   model = pretraining_run.build_pretrainer(config, strategy)
   manager = checkpointing.TrainingCheckpointManager(model, config.model_dir, chief=True)
@@ -373,9 +347,7 @@ STALL_EVALUATIONS = 3
 def stall_warning(history, evaluations=STALL_EVALUATIONS, min_rise=STALL_MIN_RISE):
   """A one-line warning when the discriminator's held-out AUC at
   temperature 1 has not risen by `min_rise` over its earlier best in the last
-  `evaluations` evaluations, else None. A run in that state has usually
-  learned only which tokens a generator tends to draw, not context, and
-  its weights fine-tune worse than random init's (docs/pretrain.md).
+  `evaluations` evaluations (it stopped learning context), else None.
 
   Example:
   >>> h = [{"step": s, "disc_auc_at_temperature_1": a} for s, a in
@@ -404,9 +376,8 @@ def stall_warning(history, evaluations=STALL_EVALUATIONS, min_rise=STALL_MIN_RIS
 
 class PeriodicEvaluation:
   """Measures `real_token_metrics` on the evaluation files of `eval_config`
-  before the first step and every `every` steps during training; keeps the
-  history (resumed from `history_path`, rewritten there after each
-  evaluation) for the training curves.
+  before the first step and every `every` steps; the history is resumed
+  from and rewritten to `history_path`.
 
   Args:
     eval_config: a `PretrainingConfig` whose evaluation files are the
@@ -479,26 +450,22 @@ class _PeriodicCallback(keras.callbacks.Callback):
     super().__init__()
     self.periodic = periodic
 
-  def _step(self):
-    return int(self.model.optimizer.iterations.numpy())
-
   def on_train_begin(self, logs=None):
     # The untrained model too (step 0), so the curves start at the baselines.
-    step = self._step()
+    step = checkpointing.global_step(self.model)
     if self.periodic.due(step, starting=True):
       self.periodic.evaluate(self.model, step)
 
   def on_train_batch_end(self, batch, logs=None):
-    step = self._step()
+    step = checkpointing.global_step(self.model)
     if self.periodic.due(step):
       self.periodic.evaluate(self.model, step)
 
 
 def training_curve_panels(events, history):
-  """`curves.Panel`s of a pre-training run: the generator and discriminator
-  training losses from `events` (`utils.events.scalar_events`), raw and
-  smoothed, then each `METRIC_ROWS` metric of the held-out `history` with its
-  trivial baseline (the mean over the history where it is measured)."""
+  """`curves.Panel`s of a pre-training run: the training losses of `events`
+  (`utils.events.scalar_events`), then each `METRIC_ROWS` metric of the
+  held-out `history` with its baseline (averaged over the history)."""
   panels = []
   for tag, title in (("generator_loss", "Generator MLM loss"), ("disc_loss", "Discriminator loss")):
     points = events.get(tag, [])
@@ -528,12 +495,10 @@ def training_curve_panels(events, history):
 
 
 def held_out_callbacks(config, strategy):
-  """The callbacks `run_pretraining` adds for `held_out_tfrecords` (none when
-  it is not set): `PeriodicEvaluation` of them every
-  `save_checkpoints_steps` (`held_out_evaluation.PeriodicEvaluation`,
-  history in `<model_dir>/held_out_history.json`, a warning when the
-  discriminator stops learning); none under a multi-replica strategy, which
-  it does not support (said in one line)."""
+  """The callbacks `run_pretraining` adds for `held_out_tfrecords`: a
+  `PeriodicEvaluation` every `save_checkpoints_steps`, history in
+  `<model_dir>/held_out_history.json`; none without it or with several
+  replicas (said in one line)."""
   if not (config.held_out_tfrecords and config.do_train):
     return []
   if strategy.num_replicas_in_sync > 1:
