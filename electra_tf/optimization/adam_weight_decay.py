@@ -19,16 +19,11 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
   update = m / (sqrt(v) + eps) (+ weight_decay_rate * param unless excluded);
   param -= lr * multiplier * update`.
 
-  Gradients are clipped to a global norm of `clip_norm` (1.0 in the
-  original, always) AFTER they are summed over replicas, so clipping sees
-  the same gradients on one device and on N replicas (Keras' own
-  `global_clipnorm` clips each replica's partial gradients). Under
-  `keras.optimizers.LossScaleOptimizer` the gradients arrive here unscaled.
-
-  Weight-decay exclusion and layer-wise rates are decided on each variable's
-  name: its official (TF1 checkpoint) name when `variable_names` gives one,
-  else its Keras path. The slots `m`, `v` of a variable correspond one-to-one
-  to the original's `<name>/adam_m`, `<name>/adam_v` (see `official_slots`).
+  Gradients are clipped to a global norm of `clip_norm` AFTER they are
+  summed over replicas (unlike Keras' `global_clipnorm`), so one device and
+  N replicas clip alike. Exclusions and layer-wise rates are decided on each
+  variable's official name when `variable_names` gives one, else its path;
+  `m`, `v` are the original's `<name>/adam_m`, `<name>/adam_v`.
 
   Args:
     learning_rate: float or `LearningRateSchedule` (called with the step

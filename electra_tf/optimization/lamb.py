@@ -1,12 +1,7 @@
-"""LAMB (layer-wise adaptive moments) as NVIDIA's and Model Garden's BERT/ELECTRA recipes use it
-for large global batches.
-
-Keras' own `keras.optimizers.Lamb` applies the trust ratio to every variable
-and decays weights apart from it; here, as in those recipes, LayerNorm and
-bias variables are excluded from weight decay and from the trust ratio (the
-original's `AdamWeightDecay` exclusions), and everything else the original's
-optimizer does is kept: gradients summed over replicas, then clipped to a
-global norm, official names deciding exclusions and layer-wise rates.
+"""LAMB (layer-wise adaptive moments) for large global batches, as NVIDIA's
+and Model Garden's BERT/ELECTRA recipes use it: unlike `keras.optimizers.Lamb`,
+LayerNorm and bias variables are excluded from weight decay and from the trust
+ratio; the rest is `AdamWeightDecay`'s (replica sum, clipping, official names).
 """
 
 import re

@@ -32,11 +32,7 @@ def tpu_cluster_resolver_kwargs(config):
     raise ValueError(
       "TPU resolver requested but hparam use_tpu is False and distribution_strategy is not 'tpu'"
     )
-  kwargs = {
-    "tpu": config.tpu_name or "",
-    "zone": config.tpu_zone,
-    "project": config.gcp_project,
-  }
+  kwargs = {"tpu": config.tpu_name or "", "zone": config.tpu_zone, "project": config.gcp_project}
   if config.tpu_job_name:
     kwargs["job_name"] = config.tpu_job_name
   return kwargs

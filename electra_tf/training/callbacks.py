@@ -239,15 +239,9 @@ class TrainingDiverged(Exception):
 
 class DivergenceGuard(keras.callbacks.Callback):
   """Stops training when it diverges, before a checkpoint of broken weights
-  is written. Put it first among the callbacks, ahead of the checkpointing.
-
-  - float32 / bfloat16: a NaN or Inf loss stops training at once.
-  - float16 loss scaling skips a step whose gradients are not finite (the
-    global step does not advance); `max_skipped_steps` consecutive skips stop
-    training.
-  - every `check_weights_every` steps (the checkpoint period) and at the end,
-    the weights are checked too: a NaN gradient under a finite loss breaks the
-    weights one step before the loss shows it.
+  is written (put it first among the callbacks): at a NaN or Inf loss, after
+  `max_skipped_steps` consecutive float16 loss-scaling skips, or at NaN/Inf
+  weights, checked every `check_weights_every` steps and at the end.
 
   Args:
     manager: the checkpoint manager, to name the last good checkpoint.

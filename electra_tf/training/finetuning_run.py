@@ -73,18 +73,13 @@ class FinetuningInputs:
 
   Attributes:
     config: the `FinetuningConfig`.
-    source: the `any_format.Source` of hparam `init_checkpoint`, detected
-      once; None without one, or when nothing readable is there.
-    source_error: why `init_checkpoint` could not be detected (None when it was).
-    source_run_config: the electra_tf run config of the model the run starts
-      from (without training: of the first trial's dir), or None.
-    vocab: the `Vocab` of hparam `vocab_file` (None when the file is missing:
-      `validate_inputs` names it).
-    bert_config: the encoder's `BertConfig` (`validate_inputs` checks
-      `max_seq_length` against it).
+    source: the `any_format.Source` of hparam `init_checkpoint`, or None.
+    source_error: why `init_checkpoint` could not be detected, or None.
+    source_run_config: the run config of the model the run starts from, or None.
+    vocab: the `Vocab` of hparam `vocab_file` (None when the file is missing).
+    bert_config: the encoder's `BertConfig`.
     tokenizer: the tokenizer every task featurises with.
-    tasks: the task objects; the examples `validate_inputs` checked stay
-      read in them.
+    tasks: the task objects, holding the examples `validate_inputs` checked.
   """
 
   config: FinetuningConfig
@@ -352,8 +347,7 @@ class ModelRunner:
     trial: 1-based trial number (seeds `seed + trial` when `seed` is set).
     strategy: the `tf.distribute.Strategy` to build and train under
       (default: the current one).
-    inputs: the run's `FinetuningInputs` (the model it starts from, the
-      vocab and the encoder's config are then not read or derived again).
+    inputs: the run's `FinetuningInputs` (then not read or derived again).
   """
 
   def __init__(self, config, tasks, trial=1, strategy=None, inputs=None):
@@ -510,8 +504,7 @@ class ModelRunner:
             config.test_predictions(task.name, split, trial), json.dumps(predictions, indent=2)
           )
       elif task.name == "squad":
-        # The original decodes *dev* examples against test features and
-        # overwrites the dev prediction files (docs/differences.md); here the test scorer uses the test examples and its own files.
+        # Unlike the original, test examples and files of their own (docs/differences.md).
         scorer = self.evaluate_task(task, "test")
         preds_file = config.test_predictions(task.name, "test", trial)
         predictions, null_odds = scorer.write_predictions(

@@ -80,10 +80,9 @@ def baseline_value(measured, baseline):
 
 
 def batch_arrays(out):
-  """The arrays the metrics need from one batch of `pretraining_step.forward`
-  outputs (numpy): the masked positions' targets, predictions and losses
-  and, where the objective has a discriminator, the real tokens' labels and
-  scores."""
+  """The arrays `metrics` needs from one batch of `pretraining_step.forward`
+  outputs (numpy): masked positions' targets, predictions and losses, and
+  real tokens' discriminator labels and scores."""
   weights = out["masked_lm_weights"] > 0
   arrays = {"targets": out["masked_lm_ids"][weights], "preds": out["masked_lm_preds"][weights]}
   if "mlm_per_slot_loss" in out:
@@ -131,9 +130,8 @@ _EVAL_FORWARD = weakref.WeakKeyDictionary()
 
 
 def _eval_forward(model, temperature=None):
-  """The model's traced evaluation forward pass, sampling replacements at
-  `temperature` (None: the run's own); it holds the model weakly, so the
-  cache keeps no model alive."""
+  """The model's traced evaluation forward pass at `temperature` (None: the
+  run's own), holding the model weakly."""
   by_temperature = _EVAL_FORWARD.setdefault(model, {})
   if temperature not in by_temperature:
     model_ref = weakref.ref(model)
@@ -161,12 +159,9 @@ def real_token_metrics(model, dataset, num_batches, log=None, passes=1, temperat
     model: an `ElectraPretrainer`.
     dataset: batches of pre-training features (the held-out shard).
     num_batches: how many batches to use at most.
-    log: a callable taking the one line about a dataset shorter than
-      `num_batches` (None: no line).
-    passes: draws of masks over the same batches (the dataset must give
-      the same batches each time, as `make_eval_dataset`'s does).
-    temperature: the temperature replacements are drawn at (None: the
-      run's own).
+    log: gets one line about a dataset shorter than `num_batches`, or None.
+    passes: draws of masks over the same batches.
+    temperature: of the replacements drawn (None: the run's own).
 
   Returns:
     A dict of pooled metrics, baselines, margins and their standard errors,
@@ -203,8 +198,7 @@ def real_token_metrics(model, dataset, num_batches, log=None, passes=1, temperat
   batches = [{k: np.concatenate([d[k] for d in batch]) for k in batch[0]} for batch in draws]
   pooled = {k: np.concatenate([b[k] for b in batches]) for k in batches[0]}
   measured = metrics(**pooled)
-  # The same unigram answer in every batch, so its per-batch accuracy is not
-  # fitted to the batch.
+  # The same unigram answer in every batch, not one fitted to each batch.
   unigram_id = int(np.bincount(pooled["targets"]).argmax())
   per_batch = [metrics(**b, unigram_id=unigram_id) for b in batches]
   for key, baseline, _, _ in METRIC_ROWS:
@@ -265,10 +259,9 @@ def _stderr_line(line):
 
 
 def measure_against_baselines(config, num_batches=20, log=_stderr_line, passes=1):
-  """`real_token_metrics` of the latest checkpoint in `config.model_dir` on
-  the evaluation files of `config` (read once: at most as many batches as
-  they hold; `log` gets one line when that is fewer than `num_batches`;
-  `passes` draws of masks over them), with its `global_step`."""
+  """`real_token_metrics` (`passes` draws of masks) of the latest checkpoint
+  in `config.model_dir` on `config`'s evaluation files, with its
+  `global_step`; `log` gets one line when they hold fewer than `num_batches`."""
   model, manager, dataset, num_batches = _model_and_held_out_data(config, num_batches, log)
   step = manager.restore_latest()
   measured = real_token_metrics(model, dataset, num_batches, passes=passes)
@@ -337,9 +330,8 @@ def load_history(path):
 
 
 AUC_AT_TEMPERATURE_1 = "disc_auc_at_temperature_1"
-# The discriminator has stopped learning when its held-out AUC at
-# temperature 1 has not beaten its best by this much in this many
-# evaluations (the step-0 one not counted).
+# The discriminator has stopped learning when its held-out AUC at temperature
+# 1 has not beaten its best by this much in this many evaluations (after step 0).
 STALL_MIN_RISE = 0.005
 STALL_EVALUATIONS = 3
 

@@ -519,9 +519,8 @@ def train(config, strategy, inputs, callbacks=()):
   record_counts = files.record_counts
   if config.seed is not None and record_counts is None:
     record_counts = record_check.check_tfrecord_files(files.files)
-  # One `fit` normally; more when steps did not count (mixed_float16 skips
-  # the update, and the step, of a batch with non-finite gradients), or for
-  # the steps short of a whole execution (`next_fit_steps`).
+  # More than one `fit` only when float16 skipped steps, or for the steps
+  # short of a whole execution (`next_fit_steps`).
   while step < config.num_train_steps:
     position = manager.batches_consumed
     if config.seed is not None and position:
