@@ -167,7 +167,7 @@ _SCALAR_METADATA = keras_compat.summary_pb2.SummaryMetadata(
 
 class TrainingSummaries(keras.callbacks.Callback):
   """TensorBoard scalars at the global step: the batch logs (losses) and the
-  learning rate every `every_n_steps`; `write_eval` for evaluation metrics.
+  learning rate every `every_n_steps`; `write` for evaluation metrics.
 
   Args:
     log_dir: event file directory (the model dir, like the Estimator's).
