@@ -19,16 +19,11 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
   update = m / (sqrt(v) + eps) (+ weight_decay_rate * param unless excluded);
   param -= lr * multiplier * update`.
 
-  Gradients are clipped to a global norm of `clip_norm` (1.0 in the
-  original, always) AFTER they are summed over replicas, so clipping sees
-  the same gradients on one device and on N replicas (Keras' own
-  `global_clipnorm` clips each replica's partial gradients). Under
-  `keras.optimizers.LossScaleOptimizer` the gradients arrive here unscaled.
-
-  Weight-decay exclusion and layer-wise rates are decided on each variable's
-  name: its official (TF1 checkpoint) name when `variable_names` gives one,
-  else its Keras path. The slots `m`, `v` of a variable correspond one-to-one
-  to the original's `<name>/adam_m`, `<name>/adam_v` (see `official_slots`).
+  Gradients are clipped to a global norm of `clip_norm` AFTER they are
+  summed over replicas (unlike Keras' `global_clipnorm`), so one device and
+  N replicas clip alike. Exclusions and layer-wise rates are decided on each
+  variable's official name when `variable_names` gives one, else its path;
+  `m`, `v` are the original's `<name>/adam_m`, `<name>/adam_v`.
 
   Args:
     learning_rate: float or `LearningRateSchedule` (called with the step
@@ -124,7 +119,8 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
       grads, _ = tf.clip_by_global_norm(grads, self.clip_norm)
     keras_compat.apply_distributed_update(self, list(zip(grads, tf_vars)), learning_rate)
 
-  def update_step(self, gradient, variable, learning_rate):
+  def _moments(self, gradient, variable, learning_rate):
+    """The variable's index, its rate, and its `m`, `v` updated with `gradient`."""
     index = self._get_variable_index(variable)
     lr = tf.cast(learning_rate, variable.dtype) * self._lr_multipliers[index]
     # Embedding gradients arrive as IndexedSlices; the update is dense anyway.
@@ -133,6 +129,10 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
     v = self._adam_v[index]
     self.assign(m, self.beta_1 * m + (1.0 - self.beta_1) * gradient)
     self.assign(v, self.beta_2 * v + (1.0 - self.beta_2) * tf.square(gradient))
+    return index, lr, m, v
+
+  def update_step(self, gradient, variable, learning_rate):
+    index, lr, m, v = self._moments(gradient, variable, learning_rate)
     update = m / (tf.sqrt(v) + self.epsilon)
     if self._decay_flags[index]:
       update += self.weight_decay_rate * variable

@@ -1,11 +1,7 @@
-"""The one optimizer factory of pre-training and fine-tuning, as the
-original's `model/optimization.py:create_optimizer` serves both:
-`AdamWeightDecay` (β = 0.9/0.999, ε = 1e-6, global-norm clipping at 1) on the
-warm-up × polynomial-decay schedule, weight-decay exclusions decided on the
-official variable names, and (fine-tuning) layer-wise learning-rate decay.
-
-The caller passes the model's official name map
-(`electra_tf.models.official_names`), so this floor needs no model.
+"""The optimizer factory of pre-training and fine-tuning (the original's
+`model/optimization.py:create_optimizer`): `AdamWeightDecay` (β = 0.9/0.999,
+ε = 1e-6, clipping at 1) on the original's schedule, exclusions decided on
+the official names the caller passes, and layer-wise decay for fine-tuning.
 
 Example:
   >>> import keras
@@ -28,8 +24,7 @@ OPTIMIZERS = {"adam": AdamWeightDecay, "lamb": Lamb}
 
 
 def check_optimizer_name(name):
-  """Raises a one-line `ValueError` unless `name` is a value of the
-  `optimizer` hparam."""
+  """Raises a one-line `ValueError` unless `name` is an `optimizer` hparam value."""
   if name not in OPTIMIZERS:
     raise ValueError(f"hparam optimizer={name!r}; expected one of {sorted(OPTIMIZERS)}")
 
@@ -37,8 +32,7 @@ def check_optimizer_name(name):
 def check_gradient_accumulation(optimizer, steps):
   """`steps` (compile's `gradient_accumulation_steps`) as an int ≥ 1; raises
   a one-line `ValueError` for anything else, and for an optimizer built with
-  Keras' own `gradient_accumulation_steps` > 1 (which averages, counts each
-  micro-batch as an iteration and applies every k-th call)."""
+  Keras' own `gradient_accumulation_steps` > 1."""
   if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
     raise ValueError(f"gradient_accumulation_steps={steps!r}; expected an integer >= 1")
   for opt in (optimizer, getattr(optimizer, "inner_optimizer", None)):
@@ -154,10 +148,9 @@ def pretraining_optimizer_from_config(config, official_name_map=None, optimizer=
 
 
 def finetuning_optimizer(official_name_map, num_hidden_layers, num_train_steps, **hparams):
-  """The original's fine-tuning optimizer, as its `run_finetuning.py`
-  configures it: warm-up proportion, linear decay and layer-wise decay over
-  the encoder's `num_hidden_layers`; `hparams` (keys of
-  `FINETUNING_DEFAULTS`) override its defaults.
+  """The original's fine-tuning optimizer (layer-wise decay over the
+  encoder's `num_hidden_layers`); `hparams` (keys of `FINETUNING_DEFAULTS`)
+  override its defaults.
 
   Example:
     >>> import keras

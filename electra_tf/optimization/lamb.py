@@ -1,12 +1,7 @@
-"""LAMB (layer-wise adaptive moments) as NVIDIA's and Model Garden's BERT/ELECTRA recipes use it
-for large global batches.
-
-Keras' own `keras.optimizers.Lamb` applies the trust ratio to every variable
-and decays weights apart from it; here, as in those recipes, LayerNorm and
-bias variables are excluded from weight decay and from the trust ratio (the
-original's `AdamWeightDecay` exclusions), and everything else the original's
-optimizer does is kept: gradients summed over replicas, then clipped to a
-global norm, official names deciding exclusions and layer-wise rates.
+"""LAMB (layer-wise adaptive moments) for large global batches, as NVIDIA's
+and Model Garden's BERT/ELECTRA recipes use it: unlike `keras.optimizers.Lamb`,
+LayerNorm and bias variables are excluded from weight decay and from the trust
+ratio; the rest is `AdamWeightDecay`'s (replica sum, clipping, official names).
 """
 
 import re
@@ -61,15 +56,9 @@ class Lamb(AdamWeightDecay):
     self._adaptation_flags = [self._do_layer_adaptation(self.variable_name(v)) for v in var_list]
 
   def update_step(self, gradient, variable, learning_rate):
-    index = self._get_variable_index(variable)
+    index, lr, m, v = self._moments(gradient, variable, learning_rate)
     dtype = variable.dtype
-    lr = tf.cast(learning_rate, dtype) * self._lr_multipliers[index]
-    gradient = tf.cast(tf.convert_to_tensor(gradient), dtype)
     step = tf.cast(self.iterations + 1, dtype)
-    m = self._adam_m[index]
-    v = self._adam_v[index]
-    self.assign(m, self.beta_1 * m + (1.0 - self.beta_1) * gradient)
-    self.assign(v, self.beta_2 * v + (1.0 - self.beta_2) * tf.square(gradient))
     m_hat = m / (1.0 - tf.pow(tf.cast(self.beta_1, dtype), step))
     v_hat = v / (1.0 - tf.pow(tf.cast(self.beta_2, dtype), step))
     update = m_hat / (tf.sqrt(v_hat) + self.epsilon)

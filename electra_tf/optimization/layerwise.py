@@ -1,14 +1,9 @@
 """Layer-wise learning-rate decay of the original's fine-tuning (`model/optimization.py:create_optimizer`).
 
-Works on OFFICIAL variable names (`electra/embeddings/...`,
-`electra/embeddings_project/...`, `electra/encoder/layer_<k>/...`,
-`task_specific/...`). Each variable's rate is `lr * decay ** exponent`.
-
-Faithful depths (the default): embeddings and `embeddings_project` depth 0,
-`encoder/layer_<k>` depth k+1, `task_specific` depth n+2, and exponent
-`n + 2 - depth`. Depth n+1 is never used, so the top layer gets decay² (the
-original's off-by-one). `fixed=True` gives the top layer decay¹ and the
-embeddings decay^(n+1) instead (heads still 0).
+Each official variable name's rate is `lr * decay ** exponent`, the
+exponent `n + 2 - depth` with embeddings at depth 0, `encoder/layer_<k>` at
+k+1 and `task_specific` at n+2: the top layer gets decay² (the original's
+off-by-one). `fixed=True` gives it decay¹ and the embeddings decay^(n+1).
 """
 
 
@@ -47,18 +42,14 @@ def layerwise_exponents(variable_names, num_layers, fixed=False):
     Dict name → exponent.
 
   Raises:
-    ValueError: a name matches no key ("No learning rate specified for
-      variable", as in the original) or more than one (the original would
-      then fail creating its optimizer slots twice).
+    ValueError: a name matches no key (as in the original) or several.
   """
   table = layer_depths(num_layers, fixed)
   exponents = {}
   for name in variable_names:
-    # Match on "/<name>" so that top-level names ("task_specific/...") match.
-    probe = "/" + name
-    matches = [key for key in table if key in probe]
-    # `encoder/layer_1/` is not a substring of `encoder/layer_11/`: the key
-    # ends with "/", so k=1 cannot match layer 11.
+    # "/<name>", so that top-level names match; keys end with "/", so
+    # `encoder/layer_1/` does not match layer 11.
+    matches = [key for key in table if key in "/" + name]
     if not matches:
       raise ValueError(
         f"No learning rate specified for variable {name!r}; expected it to contain "
@@ -87,7 +78,6 @@ def layerwise_lr_multipliers(variable_names, num_layers, layerwise_lr_decay_powe
   >>> m["electra/encoder/layer_1/output/dense/bias"], m["task_specific/cola/dense/kernel"]
   (0.25, 1.0)
   """
-  variable_names = list(variable_names)
   if layerwise_lr_decay_power <= 0:
     return {name: 1.0 for name in variable_names}
   return {

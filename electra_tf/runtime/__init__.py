@@ -1,5 +1,3 @@
-"""Where and how a run computes, decided in one place: the distribution
-strategy and the mixed-precision policy (`distribution`), and the replica
-helpers the losses and random draws use to match one device with N replicas
-(`replicas`). Layers, models and runs import these; this room imports only
-`configs`."""
+"""Where and how a run computes: the distribution strategy and precision
+policy (`distribution`), gradient accumulation (`accumulation`), and the
+replica helpers that make N replicas match one device (`replicas`)."""

@@ -1,18 +1,10 @@
 """Gradient accumulation: one optimizer step over k micro-batches.
 
-The training steps (`ElectraPretrainer`, `FinetuningModel`) cut each
-replica's batch into k equal consecutive micro-batches, take each one's
-gradient inside `replicas.micro_batch` and sum them; the caller then applies
-the sum once, where the undivided step applies its one update (so global-norm
-clipping clips the summed gradient). The losses are sums over examples
-divided by the GLOBAL step's denominators, so the micro-batches' gradients
-add up to the undivided step's; the draws keyed by global row (masking,
-sampling, dropout masks) are the undivided step's too, and each micro-batch
-starts the dropout `SeedGenerator`s from their state at the start of the
-step, so every micro-batch draws the seeds the undivided step draws and the
-generators end where it leaves them.
-
-The loop is a `tf.while_loop` (k = 144 traces one micro-batch, not 144).
+Each replica's batch is cut into k consecutive micro-batches whose gradients
+are summed and applied once. The losses divide by the global step's
+denominators and the random draws are keyed by global row (dropout seeds
+reset per micro-batch), so the sum is the undivided step's gradient. The
+loop is a `tf.while_loop`: k micro-batches trace once.
 """
 
 import tensorflow as tf
@@ -90,8 +82,7 @@ def accumulate_gradients(
     lambda index, *_: index < steps,
     body,
     (tf.constant(0), zeros, {k: tf.constant(0.0) for k in value_names}),
-    # The accumulators are the largest tensors of the step: no copies kept
-    # for a backward pass through the loop (there is none).
+    # No copies of the accumulators kept for a backward pass (there is none).
     parallel_iterations=1,
   )
   grads = [None if none else g for g, none in zip(grads, no_gradient)]

@@ -1,10 +1,6 @@
-"""Where training runs and in which precision, decided in one place.
-
-`get_strategy(config)` maps the hparams `distribution_strategy`, `num_gpus`
-and the original's TPU flags (`use_tpu`, `tpu_name`, `tpu_zone`,
-`gcp_project`, `num_tpu_cores`, `tpu_job_name`) onto a `tf.distribute`
-strategy; `set_mixed_precision(config)` sets the Keras dtype policy from
-`mixed_precision`. `setup_distribution(config)` does both, in the right order.
+"""Where training runs and in which precision: `get_strategy` (a
+`tf.distribute` strategy from the hparams and the original's TPU flags),
+`set_mixed_precision` (the Keras dtype policy) and `setup_distribution` (both).
 
 Example:
 >>> from electra_tf.configs.pretraining import PretrainingConfig
@@ -30,21 +26,13 @@ from electra_tf.configs.runtime import MIXED_PRECISION_POLICIES
 
 
 def tpu_cluster_resolver_kwargs(config):
-  """Keyword arguments of `TPUClusterResolver` from the original's flags.
-
-  The original builds a resolver only when `use_tpu` and `tpu_name` are set;
-  with `use_tpu` but no `tpu_name` the TPU is the local one (`tpu=""`, as on
-  a TPU VM).
-  """
+  """Keyword arguments of `TPUClusterResolver` from the original's flags;
+  without `tpu_name` the TPU is the local one (`tpu=""`, as on a TPU VM)."""
   if not config.use_tpu and config.distribution_strategy != "tpu":
     raise ValueError(
       "TPU resolver requested but hparam use_tpu is False and distribution_strategy is not 'tpu'"
     )
-  kwargs = {
-    "tpu": config.tpu_name or "",
-    "zone": config.tpu_zone,
-    "project": config.gcp_project,
-  }
+  kwargs = {"tpu": config.tpu_name or "", "zone": config.tpu_zone, "project": config.gcp_project}
   if config.tpu_job_name:
     kwargs["job_name"] = config.tpu_job_name
   return kwargs
@@ -88,10 +76,8 @@ def _mirrored_devices(config):
 
 class _NestedReduceMultiWorkerMirroredStrategy(tf.distribute.MultiWorkerMirroredStrategy):
   """`MultiWorkerMirroredStrategy` whose `reduce` accepts what Keras 3's
-  `fit` gives it: a nested (dict) batch, reduced once to build the model,
-  and scalar per-replica logs reduced with `axis=0`, both of which the
-  collective strategy rejects. Scalars are reduced across replicas
-  (`axis=None`), which is what Keras does on a single worker."""
+  `fit` gives it and the collective strategy rejects: a nested batch, and
+  scalar logs with `axis=0` (reduced across replicas, as on one worker)."""
 
   def reduce(self, reduce_op, value, axis):
     parent = super(_NestedReduceMultiWorkerMirroredStrategy, self)
@@ -156,8 +142,7 @@ def get_strategy(config):
   """Returns the `tf.distribute.Strategy` chosen by the hparams."""
   name = resolve_strategy_name(config)
   if name in ("default", "one_device", "mirrored"):
-    # A worker of a cluster that trains alone: a non-chief's checkpoints go
-    # to a temporary dir that is thrown away.
+    # A worker of a cluster training alone: a non-chief's checkpoints are thrown away.
     workers = num_workers(tf_config=_tf_config())
     if workers > 1:
       raise ValueError(
@@ -269,13 +254,9 @@ def _bf16_slowdown_reason_here(config):
 
 
 def set_mixed_precision(config):
-  """Sets the global Keras dtype policy from hparam `mixed_precision`.
-
-  `mixed_float16` needs loss scaling, which Keras' `compile` adds by wrapping
-  the optimizer in `LossScaleOptimizer`; `mixed_bfloat16` does not.
-  `mixed_bfloat16` on hardware without native bf16 matmuls prints one
-  warning line (see `bf16_slowdown_reason`).
-  """
+  """Sets the global Keras dtype policy from hparam `mixed_precision`
+  (`compile` adds loss scaling for `mixed_float16`); `mixed_bfloat16` on
+  hardware without native bf16 matmuls prints one warning line."""
   policy = config.mixed_precision
   if policy not in MIXED_PRECISION_POLICIES:
     raise ValueError(
@@ -315,20 +296,23 @@ def setup_distribution(config):
   return get_strategy(config)
 
 
+def _task_and_cluster(strategy, tf_config):
+  """`(task type, task index, cluster dict)` from the strategy's cluster
+  resolver, else from `TF_CONFIG`; `(None, 0, {})` without either."""
+  resolver = getattr(strategy, "cluster_resolver", None) if strategy is not None else None
+  if resolver is not None and getattr(resolver, "task_type", None) is not None:
+    return resolver.task_type, resolver.task_id, resolver.cluster_spec().as_dict()
+  spec = _tf_config(tf_config)
+  if spec is None:
+    return None, 0, {}
+  task = spec.get("task", {})
+  return task.get("type"), int(task.get("index", 0)), spec.get("cluster", {})
+
+
 def is_chief(strategy=None, tf_config=None):
   """Whether this process writes the real checkpoints and summaries: always,
   except for non-chief workers of a multi-worker cluster."""
-  resolver = getattr(strategy, "cluster_resolver", None) if strategy is not None else None
-  if resolver is not None and getattr(resolver, "task_type", None) is not None:
-    task_type, task_id = resolver.task_type, resolver.task_id
-    cluster = resolver.cluster_spec().as_dict()
-  else:
-    spec = _tf_config(tf_config)
-    if spec is None:
-      return True
-    task = spec.get("task", {})
-    task_type, task_id = task.get("type"), int(task.get("index", 0))
-    cluster = spec.get("cluster", {})
+  task_type, task_id, cluster = _task_and_cluster(strategy, tf_config)
   if task_type is None or task_type == "chief":
     return True
   if task_type == "worker":
@@ -339,14 +323,7 @@ def is_chief(strategy=None, tf_config=None):
 
 def num_workers(strategy=None, tf_config=None):
   """Number of worker processes in the cluster (1 without `TF_CONFIG`)."""
-  resolver = getattr(strategy, "cluster_resolver", None) if strategy is not None else None
-  if resolver is not None and getattr(resolver, "task_type", None) is not None:
-    cluster = resolver.cluster_spec().as_dict()
-  else:
-    spec = _tf_config(tf_config)
-    if spec is None:
-      return 1
-    cluster = spec.get("cluster", {})
+  _, _, cluster = _task_and_cluster(strategy, tf_config)
   return max(1, sum(len(cluster.get(kind, [])) for kind in ("chief", "worker")))
 
 
@@ -362,9 +339,8 @@ def check_batch_split(global_batch_size, replicas, accumulation_steps=1):
 
 
 def device_report(config, strategy, global_batch_size, accumulation_steps=1):
-  """The one start-up line saying where and how a run trains: devices and
-  replicas, workers, precision, XLA and the batch split (per replica, and
-  into `accumulation_steps` micro-batches)."""
+  """The one start-up line saying where and how a run trains: devices,
+  workers, precision, XLA and the batch split."""
   try:
     devices = list(strategy.extended.worker_devices)
   except (AttributeError, RuntimeError):  # the default strategy: TensorFlow's placement
@@ -393,8 +369,7 @@ _GPU_REASON = re.compile(r"cuInit|cuda|CUDA|dlopen|libcud|GPU will not be used|d
 
 
 def _gpu_probe_reason():
-  """What TensorFlow logs when it looks for GPUs: a fresh process with its C++
-  log on (the command lines hide it while TensorFlow loads)."""
+  """What TensorFlow logs when it looks for GPUs, in a fresh process with its C++ log on."""
   code = "import tensorflow as tf; tf.config.list_physical_devices('GPU')"
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="0")
   try:

@@ -1,15 +1,7 @@
-"""Where this replica sits in the global batch, and sums over replicas.
-
-The losses divide by global denominators and the random draws (masks,
-samples, dropout) are keyed by an example's row in the GLOBAL batch, so one
-device and N replicas compute the same step for the same global batch.
-`Strategy.experimental_distribute_dataset` (used by `model.fit`) splits each
-global batch into equal consecutive slices, replica i taking the i-th.
-
-With gradient accumulation a replica's batch is cut into micro-batches; a
-step computes one micro-batch inside `micro_batch(index, count)`, where
-`replica_first_example` gives the global row of that micro-batch's first
-example, so the draws keyed by row are those of the undivided step.
+"""Where this replica (and micro-batch) sits in the global batch, and sums
+over replicas: random draws keyed by global row and losses over global
+denominators make one device and N replicas compute the same step (`fit`
+gives replica i the i-th consecutive slice of each global batch).
 
 Example:
   >>> num_replicas()

@@ -20,11 +20,9 @@ from electra_tf.utils import keras_compat
 def next_fit_steps(model, remaining):
   """Yields the steps of the next `fit` of a run with `remaining` steps left.
 
-  Keras runs each execution whole: a `fit` of 3 steps at
-  `steps_per_execution` 10 trains 10, past `num_train_steps` and the end of
-  the schedule. So a `fit` takes whole executions; fewer steps than one
-  execution are run as one shorter execution (the step function retraced),
-  and the model's `steps_per_execution` is given back afterwards.
+  Keras runs each execution whole (a `fit` of 3 steps at `steps_per_execution`
+  10 trains 10), so a `fit` takes whole executions; fewer steps than one run
+  as one shorter execution, and `steps_per_execution` is restored afterwards.
   """
   per_execution = int(model.steps_per_execution or 1)
   if remaining >= per_execution:
@@ -52,14 +50,9 @@ def secs_to_str(secs):
 class ETALogger(keras.callbacks.Callback):
   """Prints `<step>/<n_steps> = <pct>%, SPS: <s/s>, ELAP: <t>, ETA: <t>`
   followed by ` - <name>: <value:.4f>` for each of `to_log` found in the
-  batch logs, every `log_every` steps and once at the end.
-
-  When training, `step` is the global step (the optimizer's `iterations`,
-  so a resumed run continues counting from the restored step); when
-  evaluating, it is the number of eval batches run. With
-  `steps_per_execution > 1` Keras reports once per execution, which advances
-  `step` by that many steps, like the original on TPU with
-  `iterations_per_loop`.
+  batch logs, every `log_every` steps and once at the end. `step` is the
+  global step when training (a resumed run continues from it), the eval
+  batches run when evaluating; it advances once per execution.
 
   Args:
     n_steps: total steps (the target global step when training, the number
@@ -90,7 +83,6 @@ class ETALogger(keras.callbacks.Callback):
     self._start_time = None
     self._start_step = None
     self._step = None
-    self._steps_run = 0
     self._logged_step = None
 
   def get_config(self):
@@ -101,9 +93,6 @@ class ETALogger(keras.callbacks.Callback):
       "to_log": list(self.to_log),
     }
 
-  def _global_step(self):
-    return int(self.model.optimizer.iterations.numpy())
-
   # --- training ---
   def on_train_begin(self, logs=None):
     if self.is_training:
@@ -112,16 +101,16 @@ class ETALogger(keras.callbacks.Callback):
   def on_train_batch_begin(self, batch, logs=None):
     if self.is_training and self._start_time is None:
       self._start_time = time.time()
-      self._start_step = self._global_step()
+      self._start_step = checkpointing.global_step(self.model)
 
   def on_train_batch_end(self, batch, logs=None):
     if self.is_training:
-      self._step = self._global_step()
+      self._step = checkpointing.global_step(self.model)
       self.log(logs)
 
   def on_train_end(self, logs=None):
     if self.is_training and self._start_time is not None:
-      self._step = self._global_step()
+      self._step = checkpointing.global_step(self.model)
       self.log(None, at_end=True)
 
   # --- evaluation ---
@@ -167,8 +156,7 @@ class ETALogger(keras.callbacks.Callback):
 
 
 def _write_scalar(name, value, step):
-  """A TensorBoard scalar through the core summary op: the same event as
-  `tf.summary.scalar`, without needing the `tensorboard` package installed."""
+  """`tf.summary.scalar`'s event, without needing the `tensorboard` package."""
   tf.summary.write(name, tf.constant(value, tf.float32), step=step, metadata=_SCALAR_METADATA)
 
 
@@ -179,7 +167,7 @@ _SCALAR_METADATA = keras_compat.summary_pb2.SummaryMetadata(
 
 class TrainingSummaries(keras.callbacks.Callback):
   """TensorBoard scalars at the global step: the batch logs (losses) and the
-  learning rate every `every_n_steps`; `write_eval` for evaluation metrics.
+  learning rate every `every_n_steps`; `write` for evaluation metrics.
 
   Args:
     log_dir: event file directory (the model dir, like the Estimator's).
@@ -198,11 +186,6 @@ class TrainingSummaries(keras.callbacks.Callback):
     self._writer = None
     self._last_step = None
     self._pending = None
-
-  def _get_writer(self):
-    if self._writer is None:
-      self._writer = tf.summary.create_file_writer(self.log_dir)
-    return self._writer
 
   def _learning_rate(self):
     lr = self.model.optimizer.learning_rate
@@ -236,7 +219,9 @@ class TrainingSummaries(keras.callbacks.Callback):
   def write(self, step, logs, learning_rate=True):
     if not self.enabled:
       return
-    with self._get_writer().as_default(step=step):
+    if self._writer is None:
+      self._writer = tf.summary.create_file_writer(self.log_dir)
+    with self._writer.as_default(step=step):
       for name, value in (logs or {}).items():
         try:
           value = float(value)
@@ -254,15 +239,9 @@ class TrainingDiverged(Exception):
 
 class DivergenceGuard(keras.callbacks.Callback):
   """Stops training when it diverges, before a checkpoint of broken weights
-  is written. Put it first among the callbacks, ahead of the checkpointing.
-
-  - float32 / bfloat16: a NaN or Inf loss stops training at once.
-  - float16 loss scaling skips a step whose gradients are not finite (the
-    global step does not advance); `max_skipped_steps` consecutive skips stop
-    training.
-  - every `check_weights_every` steps (the checkpoint period) and at the end,
-    the weights are checked too: a NaN gradient under a finite loss breaks the
-    weights one step before the loss shows it.
+  is written (put it first among the callbacks): at a NaN or Inf loss, after
+  `max_skipped_steps` consecutive float16 loss-scaling skips, or at NaN/Inf
+  weights, checked every `check_weights_every` steps and at the end.
 
   Args:
     manager: the checkpoint manager, to name the last good checkpoint.

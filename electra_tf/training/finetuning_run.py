@@ -1,13 +1,6 @@
 """Fine-tuning runs: build the model for a trial, train it with `fit`
-(resumable), evaluate, write results (`run_finetuning.py`'s library).
-
-Training goes through `FinetuningModel.train_step` (the original's summed
-multi-task loss) with the original's optimizer, schedule and layer-wise
-decay, under the `tf.distribute` strategy and precision policy chosen by
-`electra_tf.runtime.distribution` from the same hparams as pre-training.
-Checkpoints keep the original's names and are written every
-`save_checkpoints_steps`; re-running the same command resumes from the
-newest one, and SIGTERM saves before stopping.
+(resumable: re-running resumes from the newest checkpoint, SIGTERM saves
+first), evaluate, write results (`run_finetuning.py`'s library).
 
 Usage (needs task data, so not run as a doctest):
   config = FinetuningConfig("electra_small", "/data", task_names=["rte"])
@@ -44,6 +37,8 @@ from electra_tf.training.callbacks import DivergenceGuard
 from electra_tf.training.callbacks import ETALogger
 from electra_tf.training.callbacks import TrainingSummaries
 from electra_tf.training.callbacks import next_fit_steps
+from electra_tf.training.pretraining_run import distributable
+from electra_tf.training.pretraining_run import with_vocab_settings
 from electra_tf.utils import extras
 from electra_tf.utils import file_io
 from electra_tf.utils import interrupts
@@ -73,24 +68,18 @@ def _check_length(config, bert_config):
 
 @dataclasses.dataclass(frozen=True)
 class FinetuningInputs:
-  """What a fine-tuning run reads, resolved once and passed on in place of
-  the paths: `make_inputs` (the CLI's flags) or `inputs_for` (a config built
-  in code) fills the first four, `validate_inputs` the rest.
+  """What a fine-tuning run reads, resolved once: `make_inputs` or
+  `inputs_for` fills the first six, `validate_inputs` the rest.
 
   Attributes:
     config: the `FinetuningConfig`.
-    source: the `any_format.Source` of hparam `init_checkpoint`, detected
-      once; None without one, or when nothing readable is there.
-    source_error: why `init_checkpoint` could not be detected (None when it was).
-    source_run_config: the electra_tf run config of the model the run starts
-      from (without training: of the first trial's dir), or None.
-    vocab: the `Vocab` of hparam `vocab_file` (None when the file is missing:
-      `validate_inputs` names it).
-    bert_config: the encoder's `BertConfig` (`validate_inputs` checks
-      `max_seq_length` against it).
+    source: the `any_format.Source` of hparam `init_checkpoint`, or None.
+    source_error: why `init_checkpoint` could not be detected, or None.
+    source_run_config: the run config of the model the run starts from, or None.
+    vocab: the `Vocab` of hparam `vocab_file` (None when the file is missing).
+    bert_config: the encoder's `BertConfig`.
     tokenizer: the tokenizer every task featurises with.
-    tasks: the task objects; the examples `validate_inputs` checked stay
-      read in them.
+    tasks: the task objects, holding the examples `validate_inputs` checked.
   """
 
   config: FinetuningConfig
@@ -114,9 +103,8 @@ def _detect_source(config):
 
 
 def _source_run_config(config, source):
-  """The run config of the electra_tf run the model starts from: `source`
-  (hparam `init_checkpoint`, detected) or, without training, the first
-  trial's dir; None when it has none."""
+  """The run config of the model the run starts from (`source`, or without
+  training the first trial's dir), or None."""
   if source is not None:
     found = source.recorded_run()
     if found is not None:
@@ -127,8 +115,7 @@ def _source_run_config(config, source):
 
 
 def _read_vocab(config):
-  """The `Vocab` of hparam `vocab_file`, or None when it is missing
-  (`validate_inputs` names it)."""
+  """The `Vocab` of hparam `vocab_file`, or None when it is missing."""
   if not config.vocab_file or not tf.io.gfile.exists(config.vocab_file):
     return None
   return vocab_lib.Vocab.read(config.vocab_file)
@@ -136,11 +123,9 @@ def _read_vocab(config):
 
 def make_inputs(model_name, data_dir, hparams):
   """The `FinetuningInputs` of the three flags (hparams: dict, JSON string,
-  `.json` path or a run's `config.json`): the model it starts from detected
-  once, the vocab read once. When that model is an electra_tf run with a
-  `config.json`, the encoder's sizes, the vocab file, `do_lower_case` and
-  `strip_accents` come from that file unless the hparams set them; sizes
-  the hparams set must build the same encoder (one-line
+  `.json` path or a run's `config.json`). The encoder's sizes, vocab file and
+  normalisation come from the starting model's `config.json`, if any, unless
+  the hparams set them; set sizes must build the same encoder (one-line
   `model_dir.ModelDirMismatch` otherwise)."""
   user = load_hparams(hparams, "FinetuningConfig")
   config = model_dir_lib.with_found_vocab_file(FinetuningConfig(model_name, data_dir, **user))
@@ -159,7 +144,7 @@ def make_inputs(model_name, data_dir, hparams):
   vocab = _read_vocab(config)
   if run_config is not None:
     _check_vocab_of_source(config, vocab, run_config)
-  config = _with_vocab_settings(config, user)
+  config = with_vocab_settings(config, user)
   if run_config is None:
     _with_vocab_size(config, vocab, user)
     bert_config = get_pretraining_bert_config(config)  # sized by the vocab
@@ -174,9 +159,8 @@ def make_config(model_name, data_dir, hparams):
 
 
 def inputs_for(config):
-  """The `FinetuningInputs` of a config built in code (`FinetuningConfig(...)`):
-  its source detected and its vocab read once; the encoder it builds must be
-  the source run's."""
+  """The `FinetuningInputs` of a config built in code; the encoder it builds
+  must be the source run's."""
   model_dir_lib.with_found_vocab_file(config)
   source, source_error = _detect_source(config)
   run_config = _source_run_config(config, source)
@@ -190,11 +174,8 @@ def inputs_for(config):
 
 
 def _check_vocab_of_source(config, vocab, run_config):
-  """The vocab a run fine-tunes with must be the one the model it starts
-  from was pre-trained with (`run_config`): by sha256 where the
-  run recorded it, else by size against its embedding rows. A one-line
-  ValueError names both otherwise (a vocab of another size or content reads
-  every id as another token)."""
+  """Refuses in one line a vocab other than the one the starting model was
+  pre-trained with: by sha256 where recorded, else by size."""
   if vocab is None:
     return  # validate_inputs names the missing file
   where = f"the model in {os.path.dirname(run_config.get('path') or '')!r} was pre-trained"
@@ -212,11 +193,8 @@ def _check_vocab_of_source(config, vocab, run_config):
 
 
 def _with_vocab_size(config, vocab, user):
-  """The encoder's `vocab_size` is the vocab's id count unless the hparams
-  (or the source run's config.json) set it: the original's default of
-  30,522 built an embedding table that did not fit a checkpoint or a random
-  init with a smaller vocab. A vocab_size below the vocab's ids is refused
-  (ids out of range)."""
+  """Sets `vocab_size` to the vocab's size unless the hparams set it (the
+  original's 30,522 fits no smaller vocab); one below it is refused."""
   if vocab is None:
     return  # validate_inputs names the missing file
   if "vocab_size" not in user:
@@ -228,23 +206,9 @@ def _with_vocab_size(config, vocab, user):
     )
 
 
-def _with_vocab_settings(config, user):
-  """A vocab with a settings file (a SentencePiece model, or a WordPiece
-  vocab from build_vocab) was built, and its records normalised, as that
-  file says, whatever a pre-training run's (WordPiece-minded) defaults say;
-  hparams the user sets must agree with it (`vocab.normalisation_for_hparams`).
-  A vocab without one keeps the hparams."""
-  resolved = vocab_lib.normalisation_for_hparams(config.vocab_file, user)
-  if resolved is not None:
-    config.do_lower_case, config.strip_accents = resolved
-  return config
-
-
 def finetuning_tokenizer(config, vocab=None):
-  """The tokenizer every fine-tuning task featurises with: the config's
-  vocab (`vocab`, its `Vocab` when already read), `do_lower_case` and
-  `strip_accents` (the pre-trained model's, from its `config.json`, unless
-  the hparams set them)."""
+  """The tokenizer every fine-tuning task featurises with: the config's vocab
+  (`vocab`, when already read), `do_lower_case` and `strip_accents`."""
   return full_tokenizer_for(
     vocab or config.vocab_file,
     do_lower_case=config.do_lower_case,
@@ -253,11 +217,9 @@ def finetuning_tokenizer(config, vocab=None):
 
 
 def validate_inputs(inputs):
-  """Checks what can be checked before anything is written: the vocab and,
-  for `data_source: files`, each task's data directory, and every data file
-  (or TFDS split) the run will read (train, dev, and the test splits it
-  writes outputs for), so that a bad dev.tsv fails now rather than after
-  training; errors name the file and the line.
+  """Checks before anything is written: the vocab, the tasks, the output
+  paths and every data file (or TFDS split) the run will read, so that a bad
+  dev.tsv fails now rather than after training.
 
   Args:
     inputs: the run's `FinetuningInputs` (`make_inputs` or `inputs_for`).
@@ -342,9 +304,8 @@ def _check_data_files(config, tasks, vocab):
 
 
 def _check_heads_loaded(loaded, tasks, path):
-  """Evaluating without training needs each task's fine-tuned head: a
-  pre-trained model's has none, and its randomly initialised head would be
-  scored as if it were a result."""
+  """Evaluating without training needs each task's fine-tuned head (else a
+  random head's scores would pass for results)."""
   missing = [
     t.name for t in tasks if not any(n.startswith(f"task_specific/{t.name}/") for n in loaded)
   ]
@@ -386,8 +347,7 @@ class ModelRunner:
     trial: 1-based trial number (seeds `seed + trial` when `seed` is set).
     strategy: the `tf.distribute.Strategy` to build and train under
       (default: the current one).
-    inputs: the run's `FinetuningInputs` (the model it starts from, the
-      vocab and the encoder's config are then not read or derived again).
+    inputs: the run's `FinetuningInputs` (then not read or derived again).
   """
 
   def __init__(self, config, tasks, trial=1, strategy=None, inputs=None):
@@ -437,20 +397,11 @@ class ModelRunner:
       if self.unfinished:
         logging.warning(self.unfinished)
 
-  @staticmethod
-  def _distributable(dataset):
-    options = tf.data.Options()
-    # Multi-worker: each worker takes every n-th batch.
-    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
-    return dataset.with_options(options)
-
   def train(self):
     """Trains to `train_steps`, resuming from the model dir's newest
-    checkpoint; saves `model.ckpt-0` on a fresh dir, every
-    `save_checkpoints_steps` and at the end; with a `seed`, a resumed run
-    ends bit-identical to an uninterrupted one (the checkpoint keeps the
-    input position, dropout and loss-scale state). Returns the losses of the steps
-    run here. Raises `TrainingPreempted` after a SIGTERM (checkpoint saved)."""
+    checkpoint (with a `seed`, bit-identical to an uninterrupted run); saves
+    every `save_checkpoints_steps` and at the end. Returns the losses of the
+    steps run here. Raises `TrainingPreempted` after a SIGTERM (saved)."""
     config = self._config
     records, self.train_steps = self._preprocessor.train_records()
     if self.train_steps <= 0:
@@ -493,17 +444,14 @@ class ModelRunner:
       TrainingSummaries(config.model_dir, config.save_summary_steps, enabled=self.chief),
       step_losses,
     ]
-    # More than one `fit` only when steps did not count (mixed_float16 skips
-    # the update, and the step, of a batch with non-finite gradients), or for
-    # the steps short of a whole execution (`next_fit_steps`).
+    # More than one `fit` only when float16 skipped steps, or for the steps
+    # short of a whole execution (`next_fit_steps`).
     while step < self.train_steps:
-      # A new pipeline for each `fit`, at the input position (batches
-      # consumed; skipped float16 steps put it ahead of the step): where a
-      # resumed run continues the seeded order.
+      # A new pipeline for each `fit`, at the input position (batches consumed).
       dataset = self._preprocessor.train_dataset(records, manager.batches_consumed)
       with next_fit_steps(model, self.train_steps - step) as steps:
         model.fit(
-          self._distributable(dataset),
+          distributable(dataset),
           epochs=1,
           steps_per_epoch=steps,
           verbose=0,
@@ -556,11 +504,8 @@ class ModelRunner:
             config.test_predictions(task.name, split, trial), json.dumps(predictions, indent=2)
           )
       elif task.name == "squad":
-        # The original decodes *dev* examples against test features and
-        # overwrites the dev prediction files (docs/differences.md); here the test scorer uses the test examples and its own files.
-        scorer = task.get_scorer("test")
-        for row in self.predict(task, "test"):
-          scorer.update(row)
+        # Unlike the original, test examples and files of their own (docs/differences.md).
+        scorer = self.evaluate_task(task, "test")
         preds_file = config.test_predictions(task.name, "test", trial)
         predictions, null_odds = scorer.write_predictions(
           preds_file=preds_file[: -len(".json")] + "_preds.json",
@@ -625,9 +570,8 @@ TRAINING_HPARAMS = (
 
 
 def _check_same_training(existing, config):
-  """Refuses to resume (or re-report) a trial dir whose `config.json` says
-  it was trained with other training hparams: its checkpoint and its
-  results are that run's, not this one's. One line naming each difference."""
+  """Refuses in one line to resume (or re-report) a trial dir trained with
+  other training hparams, naming each difference."""
   recorded = existing.get("hparams") or {}
   keys = [key for key in TRAINING_HPARAMS if key in recorded]
   differences = model_dir_lib.value_differences(recorded, config.to_dict(), keys)
@@ -641,9 +585,8 @@ def _check_same_training(existing, config):
 
 
 def _prepare_model_dir(config, inputs):
-  """A fresh trial dir, unless it holds a checkpoint to resume from (the
-  original always deleted it) of the same architecture (else one-line
-  `model_dir.ModelDirMismatch`, nothing changed)."""
+  """A fresh trial dir, unless it holds a checkpoint of the same architecture
+  to resume from (another one: one-line `model_dir.ModelDirMismatch`)."""
   existing = any_format.run_config(config.model_dir)
   if existing is not None:
     model_dir_lib.check_same_architecture(
@@ -666,11 +609,9 @@ def _prepare_model_dir(config, inputs):
 
 def run_finetuning(config, strategy=None, inputs=None):
   """Runs `num_trials` trials of train → evaluate (→ test outputs); returns
-  the list of per-trial results. `strategy` defaults to the one the hparams
-  choose (`electra_tf.runtime.distribution.setup_distribution`); `inputs`
-  is the `FinetuningInputs` of `config` when the caller has resolved or
-  validated them already (`make_inputs`, `validate_inputs`), else they are
-  resolved and validated here."""
+  the list of per-trial results. `strategy` defaults to the hparams'
+  (`distribution.setup_distribution`); `inputs` (`FinetuningInputs`) are
+  resolved and validated here unless the caller did."""
   if inputs is None:
     inputs = inputs_for(config)
   if inputs.tasks is None:

@@ -1,18 +1,7 @@
-"""The pre-trainer measured on held-out data's real tokens, next to trivial
-baselines.
-
-The original's `disc_auc` and `disc_accuracy` also count padding, and a
-number alone does not say whether the model learned anything. Here every
-metric is computed on real tokens only and paired with the baseline a model
-that learned nothing reaches (`METRIC_ROWS`), with the margin's standard
-error over the batches (distinct batches: the held-out set is read once, never
-repeated), so a difference within noise is not reported as a
-gain (`verdict`, `format_against_baselines`).
-
-`real_token_metrics` measures a model on a dataset, `measure_against_baselines`
-the newest checkpoint of a run, `measure_checkpoints` every checkpoint a run
-kept, and `PeriodicEvaluation` a run as it trains (its history feeds
-`training_curve_panels`).
+"""The pre-trainer measured on held-out data's real tokens (the original's
+metrics count padding too), each metric next to the baseline a model that
+learned nothing reaches (`METRIC_ROWS`) with the margin's standard error over
+the batches, so a difference within noise is not reported as a gain.
 """
 
 import copy
@@ -91,10 +80,9 @@ def baseline_value(measured, baseline):
 
 
 def batch_arrays(out):
-  """The arrays the metrics need from one batch of `pretraining_step.forward`
-  outputs (numpy): the masked positions' targets, predictions and losses
-  and, where the objective has a discriminator, the real tokens' labels and
-  scores."""
+  """The arrays `metrics` needs from one batch of `pretraining_step.forward`
+  outputs (numpy): masked positions' targets, predictions and losses, and
+  real tokens' discriminator labels and scores."""
   weights = out["masked_lm_weights"] > 0
   arrays = {"targets": out["masked_lm_ids"][weights], "preds": out["masked_lm_preds"][weights]}
   if "mlm_per_slot_loss" in out:
@@ -142,9 +130,8 @@ _EVAL_FORWARD = weakref.WeakKeyDictionary()
 
 
 def _eval_forward(model, temperature=None):
-  """The model's traced evaluation forward pass, sampling replacements at
-  `temperature` (None: the run's own); it holds the model weakly, so the
-  cache keeps no model alive."""
+  """The model's traced evaluation forward pass at `temperature` (None: the
+  run's own), holding the model weakly."""
   by_temperature = _EVAL_FORWARD.setdefault(model, {})
   if temperature not in by_temperature:
     model_ref = weakref.ref(model)
@@ -161,33 +148,20 @@ def _eval_forward(model, temperature=None):
 
 def real_token_metrics(model, dataset, num_batches, log=None, passes=1, temperature=None):
   """Generator and discriminator on `num_batches` batches of `dataset`, on
-  real tokens only (the original's `disc_auc` also counts padding), next to
-  trivial baselines: the unigram generator (always the most frequent target
-  token) and a discriminator that calls every token original. Each
-  `METRIC_ROWS` margin over its baseline comes with its standard error over
-  the batches (`<key>_margin_se`), so a difference within noise is not
-  reported as a gain. The masking and sampling use a fixed seed, so repeated
-  calls see the same corruption.
-
-  A dataset that ends before `num_batches` is measured to its end, each
-  batch once (a repeated example would shrink the standard errors without
-  adding evidence); `log` gets one line saying so. Give the held-out set
-  read once (`pretraining_run.make_eval_dataset`), not a repeating one.
-  `passes` > 1 measures the same batches again with fresh masks and
-  samples, so the verdict rests less on one draw of masks; the standard
-  errors stay over the distinct batches (each batch's draws pooled), so
-  the extra passes never count as extra text.
+  real tokens only, next to the `METRIC_ROWS` baselines, each margin with its
+  standard error over the batches (`<key>_margin_se`). Masking and sampling
+  use a fixed seed, so repeated calls see the same corruption. Give a
+  dataset read once (`pretraining_run.make_eval_dataset`): a shorter one is
+  measured to its end. Extra `passes` draw fresh masks over the same
+  batches; the standard errors stay over the distinct batches.
 
   Args:
     model: an `ElectraPretrainer`.
     dataset: batches of pre-training features (the held-out shard).
     num_batches: how many batches to use at most.
-    log: a callable taking the one line about a dataset shorter than
-      `num_batches` (None: no line).
-    passes: draws of masks over the same batches (the dataset must give
-      the same batches each time, as `make_eval_dataset`'s does).
-    temperature: the temperature replacements are drawn at (None: the
-      run's own).
+    log: gets one line about a dataset shorter than `num_batches`, or None.
+    passes: draws of masks over the same batches.
+    temperature: of the replacements drawn (None: the run's own).
 
   Returns:
     A dict of pooled metrics, baselines, margins and their standard errors,
@@ -224,8 +198,7 @@ def real_token_metrics(model, dataset, num_batches, log=None, passes=1, temperat
   batches = [{k: np.concatenate([d[k] for d in batch]) for k in batch[0]} for batch in draws]
   pooled = {k: np.concatenate([b[k] for b in batches]) for k in batches[0]}
   measured = metrics(**pooled)
-  # The same unigram answer in every batch, so its per-batch accuracy is not
-  # fitted to the batch.
+  # The same unigram answer in every batch, not one fitted to each batch.
   unigram_id = int(np.bincount(pooled["targets"]).argmax())
   per_batch = [metrics(**b, unigram_id=unigram_id) for b in batches]
   for key, baseline, _, _ in METRIC_ROWS:
@@ -286,10 +259,9 @@ def _stderr_line(line):
 
 
 def measure_against_baselines(config, num_batches=20, log=_stderr_line, passes=1):
-  """`real_token_metrics` of the latest checkpoint in `config.model_dir` on
-  the evaluation files of `config` (read once: at most as many batches as
-  they hold; `log` gets one line when that is fewer than `num_batches`;
-  `passes` draws of masks over them), with its `global_step`."""
+  """`real_token_metrics` (`passes` draws of masks) of the latest checkpoint
+  in `config.model_dir` on `config`'s evaluation files, with its
+  `global_step`; `log` gets one line when they hold fewer than `num_batches`."""
   model, manager, dataset, num_batches = _model_and_held_out_data(config, num_batches, log)
   step = manager.restore_latest()
   measured = real_token_metrics(model, dataset, num_batches, passes=passes)
@@ -298,15 +270,10 @@ def measure_against_baselines(config, num_batches=20, log=_stderr_line, passes=1
 
 def measure_checkpoints(config, num_batches=20, log=_stderr_line, untrained=True, skip_steps=()):
   """`real_token_metrics` of every checkpoint in `config.model_dir`, oldest
-  first (a run with `keep_checkpoint_max: 0` keeps them all), on the same
-  batches of `config`'s evaluation files: the held-out curve of a run that
-  is over. `untrained` adds an untrained model in front (`global_step` 0)
-  where the run kept no checkpoint of step 0: freshly initialized, so not
-  the run's own initial weights, only their kind. Each entry is `{"global_step",
-  "checkpoint", **metrics}`; a masked-LM run (no discriminator) gets the
-  masked-LM metrics only. Steps in `skip_steps` (measured by an earlier
-  call) are neither restored nor measured, so a growing run's curve costs
-  only its new checkpoints.
+  first, on the same batches of `config`'s evaluation files: entries
+  `{"global_step", "checkpoint", **metrics}`. `untrained` adds a freshly
+  initialized model in front (step 0) where no checkpoint of step 0 was
+  kept; steps in `skip_steps` are neither restored nor measured.
 
   Example:
     for point in measure_checkpoints(eval_config, num_batches=32):
@@ -344,8 +311,8 @@ def measure_checkpoints(config, num_batches=20, log=_stderr_line, untrained=True
 
 
 def _model_and_held_out_data(config, num_batches, log):
-  """The pre-trainer of `config` (not restored), its checkpoint manager, the
-  evaluation files read once and the batches to take of them."""
+  """The pre-trainer of `config` (not restored), its manager, the
+  evaluation dataset and the batches to take of it."""
   strategy = distribution.setup_distribution(config)
   model = pretraining_run.build_pretrainer(config, strategy)
   manager = checkpointing.TrainingCheckpointManager(model, config.model_dir, chief=True)
@@ -363,9 +330,8 @@ def load_history(path):
 
 
 AUC_AT_TEMPERATURE_1 = "disc_auc_at_temperature_1"
-# The discriminator has stopped learning when its held-out AUC at
-# temperature 1 has not beaten its best by this much in this many
-# evaluations (the step-0 one not counted).
+# The discriminator has stopped learning when its held-out AUC at temperature
+# 1 has not beaten its best by this much in this many evaluations (after step 0).
 STALL_MIN_RISE = 0.005
 STALL_EVALUATIONS = 3
 
@@ -373,9 +339,7 @@ STALL_EVALUATIONS = 3
 def stall_warning(history, evaluations=STALL_EVALUATIONS, min_rise=STALL_MIN_RISE):
   """A one-line warning when the discriminator's held-out AUC at
   temperature 1 has not risen by `min_rise` over its earlier best in the last
-  `evaluations` evaluations, else None. A run in that state has usually
-  learned only which tokens a generator tends to draw, not context, and
-  its weights fine-tune worse than random init's (docs/pretrain.md).
+  `evaluations` evaluations (it stopped learning context), else None.
 
   Example:
   >>> h = [{"step": s, "disc_auc_at_temperature_1": a} for s, a in
@@ -404,9 +368,8 @@ def stall_warning(history, evaluations=STALL_EVALUATIONS, min_rise=STALL_MIN_RIS
 
 class PeriodicEvaluation:
   """Measures `real_token_metrics` on the evaluation files of `eval_config`
-  before the first step and every `every` steps during training; keeps the
-  history (resumed from `history_path`, rewritten there after each
-  evaluation) for the training curves.
+  before the first step and every `every` steps; the history is resumed
+  from and rewritten to `history_path`.
 
   Args:
     eval_config: a `PretrainingConfig` whose evaluation files are the
@@ -479,26 +442,22 @@ class _PeriodicCallback(keras.callbacks.Callback):
     super().__init__()
     self.periodic = periodic
 
-  def _step(self):
-    return int(self.model.optimizer.iterations.numpy())
-
   def on_train_begin(self, logs=None):
     # The untrained model too (step 0), so the curves start at the baselines.
-    step = self._step()
+    step = checkpointing.global_step(self.model)
     if self.periodic.due(step, starting=True):
       self.periodic.evaluate(self.model, step)
 
   def on_train_batch_end(self, batch, logs=None):
-    step = self._step()
+    step = checkpointing.global_step(self.model)
     if self.periodic.due(step):
       self.periodic.evaluate(self.model, step)
 
 
 def training_curve_panels(events, history):
-  """`curves.Panel`s of a pre-training run: the generator and discriminator
-  training losses from `events` (`utils.events.scalar_events`), raw and
-  smoothed, then each `METRIC_ROWS` metric of the held-out `history` with its
-  trivial baseline (the mean over the history where it is measured)."""
+  """`curves.Panel`s of a pre-training run: the training losses of `events`
+  (`utils.events.scalar_events`), then each `METRIC_ROWS` metric of the
+  held-out `history` with its baseline (averaged over the history)."""
   panels = []
   for tag, title in (("generator_loss", "Generator MLM loss"), ("disc_loss", "Discriminator loss")):
     points = events.get(tag, [])
@@ -528,12 +487,10 @@ def training_curve_panels(events, history):
 
 
 def held_out_callbacks(config, strategy):
-  """The callbacks `run_pretraining` adds for `held_out_tfrecords` (none when
-  it is not set): `PeriodicEvaluation` of them every
-  `save_checkpoints_steps` (`held_out_evaluation.PeriodicEvaluation`,
-  history in `<model_dir>/held_out_history.json`, a warning when the
-  discriminator stops learning); none under a multi-replica strategy, which
-  it does not support (said in one line)."""
+  """The callbacks `run_pretraining` adds for `held_out_tfrecords`: a
+  `PeriodicEvaluation` every `save_checkpoints_steps`, history in
+  `<model_dir>/held_out_history.json`; none without it or with several
+  replicas (said in one line)."""
   if not (config.held_out_tfrecords and config.do_train):
     return []
   if strategy.num_replicas_in_sync > 1:

@@ -1,14 +1,9 @@
 """Pre-training and evaluation as a library: the original's
-`run_pretraining.py:train_or_eval` (checks before any model is built, debug
-wipe, `<model_dir>/config.json` describing the run (`electra_tf.checkpoints.model_dir`),
-training to the absolute step `num_train_steps` with resumption, or evaluation of the newest checkpoint with its results files).
-
+`run_pretraining.py:train_or_eval` (checks before any model is built, then
+resumable training to `num_train_steps` through `ElectraPretrainer.fit`, or
+evaluation of the newest checkpoint with its results files).
 `python -m electra_tf.run_pretraining` is the command line over
-`make_config`, `validate_config` and `train_or_eval`. Training goes through
-`ElectraPretrainer.fit` with the callbacks of `electra_tf.training.callbacks`, the
-same path a user's own Keras script takes (`make_dataset`, `build_pretrainer`).
-Evaluation writes `<model_dir>/results/unsup_results.txt` (`name = value`
-lines), a JSON twin and the `.pkl` the original's config names.
+`make_config`, `validate_config` and `train_or_eval`.
 
 Example:
   >>> config = make_config("tiny", "/tmp/data", {"debug": True})
@@ -50,16 +45,11 @@ from electra_tf.utils.file_io import check_output_files
 from electra_tf.utils.file_io import check_writable
 from electra_tf.utils.file_io import write_atomic
 
-# ----------------------------------------------------------------------------
-# Input checks (all before any model is built)
-# ----------------------------------------------------------------------------
-
 
 def resolve_file_patterns(config, globs=None):
-  """The `pretrain_tfrecords` globs (or `globs`, comma-separated, such as
-  `held_out_tfrecords`) as a list. A relative pattern that matches nothing
-  from the working directory (the original's rule) is tried under
-  `data_dir`, so `pretrain_tfrecords/...` works from anywhere."""
+  """The `pretrain_tfrecords` globs (or `globs`, comma-separated) as a list;
+  a relative pattern matching nothing from the working directory is tried
+  under `data_dir`."""
   patterns = []
   for pattern in str(globs or config.pretrain_tfrecords).split(","):
     pattern = pattern.strip()
@@ -132,8 +122,7 @@ class PretrainingInputs:
 
 
 def _as_inputs(inputs):
-  """`PretrainingInputs` of `validate_config`'s result, a `PretrainingFiles`
-  or a list of paths (whose records are then counted)."""
+  """`PretrainingInputs` of itself, a `PretrainingFiles` or a list of paths."""
   if isinstance(inputs, PretrainingInputs):
     return inputs
   if isinstance(inputs, pretrain_data.PretrainingFiles):
@@ -142,9 +131,7 @@ def _as_inputs(inputs):
 
 
 def _check_results_paths(config):
-  """The evaluation's results files (`results_txt`, its `.json` twin and
-  `results_pkl`): a directory there, or one that cannot be written, is
-  refused before any work rather than after the whole evaluation."""
+  """Refuses unwritable results files before any work, not after the evaluation."""
   paths = [("hparam results_txt", config.results_txt), ("hparam results_pkl", config.results_pkl)]
   if config.results_txt:
     json_path = os.path.splitext(config.results_txt)[0] + ".json"
@@ -153,8 +140,7 @@ def _check_results_paths(config):
 
 
 def _warn_unused_hparams(config):
-  """One line for each group of hparams set (away from their defaults) that
-  this objective does not use: the original ignores them silently."""
+  """One warning line per group of hparams set that this objective does not use."""
   defaults = PretrainingConfig.__dataclass_fields__
   trains_discriminator = config.electra_objective or config.electric_objective
   if config.uniform_generator:
@@ -296,15 +282,9 @@ def validate_config(config):
     ) from e
 
 
-# ----------------------------------------------------------------------------
-# Pieces a user's own script uses too
-# ----------------------------------------------------------------------------
-
-
 def make_dataset(config, is_training, start_batch=0, record_counts=None, files=None):
-  """The global-batch input pipeline; `fit` splits each batch over replicas.
-  With a seed it starts after `start_batch` batches (the input position).
-  `files` are the files `validate_config` found (default: hparam
+  """The global-batch input pipeline; with a seed it starts after
+  `start_batch` batches. `files`: `validate_config`'s (default: hparam
   `pretrain_tfrecords`'s)."""
   batch_size = config.train_batch_size if is_training else config.eval_batch_size
   dataset = pretrain_data.get_dataset(
@@ -317,20 +297,21 @@ def make_dataset(config, is_training, start_batch=0, record_counts=None, files=N
     record_counts=record_counts,
     vocab_size=config.vocab_size,
   )
+  return distributable(dataset)
+
+
+def distributable(dataset):
+  """`dataset` sharded by batch: each worker of a cluster takes every n-th."""
   options = tf.data.Options()
-  # Multi-worker: each worker takes every n-th batch (the shards are uneven).
   options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
   return dataset.with_options(options)
 
 
 def make_eval_dataset(config, files=None):
-  """`(dataset, num_examples)`: the held-out records of `files` (default:
-  hparam `pretrain_tfrecords`'s) read once, in file order, in batches of
-  `eval_batch_size` (the last one partial), and how many records they hold.
-  Nothing repeats, so a measurement counts every example at most once (the
-  original's eval pipeline repeats and shuffles, so asking for more batches
-  than the files hold counted examples again); `eval_steps` says how many
-  batches to take."""
+  """`(dataset, num_examples)`: the records of `files` (default: hparam
+  `pretrain_tfrecords`'s) read once, in order, in batches of
+  `eval_batch_size`, and how many there are. Nothing repeats (unlike the
+  original's), so no example counts twice; `eval_steps` says how many to take."""
   files = _as_inputs(
     files if files is not None else pretrain_data.find_files(resolve_file_patterns(config))
   ).files
@@ -342,21 +323,16 @@ def make_eval_dataset(config, files=None):
     num_parallel_calls=tf.data.AUTOTUNE,
   )
   dataset = dataset.batch(config.eval_batch_size).prefetch(tf.data.AUTOTUNE)
-  options = tf.data.Options()
-  options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
-  return dataset.with_options(options), int(sum(counts))
+  return distributable(dataset), int(sum(counts))
 
 
 def eval_steps(
   num_eval_steps, num_examples, batch_size, log=None, workers=1, name="num_eval_steps"
 ):
-  """The batches one measurement takes: `num_eval_steps`, or every batch the
-  held-out set holds (`num_examples`, the last batch partial) when that is
-  fewer; then one line through `log` says so, naming the hparam (`name`)
-  that asked for them, with the examples measured.
-  With several `workers` (each takes every n-th batch) the count is per
-  worker and only full batches every worker has are measured, so all
-  workers run the same steps.
+  """The batches one measurement takes: `num_eval_steps`, or every batch of
+  the `num_examples` when that is fewer (said in one line through `log`,
+  naming hparam `name`). With several `workers` the count is per worker, of
+  full batches only, so all workers run the same steps.
 
   >>> eval_steps(200, 151, 16, log=print)
   held-out evaluation: num_eval_steps=200 batches of 16 (3200 examples) asked, but the held-out set holds 151 examples: measuring 10 batches, each of the 151 examples once
@@ -393,12 +369,9 @@ def eval_steps(
 
 
 def build_pretrainer(config, strategy, inputs=None):
-  """Builds and compiles the pretrainer under `strategy` (with the vocab and
-  encoder config of `inputs`, `validate_config`'s, when given). With
-  `init_checkpoint` (and no checkpoint in the model dir yet) the weights and
-  the global step come from that name-based TF1 checkpoint; the optimizer
-  slots start fresh."""
-
+  """Builds and compiles the pretrainer under `strategy` (with `inputs`'
+  vocab and encoder config). With `init_checkpoint` and no checkpoint in the
+  model dir, weights and global step come from it; optimizer slots start fresh."""
   init_step = None
   with strategy.scope():
     if config.init_checkpoint and checkpoint_reader.latest_checkpoint(config.model_dir) is None:
@@ -443,19 +416,13 @@ def write_eval_results(results, config):
   return config.results_txt, json_path
 
 
-# ----------------------------------------------------------------------------
-# The loop
-# ----------------------------------------------------------------------------
-
-
 def _heading(text):
   print("=" * 80 + "\n" + text + "\n" + "=" * 80, flush=True)
 
 
 def _check_init_checkpoint(config):
-  """`init_checkpoint` names a pre-training checkpoint of the original's
-  (name-based) format, or is not read because the model dir has checkpoints
-  to resume from (said in one line, as the original's Estimator skips it)."""
+  """`init_checkpoint` must be an official pre-training checkpoint, unless the
+  model dir has one to resume from (then it is not read, said in one line)."""
   name = f"hparam init_checkpoint={config.init_checkpoint!r}"
   try:
     # What it is, first: a Hugging Face directory is named as one, not as "no checkpoint file".
@@ -498,11 +465,9 @@ def _data_loss_message(error, files, manager, step):
 
 def train(config, strategy, inputs, callbacks=()):
   """Trains to the absolute step `num_train_steps`, resuming from the model
-  dir's newest checkpoint (and, with a seed, from its input position), under
-  `strategy` on `inputs` (`validate_config`'s `PretrainingInputs`, or a list
-  of paths whose records are then counted here). `callbacks` are extra Keras
-  callbacks (they run after checkpointing, logging and summaries). Returns
-  the final global step.
+  dir's newest checkpoint (with a seed, at its input position), on `inputs`
+  (`validate_config`'s, or a list of paths). `callbacks` run after the
+  package's own. Returns the final global step.
 
   Raises:
     TrainingPreempted: SIGTERM stopped training (after saving).
@@ -529,8 +494,7 @@ def train(config, strategy, inputs, callbacks=()):
   if manager.restored_checkpoint is not None:
     print(f"Restored {manager.restored_checkpoint} (global step {step})", flush=True)
   if chief:
-    # Only now, with the model built and its checkpoint restored: a run that
-    # fails before leaves the model dir's description as it was.
+    # Only now: a run that fails before leaves the model dir's description as it was.
     written = model_dir_lib.write_run_config(
       config, vocab=inputs.vocab, bert_config=inputs.bert_config
     )
@@ -555,9 +519,8 @@ def train(config, strategy, inputs, callbacks=()):
   record_counts = files.record_counts
   if config.seed is not None and record_counts is None:
     record_counts = record_check.check_tfrecord_files(files.files)
-  # One `fit` normally; more when steps did not count (mixed_float16 skips
-  # the update, and the step, of a batch with non-finite gradients), or for
-  # the steps short of a whole execution (`next_fit_steps`).
+  # More than one `fit` only when float16 skipped steps, or for the steps
+  # short of a whole execution (`next_fit_steps`).
   while step < config.num_train_steps:
     position = manager.batches_consumed
     if config.seed is not None and position:
@@ -581,11 +544,9 @@ def train(config, strategy, inputs, callbacks=()):
 
 
 def evaluate(config, strategy, inputs):
-  """Evaluates the newest checkpoint on `num_eval_steps` batches of `inputs`'
-  files (`validate_config`'s `PretrainingInputs`, or a list of paths)
-  (fewer where the files hold fewer: no example counts twice, `eval_steps`)
-  under `strategy`, prints the metrics as the original does and writes the
-  results files."""
+  """Evaluates the newest checkpoint on at most `num_eval_steps` batches of
+  `inputs`' files (`eval_steps`), prints the metrics as the original does and
+  writes the results files."""
   inputs = _as_inputs(inputs)
   files = inputs.files
   if not checkpoint_reader.checkpoint_candidates(config.model_dir):
@@ -636,14 +597,9 @@ def evaluate(config, strategy, inputs):
 
 def check_model_dir(config, vocab=None):
   """Refuses (`model_dir.ModelDirMismatch`, one line) hparams that would build
-  another model than the one the model dir's checkpoint holds, as its
-  `config.json` records it (or, for a run older than that file, as its
-  variables' shapes show), and a `vocab` (the run's `Vocab`) other than the
-  one it records (a vocab of the same size whose ids mean other tokens).
-  Only the architecture and the vocab count (`model_dir.architecture_of`:
-  tower sizes, heads, layers, vocab and embedding sizes, which networks
-  exist and what they share); steps, learning rate and the other hparams
-  may change on a re-run."""
+  another architecture than the model dir holds (its `config.json`, or its
+  variables' shapes), and a `vocab` other than the one it records; the other
+  hparams may change on a re-run."""
   newest, skipped = checkpoint_reader.newest_readable(config.model_dir)
   _, state_problem = checkpoint_reader.read_state(config.model_dir)
   if skipped and newest is None:
@@ -686,17 +642,11 @@ def _wipe_model_dir(model_dir, keep):
 
 def train_or_eval(config, inputs=None, strategy=None, callbacks=()):
   """The original's `train_or_eval`: validation (unless `inputs`, what
-  `validate_config` returned, says it was done), debug wipe, config log, then training or evaluation. The strategy
-  and precision are decided here once (`distribution.setup_distribution`)
-  unless the caller decided them (`strategy`); it comes first because a
-  multi-worker strategy must exist before anything starts TensorFlow, such
-  as reading the data to check it. `callbacks` are extra Keras callbacks for
-  training.
-
-  Training takes the model dir's lock (`electra_tf.utils.run_lock`; the
-  chief only) and, unless `debug` wipes the dir, checks that the hparams
-  build the model the dir holds (`check_model_dir`); both errors are
-  `ValueError`s of one line.
+  `validate_config` returned, is given), debug wipe or `check_model_dir`,
+  config log, then training (under the model dir's lock) or evaluation.
+  `strategy` defaults to `distribution.setup_distribution`'s, made first: a
+  multi-worker strategy must exist before anything starts TensorFlow.
+  `callbacks` are extra Keras callbacks for training.
   """
   if strategy is None:
     strategy = distribution.setup_distribution(config)
@@ -734,8 +684,6 @@ def train_or_eval(config, inputs=None, strategy=None, callbacks=()):
     if config.seed is not None:
       keras.utils.set_random_seed(int(config.seed))
     if config.do_train:
-      # train() writes config.json (the model dir describes itself: converter
-      # and exporter need no --hparams) once the checkpoint is restored.
       _heading("Training")
       return train(config, strategy, inputs, callbacks)
     _heading("Evaluation")
@@ -747,9 +695,8 @@ def train_or_eval(config, inputs=None, strategy=None, callbacks=()):
 
 def make_config(model_name, data_dir, hparams):
   """`PretrainingConfig` from the three flags (hparams: JSON string, dict,
-  `.json` path or a run's `config.json`). Evaluation (`do_train` false) of
-  a model dir with a `config.json` takes the model's sizes, vocab and
-  `do_lower_case` from it unless the hparams set them."""
+  `.json` path or a run's `config.json`); evaluation takes the model dir's
+  recorded sizes, vocab and `do_lower_case` unless the hparams set them."""
   user = load_hparams(hparams, "PretrainingConfig")
   config = PretrainingConfig(model_name, data_dir, **user)
   if not config.do_train:
@@ -762,14 +709,13 @@ def make_config(model_name, data_dir, hparams):
       hparams = model_dir_lib.model_hparams(existing, user)
       config = PretrainingConfig(model_name, data_dir, **hparams)
       model_dir_lib.check_recorded_vocab(existing, config.vocab_file, user)
-  return _with_vocab_settings(config, user)
+  return with_vocab_settings(config, user)
 
 
-def _with_vocab_settings(config, user):
-  """The normalisation a vocab's settings file records, which the records
-  were built with, over the hparams' defaults (recorded in the run's
-  config.json for fine-tuning, export and publishing); a user hparam that
-  contradicts it is refused in one line (`vocab.normalisation_for_hparams`)."""
+def with_vocab_settings(config, user):
+  """`config` with the normalisation its vocab's settings file records (the
+  records were built with it) over the hparams' defaults; a `user` hparam
+  contradicting it is refused in one line (`vocab.normalisation_for_hparams`)."""
   resolved = vocab_lib.normalisation_for_hparams(config.vocab_file, user)
   if resolved is not None:
     config.do_lower_case, config.strip_accents = resolved

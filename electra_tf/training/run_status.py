@@ -16,10 +16,7 @@ from electra_tf.utils import file_io
 from electra_tf.utils import interrupts
 from electra_tf.utils.run_lock import ModelDirBusy
 
-# Another model than the dir holds, another trainer on it, bad data met while
-# training, a full disk, no readable checkpoint, a split without examples, an
-# init checkpoint of another model:
-# bad input, in one line.
+# Errors of bad input, said in one line.
 _BAD_INPUT = (
   ModelDirMismatch,
   NoExamplesError,
