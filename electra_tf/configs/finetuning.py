@@ -145,8 +145,6 @@ class FinetuningConfig(RuntimeHparams):
   )
   tfds_data_dir: str | None = hparam(None, "TFDS data dir for `data_source: tfds`.")
   log_every_steps: int = hparam(10, "Period of the progress (ETA) line.")
-  # The original batches predictions by predict_batch_size with
-  # drop_remainder, losing the tail when it differs from eval_batch_size.
   drop_predict_tail: bool = hparam(
     False,
     "Drop the last partial `predict_batch_size` batch as the original does (and print what "

@@ -35,12 +35,8 @@ _BASELINE_COLOR = "0.35"
 
 @dataclasses.dataclass(frozen=True)
 class Series:
-  """One line: `values` at `steps` (non-finite values are skipped).
-
-  `smoothing` (0 ≤ w < 1), if given, draws the raw values faintly and their
-  exponential moving average (`ema`) over them. `color`/`linestyle` are
-  matplotlib's (default: the next colour of the cycle, solid).
-  """
+  """One line: `values` at `steps` (non-finite values are skipped); with
+  `smoothing` (0 ≤ w < 1), the raw values faintly and their `ema` over them."""
 
   label: str
   steps: Sequence[float]

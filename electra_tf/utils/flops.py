@@ -130,17 +130,12 @@ class TransformerHparams:
   def get_train_flops(self, batch_size, train_steps, discriminator=False):
     """Training FLOPs: forward and backward over `train_steps` batches, with
     the binary head (`discriminator=True`) or the softmax output head."""
-    head = (
-      self.get_binary_classification_flops()
-      if discriminator
-      else self.get_embedding_flops(output=True)
-    )
-    return (
-      2
-      * batch_size
-      * train_steps
-      * (self.l * self.get_block_flops() + self.get_embedding_flops(output=False) + head)
-    )
+    if discriminator:
+      head = self.get_binary_classification_flops()
+    else:
+      head = self.get_embedding_flops(output=True)
+    encoder = self.l * self.get_block_flops() + self.get_embedding_flops(output=False)
+    return 2 * batch_size * train_steps * (encoder + head)
 
   def get_infer_flops(self):
     """FLOPs of one forward pass of one sequence through the encoder and a binary head."""

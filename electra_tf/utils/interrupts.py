@@ -157,11 +157,7 @@ def stops_held():
 def exit_with(status):
   """`sys.exit(status)` for a command's `__main__`, ignoring stop signals from
   now on, so that a late one during shutdown does not replace that status."""
-  for signum in STOP_SIGNALS:
-    try:
-      signal.signal(signum, signal.SIG_IGN)
-    except ValueError:  # not the main thread
-      break
+  install_stop_handler(signal.SIG_IGN)
   sys.exit(status)
 
 
