@@ -44,10 +44,8 @@ class BertConfig:
 
   @classmethod
   def from_dict(cls, values):
-    """Builds a config from a dict; unknown keys are an error (the original
-    silently kept them as attributes, which hid typos). An integral float for
-    an integer field becomes an int (`model_hparam_overrides` from JSON:
-    `256.0` → 256); another float there is an error naming the field."""
+    """Builds a config from a dict; unknown keys are an error (the original kept
+    them silently). An integral float for an integer field becomes an int."""
     known = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - known)
     if unknown:
@@ -80,9 +78,7 @@ class BertConfig:
 
   def check(self, what="BertConfig"):
     """Raises a one-line `ValueError` naming the field, its value and the
-    expected range for a shape that cannot build a model (a hidden size the
-    heads do not divide, a non-positive size, a dropout outside [0, 1)).
-    `what` names the config in the message (e.g. "the generator's BertConfig").
+    expected range for a shape that cannot build a model; `what` names the config.
 
     Example:
     >>> BertConfig(vocab_size=10, hidden_size=32, num_attention_heads=3).check()

@@ -1,14 +1,9 @@
 """Fine-tuning hyperparameters: the original's `FinetuningConfig` (`configure_finetuning.py:FinetuningConfig`).
 
-Construction order is the original's: defaults → paths (computed before the
-user's values, so `init_checkpoint` ignores a user `debug=True`) → user values
-→ single-task defaults → model-size defaults → debug settings → user values
-again.
-
-One deliberate fix: the original named the tfrecord cache directory before
-applying the user's values, so a debug run wrote its truncated 100-line data
-into the normal cache and later non-debug runs silently trained on it
-(a quirk of the original (docs/differences.md)). Here a debug run always uses the `-debug` directory.
+Construction order is the original's: defaults → paths (before the user's
+values) → user values → single-task, model-size and debug defaults → user
+values again; but a debug run caches its records in a `-debug` directory
+(a quirk of the original (docs/differences.md)).
 """
 
 import dataclasses
@@ -150,8 +145,6 @@ class FinetuningConfig(RuntimeHparams):
   )
   tfds_data_dir: str | None = hparam(None, "TFDS data dir for `data_source: tfds`.")
   log_every_steps: int = hparam(10, "Period of the progress (ETA) line.")
-  # The original batches predictions by predict_batch_size with
-  # drop_remainder, losing the tail when it differs from eval_batch_size.
   drop_predict_tail: bool = hparam(
     False,
     "Drop the last partial `predict_batch_size` batch as the original does (and print what "
@@ -180,15 +173,13 @@ class FinetuningConfig(RuntimeHparams):
     self.data_dir = data_dir
     pretrained_model_dir = os.path.join(data_dir, "models", model_name)
     self._pretrained_model_dir = pretrained_model_dir
-    # Without hparam vocab_file the original takes the model dir's vocab,
-    # else data_dir's; which exists is looked up where the run is resolved
-    # (`finetuning_run.make_inputs`), not here: a config reads no file.
+    # Without hparam vocab_file: the model dir's vocab, else data_dir's (a config reads no
+    # file: `finetuning_run.make_inputs` looks which exists).
     self.vocab_file = os.path.join(pretrained_model_dir, "vocab.txt")
     self._default_vocab_files = (self.vocab_file, os.path.join(data_dir, "vocab.txt"))
     if "vocab_file" in kwargs:
       self._default_vocab_files = ()
-    # The original names its paths with the user's task_names but with the
-    # *default* debug flag (`configure_finetuning.py:FinetuningConfig`).
+    # The original names its paths with the user's task_names but the *default* debug flag.
     task_names = kwargs.get("task_names", self.task_names)
     if isinstance(task_names, str):
       raise ValueError(
@@ -319,8 +310,6 @@ class FinetuningConfig(RuntimeHparams):
     ):
       if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
         raise ValueError(f"hparam {name}={getattr(self, name)!r}; expected a positive integer")
-    if not isinstance(self.model_hparam_overrides, dict):
-      raise ValueError("hparam model_hparam_overrides must be a JSON object of BertConfig fields")
     if len(set(self.task_names)) != len(self.task_names):
       raise ValueError(f"hparam task_names has duplicates: {self.task_names}")
     if not isinstance(self.num_trials, int) or self.num_trials == 0:
@@ -335,8 +324,7 @@ class FinetuningConfig(RuntimeHparams):
         "[SEP] and a token of each text)"
       )
 
-  # Paths that depend on a task or trial (the original stores `str.format`
-  # methods in these attributes).
+  # Paths that depend on a task or trial.
   def raw_data_dir(self, task_name):
     return os.path.join(self.data_dir, "finetuning_data", task_name)
 

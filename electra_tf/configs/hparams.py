@@ -20,11 +20,9 @@ _CONFIG_CLASSES = {}
 
 
 def run_config_hparams(run_config, source=None):
-  """The hparams of a run config as `--hparams` for another run: its hparams
-  without the `--model-name` / `--data-dir` flags, derived fields, unset
-  (null) defaults, and the paths that followed the run's flags (model dir,
-  results, caches, the default vocab), so those follow the new run's flags;
-  a path the run was given explicitly is kept.
+  """The hparams of a run config as `--hparams` for another run: without the
+  flags' values, derived fields, unset defaults and the paths that followed the
+  run's flags (a path the run was given explicitly is kept).
 
   Args:
     run_config: the parsed `config.json`.
@@ -61,8 +59,7 @@ def run_config_hparams(run_config, source=None):
 
 
 def _given_data_dir(recorded, model_name, run_config):
-  """The `--data-dir` a pre-training run was given (its model dir is
-  `<data-dir>/models/<name>` unless set), else the absolute one it recorded."""
+  """The `--data-dir` a pre-training run was given, else the one it recorded."""
   model_dir = str(recorded.get("model_dir") or "")
   tail = os.path.join("models", model_name)
   if model_dir.endswith(tail):
@@ -84,16 +81,14 @@ OPTIMIZER_NAMES = ("adam", "lamb")
 
 
 def check_optimizer_name(name):
-  """Raises a one-line `ValueError` unless `name` is a value of the
-  `optimizer` hparam."""
+  """Raises a one-line `ValueError` unless `name` is a value of the `optimizer` hparam."""
   if name not in OPTIMIZER_NAMES:
     raise ValueError(f"hparam optimizer={name!r}; expected one of {sorted(OPTIMIZER_NAMES)}")
 
 
 def check_path_hparam(config, name):
-  """A one-line ValueError unless hparam `name` is null or a path: an empty
-  string would read as "none" (an `init_checkpoint` of "" trained from
-  random weights without a word)."""
+  """A one-line ValueError unless hparam `name` is null or a path (an empty
+  string would read as "none")."""
   value = getattr(config, name)
   if isinstance(value, os.PathLike):
     value = os.fspath(value)
@@ -103,11 +98,8 @@ def check_path_hparam(config, name):
 
 def check_run_flags(model_name, data_dir):
   """A one-line ValueError unless `model_name` names one directory under
-  `<data-dir>/models/` (an empty name would make that folder, the parent of
-  every model dir, the model dir itself) and `data_dir` is given (an empty
-  one would read and write the working directory, and errors would name
-  its files, not the flag), and that neither holds a glob character class
-  (`file_io.check_no_glob_class`)."""
+  `<data-dir>/models/` and `data_dir` is given, neither holding a glob
+  character class (`file_io.check_no_glob_class`)."""
   outside = isinstance(model_name, str) and (
     os.path.isabs(model_name) or os.path.normpath(model_name).split(os.sep)[0] == ".."
   )
@@ -134,16 +126,13 @@ def check_run_flags(model_name, data_dir):
       "--data-dir is empty (an unset shell variable?); expected the data directory ('.' for "
       "this one)"
     )
-  # The model dir is <data-dir>/models/<model-name>: TensorFlow's checkpoint
-  # reader globs it, so `run[1]` would hide every checkpoint (a resume
-  # starts over, the exporter finds none).
+  # TensorFlow's checkpoint reader globs the model dir: `run[1]` would hide every checkpoint.
   file_io.check_no_glob_class(data_dir, "--data-dir")
   file_io.check_no_glob_class(model_name, "--model-name", fix="choose another name")
 
 
 def hparam(default, help, *, derived=False):  # pylint: disable=redefined-builtin
-  """Declares one config field: its default and the help text the hparam
-  reference (docs/hparams.md) shows.
+  """Declares one config field: its default and help text (docs/hparams.md).
 
   Args:
     default: the default value; a list or dict is copied for every instance.
@@ -169,12 +158,8 @@ def hparam(default, help, *, derived=False):  # pylint: disable=redefined-builti
 
 @dataclasses.dataclass(init=False, repr=False, eq=False)
 class ConfigBase:
-  """Base of the dataclass configs: the fields are the hparams.
-
-  Subclasses are `@dataclasses.dataclass(init=False, repr=False, eq=False)`
-  classes whose fields are declared with `hparam` and whose own `__init__`
-  calls `set_defaults` and then `update` in the original's order. Attributes
-  that are not fields (private paths, helpers) are not hparams.
+  """Base of the dataclass configs: the fields, declared with `hparam`, are the
+  hparams; a subclass's `__init__` calls `set_defaults`, then `update`.
 
   Example:
   >>> @dataclasses.dataclass(init=False, repr=False, eq=False)
@@ -212,11 +197,8 @@ class ConfigBase:
       setattr(self, f.name, value)
 
   def update(self, values):
-    """Sets hparams from a dict; a key that is not a settable field raises
-    `ValueError` naming it, the closest valid name and every valid name, and
-    a value that does not fit the field's type raises one naming the key.
-    An integral float for an integer field is stored as an int (JSON's
-    `1e6` is a float: 1000000)."""
+    """Sets hparams from a dict; an unknown or derived key, or a value that does
+    not fit the field's type (`check_type`), raises `ValueError` naming it."""
     fields = dataclasses.fields(self)
     settable = [f.name for f in fields if not f.metadata.get("derived")]
     derived = {f.name for f in fields if f.metadata.get("derived")}
@@ -236,8 +218,7 @@ class ConfigBase:
     return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
   def __repr__(self):
-    lines = [f"{k} {v}" for k, v in sorted(self.to_dict().items())]
-    return "\n".join(lines)
+    return "\n".join(f"{k} {v}" for k, v in sorted(self.to_dict().items()))
 
 
 def unknown_hparam_message(key, valid_names):
@@ -253,9 +234,7 @@ def unknown_hparam_message(key, valid_names):
   return f"Unknown hparam {key!r}{hint} Valid hparams: {', '.join(valid)}"
 
 
-# What a field's annotation accepts, and how the error names it. Integral
-# floats pass as ints (JSON `1e6`; `check_type` converts them), paths as
-# strings; bools are not numbers.
+# What a field's annotation accepts, and how the error names it; bools are not numbers.
 _TYPE_CHECKS = {
   bool: (lambda v: isinstance(v, bool), "true or false"),
   int: (
@@ -275,9 +254,7 @@ _TYPE_CHECKS = {
 def check_type(name, value, annotation):
   """Raises `ValueError` naming the hparam when `value` does not fit its
   annotation (`bool`, `int`, `float`, `str`, `list`, `dict`, or `X | None`);
-  returns the value as the field keeps it: an integral float given for an
-  integer becomes an int (`1e6` → 1000000), so that no float reaches
-  `range()` or a shape.
+  returns the value as the field keeps it (an integral float as an int).
 
   Example:
   >>> check_type("num_train_steps", 1e6, int)

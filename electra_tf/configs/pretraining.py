@@ -189,9 +189,6 @@ class PretrainingConfig(RuntimeHparams):
     self.pretrain_tfrecords = os.path.join(data_dir, "pretrain_tfrecords/pretrain_data.tfrecord*")
     self.vocab_file = os.path.join(data_dir, "vocab.txt")
     self.model_dir = os.path.join(data_dir, "models", model_name)
-    results_dir = os.path.join(self.model_dir, "results")
-    self.results_txt = os.path.join(results_dir, "unsup_results.txt")
-    self.results_pkl = os.path.join(results_dir, "unsup_results.pkl")
     self._data_dir = data_dir
     self.update(kwargs)
 
@@ -212,14 +209,12 @@ class PretrainingConfig(RuntimeHparams):
 
     self.update(kwargs)
 
-    # The original computes results paths from the default model dir; follow
-    # an overridden model_dir unless the results paths were given explicitly.
-    if "model_dir" in kwargs:
-      results_dir = os.path.join(self.model_dir, "results")
-      if "results_txt" not in kwargs:
-        self.results_txt = os.path.join(results_dir, "unsup_results.txt")
-      if "results_pkl" not in kwargs:
-        self.results_pkl = os.path.join(results_dir, "unsup_results.pkl")
+    # Results paths follow the model dir (an overridden one too, unlike the original) unless given.
+    results_dir = os.path.join(self.model_dir, "results")
+    if "results_txt" not in kwargs:
+      self.results_txt = os.path.join(results_dir, "unsup_results.txt")
+    if "results_pkl" not in kwargs:
+      self.results_pkl = os.path.join(results_dir, "unsup_results.pkl")
     self._validate()
 
   @property
@@ -286,8 +281,6 @@ class PretrainingConfig(RuntimeHparams):
       )
     if self.masking not in MASKING_KINDS:
       raise ValueError(f"hparam masking={self.masking!r}; expected one of {list(MASKING_KINDS)}")
-    if not isinstance(self.model_hparam_overrides, dict):
-      raise ValueError("hparam model_hparam_overrides must be a JSON object of BertConfig fields")
     self._check_shapes()
     self.validate_runtime()
     if self.electric_objective and (self.uniform_generator or not self.untied_generator):
@@ -374,8 +367,7 @@ def _check_integer(config, name, low):
 
 
 def get_bert_config(config):
-  """The discriminator's `BertConfig` from the size table (`configure_pretraining.py:PretrainingConfig`); shared
-  by pre-training and fine-tuning."""
+  """The discriminator's `BertConfig` from the size table, for pre-training and fine-tuning."""
   if not hasattr(config, "model_size"):
     raise TypeError(
       f"get_bert_config takes a PretrainingConfig or FinetuningConfig, got "
@@ -397,7 +389,7 @@ def get_bert_config(config):
 
 
 def get_pretraining_bert_config(config):
-  """`get_bert_config`, shrunk in debug mode as the original's model does (`run_pretraining.py:PretrainingModel`)."""
+  """`get_bert_config`, shrunk in debug mode as the original's model does."""
   bert_config = get_bert_config(config)
   if config.debug:
     bert_config = bert_config.replace(
@@ -407,8 +399,8 @@ def get_pretraining_bert_config(config):
 
 
 def get_generator_config(config, bert_config):
-  """The generator's `BertConfig` (`run_pretraining.py:get_generator_config`): Python `round` (half to even);
-  heads and FFN are always derived from the generator's hidden size."""
+  """The generator's `BertConfig` (`run_pretraining.py:get_generator_config`, with
+  Python's half-to-even `round`); heads and FFN follow its hidden size."""
   hidden_size = int(round(bert_config.hidden_size * config.generator_hidden_size))
   return bert_config.replace(
     hidden_size=hidden_size,

@@ -1,12 +1,5 @@
-"""The hparam reference of docs/hparams.md, generated from the config classes.
-
-  python -m electra_tf.hparams_reference            # print the markdown
-  python -m electra_tf.hparams_reference --check docs/hparams.md
-
-Names, defaults and help text come from the fields of `PretrainingConfig`
-and `FinetuningConfig` themselves, so the table cannot drift; a test fails
-when a field has no help text, when a config sets an attribute that is not a
-field, or when docs/hparams.md's copy differs from this output.
+"""The hparam reference of docs/hparams.md, generated from the fields of the
+config classes (`python -m electra_tf.hparams_reference`), so it cannot drift.
 """
 
 import json

@@ -1,8 +1,5 @@
 """Where and how a run computes: the hparams pre-training and fine-tuning
-share (distribution strategy, GPUs, precision, XLA, the TPU fields, the seed,
-summaries and checkpoint retention), declared and validated once here.
-`electra_tf.runtime.distribution` turns them into a strategy and a dtype
-policy.
+share (distribution, precision, XLA, TPU, seed, summaries, checkpoints).
 
 Example:
   >>> MIXED_PRECISION_POLICIES

@@ -1,34 +1,14 @@
 """Publishes electra_tf / official ELECTRA weights in Hugging Face transformers'
-format and reads them back, without PyTorch.
+format and reads them back, without PyTorch: a discriminator as
+`ElectraForPreTraining`, a generator as `ElectraForMaskedLM`, a fine-tuned
+encoder with one task head as `ElectraForSequenceClassification` or
+`ElectraForTokenClassification` (QA heads have no transformers class), with
+the vocab and `tokenizer.json` that give electra_tf's ids.
 
-An electra_tf or official checkpoint becomes a directory that
-`transformers.ElectraForPreTraining.from_pretrained` (the discriminator) or
-`ElectraForMaskedLM.from_pretrained` (the generator) loads: `config.json`
-(an `ElectraConfig` with the exact erf GELU, `"gelu"`, and `layer_norm_eps`
-1e-12, as the original computes), `model.safetensors` (written through
-safetensors' NumPy API), `vocab.txt` (or a SentencePiece vocab's
-`sentencepiece.model`), `tokenizer.json` (a `tokenizers` pipeline that gives
-electra_tf's ids, `electra_tf.text.hf_tokenizer` and
-`hf_sentencepiece_tokenizer`) and `tokenizer_config.json` (lower-casing and
-accent stripping as the model was trained). A Hugging Face ELECTRA
-directory (safetensors: `model.safetensors`, or the shards a
-`model.safetensors.index.json` names) becomes a `.keras` discriminator or generator, whose
-official checkpoint (`convert_checkpoint --direction to-official`) then holds
-exactly the Hugging Face weights.
+Hugging Face names derive from the original's (`electra_tf.models.official_names`)
+by one table, `_HF_NAME_TABLE`; PyTorch's `Linear` stores `[out, in]`, so
+every `kernel` is transposed.
 
-A fine-tuned model's encoder and one task head (`task_part`) become
-`ElectraForSequenceClassification` (classification, regression: `num_labels`,
-`problem_type`, the labels in `id2label`) or `ElectraForTokenClassification`
-(tagging), computing electra_tf's logits (`sequence_classification_tensors`
-says how transformers' two-layer head is made to compute the original's
-one dense layer); QA heads have no transformers class and are refused.
-
-Hugging Face names are derived from the original's names
-(`electra_tf.models.official_names`) by one table, `_HF_NAME_TABLE`; PyTorch's
-`Linear` stores `[out, in]`, so every `kernel` is transposed.
-
-Example (`write_huggingface(discriminator_part(disc), "out", "vocab.txt")`
-publishes a discriminator):
 >>> hf_name("electra/encoder/layer_3/attention/self/query/kernel")
 'electra.encoder.layer.3.attention.self.query.weight'
 >>> hf_name("discriminator_predictions/dense_1/bias")
@@ -71,6 +51,17 @@ TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 TOKENIZER_FILE = "tokenizer.json"
 # contrib's layer_norm epsilon, which the original's checkpoints were trained with.
 LAYER_NORM_EPS = 1e-12
+# The `BertConfig` fields an `ElectraConfig` holds under the same names.
+_INT_FIELDS = (
+  "vocab_size",
+  "hidden_size",
+  "num_hidden_layers",
+  "num_attention_heads",
+  "intermediate_size",
+  "max_position_embeddings",
+  "type_vocab_size",
+)
+_FLOAT_FIELDS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range")
 SPECIAL_TOKENS = {
   "unk_token": "[UNK]",
   "sep_token": "[SEP]",
@@ -80,10 +71,8 @@ SPECIAL_TOKENS = {
 }
 
 _TOWER = r"(?:electra|generator)"
-# The one table from the original's names to Hugging Face's: (pattern on the
-# official name, template); "/" then becomes "." and the last part is renamed
-# by `_HF_LEAF`. The generator's tower scope (`generator`) and the shared
-# embeddings (`electra/embeddings`) both become `electra.` in ElectraForMaskedLM.
+# (pattern on the official name, template); "/" then becomes "." and `_HF_LEAF`
+# renames the last part. ElectraForMaskedLM's tower is `electra.` too.
 _HF_NAME_TABLE = (
   (rf"^{_TOWER}/embeddings/(\w+_embeddings)$", r"electra/embeddings/\1/weight"),
   (rf"^{_TOWER}/(embeddings/LayerNorm|embeddings_project)/(\w+)$", r"electra/\1/\2"),
@@ -99,18 +88,13 @@ _HF_LEAF = {
   "bias": "bias",
   "weight": "weight",
 }
-# Unused by the model and never stored by transformers 5 (non-persistent
-# buffers, or the LM head tied to the word embeddings).
+# The LM head tied to the word embeddings (never stored by transformers 5).
 _HF_TIED_OUTPUT = "generator_lm_head.weight"
 
 
 def hf_name(official_name):
-  """The Hugging Face state-dict name of an official variable name.
-
-  Raises:
-    ValueError: a name Hugging Face's ELECTRA has no place for (two-tower
-      generators, fine-tuning heads).
-  """
+  """The Hugging Face state-dict name of an official variable name; a
+  ValueError for one Hugging Face's ELECTRA has no place for."""
   for pattern, template in _HF_NAME_TABLE:
     match = re.match(pattern, official_name)
     if match:
@@ -145,25 +129,28 @@ ElectraPart = collections.namedtuple(
   ["part", "bert_config", "embedding_size", "tensors", "not_converted", "notes", "task_head"],
   defaults=(None,),
 )
-ElectraPart.__doc__ = """A discriminator (with its head) or generator (with its
-MLM head) ready to publish: its `BertConfig` dict, the width of its
-embeddings, `{official name: float32 array}`, the source's entries left out
-and notes; for a fine-tuned encoder (`task_part`) the `TaskHead` too."""
+ElectraPart.__doc__ = """A discriminator or generator (with its head) ready to publish:
+its `BertConfig` dict, embedding width, `{official name: float32 array}`, the
+source's entries left out, notes and, for a fine-tuned encoder, the `TaskHead`."""
 
 TaskHead = collections.namedtuple(
   "TaskHead", ["task", "architecture", "labels", "problem_type", "hf_tensors", "official_names"]
 )
-TaskHead.__doc__ = """A fine-tuned head as transformers holds it: the task's
-name, the transformers class, the label names (index = label id), the
-config's `problem_type`, `{hf name: array}` in PyTorch's layout, and the
-official names it came from."""
+TaskHead.__doc__ = """A fine-tuned head as transformers holds it: task name, class,
+label names (index = id), `problem_type`, `{hf name: array}` and the official names."""
 
 
-def _numpy_tensors(name_map):
-  return {
-    name: np.asarray(keras.ops.convert_to_numpy(variable), dtype=np.float32)
-    for name, variable in name_map.items()
-  }
+def model_part(part, model, name_map, not_converted=(), notes=(), task_head=None):
+  """An `ElectraPart` of `model` holding the variables of its official `name_map`."""
+  return ElectraPart(
+    part,
+    dict(model.bert_config),
+    model.embeddings.embedding_size,
+    {n: np.asarray(keras.ops.convert_to_numpy(v), dtype=np.float32) for n, v in name_map.items()},
+    list(not_converted),
+    list(notes),
+    task_head,
+  )
 
 
 def discriminator_part(discriminator, not_converted=(), notes=()):
@@ -175,15 +162,7 @@ def discriminator_part(discriminator, not_converted=(), notes=()):
       "publishes with --part finetuned)"
     )
   name_map = official_names.discriminator_name_map(discriminator)
-  width = discriminator.embeddings.embedding_size
-  return ElectraPart(
-    PART_DISCRIMINATOR,
-    dict(discriminator.bert_config),
-    width,
-    _numpy_tensors(name_map),
-    list(not_converted),
-    list(notes),
-  )
+  return model_part(PART_DISCRIMINATOR, discriminator, name_map, not_converted, notes)
 
 
 def generator_part(generator, scopes, shared_embeddings, not_converted=(), notes=()):
@@ -194,19 +173,12 @@ def generator_part(generator, scopes, shared_embeddings, not_converted=(), notes
       "ELECTRA class; publish the discriminator"
     )
   name_map = official_names.generator_name_map(generator, scopes, shared_embeddings)
-  return ElectraPart(
-    PART_GENERATOR,
-    dict(generator.bert_config),
-    generator.embeddings.embedding_size,
-    _numpy_tensors(name_map),
-    list(not_converted),
-    list(notes),
-  )
+  return model_part(PART_GENERATOR, generator, name_map, not_converted, notes)
 
 
 def pretrainer_part(pretrainer, part, other_entries=(), notes=()):
-  """The `part` of an `ElectraPretrainer`; the rest of its variables (and
-  `other_entries`, e.g. optimizer slots) are listed as not converted."""
+  """The `part` of an `ElectraPretrainer`; the rest of its variables and
+  `other_entries` are listed as not converted."""
   all_names = set(official_names.official_name_map(pretrainer))
   if part == PART_DISCRIMINATOR:
     if pretrainer.discriminator is None:
@@ -239,15 +211,11 @@ def pretrainer_part(pretrainer, part, other_entries=(), notes=()):
 def sequence_classification_tensors(kernel, bias):
   """`ElectraForSequenceClassification`'s head computing electra_tf's logits.
 
-  electra_tf's (the original's) head is one dense layer on the `[CLS]` row:
-  `logits = h @ kernel + bias`. transformers' `ElectraClassificationHead`
-  computes `out_proj(gelu(dense(h)))`, with the GELU fixed in its code. Since
-  `gelu(u) - gelu(-u) = u` for every `u` (GELU is `u * P(u)` with
-  `P(u) + P(-u) = 1`, for the exact and the tanh GELU alike), `dense` writes
-  `h @ kernel` into its first `num_labels` units and `-(h @ kernel)` into
-  the next `num_labels` (the rest zero), and `out_proj` takes the difference
-  and adds `bias`: the same logits up to float rounding. It needs
-  `2 * num_labels <= hidden_size`.
+  electra_tf's head is `h @ kernel + bias`; transformers' computes
+  `out_proj(gelu(dense(h)))`. Since `gelu(u) - gelu(-u) = u` (exact and tanh
+  GELU alike), `dense` writes `h @ kernel` and `-(h @ kernel)` into its first
+  `2 * num_labels` units and `out_proj` takes the difference and adds `bias`:
+  the same logits up to float rounding, for `2 * num_labels <= hidden_size`.
 
   Args:
     kernel: `[H, num_labels]`; bias: `[num_labels]`.
@@ -284,8 +252,7 @@ def sequence_classification_tensors(kernel, bias):
 
 
 def task_part(model, task, labels, notes=()):
-  """An `ElectraPart` of a fine-tuned model's encoder and one task head, for
-  `write_huggingface`.
+  """An `ElectraPart` of a fine-tuned model's encoder and one task head.
 
   Args:
     model: a `FinetuningModel`.
@@ -324,17 +291,15 @@ def task_part(model, task, labels, notes=()):
     architecture = SEQUENCE_CLASSIFICATION
     problem_type = "regression" if head.regression else "single_label_classification"
     hf = sequence_classification_tensors(kernel, bias)
-  encoder = model.encoder
-  name_map = official_names.discriminator_name_map(encoder, include_head=False)
+  name_map = official_names.discriminator_name_map(model.encoder, include_head=False)
   head_names = sorted(official_names.task_head_names(task, head.dense_layers()))
   others = [h for h in heads if h != task]
-  return ElectraPart(
+  return model_part(
     PART_DISCRIMINATOR,
-    dict(encoder.bert_config),
-    encoder.embeddings.embedding_size,
-    _numpy_tensors(name_map),
+    model.encoder,
+    name_map,
     [f"the heads of the other tasks {others}"] if others else [],
-    list(notes),
+    notes,
     TaskHead(task, architecture, labels, problem_type, hf, head_names),
   )
 
@@ -355,18 +320,10 @@ def hf_config(part, pad_token_id=0):
   config = {
     "architectures": [head.architecture if head else ARCHITECTURES[part.part]],
     "model_type": "electra",
-    "vocab_size": int(c["vocab_size"]),
+    **{k: int(c[k]) for k in _INT_FIELDS},
+    **{k: float(c[k]) for k in _FLOAT_FIELDS},
     "embedding_size": int(part.embedding_size),
-    "hidden_size": int(c["hidden_size"]),
-    "num_hidden_layers": int(c["num_hidden_layers"]),
-    "num_attention_heads": int(c["num_attention_heads"]),
-    "intermediate_size": int(c["intermediate_size"]),
     "hidden_act": "gelu",
-    "hidden_dropout_prob": float(c["hidden_dropout_prob"]),
-    "attention_probs_dropout_prob": float(c["attention_probs_dropout_prob"]),
-    "max_position_embeddings": int(c["max_position_embeddings"]),
-    "type_vocab_size": int(c["type_vocab_size"]),
-    "initializer_range": float(c["initializer_range"]),
     "layer_norm_eps": LAYER_NORM_EPS,
     "pad_token_id": int(pad_token_id),
     "tie_word_embeddings": True,
@@ -417,13 +374,9 @@ def read_sentencepiece_vocab(vocab_file, vocab_size):
 
 
 def hf_tokenizer_config(do_lower_case, strip_accents, model_max_length):
-  """`tokenizer_config.json`: `tokenizer.json` as written is the tokenizer.
-
-  transformers 5's `ElectraTokenizer` rebuilds its own normaliser from these
-  settings (not the original's); `PreTrainedTokenizerFast` runs
-  `tokenizer.json` unchanged. The settings stay for readers (and for
-  `ElectraTokenizerFast.from_pretrained`, which approximates the original).
-  """
+  """`tokenizer_config.json`, naming `PreTrainedTokenizerFast`, which runs
+  `tokenizer.json` unchanged (transformers' `ElectraTokenizer` would rebuild its
+  own normaliser from the settings, kept here for readers)."""
   return {
     "tokenizer_class": "PreTrainedTokenizerFast",
     # The original splits "[MASK]" etc. in raw text like any other text.
@@ -440,8 +393,7 @@ def hf_tokenizer_config(do_lower_case, strip_accents, model_max_length):
 
 
 def check_new_output_dir(output_dir, what="--output"):
-  """Refuses an existing non-empty directory (nothing is overwritten);
-  `what` names it as the caller's user gave it (a flag or an argument)."""
+  """Refuses an existing non-empty directory; `what` names it (a flag or an argument)."""
   if os.path.exists(output_dir) and (not os.path.isdir(output_dir) or os.listdir(output_dir)):
     raise ValueError(f"{what} {output_dir!r} exists and is not empty; choose a new directory")
 
@@ -468,8 +420,7 @@ def write_hf_sentencepiece_files(
   directory, proto, do_lower_case, strip_accents, model_max_length, source="<proto>"
 ):
   """Writes `sentencepiece.model` (with its settings file), `tokenizer.json`
-  and `tokenizer_config.json` into `directory` for a SentencePiece model's
-  bytes `proto`."""
+  and `tokenizer_config.json` into `directory` for the model's bytes `proto`."""
   model_path = os.path.join(directory, SENTENCEPIECE_FILE)
   with open(model_path, "wb") as f:
     f.write(bytes(proto))
@@ -504,31 +455,20 @@ def write_huggingface(part, output_dir, vocab_file, do_lower_case=True, strip_ac
 
   output_dir = os.fspath(output_dir)
   check_new_output_dir(output_dir)
-  c = part.bert_config
+  vocab_size = int(part.bert_config["vocab_size"])
+  max_length = int(part.bert_config["max_position_embeddings"])
   if vocab_lib.vocab_kind(vocab_file) == vocab_lib.SENTENCEPIECE:
-    vocab = read_sentencepiece_vocab(vocab_file, int(c["vocab_size"]))
+    vocab = read_sentencepiece_vocab(vocab_file, vocab_size)
     proto, pad_token_id = vocab.proto, vocab.special_ids["pad"]
     # Checked before anything is written.
     hf_sentencepiece_tokenizer.build_tokenizer(proto, do_lower_case, strip_accents, vocab_file)
-
-    def write_tokenizer(directory):
-      write_hf_sentencepiece_files(
-        directory,
-        proto,
-        do_lower_case,
-        strip_accents,
-        int(c["max_position_embeddings"]),
-        vocab_file,
-      )
+    write_tokenizer = write_hf_sentencepiece_files
+    tokenizer_args = (proto, do_lower_case, strip_accents, max_length, vocab_file)
   else:
-    tokens = read_vocab(vocab_file, int(c["vocab_size"]))
+    tokens = read_vocab(vocab_file, vocab_size)
     pad_token_id = tokens.index(SPECIAL_TOKENS["pad_token"])
-
-    def write_tokenizer(directory):
-      write_hf_tokenizer_files(
-        directory, tokens, do_lower_case, strip_accents, int(c["max_position_embeddings"])
-      )
-
+    write_tokenizer = write_hf_tokenizer_files
+    tokenizer_args = (tokens, do_lower_case, strip_accents, max_length)
   config = hf_config(part, pad_token_id=pad_token_id)
   tensors = hf_tensors(part.tensors)
   converted = sorted(part.tensors)
@@ -541,7 +481,7 @@ def write_huggingface(part, output_dir, vocab_file, do_lower_case=True, strip_ac
     os.makedirs(tmp)
     _write_json(os.path.join(tmp, CONFIG_FILE), config)
     save_file(tensors, os.path.join(tmp, WEIGHTS_FILE), metadata={"format": "pt"})
-    write_tokenizer(tmp)
+    write_tokenizer(tmp, *tokenizer_args)
   return {
     "output": output_dir,
     "architecture": config["architectures"][0],
@@ -570,21 +510,12 @@ def _bert_config_from_hf(config, source):
   eps = float(config.get("layer_norm_eps", LAYER_NORM_EPS))
   if eps != LAYER_NORM_EPS:
     raise ValueError(f"{source}: layer_norm_eps {eps}; electra_tf uses the original's 1e-12")
-  keys = (
-    "vocab_size",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_attention_heads",
-    "intermediate_size",
-    "max_position_embeddings",
-    "type_vocab_size",
-  )
-  missing = [k for k in keys if k not in config]
+  missing = [k for k in _INT_FIELDS if k not in config]
   if missing:
     raise ValueError(f"{source}: missing keys {missing}")
-  bert_config = {k: int(config[k]) for k in keys}
+  bert_config = {k: int(config[k]) for k in _INT_FIELDS}
   bert_config["hidden_act"] = "gelu"
-  for key in ("hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range"):
+  for key in _FLOAT_FIELDS:
     if key in config:
       bert_config[key] = float(config[key])
   return bert_config
@@ -592,12 +523,8 @@ def _bert_config_from_hf(config, source):
 
 def read_hf_config(input_dir):
   """`(part, BertConfig dict, embedding size, config.json content)` of a
-  Hugging Face ELECTRA directory, without reading its weights.
-
-  Raises:
-    ValueError: one line naming `config.json` (not ELECTRA, another
-      architecture, a setting electra_tf does not compute).
-  """
+  Hugging Face ELECTRA directory; a one-line ValueError naming `config.json`
+  for another model or a setting electra_tf does not compute."""
   config_path = os.path.join(os.fspath(input_dir), CONFIG_FILE)
   with open(config_path, encoding="utf-8") as f:
     config = json.load(f)
@@ -613,13 +540,10 @@ def read_hf_config(input_dir):
 
 
 def recorded_tokenizer(input_dir):
-  """`(vocab file, do_lower_case, strip_accents)` of the tokenizer a Hugging
-  Face directory holds, as `write_huggingface` writes it: `sentencepiece.model`
-  (its normalisation from its settings file, else `tokenizer_config.json`)
-  or `vocab.txt` (from `tokenizer_config.json`: `do_lower_case`, default
-  true as transformers' `ElectraTokenizer`; `strip_accents` null or absent
-  follows lower-casing). None when it holds neither file (a directory with
-  only `tokenizer.json` needs `--vocab-file`)."""
+  """`(vocab file, do_lower_case, strip_accents)` of a Hugging Face directory's
+  `sentencepiece.model` (normalisation from its settings file, else
+  `tokenizer_config.json`) or `vocab.txt` (from `tokenizer_config.json`, with
+  transformers' defaults); None when it holds neither."""
   input_dir = os.fspath(input_dir)
   recorded = {}
   config_path = os.path.join(input_dir, TOKENIZER_CONFIG_FILE)
@@ -649,9 +573,8 @@ def recorded_tokenizer(input_dir):
 
 
 def _weights_files(input_dir):
-  """`(path to name in errors, safetensors files)` of a Hugging Face
-  directory: its `model.safetensors`, or the shards its
-  `model.safetensors.index.json` names (`save_pretrained(max_shard_size=...)`)."""
+  """`(path to name in errors, safetensors files)`: `model.safetensors`, or the
+  shards `model.safetensors.index.json` names."""
   single = os.path.join(input_dir, WEIGHTS_FILE)
   if os.path.isfile(single):
     return single, [single]
@@ -690,14 +613,13 @@ def _weights_files(input_dir):
 
 def load_huggingface(input_dir):
   """Reads a Hugging Face `ElectraForPreTraining` or `ElectraForMaskedLM`
-  directory into a fresh electra_tf model, strictly: every stored tensor is
-  used and every variable is set.
+  directory into a fresh electra_tf model; every stored tensor is used and
+  every variable is set.
 
   Returns:
     `(model, part, name_map, notes)`: the `ElectraDiscriminator` (with head)
-    or single-tower `ElectraGenerator` whose embeddings are the shared
-    `electra/embeddings` block (so its official names are the original's
-    default layout), and its official name map.
+    or single-tower `ElectraGenerator` (its embeddings the shared
+    `electra/embeddings` block), and its official name map.
   """
   from safetensors.numpy import load_file  # pylint: disable=g-import-not-at-top
 

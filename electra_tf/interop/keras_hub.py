@@ -1,24 +1,12 @@
-"""Publishes an ELECTRA encoder as a keras-hub preset directory.
+"""Publishes an ELECTRA encoder as a keras-hub preset directory, which
+`keras_hub.models.ElectraBackbone.from_preset(dir)` and the tokenizer's
+`from_preset` load, and reads such presets back.
 
-`keras_hub.models.ElectraBackbone.from_preset(dir)` and
-`keras_hub.models.ElectraTokenizer.from_preset(dir)` load what
-`write_keras_hub_preset` writes (keras-hub's own `save_to_preset`:
-`config.json`, `metadata.json`, `model.weights.h5`, `tokenizer.json`,
-`assets/tokenizer/vocabulary.txt`). A SentencePiece vocab becomes keras-hub's
-generic `SentencePieceTokenizer` (`assets/tokenizer/vocabulary.spm`), which
-`keras_hub.models.Tokenizer.from_preset(dir)` loads. Every variable of the part's encoder
-(embeddings, `embeddings_project`, transformer layers) sets one backbone
-weight; the heads have no place in a backbone and are listed as not
-converted.
-
-Two things differ from the original's model:
-- keras-hub's backbone has a tanh pooler (`pooled_dense`) that ELECTRA does
-  not have (the original's "pooled output" is the `[CLS]` row). It is set to
-  the identity kernel and a zero bias, so `pooled_output` is
-  `tanh(sequence_output[:, 0])`.
-- keras-hub's transformer layers use the tanh approximation of GELU; the
-  original uses the exact erf GELU, so `sequence_output` is close to, not
-  equal to, electra_tf's (docs/publish.md gives the measured size).
+keras-hub's backbone differs from the original's model in two ways: its
+tanh pooler (`pooled_dense`), which ELECTRA lacks, is set to the identity
+kernel and a zero bias; and it computes the tanh GELU, the original the exact
+one, so `sequence_output` is close to, not equal to, electra_tf's
+(docs/publish.md gives the measured size). The heads are not converted.
 
 Example:
 >>> from electra_tf.models import ElectraDiscriminator
@@ -49,8 +37,6 @@ from electra_tf.utils import keras_compat
 from electra_tf.utils.file_io import atomic_path
 from electra_tf.utils.file_io import write_atomic
 
-BACKBONE_CLASS = "keras_hub.models.ElectraBackbone"
-# The backbone's weights that ELECTRA has no tensor for, and their values.
 POOLER_INITIALISATION = "pooled_dense: identity kernel, zero bias (ELECTRA has no pooler)"
 
 
@@ -88,10 +74,8 @@ def keras_hub_backbone_config(part):
 
 def _backbone_names(backbone, emb, scope, has_projection):
   """`[(keras variable, official name or None, reshape)]` for every backbone
-  weight: the one map between keras-hub's `ElectraBackbone` and the
-  original's names, both ways. The name is None for weights ELECTRA does not
-  have; `reshape` says the two shapes differ (attention kernels and biases
-  are split by head in keras-hub)."""
+  weight, used both ways. The name is None for weights ELECTRA does not have;
+  `reshape` says keras-hub splits the weight by head."""
   out = []
 
   def add(variable, name, reshape=False):
@@ -129,9 +113,7 @@ def _backbone_names(backbone, emb, scope, has_projection):
 
 
 def _backbone_assignments(backbone, part):
-  """`[(keras variable, official name or None, value)]` for every backbone
-  weight; the name is None for weights ELECTRA does not have (the pooler:
-  identity kernel, zero bias)."""
+  """`[(keras variable, official name or None, value)]` for every backbone weight."""
   t = part.tensors
   scope = _scope(part)
   hidden = int(part.bert_config["hidden_size"])
@@ -145,16 +127,14 @@ def _backbone_assignments(backbone, part):
     id(backbone.pooled_dense.kernel): np.eye(hidden, dtype=np.float32),
     id(backbone.pooled_dense.bias): np.zeros((hidden,), np.float32),
   }
-  return [
-    (
-      variable,
-      name,
-      pooler[id(variable)]
-      if name is None
-      else (t[name].reshape(tuple(variable.shape)) if reshape else t[name]),
-    )
-    for variable, name, reshape in names
-  ]
+  assignments = []
+  for variable, name, reshape in names:
+    if name is None:
+      value = pooler[id(variable)]
+    else:
+      value = t[name].reshape(tuple(variable.shape)) if reshape else t[name]
+    assignments.append((variable, name, value))
+  return assignments
 
 
 def build_keras_hub_backbone(part):
@@ -193,10 +173,8 @@ def write_keras_hub_preset(part, output_dir, vocab_file, do_lower_case=True, str
   Args:
     part: a `huggingface.ElectraPart` (discriminator or generator encoder).
     output_dir: a new (or empty) directory; it appears complete or not at all.
-    vocab_file: the vocab the model was trained with: a WordPiece vocab.txt
-      (keras-hub's `ElectraTokenizer`) or a SentencePiece model without
-      lower-casing or accent stripping (keras-hub's `SentencePieceTokenizer`,
-      `assets/tokenizer/vocabulary.spm`).
+    vocab_file: the vocab the model was trained with: a WordPiece vocab.txt or
+      a SentencePiece model without lower-casing or accent stripping.
     do_lower_case, strip_accents: the tokenizer's normalisation.
 
   Returns:
@@ -215,8 +193,7 @@ def write_keras_hub_preset(part, output_dir, vocab_file, do_lower_case=True, str
         "apply; publish it --to huggingface"
       )
     proto = huggingface.read_sentencepiece_vocab(vocab_file, vocab_size).proto
-    # keras-hub's ElectraTokenizer is WordPiece only; its generic tokenizer
-    # runs the model as electra_tf does (without [CLS]/[SEP]: docs/publish.md).
+    # keras-hub's generic tokenizer runs the model as electra_tf does (docs/publish.md).
     tokenizer = keras_hub.tokenizers.SentencePieceTokenizer(proto=bytes(proto))
   else:
     tokenizer = keras_hub.models.ElectraTokenizer(
@@ -231,8 +208,7 @@ def write_keras_hub_preset(part, output_dir, vocab_file, do_lower_case=True, str
     backbone.save_to_preset(tmp)
     tokenizer.save_to_preset(tmp)
     if _scope(part) != "electra":
-      # A generator's encoder is an ElectraBackbone too: said, so electra_tf never reads it
-      # as a discriminator to fine-tune.
+      # Said, so electra_tf never reads a generator's encoder as a discriminator to fine-tune.
       write_atomic(os.path.join(tmp, GENERATOR_MARKER_FILE), json.dumps({"part": "generator"}))
   notes = list(part.notes) + [
     POOLER_INITIALISATION,
@@ -256,8 +232,7 @@ MODEL_WEIGHTS_FILE = "model.weights.h5"
 TOKENIZER_CONFIG_FILE = "tokenizer.json"
 VOCAB_ASSET = os.path.join("assets", "tokenizer", "vocabulary.txt")
 SENTENCEPIECE_ASSET = os.path.join("assets", "tokenizer", "vocabulary.spm")
-# keras-hub's names for a task's config and weights; here they hold an
-# electra_tf task model (keras-hub's own loaders read the backbone only).
+# keras-hub's names for a task's config and weights; here an electra_tf task model's.
 TASK_CONFIG_FILE = "task.json"
 # Beside a preset of a generator's encoder (`--part generator`).
 GENERATOR_MARKER_FILE = "electra_tf_generator.json"
@@ -289,8 +264,7 @@ def _read_preset_json(preset_dir, name):
 
 def preset_backbone_config(preset_dir):
   """`(keras-hub backbone config, BertConfig dict, embedding size)` of a
-  keras-hub `ElectraBackbone` preset; one line for a preset of another
-  family or an unreadable `config.json`."""
+  keras-hub `ElectraBackbone` preset."""
   preset_dir = os.fspath(preset_dir)
   if os.path.exists(os.path.join(preset_dir, GENERATOR_MARKER_FILE)):
     raise ValueError(
@@ -333,7 +307,7 @@ class MissingVocabulary(ValueError):
 
 
 def _missing_vocabulary(preset_dir, tokenizer):
-  """The line for a preset copied without its tokenizer's (`tokenizer.json`'s) assets."""
+  """The line for a preset copied without its tokenizer's assets."""
   name = tokenizer.get("registered_name") or tokenizer.get("class_name")
   sentencepiece = "SentencePiece" in str(name)
   asset = os.path.join(preset_dir, SENTENCEPIECE_ASSET if sentencepiece else VOCAB_ASSET)
@@ -361,9 +335,8 @@ def preset_vocab(preset_dir):
 
 
 def preset_lengths(preset_dir):
-  """`{"max_seq_length", "max_query_length"}` the preprocessor of an
-  electra_tf task preset packs to (what it was trained at, kept in
-  `task.json`); empty for a backbone preset, which records no length."""
+  """`{"max_seq_length", "max_query_length"}` an electra_tf task preset's
+  preprocessor packs to (from `task.json`); empty for a backbone preset."""
   task = preset_task(preset_dir)
   if task is None:
     return {}
@@ -409,8 +382,8 @@ def _stored_variable_count(path):
 
 
 def _first_sentence(error):
-  """The first complete sentence of an error (Keras's load errors end their
-  first line with a colon and give the cause on the next)."""
+  """The first line of an error, with the next where it ends in a colon (Keras's
+  load errors give the cause there)."""
   lines = [line.strip() for line in str(error).splitlines() if line.strip()]
   text = lines[0] if lines else type(error).__name__
   if text.endswith(":") and len(lines) > 1:
@@ -426,12 +399,10 @@ def load_weights_file(model, path, config_path=None):
     model: the built model.
     path: its `.weights.h5` file.
     config_path: the file `model` was built from (a preset's `config.json`),
-      named with `path` when the weights do not fit it: an edited config
-      builds a model that Keras fills in part (fewer layers, silently) or
-      refuses with warnings that blame the Keras version.
+      named when the weights do not fit it (Keras would fill an edited
+      config's model in part, silently, or blame the Keras version).
   """
-  # Keras's warnings for an edited config blame "a Keras version that did
-  # not serialize" some layers: held back until the load is known to work.
+  # Keras's warnings for an edited config are held back until the load is known to work.
   with warnings.catch_warnings(record=True) as caught:
     try:
       model.load_weights(path)
@@ -463,8 +434,7 @@ def read_keras_hub_preset(preset_dir):
 
   Returns:
     `(encoder, notes)`: an electra_tf `ElectraBackbone` whose every
-    variable comes from the preset, and notes (the pooler left out, the GELU form, the
-    missing head).
+    variable comes from the preset, and notes.
 
   Raises:
     ValueError: one line, for a preset of another family, or a corrupt or
@@ -509,33 +479,21 @@ def read_keras_hub_preset(preset_dir):
 
 
 def encoder_part(encoder):
-  """An `ElectraPart` of an `ElectraBackbone` (or an `ElectraDiscriminator`
-  without its head): what a keras-hub backbone holds."""
+  """An `ElectraPart` of an `ElectraBackbone` (or a discriminator without its head)."""
   name_map = official_names.discriminator_name_map(encoder, include_head=False)
-  return huggingface.ElectraPart(
-    huggingface.PART_DISCRIMINATOR,
-    dict(encoder.bert_config),
-    encoder.embeddings.embedding_size,
-    {n: np.asarray(keras.ops.convert_to_numpy(v), dtype=np.float32) for n, v in name_map.items()},
-    [],
-    [],
-  )
+  return huggingface.model_part(huggingface.PART_DISCRIMINATOR, encoder, name_map)
 
 
 def write_task_preset(task_model, encoder, tokenizer, output_dir):
   """Writes a preset in keras-hub's layout: the encoder as a keras-hub
-  `ElectraBackbone` (`config.json`, `metadata.json`, `model.weights.h5`), the
-  tokenizer (`tokenizer.json`, `assets/tokenizer/vocabulary.txt`) and, for a
-  task model, its electra_tf config (`task.json`) and every weight
-  (`task.weights.h5`). keras-hub's `ElectraBackbone.from_preset` and
-  `ElectraTokenizer.from_preset` read it.
+  `ElectraBackbone`, the tokenizer and, for a task model, its electra_tf
+  config (`task.json`) and every weight (`task.weights.h5`).
 
   Args:
     task_model: a Keras task model, or None for a backbone preset.
     encoder: its `ElectraBackbone` (or discriminator).
     tokenizer: its electra_tf `ElectraTokenizer` or `SentencePieceTokenizer`
-      (keras-hub's `SentencePieceTokenizer` in the preset, none for a model
-      built with lower-casing or accent stripping, which it cannot apply).
+      (none in the preset where keras-hub's cannot lower-case or strip accents).
     output_dir: a new (or empty) directory; it appears complete or not at all.
 
   Returns:
@@ -552,9 +510,7 @@ def write_task_preset(task_model, encoder, tokenizer, output_dir):
   huggingface.check_new_output_dir(output_dir, "save_to_preset: preset_dir")
   backbone, _, _ = build_keras_hub_backbone(encoder_part(encoder))
   if isinstance(tokenizer, SentencePieceTokenizer):
-    # A SentencePiece tokenizer: keras-hub's generic one runs the model, but
-    # cannot lower-case or strip accents first; then the preset has no
-    # keras-hub tokenizer (task.json still holds electra_tf's).
+    # keras-hub's cannot lower-case or strip accents: then none (task.json holds electra_tf's).
     hub_tokenizer = None
     if not (tokenizer.do_lower_case or tokenizer.strip_accents):
       hub_tokenizer = keras_hub.tokenizers.SentencePieceTokenizer(proto=tokenizer.model_bytes)

@@ -30,11 +30,9 @@ class _CurrentStreamHandler(logging.StreamHandler):
 
 
 def plain_console_logging(level=logging.INFO):
-  """Sends the absl logger's records (which the library logs through) to the
-  console without Python logging's `INFO:absl:` prefix: INFO and below to
-  stdout as the message alone, WARNING and above to stderr as
-  `warning: message`. For entry points only; a library import changes
-  nothing.
+  """Sends the absl logger's records to the console without the `INFO:absl:`
+  prefix: INFO and below to stdout, WARNING and above to stderr as
+  `warning: message`. For entry points only.
 
   Example:
   >>> plain_console_logging()
@@ -54,10 +52,9 @@ def plain_console_logging(level=logging.INFO):
 
 
 class ClosedPipeSafeStream:
-  """A text stream (stdout, stderr) whose writes to a pipe the reader has
-  closed (`run_pretraining ... | head`) are dropped: the command finishes
-  its work, as under `nohup`, instead of dying in a BrokenPipeError
-  traceback with partial output left. Everything else is the stream's.
+  """A text stream whose writes to a pipe the reader has closed (`... | head`)
+  are dropped, so the command finishes its work instead of dying in a
+  BrokenPipeError. Everything else is the stream's.
 
   Args:
     stream: the text stream to write to (`sys.stdout`).
@@ -97,17 +94,13 @@ class ClosedPipeSafeStream:
 
 def robust_console_streams():
   """Makes `sys.stdout` and `sys.stderr` streams a command's work cannot fail
-  on: output is dropped once the pipe's reader has gone
-  (`ClosedPipeSafeStream`), a stream closed when the command started
-  (`>&-`) writes nowhere, and a character the stream's encoding lacks
-  (`PYTHONIOENCODING=ascii` and a path with `é`) is escaped. For entry
-  points, before anything keeps a reference to the streams (absl's handler
-  does)."""
+  on: output to a gone reader is dropped (`ClosedPipeSafeStream`), a stream
+  closed at start (`>&-`) writes nowhere, and a character the encoding lacks
+  is escaped. For entry points, before anything keeps a reference to them."""
   for fd, name in ((1, "stdout"), (2, "stderr")):
     stream = getattr(sys, name)
     if stream is None:
-      # The descriptor gets /dev/null too: a file opened later must not take
-      # it (what C++ code writes there would land in that file).
+      # The descriptor gets /dev/null too, so a file opened later cannot take it.
       devnull = os.open(os.devnull, os.O_WRONLY)
       if devnull != fd:
         os.dup2(devnull, fd)

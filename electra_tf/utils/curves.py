@@ -1,10 +1,6 @@
-"""Training curves as a PNG, drawn with matplotlib.
-
-Panels of step-indexed series with labelled axes, a legend, trivial
-baselines as labelled dashed lines, and (for noisy series such as training
-losses) an exponential moving average drawn over the faint raw line. The
-figure is rendered by the non-interactive Agg canvas (no display needed, no
-global pyplot state) and written with `file_io.write_atomic`.
+"""Training curves as a PNG, drawn with matplotlib's Agg canvas (no display,
+no pyplot state): panels of step-indexed series, trivial baselines as dashed
+lines, and for noisy series an exponential moving average over the raw line.
 
 Example:
 >>> panel = Panel(
@@ -39,12 +35,8 @@ _BASELINE_COLOR = "0.35"
 
 @dataclasses.dataclass(frozen=True)
 class Series:
-  """One line: `values` at `steps` (non-finite values are skipped).
-
-  `smoothing` (0 ≤ w < 1), if given, draws the raw values faintly and their
-  exponential moving average (`ema`) over them. `color`/`linestyle` are
-  matplotlib's (default: the next colour of the cycle, solid).
-  """
+  """One line: `values` at `steps` (non-finite values are skipped); with
+  `smoothing` (0 ≤ w < 1), the raw values faintly and their `ema` over them."""
 
   label: str
   steps: Sequence[float]
@@ -66,10 +58,8 @@ class Baseline:
 class Panel:
   """One axes: its series, axis labels and baselines.
 
-  `y_range` `(lo, hi)` is the least the vertical axis shows (it widens to
-  the data and baselines if they fall outside), so that a wiggle of 0.01 on
-  a 0.5–1.0 metric does not fill the panel like a trend; `None` fits the axis
-  to the data.
+  `y_range` `(lo, hi)` is the least the vertical axis shows (so that a wiggle
+  does not fill the panel like a trend); `None` fits the axis to the data.
   """
 
   title: str
@@ -81,11 +71,8 @@ class Panel:
 
 
 def ema(values, weight=DEFAULT_SMOOTHING):
-  """Exponential moving average with TensorBoard's start-up correction.
-
-  `s_t = weight * s_{t-1} + (1 - weight) * x_t` from `s_0 = 0`, divided by
-  `1 - weight**t` so the first values are not pulled towards 0. Non-finite
-  values are skipped (their position keeps the previous average).
+  """Exponential moving average with TensorBoard's start-up correction
+  (divided by `1 - weight**t`); non-finite values keep the previous average.
 
   >>> ema([1.0, 3.0, float("nan"), 3.0], weight=0.5).round(3).tolist()
   [1.0, 2.333, 2.333, 2.714]
@@ -149,9 +136,8 @@ def _draw_series(axes, series):
 
 def _draw_panel(axes, panel):
   drawn = [_draw_series(axes, series) for series in panel.series]
-  for baseline in panel.baselines:
-    if baseline.value is None or not np.isfinite(baseline.value):
-      continue
+  baselines = [b for b in panel.baselines if b.value is not None and np.isfinite(b.value)]
+  for baseline in baselines:
     axes.axhline(
       baseline.value,
       color=_BASELINE_COLOR,
@@ -160,11 +146,7 @@ def _draw_panel(axes, panel):
       label=f"{baseline.label} ({baseline.value:.3f})",
     )
   if panel.y_range is not None:
-    values = np.concatenate(
-      [np.ravel(panel.y_range)]
-      + drawn
-      + [[b.value] for b in panel.baselines if b.value is not None and np.isfinite(b.value)]
-    )
+    values = np.concatenate([np.ravel(panel.y_range)] + drawn + [[b.value] for b in baselines])
     lo, hi = float(values.min()), float(values.max())
     pad = 0.03 * (hi - lo)
     axes.set_ylim(lo - pad, hi + pad)
@@ -210,17 +192,11 @@ def training_curves_figure(panels, width=1200, height=800, columns=None, title=N
   return figure
 
 
-def figure_png_bytes(figure):
-  """`figure` rendered as PNG bytes, at its own size."""
-  buffer = io.BytesIO()
-  figure.savefig(buffer, format="png", dpi=DPI)
-  return buffer.getvalue()
-
-
 def write_training_curves_png(path, panels, width=1200, height=800, columns=None, title=None):
   """Draws `training_curves_figure(panels, ...)` and writes it to `path` as a
-  `width` × `height` PNG, atomically (`file_io.write_atomic`; local or
-  `scheme://` paths). Returns the figure."""
+  `width` × `height` PNG, atomically. Returns the figure."""
   figure = training_curves_figure(panels, width, height, columns=columns, title=title)
-  write_atomic(path, figure_png_bytes(figure))
+  buffer = io.BytesIO()
+  figure.savefig(buffer, format="png", dpi=DPI)
+  write_atomic(path, buffer.getvalue())
   return figure

@@ -8,11 +8,8 @@ import tensorflow as tf
 
 def scalar_events(log_dir):
   """{tag: [(step, value)]} from the TensorBoard event files directly in
-  `log_dir`, sorted by step (a step written twice keeps its last value).
-
-  Reads both scalar forms: `simple_value` (TF1, Keras) and the tensor that
-  `tf.summary.write` / `tf.summary.scalar` store.
-  """
+  `log_dir`, sorted by step (a step written twice keeps its last value), in
+  both scalar forms (`simple_value` and `tf.summary`'s tensor)."""
   series = {}
   for path in sorted(glob.glob(os.path.join(log_dir, "events.out.tfevents.*"))):
     for record in tf.data.TFRecordDataset(path):

@@ -1,6 +1,5 @@
-"""Optional dependencies (the `[project.optional-dependencies]` extras of
-pyproject.toml): one import point, so that every missing extra is reported
-by the same one line, naming the extra to install.
+"""Optional dependencies (pyproject.toml's extras): one import point, so that
+every missing extra is reported by one line naming the extra to install.
 
 Example:
   >>> require("json", "test", "the example").dumps([1])

@@ -1,11 +1,9 @@
-"""Atomic file writes, one way for every file the jobs write: a reader (or a
-resumed job) sees the previous file or the new one, never a half-written one.
+"""Atomic file writes (a reader sees the previous file or the new one, never a
+half-written one) and the checks of input and output paths.
 
-Local paths and `scheme://` paths (`gs://…`, through `tf.io.gfile`) behave
-alike: the data goes to a hidden temporary name beside the destination (so
-the rename stays on one file system and globs such as
-`pretrain_data.tfrecord*` never match it), then is renamed over it. Files get
-the usual permissions (0644 under umask 022).
+Local and `scheme://` paths (through `tf.io.gfile`) alike are written to a
+hidden temporary name beside the destination (one file system; globs such as
+`pretrain_data.tfrecord*` never match it), then renamed over it.
 """
 
 import contextlib
@@ -27,8 +25,7 @@ def _is_remote(path):
 
 
 def temporary_path(path, suffix=""):
-  """A hidden temporary name beside `path`, unique to this process, ending
-  in `suffix` (for writers that insist on an extension, such as `.keras`)."""
+  """A hidden temporary name beside `path`, unique to this process, ending in `suffix`."""
   directory, name = os.path.split(path)
   return os.path.join(directory, f".{name}.{os.getpid()}.tmp{suffix}")
 
@@ -38,10 +35,9 @@ def atomic_path(path, suffix=""):
   """Yields a temporary path to write `path`'s content to; on success renames
   it to `path`, on any error removes it and `path` is untouched.
 
-  For writers that need a file or directory name rather than bytes
-  (`tf.io.TFRecordWriter`, `model.save`, `tf.saved_model.save`). The parent
-  directory is created. A local directory renames into place only where
-  `path` does not exist yet.
+  For writers that need a file or directory name (`tf.io.TFRecordWriter`,
+  `model.save`). The parent directory is created. A local directory renames
+  into place only where `path` does not exist yet.
 
   Args:
     path: destination file or directory, local or `scheme://…`.
@@ -75,17 +71,12 @@ def atomic_path(path, suffix=""):
 @contextlib.contextmanager
 def replaced_together(directory, label):
   """Yields a new, empty, hidden staging directory inside the local
-  `directory` to write a set of entries into (files and directories: a
-  SavedModel version, a network file with its tokenizer files); when the
-  block ends without error, they replace their namesakes in `directory`
-  together, and other entries there stay.
-
-  What was there stays in place until the whole new set is written: the
-  old entries are renamed aside, the new ones renamed in, then the old ones
-  removed. On any error or Ctrl-C (in the block, one swallowed during it,
-  or while renaming) the staging directory is removed and `directory` keeps
-  its previous entries. The hidden names (`.<label>.<pid>.tmp`) are not
-  numbers, so TF Serving never loads them as versions.
+  `directory` to write a set of entries into; when the block ends without
+  error, they replace their namesakes in `directory` together (the old ones
+  renamed aside, the new ones in, then the old ones removed), and other
+  entries there stay. On any error or Ctrl-C `directory` keeps its previous
+  entries. The hidden names (`.<label>.<pid>.tmp`) are not numbers, so TF
+  Serving never loads them as versions.
 
   Args:
     directory: the local directory the entries go to; created if needed.
@@ -132,16 +123,14 @@ def replaced_together(directory, label):
 
 
 def remove_dead_staging(directory, label):
-  """Removes what `replaced_together(directory, label)` of a process that is
-  gone (killed by SIGKILL, the OOM killer) left: its hidden staging and
-  set-aside folders (`.<label>.<pid>.tmp`, `….tmp.old`)."""
+  """Removes the staging and set-aside folders that `replaced_together(directory,
+  label)` of a process that is gone (SIGKILL, the OOM killer) left."""
   pattern = re.compile(rf"\.{re.escape(label)}\.(\d+)\.tmp(\.old)?")
   for name in os.listdir(directory):
     match = pattern.fullmatch(name)
     if match and int(match.group(1)) != os.getpid() and not _process_exists(int(match.group(1))):
       if match.group(2):
-        # Killed between moving an old entry aside and its new one in: the
-        # old one goes back where nothing stands (nothing is lost).
+        # An old entry set aside goes back where nothing stands (nothing is lost).
         for entry in os.listdir(os.path.join(directory, name)):
           if not os.path.lexists(os.path.join(directory, entry)):
             os.replace(os.path.join(directory, name, entry), os.path.join(directory, entry))
@@ -161,8 +150,7 @@ def _process_exists(pid):
 @contextlib.contextmanager
 def dirs_made(directory):
   """Makes `directory` and its missing parents; when the work within fails
-  or is stopped, removes those it made that are still empty, so a failed
-  first run leaves no empty folder behind.
+  or is stopped, removes those it made that are still empty.
 
   Example:
   >>> root = tempfile.mkdtemp()
@@ -194,9 +182,8 @@ def dirs_made(directory):
 
 
 def check_data_file(path, expected="a data file"):
-  """A one-line ValueError naming `path` unless it is a file to read: not
-  there, a directory, or (locally) not a regular file: a named pipe nobody
-  writes to would block the read forever, a socket or device is no data."""
+  """A one-line ValueError naming `path` unless it is a file to read (locally a
+  regular file: a named pipe would block the read forever)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top  # gfile, for scheme:// paths
 
   if not tf.io.gfile.exists(path):
@@ -216,8 +203,7 @@ _GIT_LFS_POINTER_MAX_BYTES = 1024  # the Git LFS spec's limit on a pointer file
 
 def check_not_lfs_pointer(path, data=None):
   """A one-line ValueError when the file `path` (its bytes `data`, where read
-  already) is a Git LFS pointer: a clone made without `git lfs` holds these
-  small text files instead of the weights, vocab or data."""
+  already) is a Git LFS pointer, as a clone made without `git lfs` holds."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top  # gfile, for scheme:// paths
 
   if data is None:
@@ -246,9 +232,7 @@ def _remove(path):
 
 
 def write_atomic(path, data):
-  """Writes `data` to `path` through a temporary file and a rename.
-
-  Local files are fsynced before the rename.
+  """Writes `data` to `path` through a temporary file (fsynced, when local) and a rename.
 
   Args:
     path: destination file, local or `scheme://…`; the parent directory is
@@ -302,9 +286,8 @@ def object_with_unique_keys(pairs):
 
 
 def read_json(path, what):
-  """The JSON value in `path` (local or `scheme://…`), or None when there
-  is no such file; a one-line ValueError naming `what` and the path when it
-  is not JSON or an object in it gives a key twice.
+  """The JSON value in `path` (local or `scheme://…`), or None when there is no
+  such file; a one-line ValueError naming `what` when it is not JSON or gives a key twice.
 
   Example:
   >>> write_atomic("settings.json", '{"a": 1}')
@@ -325,9 +308,8 @@ def read_json(path, what):
 
 
 def utf8_text(data, path):
-  """The text of bytes read from data file `path`, a leading byte-order mark
-  dropped (Excel and Notepad write one; it is no part of the first line); a
-  one-line ValueError naming the file and line when it is not UTF-8.
+  """The text of bytes read from data file `path`, without a leading byte-order
+  mark; a one-line ValueError naming the file and line when it is not UTF-8.
 
   Example:
   >>> utf8_text(b"\\xef\\xbb\\xbfsentence\\tlabel\\n", "train.tsv")
@@ -341,10 +323,8 @@ def utf8_text(data, path):
 
 
 def line_text(data, path):
-  """`utf8_text` of a line-based data file (TSV, CoNLL, JSON lines), which
-  is read at "\\n" only: a carriage return that ends no line (classic-Mac
-  line ends, or one pasted into a text) is a one-line ValueError naming the
-  file and line; "\\r\\n" line ends are fine.
+  """`utf8_text` of a line-based data file, read at "\\n" only: a carriage
+  return that ends no line is a one-line ValueError naming the file and line.
 
   Example:
   >>> line_text(b"a\\tb\\r\\n", "train.tsv")
@@ -364,16 +344,14 @@ def line_text(data, path):
 
 
 def content_identity(data):
-  """`{"size": bytes, "sha256": hex}` of bytes read from a file: what a cache
-  records to know the file again (content, not times)."""
+  """`{"size": bytes, "sha256": hex}` of bytes read from a file, for caches."""
   return {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
 def check_output_files(paths, writable=True):
-  """One-line ValueErrors for output files written at the end of a run
-  (results), before any work: `paths` holds (how the user named it, e.g.
-  "hparam results_txt", path) pairs; an empty path is skipped. A directory
-  there is refused, and with `writable` a place where no file can be created."""
+  """One-line ValueErrors, before any work, for the output files of `paths`,
+  (how the user named it, path) pairs (an empty path is skipped): a directory,
+  or with `writable` a place where no file can be created."""
   for what, path in paths:
     if not path:
       continue
@@ -384,17 +362,14 @@ def check_output_files(paths, writable=True):
 
 
 def is_directly_in(path, folder):
-  """Whether `path` is a file directly in `folder` (links resolved): where a
-  corpus reader would take it for one of the folder's files."""
+  """Whether `path` is a file directly in `folder` (links resolved)."""
   return os.path.dirname(os.path.realpath(path)) == os.path.realpath(folder)
 
 
 def list_names(directory, what):
-  """`tf.io.gfile.listdir(directory)`, refusing in one line naming `what`
-  (the flag, e.g. "--corpus-dir") and the entry when a name in it is not
-  UTF-8 (Latin-1 bytes, as unzip of a Windows archive leaves them): gfile
-  cannot decode such a name and would fail with a bare codec error. Every
-  lister of a corpus folder calls this."""
+  """`tf.io.gfile.listdir(directory)`, refusing in one line naming `what` (a
+  flag) and the entry a name that is not UTF-8 (gfile fails on it with a bare
+  codec error)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
   try:
@@ -417,10 +392,8 @@ def list_names(directory, what):
 
 def glob_class(path):
   """The first `[...]` in `path` that a glob reads as a character class
-  (`run[1]` then matches only `run1`), or None. TensorFlow globs checkpoint
-  prefixes (`tf.train.load_checkpoint`, `latest_checkpoint`) and TFRecord
-  patterns, so a folder so named hides its own files; `*` and `?` match
-  themselves and are harmless.
+  (`run[1]` then matches only `run1`), or None: TensorFlow globs checkpoint
+  prefixes and TFRecord patterns, so a folder so named hides its own files.
 
   Example:
   >>> glob_class("runs/run[1]/d"), glob_class("runs/run*/d"), glob_class("a[b")
@@ -435,8 +408,7 @@ def glob_class(path):
 
 def check_no_glob_class(path, what, fix="rename the folder"):
   """A one-line ValueError naming `what` (a flag or hparam) when `path` holds
-  a glob character class (`glob_class`): TensorFlow's checkpoint reader
-  would find none of the files in it."""
+  a glob character class (`glob_class`)."""
   found = glob_class(path) if path else None
   if found:
     raise ValueError(
@@ -447,8 +419,7 @@ def check_no_glob_class(path, what, fix="rename the folder"):
 
 
 def check_data_dir(data_dir):
-  """A one-line ValueError naming `--data-dir` when it does not exist: said
-  before the first file expected in it (the vocab) is found missing."""
+  """A one-line ValueError naming `--data-dir` when it does not exist."""
   if data_dir and not _is_remote(data_dir) and not os.path.isdir(data_dir):
     hint = ""
     if os.fspath(data_dir).startswith("~"):
@@ -460,12 +431,10 @@ def check_writable(path, what, directory=False):
   """Raises ValueError (one line naming `what` and `path`) unless files can
   be created where `path` will be written.
 
-  `path` is an output file or directory, existing or not: an existing
-  directory is tried from inside, anything else from its parent directory
-  (or the nearest existing one above it, where the missing ones would be
-  created). The test creates and deletes a hidden file there, so read-only
-  mounts, permissions and ACLs all count, as they will for the real write.
-  Remote (`scheme://`) paths are not checked.
+  An existing directory is tried from inside, anything else from the nearest
+  existing directory above it, by creating and deleting a hidden file there
+  (so read-only mounts, permissions and ACLs all count). Remote
+  (`scheme://`) paths are not checked.
 
   Args:
     path: the output file or directory.
@@ -515,15 +484,13 @@ def check_writable(path, what, directory=False):
   os.remove(probe)
 
 
-# A write that cannot fit: the file system (bytes or inodes) or the user's
-# quota is full, or a file outgrew the process's file-size limit (`ulimit -f`).
+# A full file system or quota, or a file past the file-size limit (`ulimit -f`).
 _NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def is_disk_full(error):
   """Whether `error` (an `OSError`, a TensorFlow or another library's error)
-  says that a write found no room: the file system or the user's quota on
-  it is full, or the file-size limit was reached (`no_room_phrase` says which)."""
+  says that a write found no room (`no_room_phrase` says which)."""
   if getattr(error, "errno", None) in _NO_ROOM:
     return True
   # TensorFlow's file writers report ENOSPC as ResourceExhaustedError (text only).
@@ -532,9 +499,8 @@ def is_disk_full(error):
 
 
 def remote_file_system_error(error):
-  """The one line for a TensorFlow file-system error on a remote
-  (`scheme://`) path, one that cannot be reached or read (no network, no
-  credentials); None for any other error."""
+  """The one line for a TensorFlow file-system error on a remote (`scheme://`)
+  path; None for any other error."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
   remote = re.search(r"\b[a-z][a-z0-9+.-]*://[^\s'\"()]+", str(error))
@@ -558,8 +524,8 @@ def no_room_phrase(error):
 
 
 def free_bytes(path):
-  """Bytes free for this user on the file system of `path` (or of its
-  nearest existing parent); None where that cannot be known (remote paths)."""
+  """Bytes free for this user on the file system of `path` (or of its nearest
+  existing parent); None where that cannot be known."""
   if _is_remote(path):
     return None
   path = os.path.abspath(path)
@@ -578,10 +544,9 @@ def megabytes(num_bytes):
 
 @contextlib.contextmanager
 def full_disk_as_bad_input(what, path):
-  """Runs a command's writing of `path` (an output file or directory; `what`:
-  its flag) so that a full disk (or quota) becomes a one-line `ValueError`,
-  after removing `path` if this run created it (its partial content; atomic
-  writers remove their own temporary files). Other errors pass unchanged.
+  """Runs a command's writing of `path` (`what`: its flag) so that a full disk
+  becomes a one-line `ValueError`, after removing `path` if this run created
+  it. Other errors pass unchanged.
 
   Example:
   >>> with full_disk_as_bad_input("--output", "out.txt"):
@@ -593,10 +558,8 @@ def full_disk_as_bad_input(what, path):
   except Exception as e:  # pylint: disable=broad-except
     if not is_disk_full(e):
       raise
-    if created and os.path.isdir(path):
-      shutil.rmtree(path, ignore_errors=True)
-    elif created and os.path.lexists(path):
-      os.remove(path)
+    if created:
+      _remove(path)
     happened, remedy = no_room_phrase(e)
     raise ValueError(
       f"{happened} writing {what} {path!r} ({megabytes(free_bytes(path))} free); "

@@ -1,20 +1,8 @@
-"""FLOPs estimates for transformer pre-training and inference (`flops_computation.py`).
-
-The counting rules are the original's `flops_computation.py`, so the numbers
-match its printed table:
-
-- one "operation" is one math op; a matmul of an [m, n] by [n] costs 2·m·n;
-- the backward pass costs as much as the forward pass (factor 2 on training);
-- embedding lookups are counted as dense one-hot matmuls unless
-  `sparse_embed_lookup`;
-- the attention-output LayerNorm term is counted without its `h` factor, a
-  slip of the original kept here so that the table values agree.
-
-Run `python -m electra_tf.flops_computation` to print the table. The
-step benchmark (`bench/bench_pretraining_step.py`) does not use these
-counters: its utilisation figure counts matmul FLOPs only, by the formula
-the throughput issue prescribes (6 · non-embedding parameters · tokens, plus
-attention and the generator's output matmul).
+"""FLOPs estimates for transformer pre-training and inference, by the counting
+rules of the original's `flops_computation.py` (its slips included), so the
+numbers match its table (`python -m electra_tf.flops_computation`): a matmul
+of [m, n] by [n] costs 2·m·n, the backward pass as much as the forward one,
+and embedding lookups are one-hot matmuls unless `sparse_embed_lookup`.
 
 Example:
 >>> TransformerHparams(256, 12, e=128, s=128).get_infer_flops()
@@ -134,8 +122,7 @@ class TransformerHparams:
     return sum(per_token.values()) * s
 
   def get_binary_classification_flops(self):
-    """FLOPs of a per-token dense + GELU + 1-unit output (the discriminator
-    head)."""
+    """FLOPs of a per-token dense + GELU + 1-unit output (the discriminator head)."""
     h = self.h
     per_token = dict(hidden=2 * h * h, hidden_bias=h, hidden_act=ACTIVATION_FLOPS * h, logits=2 * h)
     return sum(per_token.values()) * self.s
@@ -143,21 +130,15 @@ class TransformerHparams:
   def get_train_flops(self, batch_size, train_steps, discriminator=False):
     """Training FLOPs: forward and backward over `train_steps` batches, with
     the binary head (`discriminator=True`) or the softmax output head."""
-    head = (
-      self.get_binary_classification_flops()
-      if discriminator
-      else self.get_embedding_flops(output=True)
-    )
-    return (
-      2
-      * batch_size
-      * train_steps
-      * (self.l * self.get_block_flops() + self.get_embedding_flops(output=False) + head)
-    )
+    if discriminator:
+      head = self.get_binary_classification_flops()
+    else:
+      head = self.get_embedding_flops(output=True)
+    encoder = self.l * self.get_block_flops() + self.get_embedding_flops(output=False)
+    return 2 * batch_size * train_steps * (encoder + head)
 
   def get_infer_flops(self):
-    """FLOPs of one forward pass of one sequence through the encoder and a
-    binary per-token head."""
+    """FLOPs of one forward pass of one sequence through the encoder and a binary head."""
     return (
       self.l * self.get_block_flops()
       + self.get_embedding_flops(output=False)

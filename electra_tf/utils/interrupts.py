@@ -1,18 +1,11 @@
 """Ctrl-C that Python swallowed, honoured anyway; SIGTERM and SIGHUP as stops too.
 
-Python turns SIGINT into a KeyboardInterrupt at the next bytecode of the
-main thread. When that bytecode belongs to a finaliser (`__del__`, a weakref
-callback: TensorFlow runs many), Python prints "Exception ignored …
-KeyboardInterrupt" and goes on, and a long evaluation or export would then
-finish as if nothing had been pressed. Within `ctrl_c_remembered()` every
-Ctrl-C is also remembered, and `check()`, called between pieces of work,
-raises it again where it can be caught.
-
-Within it SIGTERM (a scheduler's stop) and SIGHUP (the terminal closed) stop
-the work the same way: they raise `Stopped`, a KeyboardInterrupt that
-remembers its signal, so whatever removes partial output on Ctrl-C does so
-on them too; the command then ends with `stopped (SIGTERM)` and exit status
-128 + the signal (`stop_status`, `stopped_line`).
+A KeyboardInterrupt raised inside a finaliser (TensorFlow runs many) is
+printed and ignored by Python. Within `ctrl_c_remembered()` every Ctrl-C is
+also remembered, and `check()`, called between pieces of work, raises it
+again. SIGTERM and SIGHUP raise `Stopped`, a KeyboardInterrupt that
+remembers its signal, so partial output is removed as on Ctrl-C; the
+command ends with exit status 128 + the signal (`stop_status`, `stopped_line`).
 
 Example:
   >>> with ctrl_c_remembered():
@@ -35,10 +28,9 @@ _pressed = threading.Event()
 
 
 def install_stop_handler(handler, signals=STOP_SIGNALS):
-  """Installs `handler` for each of `signals` that is not ignored (`nohup`
-  ignores SIGHUP, a shell ignores SIGINT for a background job: such a signal
-  stays ignored, as the user asked). Returns {signal: previous handler}
-  for `restore_handlers`; empty outside the main thread."""
+  """Installs `handler` for each of `signals` that is not ignored (as under
+  `nohup`). Returns {signal: previous handler} for `restore_handlers`; empty
+  outside the main thread."""
   previous = {}
   for signum in signals:
     try:
@@ -60,8 +52,7 @@ _signal_seen = [signal.SIGINT]
 
 
 class Stopped(KeyboardInterrupt):
-  """A stop by a signal other than Ctrl-C (SIGTERM, SIGHUP): handled like
-  Ctrl-C's KeyboardInterrupt, reported with its own name and exit status."""
+  """A stop by SIGTERM or SIGHUP: handled like Ctrl-C, reported with its own name."""
 
   def __init__(self, signum):
     super().__init__(signal_name(signum))
@@ -70,9 +61,7 @@ class Stopped(KeyboardInterrupt):
 
 def signal_name(signum):
   """'Ctrl-C' for SIGINT, else the signal's name ('SIGTERM')."""
-  if signum == signal.SIGINT:
-    return "Ctrl-C"
-  return signal.Signals(signum).name
+  return "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
 
 
 def _stop(signum):
@@ -87,8 +76,8 @@ def _on_sigint(signum, frame):
 
 
 def stop_signal_of(error):
-  """The signal `error` (or an error raised in its place: TensorFlow wraps a
-  KeyboardInterrupt raised in a C++ call) stands for, or None when it is no stop."""
+  """The signal `error` (or an error it was raised in place of, as TensorFlow
+  wraps a KeyboardInterrupt) stands for, or None when it is no stop."""
   seen = set()
   while error is not None and id(error) not in seen:
     seen.add(id(error))
@@ -107,9 +96,7 @@ def stop_status(error):
 
 def stopped_phrase(signum):
   """`interrupted (Ctrl-C)` for SIGINT, else `stopped (SIGTERM)` (the signal's name)."""
-  if signum == signal.SIGINT:
-    return "interrupted (Ctrl-C)"
-  return f"stopped ({signal_name(signum)})"
+  return "interrupted (Ctrl-C)" if signum == signal.SIGINT else f"stopped ({signal_name(signum)})"
 
 
 def stopped_line(tool, error):
@@ -121,8 +108,7 @@ def stopped_line(tool, error):
 def ctrl_c_remembered():
   """Within: Ctrl-C raises KeyboardInterrupt as usual, SIGTERM and SIGHUP
   raise `Stopped`, and each is remembered for `check()`. Handlers installed
-  inside (a training run's save-on-Ctrl-C) take over while they are
-  installed."""
+  inside take over while they are installed."""
   _pressed.clear()
   _signal_seen[0] = signal.SIGINT
   previous = install_stop_handler(_on_sigint)
@@ -143,18 +129,16 @@ def ctrl_c_remembered():
 
 
 def stop_seen():
-  """The stop signal received within `ctrl_c_remembered()` so far, or None:
-  what stopped the work where the exception that carried it was replaced by
-  a plain one (a pipeline runner re-raising it)."""
+  """The stop signal received within `ctrl_c_remembered()` so far, or None (for
+  where the exception that carried it was replaced)."""
   return _signal_seen[0] if _pressed.is_set() else None
 
 
 @contextlib.contextmanager
 def stops_held():
   """Within: Ctrl-C, SIGTERM and SIGHUP are held back, so that what is
-  written within is written whole; the first received meanwhile is raised
-  on leaving (KeyboardInterrupt, or `Stopped`). Outside the main thread
-  (where signals cannot be handled) nothing changes."""
+  written within is written whole; the first received is raised on leaving.
+  Outside the main thread nothing changes."""
   received = []
 
   def remember(signum, frame):
@@ -171,15 +155,9 @@ def stops_held():
 
 
 def exit_with(status):
-  """`sys.exit(status)` for a command's `__main__`, ignoring stop signals
-  from now on: its work is saved (or removed) and its line printed, and a
-  late signal during the interpreter's shutdown (a SIGHUP right after a
-  SIGTERM) must not turn that status into a death by signal."""
-  for signum in STOP_SIGNALS:
-    try:
-      signal.signal(signum, signal.SIG_IGN)
-    except ValueError:  # not the main thread
-      break
+  """`sys.exit(status)` for a command's `__main__`, ignoring stop signals from
+  now on, so that a late one during shutdown does not replace that status."""
+  install_stop_handler(signal.SIG_IGN)
   sys.exit(status)
 
 
@@ -192,9 +170,8 @@ def check():
 
 def run_stoppable(tool, work):
   """Returns `work()`, run within `ctrl_c_remembered()`; a SIGTERM or SIGHUP
-  that stops it (after its partial output was removed, as on Ctrl-C) ends
-  it with one line on stderr (`<tool>: stopped (SIGTERM)`) and returns
-  128 + the signal. Ctrl-C propagates (the `python -m` hook reports it)."""
+  that stops it ends it with one line on stderr (`<tool>: stopped (SIGTERM)`)
+  and returns 128 + the signal. Ctrl-C propagates."""
   with ctrl_c_remembered():
     try:
       return work()

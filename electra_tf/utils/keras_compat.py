@@ -1,9 +1,6 @@
-"""Every private Keras / TensorFlow API electra_tf relies on, in one place.
-
-A Keras or TensorFlow upgrade may move or rename any of these without notice;
-`tests/utils/test_keras_compat.py` exercises each one, so such a move fails
-loudly there instead of deep inside training or export. Code elsewhere in the
-package uses these names, never the private paths themselves.
+"""Every private Keras / TensorFlow API electra_tf relies on, in one place:
+`tests/utils/test_keras_compat.py` exercises each, so an upgrade that moves
+one fails there instead of deep inside training or export.
 """
 
 import uuid
@@ -17,21 +14,17 @@ from tensorflow.python.framework import convert_to_constants as _convert_to_cons
 import tensorflow_text as tf_text
 from tensorflow_text.python.ops import sentencepiece_tokenizer as _tf_text_sentencepiece
 
-# The override point through which a layer names extra checkpoint children
-# (Keras 3 leaves layers held in plain lists out of `tf.train.Checkpoint`).
+# Where a layer names extra checkpoint children (Keras 3 leaves out those in plain lists).
 TRACKABLE_CHILDREN_HOOK = "_trackable_children"
 
-# A plain trackable object (a stand-in root when restoring object-based
-# checkpoints).
+# A plain trackable object (a stand-in root when restoring object-based checkpoints).
 AutoTrackable = tf.__internal__.tracking.AutoTrackable
 
 
 def quiet_failed_restore(error):
-  """After `tf.train.Checkpoint.read` raised `error` (a shape mismatch), its
-  restore coordinator, never returned, would log "deleted with unrestored
-  values" for every value left (100+ lines burying the one-line error):
-  the coordinator is found in the traceback's frames and told a partial
-  restore is expected, as `status.expect_partial()` would."""
+  """After `tf.train.Checkpoint.read` raised `error`, tells its restore
+  coordinator (found in the traceback's frames) that a partial restore is
+  expected, so it does not log a line for every value left unrestored."""
   frame = error.__traceback__
   while frame is not None:
     for value in list(frame.tb_frame.f_locals.values()):
@@ -80,10 +73,7 @@ def apply_distributed_update(optimizer, grads_and_vars, learning_rate):
 
 def keras_hub_transformer_encoder_parts(layer):
   """The weight-holding sublayers of a built `keras_hub.layers.TransformerEncoder`
-  (private attributes in keras-hub 0.32): `query`, `key`, `value`,
-  `attention_output` (`EinsumDense`s of its `MultiHeadAttention`),
-  `attention_layer_norm`, `intermediate`, `output` (`Dense`) and
-  `output_layer_norm`."""
+  (private attributes in keras-hub 0.32), by role."""
   attention = layer._self_attention_layer  # pylint: disable=protected-access
   return {
     "query": attention._query_dense,  # pylint: disable=protected-access
@@ -98,10 +88,8 @@ def keras_hub_transformer_encoder_parts(layer):
 
 
 def freeze(concrete_function):
-  """`concrete_function` with every variable it reads baked in as a constant
-  (the LiteRT converter otherwise keeps Keras variables as resource
-  variables, which the interpreter cannot read); its outputs come back as a
-  flat list in `tf.nest.flatten` order of the original's."""
+  """`concrete_function` with every variable it reads baked in as a constant (for
+  the LiteRT converter); its outputs come back as a flat list."""
   return _convert_to_constants.convert_variables_to_constants_v2(concrete_function)
 
 
@@ -121,16 +109,9 @@ class _NamedSentencepieceModel(_tf_text_sentencepiece._SentencepieceModelResourc
 
 def sentencepiece_tokenizer(model, out_type):
   """tensorflow-text's `SentencepieceTokenizer` whose model survives
-  `tf.random.set_seed`.
-
-  tensorflow-text keeps the model in a resource that its kernel owns;
-  `tf.random.set_seed` (and so `keras.utils.set_random_seed`, which a
-  fine-tuning run with a `seed` calls) clears TF's eager kernels and with them
-  the model of every tokenizer built before ("Resource ... SentencepieceOp
-  ... does not exist"). A shared name of its own puts the model in TF's
-  resource manager instead, where it stays until the process ends (one
-  model's memory per tokenizer built; not destroyed with the tokenizer, as a
-  SavedModel loaded in the same process shares the name).
+  `tf.random.set_seed`, which clears TF's eager kernels and with them the
+  model resource they own: a shared name of its own keeps the model in TF's
+  resource manager until the process ends.
   """
   tokenizer = tf_text.SentencepieceTokenizer(model=model, out_type=out_type)
   tokenizer._model_resource = _NamedSentencepieceModel(model)  # pylint: disable=protected-access

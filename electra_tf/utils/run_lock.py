@@ -1,24 +1,14 @@
 """One trainer per model dir: a lock the kernel holds for the whole run.
 
-`run_pretraining` takes `<model_dir>/train.lock` and `run_finetuning` takes
-`finetuning_models/<tasks>_model.lock` (its trials' dirs are deleted and
-re-made) for as long as they train; a second trainer on the same dir stops
-with one line naming the first. The lock is `fcntl.flock` on the lock file,
-on a descriptor the trainer keeps open: the kernel releases it when the
-process ends, however it ends (`kill -9`, a container stopped), so a lock
-left behind never blocks a new run, whatever pid the new run gets. The file
-also holds the holder's pid, host, command and start time, read only to
-name it in the message. Only the chief of a multi-worker job takes it (the
-other workers train the same run).
+A trainer takes its model dir's lock file (`<model_dir>/train.lock`) for as
+long as it trains; a second trainer on the same dir stops with one line
+naming the first. The lock is `fcntl.flock` on a descriptor the trainer keeps open, so
+the kernel releases it however the process ends. The file holds the
+holder's pid, host, command and start time, read only for the message.
 
-Across hosts the lock is as good as the file system's: on a local disk and
-on NFS (Linux maps `flock` to NFS byte-range locks, over NLM for v3) a
-trainer on another host holds it too. On a file system whose locks do not
-reach other hosts (NFS mounted with `nolock` or `local_lock=flock`, some
-FUSE mounts), a lock file naming another host is taken over with a note;
-set `ELECTRA_TF_RUN_LOCK_OTHER_HOSTS=refuse` there to refuse it instead
-(delete the file once that trainer is gone). A remote model dir
-(`gs://...`) is not locked.
+On a file system whose locks do not reach other hosts, a lock file naming
+another host is taken over with a note, or refused with
+`ELECTRA_TF_RUN_LOCK_OTHER_HOSTS=refuse`. A remote model dir is not locked.
 
 Example:
   >>> import tempfile
@@ -39,14 +29,13 @@ import sys
 import time
 
 LOCK_FILE = "train.lock"
-# "refuse": a lock file naming another host is refused even when no process
-# holds the lock (for file systems whose locks do not reach other hosts).
+# "refuse": a lock file naming another host is refused even when no process holds the lock.
 OTHER_HOSTS_VARIABLE = "ELECTRA_TF_RUN_LOCK_OTHER_HOSTS"
 
 
 class ModelDirBusy(ValueError):
   """The model dir cannot be taken: another live trainer holds its lock (or
-  the lock's setting is not one it knows); the message names which."""
+  the lock's setting is not one it knows)."""
 
 
 def _describe(holder):
@@ -85,9 +74,8 @@ def _names_a_live_local_process(holder):
 class RunLock:
   """The lock file at `path` for a trainer described as `what`.
 
-  Use as a context manager, or `acquire()` / `release()`. Releasing is
-  idempotent; it removes the file while still holding the lock, and a
-  trainer that then finds its locked file gone takes the new one.
+  Use as a context manager, or `acquire()` / `release()` (idempotent; it
+  removes the file while still holding the lock).
   """
 
   def __init__(self, path, what="a trainer", log=None):
@@ -114,8 +102,7 @@ class RunLock:
       return None
 
   def _busy(self):
-    # The holder writes its details just after taking the lock: until then
-    # the file is empty or still names the trainer it took over from.
+    # The holder writes its details just after taking the lock: wait for them.
     deadline = time.monotonic() + 2.0
     holder = self._read()
     while not _names_a_live_local_process(holder) and time.monotonic() < deadline:
@@ -142,8 +129,7 @@ class RunLock:
     return True
 
   def _is_current_file(self, fd):
-    """Whether `fd` is still the file at `path` (a releasing holder removes
-    it; a lock on the removed file guards nothing)."""
+    """Whether `fd` is still the file at `path` (a releasing holder removes it)."""
     try:
       on_disk = os.stat(self.path)
     except FileNotFoundError:
@@ -157,8 +143,7 @@ class RunLock:
       return self
     other_hosts = os.environ.get(OTHER_HOSTS_VARIABLE, "")
     if other_hosts not in ("", "refuse"):
-      # Checked on every run, not only when another host's lock is found: a
-      # value read as "off" would leave the protection off silently.
+      # Checked on every run: a value read as "off" would leave the protection off silently.
       raise ModelDirBusy(f"{OTHER_HOSTS_VARIABLE}={other_hosts!r}: expected 'refuse' (or unset)")
     if self.held:
       return self
@@ -180,8 +165,8 @@ class RunLock:
     raise ModelDirBusy(f"{self.path}: could not take the lock (another trainer keeps taking it)")
 
   def _take(self, fd):
-    """With the flock held: notes a holder the file still names (a trainer
-    that ended without releasing), then writes this process's details."""
+    """With the flock held: notes a holder the file still names, then writes
+    this process's details."""
     os.lseek(fd, 0, os.SEEK_SET)
     previous = _parse(os.read(fd, 1 << 16))
     here = socket.gethostname()
