@@ -1,12 +1,6 @@
 """SQuAD v1.1 / v2.0 and MRQA evaluation (`finetune/qa/qa_tasks.py`), written from the
-documented semantics of the official evaluation scripts.
-
-- Answers are normalised: lower-case, punctuation removed, the articles
-  a/an/the removed, whitespace collapsed.
-- EM and F1 are maxed over the gold answers.
-- v1.1 and MRQA report `exact_match` and `f1`; v2.0 reports `exact`, `f1`,
-  `total`, `HasAns_*`, `NoAns_*` and the best-threshold sweep.
-"""
+documented semantics of the official evaluation scripts (EM and F1 of normalised
+answers, maxed over the gold answers)."""
 
 import collections
 import json
@@ -115,22 +109,16 @@ def _raw_scores_v2(dataset, predictions):
           gold = [""]
         if qid not in predictions:
           continue
-        prediction = predictions[qid]
-        exact_scores[qid] = max(
-          float(normalize_answer(g) == normalize_answer(prediction)) for g in gold
-        )
-        f1_scores[qid] = max(f1_score_v2(prediction, g) for g in gold)
+        exact_scores[qid] = _max_over_ground_truths(exact_match_score, predictions[qid], gold)
+        f1_scores[qid] = _max_over_ground_truths(f1_score_v2, predictions[qid], gold)
   return exact_scores, f1_scores, qid_to_has_ans
 
 
 def _apply_no_answer_threshold(scores, na_probs, qid_to_has_ans, threshold):
-  new_scores = {}
-  for qid, score in scores.items():
-    if na_probs[qid] > threshold:
-      new_scores[qid] = float(not qid_to_has_ans[qid])
-    else:
-      new_scores[qid] = score
-  return new_scores
+  return {
+    qid: float(not qid_to_has_ans[qid]) if na_probs[qid] > threshold else score
+    for qid, score in scores.items()
+  }
 
 
 def _eval_dict(exact_scores, f1_scores, qids):
@@ -145,9 +133,8 @@ def _eval_dict(exact_scores, f1_scores, qids):
 
 
 def find_best_threshold(predictions, scores, na_probs, qid_to_has_ans):
-  """Sweeps the no-answer threshold over the sorted null odds; returns
-  `(best score in percent, threshold)`. Starting point: every question
-  predicted unanswerable (score = number of unanswerable questions)."""
+  """Sweeps the no-answer threshold over the sorted null odds, from every
+  question predicted unanswerable; returns `(best score in percent, threshold)`."""
   current = sum(1 for q in scores if not qid_to_has_ans[q])
   best_score, best_threshold = current, 0.0
   for qid in sorted(na_probs, key=lambda q: na_probs[q]):
@@ -186,16 +173,9 @@ def evaluate_v2(dataset, predictions, na_probs=None, na_prob_thresh=1.0):
     if subset:
       for key, value in _eval_dict(exact_thresh, f1_thresh, subset).items():
         result[f"{prefix}_{key}"] = value
-  best_exact, exact_threshold = find_best_threshold(
-    predictions, exact_raw, na_probs, qid_to_has_ans
-  )
-  best_f1, f1_threshold = find_best_threshold(predictions, f1_raw, na_probs, qid_to_has_ans)
-  result.update(
-    best_exact=best_exact,
-    best_exact_thresh=exact_threshold,
-    best_f1=best_f1,
-    best_f1_thresh=f1_threshold,
-  )
+  for metric, raw in (("exact", exact_raw), ("f1", f1_raw)):
+    best, threshold = find_best_threshold(predictions, raw, na_probs, qid_to_has_ans)
+    result.update({f"best_{metric}": best, f"best_{metric}_thresh": threshold})
   return result
 
 
@@ -211,9 +191,9 @@ def read_json(path):
 
 
 def read_jsonl(path, max_lines=None):
-  """`(line number, value)` of each non-blank line of a JSON-lines file, the
-  first `max_lines` lines only if given; a one-line ValueError naming the
-  file and line for text that is not UTF-8 or a line that is not JSON."""
+  """`(line number, value)` of each non-blank line of a JSON-lines file (the
+  first `max_lines` lines if given); ValueError naming the file and line for
+  text that is not UTF-8 or a line that is not JSON."""
   with tf.io.gfile.GFile(path, "rb") as f:
     text = file_io.line_text(f.read(), path)
   for number, line in enumerate(text.split("\n"), 1):
