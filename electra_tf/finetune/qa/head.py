@@ -71,8 +71,7 @@ class QAHead(keras.layers.Layer):
     self.answerable_classifier = bool(answerable_classifier)
     self.answerable_uses_start_logits = bool(answerable_uses_start_logits)
     self.answerable_weight = float(answerable_weight)
-    # The original's tf.layers names: unnamed dense layers are numbered in
-    # creation order (dense, dense_1, ...); `qa_hidden` is named.
+    # The original's tf.layers names: unnamed dense layers are numbered in creation order.
     names = iter(["dense", "dense_1", "dense_2", "dense_3"])
     self.start_dense = head_utils.head_dense(1, next(names))
     if self.joint_prediction:

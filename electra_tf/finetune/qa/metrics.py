@@ -60,41 +60,35 @@ def _max_over_ground_truths(metric, prediction, ground_truths):
   return max(float(metric(prediction, gt)) for gt in ground_truths)
 
 
+def _exact_and_f1(scored, total):
+  """`exact_match` and `f1` (percent of `total`) over `(prediction, ground truths)` pairs."""
+  exact = f1 = 0.0
+  for prediction, ground_truths in scored:
+    exact += _max_over_ground_truths(exact_match_score, prediction, ground_truths)
+    f1 += _max_over_ground_truths(f1_score_v1, prediction, ground_truths)
+  total = max(total, 1)
+  return {"exact_match": 100.0 * exact / total, "f1": 100.0 * f1 / total}
+
+
 def evaluate_v1(dataset, predictions):
   """SQuAD v1.1: `dataset` is the JSON's `data` list, `predictions` {id: text}.
   A question without a prediction scores 0 and still counts."""
-  exact = f1 = total = 0.0
-  for article in dataset:
-    for paragraph in article["paragraphs"]:
-      for qa in paragraph["qas"]:
-        total += 1
-        if qa["id"] not in predictions:
-          continue
-        ground_truths = [a["text"] for a in qa["answers"]]
-        if not ground_truths:
-          continue
-        prediction = predictions[qa["id"]]
-        exact += _max_over_ground_truths(exact_match_score, prediction, ground_truths)
-        f1 += _max_over_ground_truths(f1_score_v1, prediction, ground_truths)
-  total = max(total, 1)
-  return {"exact_match": 100.0 * exact / total, "f1": 100.0 * f1 / total}
+  qas = [
+    qa for article in dataset for paragraph in article["paragraphs"] for qa in paragraph["qas"]
+  ]
+  scored = [
+    (predictions[qa["id"]], [a["text"] for a in qa["answers"]])
+    for qa in qas
+    if qa["id"] in predictions and qa["answers"]
+  ]
+  return _exact_and_f1(scored, len(qas))
 
 
 def evaluate_mrqa(answers, predictions, skip_no_answer=False):
   """MRQA: `answers` {qid: [text, ...]}, `predictions` {qid: text}. With
   `skip_no_answer` questions without a prediction are left out of the total."""
-  exact = f1 = total = 0.0
-  for qid, ground_truths in answers.items():
-    if qid not in predictions:
-      if not skip_no_answer:
-        total += 1
-      continue
-    total += 1
-    prediction = predictions[qid]
-    exact += _max_over_ground_truths(exact_match_score, prediction, ground_truths)
-    f1 += _max_over_ground_truths(f1_score_v1, prediction, ground_truths)
-  total = max(total, 1)
-  return {"exact_match": 100.0 * exact / total, "f1": 100.0 * f1 / total}
+  scored = [(predictions[qid], truths) for qid, truths in answers.items() if qid in predictions]
+  return _exact_and_f1(scored, len(scored) if skip_no_answer else len(answers))
 
 
 def _raw_scores_v2(dataset, predictions):

@@ -111,14 +111,8 @@ def get_final_text(pred_text, orig_text, do_lower_case, strip_accents=True):
   does); returns `orig_text` when the alignment fails."""
 
   def strip_spaces(text):
-    chars = []
-    ns_to_s = {}
-    for i, c in enumerate(text):
-      if c == " ":
-        continue
-      ns_to_s[len(chars)] = i
-      chars.append(c)
-    return "".join(chars), ns_to_s
+    kept = [i for i, c in enumerate(text) if c != " "]
+    return "".join(text[i] for i in kept), dict(enumerate(kept))
 
   tokenizer = tokenization.BasicTokenizer(do_lower_case=do_lower_case, strip_accents=strip_accents)
   tok_text = " ".join(tokenizer.tokenize(orig_text))
@@ -132,10 +126,8 @@ def get_final_text(pred_text, orig_text, do_lower_case, strip_accents=True):
     return orig_text
   tok_s_to_ns = {s: ns for ns, s in tok_ns_to_s.items()}
   orig_start = orig_ns_to_s.get(tok_s_to_ns.get(start_position, -1))
-  if orig_start is None:
-    return orig_text
   orig_end = orig_ns_to_s.get(tok_s_to_ns.get(end_position, -1))
-  if orig_end is None:
+  if orig_start is None or orig_end is None:
     return orig_text
   return orig_text[orig_start : orig_end + 1]
 
@@ -284,8 +276,8 @@ class QATask(task_lib.Task):
     return self.data_file(split) if self.example_source is None else "its example_source"
 
   def check_examples(self, split):
-    """Reads `split` and refuses the first question that leaves no room for a
-    document in `max_seq_length` (only possible when it is that short)."""
+    """Reads `split` and refuses, before training, the first question that
+    leaves no room for a document in `max_seq_length`."""
     examples = self.get_examples(split)
     room = self.config.max_seq_length - 3  # [CLS] question [SEP] document [SEP]
     if room > self.config.max_query_length:
@@ -364,8 +356,7 @@ class QATask(task_lib.Task):
       tok_start = tok_end = -1
     elif example.answer_span is not None:
       found = piece_range(spans, *example.answer_span)
-      # No piece overlaps (the answer is only characters the model drops):
-      # trained as no answer in any window, as an answer outside one.
+      # No piece overlaps (the model drops the answer's characters): outside every window.
       tok_start, tok_end = found if found else (len(pieces), len(pieces))
     return list(pieces), list(range(len(pieces))), tok_start, tok_end
 
@@ -448,14 +439,10 @@ class QATask(task_lib.Task):
         "segment_ids": task_lib.pad_to(segment_ids, s),
       }
       if for_eval:
-        features.update(
-          {
-            name + "_doc_span_index": span_index,
-            name + "_tokens": tokens,
-            name + "_token_to_orig_map": token_to_orig_map,
-            name + "_token_is_max_context": token_is_max_context,
-          }
-        )
+        features[name + "_doc_span_index"] = span_index
+        features[name + "_tokens"] = tokens
+        features[name + "_token_to_orig_map"] = token_to_orig_map
+        features[name + "_token_is_max_context"] = token_is_max_context
       if is_training:
         start_position = end_position = 0
         if not example.is_impossible:
@@ -464,13 +451,9 @@ class QATask(task_lib.Task):
             offset = len(query_tokens) + 2
             start_position = tok_start - span.start + offset
             end_position = tok_end - span.start + offset
-        features.update(
-          {
-            name + "_start_positions": start_position,
-            name + "_end_positions": end_position,
-            name + "_is_impossible": int(example.is_impossible),
-          }
-        )
+        features[name + "_start_positions"] = start_position
+        features[name + "_end_positions"] = end_position
+        features[name + "_is_impossible"] = int(example.is_impossible)
       if log and span_index == 0:
         self.log_features({k: v for k, v in features.items() if not isinstance(v, dict)})
       all_features.append(features)
