@@ -149,8 +149,7 @@ class FinetuningModel(keras.Model):
         # LossScaleOptimizer (mixed_float16) scales here and unscales in `apply`.
         scaled_loss = self.optimizer.scale_loss(loss)
       grads = tape.gradient(scaled_loss, variables)
-    # Dense gradients (the original's Adam densifies the embedding's), and
-    # every replica skips a step whose gradients are non-finite anywhere.
+    # Dense gradients (as the original's Adam); a step non-finite anywhere is skipped everywhere.
     grads = replicas.agree_on_finite_gradients(grads)
     self.optimizer.apply(grads, variables)
     self._step_loss.reset_state()
@@ -170,10 +169,8 @@ class FinetuningModel(keras.Model):
   def get_config(self):
     config = super().get_config()
     config.update(
-      {
-        "bert_config": dict(self.bert_config),
-        "heads": [keras.saving.serialize_keras_object(h) for h in self.heads],
-        "embedding_size": self.embedding_size,
-      }
+      bert_config=dict(self.bert_config),
+      heads=[keras.saving.serialize_keras_object(h) for h in self.heads],
+      embedding_size=self.embedding_size,
     )
     return config

@@ -25,8 +25,7 @@ def pad_to(values, length, value=0):
 
 
 class Task(abc.ABC):
-  """One fine-tuning task: reads its examples, featurises them, names its
-  features, builds its head and its scorer.
+  """One fine-tuning task: its examples, features, head and scorer.
 
   Args:
     config: a `FinetuningConfig`.

@@ -224,12 +224,10 @@ class ElectraTextPreprocessor(keras.layers.Layer):
   def get_config(self):
     config = super().get_config()
     config.update(
-      {
-        "tokenizer": keras.saving.serialize_keras_object(self.tokenizer),
-        "max_seq_length": self.max_seq_length,
-        "packing": self.packing,
-        "max_query_length": self.max_query_length,
-      }
+      tokenizer=keras.saving.serialize_keras_object(self.tokenizer),
+      max_seq_length=self.max_seq_length,
+      packing=self.packing,
+      max_query_length=self.max_query_length,
     )
     return config
 

@@ -98,19 +98,13 @@ def squad_data(task, split):
       {"text": _text(t), "answer_start": int(s)}
       for t, s in zip(row["answers"]["text"], row["answers"]["answer_start"])
     ]
-    paragraphs.append(
-      {
-        "context": _text(row["context"]),
-        "qas": [
-          {
-            "id": _text(row["id"]),
-            "question": _text(row["question"]),
-            "answers": answers,
-            "is_impossible": bool(row.get("is_impossible", False)),
-          }
-        ],
-      }
-    )
+    qa = {
+      "id": _text(row["id"]),
+      "question": _text(row["question"]),
+      "answers": answers,
+      "is_impossible": bool(row.get("is_impossible", False)),
+    }
+    paragraphs.append({"context": _text(row["context"]), "qas": [qa]})
   return [{"title": "tfds", "paragraphs": paragraphs}]
 
 
