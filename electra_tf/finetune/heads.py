@@ -5,7 +5,7 @@ from keras import ops
 
 
 def head_dense(units, name, activation=None):
-  """A head's dense layer: Glorot-uniform kernel, zero bias (the variable names of the original's fine-tuned checkpoints)."""
+  """A head's dense layer: Glorot-uniform kernel, zero bias."""
   return keras.layers.Dense(
     units,
     activation=activation,
@@ -28,9 +28,8 @@ def gelu(x):
 
 
 def prediction_features(features, **label_features):
-  """The label features a head reads, as placeholders for prediction:
-  `<name>_eid` zeros plus `label_features` (`{feature name: fn(batch,
-  seq_length) -> tensor}`); `features` gives the batch and length."""
+  """Placeholder label features for prediction: `{name: make(batch, seq_length)}`
+  for each of `label_features`, the sizes read from `features`."""
   batch = ops.shape(features["input_ids"])[0]
   seq_length = ops.shape(features["input_ids"])[1]
   return {name: make(batch, seq_length) for name, make in label_features.items()}

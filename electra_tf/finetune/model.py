@@ -60,12 +60,9 @@ class FinetuningModel(keras.Model):
 
   @classmethod
   def from_finetuning_config(cls, config, heads, bert_config=None, **kwargs):
-    """A built model with `heads` and the encoder that `config`'s model
-    keys give (`model_size`, `vocab_size`, `embedding_size`,
-    `model_hparam_overrides`; shrunk when `debug`), as `run_finetuning`
-    builds it. `config` is a `FinetuningConfig`, or a `PretrainingConfig`
-    (its discriminator's encoder); `bert_config`, that encoder's
-    `BertConfig` when the caller has derived it already."""
+    """A built model with `heads` and the encoder that `config` (a
+    `FinetuningConfig` or a `PretrainingConfig`) gives, as `run_finetuning`
+    builds it; `bert_config`, that encoder's `BertConfig` if already derived."""
     bert_config = bert_config or pretraining_config.get_pretraining_bert_config(config)
     kwargs.setdefault("name", "finetuning_model")
     model = cls(bert_config.to_dict(), heads, embedding_size=config.embedding_size, **kwargs)
@@ -80,22 +77,14 @@ class FinetuningModel(keras.Model):
     self.encoder.build()
     hidden = self.bert_config["hidden_size"]
     for head in self.heads:
-      # Heads deserialised from a `.keras` config arrive built (Keras replays
-      # their build config); building them again would add variables twice.
+      # Heads deserialised from a `.keras` config arrive built; building again adds variables.
       if not head.built:
         head.build((None, None, hidden))
     self.built = True
 
   def call(self, features, training=None):
-    encoder_outputs = self.encoder(
-      {
-        "input_ids": features["input_ids"],
-        "input_mask": features["input_mask"],
-        "segment_ids": features["segment_ids"],
-      },
-      training=training,
-    )
-    sequence_output = encoder_outputs["sequence_output"]
+    inputs = {k: features[k] for k in ("input_ids", "input_mask", "segment_ids")}
+    sequence_output = self.encoder(inputs, training=training)["sequence_output"]
     outputs = {}
     per_task_losses = []
     for head in self.heads:
@@ -108,14 +97,8 @@ class FinetuningModel(keras.Model):
     outputs["loss"] = ops.sum(ops.stack(per_task_losses, axis=-1) * task_one_hot)
     return outputs
 
-  # ---------------------------------------------------------------------------
-  # Training with `fit`: the original's summed multi-task loss.
-  # ---------------------------------------------------------------------------
-
   def compile(self, optimizer="adam", jit_compile=False, gradient_accumulation_steps=1, **kwargs):
-    """Prepares `fit` with the custom step below; `optimizer` is usually
-    `electra_tf.optimization.factory.finetuning_optimizer(...)` (the original's).
-    Under a `mixed_float16` policy Keras wraps it in a `LossScaleOptimizer`.
+    """Prepares `fit` with the custom step below (the original's summed multi-task loss).
 
     Args:
       optimizer: a Keras optimizer.
@@ -128,8 +111,7 @@ class FinetuningModel(keras.Model):
     self.gradient_accumulation_steps = optimizer_factory.check_gradient_accumulation(
       optimizer, gradient_accumulation_steps
     )
-    # Kept out of Keras' attribute tracking (the model is already built);
-    # `metrics` exposes it so the logs carry this step's loss.
+    # Kept out of Keras' attribute tracking; `metrics` exposes it for the logs.
     object.__setattr__(self, "_step_loss", keras.metrics.Mean(name="loss"))
     super().compile(optimizer=optimizer, jit_compile=jit_compile, **kwargs)
 
@@ -146,8 +128,7 @@ class FinetuningModel(keras.Model):
     variables = self.trainable_variables
     steps = getattr(self, "gradient_accumulation_steps", 1)
     if steps > 1:
-      # The micro-batches' summed losses and gradients are the batch's
-      # (see `electra_tf.runtime.accumulation`).
+      # The micro-batches' summed losses and gradients are the batch's (runtime.accumulation).
       def micro_loss(micro_features):
         micro_loss = self(micro_features, training=True)["loss"]
         return micro_loss, {"loss": micro_loss}
@@ -165,12 +146,10 @@ class FinetuningModel(keras.Model):
     else:
       with tf.GradientTape() as tape:
         loss = self(features, training=True)["loss"]
-        # LossScaleOptimizer (mixed_float16) scales here and unscales in
-        # `apply`; identity otherwise.
+        # LossScaleOptimizer (mixed_float16) scales here and unscales in `apply`.
         scaled_loss = self.optimizer.scale_loss(loss)
       grads = tape.gradient(scaled_loss, variables)
-    # Dense gradients (the original's Adam densifies the embedding's), and
-    # every replica skips a step whose gradients are non-finite anywhere.
+    # Dense gradients (as the original's Adam); a step non-finite anywhere is skipped everywhere.
     grads = replicas.agree_on_finite_gradients(grads)
     self.optimizer.apply(grads, variables)
     self._step_loss.reset_state()
@@ -178,9 +157,8 @@ class FinetuningModel(keras.Model):
     return {"loss": self._step_loss.result()}
 
   def official_name_map(self):
-    """`{official TF1 name: variable}`: `electra/embeddings/*`,
-    `electra/embeddings_project/*`, `electra/encoder/layer_<i>/*` and
-    `task_specific/<task>/<dense name>/{kernel,bias}` (the variable names of the original's fine-tuned checkpoints)."""
+    """`{official TF1 name: variable}`: the encoder's `electra/...` and the heads'
+    `task_specific/<task>/<dense name>/{kernel,bias}`, as the original's checkpoints."""
     if not self.built:
       self.build()
     name_map = official_names.discriminator_name_map(self.encoder, include_head=False)
@@ -191,10 +169,8 @@ class FinetuningModel(keras.Model):
   def get_config(self):
     config = super().get_config()
     config.update(
-      {
-        "bert_config": dict(self.bert_config),
-        "heads": [keras.saving.serialize_keras_object(h) for h in self.heads],
-        "embedding_size": self.embedding_size,
-      }
+      bert_config=dict(self.bert_config),
+      heads=[keras.saving.serialize_keras_object(h) for h in self.heads],
+      embedding_size=self.embedding_size,
     )
     return config

@@ -1,15 +1,7 @@
 """Featurised tfrecords with batch-size padding and their input pipelines
-(`finetune/preprocessing.py`).
-
-Records are cached in `<preprocessed_data_dir>/<sorted task names joined by
-"_">_<split>.{tfrecord,metadata}`. The metadata records every setting that
-shapes the records (`feature_stamp`: max_seq_length, the vocab's content,
-casing, the padding batch size, the tasks, the training shuffle, QA windows,
-...) and the size and SHA-256 of each file they were built from; with
-`use_tfrecords_if_existing` they are reused only when all of these are
-unchanged, else rebuilt with one line saying what changed. The original
-reused them by task names and split alone, which trains on stale features
-(docs/differences.md).
+(`finetune/preprocessing.py`). Cached records are reused only while every
+setting and source file that shaped them is unchanged (`feature_stamp`);
+the original reused them by task names and split alone (docs/differences.md).
 """
 
 import collections
@@ -29,8 +21,7 @@ from electra_tf.utils.file_io import atomic_path
 from electra_tf.utils.file_io import dirs_made
 from electra_tf.utils.file_io import write_atomic
 
-# The metadata's `format`; a metadata file without it (written before the
-# stamps existed) is never reused.
+# A metadata file without this `format` (written before the stamps) is never reused.
 METADATA_FORMAT = "electra_tf.finetuning_features"
 # Bump when the records' layout or featurisation changes.
 FEATURES_VERSION = 2
@@ -38,8 +29,7 @@ FEATURES_VERSION = 2
 
 def file_identity(path):
   """`file_io.content_identity` of a file (local or `scheme://`, read in
-  chunks), or None when it does not exist. Content, not times: a copy or a `touch` keeps
-  the identity, an edit within one clock tick does not.
+  chunks), or None when it does not exist.
 
   Example:
   >>> import tempfile
@@ -78,9 +68,8 @@ def _file_change(path, old, new):
 
 
 def stamp_changes(old, new, vocab_file="the vocab"):
-  """What differs between a cache's recorded metadata `old` and the
-  `new` stamp, as short phrases ("max_seq_length changed (64 → 128)"); empty
-  when the cache matches.
+  """What differs between a cache's metadata `old` and the `new` stamp, as
+  short phrases; empty when the cache matches.
 
   Example:
   >>> old = {"format": METADATA_FORMAT, "settings": {"max_seq_length": 64}, "sources": {}}
@@ -109,17 +98,8 @@ def stamp_changes(old, new, vocab_file="the vocab"):
   return changes
 
 
-def _int_feature(values):
-  return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
-
-
-def _float_feature(values):
-  return tf.train.Feature(float_list=tf.train.FloatList(value=list(values)))
-
-
 class NoExamplesError(ValueError):
-  """A split gave no example (an empty TFDS split, every row unusable): bad
-  input, met while the run builds its features."""
+  """A split gave no example (an empty TFDS split, every row unusable)."""
 
 
 class Preprocessor:
@@ -153,7 +133,7 @@ class Preprocessor:
 
   def feature_stamp(self, tasks, is_training, split):
     """`{"settings": {...}, "sources": {path: identity}}`: everything that
-    shapes the records of `tasks`' `split`, as the metadata records it."""
+    shapes the records of `tasks`' `split`."""
     return {
       "settings": self._settings(tasks, is_training, split),
       "sources": self._sources(tasks, split),
@@ -186,8 +166,7 @@ class Preprocessor:
     return settings
 
   def _sources(self, tasks, split):
-    # A file the task has read (or hashed) already is named by those bytes;
-    # one it reads later gets the identity of what it read.
+    # A file the task has read (or hashed) already is named by those bytes.
     sources = {}
     for task in tasks:
       for path in task.source_files(split):
@@ -197,9 +176,8 @@ class Preprocessor:
     return sources
 
   def cache_changes(self, tasks, is_training, split):
-    """None when the cached records of `tasks`' `split` can be reused as
-    they are; else the phrases saying why not (empty when there is no cache
-    or `use_tfrecords_if_existing` is false)."""
+    """None when the cached records of `tasks`' `split` can be reused; else
+    the phrases saying why not (empty when there is no cache to reuse)."""
     config = self._config
     tfrecords_path, metadata_path = self.dataset_paths(tasks, split)
     if not config.use_tfrecords_if_existing or not tf.io.gfile.exists(metadata_path):
@@ -219,11 +197,8 @@ class Preprocessor:
 
   def serialize(self, tasks, is_training, split):
     """Writes (or reuses) the records of `tasks`' `split`; returns
-    `(tfrecord_path, n_records)` where the count includes padding records.
-
-    Cached records are reused only when `feature_stamp` matches their
-    metadata; a rebuild prints one line naming what changed. A build with no
-    examples raises `ValueError` and leaves no cache."""
+    `(tfrecord_path, n_records)`, padding records included. A rebuild prints
+    one line naming what changed."""
     tfrecords_path, metadata_path = self.dataset_paths(tasks, split)
     changes = self.cache_changes(tasks, is_training, split)
     if changes is None:
@@ -233,8 +208,7 @@ class Preprocessor:
       print(
         f"Rebuilding the fine-tuning features {tfrecords_path}: {'; '.join(changes)}", flush=True
       )
-    # The records are only read with their metadata: without it they are
-    # never reused, and a failed build removes them too.
+    # Records without metadata are never reused; a failed build removes them too.
     if tf.io.gfile.exists(metadata_path):
       tf.io.gfile.remove(metadata_path)
     try:
@@ -288,8 +262,7 @@ class Preprocessor:
           writer.write(self.make_tf_example(**features).SerializeToString())
           n_records += 1
           emptied[task.name] += task.keeps_nothing(features)
-      # padding records (task_id = n_tasks, everything else zeros) up to a
-      # multiple of the batch size
+      # padding records (task_id = n_tasks, all else zeros) up to a multiple of the batch size
       while n_records % batch_size != 0:
         writer.write(self.make_tf_example(task_id=len(self._config.task_names)).SerializeToString())
         n_records += 1
@@ -302,9 +275,8 @@ class Preprocessor:
     return n_records
 
   def make_tf_example(self, **features):
-    """A `tf.train.Example` with every spec'd feature; absent ones are zeros.
-    Float scalars are written as plain floats (the original's 0-d numpy
-    arrays fail with protobuf >= 4, a quirk of the original, see docs/differences.md)."""
+    """A `tf.train.Example` with every spec'd feature; absent ones are zeros
+    (floats as plain floats: the original's 0-d arrays fail with protobuf >= 4)."""
     tf_features = {}
     for spec in self.feature_specs:
       if spec.name in features:
@@ -312,9 +284,10 @@ class Preprocessor:
       else:
         values = np.zeros([int(np.prod(spec.shape))] if spec.shape else [1])
       if spec.is_int_feature:
-        tf_features[spec.name] = _int_feature(int(v) for v in values)
+        feature = tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v) for v in values]))
       else:
-        tf_features[spec.name] = _float_feature(float(v) for v in values)
+        feature = tf.train.Feature(float_list=tf.train.FloatList(value=[float(v) for v in values]))
+      tf_features[spec.name] = feature
     return tf.train.Example(features=tf.train.Features(feature=tf_features))
 
   def decode(self, record):
@@ -326,8 +299,7 @@ class Preprocessor:
     return {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v for k, v in example.items()}
 
   def dataset(self, tfrecords_path, batch_size, is_training, seed=None, drop_remainder=True):
-    """Batches (with `drop_remainder`, as the original); training repeats
-    and shuffles with a buffer of 100, as the original."""
+    """Batches; training repeats and shuffles with a buffer of 100 (as the original)."""
     d = tf.data.TFRecordDataset(tfrecords_path)
     if is_training:
       d = d.repeat().shuffle(100, seed=seed)
@@ -341,26 +313,23 @@ class Preprocessor:
     return self.train_dataset(path), steps
 
   def train_records(self):
-    """`(tfrecord_path, train_steps)`: the training records, written or
-    reused, and the step count `prepare_train` gives."""
+    """`(tfrecord_path, train_steps)`, as `prepare_train`."""
     config = self._config
     path, n_records = self.serialize(self._tasks, True, "train")
     return path, int(n_records // config.train_batch_size * config.num_train_epochs)
 
   def train_dataset(self, path, start_batch=0):
     """A new training pipeline over `path` that starts after `start_batch`
-    batches. With a seed every new pipeline gives the same order (each new
-    iterator of one pipeline reshuffles), so a run that stops and starts
-    again continues the order of one that did not."""
+    batches (with a seed every new pipeline gives the same order, so a
+    resumed run continues the order of one that did not stop)."""
     config = self._config
     return self.dataset(path, config.train_batch_size, True, config.seed).skip(start_batch)
 
   def prepare_predict(self, tasks, split):
     """`(dataset, n_records)` of a split, padded to `eval_batch_size` and
-    batched by `predict_batch_size`. Every record is scored: the last batch
-    may be smaller. With `drop_predict_tail` the original's
-    `drop_remainder=True` is kept, which loses the records past the last
-    full batch when the two batch sizes differ; what is lost is printed."""
+    batched by `predict_batch_size` (the last batch may be smaller). With
+    `drop_predict_tail` the original's `drop_remainder=True` is kept; what
+    it drops is printed."""
     config = self._config
     path, n_records = self.serialize(tasks, False, split)
     dropped = n_records % config.predict_batch_size if config.drop_predict_tail else 0

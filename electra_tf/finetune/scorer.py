@@ -4,11 +4,8 @@ import abc
 
 
 class Scorer(abc.ABC):
-  """Accumulates per-example model outputs and computes metrics from them.
-
-  `get_results()` is cached until the next `update` (as in the original).
-  Results are an ordered list of `(metric_name, value)` pairs.
-  """
+  """Accumulates per-example model outputs and computes metrics from them:
+  `get_results()`, a list of `(metric_name, value)` cached until the next `update`."""
 
   def __init__(self):
     self._updated = False

@@ -25,8 +25,7 @@ def pad_to(values, length, value=0):
 
 
 class Task(abc.ABC):
-  """One fine-tuning task: reads its examples, featurises them, names its
-  features, builds its head and its scorer.
+  """One fine-tuning task: its examples, features, head and scorer.
 
   Args:
     config: a `FinetuningConfig`.
@@ -36,11 +35,9 @@ class Task(abc.ABC):
   Attributes:
     example_source: None to read the original's data files; else a
       callable `(task, split)` giving the split's data in the form the task
-      reads (GLUE: its `InputExample`s; SQuAD: the JSON `data` list), e.g.
-      `electra_tf.finetune.tfds_source`'s readers.
-    read_identities: `{path: {"size", "sha256"}}` of the data files this
-      task has read or hashed, of the bytes it read (the feature cache
-      records them without reading the files again).
+      reads (GLUE: its `InputExample`s; SQuAD: the JSON `data` list).
+    read_identities: `{path: {"size", "sha256"}}` of the bytes this task
+      has read from its data files (the feature cache records them).
   """
 
   def __init__(self, config, name, tokenizer):
@@ -57,21 +54,17 @@ class Task(abc.ABC):
     return ["test"]
 
   def source_files(self, split):
-    """The files `split`'s examples are read from (none when an
-    `example_source` gives them): the feature cache records their identity
-    and is rebuilt when one changes."""
+    """The files `split`'s examples are read from (the feature cache records
+    their identity); none when an `example_source` gives them."""
     del split
     return []
 
   def feature_settings(self):
-    """The settings of this task, beyond the ones every task shares
-    (`max_seq_length`, the vocab, casing, ...), that shape its features: the
-    feature cache records them and is rebuilt when one changes."""
+    """The task's own settings that shape its features (the feature cache records them)."""
     return {}
 
   def check_examples(self, split):
-    """Reads `split`, so that bad data fails before training (errors name
-    the file and line); tasks with labels check them too."""
+    """Reads (and checks) `split`, so that bad data fails before training."""
     self.get_examples(split)
 
   @abc.abstractmethod
@@ -95,8 +88,7 @@ class Task(abc.ABC):
     """A fresh scorer for a split."""
 
   def keeps_nothing(self, features):
-    """Whether a featurised example kept nothing to train or score on (a
-    length cut emptied it); `Preprocessor` counts these and says so once."""
+    """Whether a featurised example kept nothing to train or score on (a length cut emptied it)."""
     del features
     return False
 

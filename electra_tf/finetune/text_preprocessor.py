@@ -12,16 +12,14 @@ from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from electra_tf.text.tokenizer import ElectraTokenizer
 
 PACKINGS = ("pair", "question_context", "tagging")
-# A word as the tokenizer splits text: runs between the characters it turns
-# into spaces (Python's whitespace except the control characters, which it
-# drops instead: \x0b, \x0c, \x1c-\x1f, \x85).
+# A word as the tokenizer splits text: Python's whitespace separates words, except
+# the control characters the tokenizer drops instead.
 _WORD = re.compile(r"(?:\S|[\x0b\x0c\x1c-\x1f\x85])+")
 
 
 def pack_question_context(tokenizer, question_ids, context_ids, max_seq_length, max_query_length):
-  """The QA featuriser's layout (`finetune/qa/qa_tasks.py`), one window:
-  `[CLS] question [SEP] context [SEP]`, the question cut to
-  `max_query_length` tokens and the context to what is left of S."""
+  """The QA featuriser's layout, one window: `[CLS] question [SEP] context [SEP]`,
+  the question cut to `max_query_length` tokens and the context to the rest."""
   question_ids = question_ids[:, :max_query_length]
   budget = max_seq_length - 3 - question_ids.row_lengths()
   keep = tf.ragged.range(context_ids.row_lengths()) < tf.expand_dims(
@@ -33,8 +31,7 @@ def pack_question_context(tokenizer, question_ids, context_ids, max_seq_length, 
 
 
 def pack_tagging(tokenizer, ids, max_seq_length):
-  """The tagging featuriser's layout (`finetune/tagging/tagging_tasks.py`):
-  `[CLS] sentence [SEP]` with segment ids 1 on every real position."""
+  """The tagging featuriser's layout: `[CLS] sentence [SEP]`, segment ids 1."""
   packed = tokenizer.pack(ids, max_seq_length=max_seq_length)
   packed["segment_ids"] = packed["input_mask"]
   return packed
@@ -45,17 +42,14 @@ DEFAULT_MAX_QUERY_LENGTH = 64
 
 
 def largest_question_budget(max_seq_length):
-  """S - 4: the longest question budget that leaves a context token after
-  `[CLS] question [SEP]` (and the final `[SEP]`)."""
+  """S - 4: the longest question budget that leaves room for a context token."""
   return int(max_seq_length) - 4
 
 
 def question_budget(max_seq_length, recorded=DEFAULT_MAX_QUERY_LENGTH):
   """The question budget at `max_seq_length` when none is given: `recorded`
   (a QA trial's `max_query_length`, else the original's 64), cut to
-  `largest_question_budget` (a trial may record 64 at S = 32: its short
-  questions fit, but a budget of 64 would let a long one fill the whole
-  input)."""
+  `largest_question_budget`."""
   return max(1, min(int(recorded), largest_question_budget(max_seq_length)))
 
 
@@ -127,12 +121,9 @@ class ElectraTextPreprocessor(keras.layers.Layer):
   def from_vocab_file(
     cls, vocab_file, max_seq_length=128, do_lower_case=None, strip_accents=None, **kwargs
   ):
-    """A preprocessor whose vocabulary is stored in its config (so a saved
-    `.keras` model does not depend on the vocab file's path): a WordPiece
-    vocab.txt's tokens, or a SentencePiece model's bytes, recognised by
-    content. `do_lower_case` and `strip_accents` None apply what the vocab
-    was built with (`vocab_lib.vocab_settings`: on for a WordPiece vocab
-    without a settings file, off for a SentencePiece model); a bool that
+    """A preprocessor whose vocabulary (a WordPiece vocab.txt's tokens or a
+    SentencePiece model's bytes) is stored in its config. `do_lower_case` and
+    `strip_accents` None apply what the vocab was built with; a bool that
     contradicts the vocab's settings file raises `VocabSettingsConflict`."""
     kind = vocab_lib.vocab_kind(vocab_file)
     do_lower_case, strip_accents = vocab_lib.resolve_normalisation(
@@ -208,14 +199,8 @@ class ElectraTextPreprocessor(keras.layers.Layer):
 
   def word_pieces(self, texts):
     """How each text's whitespace-separated words tokenise (in Python, eager).
-
-    The original reads QA contexts and tagging sentences as words split on
-    whitespace and tokenises each word on its own; the tokenizer splits on
-    whitespace first, so the words' pieces, concatenated, are the text's.
-    A SentencePiece model tokenises the whole text (as the packing does)
-    and each piece goes to the word its characters are in; a piece of only
-    `▁` goes to the word after it. So a word's pieces start with the piece
-    that holds its `▁`, and words are what the text's whitespace splits.
+    A SentencePiece model tokenises the whole text and each piece goes to the
+    word its characters are in (a piece of only `▁`, to the word after it).
 
     Args:
       texts: a list (or 1-D array/tensor) of strings.
@@ -239,20 +224,17 @@ class ElectraTextPreprocessor(keras.layers.Layer):
   def get_config(self):
     config = super().get_config()
     config.update(
-      {
-        "tokenizer": keras.saving.serialize_keras_object(self.tokenizer),
-        "max_seq_length": self.max_seq_length,
-        "packing": self.packing,
-        "max_query_length": self.max_query_length,
-      }
+      tokenizer=keras.saving.serialize_keras_object(self.tokenizer),
+      max_seq_length=self.max_seq_length,
+      packing=self.packing,
+      max_query_length=self.max_query_length,
     )
     return config
 
 
 def _group_by_word(words, ids, spans):
-  """`ids` split into one list per word of `words` (character spans): a
-  piece goes to the first word that ends after the piece starts (a piece
-  past the last word, to the last word)."""
+  """`ids` split into one list per word of `words` (character spans): a piece
+  goes to the first word that ends after it starts, else to the last word."""
   ends = [end for _, end in words]
   grouped = [[] for _ in words]
   for piece_id, (start, _) in zip(ids, spans):
@@ -262,18 +244,17 @@ def _group_by_word(words, ids, spans):
 
 
 def as_strings(texts):
-  """A list, 1-D array or string tensor of texts → a list of `str`. Nested
-  lists (say, lists of words) are refused: each would be read as its repr
-  or flattened into one-word texts."""
+  """A list, 1-D array or string tensor of texts → a list of `str`; nested
+  lists (say, lists of words) are refused."""
   if isinstance(texts, tf.Tensor):
     texts = texts.numpy()
   array = np.asarray(texts, dtype=object)
-  if array.ndim > 1 or any(isinstance(t, (list, tuple, np.ndarray)) for t in array.reshape(-1)):
+  items = array.reshape(-1)
+  if array.ndim > 1 or any(isinstance(t, (list, tuple, np.ndarray)) for t in items):
     raise ValueError(
       "expected a 1-D batch of texts, one string each (join a sentence's words with spaces); "
       f"got nested lists or an array of shape {array.shape}"
     )
-  items = np.asarray(texts, dtype=object).reshape(-1)
   not_text = [t for t in items if not isinstance(t, (str, bytes))]
   if not_text:
     # str() would make a text of it ("123", "None") and predict on that.

@@ -1,18 +1,7 @@
-"""Reading GLUE and SQuAD from prepared TensorFlow Datasets instead of the
-original's files (`data_source="tfds"`; beyond the original).
-
-- GLUE: `glue/<config>` with the original's task names mapped to TFDS
-  configs (`sst`→`sst2`, `sts`→`stsb`; MNLI "dev" = `validation_matched`,
-  `diagnostic` = `glue/ax` test). Labels become the original's label strings
-  (`"0"`/`"1"` for the binary tasks, the class names for RTE/QNLI/MNLI, the
-  float score for STS), eids are TFDS's `idx`, and MRPC/STS training sets are
-  doubled with swapped pairs as with files.
-- SQuAD: `squad/v1.1` (task `squadv1`) and `squad/v2.0` (task `squad`); each
-  row becomes a one-question paragraph in the original's JSON layout, which
-  is also what the evaluation reads.
-
-TFDS must have the data prepared (`tfds.load` with `download=False`), under
-`tfds_data_dir` if set.
+"""Reading GLUE (`glue/<config>`) and SQuAD (`squad/v1.1`, `squad/v2.0`) from
+prepared TensorFlow Datasets instead of the original's files
+(`data_source="tfds"`; beyond the original), as the examples and JSON layout
+the file readers give. The data must be prepared (`download=False`).
 """
 
 from electra_tf.finetune.classification import tasks as classification_tasks
@@ -100,8 +89,7 @@ def glue_examples(task, split):
 
 
 def squad_data(task, split):
-  """The split as the original's SQuAD JSON `data` list (one paragraph per
-  question)."""
+  """The split as the original's SQuAD JSON `data` list (one paragraph per question)."""
   config = task.config
   rows = _load(SQUAD_TFDS[task.name], {"dev": "validation"}.get(split, split), config)
   paragraphs = []
@@ -110,19 +98,13 @@ def squad_data(task, split):
       {"text": _text(t), "answer_start": int(s)}
       for t, s in zip(row["answers"]["text"], row["answers"]["answer_start"])
     ]
-    paragraphs.append(
-      {
-        "context": _text(row["context"]),
-        "qas": [
-          {
-            "id": _text(row["id"]),
-            "question": _text(row["question"]),
-            "answers": answers,
-            "is_impossible": bool(row.get("is_impossible", False)),
-          }
-        ],
-      }
-    )
+    qa = {
+      "id": _text(row["id"]),
+      "question": _text(row["question"]),
+      "answers": answers,
+      "is_impossible": bool(row.get("is_impossible", False)),
+    }
+    paragraphs.append({"context": _text(row["context"]), "qas": [qa]})
   return [{"title": "tfds", "paragraphs": paragraphs}]
 
 

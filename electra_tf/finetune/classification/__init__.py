@@ -1,3 +1,2 @@
 """Sentence and sentence-pair classification and regression (GLUE): the
-tasks (reading the original's TSV layout), the head and the scorers. The
-Keras task model over them is `electra_tf.task_models.ElectraClassifier`."""
+tasks (reading the original's TSV layout), the head and the scorers."""

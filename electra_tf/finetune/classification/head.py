@@ -11,8 +11,8 @@ from electra_tf.layers import layer_utils
 class ClassificationHead(keras.layers.Layer):
   """Classification or regression on the `[CLS]` hidden state (no pooler).
 
-  Its only variables are `dense/kernel [H, num_labels]` and `dense/bias`,
-  which map to `task_specific/<task_name>/dense/...` in checkpoints.
+  Variables: `dense/kernel [H, num_labels]`, `dense/bias` (→
+  `task_specific/<task_name>/dense/...`).
 
   Args:
     task_name: the task name; features are read as `<task_name>_label_ids`
@@ -57,8 +57,7 @@ class ClassificationHead(keras.layers.Layer):
     self.built = True
 
   def call(self, sequence_output, features, training=None):
-    # Row-keyed dropout (as the encoder's): replicas and micro-batches drop
-    # what one device's whole batch drops.
+    # Row-keyed dropout: replicas and micro-batches drop what one device's batch drops.
     reprs = layer_utils.dropout(self.dropout, sequence_output[:, 0], training)
     logits = self.dense(reprs)
     name = self.task_name

@@ -1,9 +1,6 @@
-"""Scorers for GLUE classification and regression (`finetune/classification/classification_metrics.py`).
-
-The statistics are written out here (numpy only) rather than taken from
-sklearn/scipy, with the same definitions: sklearn's multi-class Matthews
-correlation, Pearson's r, and Spearman's rho as Pearson's r of average ranks.
-"""
+"""Scorers for GLUE classification and regression
+(`finetune/classification/classification_metrics.py`), with sklearn's and
+scipy's definitions of the statistics written out in numpy."""
 
 import numpy as np
 
@@ -85,8 +82,7 @@ class AccuracyScorer(SentenceLevelScorer):
     return 100.0 * int(counts.max()) / len(self._true_labels)
 
   def results_str(self):
-    """The metrics line with the majority-class baseline after accuracy
-    (display only; the results files keep the original's metrics)."""
+    """The metrics line with the majority-class baseline after accuracy (display only)."""
     parts = []
     for name, value in self.get_results():
       parts.append(f"{name}: {value:.2f}")
@@ -105,8 +101,7 @@ class MCCScorer(SentenceLevelScorer):
     ]
 
   def results_str(self):
-    """The metrics line, saying MCC's scale (×100, as the original prints
-    it: -100..100, 0 for a constant or chance prediction)."""
+    """The metrics line, saying MCC's scale (×100, as the original prints it)."""
     return super().results_str().replace("mcc: ", "mcc (x100, -100..100; 0 = chance): ", 1)
 
 

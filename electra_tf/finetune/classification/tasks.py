@@ -76,13 +76,11 @@ class SingleOutputTask(task_lib.Task):
 
   # MRPC and STS add swapped pairs to their training set (hparam `double_unordered`).
   doubles_unordered = False
-  # The header line of the train and dev files where a task's layout is easy to
-  # mistake for another's (lower-case cells); None: not checked.
+  # The lower-case header of the train and dev files, where a task's layout is easy to
+  # mistake for another's; None: not checked.
   train_header = None
-  # GLUE's header of the test file (its layout, without labels), lower-case:
-  # the columns a test file's reader takes as text must carry these names,
-  # so that a copy of dev.tsv (another layout) is not read with its label
-  # or ids as text. None: not checked.
+  # GLUE's lower-case test-file header: the text columns must carry these names, so that
+  # a copy of dev.tsv is not read with its label or ids as text. None: not checked.
   test_header = None
 
   def __init__(self, config, name, tokenizer):
@@ -98,11 +96,11 @@ class SingleOutputTask(task_lib.Task):
       if self.example_source is not None:
         self._examples[split] = self.example_source(self, split)
       else:
-        file_name = self.file_name(split)
-        self._reading = os.path.join(self.config.raw_data_dir(self.name), file_name)
+        self._reading = self.source_files(split)[0]
         self._first_skip = None
         try:
-          lines = self.load_lines(file_name)
+          debug_lines = 100 if self.config.debug else None
+          lines = read_tsv(self._reading, debug_lines, self.read_identities)
           examples = self._create_examples(lines, split)
           if not examples:
             raise ValueError(self._no_examples_message(lines))
@@ -137,21 +135,13 @@ class SingleOutputTask(task_lib.Task):
     return {}
 
   def check_examples(self, split):
-    """Reads `split` and checks every example's label; raises ValueError
-    naming the file and line of the first bad one."""
+    """Reads `split` and checks every example's label (ValueError naming the first bad one)."""
     for example in self.get_examples(split):
       self._label_feature(example)
 
   def file_name(self, split):
     """The original's TSV file of a split."""
     return split + ".tsv"
-
-  def load_lines(self, file_name):
-    return read_tsv(
-      os.path.join(self.config.raw_data_dir(self.name), file_name),
-      max_lines=100 if self.config.debug else None,
-      identities=self.read_identities,
-    )
 
   @abc.abstractmethod
   def _create_examples(self, lines, split):
@@ -175,6 +165,7 @@ class SingleOutputTask(task_lib.Task):
     examples = []
     header = lines[0] if skip_first_line and lines else None
     is_test = "test" in split
+    unlabelled = is_test or "diagnostic" in split
     expected = self.test_header if is_test else self.train_header
     if header is not None and expected and self._reading and split != "diagnostic":
       cells = [cell.strip().lower() for cell in header]
@@ -204,17 +195,13 @@ class SingleOutputTask(task_lib.Task):
         eid = i - (1 if skip_first_line else 0) + eid_offset
         text_a = line[text_a_loc]
         text_b = None if text_b_loc is None else line[text_b_loc]
-        if "test" in split or "diagnostic" in split:
-          label = self._get_dummy_label()
-        else:
-          label = line[label_loc]
+        label = self._get_dummy_label() if unlabelled else line[label_loc]
         if swap:
           text_a, text_b = text_b, text_a
         examples.append(InputExample(eid, self.name, text_a, text_b, label, where))
       except Exception as e:  # the original logs and skips bad rows
         if self._first_skip is None:
-          has_label = not ("test" in split or "diagnostic" in split)
-          locs = [text_a_loc, text_b_loc, label_loc if has_label else None]
+          locs = [text_a_loc, text_b_loc, None if unlabelled else label_loc]
           needed = max(loc + 1 if loc >= 0 else -loc for loc in locs if loc is not None)
           self._first_skip = (i + 1, len(line), needed, e)
         # A run reads a file more than once (checks, then featurising): say it once.
@@ -247,21 +234,18 @@ class SingleOutputTask(task_lib.Task):
       tokens += tokens_b + ["[SEP]"]
       segment_ids += [1] * (len(tokens_b) + 1)
     input_ids = self.tokenizer.convert_tokens_to_ids(tokens)
+    label_name, label = self._label_feature(example)
     features = {
       "input_ids": task_lib.pad_to(input_ids, s),
       "input_mask": task_lib.pad_to([1] * len(input_ids), s),
       "segment_ids": task_lib.pad_to(segment_ids, s),
       "task_id": self.task_id,
       self.name + "_eid": example.eid,
+      label_name: label,
     }
-    self._add_label_features(example, features)
     if log:
       self.log_features(features)
     return [features]
-
-  def _add_label_features(self, example, features):
-    name, value = self._label_feature(example)
-    features[name] = value
 
   @abc.abstractmethod
   def _label_feature(self, example):
@@ -305,7 +289,7 @@ class ClassificationTask(SingleOutputTask):
 
 class RegressionTask(SingleOutputTask):
   """Regression: `<task>_targets = (label - min) / max` (the original's
-  scaling, a quirk of the original, see docs/differences.md), squared-error head."""
+  scaling, see docs/differences.md), squared-error head."""
 
   def __init__(self, config, name, tokenizer, min_value, max_value):
     super().__init__(config, name, tokenizer)

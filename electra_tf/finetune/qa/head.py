@@ -71,21 +71,16 @@ class QAHead(keras.layers.Layer):
     self.answerable_classifier = bool(answerable_classifier)
     self.answerable_uses_start_logits = bool(answerable_uses_start_logits)
     self.answerable_weight = float(answerable_weight)
-    # The original's tf.layers names: unnamed dense layers are numbered in
-    # creation order (dense, dense_1, ...); `qa_hidden` is named.
+    # The original's tf.layers names: unnamed dense layers are numbered in creation order.
     names = iter(["dense", "dense_1", "dense_2", "dense_3"])
-
-    def make(units, layer_name, activation=None):
-      return head_utils.head_dense(units, layer_name, activation)
-
-    self.start_dense = make(1, next(names))
+    self.start_dense = head_utils.head_dense(1, next(names))
     if self.joint_prediction:
-      self.end_hidden = make(512, "qa_hidden", activation=head_utils.gelu)
-    self.end_dense = make(1, next(names))
+      self.end_hidden = head_utils.head_dense(512, "qa_hidden", activation=head_utils.gelu)
+    self.end_dense = head_utils.head_dense(1, next(names))
     if self.answerable_classifier:
       if self.answerable_uses_start_logits:
-        self.answerable_hidden = make(512, next(names), activation=head_utils.gelu)
-      self.answerable_dense = make(1, next(names))
+        self.answerable_hidden = head_utils.head_dense(512, next(names), activation=head_utils.gelu)
+      self.answerable_dense = head_utils.head_dense(1, next(names))
 
   def build(self, sequence_output_shape, features_shape=None):
     h = sequence_output_shape[-1]
@@ -143,8 +138,7 @@ class QAHead(keras.layers.Layer):
       if training:
         end_logits = end_logits + mask_adder
       else:
-        # expand_dims, not `[:, None, :]` (here and below): LiteRT's builtin
-        # strided slice adds no axis to a rank-2 tensor (serving/portable.py).
+        # expand_dims, not `[:, None, :]` (here and below): LiteRT's strided slice adds no axis.
         end_logits = end_logits + ops.expand_dims(mask_adder, 1)
         end_log_probs = ops.log_softmax(end_logits, axis=-1)
         end_top_log_probs, end_top_index = ops.top_k(end_log_probs, k=k)
@@ -196,14 +190,8 @@ class QAHead(keras.layers.Layer):
 
   def dense_layers(self):
     """`(official name, Dense)` pairs, for the checkpoint name map."""
-    layers = [self.start_dense]
-    if self.joint_prediction:
-      layers.append(self.end_hidden)
-    layers.append(self.end_dense)
-    if self.answerable_classifier:
-      if self.answerable_uses_start_logits:
-        layers.append(self.answerable_hidden)
-      layers.append(self.answerable_dense)
+    attributes = ("start_dense", "end_hidden", "end_dense", "answerable_hidden", "answerable_dense")
+    layers = [getattr(self, a) for a in attributes if hasattr(self, a)]
     return [(layer.name, layer) for layer in layers]
 
   def get_config(self):

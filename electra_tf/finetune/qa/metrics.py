@@ -1,12 +1,6 @@
 """SQuAD v1.1 / v2.0 and MRQA evaluation (`finetune/qa/qa_tasks.py`), written from the
-documented semantics of the official evaluation scripts.
-
-- Answers are normalised: lower-case, punctuation removed, the articles
-  a/an/the removed, whitespace collapsed.
-- EM and F1 are maxed over the gold answers.
-- v1.1 and MRQA report `exact_match` and `f1`; v2.0 reports `exact`, `f1`,
-  `total`, `HasAns_*`, `NoAns_*` and the best-threshold sweep.
-"""
+documented semantics of the official evaluation scripts (EM and F1 of normalised
+answers, maxed over the gold answers)."""
 
 import collections
 import json
@@ -66,41 +60,35 @@ def _max_over_ground_truths(metric, prediction, ground_truths):
   return max(float(metric(prediction, gt)) for gt in ground_truths)
 
 
+def _exact_and_f1(scored, total):
+  """`exact_match` and `f1` (percent of `total`) over `(prediction, ground truths)` pairs."""
+  exact = f1 = 0.0
+  for prediction, ground_truths in scored:
+    exact += _max_over_ground_truths(exact_match_score, prediction, ground_truths)
+    f1 += _max_over_ground_truths(f1_score_v1, prediction, ground_truths)
+  total = max(total, 1)
+  return {"exact_match": 100.0 * exact / total, "f1": 100.0 * f1 / total}
+
+
 def evaluate_v1(dataset, predictions):
   """SQuAD v1.1: `dataset` is the JSON's `data` list, `predictions` {id: text}.
   A question without a prediction scores 0 and still counts."""
-  exact = f1 = total = 0.0
-  for article in dataset:
-    for paragraph in article["paragraphs"]:
-      for qa in paragraph["qas"]:
-        total += 1
-        if qa["id"] not in predictions:
-          continue
-        ground_truths = [a["text"] for a in qa["answers"]]
-        if not ground_truths:
-          continue
-        prediction = predictions[qa["id"]]
-        exact += _max_over_ground_truths(exact_match_score, prediction, ground_truths)
-        f1 += _max_over_ground_truths(f1_score_v1, prediction, ground_truths)
-  total = max(total, 1)
-  return {"exact_match": 100.0 * exact / total, "f1": 100.0 * f1 / total}
+  qas = [
+    qa for article in dataset for paragraph in article["paragraphs"] for qa in paragraph["qas"]
+  ]
+  scored = [
+    (predictions[qa["id"]], [a["text"] for a in qa["answers"]])
+    for qa in qas
+    if qa["id"] in predictions and qa["answers"]
+  ]
+  return _exact_and_f1(scored, len(qas))
 
 
 def evaluate_mrqa(answers, predictions, skip_no_answer=False):
   """MRQA: `answers` {qid: [text, ...]}, `predictions` {qid: text}. With
   `skip_no_answer` questions without a prediction are left out of the total."""
-  exact = f1 = total = 0.0
-  for qid, ground_truths in answers.items():
-    if qid not in predictions:
-      if not skip_no_answer:
-        total += 1
-      continue
-    total += 1
-    prediction = predictions[qid]
-    exact += _max_over_ground_truths(exact_match_score, prediction, ground_truths)
-    f1 += _max_over_ground_truths(f1_score_v1, prediction, ground_truths)
-  total = max(total, 1)
-  return {"exact_match": 100.0 * exact / total, "f1": 100.0 * f1 / total}
+  scored = [(predictions[qid], truths) for qid, truths in answers.items() if qid in predictions]
+  return _exact_and_f1(scored, len(scored) if skip_no_answer else len(answers))
 
 
 def _raw_scores_v2(dataset, predictions):
@@ -115,22 +103,16 @@ def _raw_scores_v2(dataset, predictions):
           gold = [""]
         if qid not in predictions:
           continue
-        prediction = predictions[qid]
-        exact_scores[qid] = max(
-          float(normalize_answer(g) == normalize_answer(prediction)) for g in gold
-        )
-        f1_scores[qid] = max(f1_score_v2(prediction, g) for g in gold)
+        exact_scores[qid] = _max_over_ground_truths(exact_match_score, predictions[qid], gold)
+        f1_scores[qid] = _max_over_ground_truths(f1_score_v2, predictions[qid], gold)
   return exact_scores, f1_scores, qid_to_has_ans
 
 
 def _apply_no_answer_threshold(scores, na_probs, qid_to_has_ans, threshold):
-  new_scores = {}
-  for qid, score in scores.items():
-    if na_probs[qid] > threshold:
-      new_scores[qid] = float(not qid_to_has_ans[qid])
-    else:
-      new_scores[qid] = score
-  return new_scores
+  return {
+    qid: float(not qid_to_has_ans[qid]) if na_probs[qid] > threshold else score
+    for qid, score in scores.items()
+  }
 
 
 def _eval_dict(exact_scores, f1_scores, qids):
@@ -145,9 +127,8 @@ def _eval_dict(exact_scores, f1_scores, qids):
 
 
 def find_best_threshold(predictions, scores, na_probs, qid_to_has_ans):
-  """Sweeps the no-answer threshold over the sorted null odds; returns
-  `(best score in percent, threshold)`. Starting point: every question
-  predicted unanswerable (score = number of unanswerable questions)."""
+  """Sweeps the no-answer threshold over the sorted null odds, from every
+  question predicted unanswerable; returns `(best score in percent, threshold)`."""
   current = sum(1 for q in scores if not qid_to_has_ans[q])
   best_score, best_threshold = current, 0.0
   for qid in sorted(na_probs, key=lambda q: na_probs[q]):
@@ -186,16 +167,9 @@ def evaluate_v2(dataset, predictions, na_probs=None, na_prob_thresh=1.0):
     if subset:
       for key, value in _eval_dict(exact_thresh, f1_thresh, subset).items():
         result[f"{prefix}_{key}"] = value
-  best_exact, exact_threshold = find_best_threshold(
-    predictions, exact_raw, na_probs, qid_to_has_ans
-  )
-  best_f1, f1_threshold = find_best_threshold(predictions, f1_raw, na_probs, qid_to_has_ans)
-  result.update(
-    best_exact=best_exact,
-    best_exact_thresh=exact_threshold,
-    best_f1=best_f1,
-    best_f1_thresh=f1_threshold,
-  )
+  for metric, raw in (("exact", exact_raw), ("f1", f1_raw)):
+    best, threshold = find_best_threshold(predictions, raw, na_probs, qid_to_has_ans)
+    result.update({f"best_{metric}": best, f"best_{metric}_thresh": threshold})
   return result
 
 
@@ -211,9 +185,9 @@ def read_json(path):
 
 
 def read_jsonl(path, max_lines=None):
-  """`(line number, value)` of each non-blank line of a JSON-lines file, the
-  first `max_lines` lines only if given; a one-line ValueError naming the
-  file and line for text that is not UTF-8 or a line that is not JSON."""
+  """`(line number, value)` of each non-blank line of a JSON-lines file (the
+  first `max_lines` lines if given); ValueError naming the file and line for
+  text that is not UTF-8 or a line that is not JSON."""
   with tf.io.gfile.GFile(path, "rb") as f:
     text = file_io.line_text(f.read(), path)
   for number, line in enumerate(text.split("\n"), 1):

@@ -20,25 +20,12 @@ from electra_tf.utils.file_io import check_data_file
 from electra_tf.utils.file_io import write_atomic
 
 
-def _count_failure(failures, qa, answer, offset, problem):
-  """Counts a training question whose answer is not where its offset says
-  (`failures`: `[count, the first one described]`)."""
-  failures[0] += 1
-  if failures[1] is None:
-    question = qa.get("id") or qa.get("qid")
-    failures[1] = f"question {question!r}: answer {answer!r} at character {offset} {problem}"
-
-
 @dataclasses.dataclass(eq=False)
 class QAExample:
   """One question over a whitespace-split context (compared by identity).
-
-  `context` is the paragraph as given and `answer_span` the answer's
-  `(start, end)` character offsets in it (training, answerable only): a
-  SentencePiece vocab featurises from these, not from the words.
-  `context_pieces` caches the context's pieces and their character spans
-  for evaluation.
-  """
+  `answer_span`: the answer's `(start, end)` characters in `context` (training,
+  answerable only; SentencePiece featurises from these); `context_pieces`
+  caches the context's pieces and their character spans."""
 
   task_name: str
   eid: int
@@ -73,13 +60,8 @@ def _improve_answer_span(doc_tokens, input_start, input_end, tokenizer, orig_ans
 def piece_range(spans, begin, end):
   """The first and last piece whose characters overlap `[begin, end)`, given
   each piece's `(start, end)` characters (`tokenize_with_offsets`); None when
-  none does.
-
-  The pieces' characters then run from `spans[first][0]` to
-  `spans[last][1]`: exactly the answer when piece boundaries fall on its
-  ends, else the smallest run of whole pieces that covers it (a piece that
-  reaches across an answer's edge is kept whole). A piece of only `▁` at
-  either edge is left out.
+  none does. A piece across the answer's edge is kept whole; a piece of only
+  `▁` at either edge is left out.
 
   Example:
   >>> piece_range([(0, 2), (2, 2), (2, 4), (4, 6)], 2, 6)
@@ -129,14 +111,8 @@ def get_final_text(pred_text, orig_text, do_lower_case, strip_accents=True):
   does); returns `orig_text` when the alignment fails."""
 
   def strip_spaces(text):
-    chars = []
-    ns_to_s = {}
-    for i, c in enumerate(text):
-      if c == " ":
-        continue
-      ns_to_s[len(chars)] = i
-      chars.append(c)
-    return "".join(chars), ns_to_s
+    kept = [i for i, c in enumerate(text) if c != " "]
+    return "".join(text[i] for i in kept), dict(enumerate(kept))
 
   tokenizer = tokenization.BasicTokenizer(do_lower_case=do_lower_case, strip_accents=strip_accents)
   tok_text = " ".join(tokenizer.tokenize(orig_text))
@@ -150,10 +126,8 @@ def get_final_text(pred_text, orig_text, do_lower_case, strip_accents=True):
     return orig_text
   tok_s_to_ns = {s: ns for ns, s in tok_ns_to_s.items()}
   orig_start = orig_ns_to_s.get(tok_s_to_ns.get(start_position, -1))
-  if orig_start is None:
-    return orig_text
   orig_end = orig_ns_to_s.get(tok_s_to_ns.get(end_position, -1))
-  if orig_end is None:
+  if orig_start is None or orig_end is None:
     return orig_text
   return orig_text[orig_start : orig_end + 1]
 
@@ -163,31 +137,9 @@ def _best_indexes(logits, n_best_size):
   return [i for i, _ in order[:n_best_size]]
 
 
-class _NoAnswer(ValueError):
-  """A training question with `"answers": []` that is not marked unanswerable."""
-
-  def __init__(self, qid, v2):
-    super().__init__(qid)
-    self.qid = qid
-    self.v2 = v2
-
-  def message(self, task_name, source):
-    where = f"{source}: question {self.qid!r} has no answer (\"answers\": [])"
-    if self.v2:
-      return (
-        f"{where} but \"is_impossible\": false; task {task_name} (SQuAD 2.0) needs an answer "
-        "for every answerable question (mark unanswerable ones \"is_impossible\": true)"
-      )
-    return (
-      f"{where}; task {task_name} (SQuAD 1.1) needs an answer for every question; "
-      "unanswerable questions belong to task squad (SQuAD 2.0)"
-    )
-
-
 def _check_unique_question_ids(examples, source, split):
-  """A one-line ValueError when two questions of an evaluated split share an
-  id: predictions are kept by id, so all but one would be scored against
-  another question's answer."""
+  """A ValueError when two questions of an evaluated split share an id
+  (predictions are kept by id)."""
   first = {}
   for number, example in enumerate(examples, 1):
     question_id = example.qas_id or example.qid
@@ -207,7 +159,9 @@ class QATask(task_lib.Task):
     self.v2 = v2
     self._examples = {}
 
-  def _add_examples(self, examples, failures, paragraph, split):
+  def _add_examples(self, examples, failures, paragraph, split, source):
+    """Appends the paragraph's questions to `examples`; a training question whose
+    answer is not where its offset says is left out, described in `failures`."""
     text = paragraph["context"]
     doc_tokens = []
     char_to_word_offset = []
@@ -215,12 +169,11 @@ class QATask(task_lib.Task):
     for c in text:
       if is_whitespace(c):
         prev_is_whitespace = True
-      else:
-        if prev_is_whitespace:
-          doc_tokens.append(c)
-        else:
-          doc_tokens[-1] += c
+      elif prev_is_whitespace:
+        doc_tokens.append(c)
         prev_is_whitespace = False
+      else:
+        doc_tokens[-1] += c
       char_to_word_offset.append(len(doc_tokens) - 1)
 
     for qa in paragraph["qas"]:
@@ -245,32 +198,44 @@ class QATask(task_lib.Task):
             answer_offset = answer["char_spans"][0][0]
           else:  # SQuAD
             if isinstance(qa.get("answers"), list) and not qa["answers"]:
-              raise _NoAnswer(qa.get("id"), self.v2)
+              where = f"{source}: question {qa.get('id')!r} has no answer (\"answers\": [])"
+              if self.v2:
+                raise ValueError(
+                  f"{where} but \"is_impossible\": false; task {self.name} (SQuAD 2.0) needs an "
+                  "answer for every answerable question (mark unanswerable ones "
+                  "\"is_impossible\": true)"
+                )
+              raise ValueError(
+                f"{where}; task {self.name} (SQuAD 1.1) needs an answer for every question; "
+                "unanswerable questions belong to task squad (SQuAD 2.0)"
+              )
             answer = qa["answers"][0]
             answer_offset = answer["answer_start"]
           orig_answer_text = answer["text"]
-          if answer_offset + len(orig_answer_text) - 1 >= len(char_to_word_offset):
-            tf.get_logger().info("End position is out of document!")
-            _count_failure(failures, qa, orig_answer_text, answer_offset, "ends past the context")
-            continue
           answer_span = (answer_offset, answer_offset + len(orig_answer_text))
-          if self.sentencepiece and text[answer_offset : answer_span[1]] != orig_answer_text:
+          problem = None
+          if answer_span[1] - 1 >= len(char_to_word_offset):
+            tf.get_logger().info("End position is out of document!")
+            problem = "ends past the context"
+          elif self.sentencepiece and text[answer_offset : answer_span[1]] != orig_answer_text:
             # Its labels come from these characters: a shifted offset would mislabel.
             tf.get_logger().info(
               "Answer %r is not at character %d", orig_answer_text, answer_offset
             )
-            _count_failure(
-              failures, qa, orig_answer_text, answer_offset, "is not in the context there"
-            )
-            continue
-          start_position = char_to_word_offset[answer_offset]
-          end_position = char_to_word_offset[answer_offset + len(orig_answer_text) - 1]
-          actual_text = " ".join(doc_tokens[start_position : end_position + 1]).lower()
-          cleaned_answer = " ".join(orig_answer_text.split()).lower()
-          if actual_text.find(cleaned_answer) == -1:
-            tf.get_logger().info("Could not find answer %r in %r", cleaned_answer, actual_text)
-            _count_failure(
-              failures, qa, orig_answer_text, answer_offset, "is not in the context there"
+            problem = "is not in the context there"
+          else:
+            start_position = char_to_word_offset[answer_offset]
+            end_position = char_to_word_offset[answer_span[1] - 1]
+            actual_text = " ".join(doc_tokens[start_position : end_position + 1]).lower()
+            cleaned_answer = " ".join(orig_answer_text.split()).lower()
+            if actual_text.find(cleaned_answer) == -1:
+              tf.get_logger().info("Could not find answer %r in %r", cleaned_answer, actual_text)
+              problem = "is not in the context there"
+          if problem:
+            question = qa.get("id") or qa.get("qid")
+            failures.append(
+              f"question {question!r}: answer {orig_answer_text!r} at character "
+              f"{answer_offset} {problem}"
             )
             continue
         else:
@@ -311,9 +276,8 @@ class QATask(task_lib.Task):
     return self.data_file(split) if self.example_source is None else "its example_source"
 
   def check_examples(self, split):
-    """Reads `split` and, where `max_seq_length` leaves no room for a
-    document after a question of `max_query_length` tokens, refuses the
-    first question that long (naming it), before training."""
+    """Reads `split` and refuses, before training, the first question that
+    leaves no room for a document in `max_seq_length`."""
     examples = self.get_examples(split)
     room = self.config.max_seq_length - 3  # [CLS] question [SEP] document [SEP]
     if room > self.config.max_query_length:
@@ -334,34 +298,32 @@ class QATask(task_lib.Task):
   def get_examples(self, split):
     if split not in self._examples:
       examples = []
-      failures = [0, None]  # how many questions were skipped, and the first
+      failures = []  # the skipped questions, described
       source = self._source_name(split)
       for n, paragraph in enumerate(self._paragraphs(split)):
         try:
-          self._add_examples(examples, failures, paragraph, split)
-        except _NoAnswer as e:
-          raise ValueError(e.message(self.name, source)) from None
+          self._add_examples(examples, failures, paragraph, split, source)
         except (KeyError, IndexError, TypeError) as e:
           raise ValueError(
             f"task {self.name}, {split} split, paragraph {n + 1} (of {source}): "
             f"a question or paragraph lacks a field or has the wrong type ({type(e).__name__}: {e})"
           ) from None
       tf.get_logger().info(
-        "%s %s: %d examples created, %d failures", self.name, split, len(examples), failures[0]
+        "%s %s: %d examples created, %d failures", self.name, split, len(examples), len(failures)
       )
-      if examples and failures[0]:
+      if examples and failures:
         # The original skips them with an INFO line each; say it once, where it is seen.
         print(
-          f"warning: {source}: {failures[0]} of {failures[0] + len(examples)} {split} questions "
-          f"left out, their answer not where answer_start says in their context (e.g. "
-          f"{failures[1]}); fix the offsets to train on them",
+          f"warning: {source}: {len(failures)} of {len(failures) + len(examples)} {split} "
+          f"questions left out, their answer not where answer_start says in their context (e.g. "
+          f"{failures[0]}); fix the offsets to train on them",
           file=sys.stderr,
           flush=True,
         )
       if not examples:
         skipped = (
-          f"all {failures[0]} questions were skipped (their answer is not in their context)"
-          if failures[0]
+          f"all {len(failures)} questions were skipped (their answer is not in their context)"
+          if failures
           else "it has no question"
         )
         raise ValueError(f"{source}: no {split} example, {skipped} (task {self.name})")
@@ -376,10 +338,8 @@ class QATask(task_lib.Task):
     return getattr(self.tokenizer, "kind", None) == SENTENCEPIECE
 
   def context_pieces(self, example, keep=True):
-    """`(pieces, spans)` of a SentencePiece vocab: the whole context's pieces
-    (the model reads the text untouched, spaces or none) and the characters
-    each stands for. `keep`: computed once per example and kept (evaluation
-    reads them again; training, once, keeps none)."""
+    """`(pieces, spans)` of the whole context with a SentencePiece vocab, and
+    the characters each stands for; `keep` caches them on the example."""
     if example.context_pieces is not None:
       return example.context_pieces
     pieces = self.tokenizer.tokenize_with_offsets(example.context)
@@ -388,22 +348,20 @@ class QATask(task_lib.Task):
     return pieces
 
   def _piece_document(self, example, keep):
-    """The SentencePiece featuriser's document: pieces, each its own
-    "original token", and the answer's first and last piece (`piece_range`)."""
+    """The SentencePiece document: pieces, each its own "original token", and
+    the answer's first and last piece."""
     pieces, spans = self.context_pieces(example, keep)
     tok_start = tok_end = None
     if example.is_impossible:
       tok_start = tok_end = -1
     elif example.answer_span is not None:
       found = piece_range(spans, *example.answer_span)
-      # No piece overlaps (the answer is only characters the model drops):
-      # trained as no answer in any window, as an answer outside one.
+      # No piece overlaps (the model drops the answer's characters): outside every window.
       tok_start, tok_end = found if found else (len(pieces), len(pieces))
     return list(pieces), list(range(len(pieces))), tok_start, tok_end
 
   def featurize(self, example, is_training, log=False, for_eval=False):
-    query_tokens = self.tokenizer.tokenize(example.question_text)
-    query_tokens = query_tokens[: self.config.max_query_length]
+    query_tokens = self.tokenizer.tokenize(example.question_text)[: self.config.max_query_length]
     if self.sentencepiece:
       document = self._piece_document(example, keep=for_eval)
     else:
@@ -411,8 +369,8 @@ class QATask(task_lib.Task):
     return self._window_features(example, query_tokens, document, is_training, log, for_eval)
 
   def _wordpiece_document(self, example, is_training):
-    """The original's: each whitespace word's WordPieces, the answer's
-    tokens narrowed to the tokenized answer (`_improve_answer_span`)."""
+    """The original's document: each whitespace word's WordPieces, the answer
+    narrowed to the tokenized answer."""
     tok_to_orig_index = []
     orig_to_tok_index = []
     all_doc_tokens = []
@@ -437,11 +395,8 @@ class QATask(task_lib.Task):
     return all_doc_tokens, tok_to_orig_index, tok_start, tok_end
 
   def _window_features(self, example, query_tokens, document, is_training, log, for_eval):
-    """One feature dict per doc-stride window over the document's tokens.
-
-    `document` is `(all_doc_tokens, tok_to_orig_index, tok_start, tok_end)`:
-    the tokens, each token's original word (WordPiece) or piece
-    (SentencePiece), and the answer's first and last token."""
+    """One feature dict per doc-stride window over `document`, which is
+    `(all_doc_tokens, tok_to_orig_index, tok_start, tok_end)`."""
     all_doc_tokens, tok_to_orig_index, tok_start, tok_end = document
     config = self.config
     name = self.name
@@ -484,14 +439,10 @@ class QATask(task_lib.Task):
         "segment_ids": task_lib.pad_to(segment_ids, s),
       }
       if for_eval:
-        features.update(
-          {
-            name + "_doc_span_index": span_index,
-            name + "_tokens": tokens,
-            name + "_token_to_orig_map": token_to_orig_map,
-            name + "_token_is_max_context": token_is_max_context,
-          }
-        )
+        features[name + "_doc_span_index"] = span_index
+        features[name + "_tokens"] = tokens
+        features[name + "_token_to_orig_map"] = token_to_orig_map
+        features[name + "_token_is_max_context"] = token_is_max_context
       if is_training:
         start_position = end_position = 0
         if not example.is_impossible:
@@ -500,13 +451,9 @@ class QATask(task_lib.Task):
             offset = len(query_tokens) + 2
             start_position = tok_start - span.start + offset
             end_position = tok_end - span.start + offset
-        features.update(
-          {
-            name + "_start_positions": start_position,
-            name + "_end_positions": end_position,
-            name + "_is_impossible": int(example.is_impossible),
-          }
-        )
+        features[name + "_start_positions"] = start_position
+        features[name + "_end_positions"] = end_position
+        features[name + "_is_impossible"] = int(example.is_impossible)
       if log and span_index == 0:
         self.log_features({k: v for k, v in features.items() if not isinstance(v, dict)})
       all_features.append(features)
@@ -660,10 +607,8 @@ _RESULT_KEYS = (
 
 class SpanBasedQAScorer(scorer_lib.Scorer):
   """Decodes n-best spans per question, writes the prediction (and v2
-  null-odds) JSON files and scores them with the official semantics.
-
-  Results are the metric keys sorted by name; they contain no loss.
-  """
+  null-odds) JSON files and scores them with the official semantics (results
+  sorted by name, no loss)."""
 
   def __init__(self, config, task, split="dev", v2=False):
     super().__init__()
@@ -685,8 +630,7 @@ class SpanBasedQAScorer(scorer_lib.Scorer):
 
   def write_predictions(self, preds_file=None, na_file=None):
     """Returns `(predictions, null_odds)` and writes them as JSON to
-    `preds_file` / `na_file` (default: the config's `qa_preds_file` /
-    `qa_na_file`; the null odds for v2 only)."""
+    `preds_file` / `na_file` (default: the config's; the null odds for v2 only)."""
     config = self._config
     name = self._name
     predictions = collections.OrderedDict()
@@ -782,8 +726,7 @@ class SpanBasedQAScorer(scorer_lib.Scorer):
     return predictions, null_odds
 
   def _piece_text(self, example, first, last):
-    """The context's own characters from piece `first` to piece `last`
-    (SentencePiece): an exact substring, spaces and all."""
+    """The context's own characters from piece `first` to piece `last` (SentencePiece)."""
     _, spans = self._task.context_pieces(example)
     return example.context[spans[first][0] : max(spans[first][0], spans[last][1])]
 

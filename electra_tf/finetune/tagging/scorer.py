@@ -8,10 +8,7 @@ from electra_tf.finetune.tagging import labels as tagging_utils
 
 class WordLevelScorer(scorer.Scorer):
   """Keeps the first `round(sum(labels_mask))` labels/predictions per example.
-
-  As in the original, the loss is added twice per update, so the reported
-  `loss` is twice the per-word loss (a quirk of the original, see docs/differences.md).
-  """
+  As in the original, the reported `loss` is twice the per-word loss (docs/differences.md)."""
 
   def __init__(self):
     super().__init__()

@@ -35,13 +35,11 @@ class TaggingExample:
 
 def read_conll(path, debug=False, first_lines=None):
   """Sentences `(words, tags)` from a CoNLL file: word = first column, tag =
-  last column, blank line ends a sentence, `-DOCSTART-` lines are skipped. A
+  last column, blank line ends a sentence, `-DOCSTART-` lines are skipped; a
   final sentence without a trailing blank line is read too (the original
-  drops it, losing its words and, when only it has them, tags).
-  `first_lines`, a list, gets the line number where each sentence starts.
-  A word line with one column (no tag), or with another number of columns
-  than the first word line, is a one-line ValueError naming the file and
-  line: its word would be taken as its tag, or another format's rows as words."""
+  drops it). `first_lines`, a list, gets the line where each sentence starts.
+  A word line with one column, or another number of columns than the first
+  word line, is a ValueError naming the file and line."""
   check_data_file(path, "a CoNLL file")
   sentences = []
   sentence = []
@@ -52,11 +50,10 @@ def read_conll(path, debug=False, first_lines=None):
     columns = line.strip().split()
     if not columns:
       if sentence:
-        words, tags = zip(*sentence)
-        sentences.append((list(words), list(tags)))
+        sentences.append(sentence)
         sentence = []
         if debug and len(sentences) > 100:
-          return sentences
+          break
       continue
     if columns[0] == "-DOCSTART-":
       continue
@@ -78,22 +75,16 @@ def read_conll(path, debug=False, first_lines=None):
       first_lines.append(number)
     sentence.append((columns[0], columns[-1]))
   if sentence:
-    words, tags = zip(*sentence)
-    sentences.append((list(words), list(tags)))
-  return sentences
+    sentences.append(sentence)
+  return [([word for word, _ in s], [tag for _, tag in s]) for s in sentences]
 
 
 def tokenize_and_align(tokenizer, words):
   """WordPiece tokens of each word, with pseudo-words `[CLS]`/`[SEP]` around
   the sentence. Always lower-cases (the original never passes its `cased`
-  flag) and strips accents unless the tokenizer keeps them (`strip_accents`
-  false, a model pre-trained on accented text), splits punctuation, no CJK
-  or whitespace split.
-
+  flag), strips accents unless the tokenizer keeps them, splits punctuation.
   With a SentencePiece vocab each word is tokenised on its own, untouched
-  (no lower-casing or punctuation split; the model's own settings apply):
-  its pieces start with the `▁` piece of the space before it, so words are
-  what the input splits, Japanese words without spaces between them too."""
+  (the model's own settings apply)."""
   if getattr(tokenizer, "kind", None) == SENTENCEPIECE:
     pieces = tokenizer.convert_ids_to_tokens
     return [["[CLS]"]] + [pieces(ids) for ids in tokenizer.encode_batch(words)] + [["[SEP]"]]
@@ -167,7 +158,7 @@ class TaggingTask(task_lib.Task):
       return self._label_mapping
     tag_counts = collections.Counter()
     for split in ("train", "dev", "test"):
-      if not tf.io.gfile.exists(os.path.join(self.config.raw_data_dir(self.name), split + ".txt")):
+      if not tf.io.gfile.exists(self._split_path(split)):
         continue
       sentences = provided_sentences if split == provided_split else self._read_split(split)
       for _, tags in sentences:
@@ -209,8 +200,7 @@ class TaggingTask(task_lib.Task):
     input_ids = []
     tagged_positions = []
     for word_tokens in words_to_tokens:
-      # The original compares the *total* word count plus the tokens so far
-      # against the limit, cutting long sentences early (`finetune/tagging/tagging_tasks.py`).
+      # As the original: the *total* word count plus the tokens so far against the limit.
       if len(words_to_tokens) + len(input_ids) + 1 > s:
         input_ids.append(vocab["[SEP]"])
         break
@@ -235,8 +225,7 @@ class TaggingTask(task_lib.Task):
     return not any(features[self.name + "_labels_mask"])
 
   def keeps_nothing_warning(self, count, total):
-    # The original's cut (a sentence of max_seq_length - 3 words or more
-    # keeps none) is kept, so results match; it is said once, not silently.
+    # The original's cut is kept, so results match; it is said once, not silently.
     return (
       f"warning: task {self.name}: {count} of {total} examples keep no tagged word within "
       f"max_seq_length={self.config.max_seq_length} (the original's cut empties a sentence "
