@@ -1,23 +1,9 @@
 """The pre-training input pipeline (`pretrain/pretrain_data.py:get_input_fn`) and a start-up check of the data.
 
-`get_dataset` builds what the original's `input_fn` builds: the matched files,
-repeated and shuffled; up to 4 files read interleaved (order not guaranteed
-when training, like `sloppy=is_training`); a 100-record shuffle; batches that
-drop the remainder (for eval too); int64 features cast to int32. Eval reads
-the same files as training, as in the original.
-
+`get_dataset` builds what the original's `input_fn` builds;
 `validate_pretraining_files` fails early with an error that names the file
 and what was expected, where the original fails late with an opaque parse
 error (or, with only empty files, waits forever).
-
-Example:
-
-```python
-validate_pretraining_files("data/pretrain_tfrecords/pretrain_data.tfrecord*", 128,
-                           vocab_size=30522)
-dataset = get_dataset("data/pretrain_tfrecords/pretrain_data.tfrecord*", 128,
-                      batch_size=128, is_training=True)
-```
 """
 
 import numbers
@@ -32,8 +18,7 @@ from electra_tf.data import record_check
 from electra_tf.data import records_info
 
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
-# How far before a file's end `get_dataset` looks for its last record's
-# header: pre-training records are a few KB (a longer one is checked in full).
+# How far before a file's end `get_dataset` looks for its last record's header.
 _TAIL_BYTES = 1 << 16
 
 
@@ -52,9 +37,8 @@ def _split_patterns(file_patterns):
 
 def find_files(file_patterns):
   """Globs every pattern (a list, or one comma-separated string) into one
-  sorted file list; raises ValueError naming the patterns if none match.
-  The builders' `records_info.json` beside the shards is not a record file
-  and is left out when a pattern such as `dir/*` matches it."""
+  sorted file list, without the builders' `records_info.json`; raises
+  ValueError naming the patterns if none match."""
   patterns = _split_patterns(file_patterns)
   files = []
   for pattern in patterns:
@@ -79,15 +63,12 @@ def decode_record(record, max_seq_length):
 
 
 def _seeded_records(files, seed, cycle_length, skip_records, num_records):
-  """The records of `files` as a seeded, epoch-indexed stream that starts
-  `skip_records` records in.
+  """The records of `files` as a seeded stream that starts `skip_records` in.
 
   Epoch `e` reads every file once, in an order drawn from `(seed, e)`,
-  `cycle_length` files interleaved in a fixed order, through a 100-record
-  shuffle seeded by `seed` (and TensorFlow's global seed, if set). Every epoch has exactly `num_records`
-  records, so record `k` of the stream is record `k % num_records` of epoch
-  `k // num_records`: a resumed run starts at its epoch and reads (without
-  parsing) at most one epoch's records to reach its position.
+  interleaved in a fixed order, through a seeded 100-record shuffle. Every
+  epoch has `num_records` records, so a resumed run starts at its epoch and
+  skips at most one epoch's records.
   """
   paths = tf.constant(files, tf.string)
   base_seed = tf.constant(int(seed), tf.int64)
@@ -101,8 +82,7 @@ def _seeded_records(files, seed, cycle_length, skip_records, num_records):
       num_parallel_calls=tf.data.AUTOTUNE,
       deterministic=True,
     )
-    # A Python seed (tf.data takes no tensor seed here); each epoch's buffer
-    # still sees its own record order.
+    # A Python seed (tf.data takes no tensor seed here).
     return records.shuffle(buffer_size=100, seed=int(seed))
 
   first_epoch, offset = divmod(int(skip_records), int(num_records))
@@ -126,11 +106,10 @@ def get_dataset(
   """The training/eval `tf.data.Dataset` of the original's `input_fn`.
 
   Without a seed this is the original's pipeline: files shuffled and
-  repeated, read interleaved (order not guaranteed when training), a
-  100-record shuffle. With a seed the same steps run per epoch, the file
-  order drawn from `(seed, epoch)`, with a fixed interleave order, so the stream is
-  a function of the seed (and TensorFlow's global seed, which
-  `run_pretraining` sets to it) and `start_batch` can resume it exactly.
+  repeated, read interleaved, a 100-record shuffle, batches that drop the
+  remainder. With a seed the same steps run per epoch in an order drawn
+  from `(seed, epoch)` (and TensorFlow's global seed), so `start_batch` can
+  resume the stream exactly.
 
   Args:
     file_patterns: glob patterns (a list, or one comma-separated string).
@@ -146,11 +125,8 @@ def get_dataset(
     start_batch: with a seed, the number of batches already consumed (the
       input position saved with a checkpoint); the dataset starts after them.
     record_counts: with a seed, the record count of each matched file, as
-      `validate_pretraining_files` returns them (None: counted here, which
-      reads every file once).
-    vocab_size: the model's vocab size: the first record's ids must be
-      below it (records of another vocab fail deep inside `fit` otherwise,
-      or read zero vectors on a GPU). None: not checked.
+      `validate_pretraining_files` returns them (None: counted here).
+    vocab_size: the first record's ids must be below it (None: not checked).
 
   Returns:
     An infinite dataset of dicts `input_ids`, `input_mask`, `segment_ids`:
@@ -177,14 +153,13 @@ def get_dataset(
       expected = "a positive integer" if low else "an integer >= 0"
       raise ValueError(f"get_dataset: {name}={value!r}; expected {expected}")
   files = find_files(file_patterns)
-  # A cut file fails only when read, with "DataLossError: truncated record
-  # at N", naming no file. Given record_counts, the caller checked them.
+  # A cut file would fail only when read, naming no file; given
+  # record_counts, the caller checked them.
   if seed is not None and record_counts is None:
     record_counts = record_check.check_tfrecord_files(files)
   elif record_counts is None:
     _check_file_ends(files)
-  # One record, cheaply: records of another length fail deep inside `fit`
-  # ("Can't parse serialized Example") without naming the length or the file.
+  # One record, cheaply: records of another length would fail deep inside `fit`.
   for raw in tf.data.TFRecordDataset(files[0]).take(1).as_numpy_iterator():
     _check_example(raw, files[0], 0, max_seq_length, vocab_size)
   if input_context is not None:
@@ -222,9 +197,8 @@ def get_dataset(
 
 
 def _ends_after_a_record(path):
-  """Whether `path` ends right after a record: some header in its last
-  `_TAIL_BYTES` (a length and that length's checksum) frames a record that
-  ends exactly at the end of the file. A file cut inside a record has none."""
+  """Whether some header (a length and its checksum) in the last `_TAIL_BYTES`
+  of `path` frames a record that ends exactly at the end of the file."""
   # TensorBoard (installed with TensorFlow) computes TFRecord's masked CRC-32C.
   from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c  # pylint: disable=g-import-not-at-top
 
@@ -248,10 +222,8 @@ def _ends_after_a_record(path):
 
 
 def _check_file_ends(files):
-  """Raises `record_check.CorruptRecordError` (a ValueError naming the file,
-  the record and its byte) for a file cut short. The whole check reads every
-  byte (about 10 ms a MB); this reads each file's last 64 KB and checks in
-  full only a file that does not end after a record."""
+  """Raises `record_check.CorruptRecordError` for a file cut short; only a
+  file that does not end after a record is read in full."""
   for path in files:
     if not _ends_after_a_record(path):
       record_check.check_tfrecord_file(path)
@@ -296,13 +268,11 @@ def validate_pretraining_files(
 ):
   """Checks the pre-training records before training starts.
 
-  Verifies the framing and checksums of every record of every matched file
-  (`record_check`), parses the first `records_per_file` records of each,
-  and raises ValueError naming the file for: no files matching, a corrupt or
-  truncated record (with its index and byte offset), a missing or non-int64
-  feature, a feature whose length is not `max_seq_length`, an id outside
-  `[0, vocab_size)`, or no records at all (an infinite repeat of nothing
-  would hang).
+  Verifies every record's framing and checksums (`record_check`), parses
+  the first `records_per_file` records of each file, and raises ValueError
+  naming the file for: no files matching, a corrupt or truncated record, a
+  missing or non-int64 feature, a feature whose length is not
+  `max_seq_length`, an id outside `[0, vocab_size)`, or no records at all.
 
   Args:
     file_patterns: glob patterns (a list, or one comma-separated string).
@@ -316,8 +286,7 @@ def validate_pretraining_files(
   """
   files = find_files(file_patterns)
   counts = record_check.check_tfrecord_files(files, log=log)
-  # The first records of every file, in one pass (a pipeline per file costs
-  # more than reading 100 records).
+  # The first records of every file, in one pass.
   heads = tf.data.Dataset.from_tensor_slices(tf.range(len(files)))
   heads = heads.flat_map(
     lambda i: (

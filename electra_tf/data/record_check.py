@@ -1,27 +1,11 @@
 """Whole-file TFRecord integrity check: every record's framing and checksums.
 
-A TFRecord file is a sequence of records, each framed as
-
-  uint64 length | uint32 masked crc32c(length) | data[length] | uint32 masked crc32c(data)
-
-(little-endian). `check_tfrecord_file` reads every record through TensorFlow's own
-reader, which verifies both checksums in C++ (hardware crc32c) and fails with
-`DataLossError: corrupted record at <byte>` or `truncated record at <byte>`. One
-case that reader lets through silently: a file cut inside a record header ends
-the iteration as if the file were complete. So the check also adds up the
-framed sizes of the records read; a total short of the file size is a cut
-file. A failure raises `CorruptRecordError` with one line naming the file, the
-record index and its byte offset.
-
-Why the tf.data reader and not Python: with no crc32c package installed, a
-Python crc32c runs at a few MB/s; the C++ reader runs at disk speed
-(`python -m bench --only record_check` measures both).
-
-Example:
-
-```python
-counts = check_tfrecord_files(["data/pretrain_tfrecords/pretrain_data.tfrecord-0-of-1"])
-```
+A record is `uint64 length | uint32 masked crc32c(length) | data | uint32
+masked crc32c(data)`. TensorFlow's own reader verifies both checksums in C++
+(a Python crc32c runs at a few MB/s), but ends quietly at a file cut inside a
+header, so the framed sizes of the records read are also added up against the
+file size. A failure raises `CorruptRecordError` naming the file, the record
+index and its byte offset.
 """
 
 import re
@@ -39,12 +23,10 @@ _DATA_LOSS_OFFSET = re.compile(r"(corrupted|truncated) record at (\d+)")
 
 class CorruptRecordError(ValueError):
   """A TFRecord file that fails the check: `path`, the bad record's 0-based
-  `index` and byte `offset`, and a one-line message naming all three."""
+  `index` and byte `offset`."""
 
   def __init__(self, path, index, offset, problem):
-    self.path = path
-    self.index = index
-    self.offset = offset
+    self.path, self.index, self.offset = path, index, offset
     super().__init__(
       f"TFRecord file {path!r}: record {index} at byte {offset} {problem}; "
       f"the {index} record(s) before it are intact. Rebuild the file or drop it "
@@ -104,8 +86,7 @@ def _framed_size_error(path, count, data_bytes):
 
 
 class CompressedRecordError(CorruptRecordError):
-  """A GZIP-compressed TFRecord file where uncompressed ones are expected:
-  its framing reads as garbage, so it is named for what it is."""
+  """A GZIP-compressed TFRecord file where uncompressed ones are expected."""
 
   def __init__(self, path):
     self.path, self.index, self.offset = path, 0, 0
@@ -213,8 +194,7 @@ def check_tfrecord_files(paths, log=None):
       data_bytes[index] += int(num_bytes)
       last_index = int(index)
   except tf.errors.DataLossError as e:
-    # The pass names only a byte offset: the bad file is the last one that
-    # yielded records, or one after it that yielded none.
+    # The bad file is the last one that yielded records, or one after it.
     for index in range(last_index, len(paths)):
       try:
         for _ in _file_stats([paths[index]]):
@@ -233,8 +213,7 @@ def check_tfrecord_files(paths, log=None):
 
 def find_corrupt_file(paths):
   """The first `CorruptRecordError` among `paths`, or None if all pass: which
-  file a `DataLossError` raised mid-training came from (its message gives only
-  the byte offset)."""
+  file a `DataLossError` raised mid-training came from."""
   for path in paths:
     try:
       check_tfrecord_file(path)

@@ -1,21 +1,10 @@
 """What a folder of pre-training TFRecords was made with: `records_info.json`.
 
-The records hold token ids only, so records built with one vocab read as
-plausible nonsense with another. The builders write this file beside the
-shards when a build finishes (`write_records_info`): the vocab's
-`fingerprint` (sha256, size, kind, normalisation), the build's settings and
-its shards' names and sizes. `run_pretraining` compares it with the vocab it
-is given before any work, and refuses a file of the folder that it does not
-list (another build's shard copied in) (`check_records_vocab`). Folders
-without one (built by the original or an older version), or without a shard
-list, are read as before.
-
-Example:
-
-```python
-write_records_info("pretrain_tfrecords", vocab, {"max_seq_length": 128})
-check_records_vocab(["pretrain_tfrecords/pretrain_data.tfrecord-0-of-1"], vocab)
-```
+The records hold token ids only, so the builders record the vocab's
+`fingerprint`, the build's settings and its shards beside them
+(`write_records_info`); `run_pretraining` checks them against its vocab
+before any work (`check_records_vocab`). Folders without one are read as
+before.
 """
 
 import json
@@ -25,8 +14,7 @@ from electra_tf.utils.file_io import read_json
 from electra_tf.utils.file_io import write_atomic
 
 RECORDS_INFO = "records_info.json"
-# A rebuild with --overwrite keeps the earlier build in this folder of the
-# output dir until the new one is complete (a killed rebuild leaves it there).
+# Where a rebuild with --overwrite keeps the earlier build until it completes.
 PREVIOUS_BUILD = ".previous_build"
 FORMAT = "electra_tf.records_info"
 
@@ -36,9 +24,9 @@ def info_path(records_dir):
 
 
 def write_records_info(records_dir, vocab, settings, shards=None):
-  """Records `vocab` (a `vocab.Vocab`), the build's `settings` (a
-  JSON-able dict) and, given, its `shards` (file names in `records_dir`)
-  with their sizes beside the shards in `records_dir`, atomically."""
+  """Records `vocab` (a `vocab.Vocab`), the build's `settings` (a JSON-able
+  dict) and, given, its `shards` (file names) with their sizes in
+  `records_dir`, atomically."""
   info = {"format": FORMAT, "vocab": vocab.fingerprint(), "settings": settings}
   if shards is not None:
     import tensorflow as tf  # pylint: disable=g-import-not-at-top  # gfile, for scheme:// paths
@@ -64,9 +52,8 @@ def read_records_info(records_dir):
 
 
 def _check_listed(folder, info, files):
-  """Refuses `files` of `folder` that its info's shard list (builds before
-  it have none) does not hold, or holds with another size: another build's
-  shards copied in, whose ids may mean other tokens."""
+  """Refuses `files` of `folder` that its info's shard list (if any) does not
+  hold, or holds with another size: another build's shards."""
   shards = info.get("shards")
   if not isinstance(shards, dict):
     return
@@ -93,8 +80,8 @@ def _check_listed(folder, info, files):
 def check_records_vocab(files, vocab, normalisation=None):
   """Refuses record `files` whose folder's info names another vocab than
   `vocab` (a `text.vocab.Vocab`), or, given `normalisation` (the run's
-  `(do_lower_case, strip_accents)`), text normalised otherwise (one line
-  naming both sides); returns the infos found, by folder."""
+  `(do_lower_case, strip_accents)`), text normalised otherwise; returns the
+  infos found, by folder."""
   infos = {}
   for folder in sorted({os.path.dirname(f) for f in files}):
     info = read_records_info(folder)
@@ -106,8 +93,6 @@ def check_records_vocab(files, vocab, normalisation=None):
     built = info.get("settings") if isinstance(info.get("settings"), dict) else {}
     recorded = (built.get("do_lower_case"), built.get("strip_accents"))
     if normalisation is not None and None not in recorded and recorded != tuple(normalisation):
-      # The run records its casing for fine-tuning and serving: they would
-      # read text otherwise than the records were made.
       raise ValueError(
         f"the TFRecords in {folder!r} were made with do_lower_case={recorded[0]}, "
         f"strip_accents={recorded[1]}, but this run reads text with do_lower_case="

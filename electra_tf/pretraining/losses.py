@@ -1,12 +1,8 @@
-"""Pre-training losses and head outputs on tensors (`run_pretraining.py:PretrainingModel._get_masked_lm_output`–7.6).
+"""Pre-training losses and head outputs on tensors (`run_pretraining.py:PretrainingModel`).
 
-Every loss is a weighted mean `sum(w * x) / (sum(w) + 1e-6)`. Under a
-`tf.distribute` strategy each replica must divide its local numerator by the
-GLOBAL denominator, because the replicas' gradients are summed: pass
-`cross_replica_sum` (e.g. `electra_tf.runtime.replicas.cross_replica_sum`) to get that;
-the result is then this replica's share of the global loss. With gradient
-accumulation the step computes the global denominator first and passes it
-(`denominator`): the result is then this micro-batch's share.
+Every loss is a weighted mean `sum(w * x) / (sum(w) + 1e-6)`; with
+`cross_replica_sum` (or a given global `denominator`) it is this replica's
+(or micro-batch's) share of the global loss, as summed gradients need.
 """
 
 import math
@@ -62,10 +58,8 @@ def softmax_output(logits, targets, weights, cross_replica_sum=None, denominator
 
 
 def electric_logit_adjustment(cloze_logits, fake_input_ids, mask_prob):
-  """What Electric adds to the discriminator's logits (`run_pretraining.py:PretrainingModel._get_discriminator_output`).
-
-  `stop_gradient(log_softmax(cloze_logits)[fake_input_ids])` plus the log-odds
-  `log(mask_prob / (1 - mask_prob))`.
+  """What Electric adds to the discriminator's logits (`run_pretraining.py:PretrainingModel._get_discriminator_output`):
+  `stop_gradient(log_softmax(cloze_logits)[fake_input_ids]) + log(mask_prob / (1 - mask_prob))`.
 
   Args:
     cloze_logits: `[B, S, V]` logits of the two-tower cloze head.
@@ -88,8 +82,7 @@ def discriminator_output(
   Args:
     logits: `[B, S]` discriminator logits (already Electric-adjusted if needed).
     is_fake_tokens: int `[B, S]` labels.
-    input_mask: `[B, S]`, 1 for real tokens; the loss covers all of them,
-      [CLS] and [SEP] included, averaged over the batch's real tokens.
+    input_mask: `[B, S]`, 1 for real tokens ([CLS] and [SEP] included).
     cross_replica_sum: optional function summing a scalar over replicas.
     denominator: optional global `sum(input_mask)` (see `weighted_mean`).
 
@@ -124,7 +117,7 @@ def discriminator_output(
 def cloze_output(
   cloze_logits, input_ids, candidates_mask, cross_replica_sum=None, denominator=None
 ):
-  """Electric's generator loss: the cloze NLL over all candidate positions (`run_pretraining.py:PretrainingModel` (Electric two-tower generator))."""
+  """Electric's generator loss: the cloze NLL over all candidate positions."""
   return softmax_output(
     cloze_logits, input_ids, tf.cast(candidates_mask, tf.float32), cross_replica_sum, denominator
   )

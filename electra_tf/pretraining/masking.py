@@ -1,23 +1,15 @@
-"""Dynamic masking and its tensor helpers (`pretrain/pretrain_helpers.py`, the original's pretrain_helpers).
-
-Everything runs inside the training graph at every step.
-"""
+"""Dynamic masking, in the training graph at every step (`pretrain/pretrain_helpers.py`)."""
 
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.configs import pretraining as pretraining_config
 from electra_tf.pretraining import random_streams
 from electra_tf.pretraining.positions import gather_positions
 from electra_tf.pretraining.positions import scatter_update
 
 # Probability that a selected position is replaced by [MASK]; the rest keep
-# their token. There is no random-token replacement (`pretrain/pretrain_helpers.py:mask`).
+# their token (no random-token replacement).
 MASK_REPLACE_PROB = 0.85
-
-# How masked positions are chosen (the `masking` hparam): one token at a time
-# (the original), or whole words (every piece of a chosen word together).
-MASKING_KINDS = pretraining_config.MASKING_KINDS
 
 
 def is_wordpiece_continuation(token):
@@ -26,16 +18,13 @@ def is_wordpiece_continuation(token):
 
 
 def is_sentencepiece_continuation(token):
-  """True for a SentencePiece piece that continues the previous word: one
-  that does not start with the word-start mark `▁`."""
+  """True for a SentencePiece piece that continues the previous word (no `▁`)."""
   return not token.startswith("\u2581")
 
 
 def continuation_table(vocab, is_continuation=is_wordpiece_continuation):
   """Bool array `[V]`: does the token of each id continue the previous word?
-
-  Built once from the run's vocab; `word_starts` reads it in the graph. An
-  id no token uses (a gap, or a duplicate's lost id) is a word start.
+  An id no token uses is a word start.
 
   Args:
     vocab: token → id mapping (`electra_tf.text.vocab.load_vocab`).
@@ -55,21 +44,15 @@ def continuation_table(vocab, is_continuation=is_wordpiece_continuation):
 def word_starts(input_ids, candidates, word_continuation):
   """Bool `[B, L]`: candidate positions that start a word.
 
-  A word is a candidate token that does not continue the previous one
-  (`word_continuation[id]` false) followed by its continuation pieces; a
-  non-candidate (special token, padding) ends a word, so a continuation
-  piece right after one starts a word of its own.
+  A word is a candidate token that does not continue the previous one,
+  followed by its continuation pieces; a non-candidate ends a word.
 
   Args:
     input_ids: int `[B, L]`.
     candidates: bool `[B, L]` (`get_candidates_mask`).
     word_continuation: bool `[V]` (`continuation_table`).
   """
-  table = (
-    tf.constant(word_continuation, tf.bool)
-    if not tf.is_tensor(word_continuation)
-    else word_continuation
-  )
+  table = tf.convert_to_tensor(word_continuation, tf.bool)
   ids = tf.clip_by_value(tf.cast(input_ids, tf.int32), 0, tf.shape(table)[0] - 1)
   continues = tf.gather(table, ids)
   previous_is_candidate = tf.pad(candidates[:, :-1], [[0, 0], [1, 0]])
@@ -77,7 +60,8 @@ def word_starts(input_ids, candidates, word_continuation):
 
 
 def get_candidates_mask(input_ids, input_mask, special_ids, disallow_from_mask=None):
-  """Positions that may be masked (`pretrain/pretrain_helpers.py:get_candidates_mask`): real tokens that are not special.
+  """Positions that may be masked: real tokens that are not special
+  (`pretrain/pretrain_helpers.py:get_candidates_mask`).
 
   Args:
     input_ids: int `[B, L]`.
@@ -114,14 +98,10 @@ def mask(
   """The original's dynamic masking (`pretrain/pretrain_helpers.py:mask`).
 
   `max(1, min(N, round_half_even(num_tokens * mask_prob)))` positions per
-  row are drawn from the candidates WITH replacement; unused slots get
-  position 0 and id 0 and weight 0. Each slot independently becomes [MASK]
-  with probability 0.85 and otherwise keeps its token; a duplicated position
-  is masked if any of its copies is.
-
-  Positions are drawn by Gumbel-max over the log proposal probabilities,
-  which is the same categorical distribution as the original's
-  `tf.random.categorical`, but with noise that can be keyed per example.
+  row are drawn from the candidates WITH replacement (by Gumbel-max, the
+  original's categorical distribution with noise keyed per example); unused
+  slots get position 0, id 0 and weight 0. Each slot becomes [MASK] with
+  probability 0.85, else keeps its token.
 
   Args:
     input_ids: int `[B, L]` original ids.
@@ -149,11 +129,7 @@ def mask(
   batch_size = tf.shape(input_ids)[0]
   length = tf.shape(input_ids)[1]
   n = max_predictions_per_seq
-
-  num_tokens = tf.reduce_sum(tf.cast(input_mask, tf.float32), axis=-1)
-  num_to_predict = tf.maximum(
-    1, tf.minimum(n, tf.cast(tf.round(num_tokens * mask_prob), tf.int32))
-  )  # half to even
+  num_to_predict = _num_to_predict(input_mask, mask_prob, n)
   masked_lm_weights = tf.sequence_mask(num_to_predict, n, dtype=tf.float32)
   if already_masked is not None:
     masked_lm_weights *= 1.0 - tf.cast(already_masked, tf.float32)
@@ -174,6 +150,12 @@ def mask(
   return _replace_with_mask(
     input_ids, masked_lm_positions, masked_lm_ids, masked_lm_weights, replace_seeds, mask_id, n
   )
+
+
+def _num_to_predict(input_mask, mask_prob, n):
+  """`max(1, min(n, round_half_even(num_tokens * mask_prob)))` per row."""
+  num_tokens = tf.reduce_sum(tf.cast(input_mask, tf.float32), axis=-1)
+  return tf.maximum(1, tf.minimum(n, tf.cast(tf.round(num_tokens * mask_prob), tf.int32)))
 
 
 def _replace_with_mask(
@@ -213,16 +195,12 @@ def mask_whole_words(
   """Whole-word masking: `mask`'s outputs, with every piece of a chosen word
   masked together.
 
-  The token budget is `mask`'s: `max(1, min(N, round_half_even(num_tokens *
-  mask_prob)))` per row. Words are visited in a uniformly random order and
-  each is taken whole when its pieces fit in what is left of the budget;
-  one that does not fit is skipped and the next is tried, so the budget is
-  never exceeded (and a row whose words are all longer than its budget
-  masks nothing). Words are drawn without replacement, so every slot holds
-  a distinct position; the taken positions fill the first slots in
-  sequence order, unused slots get position 0, id 0 and weight 0. Each
-  slot (one token) then becomes [MASK] with probability 0.85 and otherwise
-  keeps its token, as in `mask`.
+  The token budget is `mask`'s. Words are visited in a uniformly random
+  order and each is taken whole when its pieces fit in what is left of the
+  budget (one that does not is skipped). Every slot holds a distinct
+  position; the taken positions fill the first slots in sequence order,
+  unused slots get position 0, id 0 and weight 0. Each slot then becomes
+  [MASK] as in `mask`.
 
   Args:
     input_ids, input_mask, mask_prob, max_predictions_per_seq, cls_id,
@@ -245,12 +223,7 @@ def mask_whole_words(
   batch_size = tf.shape(input_ids)[0]
   length = tf.shape(input_ids)[1]
   n = max_predictions_per_seq
-
-  num_tokens = tf.reduce_sum(tf.cast(input_mask, tf.float32), axis=-1)
-  budget = tf.maximum(
-    1, tf.minimum(n, tf.cast(tf.round(num_tokens * mask_prob), tf.int32))
-  )  # half to even, as `mask`
-
+  budget = _num_to_predict(input_mask, mask_prob, n)
   candidates = get_candidates_mask(input_ids, input_mask, (cls_id, sep_id, mask_id))
   starts = word_starts(input_ids, candidates, word_continuation)
   # Each candidate's word, numbered by its start; non-candidates go to an

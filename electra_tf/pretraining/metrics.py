@@ -1,4 +1,4 @@
-"""The original's pre-training evaluation metrics (`run_pretraining.py:PretrainingModel.eval_metrics`) as streaming Keras metrics."""
+"""The original's pre-training evaluation metrics (`run_pretraining.py:PretrainingModel.eval_metrics`)."""
 
 import keras
 import tensorflow as tf
@@ -6,9 +6,8 @@ import tensorflow as tf
 
 @keras.saving.register_keras_serializable(package="electra_tf")
 class WeightedAccuracy(keras.metrics.Metric):
-  """`tf.compat.v1.metrics.accuracy`: `sum(w * [label == pred]) / sum(w)`, streamed.
-
-  With `w = preds * mask` it is precision; with `w = labels * mask`, recall.
+  """`tf.compat.v1.metrics.accuracy`: `sum(w * [label == pred]) / sum(w)`, streamed
+  (precision with `w = preds * mask`, recall with `w = labels * mask`).
 
   Args:
     name: metric name.
@@ -45,10 +44,6 @@ class WeightedAccuracy(keras.metrics.Metric):
     # tf.metrics.accuracy returns 0 when no weight was seen (div_no_nan).
     return tf.math.divide_no_nan(tf.convert_to_tensor(self.total), tf.convert_to_tensor(self.count))
 
-  def reset_state(self):
-    self.total.assign(0.0)
-    self.count.assign(0.0)
-
 
 def make_pretraining_metrics(electra_or_electric=True, disc_weight=50.0):
   """The metrics the original's evaluation reports, by key (`run_pretraining.py:PretrainingModel.eval_metrics`).
@@ -72,8 +67,7 @@ def make_pretraining_metrics(electra_or_electric=True, disc_weight=50.0):
     metrics["sampled_masked_lm_accuracy"] = WeightedAccuracy(name="sampled_masked_lm_accuracy")
     if disc_weight > 0:
       metrics["disc_loss"] = keras.metrics.Mean(name="disc_loss")
-      # tf.metrics.auc defaults: 200 thresholds, ROC, trapezoidal rule (which
-      # is Keras' "interpolation" for ROC).
+      # tf.metrics.auc's defaults (its trapezoidal rule is Keras' "interpolation").
       metrics["disc_auc"] = keras.metrics.AUC(
         num_thresholds=200, curve="ROC", summation_method="interpolation", name="disc_auc"
       )

@@ -1,10 +1,6 @@
-"""`PretrainingObjective`: what one pre-training step computes, as one value.
-
-The original's `run_pretraining.py:PretrainingModel` reads these settings off
-its config while building the graph; here they travel together from the
-`PretrainingConfig` into `ElectraPretrainer` and from there into the step
-(`electra_tf.pretraining.step.forward`).
-"""
+"""`PretrainingObjective`: what one pre-training step computes, as one value,
+from the `PretrainingConfig` through `ElectraPretrainer` into the step
+(`electra_tf.pretraining.step.forward`)."""
 
 import dataclasses
 import os
@@ -13,10 +9,8 @@ from electra_tf.configs.hparams import unknown_hparam_message
 from electra_tf.configs.pretraining import MASKING_KINDS
 from electra_tf.text import vocab as vocab_lib
 
-# How fake tokens are proposed: a masked-LM generator on the masked input
-# (ELECTRA's default, also MLM-only training), a two-tower cloze generator on
-# the unmasked input (Electric, or `two_tower_generator`), or uniform sampling
-# over the vocabulary with no generator network.
+# How fake tokens are proposed: a masked-LM generator, a two-tower cloze
+# generator on the unmasked input (Electric), or uniform sampling.
 GENERATOR_MODES = ("masked_lm", "two_tower", "uniform")
 
 # BERT-uncased layout, used when no vocab is available.
@@ -61,9 +55,8 @@ class PretrainingObjective:
       `generator_mode="two_tower"`.
     generator_mode: one of `GENERATOR_MODES`.
     mask_prob: fraction of tokens masked.
-    masking: `token` (the original) or `whole_word`; whole-word masking
-      needs the vocab's continuation table (`ElectraPretrainer`'s
-      `word_continuation`).
+    masking: `token` (the original) or `whole_word` (which needs
+      `ElectraPretrainer`'s `word_continuation`).
     max_predictions_per_seq: masked slots per example (N).
     gen_weight: weight of the generator (MLM or cloze) loss.
     disc_weight: weight of the discriminator loss.
@@ -95,8 +88,7 @@ class PretrainingObjective:
   mask_id: int = 103
 
   def __post_init__(self):
-    # Normalise JSON/NumPy values to plain Python types: the object is
-    # compared, hashed and serialised as-is.
+    # Plain Python types: the object is compared, hashed and serialised as-is.
     for f in dataclasses.fields(self):
       object.__setattr__(self, f.name, f.type(getattr(self, f.name)))
     if self.generator_mode not in GENERATOR_MODES:
@@ -104,8 +96,6 @@ class PretrainingObjective:
     if self.masking not in MASKING_KINDS:
       raise ValueError(f"masking={self.masking!r}; expected one of {list(MASKING_KINDS)}")
     if self.electric_objective and self.generator_mode != "two_tower":
-      # The original crashes while building the graph for a uniform or tied
-      # generator with Electric.
       raise ValueError(
         "electric_objective=True needs untied_generator=True and uniform_generator=False "
         f"(a two-tower generator; got generator_mode={self.generator_mode!r})"

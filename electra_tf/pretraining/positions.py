@@ -1,6 +1,5 @@
 """Gathering from and scattering into `[B, L, ...]` sequences at per-row
-positions: the tensor helpers every pre-training step uses (the original's
-`pretrain/pretrain_helpers.py`: `gather_positions`, `scatter_update`)."""
+positions (`pretrain/pretrain_helpers.py`)."""
 
 import tensorflow as tf
 
@@ -26,9 +25,8 @@ def scatter_update(sequence, updates, positions):
   """Writes `updates` at `positions` the way the original does (`pretrain/pretrain_helpers.py:scatter_update`).
 
   Updates aimed at position 0 are ignored (unused slots point there).
-  Duplicate positions average their updates: float tensors divide by the
-  count, int tensors floor-divide, so two different ids at one position give
-  their floor-mean id, as in the original.
+  Duplicate positions average their updates (int tensors floor-divide), as
+  in the original.
 
   Args:
     sequence: `[B, L]` (int) or `[B, L, D]` (float).
@@ -56,10 +54,7 @@ def scatter_update(sequence, updates, positions):
     indices, tf.ones([batch_size, num_updates], tf.int32), [batch_size, length]
   )
   # Position 0 never takes an update: unused slots aim there.
-  not_first = tf.concat(
-    [tf.zeros([batch_size, 1], tf.int32), tf.ones([batch_size, length - 1], tf.int32)], axis=1
-  )
-  counts *= not_first
+  counts *= tf.cast(tf.range(length) > 0, tf.int32)[None, :]
   updates_mask = tf.minimum(counts, 1)
   summed = tf.scatter_nd(indices, updates, tf.shape(sequence))
   safe_counts = tf.maximum(counts, 1)

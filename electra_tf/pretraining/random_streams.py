@@ -1,11 +1,8 @@
 """Random streams of a pre-training step: row-keyed uniform and Gumbel noise.
 
-Random numbers here are either stateful (`row_seeds=None`, handy in eager
-code and tests) or *row-keyed*: every example gets its own stateless seed
-`[stream_key, global_row]`, so the draws for an example depend only on the
-seed, the step and the example's row in the GLOBAL batch — not on how the
-batch is split over replicas. One device and N replicas therefore mask and
-sample identically for the same global batch and seed.
+Draws are stateful (`row_seeds=None`) or row-keyed: each example's stateless
+seed `[stream_key, global_row]` makes its draws depend only on the seed, the
+step and its row in the GLOBAL batch, however the batch is split over replicas.
 """
 
 import tensorflow as tf
@@ -53,8 +50,7 @@ def row_uniform(row_seeds, row_shape, batch_size=None):
   """
   if row_seeds is None:
     return tf.random.uniform(tf.concat([[batch_size], row_shape], 0), dtype=tf.float32)
-  # One stateless draw per example, so each row's stream does not depend on
-  # the batch it is in. (A plain loop: pfor cannot vectorise per-row seeds.)
+  # One stateless draw per example (a plain loop: pfor cannot vectorise per-row seeds).
   return tf.map_fn(
     lambda s: tf.random.stateless_uniform(row_shape, seed=s, dtype=tf.float32, alg="philox"),
     row_seeds,

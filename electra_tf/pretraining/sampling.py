@@ -1,10 +1,6 @@
-"""Random draws of a pre-training step: row-keyed noise and generator sampling.
-
-The original samples the generator's replacement tokens with the Gumbel-max
-trick (`pretrain/pretrain_helpers.py:sample_from_softmax`) and builds the discriminator's input from them (`run_pretraining.py:PretrainingModel._get_fake_data`).
-
-The noise comes from `random_streams` (row-keyed or stateful).
-"""
+"""The generator's replacement tokens, by the Gumbel-max trick
+(`pretrain/pretrain_helpers.py:sample_from_softmax`), and the discriminator's
+input built from them; the noise comes from `random_streams`."""
 
 import tensorflow as tf
 
@@ -15,8 +11,7 @@ from electra_tf.pretraining.positions import scatter_update
 def sample_ids_from_softmax(logits, disallow_ids=None, row_seeds=None):
   """Categorical samples from `softmax(logits)` by Gumbel-max, as ids.
 
-  Always computed in float32 (also under mixed precision). `argmax` of
-  `softmax(logits + g)` equals `argmax(logits + g)`, so no softmax is formed.
+  Always in float32; no softmax is formed (it does not change the argmax).
 
   Args:
     logits: `[B, N, V]` logits (already divided by the temperature).
@@ -70,15 +65,13 @@ def get_fake_data(
   """The discriminator's input: generator samples at every selected slot (`run_pretraining.py:PretrainingModel._get_fake_data`).
 
   Args:
-    input_ids: int `[B, S]` ORIGINAL (unmasked) ids; equal to the original's
-      `unmask(masked).input_ids`.
+    input_ids: int `[B, S]` ORIGINAL (unmasked) ids.
     masked_lm_positions, masked_lm_ids: int `[B, N]` from `masking.mask`.
     mlm_logits: `[B, N, V]` generator logits at the selected positions.
     temperature: logits are divided by it before the disallow penalty.
     disallow_correct: forbid sampling the original id of each slot.
-    electric_labels: Electric labels every sampled position as fake, even
-      when the sample equals the original; otherwise a sample equal to the
-      original is real.
+    electric_labels: label every sampled position as fake (Electric), even
+      a sample equal to the original.
     row_seeds: optional int32 `[B, 2]` per-example seeds.
 
   Returns:

@@ -1,21 +1,11 @@
 """The forward pass of one pre-training step (`run_pretraining.py:PretrainingModel`): mask → generator →
-sample → discriminator → losses. `ElectraPretrainer.train_step/test_step`
-call `forward` and differentiate its `loss`. Every setting of what is
-computed (masking rate, loss weights, sampling, generator mode, special ids)
-comes from the pretrainer's `objective` (`PretrainingObjective`).
+sample → discriminator → losses, as the pretrainer's `objective` says.
 
-Distribution: every loss divides this replica's numerator by the GLOBAL
-denominator (all-reduced), so the replicas' losses — and their gradients,
-which the optimizer sums — add up to the single-device values for the same
-global batch. The random draws are keyed per example by (seed, step, row
-in the global batch), see `electra_tf.pretraining.random_streams` and `electra_tf.runtime.replicas`, so
-masks and samples do not depend on how the batch is split either.
-
-Gradient accumulation splits each replica's batch further into micro-batches:
-`loss_denominators` first computes the global denominators of the whole
-step (masking is cheap and deterministic), then `forward` runs on each
-micro-batch with them (`denominators=`), so the micro-batches' losses and
-gradients add up to the undivided step's.
+Every loss divides this replica's numerator by the GLOBAL denominator, and
+the random draws are keyed per example by (seed, step, row in the global
+batch), so replicas add up to the single-device step. With gradient
+accumulation `loss_denominators` computes the whole step's denominators
+first, and `forward` runs on each micro-batch with them.
 """
 
 import functools
@@ -61,27 +51,23 @@ def _inputs_and_masking(pretrainer, features, seed, step):
 
 
 def loss_denominators(pretrainer, features, *, seed, step):
-  """The global denominators of the step's weighted-mean losses, summed over
-  replicas: `mlm` (masked positions), `cloze` (Electric's candidates) and
-  `disc` (real tokens). Call it on this replica's whole batch, outside any
-  `replicas.micro_batch`; pass the result to `forward(denominators=...)`
-  for each micro-batch."""
+  """The global denominators of the step's weighted-mean losses: `mlm`
+  (masked positions), `cloze` (Electric's candidates) and `disc` (real
+  tokens). Call it on this replica's whole batch, outside any
+  `replicas.micro_batch`, for `forward(denominators=...)`."""
   o = pretrainer.objective
   unmasked, masked, _ = _inputs_and_masking(pretrainer, features, seed, step)
-  sums = [
-    tf.reduce_sum(tf.cast(masked["masked_lm_weights"], tf.float32)),
-    tf.reduce_sum(tf.cast(unmasked["input_mask"], tf.float32)),
-  ]
+  sums = {
+    "mlm": tf.reduce_sum(tf.cast(masked["masked_lm_weights"], tf.float32)),
+    "disc": tf.reduce_sum(tf.cast(unmasked["input_mask"], tf.float32)),
+  }
   if o.generator_mode == "two_tower":
     candidates = masking.get_candidates_mask(
       unmasked["input_ids"], unmasked["input_mask"], o.special_ids
     )
-    sums.append(tf.reduce_sum(tf.cast(candidates, tf.float32)))
-  sums = replicas.cross_replica_sum(tf.stack(sums))
-  denominators = {"mlm": sums[0], "disc": sums[1]}
-  if o.generator_mode == "two_tower":
-    denominators["cloze"] = sums[2]
-  return denominators
+    sums["cloze"] = tf.reduce_sum(tf.cast(candidates, tf.float32))
+  totals = replicas.cross_replica_sum(tf.stack(list(sums.values())))
+  return {name: totals[i] for i, name in enumerate(sums)}
 
 
 def forward(pretrainer, features, *, training, seed, step, denominators=None, temperature=None):
@@ -96,19 +82,14 @@ def forward(pretrainer, features, *, training, seed, step, denominators=None, te
     seed: int, the run's seed (masking and sampling).
     step: int scalar tensor; draws differ per step.
     denominators: None, or `loss_denominators` of the whole step when
-      `features` is one micro-batch of it (inside `replicas.micro_batch`):
-      the losses then divide by them and nothing is summed over replicas.
-    temperature: the generator's sampling temperature; None: the objective's
-      (evaluation measures a run trained at another one at 1 too).
+      `features` is one micro-batch of it: the losses then divide by them.
+    temperature: the generator's sampling temperature; None: the objective's.
 
   Returns:
     Dict with `loss` (this replica's share of the total loss: differentiate
     it), `total_loss`, `gen_loss`, `disc_loss` (global values for display;
-    with `denominators`, this micro-batch's shares, which the caller sums),
-    and the per-example tensors the metrics need (`masked_lm_ids`,
-    `masked_lm_preds`, `masked_lm_weights`, `mlm_per_slot_loss`,
-    `sampled_tokens`, `disc_labels`, `disc_preds`, `disc_probs`,
-    `disc_per_example_loss`, `input_mask`).
+    with `denominators`, this micro-batch's shares) and the per-example
+    tensors `metrics.update_pretraining_metrics` needs.
   """
   p = pretrainer
   o = pretrainer.objective
@@ -129,34 +110,20 @@ def forward(pretrainer, features, *, training, seed, step, denominators=None, te
   if o.generator_mode == "uniform":
     # All-zero logits: uniform over the whole vocabulary, loss log V.
     mlm_logits = tf.zeros([batch_size, o.max_predictions_per_seq, p.vocab_size], tf.float32)
-    mlm = pretraining_losses.softmax_output(
-      mlm_logits, masked_lm_ids, masked_lm_weights, reduce_fn, denominators.get("mlm")
-    )
-    gen_loss = mlm["loss"]
   elif o.generator_mode == "two_tower":
     cloze_logits = p.generator(unmasked_inputs, training=training)["logits"]
     candidates = masking.get_candidates_mask(input_ids, input_mask, o.special_ids)
     cloze = pretraining_losses.cloze_output(
       cloze_logits, input_ids, candidates, reduce_fn, denominators.get("cloze")
     )
-    mlm = pretraining_losses.softmax_output(
-      gather_positions(cloze_logits, positions),
-      masked_lm_ids,
-      masked_lm_weights,
-      reduce_fn,
-      denominators.get("mlm"),
-    )
-    gen_loss = cloze["loss"]
+    mlm_logits = gather_positions(cloze_logits, positions)
   else:
     generator_outputs = p.generator(masked_inputs, masked_lm_positions=positions, training=training)
-    mlm = pretraining_losses.softmax_output(
-      generator_outputs["mlm_logits"],
-      masked_lm_ids,
-      masked_lm_weights,
-      reduce_fn,
-      denominators.get("mlm"),
-    )
-    gen_loss = mlm["loss"]
+    mlm_logits = generator_outputs["mlm_logits"]
+  mlm = pretraining_losses.softmax_output(
+    mlm_logits, masked_lm_ids, masked_lm_weights, reduce_fn, denominators.get("mlm")
+  )
+  gen_loss = cloze["loss"] if o.generator_mode == "two_tower" else mlm["loss"]
 
   loss = o.gen_weight * gen_loss
   outputs = {

@@ -12,16 +12,11 @@ def tokenizer_for(vocab_file, do_lower_case=None, strip_accents=None, **kwargs):
   `ElectraTokenizer` (WordPiece, the original's tokenisation) for a
   vocab.txt, a `SentencePieceTokenizer` for a SentencePiece model.
 
-  Both give ragged int32 ids when called, `pack(a, b, max_seq_length)` and
-  the special ids (`pad_id unk_id cls_id sep_id mask_id`).
-
   Args:
     vocab_file: the vocab, either kind.
-    do_lower_case, strip_accents: None (the default) applies what the vocab
-      was built with (`vocab_settings`: its `<vocab_file>.json`, else on for
-      WordPiece and off for SentencePiece); a bool overrides the defaults of
-      a vocab without a settings file, and one that contradicts a settings
-      file raises `vocab.VocabSettingsConflict` (`resolve_normalisation`).
+    do_lower_case, strip_accents: None applies what the vocab was built
+      with (`vocab_settings`); a bool that contradicts its settings file
+      raises `vocab.VocabSettingsConflict` (`resolve_normalisation`).
     **kwargs: passed on to the tokenizer (Keras layer arguments, or
       `max_input_chars_per_word` for WordPiece).
 

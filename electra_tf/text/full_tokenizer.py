@@ -1,10 +1,5 @@
 """The Python tokenizer of a vocab file of either kind, for featurisers that
-work on token lists (fine-tuning): `full_tokenizer_for`.
-
-A WordPiece vocab.txt gets the original's `FullTokenizer`; a SentencePiece
-model gets `SentencePieceFullTokenizer`, which gives the in-graph
-`SentencePieceTokenizer`'s ids (it runs it).
-"""
+work on token lists (fine-tuning): `full_tokenizer_for`."""
 
 import tensorflow as tf
 
@@ -18,15 +13,11 @@ from electra_tf.text.wordpiece import FullTokenizer
 
 
 class SentencePieceFullTokenizer:
-  """`FullTokenizer`'s surface (`tokenize`, `convert_tokens_to_ids`,
-  `convert_ids_to_tokens`, `vocab`, `inv_vocab`) over a SentencePiece model.
+  """`FullTokenizer`'s surface over a SentencePiece model.
 
   The ids come from the in-graph `SentencePieceTokenizer` itself, run
-  eagerly: the `sentencepiece` package of another version can break ties
-  between equally likely segmentations differently (seen on German text),
-  and fine-tuning must see the ids serving will give. `tokenize` gives the
-  pieces of those ids (a character the model cannot cover is its unknown
-  piece), so every token converts back to the model's id.
+  eagerly, so fine-tuning sees the ids serving gives (the `sentencepiece`
+  package can break ties differently); `tokenize` gives their pieces.
 
   Usage (needs a model file, so not run as a doctest):
     tok = SentencePieceFullTokenizer("de.model")
@@ -47,7 +38,7 @@ class SentencePieceFullTokenizer:
 
   def encode(self, text):
     """The model's ids of `text` (a list of int)."""
-    return self.graph_tokenizer(tf.constant([text])).to_list()[0]
+    return self.encode_batch([text])[0]
 
   def encode_batch(self, texts):
     """The model's ids of each of `texts` (one tokenizer call for all)."""
@@ -61,7 +52,7 @@ class SentencePieceFullTokenizer:
     return self.convert_ids_to_tokens(ids), spans
 
   def tokenize(self, text):
-    return [self.inv_vocab[i] for i in self.encode(text)]
+    return self.convert_ids_to_tokens(self.encode(text))
 
   def convert_tokens_to_ids(self, tokens):
     return [self.vocab[token] for token in tokens]
@@ -71,14 +62,9 @@ class SentencePieceFullTokenizer:
 
 
 def full_tokenizer_for(vocab_file, do_lower_case=None, strip_accents=None):
-  """The Python tokenizer of `vocab_file`'s kind (recognised by content):
-  the original's `FullTokenizer` for a WordPiece vocab.txt, a
-  `SentencePieceFullTokenizer` for a SentencePiece model.
-
-  do_lower_case, strip_accents: None applies what the vocab was built with
-  (`vocab_settings`); a bool overrides it unless it contradicts the vocab's
-  settings file (`resolve_normalisation`).
-  """
+  """The original's `FullTokenizer` for a WordPiece vocab.txt (or `Vocab`), a
+  `SentencePieceFullTokenizer` for a SentencePiece model; `do_lower_case`
+  and `strip_accents` as in `resolve_normalisation`."""
   vocab = vocab_file if isinstance(vocab_file, Vocab) else None
   path = vocab.path if vocab else vocab_file
   kind = vocab.kind if vocab else vocab_kind(path)

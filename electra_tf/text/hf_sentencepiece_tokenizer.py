@@ -1,35 +1,19 @@
 """`tokenizer.json` (Hugging Face `tokenizers`) for a SentencePiece vocab that
 reproduces electra_tf's ids (`electra_tf.text.sentencepiece_tokenizer`).
 
-Built from the `tokenizers` library's own objects, in electra_tf's order:
+Built from `tokenizers`' own objects, in electra_tf's order:
 
-1. lower-casing and accent stripping where the vocab was built with them
-   (`normalize_text`: Unicode lower case with the final sigma, then NFD,
-   no Mn marks, NFC);
-2. the model's own normaliser: its precompiled character map
-   (`normalizers.Precompiled`), then, as SentencePiece removes extra
-   whitespace, runs of spaces become one and none is left at either end.
-   Where the map composes (nmt_nfkc, the default), `NFC` comes first, with a
-   guard after every precomposed character (`composition_steps`): the map
-   composes a fully decomposed letter ("a" U+0302 U+0301 → "ấ", Hangul jamo →
-   a syllable), but `tokenizers`' reading of it replaces a whole grapheme by
-   its shortest matching prefix ("ấ" decomposed becomes "â") and never joins
-   jamo; and it leaves a precomposed letter followed by a mark as it is
-   ("â" U+0301 stays two characters), which a bare `NFC` would join;
-3. `Metaspace`: spaces become "▁", one is prepended (the dummy prefix), and
-   the text is cut before each "▁" (SentencePiece pieces hold "▁" only at
-   their start);
+1. lower-casing and accent stripping where the vocab was built with them;
+2. the model's own normaliser: its precompiled character map, composed as
+   SentencePiece composes (`composition_steps`), then extra spaces removed;
+3. `Metaspace`: spaces become "▁", the dummy prefix, a cut before each "▁";
 4. `models.Unigram` with the pieces' scores, or `models.BPE` with every
    merge of two pieces into a third, ranked by the third's score;
 5. `[CLS] A [SEP] (B [SEP])` with the model's ids.
 
-SentencePiece never produces its control and unknown pieces (`[CLS]`,
-`[UNK]`...) from text; `tokenizers`' Unigram would match them like any
-piece. Each is cut by a pre-tokeniser split between two of its characters
-that no normal piece holds side by side (SentencePiece keeps scripts apart,
-so "[" and "C" never share a piece): the segmentations SentencePiece can
-choose are all still there, the special piece is not. BPE only builds the
-pieces its merges make, so needs no cut.
+SentencePiece never produces its control and unknown pieces from text;
+`tokenizers`' Unigram would, so each is cut by a pre-tokeniser split between
+two of its characters that no normal piece holds side by side.
 
 The proto is read with a small wire-format reader: the `sentencepiece`
 package's generated `sentencepiece_model_pb2` needs a newer protobuf than
@@ -46,7 +30,6 @@ from tokenizers import decoders
 from tokenizers import models
 from tokenizers import normalizers
 from tokenizers import pre_tokenizers
-from tokenizers import processors
 
 from electra_tf.text import hf_tokenizer
 from electra_tf.text import vocab as vocab_lib
@@ -62,11 +45,9 @@ _PIECE_TEXT, _PIECE_SCORE, _PIECE_TYPE = 1, 2, 3
 _TRAINER_MODEL_TYPE, _TRAINER_WHITESPACE_SUFFIX, _TRAINER_BYTE_FALLBACK = 3, 24, 35
 _NORMALIZER_CHARSMAP, _NORMALIZER_DUMMY_PREFIX = 2, 3
 _NORMALIZER_REMOVE_SPACES, _NORMALIZER_ESCAPE_SPACES = 4, 5
-# Control characters; the first the model's map deletes guards compositions
-# (its own removal leaves each character a grapheme of its own).
+# Control characters; the first the model's map deletes guards compositions.
 _GUARD_CANDIDATES = "\x01\x02\x03\x04\x05\x06\x07\x08\x0e\x0f\x7f"
-# Used where the map deletes none of them; removed right after `NFC` (with
-# any the text itself holds).
+# Used where the map deletes none of them; removed right after `NFC`.
 _PRIVATE_GUARD = "\ue000"
 
 
@@ -108,11 +89,8 @@ def _first(fields, number, default):
 
 
 def read_model(proto):
-  """The parts of a SentencePiece `ModelProto` (bytes) the tokenizer needs:
-  `{"pieces": [(piece, score, type)], "model_type", "charsmap",
-  "add_dummy_prefix", "remove_extra_whitespaces", "escape_whitespaces",
-  "whitespace_as_suffix", "byte_fallback"}` (the proto's defaults where a
-  field is absent)."""
+  """The parts of a SentencePiece `ModelProto` (bytes) the tokenizer needs,
+  with the proto's defaults: `{"pieces": [(piece, score, type)], ...}`."""
   model = _fields(bytes(proto))
   pieces = []
   for number, value in model:
@@ -163,12 +141,9 @@ def _check_supported(model, source):
 
 @functools.lru_cache(maxsize=1)
 def _guard_positions():
-  """A regex matching (empty) where SentencePiece's map, read longest match
-  first, joins nothing that `NFC` would: after every character that
-  decomposes (a precomposed letter, a Hangul syllable; a singleton too, or
-  `tokenizers` would drop a mark after it as SentencePiece does not), and
-  between two combining marks out of canonical order (the second with a
-  lower class), which `NFC` would reorder. Python's Unicode database."""
+  """A regex matching (empty) where SentencePiece's map joins nothing that
+  `NFC` would: after every character that decomposes, and between two
+  combining marks out of canonical order."""
   precomposed = []
   by_class = {}
   for cp in range(0x110000):
@@ -193,14 +168,10 @@ def composition_steps(charsmap):
   compose as SentencePiece does with that map; `[]` for a map that composes
   nothing (identity, or a custom rule without compositions).
 
-  SentencePiece replaces, at each position, the longest sequence its map
-  holds: the decomposed form of every precomposed character is there, a
-  precomposed character followed by a further mark is not, nor are marks
-  out of canonical order. `NFC` composes the first; a guard after every
-  precomposed character and between marks out of order keeps it from
-  joining or reordering the others. The guard is a control character the map deletes,
-  so the map sees each character as its own grapheme, as SentencePiece
-  reads it.
+  SentencePiece's map composes a fully decomposed letter but not a
+  precomposed one followed by a further mark, nor marks out of canonical
+  order. `NFC` composes the first; a guard (a control character the map
+  deletes) at `_guard_positions` keeps it from the others.
 
   >>> composition_steps(b"")  # no map: SentencePiece leaves the text as it is
   []
@@ -321,24 +292,12 @@ def build_tokenizer(proto, do_lower_case=False, strip_accents=False, source="<pr
     )
   tokenizer.normalizer = normalizer(model, do_lower_case, strip_accents)
   tokenizer.pre_tokenizer = pre_tokenizers.Sequence(pre)
-  cls, sep = special["cls"], special["sep"]
-  tokenizer.post_processor = processors.TemplateProcessing(
-    single=f"{cls} $A:0 {sep}:0",
-    pair=f"{cls}:0 $A:0 {sep}:0 $B:1 {sep}:1",
-    special_tokens=[(cls, ids[cls]), (sep, ids[sep])],
-  )
   tokenizer.decoder = decoders.Metaspace(
     replacement=SPACE, prepend_scheme="always" if model["add_dummy_prefix"] else "never"
   )
-  tokenizer.add_special_tokens(
-    [
-      tokenizers.AddedToken(
-        piece, single_word=False, lstrip=False, rstrip=False, normalized=False, special=True
-      )
-      for piece in sorted(set(special.values()), key=ids.get)
-    ]
+  return hf_tokenizer.with_specials(
+    tokenizer, special["cls"], special["sep"], ids, set(special.values())
   )
-  return tokenizer
 
 
 def special_tokens(proto, source="<proto>"):

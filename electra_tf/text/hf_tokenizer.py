@@ -1,42 +1,21 @@
 """`tokenizer.json` (Hugging Face `tokenizers`) that reproduces electra_tf's ids.
 
-The pipeline is built from the `tokenizers` library's own objects
-(`Tokenizer`, `models.WordPiece`, a `normalizers.Sequence`, a
-`pre_tokenizers.Sequence`, `processors.TemplateProcessing`,
-`decoders.WordPiece`), so every regex is compiled, and the file validated,
-before it is written; no torch is needed.
+transformers' own BERT pipeline differs from the original's `BasicTokenizer`
+(Rust's Unicode tables, no Greek final sigma, `[MASK]` matched in raw text, a
+100-character word limit), so this module spells the pipeline out in simpler
+`tokenizers` steps, every character class computed from Python's
+`unicodedata`; only `Lowercase` and `NFD` are left to Rust, and the tests
+check every code point against the installed `tokenizers`:
 
-transformers' own BERT pipeline (`BertNormalizer` + `BertPreTokenizer`)
-differs from the original's `BasicTokenizer`: its character classes are
-Rust's Unicode tables, not Python's, it has no Greek final sigma, it matches
-`[MASK]` etc. in raw text, and transformers' BERT class cuts words at 100
-characters, not 200. This module therefore spells the pipeline out as a
-sequence of simpler steps, every character class computed from Python's
-`unicodedata` (the database electra_tf's tokenizer uses). Only case mapping (`Lowercase`) and
-canonical decomposition (`NFD`) are left to Rust: they run after step 1, so
-only on characters Python's database knows, and for those Rust's tables agree
-(a decomposition never changes once assigned; the few that `tokenizers`' NFD
-table is too old for are written out). The tests check every code point
-against the installed `tokenizers`.
-
-1. drop NUL, U+FFFD and Unicode C* except tab/newline/CR (this removes every
-   code point Python's database does not know, so no later step sees one);
+1. drop NUL, U+FFFD and Unicode C* except tab/newline/CR;
 2. map the original's whitespace (and `str.isspace`) to " ";
-3. lower-casing only: a capital sigma that Python's `str.lower` makes final
-   becomes "ς" (one regex with `\\K` and a look-ahead), then `Lowercase`;
-4. accent stripping only: `NFD` (after writing out the decompositions it
-   lacks), then drop category Mn. NFD's canonical
-   reordering, which the original (per token) and electra_tf (per character)
-   never apply to the marks that survive, is blocked by a private-use
-   placeholder (all private-use characters were dropped in step 1) inserted
-   after every character whose decomposition holds a non-Mn combining mark,
-   and removed with the Mn marks;
-5. split on " ", isolate punctuation (including the ASCII symbol ranges) and
-   CJK ideographs;
+3. lower-casing only: a capital sigma `str.lower` makes final becomes "ς",
+   then `Lowercase`;
+4. accent stripping only: `NFD`, then drop category Mn (a private-use guard
+   after each character whose decomposition holds a non-Mn mark blocks NFD's
+   reordering, which the original never applies);
+5. split on " ", isolate punctuation and CJK ideographs;
 6. WordPiece with the original's 200-character limit.
-
-transformers must not match `[MASK]` etc. in raw text either (the original
-splits them), which `split_special_tokens` in `tokenizer_config.json` says.
 """
 
 import functools
@@ -58,26 +37,18 @@ _MAX_CODE_POINT = 0x110000
 _SURROGATES = range(0xD800, 0xE000)
 _CAPITAL_SIGMA = "\u03a3"
 _FINAL_SIGMA = "\u03c2"
-# Private use, so dropped from the input in step 1; marks where NFD must not
-# reorder.
+# Private use, so dropped in step 1; marks where NFD must not reorder.
 _REORDER_GUARD = "\ue000"
 
 
-# Canonical decompositions that `tokenizers`' NFD table (the crate
-# unicode-normalization-alignments, older than Unicode 13) lacks; each is
-# written out as a replacement. Any other decomposition Python knows, Rust
-# knows too (decompositions never change once assigned).
+# Canonical decompositions `tokenizers`' NFD table (older than Unicode 13)
+# lacks, written out as replacements.
 _DECOMPOSITIONS_RUST_LACKS = (0x11938,)
 
 
 def _is_dropped(char):
   cp = ord(char)
   return cp == 0 or cp == 0xFFFD or wordpiece._is_control(char)
-
-
-def _stripped(text):
-  """NFD without the Mn marks (the original's accent stripping)."""
-  return "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn")
 
 
 def _holds_kept_mark(char):
@@ -88,20 +59,15 @@ def _holds_kept_mark(char):
 
 @functools.lru_cache(maxsize=1)
 def _char_lists():
-  """Every character class the pipeline needs, in one pass over Unicode.
-
-  The sigma classes are probed through `str.lower` itself: a character is
-  "cased" if a sigma right after it (and after a space) becomes final,
-  "ignorable" if it is skipped between a cased letter and a sigma.
-  """
+  """Every character class the pipeline needs, in one pass over Unicode (the
+  sigma classes probed through `str.lower` itself)."""
   names = ("dropped", "space", "cased", "ignorable", "kept_mark", "mn_or_guard", "split")
   lists = {name: [] for name in names}
   for cp in range(_MAX_CODE_POINT):
     if cp in _SURROGATES:
       continue
     char = chr(cp)
-    # The sigma classes include the dropped characters: SentencePiece
-    # vocabs lower-case text that still holds them.
+    # Dropped characters too: SentencePiece vocabs lower-case text holding them.
     if (" " + char + _CAPITAL_SIGMA).lower()[-1] == _FINAL_SIGMA:
       lists["cased"].append(char)
     elif ("A" + char + _CAPITAL_SIGMA).lower()[-1] == _FINAL_SIGMA:
@@ -159,7 +125,7 @@ def normalizer(do_lower_case, strip_accents):
       for cp in _DECOMPOSITIONS_RUST_LACKS:
         char = chr(cp)
         if unicodedata.decomposition(char) and not _is_dropped(char):
-          steps.append(_replace(char_class(char), _stripped(char)))
+          steps.append(_replace(char_class(char), wordpiece._run_strip_accents(char)))
       steps += [normalizers.NFD(), _replace(c["mn_or_guard"], "")]
   return normalizers.Sequence(steps)
 
@@ -178,9 +144,7 @@ def wordpiece_vocab(tokens):
   """{token: id} as electra_tf reads a vocab: stripped lines, a duplicate keeps
   its last id; the empty token and pieces over electra_tf's byte limit are
   never produced."""
-  vocab = {}
-  for index, token in enumerate(tokens):
-    vocab[token.strip()] = index
+  vocab = {token.strip(): index for index, token in enumerate(tokens)}
   return {token: index for token, index in vocab.items() if token and fits_piece_limit(token)}
 
 
@@ -209,18 +173,25 @@ def build_tokenizer(tokens, do_lower_case, strip_accents, max_input_chars_per_wo
   )
   tokenizer.normalizer = normalizer(do_lower_case, do_lower_case and strip_accents)
   tokenizer.pre_tokenizer = pre_tokenizer()
-  tokenizer.post_processor = processors.TemplateProcessing(
-    single="[CLS] $A:0 [SEP]:0",
-    pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
-    special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
-  )
   tokenizer.decoder = decoders.WordPiece(prefix="##", cleanup=True)
+  specials = [t for t in SPECIAL_TOKENS if t in vocab]
+  return with_specials(tokenizer, "[CLS]", "[SEP]", vocab, specials)
+
+
+def with_specials(tokenizer, cls, sep, ids, specials):
+  """`tokenizer` with the `[CLS] A [SEP] (B [SEP])` template and `specials`
+  added as special, never normalised, tokens (`ids`: token -> id)."""
+  tokenizer.post_processor = processors.TemplateProcessing(
+    single=f"{cls} $A:0 {sep}:0",
+    pair=f"{cls}:0 $A:0 {sep}:0 $B:1 {sep}:1",
+    special_tokens=[(cls, ids[cls]), (sep, ids[sep])],
+  )
   tokenizer.add_special_tokens(
     [
       tokenizers.AddedToken(
         token, single_word=False, lstrip=False, rstrip=False, normalized=False, special=True
       )
-      for token in sorted((t for t in SPECIAL_TOKENS if t in vocab), key=vocab.get)
+      for token in sorted(specials, key=ids.get)
     ]
   )
   return tokenizer

@@ -1,11 +1,8 @@
 """In-graph SentencePiece tokenizer (tensorflow-text), beside the WordPiece `ElectraTokenizer`.
 
-The text goes to the SentencePiece model untouched: no BERT basic
-tokenisation (no punctuation or CJK splitting, no control-character
-cleaning), as SentencePiece expects; the model applies its own normaliser.
-Lower-casing and accent stripping happen first only where the vocab was built
-with them (`electra_tf.text.vocab.vocab_settings`, the `<model>.json` beside
-the model), so the builder, pre-training and serving tokenise alike.
+The text goes to the model untouched (no BERT basic tokenisation), but
+lower-cased and stripped of accents where the vocab was built so
+(`electra_tf.text.vocab.vocab_settings`).
 """
 
 import base64
@@ -16,7 +13,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from electra_tf.text.packing import pack_segments
+from electra_tf.text.packing import TokenizerLayer
 from electra_tf.text.vocab import SENTENCEPIECE
 from electra_tf.text.vocab import check_special_tokens
 from electra_tf.text.vocab import load_vocab
@@ -35,8 +32,7 @@ def _proto_bytes(proto):
 
 def normalize_text(inputs, do_lower_case, strip_accents):
   """What a SentencePiece model sees of strings [B]: lower-cased (Unicode)
-  and without combining marks (NFD, marks dropped, NFC) where asked; else
-  unchanged. The vocab builder trains the model on the same text.
+  and without combining marks (NFD, marks dropped, NFC) where asked.
 
   Example:
   >>> normalize_text(tf.constant(["Köln ÉLAN"]), True, True).numpy().tolist()
@@ -57,10 +53,8 @@ def normalize_text(inputs, do_lower_case, strip_accents):
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
-class SentencePieceTokenizer(keras.layers.Layer):
-  """Strings → SentencePiece ids, with `ElectraTokenizer`'s surface (call,
-  `pack`, the special ids `pad_id unk_id cls_id sep_id mask_id`, `vocab`,
-  `vocab_size`).
+class SentencePieceTokenizer(TokenizerLayer):
+  """Strings → SentencePiece ids, with `ElectraTokenizer`'s surface.
 
   Args:
     model_file: path of the SentencePiece model (`.model`). Either this or
@@ -68,8 +62,7 @@ class SentencePieceTokenizer(keras.layers.Layer):
     proto: the model's bytes (or their base64 text, as `get_config` gives).
     do_lower_case: lower-case (Unicode) before the model; None: as the
       model's settings file says (off without one).
-    strip_accents: drop combining marks (NFD, then NFC again) before the
-      model; None: as the settings file says (off without one).
+    strip_accents: drop combining marks before the model; None: likewise.
     **kwargs: standard Keras layer arguments.
 
   Call arguments:
@@ -112,7 +105,6 @@ class SentencePieceTokenizer(keras.layers.Layer):
     check_special_tokens(vocab, source)
     self.model_file = model_file
     self.proto = None if proto is None else _proto_bytes(proto)
-    # The model's bytes however it was given (exports and presets carry them).
     self.model_bytes = bytes(vocab.proto)
     self.do_lower_case = bool(settings["do_lower_case"] if do_lower_case is None else do_lower_case)
     self.strip_accents = bool(settings["strip_accents"] if strip_accents is None else strip_accents)
@@ -135,31 +127,15 @@ class SentencePieceTokenizer(keras.layers.Layer):
     """What the model sees (`normalize_text` with this tokenizer's settings)."""
     return normalize_text(inputs, self.do_lower_case, self.strip_accents)
 
-  def __call__(self, inputs, *args, **kwargs):
-    # Keras layers take only tensors positionally; texts in a Python list
-    # (as the task models' `predict` takes them) are made one here.
-    if isinstance(inputs, (list, tuple, str, bytes)):
-      inputs = tf.convert_to_tensor(inputs, tf.string)
-    return super().__call__(inputs, *args, **kwargs)
-
-  def call(self, inputs):
-    inputs = tf.convert_to_tensor(inputs, tf.string)
-    scalar = inputs.shape.rank == 0
-    if scalar:
-      inputs = tf.expand_dims(inputs, 0)
-    ids = self._sentencepiece.tokenize(self.normalize(inputs))
-    ids = ids.with_row_splits_dtype(tf.int64)
-    return ids[0] if scalar else ids
+  def _tokenize_batch(self, inputs):
+    return self._sentencepiece.tokenize(self.normalize(inputs)).with_row_splits_dtype(tf.int64)
 
   def tokenize_with_offsets(self, texts):
-    """Each text's ids with the characters each piece stands for (eager, Python).
+    """Each text's ids (`call`'s) with the characters each piece stands for (eager).
 
-    The ids are `call`'s. A piece's span is `(start, end)`, Python string
-    offsets into the text as given (before any lower-casing or accent
-    stripping), without the whitespace its `▁` stands for: `text[start:end]`
-    is the piece's own text, exactly as written (case, accents, width kept).
-    A piece that is only `▁` (e.g. before a Japanese word the model has no
-    `▁word` piece for) has an empty span where the next character starts.
+    A piece's span `(start, end)` indexes the text as given, without the
+    whitespace its `▁` stands for: `text[start:end]` is the piece's own text
+    as written. A piece that is only `▁` has an empty span.
 
     Args:
       texts: a list of `str`.
@@ -202,9 +178,8 @@ class SentencePieceTokenizer(keras.layers.Layer):
     return out
 
   def _origins(self, text, seen):
-    """For each character position of `seen` (`text` normalised) and its
-    end, the position in `text` it comes from; a character the normalising
-    dropped (a combining mark) joins the one before it."""
+    """For each position of `seen` (`text` normalised) and its end, the
+    position in `text` it comes from."""
     if seen == text:
       return list(range(len(text) + 1))
     # Normalised one character at a time, each output character knows its origin.
@@ -225,17 +200,6 @@ class SentencePieceTokenizer(keras.layers.Layer):
   def detokenize(self, ids):
     """Ids (ragged [B, None]) back to strings [B] (the normalised text)."""
     return self._sentencepiece.detokenize(ids)
-
-  def pack(self, segment_a, segment_b=None, max_seq_length=128):
-    """`[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]`, padded to `max_seq_length`,
-    truncated as `ElectraTokenizer.pack` (the original's `_truncate_seq_pair`).
-
-    Returns:
-      dict of int32 [B, S] tensors `input_ids`, `input_mask`, `segment_ids`.
-    """
-    return pack_segments(
-      segment_a, segment_b, max_seq_length, self.cls_id, self.sep_id, self.pad_id
-    )
 
   def get_config(self):
     config = super().get_config()

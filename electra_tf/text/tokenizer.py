@@ -1,35 +1,11 @@
 """In-graph WordPiece tokenizer with the original's exact behaviour (`model/tokenization.py`).
 
-tensorflow-text's `BertTokenizer` differs from the original in several places
-(its own Unicode version and punctuation/whitespace/control classes, no
-200-character rule, byte-based word limit, accent stripping tied to NFD of the
-whole string, no Greek final sigma...). This layer therefore does the whole
-`BasicTokenizer` itself, with tables computed at construction from Python's
-`unicodedata` (the same database the original uses), and only hands the
-finished words to `text.FastWordpieceTokenizer`:
-
-1. decode UTF-8 (invalid bytes become U+FFFD, which step 3 drops, i.e. they
-   are ignored as in `convert_to_unicode`);
-2. Greek capital sigma: decide per occurrence whether Python's `str.lower`
-   would give the final form (the only context-dependent lower-casing);
-3. replace every code point by its image under "clean text → space out CJK
-   ideographs → lower-case → strip accents → space out punctuation" from a
-   precomputed per-code-point table (all those steps act per character);
-4. split on spaces, turn words longer than `max_input_chars_per_word`
-   characters into `[UNK]`, and run greedy longest-match-first WordPiece.
-
-Known, documented gap: NFD's canonical reordering of combining marks is not
-applied. After accent stripping it could only reorder two adjacent non-Mn
-marks with different non-zero combining classes (25 code points exist, e.g.
-musical-symbol combining flags); Mn marks are dropped anyway.
-
-Example:
-
-```python
-tokenizer = ElectraTokenizer(vocab_file="vocab.txt")
-ids = tokenizer(tf.constant(["Héllo, world!", "second line"]))  # ragged int32
-packed = tokenizer.pack(ids, max_seq_length=128)
-```
+tensorflow-text's `BertTokenizer` differs from the original in many places
+(Unicode classes, no 200-character rule, no Greek final sigma...), so this
+layer does the whole `BasicTokenizer` itself, through per-code-point tables
+computed from Python's `unicodedata`, and only hands the finished words to
+`text.FastWordpieceTokenizer`. Known gap: NFD's canonical reordering of the
+non-Mn combining marks that survive accent stripping is not applied.
 """
 
 import functools
@@ -43,7 +19,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from electra_tf.text import wordpiece as tokenization
-from electra_tf.text.packing import pack_segments
+from electra_tf.text.packing import TokenizerLayer
 from electra_tf.text.vocab import SentencePieceVocab
 from electra_tf.text.vocab import check_special_tokens
 from electra_tf.text.vocab import load_vocab
@@ -95,9 +71,7 @@ def _char_image(char, do_lower_case, strip_accents):
       out.append(ord(c))
   if tokenization._is_chinese_char(cp):
     out = [_SPACE] + out + [_SPACE]
-  if out == [cp]:
-    return None
-  return out
+  return None if out == [cp] else out
 
 
 _TABLES_FORMAT = 1
@@ -133,12 +107,9 @@ def _build_tables(do_lower_case, strip_accents):
 
 
 def _compute_tables(do_lower_case, strip_accents):
-  """Per-code-point tables (two-level compressed) for the given mode.
-
-  Returns a dict of numpy arrays: `image_index/image_blocks` (−1 = unchanged,
-  else a row of `image_values` delimited by `image_splits`) and
-  `sigma_index/sigma_blocks` (final-sigma context class).
-  """
+  """Two-level compressed per-code-point tables: `image_index/image_blocks`
+  (−1 = unchanged, else a row of `image_values` split by `image_splits`) and
+  `sigma_index/sigma_blocks` (final-sigma context class)."""
   image_code = np.full([_MAX_CODE_POINT], -1, np.int32)
   sigma_class = np.zeros([_MAX_CODE_POINT], np.int32)
   values, splits = [], [0]
@@ -175,14 +146,13 @@ def _lookup(index, blocks, cps):
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
-class ElectraTokenizer(keras.layers.Layer):
+class ElectraTokenizer(TokenizerLayer):
   """Strings → WordPiece ids, identical to the original `FullTokenizer`.
 
   Args:
-    vocab_file: path of the WordPiece vocab (`model/tokenization.py:load_vocab`). Either this or
-      `vocabulary` must be given.
-    vocabulary: the vocab as a list of tokens (id = position), instead of a
-      file.
+    vocab_file: path of the WordPiece vocab. Either this or `vocabulary`
+      must be given.
+    vocabulary: the vocab as a list of tokens (id = position).
     do_lower_case: lower-case the text.
     strip_accents: strip accents (only effective when lower-casing, a quirk
       of the original kept on purpose; docs/differences.md).
@@ -246,9 +216,8 @@ class ElectraTokenizer(keras.layers.Layer):
     self.vocab_size = len(tokens)
     self._id_tokens = tokens
 
-    # Ids are line numbers; an id whose token is shadowed by a later duplicate,
-    # or is the empty token, must never be produced: give it a token that no
-    # normalised word can contain (U+FFFF is a noncharacter, dropped in step 3).
+    # An id whose token is empty or shadowed by a later duplicate must never
+    # be produced: it gets a token no normalised word holds (U+FFFF is dropped).
     wordpiece_vocab = []
     for index, token in enumerate(tokens):
       if token is None or token == "" or vocab.get(token) != index:
@@ -263,24 +232,20 @@ class ElectraTokenizer(keras.layers.Layer):
         wordpiece_vocab.append(f"\uffff{index}")
       else:
         wordpiece_vocab.append(token)
-    self._wordpiece = tf_text.FastWordpieceTokenizer(
+    fast_wordpiece = functools.partial(
+      tf_text.FastWordpieceTokenizer,
       vocab=wordpiece_vocab,
       suffix_indicator="##",
-      # The original's limit counts characters; ours is applied separately,
-      # so the byte limit must never bite first (4 bytes per character).
-      max_bytes_per_word=4 * self.max_input_chars_per_word + 8,
       token_out_type=tf.int32,
       unknown_token="[UNK]",
-      no_pretokenization=True,
     )
-
-    self._ascii_wordpiece = tf_text.FastWordpieceTokenizer(
-      vocab=wordpiece_vocab,
-      suffix_indicator="##",
-      max_bytes_per_word=self.max_input_chars_per_word,
-      token_out_type=tf.int32,
-      unknown_token="[UNK]",
-      no_pretokenization=False,
+    # The original's limit counts characters; ours is applied separately, so
+    # the byte limit must never bite first (4 bytes per character).
+    self._wordpiece = fast_wordpiece(
+      max_bytes_per_word=4 * self.max_input_chars_per_word + 8, no_pretokenization=True
+    )
+    self._ascii_wordpiece = fast_wordpiece(
+      max_bytes_per_word=self.max_input_chars_per_word, no_pretokenization=False
     )
 
     tables = _build_tables(self.do_lower_case, self.do_lower_case and self.strip_accents)
@@ -345,12 +310,8 @@ class ElectraTokenizer(keras.layers.Layer):
     return tf.cond(tf.size(sigma_pos) > 0, fix, lambda: flat)
 
   def _tokenize_ascii(self, strings):
-    """Ids of printable-ASCII strings (tab and CR allowed), on a fast path.
-
-    For such text the `BasicTokenizer` is: ASCII lower-casing, then a split on
-    whitespace and ASCII punctuation, which is exactly FastWordpieceTokenizer's
-    own pre-tokenization; its byte limit equals the character limit.
-    """
+    """Ids of printable-ASCII strings (tab and CR allowed): for them the
+    `BasicTokenizer` is FastWordpieceTokenizer's own pre-tokenization."""
     if self.do_lower_case:
       strings = tf.strings.lower(strings)
     return self._ascii_wordpiece.tokenize(strings)
@@ -364,18 +325,7 @@ class ElectraTokenizer(keras.layers.Layer):
     )
     return self._wordpiece.tokenize(words).merge_dims(1, 2)
 
-  def __call__(self, inputs, *args, **kwargs):
-    # Keras layers take only tensors positionally; texts in a Python list
-    # (as the task models' `predict` takes them) are made one here.
-    if isinstance(inputs, (list, tuple, str, bytes)):
-      inputs = tf.convert_to_tensor(inputs, tf.string)
-    return super().__call__(inputs, *args, **kwargs)
-
-  def call(self, inputs):
-    inputs = tf.convert_to_tensor(inputs, tf.string)
-    scalar = inputs.shape.rank == 0
-    if scalar:
-      inputs = tf.expand_dims(inputs, 0)
+  def _tokenize_batch(self, inputs):
     # Most text is ASCII: it takes the fast path, the rest the tables.
     is_ascii = tf.strings.regex_full_match(inputs, "[\\t\\r\\x20-\\x7e]*")
     index = tf.range(tf.size(inputs))
@@ -387,31 +337,10 @@ class ElectraTokenizer(keras.layers.Layer):
       [ascii_ids.with_row_splits_dtype(tf.int64), other_ids.with_row_splits_dtype(tf.int64)], axis=0
     )
     order = tf.math.invert_permutation(tf.concat([ascii_index, other_index], 0))
-    ids = tf.gather(both, order)
-    return ids[0] if scalar else ids
-
-  def pack(self, segment_a, segment_b=None, max_seq_length=128):
-    """`[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]`, padded to `max_seq_length`.
-
-    Pairs are truncated like the original's `_truncate_seq_pair` (pop from the
-    longer segment, from `b` on ties); single segments keep their first
-    `max_seq_length - 2` ids.
-
-    Args:
-      segment_a: ragged int ids [B, None] (e.g. the output of `call`).
-      segment_b: optional ragged int ids [B, None].
-      max_seq_length: S.
-
-    Returns:
-      dict of int32 [B, S] tensors `input_ids`, `input_mask`, `segment_ids`.
-    """
-    return pack_segments(
-      segment_a, segment_b, max_seq_length, self.cls_id, self.sep_id, self.pad_id
-    )
+    return tf.gather(both, order)
 
   def id_tokens(self):
-    """The vocab's tokens in id order, whether it came as `vocabulary` or as
-    `vocab_file` (what a keras-hub tokenizer of the same vocab is given)."""
+    """The vocab's tokens in id order, however the vocab was given."""
     return list(self._id_tokens)
 
   def get_config(self):

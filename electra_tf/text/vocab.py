@@ -1,17 +1,8 @@
-"""The vocab file, of either kind, recognised by its content:
-
-- a WordPiece `vocab.txt` (one token a line), read exactly as the original
-  reads it (`model/tokenization.py:load_vocab`);
-- a SentencePiece model (`.model`, a serialised `ModelProto`), as
-  `tfrecords_tools.build_vocab --model-type unigram|bpe` writes it.
-
-Whatever a vocab was built with (lower-casing, accent stripping, its special
-tokens, for SentencePiece the character coverage) is recorded beside it in
-`<vocab file>.json` (`vocab_settings`), for both kinds; every reader applies
-it through `resolve_normalisation`, which refuses a contradicting flag. A
-vocab without that file (written before WordPiece vocabs got one) keeps the
-flags' and hparams' defaults.
-"""
+"""The vocab file of either kind, recognised by its content: a WordPiece
+`vocab.txt` (read as `model/tokenization.py:load_vocab` reads it) or a
+SentencePiece model. What a vocab was built with is recorded beside it in
+`<vocab file>.json` (`vocab_settings`); every reader applies it through
+`resolve_normalisation`."""
 
 import collections
 import dataclasses
@@ -30,24 +21,20 @@ from electra_tf.utils.file_io import write_atomic
 REQUIRED_SPECIAL_TOKENS = ("[UNK]", "[CLS]", "[SEP]", "[MASK]")
 WORDPIECE = "wordpiece"
 SENTENCEPIECE = "sentencepiece"
-# The pieces a SentencePiece model needs besides its own unknown piece; a
-# model may name its padding and unknown pieces as it likes (`<pad>`, `<unk>`).
+# A model may name its own padding and unknown pieces as it likes.
 SENTENCEPIECE_SPECIAL_PIECES = {"cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]"}
 SETTINGS_SUFFIX = ".json"
-# The command-line flags that set each normalisation, when on and when off
-# (build_vocab and the pretraining-data builders), for `resolve_normalisation`.
+# The builders' flags for each normalisation, when on and when off.
 NORMALISATION_FLAGS = {
   "do_lower_case": ("--do-lower-case", "--no-lower-case"),
   "strip_accents": ("--do-strip-accents", "--no-strip-accents"),
 }
-# Normalisation when a vocab has no settings file: WordPiece as the original,
-# SentencePiece models see the text as it is.
+# Normalisation when a vocab has no settings file.
 DEFAULT_SETTINGS = {
   WORDPIECE: {"do_lower_case": True, "strip_accents": True},
   SENTENCEPIECE: {"do_lower_case": False, "strip_accents": False},
 }
-# Bytes read to tell the kinds apart: text has neither NUL bytes nor invalid
-# UTF-8, while a model's first pieces carry 4-byte float scores.
+# Bytes read to tell the kinds apart: a model's first pieces carry float scores.
 _SNIFF_BYTES = 4096
 
 
@@ -142,20 +129,17 @@ def vocab_kind(vocab_file):
 
 
 def load_vocab(vocab_file):
-  """Returns an ordered dict token -> id from a vocab file of either kind.
+  """An ordered dict token -> id from a vocab file of either kind.
 
-  WordPiece: a token's id is its 0-based line number; each line is
-  stripped; an empty line is the token "" with its own id; a duplicate token
-  keeps its last id (but still uses up an id). SentencePiece: a
-  `SentencePieceVocab` of the model's pieces in id order.
+  WordPiece: the id is the 0-based line number of the stripped line (an
+  empty line is the token ""; a duplicate keeps its last id, its first line
+  still uses one up). SentencePiece: a `SentencePieceVocab`.
   """
   return _tokens_of(_read(vocab_file), vocab_file)
 
 
 def _wordpiece_lines(data):
-  """The lines of a WordPiece vocab file's bytes, as the original reads
-  them with readline(): only a final empty string (EOF) stops it, so every
-  line, even an empty one, is a token."""
+  """The lines of a WordPiece vocab, as the original's readline() loop reads them."""
   lines = data.decode("utf-8", errors="ignore").split("\n")
   if lines and lines[-1] == "":
     lines.pop()  # the text after the last newline is EOF, not a line
@@ -206,10 +190,9 @@ def special_token_ids(vocab_file):
 def special_ids_of(vocab, vocab_file="<vocab>"):
   """`{"pad": id, "unk": id, "cls": id, "sep": id, "mask": id}`.
 
-  WordPiece: looked up by string, as the original does (it never hard-codes
-  ids); `[PAD]` defaults to 0 when absent (the original never looks it up).
-  SentencePiece: the model's own padding (0 when it has none) and unknown
-  ids, and its `[CLS]`, `[SEP]`, `[MASK]` pieces.
+  WordPiece: looked up by string, as the original does; `[PAD]` is 0 when
+  absent. SentencePiece: the model's own padding (0 when it has none) and
+  unknown ids, and its `[CLS]`, `[SEP]`, `[MASK]` pieces.
 
   Example:
   >>> special_ids_of({"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "[MASK]": 3})["mask"]
@@ -234,15 +217,13 @@ def settings_path(vocab_file):
 
 def vocab_settings(vocab_file, kind=None, size=None):
   """`{"kind", "do_lower_case", "strip_accents"}` the vocab was built with:
-  from its settings file where there is one, else the kind's defaults
-  (WordPiece lower-cases and strips accents, SentencePiece neither).
+  from its settings file where there is one, else the kind's defaults.
 
   Args:
     vocab_file: the vocab, either kind.
     kind: its kind if already known (saves reading it).
-    size: its number of ids if known: a settings file that records
-      another kind or size is another vocab's (left behind when the vocab
-      was replaced), and is refused in one line.
+    size: its number of ids if known: a settings file that records another
+      kind or size is another vocab's, and is refused.
   """
   kind = kind or vocab_kind(vocab_file)
   settings = {"kind": kind, **DEFAULT_SETTINGS[kind]}
@@ -271,20 +252,16 @@ def vocab_settings(vocab_file, kind=None, size=None):
 
 class VocabSettingsConflict(ValueError):
   """A flag or hparam asks for another normalisation than the one a vocab's
-  settings file records (its pieces were learned on text normalised that
-  way); the message is one line naming the flag, the file and its value."""
+  settings file records."""
 
 
 def has_recorded_settings(vocab_file):
-  """Whether `vocab_file` has a settings file beside it (`settings_path`).
-  Vocabs written before WordPiece vocabs got one have none: their
-  normalisation comes from the flags and hparams, as before."""
+  """Whether `vocab_file` has a settings file beside it (`settings_path`)."""
   return bool(vocab_file) and tf.io.gfile.exists(settings_path(vocab_file))
 
 
 def _effective(kind, do_lower_case, strip_accents):
-  # WordPiece strips accents only while lower-casing (the original's quirk),
-  # so a strip_accents value without lower-casing changes nothing.
+  # WordPiece strips accents only while lower-casing (the original's quirk).
   if kind == WORDPIECE:
     return do_lower_case, do_lower_case and strip_accents
   return do_lower_case, strip_accents
@@ -296,11 +273,9 @@ def resolve_normalisation(
   """`(do_lower_case, strip_accents)` to tokenise `vocab_file` with.
 
   None takes what the vocab was built with (`vocab_settings`). A bool is
-  applied when the vocab has no settings file (old vocabs keep today's
-  behaviour), and when it has one, only if it normalises text the same way;
-  otherwise a one-line `VocabSettingsConflict` names the flag (`names`), the
-  settings file and what it says. This is the single check every reader
-  goes through (`auto_tokenizer.tokenizer_for` and the readers' own flags).
+  applied when the vocab has no settings file, and when it has one, only if
+  it normalises text the same way; otherwise a `VocabSettingsConflict`
+  names the flag (`names`), the settings file and what it says.
 
   Args:
     vocab_file: the vocab, either kind.
@@ -344,12 +319,10 @@ def resolve_normalisation(
 
 
 def normalisation_for_hparams(vocab_file, hparams):
-  """`(do_lower_case, strip_accents)` a run tokenises `vocab_file` with when
-  the vocab has a settings file: its settings, which the user's `hparams`
-  (a dict; only the keys the user set) may only agree with (one-line
-  `VocabSettingsConflict` naming the hparam otherwise). None when the vocab
-  is missing, unreadable or has no settings file: the hparams decide, as
-  before.
+  """`(do_lower_case, strip_accents)` of a vocab with a settings file, which
+  the user's `hparams` (a dict of the keys the user set) may only agree with
+  (`VocabSettingsConflict` otherwise). None when the vocab is missing,
+  unreadable or has no settings file: the hparams decide.
 
   Example:
   >>> import pathlib
@@ -358,18 +331,15 @@ def normalisation_for_hparams(vocab_file, hparams):
   >>> normalisation_for_hparams("v.txt", {"learning_rate": 1e-4})
   (False, False)
   """
-  if not vocab_file or not tf.io.gfile.exists(vocab_file):
-    return None
-  if not has_recorded_settings(vocab_file):
+  if not vocab_file or not tf.io.gfile.exists(vocab_file) or not has_recorded_settings(vocab_file):
     return None
   try:
     kind = vocab_kind(vocab_file)
   except ValueError:
     return None  # the run's own checks name the file
-  keys = ("do_lower_case", "strip_accents")
-  names = {k: (f"hparam {k}=true", f"hparam {k}=false") for k in keys}
-  given = {k: hparams.get(k) for k in keys}
-  return resolve_normalisation(vocab_file, given[keys[0]], given[keys[1]], kind, names)
+  names = {k: (f"hparam {k}=true", f"hparam {k}=false") for k in ("do_lower_case", "strip_accents")}
+  lower, strip = hparams.get("do_lower_case"), hparams.get("strip_accents")
+  return resolve_normalisation(vocab_file, lower, strip, kind, names)
 
 
 def write_vocab_settings(vocab_file, settings):
@@ -378,10 +348,8 @@ def write_vocab_settings(vocab_file, settings):
 
 
 def duplicate_token_message(data, vocab_file, what="vocab file"):
-  """None, or one line naming a token a WordPiece vocab file lists twice and
-  both line numbers: the original gives such a token its last id while the
-  first still uses one up, so every later id and `vocab_size` disagree with
-  what the file seems to say."""
+  """None, or one line naming a token a WordPiece vocab file lists twice (the
+  first copy still uses up an id, shifting every later one) and its lines."""
   first_line = {}
   for number, line in enumerate(_wordpiece_lines(data), start=1):
     token = line.strip()
@@ -397,12 +365,7 @@ def duplicate_token_message(data, vocab_file, what="vocab file"):
 
 @dataclasses.dataclass(frozen=True)
 class Vocab:
-  """A vocab file read once, and what every consumer needs of it.
-
-  `Vocab.read(path)` reads the file's bytes and its settings file once;
-  the value is then passed on in place of the path. A WordPiece file that
-  lists a token twice, or a vocab without `[UNK] [CLS] [SEP] [MASK]`, is
-  refused there.
+  """A vocab file read once (`Vocab.read(path)`), passed on in place of its path.
 
   Args:
     path: the file it was read from.
@@ -440,9 +403,9 @@ class Vocab:
 
   @classmethod
   def read(cls, path, what="vocab file"):
-    """Reads `path` (either kind); a one-line ValueError naming the file
-    (as `what`, e.g. a flag) when it is missing, not a vocab, lacks a
-    special token or repeats one."""
+    """Reads `path` (either kind); a ValueError naming the file (as `what`,
+    e.g. a flag) when it is missing, not a vocab, lacks a special token or
+    repeats one."""
     data = _read(path, what)
     tokens = _tokens_of(data, path)
     kind = tokens.kind if isinstance(tokens, SentencePieceVocab) else WORDPIECE
@@ -468,8 +431,7 @@ class Vocab:
 
   @property
   def tokens_sha256(self):
-    """sha256 of the tokens in id order: equal for files that differ only
-    in bytes no reader keeps (CRLF line ends, spaces around a token)."""
+    """sha256 of the tokens in id order (blind to CRLF and stripped spaces)."""
     ordered = sorted(self.tokens, key=self.tokens.get)
     return hashlib.sha256("\n".join(ordered).encode("utf-8")).hexdigest()
 
@@ -490,10 +452,9 @@ class Vocab:
     }
 
   def check_made_with(self, recorded, what):
-    """A one-line ValueError when `recorded` (an artefact's `fingerprint`
-    of the vocab it was made with) is another vocab's than this one: every
-    id would mean another token. `what` names the artefact and how it was
-    made ("the TFRecords in 'dir' were made").
+    """A ValueError when `recorded` (an artefact's `fingerprint` of the
+    vocab it was made with) is another vocab's; `what` names the artefact
+    and how it was made ("the TFRecords in 'dir' were made").
 
     Example:
     >>> import pathlib
@@ -511,9 +472,8 @@ class Vocab:
     )
 
   def _same_tokens(self, recorded):
-    """Whether `recorded` is of a file with these tokens in this order (by
-    its `tokens_sha256`, or for artefacts made before it was recorded, by
-    the recorded file when it is still there unchanged)."""
+    """Whether `recorded` has these tokens in this order (by `tokens_sha256`,
+    or else by the recorded file when it is still there unchanged)."""
     if "tokens_sha256" in recorded:
       return recorded["tokens_sha256"] == self.tokens_sha256
     path = recorded.get("file")
@@ -526,8 +486,7 @@ class Vocab:
     return other.sha256 == recorded.get("sha256") and other.tokens_sha256 == self.tokens_sha256
 
   def check_size(self, vocab_size, what="hparam"):
-    """A one-line ValueError naming the file when `vocab_size` is not its
-    number of ids (`check_vocab_file`)."""
+    """A ValueError naming the file when `vocab_size` is not its number of ids."""
     if int(vocab_size) != self.size:
       raise ValueError(
         f"{what} vocab_size={vocab_size} but vocab file {self.path!r} has {self.size} "
@@ -537,13 +496,8 @@ class Vocab:
 
 def check_vocab_file(vocab_file, vocab_size, what="hparam"):
   """Checks that `vocab_file` exists, holds the special tokens, lists no
-  token twice and has exactly `vocab_size` ids (its line count, or a
-  SentencePiece model's piece count); returns its `Vocab`, or raises a
-  one-line ValueError naming the file and the setting.
-
-  A vocab_size larger than the file leaves embedding rows no token ever
-  uses; a smaller one makes ids out of range. The released checkpoints'
-  30,522 matches the released vocab.txt.
+  token twice and has exactly `vocab_size` ids; returns its `Vocab`, or
+  raises a ValueError naming the file and the setting.
 
   Args:
     vocab_file: the WordPiece vocab.txt or SentencePiece model path.
@@ -580,19 +534,16 @@ def train_sentencepiece(
 ):
   """Trains a SentencePiece model on `sentences`; returns its bytes.
 
-  The model's first ids are `[PAD]`=0, `[UNK]`=1, `[CLS]`=2, `[SEP]`=3,
-  `[MASK]`=4, and it has no BOS/EOS pieces. `[CLS]`, `[SEP]` and `[MASK]`
-  are control symbols: produced only by id, never from text, so a corpus
-  line that spells "[MASK]" stays text (as with WordPiece). `vocab_size` is
-  an upper bound: a small corpus can give fewer pieces.
+  The first ids are `[PAD] [UNK] [CLS] [SEP] [MASK]`, no BOS/EOS; the last
+  three are control symbols (never produced from text). `vocab_size` is an
+  upper bound: a small corpus can give fewer pieces.
 
   Args:
     sentences: an iterable of str, one sentence or line each.
     vocab_size: the most pieces, the five special ones included.
     model_type: "unigram" or "bpe".
     character_coverage: share of the characters the pieces cover (the rest
-      become `[UNK]`); SentencePiece's default suits scripts with many
-      characters, 1.0 suits small alphabets.
+      become `[UNK]`); 1.0 suits small alphabets.
     input_sentence_size: train on a sample of this many sentences (0: all).
 
   Example:
@@ -607,8 +558,8 @@ def train_sentencepiece(
   interrupted = []
 
   def sentences_watched():
-    # The trainer turns an exception raised by its iterator, Ctrl-C
-    # included, into a RuntimeError; remember a Ctrl-C to raise it as one.
+    # The trainer turns the iterator's exceptions, Ctrl-C included, into a
+    # RuntimeError: remember a Ctrl-C to raise it again.
     try:
       yield from sentences
     except KeyboardInterrupt as e:  # SIGTERM's `interrupts.Stopped` too

@@ -1,19 +1,6 @@
-"""The original's WordPiece tokenizer in pure Python (`model/tokenization.py`).
-
-This is the reference that the fast in-graph `ElectraTokenizer` is tested
-against, and the featuriser used by fine-tuning. It follows the original step by
-step: clean the text, space out CJK ideographs, split on whitespace,
-lower-case (and only then, optionally, strip accents), split off punctuation,
-then greedy longest-match-first WordPiece with a 200-character `[UNK]` rule.
-
-Example:
-
-```python
-tokenizer = FullTokenizer("vocab.txt", do_lower_case=True)
-tokens = tokenizer.tokenize("Héllo, WORLD!")  # ["hello", ",", "world", "!"]
-ids = tokenizer.convert_tokens_to_ids(tokens)
-```
-"""
+"""The original's WordPiece tokenizer in pure Python (`model/tokenization.py`):
+the reference the in-graph `ElectraTokenizer` is tested against, and the
+featuriser fine-tuning uses."""
 
 import unicodedata
 
@@ -48,39 +35,14 @@ def convert_to_unicode(text):
   raise ValueError(f"Unsupported string type: {type(text)}")
 
 
-def whitespace_tokenize(text):
-  """`strip()` then `split()`: Python's notion of whitespace."""
-  text = text.strip()
-  if not text:
-    return []
-  return text.split()
-
-
-def convert_by_vocab(vocab, items):
-  """Maps each item through `vocab`; a missing item raises KeyError."""
-  return [vocab[item] for item in items]
-
-
-def convert_tokens_to_ids(vocab, tokens):
-  return convert_by_vocab(vocab, tokens)
-
-
-def convert_ids_to_tokens(inv_vocab, ids):
-  return convert_by_vocab(inv_vocab, ids)
-
-
 def _is_whitespace(char):
   """Space, tab, newline, carriage return or Unicode category Zs."""
-  if char in (" ", "\t", "\n", "\r"):
-    return True
-  return unicodedata.category(char) == "Zs"
+  return char in (" ", "\t", "\n", "\r") or unicodedata.category(char) == "Zs"
 
 
 def _is_control(char):
   """Unicode category C* except tab, newline and carriage return."""
-  if char in ("\t", "\n", "\r"):
-    return False
-  return unicodedata.category(char).startswith("C")
+  return char not in ("\t", "\n", "\r") and unicodedata.category(char).startswith("C")
 
 
 def _is_punctuation(char):
@@ -149,7 +111,7 @@ class BasicTokenizer:
   Args:
     do_lower_case: lower-case every token.
     strip_accents: NFD + drop category Mn; only applied when `do_lower_case`
-      is also true (`model/tokenization.py:BasicTokenizer`, a quirk of the original, see docs/differences.md).
+      is also true (a quirk of the original, see docs/differences.md).
 
   Example:
 
@@ -162,28 +124,16 @@ class BasicTokenizer:
     self.strip_accents = strip_accents
 
   def tokenize(self, text):
-    text = convert_to_unicode(text)
-    text = self._clean_text(text)
-    text = self._tokenize_chinese_chars(text)
+    text = _tokenize_chinese_chars(_clean_text(convert_to_unicode(text)))
     split_tokens = []
-    for token in whitespace_tokenize(text):
+    # str.split() splits on Python's whitespace, as the original's whitespace_tokenize.
+    for token in text.split():
       if self.do_lower_case:
         token = token.lower()
         if self.strip_accents:
-          token = self._run_strip_accents(token)
-      split_tokens.extend(self._run_split_on_punc(token))
-    return whitespace_tokenize(" ".join(split_tokens))
-
-  # The helpers are exposed as methods too, as in the original, so that the
-  # tagging featuriser can call them one by one.
-  _clean_text = staticmethod(_clean_text)
-  _tokenize_chinese_chars = staticmethod(_tokenize_chinese_chars)
-  _run_strip_accents = staticmethod(_run_strip_accents)
-  _run_split_on_punc = staticmethod(_run_split_on_punc)
-
-  @staticmethod
-  def _is_chinese_char(cp):
-    return _is_chinese_char(cp)
+          token = _run_strip_accents(token)
+      split_tokens.extend(_run_split_on_punc(token))
+    return " ".join(split_tokens).split()
 
 
 class WordpieceTokenizer:
@@ -208,7 +158,7 @@ class WordpieceTokenizer:
   def tokenize(self, text):
     text = convert_to_unicode(text)
     output_tokens = []
-    for token in whitespace_tokenize(text):
+    for token in text.split():
       if len(token) > self.max_input_chars_per_word:
         output_tokens.append(self.unk_token)
         continue
@@ -239,8 +189,7 @@ class FullTokenizer:
   """BasicTokenizer followed by WordpieceTokenizer, with id conversion.
 
   Args:
-    vocab_file: WordPiece vocab, one token per line (`model/tokenization.py:load_vocab`),
-      or its `vocab.Vocab` already read.
+    vocab_file: WordPiece vocab, one token per line, or its `vocab.Vocab`.
     do_lower_case: lower-case the text.
     strip_accents: strip accents (only when lower-casing).
 
@@ -250,10 +199,8 @@ class FullTokenizer:
   """
 
   def __init__(self, vocab_file, do_lower_case=True, strip_accents=True):
-    # A `Vocab` already read gives its tokens; a path is read here.
     self.vocab = vocab_file.tokens if isinstance(vocab_file, Vocab) else load_vocab(vocab_file)
     if isinstance(self.vocab, SentencePieceVocab):
-      # Running WordPiece over a model's pieces would give wrong ids silently.
       raise ValueError(
         f"vocab file {vocab_file!r} is a SentencePiece model; this step needs a WordPiece "
         "vocab.txt (SentencePiece vocabularies are not supported here yet)"
@@ -271,7 +218,7 @@ class FullTokenizer:
     return split_tokens
 
   def convert_tokens_to_ids(self, tokens):
-    return convert_by_vocab(self.vocab, tokens)
+    return [self.vocab[token] for token in tokens]
 
   def convert_ids_to_tokens(self, ids):
-    return convert_by_vocab(self.inv_vocab, ids)
+    return [self.inv_vocab[i] for i in ids]
