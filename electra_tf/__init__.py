@@ -15,8 +15,7 @@ _VERBOSE_IMPORT = "ELECTRA_TF_VERBOSE_IMPORT"
 
 
 def _interrupted(error):
-  """Whether `error` is Ctrl-C, or an error TensorFlow raised in its place
-  (a KeyboardInterrupt in a C++ call comes back wrapped)."""
+  """Whether `error` is Ctrl-C, or wraps one (from a C++ call)."""
   while error is not None:
     if isinstance(error, KeyboardInterrupt):
       return True
@@ -26,8 +25,7 @@ def _interrupted(error):
 
 def _import_failed_in_one_line(error, what="TensorFlow"):
   """A `python -m` command whose import of `what` failed: one line naming
-  the error and the likely cause (after what TensorFlow printed), exit
-  status 1 (the traceback: with `ELECTRA_TF_VERBOSE_IMPORT=1`)."""
+  the error and the likely cause, exit status 1."""
   text = f"{type(error).__name__}: {(str(error).splitlines() or [''])[0]}"
   lowered = text.lower()
   if isinstance(error, MemoryError) or "map segment" in lowered or "cannot allocate" in lowered:
@@ -46,14 +44,10 @@ def _import_failed_in_one_line(error, what="TensorFlow"):
 
 
 def _quiet_tensorflow_start_up():
-  """For `python -m electra_tf.<tool>` / `tfrecords_tools.<tool>` runs: hide
-  TensorFlow's C++ start-up lines (CUDA probes and cuInit errors on machines
-  without a GPU, oneDNN notices), which are printed before its logging is set
-  up and so ignore `TF_CPP_MIN_LOG_LEVEL`. A user who set
-  `TF_CPP_MIN_LOG_LEVEL` or `ELECTRA_TF_VERBOSE_IMPORT=1` sees everything;
-  imported as a library, nothing changes. What TensorFlow writes to fd 2
-  while it is imported goes to a temporary file, dropped when the import
-  succeeds and written to the real stderr when it raises."""
+  """For `python -m` runs: hide TensorFlow's C++ start-up lines (CUDA probes,
+  oneDNN notices), printed before `TF_CPP_MIN_LOG_LEVEL` applies, unless the
+  user set it or `ELECTRA_TF_VERBOSE_IMPORT=1`. What TensorFlow writes to fd 2
+  while it is imported goes to a temporary file, shown only if it raises."""
   # A process that a quieted tool spawns (the builder's job processes)
   # inherits the marker and is quieted too.
   spawned_by_quiet_tool = _os.environ.get(_QUIET_MARKER) == "1"
@@ -92,13 +86,9 @@ def _quiet_tensorflow_start_up():
 
 
 def _stops_in_one_line():
-  """For `python -m` runs: a Ctrl-C that no command caught (while TensorFlow
-  is imported, or in a command with nothing to save) ends with one line and
-  exit status 130 instead of a traceback; so do SIGTERM and SIGHUP while
-  this package is imported (143, 129; after that their default applies
-  until a command installs its own handling). Commands with work to save or
-  partial output to remove catch them themselves first. Returns the signals
-  given a handler here."""
+  """For `python -m` runs: an uncaught Ctrl-C ends with one line and exit
+  status 130 instead of a traceback; so do SIGTERM and SIGHUP while this
+  package is imported (143, 129). Returns the signals given a handler here."""
   if _sys.argv[:1] != ["-m"]:
     return ()
   previous = _sys.excepthook
@@ -132,9 +122,8 @@ def _stops_in_one_line():
 
 
 def _keras_setting_problem():
-  """What in the environment keeps Keras from running on TensorFlow, or
-  None: another backend (`KERAS_BACKEND`, else `keras.json`'s "backend"),
-  or `TF_USE_LEGACY_KERAS` (tf.keras 2 in place of Keras 3)."""
+  """What in the environment keeps Keras from running on TensorFlow (another
+  backend, or `TF_USE_LEGACY_KERAS`), or None."""
   if "keras" in _sys.modules:
     return None  # the user's own Keras, already set up: theirs to choose
   legacy = _os.environ.get("TF_USE_LEGACY_KERAS", "").strip().lower()

@@ -1,8 +1,7 @@
 """Raw text → pre-training TFRecords: `python -m electra_tf.build_pretraining_dataset`.
 
-Accepts the original's flags with their spellings (`build_pretraining_dataset.py` flags), plus `--seed`,
-`--num-out-files`, `--overwrite`, a TFDS source and `--runner` (Apache Beam, with
-Beam's own pipeline options passed through). Unlike the original,
+Accepts the original's flags, plus `--seed`, `--num-out-files`, `--overwrite`,
+a TFDS source and `--runner` (Apache Beam). Unlike the original,
 `--blanks-separate-docs false` means false, and the output directory is never
 deleted. The work is done by `tfrecords_tools.text_corpus`.
 
@@ -82,8 +81,7 @@ def make_parser():
   parser.add_argument(
     "--no-strip-accents", dest="strip_accents", action="store_false", help="Don't strip accents."
   )
-  # Unset: as the vocab was built (its <vocab>.json, else WordPiece: on, SentencePiece: off);
-  # a flag that contradicts that file is refused.
+  # Unset: as the vocab was built; a flag that contradicts its <vocab>.json is refused.
   parser.set_defaults(do_lower_case=None, strip_accents=None)
   parser.add_argument(
     "--seed",
@@ -107,8 +105,7 @@ def make_parser():
     default=None,
     help="Read documents from this TFDS dataset instead of --corpus-dir.",
   )
-  # Defaults None, resolved in `options_from_args`: a TFDS-only flag given
-  # without --tfds-name is refused rather than ignored.
+  # Defaults None, resolved in `options_from_args`: given without --tfds-name, refused.
   parser.add_argument("--tfds-split", default=None, help="TFDS split (default: train).")
   parser.add_argument(
     "--tfds-text-key", default=None, help="TFDS feature holding the text (default: text)."

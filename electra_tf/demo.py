@@ -2,33 +2,21 @@
 
 Stages, in order (each can also be run alone with `--stages`):
 
-  corpus    docstrings of the Python standard library and of electra_tf's own
-            dependencies → `<out>/corpus/*.txt` (see
-            `tfrecords_tools.python_docs_corpus` for why this corpus)
-  vocab     learn a WordPiece vocab in BERT layout → `<out>/vocab.txt`
-  data      build the pre-training TFRecords → `<out>/pretrain_tfrecords/`
-            (shard 7 of 8 is held out for evaluation)
-  pretrain  write the demo's settings as hparams files (`<out>/hparams.json`,
-            `<out>/eval_hparams.json`, `<out>/finetune_hparams.json`) and
-            pre-train a small ELECTRA on CPU with progress and ETA →
-            `<out>/models/demo/` (checkpoints, TensorBoard logs); measures
-            the real-token metrics on the held-out shard at step 0 and every
-            sixth of the run
-  eval      generator MLM accuracy and discriminator AUC/accuracy/recall on
-            the held-out shard's real tokens, next to their trivial
-            baselines with the margin ± 2 standard errors; writes the
-            results files and `<out>/training_curves.png`
-  export    SavedModel of the discriminator for TF Serving → `<out>/export/1`
-  score     load the export, corrupt a sentence and show the tokens the
-            discriminator flags
+  corpus    Python docstrings → `<out>/corpus/*.txt`
+  vocab     a WordPiece vocab → `<out>/vocab.txt`
+  data      pre-training TFRecords → `<out>/pretrain_tfrecords/` (shard 7 of 8
+            held out for evaluation)
+  pretrain  the hparams files and a small ELECTRA on CPU → `<out>/models/demo/`,
+            with held-out metrics at step 0 and every sixth of the run
+  eval      held-out metrics next to their trivial baselines, the results
+            files and `<out>/training_curves.png`
+  export    SavedModel of the discriminator → `<out>/export/1`
+  score     load the export, corrupt a sentence and show what it flags
 
-A re-run over a model the pretrain stage started (one stopped by Ctrl-C or
-killed) keeps the corpus, vocab and records that model was made with and
-resumes it (`kept_stages`): a new vocab would give its ids other tokens.
-
-`<out>` is laid out like the original's data dir, so `run_pretraining`,
-`run_finetuning` and `export_saved_model` work on it directly, with the
-hparams files the pretrain stage writes.
+A re-run over a model the pretrain stage started resumes it, keeping the
+corpus, vocab and records it was made with (`kept_stages`). `<out>` is laid
+out like the original's data dir, for `run_pretraining`, `run_finetuning`
+and `export_saved_model`.
 """
 
 import argparse
@@ -66,16 +54,10 @@ EVAL_STAGE_STEPS = 20
 NUM_SHARDS = 8
 EVAL_SHARD = NUM_SHARDS - 1
 
-# A small ELECTRA for a few CPU minutes: H=128, L=4, E=128, generator 1/4
-# wide (Hg=32). Everything else is the original's but the sampling
-# temperature: the generator's samples are drawn at temperature 3 (the
-# original's default is 1). At temperature 1 the replacements of a
-# just-started generator are plausible frequent words and, in this budget,
-# the discriminator stays on its first plateau (held-out real-token AUC
-# about 0.56 after 600 steps); at 3 they are less plausible and it reaches
-# about 0.9. The generator's own learning (its argmax accuracy) is the same.
-# The warm-up matters as well: reaching learning_rate 1e-3 within 30 steps
-# collapses the discriminator's token representations to one vector.
+# A small ELECTRA for a few CPU minutes. Sampling at temperature 3 (the
+# original's is 1): at 1, in this budget, the discriminator stays on its first
+# plateau (held-out AUC about 0.56 after 600 steps; about 0.9 at 3). A warm-up
+# much shorter than 100 steps collapses its token representations.
 DEMO_HPARAMS = {
   "model_size": "small",
   "model_hparam_overrides": {
@@ -123,9 +105,7 @@ def _paths(out, model_name=MODEL_NAME):
   }
 
 
-# What `finetune_hparams.json` holds: a short RTE run whose model sizes come
-# from the pre-trained model dir's config.json (docs/finetune.md makes a toy
-# RTE dataset in the demo's output for it).
+# What `finetune_hparams.json` holds: a short RTE run (sizes from config.json).
 DEMO_FINETUNE_HPARAMS = {
   "task_names": ["rte"],
   "max_seq_length": 128,
@@ -140,9 +120,8 @@ DEMO_FINETUNE_HPARAMS = {
 def pretraining_config(
   out, train_steps=None, for_eval=False, model_name=MODEL_NAME, **hparam_overrides
 ):
-  """The demo's `PretrainingConfig`: training reads shards 0–6, evaluation
-  the held-out shard 7. `model_name` and `hparam_overrides` (e.g. `seed`,
-  `mixed_precision`) let other runs reuse the demo's data and settings."""
+  """The demo's `PretrainingConfig` (training on shards 0–6, evaluation on 7);
+  `model_name` and `hparam_overrides` let other runs reuse it."""
   hparams = dict(pretraining_hparams(out, train_steps, for_eval), **hparam_overrides)
   return PretrainingConfig(model_name, out, **hparams)
 
@@ -163,9 +142,8 @@ def pretraining_hparams(out, train_steps=None, for_eval=False):
 
 
 def write_hparams_files(out, train_steps=None):
-  """Writes the demo's settings where a user can pass them on
-  (`--hparams <out>/hparams.json` and the like): pre-training, evaluation
-  on the held-out shard (as the eval stage runs it) and fine-tuning."""
+  """Writes the demo's pre-training, evaluation and fine-tuning settings as
+  `--hparams` files."""
   paths = _paths(out)
   eval_hparams = pretraining_hparams(out, train_steps, for_eval=True)
   eval_hparams["num_eval_steps"] = EVAL_STAGE_STEPS
@@ -179,8 +157,7 @@ def write_hparams_files(out, train_steps=None):
 
 def _demo_hparams(out, train_steps=None):
   """`DEMO_HPARAMS` with the vocab's size and, if given, the step count (a
-  short run warms up over at most its first half: a faster warm-up collapses
-  the discriminator)."""
+  short run warms up over at most its first half)."""
   hparams = dict(DEMO_HPARAMS, vocab_size=_vocab_size(_paths(out)["vocab"]))
   if train_steps is not None:
     hparams["num_train_steps"] = int(train_steps)
@@ -194,9 +171,7 @@ def _vocab_size(vocab_file):
   return len(load_vocab(vocab_file))
 
 
-# -----------------------------------------------------------------------------
-# stages
-# -----------------------------------------------------------------------------
+# The stages.
 
 
 def stage_corpus(out, args):
@@ -208,7 +183,7 @@ def stage_corpus(out, args):
 
 def _run_tool(main, **flags):
   """Runs an entry point's `main` with `--flag value` arguments (`True`: a
-  bare flag) and stops the demo with its exit code if it fails."""
+  bare flag); a failure stops the demo with its exit code."""
   argv = []
   for name, value in flags.items():
     flag = "--" + name.replace("_", "-")
@@ -218,8 +193,7 @@ def _run_tool(main, **flags):
     raise SystemExit(code)
 
 
-# The flags a kept vocab (and its corpus) must have been made with; the
-# vocab stage records them in the marker file.
+# The flags a kept vocab was made with (recorded in the marker file).
 VOCAB_FLAGS = ("corpus_mb", "vocab_size")
 
 
@@ -252,8 +226,7 @@ def stage_data(out, args):
 
 
 def periodic_evaluation(out, every, model_name=MODEL_NAME):
-  """A `held_out_evaluation.PeriodicEvaluation` on the held-out shard, its
-  history in the model dir (for the training-curve PNG)."""
+  """A `held_out_evaluation.PeriodicEvaluation` on the held-out shard."""
   return held_out_evaluation.PeriodicEvaluation(
     pretraining_config(out, for_eval=True, model_name=model_name),
     every,
@@ -310,8 +283,7 @@ def stage_eval(out, args):
 
 
 def _write_curves(paths):
-  """The training losses (raw and smoothed) and the held-out real-token
-  metrics (from step 0) next to their trivial baselines; returns the figure."""
+  """The training curves PNG; returns the figure."""
   panels = held_out_evaluation.training_curve_panels(
     scalar_events(paths["model_dir"]), held_out_evaluation.load_history(paths["history"])
   )
@@ -424,13 +396,10 @@ def _marker_vocab_flags(out):
 
 
 def kept_stages(out, args):
-  """The stages before pretrain whose output a re-run keeps: when the model
-  dir's config.json records `<out>/vocab.txt` as the vocab it was
-  pre-trained with, that vocab and its corpus, and the records when their
-  `records_info.json` names that vocab (the demo's shard count and length).
-  Rebuilt, the vocab would get other ids (the learner is not bit-reproducible)
-  and the model could not resume. A one-line ValueError when the command's
-  --corpus-mb/--vocab-size differ from the ones the kept vocab was made with."""
+  """The stages before pretrain whose output a re-run keeps (a rebuilt vocab
+  would get other ids and the model could not resume): the vocab the model
+  dir's config.json records, its corpus, and the records made with it. A
+  one-line ValueError when --corpus-mb/--vocab-size differ from the vocab's."""
   paths = _paths(out)
   config_file = os.path.join(paths["model_dir"], model_dir_lib.RUN_CONFIG_FILE)
   try:

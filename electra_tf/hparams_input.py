@@ -3,14 +3,10 @@
 which takes a dict, a JSON object, a `.json` file, a run's `config.json`
 or a packaged preset.
 
-The presets ship inside the package (`electra_tf/configs/presets/*.json`;
-a checkout's top-level `configs/` points at the same files). `--hparams`
-takes a preset by name (`--hparams small`) or by the repository path the
-docs use (`--hparams configs/small.json`); from an installed wheel, where
-no `configs/` folder exists, that path falls back to the packaged file of
-the same name. A `configs/<name>.json` file that exists is read as any
-other file. The files are read with `importlib.resources`, so they are
-found in a wheel, an editable install or a zip alike.
+The presets ship inside the package (`electra_tf/configs/presets/*.json`,
+read with `importlib.resources`). `--hparams` takes one by name (`small`) or
+by the path the docs use (`configs/small.json`, which falls back to the
+packaged file where no such file exists).
 """
 
 import argparse
@@ -75,12 +71,10 @@ def load_preset(name):
 
 def load_hparams(hparams, config_class=None):
   """Returns the hparams dict given as a dict, a JSON object string, a path
-  to a `.json` file (the original's `--hparams` rule: a string ending in
-  `.json` is a file) or a packaged preset (`small`, or `configs/small.json`
-  where no such file exists). A run's `config.json` (`"format":
-  "electra_tf.run_config"`) gives that run's hparams (`run_config_hparams`);
-  with `config_class` (the command's config class, by name), one of another
-  kind of run is refused in one line."""
+  to a `.json` file or a packaged preset (`small`, or `configs/small.json`
+  where no such file exists). A run's `config.json` gives that run's
+  hparams; with `config_class` (the command's config class, by name), one
+  of another kind of run is refused in one line."""
   if config_class == "FinetuningConfig" and isinstance(hparams, str):
     text = hparams.strip()
     preset = preset_name(text)
@@ -159,8 +153,7 @@ def _load_hparams(hparams):
 
 
 class _GivenOnce(argparse.Action):
-  """An option that may be given once: argparse would keep the last of two
-  `--hparams` and drop the first silently."""
+  """An option that may be given once (argparse would keep the last silently)."""
 
   def __call__(self, parser, namespace, values, option_string=None):
     if getattr(namespace, self.dest) is not self.default:

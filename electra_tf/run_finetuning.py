@@ -6,20 +6,11 @@ Usage:
       --hparams '{"model_size": "small", "task_names": ["rte"]}'
 
 Reads `<data-dir>/finetuning_data/<task>/`, starts from the checkpoint in
-`<data-dir>/models/<model-name>` (the original's / official name-based
-checkpoints, an electra_tf pre-training model dir, or a `.keras` model) and
-writes everything under that model directory (`configure_finetuning.py`
-output paths): `finetuning_models/<tasks>_model_<trial>/`,
-`finetuning_tfrecords/`, `results/<tasks>_results.{txt,json}`,
-`results/<tasks>_qa/` and `test_predictions/`. The featurised records in
-`finetuning_tfrecords/` are reused only while the settings and data files they
-were built from are unchanged; otherwise they are rebuilt, with one line
-saying what changed. Re-running the same command
-resumes an interrupted trial from its newest checkpoint (its encoder must
-not change: one line otherwise). An electra_tf pre-training model dir's
-`config.json` gives the encoder's sizes, the vocab and `do_lower_case`
-unless `--hparams` set them. One trainer per task set: a second stops with
-one line naming the first (`finetuning_models/<tasks>_model.lock`).
+`<data-dir>/models/<model-name>` and writes everything under that model
+directory (`configure_finetuning.py` output paths). Featurised records are
+reused while their settings and data are unchanged; re-running the same
+command resumes an interrupted trial. A pre-training model dir's
+`config.json` gives the encoder's sizes and vocab unless `--hparams` set them.
 
 Exit status (`electra_tf.utils.exit_codes`): 0 done, 2 bad input (one line on stderr, nothing written),
 143 stopped by SIGTERM after saving a checkpoint (129 for SIGHUP, the terminal closed; 130 for
@@ -47,9 +38,8 @@ from electra_tf.utils.console_logging import plain_console_logging
 
 
 def _check_before_work(inputs):
-  """What would otherwise fail after the data is read: the model fine-tuning
-  starts from (by default the pre-trained `<data-dir>/models/<model-name>`)
-  and the epochs."""
+  """Checks what would otherwise fail after the data is read: the starting
+  model and the epochs."""
   config = inputs.config
   if config.do_train and not config.num_train_epochs > 0:
     raise ValueError(f"hparam num_train_epochs={config.num_train_epochs}; expected > 0")

@@ -1,4 +1,4 @@
-"""Electric's cloze head over the two towers (`cloze_predictions`, `run_pretraining.py:PretrainingModel` (Electric two-tower generator))."""
+"""Electric's cloze head over the two generator towers (`cloze_predictions`)."""
 
 import keras
 from keras import ops

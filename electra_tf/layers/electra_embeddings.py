@@ -13,10 +13,8 @@ class ElectraEmbeddings(keras.layers.Layer):
 
   `word_embeddings[input_ids] + token_type_embeddings[segment_ids] +
   position_embeddings[0:S]`, then LayerNorm (ε=1e-12, float32) and dropout.
-  By default the generator and the discriminator share one instance of this
-  layer, LayerNorm included; the generator's MLM output is tied to
-  `word_embeddings`. The position table is keras-hub's `PositionEmbedding`
-  (rows 0..S-1, the original's math); `position_embeddings` is its variable.
+  The generator and the discriminator share one by default. The position
+  table is keras-hub's `PositionEmbedding` (`position_embeddings`).
 
   Args:
     vocab_size: rows V of the word table.
@@ -57,7 +55,7 @@ class ElectraEmbeddings(keras.layers.Layer):
 
     self.position_embedding = keras_hub.layers.PositionEmbedding(
       sequence_length=self.max_position_embeddings,
-      initializer=layer_utils.truncated_normal(self.initializer_range),
+      initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range),
       dtype=self.dtype_policy,
       name="position_embedding",
     )
@@ -65,7 +63,7 @@ class ElectraEmbeddings(keras.layers.Layer):
     self.dropout = keras.layers.Dropout(self.dropout_rate, name="dropout")
 
   def build(self, input_ids_shape=None, segment_ids_shape=None):
-    init = layer_utils.truncated_normal(self.initializer_range)
+    init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
     self.word_embeddings = self.add_weight(
       name="word_embeddings", shape=(self.vocab_size, self.embedding_size), initializer=init
     )

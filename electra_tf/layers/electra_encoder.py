@@ -1,5 +1,5 @@
 """The transformer stack of one tower: optional `embeddings_project` and L
-post-LN blocks (`model/modeling.py:BertModel`–5.3)."""
+post-LN blocks (`model/modeling.py:BertModel`)."""
 
 import keras
 from keras import ops
@@ -14,9 +14,8 @@ class ElectraEncoder(keras.layers.Layer):
   """`<scope>/embeddings_project` (only when `embedding_size != hidden_size`)
   followed by `<scope>/encoder/layer_<i>`.
 
-  The projection is a linear dense layer with Glorot-uniform kernel and no
-  LayerNorm or dropout, as in the original. The embedding lookup itself is a
-  separate `ElectraEmbeddings` layer because it is shared between towers.
+  The projection is linear with a Glorot-uniform kernel, as in the original;
+  the embedding lookup is a separate `ElectraEmbeddings` layer (shared).
 
   Args:
     hidden_size: width H.
@@ -85,9 +84,8 @@ class ElectraEncoder(keras.layers.Layer):
     self.attention_direction = attention_direction
     self.fused_training_kernels = bool(fused_training_kernels)
 
-    input_width = self.embedding_size if self.embedding_size is not None else self.hidden_size
-    self.input_width = input_width
-    if input_width != self.hidden_size:
+    self.input_width = self.hidden_size if self.embedding_size is None else self.embedding_size
+    if self.input_width != self.hidden_size:
       # tf.layers default initializers: Glorot-uniform kernel, zero bias.
       self.embeddings_project = keras.layers.Dense(
         self.hidden_size,
@@ -128,9 +126,7 @@ class ElectraEncoder(keras.layers.Layer):
     self.built = True
 
   def call(self, embeddings, input_mask, training=None):
-    # Activations stay 2-D, `[B·S, width]`, from the projection to the last
-    # block (the original's `reshape_to_matrix`): each projection is then one
-    # plain matmul, and B and S are read once here rather than in every layer.
+    # Activations stay 2-D, `[B·S, width]` (the original's `reshape_to_matrix`).
     shape = tf.shape(embeddings)  # tensors even where static: Keras refuses a mixed tuple argument
     batch, seq = shape[0], shape[1]
     x = ops.reshape(embeddings, (-1, self.input_width))

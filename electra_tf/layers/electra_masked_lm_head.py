@@ -66,8 +66,7 @@ class ElectraMaskedLMHead(keras.layers.Layer):
     return layer_utils.layer_norm(self.layer_norm, x)
 
   def call(self, hidden_states, embedding_table):
-    # On a 2-D view: dense layers and the output matmul on a 3-D input each
-    # cost a tensordot's shape arithmetic; one reshape in and one out instead.
+    # On a 2-D view: a 3-D input costs each matmul a tensordot's shape arithmetic.
     rank = len(hidden_states.shape)
     flat = hidden_states
     if rank != 2:

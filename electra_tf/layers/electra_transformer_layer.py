@@ -21,13 +21,10 @@ class ElectraTransformerLayer(keras.layers.Layer):
   """The original's `layer_<i>`: self-attention and FFN, each followed by
   dropout, a residual connection and LayerNorm (post-LN).
 
-  Sublayers carry the original's variable roles: `query`, `key`, `value`,
-  `attention_output_dense` (`attention/output/dense`),
-  `attention_layer_norm` (`attention/output/LayerNorm`),
-  `intermediate_dense` (`intermediate/dense`), `output_dense`
-  (`output/dense`) and `output_layer_norm` (`output/LayerNorm`). All kernels
-  are `[in, out]` with truncated-normal init. Scores, the −10000 mask adder
-  and the softmax are float32 under mixed precision.
+  Sublayers carry the original's variable roles (`query`, `key`, `value`,
+  `attention_output_dense`, `attention_layer_norm`, `intermediate_dense`,
+  `output_dense`, `output_layer_norm`; `official_names` maps them). Scores,
+  the −10000 mask adder and the softmax are float32 under mixed precision.
 
   Args:
     hidden_size: width H; must be divisible by `num_attention_heads`.
@@ -39,9 +36,8 @@ class ElectraTransformerLayer(keras.layers.Layer):
     attention_probs_dropout_prob: dropout on the attention probabilities.
     initializer_range: stddev of the truncated-normal kernel initializer.
     fused_training_kernels: with `training=True`, run the elementwise chains
-      as XLA-fused kernels (`fused_ops`); False uses plain TF ops. The math
-      and the dropout masks are the same either way; inference always uses
-      plain ops.
+      as XLA-fused kernels (`fused_ops`); False uses plain TF ops (the same
+      math and dropout masks). Inference always uses plain ops.
     **kwargs: standard `keras.layers.Layer` arguments.
 
   Call args:
@@ -119,11 +115,8 @@ class ElectraTransformerLayer(keras.layers.Layer):
     self.built = True
 
   def call(self, hidden_states, attention_mask_adder=None, training=None, sequence_shape=None):
-    """`hidden_states` `[B, S, H]` → `[B, S, H]`; with `sequence_shape=(B, S)`
-    (the encoder's way) `[B·S, H]` → `[B·S, H]`: activations stay 2-D so
-    every projection is one plain matmul (a 3-D one costs a tensordot's
-    shape arithmetic on every call), and the shapes are computed once per
-    encoder call, not once per layer."""
+    """`[B, S, H]` → `[B, S, H]`; with `sequence_shape=(B, S)` (the encoder's
+    way) `[B·S, H]` → `[B·S, H]`: each projection is then one plain matmul."""
     if sequence_shape is None:
       shape = ops.shape(hidden_states)
       batch, seq = shape[0], shape[1]
@@ -134,8 +127,6 @@ class ElectraTransformerLayer(keras.layers.Layer):
     return self._call_2d(hidden_states, attention_mask_adder, training, batch, seq)
 
   def _call_2d(self, x, attention_mask_adder, training, batch, seq):
-    # Training graphs use the XLA-fused elementwise kernels (same math, see
-    # `fused_ops`); inference graphs keep plain ops.
     if training and self.fused_training_kernels:
       return self._fused_call(x, attention_mask_adder, batch, seq)
     first_example = replicas.replica_first_example(batch)
@@ -183,9 +174,8 @@ class ElectraTransformerLayer(keras.layers.Layer):
 
   @staticmethod
   def _token_dropout(dropout_layer, x, training, first_example, seq):
-    """Dropout of a `[B·S, H]` tensor with the mask of its `[B, S, H]` form:
-    row-major element order is the same, so the first row is token
-    `first_example · S`."""
+    """Dropout of a `[B·S, H]` tensor with the mask of its `[B, S, H]` form
+    (the same row-major order: the first row is token `first_example · S`)."""
     if not training or dropout_layer.rate == 0.0:
       return x
     return layer_utils.dropout(dropout_layer, x, training, _first_token(first_example, seq))
@@ -204,8 +194,7 @@ class ElectraTransformerLayer(keras.layers.Layer):
     )
 
   def _split_heads(self, qkv, batch, seq):
-    """`[B·S, 3H]` → query, key and value, each `[B, A, S, d]`: one reshape,
-    one transpose, one unstack."""
+    """`[B·S, 3H]` → query, key and value, each `[B, A, S, d]`."""
     x = ops.reshape(qkv, (batch, seq, 3, self.num_attention_heads, self.head_size))
     return tf.unstack(ops.transpose(x, (2, 0, 3, 1, 4)))  # [3, B, A, S, d]
 
@@ -220,11 +209,9 @@ class ElectraTransformerLayer(keras.layers.Layer):
     return ops.transpose(y, (0, 2, 1, 3))
 
   def _fused_call(self, x, attention_mask_adder, batch, seq):
-    """The training path with the bias/activation/dropout/residual/LayerNorm
-    and softmax/dropout chains each one fused kernel; `x` is `[B·S, H]`."""
+    """The training path on `[B·S, H]` `x`, each elementwise chain one fused kernel."""
     first_example = replicas.replica_first_example(batch)
     first_token = _first_token(first_example, seq)
-    # One matmul for the three projections (one pass over x, one gradient).
     q, k, v = fused_ops.bias_split_heads(
       ops.reshape(self._matmul(x, self._qkv_kernel()), (batch, seq, 3 * self.hidden_size)),
       self._qkv_bias(),

@@ -1,28 +1,16 @@
 """XLA-fused elementwise kernels with hand-written gradients, for training.
 
-Why: on CPU, TensorFlow runs the transformer's elementwise chains (bias,
-exact GELU, dropout, residual sum, LayerNorm, scaled masked softmax) one
-kernel per op, each a full pass over memory forward and again backward, and
-draws dropout masks with Philox at several ns per element. Here each chain
-is one XLA-compiled function forward and one backward, while the matmuls
-between them stay TensorFlow's oneDNN kernels (compiling the whole step with
-XLA is slower on CPU: its matmuls are slower).
+On CPU, TensorFlow runs the transformer's elementwise chains (bias, exact
+GELU, dropout, residual sum, LayerNorm, scaled masked softmax) one kernel per
+op; here each chain is one XLA-compiled function forward and one backward,
+while the matmuls stay TensorFlow's (whole-step XLA is slower on CPU).
 
-The math is the original's (`model/modeling.py:transformer_model`): exact erf GELU, inverted dropout,
-LayerNorm over the last axis with population variance, softmax of
-`scores·scale + adder`. Dropout masks come from a counter-based hash of
-(seed, element index), so the backward pass regenerates the mask instead of
-storing it; the seed is drawn from the Keras `Dropout` layer's
-`SeedGenerator`, one per call, as `keras.random.dropout` draws it. The
-element index is the element's position in the GLOBAL batch (`first_example`
-is the global row of this replica's first example), so replicas draw
-different masks for their examples, and one device draws the same masks as
-N replicas for the same global batch.
-
-Only the layers' training path calls these, and only when the layer's
-`fused_training_kernels` argument is True (the default); inference graphs
-(evaluation, export, serving) keep plain TensorFlow ops, so a SavedModel
-needs no XLA at serving time. `dropout` is the same dropout in plain ops.
+The math is the original's (`model/modeling.py:transformer_model`). Dropout
+masks come from a counter-based hash of (seed, element index in the GLOBAL
+batch), so the backward pass regenerates the mask instead of storing it and
+one device draws the same masks as N replicas. Only the layers' training path
+calls these (`fused_training_kernels`); inference graphs keep plain ops, so a
+SavedModel needs no XLA. `dropout` is the same dropout in plain ops.
 """
 
 import math
@@ -37,9 +25,7 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _GOLDEN_RATIO = np.uint32(0x9E3779B9)
 
 
-# ---------------------------------------------------------------------------
 # Dropout masks from a counter-based hash.
-# ---------------------------------------------------------------------------
 
 
 def _uint32(value):
@@ -80,13 +66,9 @@ def _seed_keys(seed):
 
 def _counter_words(count, static_count, offset, second_key):
   """The low word of each 64-bit counter `offset + i` (i < count), and its
-  second-round key `second_key + high word·φ`.
-
-  When the element count is static and below 2³¹ (always, inside XLA, for
-  layer-sized tensors), the low word is a 32-bit iota plus the offset's low
-  word, and the high word is the offset's, plus one past a carry out of the
-  low word: the key is then one of two scalars, so the per-element work is
-  32-bit only. Otherwise a 64-bit iota."""
+  second-round key `second_key + high word·φ`. With a static count below 2³¹
+  (layer-sized tensors in XLA) the per-element work is 32-bit only (the high
+  word is the offset's, plus one past a carry); otherwise a 64-bit iota."""
   offset_low, offset_high = _low_high_words(offset)
   if static_count is not None and static_count < 2**31:
     low = tf.bitcast(tf.range(static_count, dtype=tf.int32), tf.uint32) + offset_low
@@ -99,13 +81,10 @@ def _counter_words(count, static_count, offset, second_key):
 def keep_mask(shape, seed, rate, first_example=0):
   """Boolean `shape` mask, each element kept with probability 1 − rate.
 
-  Element i (row-major, counted from `first_example`'s first element as a
-  64-bit counter with low/high words c₀, c₁) keeps iff
-  `mix(mix(c₀ ⊕ k₁) ⊕ (k₂ + c₁·φ)) ≥ rate·2³²`, `mix` a 32-bit integer
-  finalizer, φ the 32-bit golden ratio and k₁, k₂ keys hashed from all 128
-  seed bits. The key enters before each of the two rounds, so different
-  seeds give unrelated sequences rather than shifts of one sequence; the
-  rate is exact to 2⁻³². Plain TF ops: usable inside and outside XLA.
+  Element i (row-major 64-bit counter from `first_example`'s first element,
+  words c₀, c₁) keeps iff `mix(mix(c₀ ⊕ k₁) ⊕ (k₂ + c₁·φ)) ≥ rate·2³²`, with
+  k₁, k₂ hashed from all 128 seed bits (the key enters both rounds, so seeds
+  give unrelated sequences). Plain TF ops: usable inside and outside XLA.
 
   Args:
     shape: 1-D int shape; `shape[0]` is the batch axis.
@@ -160,11 +139,7 @@ def dropout(x, *, seed, rate, first_example=0):
   >>> sorted(set(y.numpy().ravel().tolist())) in ([0.0, 2.0], [2.0], [0.0])
   True
   """
-  rate = float(rate)
-  if rate == 0.0:
-    return x
-  keep = keep_mask(tf.shape(x), seed, rate, first_example)
-  return tf.where(keep, x * tf.cast(1.0 / (1.0 - rate), x.dtype), tf.zeros_like(x))
+  return _apply_dropout(x, seed, float(rate), first_example)
 
 
 def _column_sums(x):
@@ -202,9 +177,7 @@ def dropout_keep_mask(shape, seed, rate, first_example=0):
   )
 
 
-# ---------------------------------------------------------------------------
 # Bias + split into heads (the query/key/value projections, as one matmul).
-# ---------------------------------------------------------------------------
 
 
 @tf.function(jit_compile=True, autograph=False)
@@ -244,18 +217,12 @@ def bias_split_heads(z, bias, num_heads):
 
   @tf.custom_gradient
   def fused(z, bias):
-
-    def grad(dq, dk, dv):
-      return _bias_split_heads_backward(dq, dk, dv)
-
-    return _bias_split_heads_forward(z, bias, num_heads), grad
+    return _bias_split_heads_forward(z, bias, num_heads), _bias_split_heads_backward
 
   return fused(z, tf.cast(bias, tf.float32))
 
 
-# ---------------------------------------------------------------------------
 # Bias + GELU (the FFN's intermediate dense).
-# ---------------------------------------------------------------------------
 
 
 @tf.function(jit_compile=True, autograph=False)
@@ -290,18 +257,12 @@ def bias_gelu(z, bias):
 
   @tf.custom_gradient
   def fused(z, bias):
-
-    def grad(dy):
-      return _bias_gelu_backward(z, bias, dy)
-
-    return _bias_gelu_forward(z, bias), grad
+    return _bias_gelu_forward(z, bias), lambda dy: _bias_gelu_backward(z, bias, dy)
 
   return fused(z, tf.cast(bias, tf.float32))
 
 
-# ---------------------------------------------------------------------------
 # Bias + dropout + residual sum + LayerNorm (attention output and FFN output).
-# ---------------------------------------------------------------------------
 
 
 @tf.function(jit_compile=True, autograph=False)
@@ -382,9 +343,7 @@ def bias_dropout_residual_layer_norm(
   return fused(z, as_float(bias), residual, as_float(gamma), as_float(beta))
 
 
-# ---------------------------------------------------------------------------
 # Scaled, masked softmax + dropout (attention probabilities).
-# ---------------------------------------------------------------------------
 
 
 @tf.function(jit_compile=True, autograph=False)

@@ -1,5 +1,5 @@
-"""Small helpers shared by the layers: the original's initializers, LayerNorm,
-activations, attention-mask construction and replica-aware dropout."""
+"""Helpers shared by the layers: initializers, LayerNorm, activations, the
+attention mask and replica-aware dropout."""
 
 import contextlib
 import contextvars
@@ -23,13 +23,9 @@ _SEPARATE_QKV_PROJECTIONS = contextvars.ContextVar("separate_qkv_projections", d
 @contextlib.contextmanager
 def separate_qkv_projections():
   """Attention layers traced inside it for inference project query, key and
-  value with three matmuls instead of one on their joined kernels.
-
-  Joining the kernels copies them on every call (they are variables, not
-  constants, so neither Grappler nor XLA folds the join). Without XLA that
-  copy runs beside the matmuls and the one wide matmul wins on batches; in an
-  XLA cluster it sits on a short request's critical path. The serving
-  modules trace their XLA-compiled network inside this.
+  value with three matmuls instead of one on their joined kernels: in an XLA
+  cluster the join (a copy of the variables on every call) sits on a short
+  request's critical path. The serving modules trace their XLA network here.
 
   Example:
   >>> with separate_qkv_projections():
@@ -57,13 +53,9 @@ _JOINED_QKV_WEIGHTS = contextvars.ContextVar("joined_qkv_weights", default=None)
 def joined_qkv_weights(weights_by_layer):
   """Attention layers traced inside it for inference take their joined
   query/key/value kernel and bias from `weights_by_layer` (`{id(layer):
-  (kernel, bias)}`, variables joined once, ahead of time) instead of joining
-  their own three on every call.
-
-  A layer's three kernels are variables, so the join is not folded and
-  copies them on each call: a third of a short request's kernel time. The
-  serving modules store the joined weights in the export and trace their
-  network inside this. Layers not in the mapping join their own.
+  (kernel, bias)}`, joined once ahead of time) instead of joining their own
+  on every call (a third of a short request's kernel time). Layers not in
+  the mapping join their own.
 
   Example:
   >>> with joined_qkv_weights({7: ("kernel", "bias")}):
@@ -85,19 +77,13 @@ def joined_qkv_weights_of(layer_id):
   return None if weights is None else weights.get(layer_id)
 
 
-def truncated_normal(stddev):
-  """TF1's `truncated_normal_initializer` (cut at 2σ), as `create_initializer`."""
-  return keras.initializers.TruncatedNormal(stddev=stddev)
-
-
 def make_dense(units, initializer_range, dtype, name, activation=None):
-  """`tf.layers.dense` with `create_initializer(initializer_range)`: a
-  truncated-normal kernel and a zero bias. `activation` is a name for
-  `get_activation` (e.g. the config's `hidden_act`), a callable or None."""
+  """`tf.layers.dense` with a truncated-normal kernel (the original's
+  `create_initializer`) and a zero bias; `activation` as for `get_activation`."""
   return keras.layers.Dense(
     units,
     activation=get_activation(activation),
-    kernel_initializer=truncated_normal(initializer_range),
+    kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
     bias_initializer="zeros",
     dtype=dtype,
     name=name,
@@ -120,9 +106,8 @@ def float32_value(variable):
 
 def layer_norm(layer, x):
   """`layer` (a `make_layer_norm` LayerNorm) applied to `x` over the last axis,
-  in float32, in nine ops. Keras' own call reshapes gamma and beta on every
-  call and spends four more ops on the same arithmetic; on a short request
-  each op is a fixed cost. Same variables, same math within float rounding.
+  in float32, in fewer ops than Keras' own call (each op is a fixed cost on
+  a short request). Same variables, same math within float rounding.
 
   Example:
   >>> norm = make_layer_norm("norm")
@@ -137,21 +122,23 @@ def layer_norm(layer, x):
   return centered * (tf.math.rsqrt(variance + layer.epsilon) * gamma) + beta
 
 
+# Keras' gelu defaults to approximate=False: the exact erf form.
+_ACTIVATIONS = {
+  "": None,
+  "linear": None,
+  "gelu": keras.activations.gelu,
+  "relu": keras.activations.relu,
+  "tanh": keras.activations.tanh,
+}
+
+
 def get_activation(name):
   """The original's `get_activation` (`model/modeling.py:BertConfig`); "gelu" is the exact erf form."""
   if not isinstance(name, str):
     return name
-  key = name.lower()
-  if key in ("", "linear"):
-    return None
-  if key == "gelu":
-    # Keras' gelu defaults to approximate=False: the exact erf form.
-    return keras.activations.gelu
-  if key == "relu":
-    return keras.activations.relu
-  if key == "tanh":
-    return keras.activations.tanh
-  raise ValueError(f"Unsupported activation {name!r}; expected gelu, relu, tanh or linear")
+  if name.lower() not in _ACTIVATIONS:
+    raise ValueError(f"Unsupported activation {name!r}; expected gelu, relu, tanh or linear")
+  return _ACTIVATIONS[name.lower()]
 
 
 def attention_mask_adder(input_mask, attention_direction="bidirectional"):
@@ -177,13 +164,9 @@ def attention_mask_adder(input_mask, attention_direction="bidirectional"):
 
 
 def add_list_children(children, save_type, **lists):
-  """Names the items of sublayer lists as checkpoint children.
-
-  Keras 3 (3.15, TF backend) leaves its tracked lists out of
-  `_trackable_children` for `tf.train.Checkpoint`, so the layers in a list
-  attribute would be missing from object-based checkpoints. A layer holding
-  such a list calls this from its `_trackable_children` override.
-  """
+  """Names the items of sublayer lists as checkpoint children, for a layer's
+  `_trackable_children` override: Keras 3 (TF backend) leaves its tracked
+  lists out of object-based checkpoints."""
   if save_type == "checkpoint":
     for name, items in lists.items():
       for index, item in enumerate(items):
@@ -208,12 +191,9 @@ def dropout_seed(dropout_layer):
 
 
 def dropout(dropout_layer, x, training, first_example=None):
-  """`dropout_layer`'s dropout of `x` with the fused kernels' hashed mask.
-
-  The mask is indexed by position in the GLOBAL batch, so under a
-  distribution strategy the replicas drop different elements, and one device
-  drops the same elements as N replicas for the same global batch (Keras'
-  `Dropout` would give every replica the same mask).
+  """`dropout_layer`'s dropout of `x` with the fused kernels' hashed mask,
+  indexed by position in the GLOBAL batch: replicas drop different elements
+  (Keras' `Dropout` would give every replica the same mask).
 
   Args:
     dropout_layer: a `keras.layers.Dropout` (its rate and seed generator).

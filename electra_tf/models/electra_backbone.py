@@ -1,5 +1,5 @@
-"""The ELECTRA backbone: embeddings and transformer, no head. The encoder the
-discriminator, every task model and `FinetuningModel` build on."""
+"""The ELECTRA backbone: embeddings and transformer, no head; the encoder the
+discriminator and every fine-tuning model build on."""
 
 import keras
 

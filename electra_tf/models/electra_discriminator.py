@@ -10,26 +10,18 @@ from electra_tf.models.electra_backbone import ElectraBackbone
 
 @keras.saving.register_keras_serializable(package="electra_tf")
 class ElectraDiscriminator(ElectraBackbone):
-  """`BertModel(scope="electra")` plus `discriminator_predictions` (`model/modeling.py:BertModel`, `run_pretraining.py:PretrainingModel._get_discriminator_output`):
-  an `ElectraBackbone` with the replaced-token-detection head.
+  """`BertModel(scope="electra")` plus `discriminator_predictions`
+  (`run_pretraining.py:PretrainingModel._get_discriminator_output`): an
+  `ElectraBackbone` with the replaced-token-detection head.
 
   Args:
-    bert_config: dict (or `BertConfig`) of the discriminator's transformer.
-    embedding_size: width E of the embedding tables; None means H. When
-      E ≠ H the encoder owns `embeddings_project`.
-    embeddings: an `ElectraEmbeddings` layer to use (e.g. the one shared with
-      the generator); None creates one.
+    bert_config, embedding_size, embeddings, fused_training_kernels: as
+      for `ElectraBackbone`.
     include_head: False builds no `discriminator_predictions` (what `.keras`
-      files saved before `ElectraBackbone` existed hold; new code builds an
-      `ElectraBackbone` for an encoder alone).
-    fused_training_kernels: the encoder's training path runs XLA-fused
-      elementwise kernels; False = plain TF ops (same math).
+      files saved before `ElectraBackbone` existed hold).
     **kwargs: standard `keras.layers.Layer` arguments.
 
-  Call args:
-    inputs: dict of int `[B, S]` tensors `input_ids`, `input_mask`,
-      `segment_ids`.
-    training: enables dropout.
+  Call args: as for `ElectraBackbone`.
 
   Returns:
     `ElectraBackbone`'s outputs and, with the head, float32 `"logits"`

@@ -11,8 +11,8 @@ from electra_tf.pretraining.positions import gather_positions
 
 @keras.saving.register_keras_serializable(package="electra_tf")
 class ElectraGenerator(keras.layers.Layer):
-  """Generator of `run_pretraining.py:PretrainingModel` (b)/(c) with the head of `run_pretraining.py:PretrainingModel._get_masked_lm_output`, or Electric's
-  `TwoTowerClozeTransformer` with the cloze head of `run_pretraining.py:PretrainingModel` (Electric two-tower generator).
+  """The generator of `run_pretraining.py:PretrainingModel` with the head of
+  `_get_masked_lm_output`, or Electric's two-tower cloze generator.
 
   Args:
     bert_config: dict (or `BertConfig`) of the generator's transformer (the
@@ -85,7 +85,6 @@ class ElectraGenerator(keras.layers.Layer):
       width = embeddings.embedding_size
     else:
       width = self.embedding_size if self.embedding_size is not None else c["hidden_size"]
-    self.embedding_width = width
 
     def make_embeddings(name):
       return model_utils.make_embeddings(c, width, self.dtype_policy, name)

@@ -1,5 +1,5 @@
 """`ElectraPretrainer`: the generator and discriminator of one pre-training run
-with every generator option of the original (`run_pretraining.py:PretrainingModel`, `run_pretraining.py:PretrainingModel`)."""
+with every generator option of the original (`run_pretraining.py:PretrainingModel`)."""
 
 import keras
 from keras import ops
@@ -26,17 +26,14 @@ from electra_tf.text import vocab as vocab_lib
 class ElectraPretrainer(keras.Model):
   """Holds the shared embeddings, the generator and the discriminator.
 
-  Which networks exist follows the original's branches (`run_pretraining.py:PretrainingModel`):
-  - generator mode `uniform`: `generator` is None (uniform sampling, no
-    weights);
-  - ELECTRA/Electric with `untied_generator`: a small generator (scope
-    `generator`, or the two towers `generator_ltr`/`generator_rtl` in mode
-    `two_tower`) reading the shared `electra/embeddings` block unless
+  Which networks exist follows the original's branches:
+  - generator mode `uniform`: `generator` is None (no weights);
+  - ELECTRA/Electric with `untied_generator`: a small generator (or two
+    towers) reading the shared `electra/embeddings` unless
     `untied_generator_embeddings`;
-  - otherwise (MLM-only, or `untied_generator=False`): a full-size generator;
-    with a discriminator it IS the discriminator's transformer.
-  `discriminator` is None in MLM-only mode (`electra_objective` and
-  `electric_objective` both false).
+  - otherwise: a full-size generator; with a discriminator it IS the
+    discriminator's transformer.
+  `discriminator` is None in MLM-only mode.
 
   Args:
     bert_config: dict of the discriminator's (full-size) `BertConfig`.
@@ -50,10 +47,9 @@ class ElectraPretrainer(keras.Model):
       as in the original.
     fused_training_kernels: the transformers' training path runs XLA-fused
       elementwise kernels; False = plain TF ops (same math and masks).
-    word_continuation: whole-word masking's table, bool per vocab id: does
+    word_continuation: for `masking="whole_word"`: bool per vocab id, does
       the token continue the previous word (`masking.continuation_table`)?
-      Needed when `objective.masking == "whole_word"`; a list of the
-      continuation ids is accepted too (what `get_config` stores).
+      A list of the continuation ids is accepted too.
     **kwargs: standard `keras.Model` arguments.
 
   Example:
@@ -116,7 +112,7 @@ class ElectraPretrainer(keras.Model):
     small_generator = mode != "uniform" and has_discriminator and self.untied_generator
     if mode == "two_tower" and not small_generator:
       if objective.electric_objective:
-        # The original crashes while building the graph here (a quirk of the original, see docs/differences.md).
+        # The original crashes building this graph (see docs/differences.md).
         raise ValueError(
           "electric_objective=True needs untied_generator=True and uniform_generator=False"
         )
@@ -129,8 +125,7 @@ class ElectraPretrainer(keras.Model):
 
     c = self.bert_config
     width = self.embedding_size if self.embedding_size is not None else c["hidden_size"]
-    # The `electra/embeddings` block: word/position/token-type tables and
-    # LayerNorm, shared by every tower that does not have untied embeddings.
+    # `electra/embeddings`, shared by every tower without untied embeddings.
     self.embeddings = model_utils.make_embeddings(c, width, self.dtype_policy, "embeddings")
 
     if has_discriminator:
@@ -175,16 +170,14 @@ class ElectraPretrainer(keras.Model):
   def from_pretraining_config(cls, config, vocab=None, bert_config=None, **kwargs):
     """Builds the pretrainer from a `PretrainingConfig` (debug shrink
     included); special ids come from `config.vocab_file` when it exists.
-    `vocab` (its `Vocab`) and `bert_config` (the discriminator's), when the
-    caller has read and derived them already, are not read or derived again."""
+    `vocab` (its `Vocab`) and `bert_config` (the discriminator's), if given, are not read again."""
     if not isinstance(config, pretraining_config_lib.PretrainingConfig):
       raise ValueError(
         f"ElectraPretrainer.from_pretraining_config takes a PretrainingConfig, got "
         f"{type(config).__name__} (a fine-tuning model is FinetuningModel or a task model)"
       )
     bert_config = bert_config or pretraining_config_lib.get_pretraining_bert_config(config)
-    # The small generator exists only when untied (the tied one is the
-    # discriminator's own size): its fractions are not checked otherwise.
+    # Only an untied generator is small: its fractions are not checked otherwise.
     generator_config = None
     if config.untied_generator:
       generator_config = pretraining_config_lib.get_generator_config(config, bert_config).to_dict()
@@ -226,8 +219,7 @@ class ElectraPretrainer(keras.Model):
     )
 
   def build(self, input_shape=None):
-    # Every sublayer knows its shapes from its config, so building needs no
-    # forward pass (this also serves `.keras` loading).
+    # Every sublayer knows its shapes from its config: no forward pass needed.
     model_utils.build_once(self.embeddings)
     if self.discriminator is not None:
       model_utils.build_once(self.discriminator)
@@ -236,10 +228,9 @@ class ElectraPretrainer(keras.Model):
     self.built = True
 
   def call(self, features, training=None):
-    """A deterministic forward pass of every network: the generator on
-    `features` at `masked_lm_positions` (default 0..N-1; all positions for
-    two towers) and the discriminator on `features`. The training step is
-    separate (see below)."""
+    """A deterministic forward pass of every network: the generator at
+    `masked_lm_positions` (default 0..N-1; all positions for two towers) and
+    the discriminator. The training step is separate (see below)."""
     model_utils.check_inputs(features, "ElectraPretrainer")
     inputs = {k: features[k] for k in model_utils.INPUT_KEYS}
     outputs = {}
@@ -256,10 +247,7 @@ class ElectraPretrainer(keras.Model):
       outputs["discriminator"] = self.discriminator(inputs, training=training)
     return outputs
 
-  # ---------------------------------------------------------------------------
-  # Training: `compile` / `train_step` / `test_step`. This block is owned by
-  # the pre-training step (`electra_tf/pretraining/step.py` does the work).
-  # ---------------------------------------------------------------------------
+  # Training: `compile` / `train_step` / `test_step` (`pretraining/step.py` does the work).
 
   def compile(
     self,
@@ -274,23 +262,20 @@ class ElectraPretrainer(keras.Model):
 
     Args:
       optimizer: a Keras optimizer, or None, "adam" or "lamb": the original's
-        `AdamWeightDecay` (None: the config's `optimizer` hparam) or `Lamb`,
-        with the warmup/decay schedule, from `pretraining_config` (or from the
-        original's defaults when that is None too). Under a `mixed_float16`
-        policy Keras wraps it in a `LossScaleOptimizer`.
+        `AdamWeightDecay` (None: the config's `optimizer` hparam) or `Lamb`
+        with its schedule, from `pretraining_config` (or the original's
+        defaults).
       pretraining_config: optional `PretrainingConfig` for the default
         optimizer and the seed.
       seed: seeds masking and sampling; None takes `pretraining_config.seed`,
         else a random one. The draws of a step depend only on (seed, step,
         example's row in the global batch).
       jit_compile: compile the step with XLA.
-      gradient_accumulation_steps: k ≥ 1: each step cuts every replica's
-        batch into k micro-batches and applies the sum of their gradients
-        once (the same update as the undivided batch, in 1/k of the
-        activation memory). None takes `pretraining_config`'s, else 1.
+      gradient_accumulation_steps: k ≥ 1 micro-batches per replica batch,
+        their gradients summed (the same update in 1/k of the activation
+        memory). None takes `pretraining_config`'s, else 1.
       **kwargs: passed to `keras.Model.compile` (e.g. `steps_per_execution`).
     """
-
     if not self.built:
       self.build()
     if optimizer is None or isinstance(optimizer, str):
@@ -311,8 +296,7 @@ class ElectraPretrainer(keras.Model):
     if seed is None:
       seed = int(np.random.randint(0, 2**31 - 1))
     self.step_seed = int(seed)
-    # Metrics live outside Keras' attribute tracking (the model is built):
-    # `metrics` below exposes them so Keras resets them per epoch.
+    # Outside Keras' attribute tracking (the model is built); `metrics` exposes them.
     train_metrics = {
       name: keras.metrics.Mean(name=name) for name in ("loss", "generator_loss", "disc_loss")
     }
@@ -328,9 +312,8 @@ class ElectraPretrainer(keras.Model):
 
   @property
   def metrics(self):
-    # Exactly the metrics the current step reports: Keras then reads their
-    # cross-replica values for the logs (with other names present it would
-    # return the per-replica step results instead).
+    # Exactly the metrics the current step reports: Keras then logs their
+    # cross-replica values (else the per-replica step results).
     if getattr(self, "_electra_evaluating", False):
       return list(getattr(self, "_electra_eval_metrics", {}).values())
     if hasattr(self, "_electra_train_metrics"):
@@ -365,14 +348,11 @@ class ElectraPretrainer(keras.Model):
       outputs = pretraining_step.forward(
         self, features, training=True, seed=self.step_seed, step=self.optimizer.iterations
       )
-      # LossScaleOptimizer (mixed_float16) multiplies by its dynamic scale and
-      # unscales the gradients in `apply`; otherwise this is the identity.
+      # The identity but for a LossScaleOptimizer (mixed_float16).
       scaled_loss = self.optimizer.scale_loss(outputs["loss"])
     grads = tape.gradient(scaled_loss, variables)
-    # Dense gradients, as the original's are (its token-type lookup is a
-    # one-hot matmul): the global norm that clipping divides by is then the
-    # norm of the gradient, not of the token-type gather's duplicated slices,
-    # and the same as with gradient accumulation.
+    # Dense gradients, as the original's (its token-type lookup is a one-hot
+    # matmul): clipping's global norm is not that of a gather's duplicated slices.
     grads = [None if g is None else tf.convert_to_tensor(g) for g in grads]
     if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
       grads = replicas.agree_on_finite_gradients(grads)
@@ -380,9 +360,8 @@ class ElectraPretrainer(keras.Model):
     return self._update_train_metrics(outputs)
 
   def _accumulated_train_step(self, features, variables):
-    """`train_step` over `gradient_accumulation_steps` micro-batches: the
-    global loss denominators first, then each micro-batch's gradient with
-    them, summed; one `apply` (see `electra_tf.runtime.accumulation`)."""
+    """`train_step` over `gradient_accumulation_steps` micro-batches with the
+    global loss denominators, their gradients summed, one `apply`."""
     step = self.optimizer.iterations
     denominators = pretraining_step.loss_denominators(
       self, features, seed=self.step_seed, step=step
@@ -416,9 +395,7 @@ class ElectraPretrainer(keras.Model):
     return self._update_train_metrics(dict(zip(names, tf.unstack(totals))))
 
   def _update_train_metrics(self, outputs):
-    # The logs carry this step's values, as the original's ETA line and
-    # summaries do, not Keras' running means since the epoch began: each
-    # metric holds one step (the values are already global sums).
+    # This step's values (as the original's logs), not Keras' running means.
     m = self._electra_train_metrics
     for metric in m.values():
       metric.reset_state()
@@ -431,8 +408,7 @@ class ElectraPretrainer(keras.Model):
   def test_step(self, data):
     features = self._step_features(data)
     metrics = self._electra_eval_metrics
-    # Evaluation draws its masks from a stream apart from training's: the
-    # count of evaluated batches (reset with the metrics) keys it.
+    # Evaluation's masks: a stream apart from training's, keyed by the batch count.
     step = -1 - tf.cast(metrics["loss"].count, tf.int32)
     outputs = pretraining_step.forward(
       self, features, training=False, seed=self.step_seed, step=step
@@ -467,8 +443,8 @@ class ElectraPretrainer(keras.Model):
 
 
 def _continuation_array(word_continuation, vocab_size):
-  """`word_continuation` as a bool array `[vocab_size]`, or None; a list of
-  ids (the form `get_config` stores) marks those ids."""
+  """`word_continuation` as a bool array `[vocab_size]` (or None) from a
+  table or a list of ids (what `get_config` stores)."""
   if word_continuation is None:
     return None
   values = np.asarray(word_continuation)
@@ -485,8 +461,7 @@ def _continuation_array(word_continuation, vocab_size):
 
 def built_pretrainer(config, vocab=None, bert_config=None):
   """`ElectraPretrainer.from_pretraining_config(config, vocab, bert_config)`,
-  built, so that every variable exists (to restore a checkpoint into or to
-  name its variables)."""
+  built: every variable exists."""
   pretrainer = ElectraPretrainer.from_pretraining_config(config, vocab, bert_config)
   pretrainer.build()
   return pretrainer

@@ -1,11 +1,8 @@
-"""THE map between the original's TF1 variable names (the variable names of the original's checkpoints) and this
-package's Keras variables.
-
-Every function returns an ordered `dict[official_name, keras.Variable]`. Keras
-kernels are `[in, out]` like the original's, so every variable has exactly
-the official shape and no reshape is needed in either direction. The
-converter (both directions), `load_official_checkpoint` and fine-tuning all
-read names from here.
+"""THE map between the original's TF1 checkpoint variable names and this
+package's Keras variables: every function returns an ordered
+`dict[official_name, keras.Variable]`, each variable of exactly the official
+shape (Keras kernels are `[in, out]` too). The converters,
+`load_official_checkpoint` and fine-tuning read names from here.
 
 Usage (needs a built `ElectraPretrainer`, so not run as a doctest):
   name_map = official_name_map(pretrainer)
@@ -13,14 +10,11 @@ Usage (needs a built `ElectraPretrainer`, so not run as a doctest):
 (30522, 128)
 """
 
-# Checkpoint entries that are not model weights: optimizer slots of every
-# trainable variable, and the step counter (the variable names of the original's checkpoints).
+# Checkpoint entries that are not model weights: optimizer slots and the step counter.
 OPTIMIZER_SLOT_SUFFIXES = ("/adam_m", "/adam_v")
 GLOBAL_STEP_NAME = "global_step"
-# electra_tf's resume state in fine-tuning checkpoints (input position,
-# dropout seed generators, loss scale), under one scope: the original's code
-# restores and initialises by its own names, so it never reads them, and
-# every loader and the converter here skip them (they are no model entries).
+# electra_tf's resume state in fine-tuning checkpoints (input position, seed
+# generators, loss scale): the original never reads it; loaders skip it.
 TRAINING_STATE_SCOPE = "electra_tf_training_state"
 
 DISCRIMINATOR_SCOPE = "electra"
@@ -49,8 +43,7 @@ def is_non_model_entry(name):
 
 
 def _add_all(name_map, names):
-  """Adds `names` to `name_map`; a name may repeat only for the same
-  (shared) variable."""
+  """Adds `names` to `name_map`; a name repeats only for a shared variable."""
   for name, variable in names.items():
     existing = name_map.get(name)
     if existing is not None and existing is not variable:
@@ -81,7 +74,7 @@ def embeddings_names(embeddings, scope):
 
 
 def transformer_layer_names(layer, prefix):
-  """The 16 tensors of one block (the variable names of the original's checkpoints) under `prefix` (`.../layer_<i>`)."""
+  """The 16 tensors of one block under `prefix` (`.../layer_<i>`)."""
   names = {}
   names.update(dense_names(layer.query, f"{prefix}/attention/self/query"))
   names.update(dense_names(layer.key, f"{prefix}/attention/self/key"))
@@ -192,8 +185,8 @@ def generator_name_map(generator, scopes, shared_embeddings):
 
 
 def official_name_map(pretrainer):
-  """Every variable of an `ElectraPretrainer` under its official name
-  (the variable names of the original's checkpoints–8.3); shared variables appear once."""
+  """Every variable of an `ElectraPretrainer` under its official name; shared
+  variables appear once."""
   _ensure_built(pretrainer)
   name_map = {}
   if pretrainer.discriminator is not None:

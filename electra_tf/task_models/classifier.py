@@ -15,10 +15,9 @@ class ElectraClassifier(ElectraTaskModel):
   preprocessor: `fit`, `predict` and `evaluate` take raw strings (one
   segment) or `(text_a, text_b)` pairs.
 
-  The network is a one-head `FinetuningModel` (`finetuning_model`), so its
-  variables carry the original's names (`electra/...`,
-  `task_specific/<task_name>/dense/...`), it loads every checkpoint
-  `run_finetuning` loads, and `export` writes the same SavedModel as
+  The network is a one-head `FinetuningModel` (`finetuning_model`): its
+  variables carry the original's names, it loads every checkpoint
+  `run_finetuning` loads, and `export` writes the SavedModel of
   `python -m electra_tf.export_saved_model --model task`.
 
   Args:
@@ -70,12 +69,8 @@ class ElectraClassifier(ElectraTaskModel):
 
   @classmethod
   def from_checkpoint(cls, path, vocab_file=None, num_classes=None, *args, **kwargs):
-    """A classifier initialised from `path`: an original/released
-    checkpoint, an electra_tf pre-training or fine-tuning model dir (its
-    `config.json` gives the sizes and the vocab: `vocab_file` may be None),
-    or a `.keras` model. The other arguments, `model_size="small"`,
-    `embedding_size=None` (`small`: 128), `model_hparam_overrides=None`,
-    `max_seq_length=128`, `do_lower_case=True`, are `ElectraTaskModel.from_checkpoint`'s."""
+    """A classifier initialised from `path`; the other arguments are
+    `ElectraTaskModel.from_checkpoint`'s."""
     if num_classes is None:
       raise ValueError("ElectraClassifier.from_checkpoint needs num_classes")
     return super().from_checkpoint(path, vocab_file, *args, num_classes=num_classes, **kwargs)
@@ -105,8 +100,7 @@ class ElectraClassifier(ElectraTaskModel):
         [f"ElectraClassifier labels must be whole class ids in [0, {self.num_classes}); got", y],
         summarize=8,
       )
-      # The loss reads the labels after the check: without the dependency the
-      # loss op may run first and fail with its own message.
+      # Else the loss op may run first and fail with its own message.
       with tf.control_dependencies([check]):
         y = tf.identity(y)
     return y

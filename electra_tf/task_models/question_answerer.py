@@ -31,36 +31,20 @@ class ElectraQuestionAnswerer(ElectraTaskModel):
 
   Labels are token positions in that packed sequence, `(start_positions,
   end_positions)` int `[B]` each; `answer_positions` computes them from
-  character offsets (an answer cut off by the truncation gets `(0, 0)`,
-  `[CLS]`, as the original's featuriser). The default loss is the original's:
+  character offsets (an answer cut off by the truncation gets `(0, 0)`, as
+  in the original's featuriser). The default loss is the original's:
   `(start cross-entropy + end cross-entropy) / 2`, summed over the batch.
 
-  With a SentencePiece model the pieces carry their characters in the
-  context (`SentencePieceTokenizer.tokenize_with_offsets`), so spaces or
-  none (Japanese), an answer maps to pieces and back by character offsets:
-  `predict_answers` returns the context's characters from the best span's
-  first piece to its last, exactly as written.
-
-  `predict_answers` returns answer text. It maps the best wordpiece span back
-  to the context as the original's SQuAD post-processing does, not through
-  tokenizer offsets (the in-graph tokenizer normalises the text itself and
-  gives none): wordpieces → the whitespace-separated context words they
-  come from → `get_final_text`, which trims those words to the
-  de-WordPieced prediction. The result is a substring of the context (whole
-  words when that alignment fails, as in the original).
+  `predict_answers` returns answer text, a substring of the context. With
+  WordPiece it maps the best span back as the original's SQuAD
+  post-processing does (context words → `get_final_text`); a SentencePiece
+  model's pieces carry their characters, so the answer is exactly as written.
 
   Variables: `electra/...` and `task_specific/<task_name>/dense` (start),
-  `dense_1` (end), both `[H, 1]`; `export` writes the same SavedModel as
-  `python -m electra_tf.export_saved_model --model task` (`start_logits`,
-  `end_logits` outputs).
-
-  A SQuAD checkpoint that `run_finetuning` wrote carries the original's joint
-  head (`task_specific/squad/qa_hidden`, `dense_1` of `[512, 1]`, ...), which
-  this class does not have: `from_checkpoint` under the default task name
-  takes its fine-tuned encoder and a fresh span head; with
-  `task_name="squad"` it stops on the head's shape mismatch. To serve the
-  joint head itself, export that model dir with `export_saved_model --model
-  task --task squad`.
+  `dense_1` (end); `export` writes the SavedModel of `export_saved_model
+  --model task`. A SQuAD trial of `run_finetuning` has the original's joint
+  head instead: `from_checkpoint` takes its encoder under a fresh span head
+  (export the trial with `--task squad` to serve the joint head).
 
   Args:
     bert_config: dict of the encoder's `BertConfig` fields.
@@ -71,11 +55,6 @@ class ElectraQuestionAnswerer(ElectraTaskModel):
       `packing="question_context"`, or its config; None takes packed
       `input_ids/input_mask/segment_ids` dicts), `embedding_size` (None: the
       hidden size) and the standard `keras.Model` arguments.
-
-  `from_checkpoint(path, vocab_file, model_size="small", embedding_size=None,
-  model_hparam_overrides=None, max_seq_length=384, do_lower_case=True,
-  max_query_length=64, **kwargs)` builds one from a checkpoint (see
-  `ElectraTaskModel.from_checkpoint`).
 
   Returns (call):
     dict of float32 `start_logits` and `end_logits`, `[B, S]`.
@@ -162,9 +141,7 @@ class ElectraQuestionAnswerer(ElectraTaskModel):
 
   def _contexts_in_window(self, questions, contexts):
     """Per example: where the context starts in the packed sequence, how
-    many of its wordpieces fit, and its words (`word_pieces`). With a
-    SentencePiece model every piece is a "word" of its own: its characters
-    (`piece_spans`) and `[id]`."""
+    many of its wordpieces fit, and its words (with SentencePiece, each piece)."""
     if self.preprocessor is None:
       raise ValueError("this needs the model's preprocessor (its tokenizer and lengths)")
     pre = self.preprocessor

@@ -39,7 +39,7 @@ from electra_tf.text.vocab import vocab_kind
 from electra_tf.utils import file_io
 from electra_tf.utils import keras_compat
 
-# Keras' `export` formats that `electra_tf.serving.portable` writes.
+# Keras' `export` formats that `serving.portable` writes.
 EXPORT_FORMATS = ("litert", "onnx")
 
 
@@ -153,10 +153,8 @@ def _check_numeric_labels(labels):
 
 
 def _check_batched(data, where):
-  """Keras reads each element of a dataset as a batch: one left unbatched
-  fails in the loss with "Argument `output` must have rank …
-  target.shape=()", naming neither the labels nor the dataset. Read from the
-  `element_spec`, before anything is traced."""
+  """Refuses an unbatched dataset (Keras reads each element as a batch and
+  fails in the loss, naming neither), from its `element_spec`."""
   if not isinstance(data, tf.data.Dataset):
     return
   spec = data.element_spec
@@ -181,10 +179,9 @@ def check_count(value, what):
 
 
 class ElectraTaskModel(keras.Model):
-  """Shared machinery; subclasses set their own attributes, then call this
+  """Shared machinery; subclasses set their attributes, call this
   constructor, and implement `make_head`, `task_outputs` and `default_loss`
-  (and may override `default_metrics`, `default_loss_weights`,
-  `prepare_labels`).
+  (and may override the other `default_*` and `prepare_labels`).
 
   Args:
     bert_config: dict of the encoder's `BertConfig` fields.
@@ -195,8 +192,7 @@ class ElectraTaskModel(keras.Model):
     **kwargs: standard `keras.Model` arguments.
   """
 
-  # The preprocessor `from_checkpoint` builds: its packing, default length,
-  # and the `from_checkpoint` arguments that go to it.
+  # The preprocessor `from_checkpoint` builds, and the arguments that go to it.
   packing = "pair"
   default_max_seq_length = 128
   preprocessor_args = ()
@@ -237,26 +233,20 @@ class ElectraTaskModel(keras.Model):
     **kwargs,
   ):
     """A model initialised from `path`: an original/released checkpoint,
-    an electra_tf pre-training or fine-tuning model dir, or a `.keras`
-    model. An electra_tf model dir's `config.json` gives the encoder's size,
-    the vocab, `do_lower_case` and `strip_accents`; size arguments given as well must build
-    the same encoder (`ModelDirMismatch` otherwise). Elsewhere the encoder's
-    size is given as in the hparams (`model_size`, default `small`,
-    `embedding_size` — `small` defaults to 128 —, `model_hparam_overrides`),
-    the vocab size comes from `vocab_file` (required) and `do_lower_case`
-    and `strip_accents` default to true. With a SentencePiece model for
-    vocab, they default to what its settings file records (off without
-    one), whatever the run recorded. A Hugging Face discriminator directory
-    or a keras-hub preset that electra_tf published records its encoder and
-    tokenizer the same way (`any_format.PublishedSource`).
-    `max_seq_length` defaults to the length a fine-tuned model (an
-    electra_tf trial dir, a task preset) was trained at, else to the class's
-    `default_max_seq_length` (a pre-training run's length is not a task's);
-    from a fine-tuning trial without `task_name`, the trial's one head of
-    this model's kind is loaded (else a warning says the head is new);
-    `kwargs` named in `preprocessor_args` go to the preprocessor (a QA
-    trial's `max_query_length` is its default), the rest to the
-    constructor."""
+    an electra_tf pre-training or fine-tuning model dir, a `.keras` model or
+    a directory electra_tf published (Hugging Face, keras-hub).
+
+    A recorded run (`config.json`) gives the encoder's size, the vocab,
+    `do_lower_case` and `strip_accents`; size arguments given as well must
+    build the same encoder (`ModelDirMismatch` otherwise). Elsewhere the size
+    is given as in the hparams (`model_size`, default `small`,
+    `embedding_size`, `model_hparam_overrides`), `vocab_file` is required and
+    the casing flags default to true (a SentencePiece model's: what its
+    settings file records). `max_seq_length` defaults to the length a
+    fine-tuned model was trained at, else `default_max_seq_length`. From a
+    fine-tuning trial without `task_name`, its one head of this model's kind
+    is loaded (else a warning says the head is new). `kwargs` named in
+    `preprocessor_args` go to the preprocessor, the rest to the constructor."""
     for name, value in (("do_lower_case", do_lower_case), ("strip_accents", strip_accents)):
       if value is not None and not isinstance(value, bool):
         # "no" would be true: lower-casing stays on.
@@ -299,9 +289,7 @@ class ElectraTaskModel(keras.Model):
       Vocab.read(vocab_file, "vocab_file").check_made_with(
         run_vocab, f"from_checkpoint: the model in {os.fspath(path)!r} was trained"
       )
-    # A SentencePiece model's own settings file says how its records were
-    # normalised (a pre-training run records WordPiece's defaults); None
-    # lets `from_vocab_file` read it.
+    # None lets `from_vocab_file` read a SentencePiece model's own settings.
     if vocab_kind(vocab_file) != SENTENCEPIECE:
       if do_lower_case is None:
         do_lower_case = run_vocab.get("do_lower_case")
@@ -341,9 +329,7 @@ class ElectraTaskModel(keras.Model):
   @classmethod
   def _adopt_trial_head(cls, path, run_config, kwargs):
     """From a fine-tuning trial without `task_name`: its one head of this
-    model's kind becomes the model's (else a new head would be built under
-    the default name and the trained one ignored); otherwise one warning
-    line says the head is new."""
+    model's kind becomes the model's; otherwise a warning says the head is new."""
     tasks = (run_config.get("hparams") or {}).get("task_names") or []
     if "task_name" in kwargs:
       if kwargs["task_name"] not in tasks:
@@ -375,15 +361,12 @@ class ElectraTaskModel(keras.Model):
   def from_preset(cls, preset, max_seq_length=None, **kwargs):
     """A model from a preset directory in keras-hub's layout.
 
-    A preset `save_to_preset` wrote (`task.json`) comes back whole: encoder,
-    head and preprocessor, as saved (no arguments apply). A keras-hub
-    `ElectraBackbone` preset (`config.json`, `model.weights.h5`, the
-    tokenizer's assets) starts fine-tuning: its encoder, bit-exact, under a
-    new head built from `kwargs` (e.g. `num_classes`), its tokenizer's vocab
-    and lower-casing, and `max_seq_length` (default the class's
-    `default_max_seq_length`); `kwargs` named in `preprocessor_args` go to
-    the preprocessor. A preset of another family, or a corrupt one, stops
-    with one line."""
+    A preset `save_to_preset` wrote (`task.json`) comes back whole, as saved
+    (no arguments apply). A keras-hub `ElectraBackbone` preset starts
+    fine-tuning: its encoder and tokenizer under a new head built from
+    `kwargs` (e.g. `num_classes`; those in `preprocessor_args` go to the
+    preprocessor), with `max_seq_length` (default `default_max_seq_length`).
+    A preset of another family, or a corrupt one, stops with one line."""
     preset = str(formats.require(preset, (formats.KERAS_HUB_PRESET,)).location)
     task_model = any_format.load_task_preset(preset)
     if task_model is not None:
@@ -426,13 +409,10 @@ class ElectraTaskModel(keras.Model):
 
   def save_to_preset(self, preset_dir):
     """Writes a preset directory in keras-hub's layout: the encoder as a
-    keras-hub `ElectraBackbone` (`config.json`, `metadata.json`,
-    `model.weights.h5`: keras-hub's `ElectraBackbone.from_preset` and
-    `ElectraTokenizer.from_preset` read them), the tokenizer
-    (`tokenizer.json`, `assets/tokenizer/vocabulary.txt`), and this model's
-    config (`task.json`) and weights (`task.weights.h5`), which
-    `from_preset` reads back. `preset_dir` must be new or empty; it appears
-    complete or not at all. Returns `preset_dir`."""
+    keras-hub `ElectraBackbone`, the tokenizer, and this model's config
+    (`task.json`) and weights (`task.weights.h5`), which `from_preset` reads
+    back. `preset_dir` must be new or empty; it appears complete or not at
+    all. Returns `preset_dir`."""
     if not os.fspath(preset_dir).strip():
       raise ValueError("save_to_preset: preset_dir is empty; expected a directory path")
     if self.preprocessor is None:
@@ -467,10 +447,9 @@ class ElectraTaskModel(keras.Model):
 
   def fit(self, x=None, y=None, batch_size=None, shuffle=None, **kwargs):
     """Keras' `fit`; texts given as a list or array (or a `(text_a, text_b)`
-    pair of them) with their labels are batched here (`batch_size`, default
-    32; shuffled each epoch as Keras shuffles arrays): Keras' arrays cannot
-    hold strings. `shuffle` defaults to True but for a `tf.data.Dataset`,
-    which shuffles itself (Keras warns about it otherwise)."""
+    pair of them) are batched here (`batch_size`, default 32; shuffled each
+    epoch): Keras' arrays cannot hold strings. `shuffle` defaults to True but
+    for a `tf.data.Dataset`."""
     if shuffle is None:
       shuffle = not isinstance(x, tf.data.Dataset)
     _check_batched(x, f"{type(self).__name__}.fit")
@@ -483,8 +462,7 @@ class ElectraTaskModel(keras.Model):
 
   def _warn_past_schedule(self, x, fit_kwargs):
     """Warns when `fit` would run past the compiled schedule's
-    `num_train_steps` (its learning rate is 0 after it: those steps train
-    nothing). Only where the steps are known (a dataset of known size)."""
+    `num_train_steps` (where the learning rate is 0), for a dataset of known size."""
     horizon = getattr(self, "_schedule_steps", None)
     if horizon is None or not isinstance(x, tf.data.Dataset):
       return
@@ -584,11 +562,9 @@ class ElectraTaskModel(keras.Model):
       num_train_steps: the schedule's horizon; needed with "auto".
       learning_rate, warmup_proportion, weight_decay_rate,
         layerwise_lr_decay: the "auto" optimizer's hparams.
-      gradient_accumulation_steps: k ≥ 1: each step cuts every replica's
-        batch into k micro-batches and applies the sum of their gradients
-        once. The micro-batches' losses are summed: the same update as the
-        whole batch for a loss summed over examples (the default loss); a
-        loss averaged over the batch would be k times larger.
+      gradient_accumulation_steps: k ≥ 1 micro-batches per replica batch,
+        their gradients and losses summed: the whole batch's update for a
+        loss summed over examples (the default; a mean would be k× larger).
       **kwargs: passed to `keras.Model.compile`.
     """
     if not self.built:
@@ -657,10 +633,9 @@ class ElectraTaskModel(keras.Model):
     super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
   def train_step(self, data):
-    """Keras' step, with dense gradients (the global norm that clipping
-    divides by is the gradient's, as in the original) and gradient
-    accumulation (see `electra_tf.runtime.accumulation`): the micro-batches'
-    losses and metric updates add up to the whole batch's."""
+    """Keras' step, with dense gradients (clipped by the gradient's global
+    norm, as in the original) and gradient accumulation
+    (`electra_tf.runtime.accumulation`)."""
     x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
     batch = {"x": x, "y": y}
     if sample_weight is not None:
@@ -699,9 +674,8 @@ class ElectraTaskModel(keras.Model):
     return self.get_metrics_result()
 
   def save(self, filepath, *args, **kwargs):
-    """Keras' `Model.save`, to a `.keras` file. The legacy HDF5 format
-    (`.h5`, `.hdf5`) is refused: it keeps no custom class, so the file
-    would load back as "Unknown layer"."""
+    """Keras' `Model.save`, to a `.keras` file (the legacy HDF5 format keeps
+    no custom class: it is refused)."""
     if os.fspath(filepath).lower().endswith((".h5", ".hdf5")):
       raise ValueError(
         f"{type(self).__name__}.save({os.fspath(filepath)!r}): the legacy HDF5 format cannot "
@@ -712,8 +686,7 @@ class ElectraTaskModel(keras.Model):
     path = os.fspath(filepath)
     if not path.endswith(".keras") or (not overwrite and os.path.exists(path)):
       return super().save(filepath, *args, **kwargs)  # Keras' own errors and prompt
-    # Written beside it and renamed when whole: a kill or Ctrl-C mid-save
-    # leaves no partial file under the real name.
+    # Written beside it and renamed when whole: a stop leaves no partial file.
     with file_io.atomic_path(path, suffix=".keras") as tmp:
       return super().save(tmp, *args, **kwargs)
 

@@ -42,18 +42,15 @@ class ElectraTokenTagger(ElectraTaskModel):
 
   Labels are one tag id per wordpiece position, int `[B, S]`, with
   `IGNORED` (−1) at positions that are not scored: padding, `[CLS]`/`[SEP]`
-  and — the original's convention — every wordpiece of a word but its first.
-  `wordpiece_labels` builds them from per-word tags (words = the sentence
-  split on whitespace, e.g. `" ".join(conll_words)`); `predict_tags` reads
-  each word's tag back from its first wordpiece. With a SentencePiece model
-  a word's first piece is the one holding its `▁` (`word_pieces`); for text
-  written without spaces, join a segmenter's words with spaces. The default
-  loss is the original's: the cross-entropy summed over the scored positions and the
-  batch; the default metric, accuracy over the scored positions.
+  and (the original's convention) every wordpiece of a word but its first.
+  `wordpiece_labels` builds them from per-word tags (words split on
+  whitespace); `predict_tags` reads each word's tag back from its first
+  wordpiece (with a SentencePiece model, the one holding its `▁`). The
+  default loss is the original's: the cross-entropy summed over the scored
+  positions and the batch; the default metric, accuracy over them.
 
   Variables: `electra/...` and `task_specific/<task_name>/dense`; `export`
-  writes the same SavedModel as `python -m electra_tf.export_saved_model
-  --model task` (`logits` `[B, S, num_tags]`, `predictions`).
+  writes the SavedModel of `export_saved_model --model task`.
 
   Args:
     bert_config: dict of the encoder's `BertConfig` fields.
@@ -63,11 +60,6 @@ class ElectraTokenTagger(ElectraTaskModel):
       `packing="tagging"`, or its config; None takes packed
       `input_ids/input_mask/segment_ids` dicts), `embedding_size` (None: the
       hidden size) and the standard `keras.Model` arguments.
-
-  `from_checkpoint(path, vocab_file, num_tags=..., model_size="small",
-  embedding_size=None, model_hparam_overrides=None, max_seq_length=128,
-  do_lower_case=True)` builds one from a checkpoint (see
-  `ElectraTaskModel.from_checkpoint`).
 
   Returns (call):
     float32 logits `[B, S, num_tags]`.
