@@ -14,6 +14,26 @@ _QUIET_MARKER = "ELECTRA_TF_QUIET_TF_START_UP"
 _VERBOSE_IMPORT = "ELECTRA_TF_VERBOSE_IMPORT"
 
 
+def _command_name():
+  """The command this process runs (`run_pretraining`), or None for a library
+  import: `python -m <package>.<tool>` (runpy sets argv[0] to "-m" while the
+  package is imported) or the installed console script `electra-<tool>`."""
+  argv = getattr(_sys, "argv", [])
+  if argv[:1] == ["-m"]:
+    orig = getattr(_sys, "orig_argv", [])  # ["python", "-m", "<module>", ...]
+    return orig[orig.index("-m") + 1].rsplit(".", 1)[-1] if "-m" in orig[:-1] else "electra_tf"
+  script = _os.path.basename(argv[0]) if argv else ""
+  tool = script[len("electra-") :].replace("-", "_")
+  packages = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+  is_tool = lambda package: _os.path.isfile(_os.path.join(packages, package, tool + ".py"))
+  if script.startswith("electra-") and (is_tool("electra_tf") or is_tool("tfrecords_tools")):
+    return tool
+  return None
+
+
+_COMMAND = _command_name()
+
+
 def _interrupted(error):
   """Whether `error` is Ctrl-C, or wraps one (from a C++ call)."""
   while error is not None:
@@ -24,7 +44,7 @@ def _interrupted(error):
 
 
 def _import_failed_in_one_line(error, what="TensorFlow"):
-  """A `python -m` command whose import of `what` failed: one line naming
+  """A command whose import of `what` failed: one line naming
   the error and the likely cause, exit status 1."""
   text = f"{type(error).__name__}: {(str(error).splitlines() or [''])[0]}"
   lowered = text.lower()
@@ -32,10 +52,8 @@ def _import_failed_in_one_line(error, what="TensorFlow"):
     cause = f"too little memory for {what} (a `ulimit -v` limit?)"
   else:
     cause = f"a broken or mismatched {what} installation?"
-  argv = getattr(_sys, "orig_argv", [])
-  tool = argv[argv.index("-m") + 1].rsplit(".", 1)[-1] if "-m" in argv[:-1] else "electra_tf"
   print(
-    f"{tool}: error: {what} could not be loaded ({text}): {cause} "
+    f"{_COMMAND or 'electra_tf'}: error: {what} could not be loaded ({text}): {cause} "
     f"{_VERBOSE_IMPORT}=1 shows the whole error",
     file=_sys.stderr,
     flush=True,
@@ -44,14 +62,14 @@ def _import_failed_in_one_line(error, what="TensorFlow"):
 
 
 def _quiet_tensorflow_start_up():
-  """For `python -m` runs: hide TensorFlow's C++ start-up lines (CUDA probes,
+  """For commands (`python -m` or a console script): hide TensorFlow's C++ start-up lines (CUDA probes,
   oneDNN notices), printed before `TF_CPP_MIN_LOG_LEVEL` applies, unless the
   user set it or `ELECTRA_TF_VERBOSE_IMPORT=1`. What TensorFlow writes to fd 2
   while it is imported goes to a temporary file, shown only if it raises."""
   # A process that a quieted tool spawns (the builder's job processes)
   # inherits the marker and is quieted too.
   spawned_by_quiet_tool = _os.environ.get(_QUIET_MARKER) == "1"
-  started_as_tool = _sys.argv[:1] == ["-m"] and "TF_CPP_MIN_LOG_LEVEL" not in _os.environ
+  started_as_tool = _COMMAND is not None and "TF_CPP_MIN_LOG_LEVEL" not in _os.environ
   verbose = _os.environ.get(_VERBOSE_IMPORT, "") not in ("", "0")
   if verbose or not (started_as_tool or spawned_by_quiet_tool) or "tensorflow" in _sys.modules:
     return
@@ -86,10 +104,10 @@ def _quiet_tensorflow_start_up():
 
 
 def _stops_in_one_line():
-  """For `python -m` runs: an uncaught Ctrl-C ends with one line and exit
+  """For commands: an uncaught Ctrl-C ends with one line and exit
   status 130 instead of a traceback; so do SIGTERM and SIGHUP while this
   package is imported (143, 129). Returns the signals given a handler here."""
-  if _sys.argv[:1] != ["-m"]:
+  if _COMMAND is None:
     return ()
   previous = _sys.excepthook
 
@@ -101,11 +119,9 @@ def _stops_in_one_line():
       _import_failed_in_one_line(error, "a library")
     if not _interrupted(error):
       return previous(kind, error, traceback)
-    argv = getattr(_sys, "orig_argv", [])  # ["python", "-m", "<module>", ...]
-    tool = argv[argv.index("-m") + 1] if "-m" in argv[:-1] else "electra_tf"
     signum = _interrupts.stop_signal_of(error) or _signal.SIGINT
     _sys.stdout.flush()
-    print(f"{tool.rsplit('.', 1)[-1]}: {_interrupts.stopped_phrase(signum)}", file=_sys.stderr)
+    print(f"{_COMMAND}: {_interrupts.stopped_phrase(signum)}", file=_sys.stderr)
     _sys.stderr.flush()
     _os._exit(128 + int(signum))  # the shell's status for the signal (130 for Ctrl-C)
 
@@ -154,12 +170,12 @@ def _keras_setting_problem():
 
 _KERAS_SETTING_PROBLEM = _keras_setting_problem()
 if _KERAS_SETTING_PROBLEM is not None:
-  if _sys.argv[:1] == ["-m"]:  # a command: one line, as for any bad input
+  if _COMMAND is not None:  # a command: one line, as for any bad input
     print(f"error: {_KERAS_SETTING_PROBLEM}", file=_sys.stderr, flush=True)
     _os._exit(2)
   raise ImportError(_KERAS_SETTING_PROBLEM)
 
-if _sys.argv[:1] == ["-m"] or _os.environ.get(_QUIET_MARKER) == "1":
+if _COMMAND is not None or _os.environ.get(_QUIET_MARKER) == "1":
   # A command piped into `head`, run with stdout closed or an ASCII-only
   # encoding finishes its work: its console output cannot fail.
   _console_logging.robust_console_streams()
