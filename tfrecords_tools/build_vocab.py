@@ -1016,6 +1016,13 @@ def _main(argv):
         "--output '-' (standard output) is not supported; give a file path (the vocab needs "
         "a settings file beside it)"
       )
+    if args.output.endswith(".model" if wordpiece else ".txt"):
+      # Other tools (Hugging Face, SentencePiece) tell the two kinds apart by the name.
+      fix = "unigram or bpe, or name it vocab.txt" if wordpiece else "wordpiece, or name it *.model"
+      raise ValueError(
+        f"--output {args.output!r} is a {'SentencePiece' if wordpiece else 'WordPiece'} file's "
+        f"name but --model-type is {args.model_type}: pass --model-type {fix}"
+      )
     if os.path.isdir(args.output) or args.output.endswith(("/", os.sep)):
       # Checked before any work: the settings file would become "<dir>/.json".
       what = "is a directory" if os.path.isdir(args.output) else "ends in a path separator"

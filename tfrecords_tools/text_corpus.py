@@ -283,11 +283,10 @@ def list_corpus_files(corpus_dir):
     raise ValueError(f"--corpus-dir {corpus_dir!r} is not a directory")
   names = sorted(n.rstrip("/") for n in file_io.list_names(corpus_dir, "--corpus-dir"))
   for name in names:
-    path = os.path.join(corpus_dir, name)
-    if "://" not in path and os.path.islink(path) and not os.path.exists(path):
+    broken = file_io.broken_link(os.path.join(corpus_dir, name))
+    if broken:
       raise ValueError(
-        f"--corpus-dir {corpus_dir!r}: {name!r} is a broken symbolic link (to "
-        f"{os.readlink(path)!r}, which does not exist); remove it or point it at the text file"
+        f"--corpus-dir {corpus_dir!r}: {name!r} is {broken}; remove it or point it at the text file"
       )
   files = [n for n in names if not tf.io.gfile.isdir(os.path.join(corpus_dir, n))]
   if not files or all(tf.io.gfile.stat(os.path.join(corpus_dir, n)).length == 0 for n in files):

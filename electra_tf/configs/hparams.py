@@ -231,7 +231,11 @@ def unknown_hparam_message(key, valid_names):
   valid = sorted(valid_names)
   close = difflib.get_close_matches(str(key), valid, n=1)
   hint = f" — did you mean {close[0]!r}?" if close else "."
-  return f"Unknown hparam {key!r}{hint} Valid hparams: {', '.join(valid)}"
+  shown = repr(key)
+  odd = next((c for c in str(key) if not c.isascii()), None)
+  if odd:  # a look-alike letter (Cyrillic U+0430 for 'a') reads as the suggestion itself
+    shown = f"{ascii(str(key))} (its {odd!r} is {file_io.char_name(odd)}, not ASCII)"
+  return f"Unknown hparam {shown}{hint} Valid hparams: {', '.join(valid)}"
 
 
 # What a field's annotation accepts, and how the error names it; bools are not numbers.

@@ -274,7 +274,11 @@ def validate_inputs(inputs):
           "directory holding the task's data files"
         )
       if not tf.io.gfile.isdir(path):
-        raise ValueError(f"hparam task_names: no data directory {path} for task {name!r}")
+        broken = file_io.broken_link(path)
+        raise ValueError(
+          f"hparam task_names: no data directory {path} for task {name!r}"
+          + (f": it is {broken}" if broken else "")
+        )
   tokenizer = finetuning_tokenizer(config, inputs.vocab)
   tasks = tuple(task_builder.get_tasks(config, tokenizer))
   if config.do_train or config.do_eval:

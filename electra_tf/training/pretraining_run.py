@@ -75,7 +75,9 @@ def find_pretraining_files(config):
   patterns = resolve_file_patterns(config)
   try:
     return pretrain_data.find_files(patterns)
-  except ValueError:
+  except ValueError as error:
+    if any(tf.io.gfile.isdir(f) for p in patterns for f in tf.io.gfile.glob(p)):
+      raise ValueError(f"hparam pretrain_tfrecords: {error}") from None  # a folder: name it
     aside = [
       os.path.join(os.path.dirname(p), records_info.PREVIOUS_BUILD)
       for p in patterns

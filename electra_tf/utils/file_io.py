@@ -16,6 +16,7 @@ import re
 import shlex
 import shutil
 import tempfile
+import unicodedata
 
 from electra_tf.utils import interrupts
 
@@ -366,6 +367,24 @@ def is_directly_in(path, folder):
   return os.path.dirname(os.path.realpath(path)) == os.path.realpath(folder)
 
 
+def broken_link(path):
+  """The words "a broken symbolic link (to '…', which does not exist)" when
+  `path` is a local link to nothing (its target moved or deleted), else None."""
+  if _is_remote(path) or not os.path.islink(path) or os.path.exists(path):
+    return None
+  return f"a broken symbolic link (to {os.readlink(path)!r}, which does not exist)"
+
+
+def char_name(char):
+  """`char`'s code point and Unicode name, to tell it from its ASCII look-alike.
+
+  Example:
+  >>> char_name(chr(0xA0)), char_name(chr(0x430))
+  ('U+00A0 NO-BREAK SPACE', 'U+0430 CYRILLIC SMALL LETTER A')
+  """
+  return f"U+{ord(char):04X} {unicodedata.name(char, 'UNNAMED')}"
+
+
 def list_names(directory, what):
   """`tf.io.gfile.listdir(directory)`, refusing in one line naming `what` (a
   flag) and the entry a name that is not UTF-8 (gfile fails on it with a bare
@@ -424,6 +443,8 @@ def check_data_dir(data_dir):
     hint = ""
     if os.fspath(data_dir).startswith("~"):
       hint = " (a quoted ~ is not expanded by the shell: write the path out)"
+    broken = broken_link(data_dir)
+    hint = f": it is {broken}" if broken else hint
     raise ValueError(f"--data-dir {os.fspath(data_dir)!r} does not exist{hint}")
 
 
