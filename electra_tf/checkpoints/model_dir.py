@@ -21,6 +21,7 @@ Example:
 import dataclasses
 import json
 import os
+import sys
 
 import tensorflow as tf
 
@@ -200,26 +201,39 @@ def record_planned_steps(model_dir, steps):
 
 
 def unfinished_trial_warning(path, doing):
-  """A one-line warning when the fine-tuning trial at `path` (a dir or a
-  checkpoint prefix in one) stopped short of the steps its `config.json`
-  plans, else None; `doing` says what the caller goes on to do."""
+  """A one-line warning when the fine-tuning trial or pre-training run at
+  `path` (a dir or a checkpoint prefix in one) stopped short of the steps its
+  `config.json` plans, else None; `doing` says what the caller goes on to do."""
   path = os.fspath(path).rstrip("/")
   try:
     content = read_run_config(path) or {}
   except (ValueError, tf.errors.OpError):
     return None  # a damaged config.json or a path out of reach: loading the model names it
-  planned = content.get(PLANNED_STEPS)
-  if content.get("kind") != KIND_FINETUNING or not isinstance(planned, int):
+  kind = content.get("kind")
+  if kind == KIND_PRETRAINING:
+    planned = (content.get("hparams") or {}).get(PLANNED_STEPS)
+  else:
+    planned = content.get(PLANNED_STEPS) if kind == KIND_FINETUNING else None
+  if not isinstance(planned, int):
     return None
   prefix = tf.train.latest_checkpoint(path) if tf.io.gfile.isdir(path) else path
   step = (prefix or "").rpartition("-")[2]
   if not step.isdigit() or int(step) >= planned:
     return None
-  trial = path if tf.io.gfile.isdir(path) else os.path.dirname(path)
+  run = path if tf.io.gfile.isdir(path) else os.path.dirname(path)
+  what = "fine-tuning" if kind == KIND_FINETUNING else "pre-training"
   return (
-    f"{trial!r} stopped at step {int(step)} of {planned} (an interrupted fine-tuning "
-    f"run): re-run run_finetuning to finish it; {doing} it as it is"
+    f"{run!r} stopped at step {int(step)} of {planned} (an interrupted {what} "
+    f"run): re-run run_{what.replace('-', '')} to finish it; {doing} it as it is"
   )
+
+
+def warn_if_unfinished(path, doing):
+  """Prints `unfinished_trial_warning` as a `warning:` line on stderr; returns it."""
+  unfinished = unfinished_trial_warning(path, doing)
+  if unfinished:
+    print(f"warning: {unfinished}", file=sys.stderr, flush=True)
+  return unfinished
 
 
 def run_config_path(path):

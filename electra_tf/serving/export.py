@@ -17,7 +17,6 @@ import dataclasses
 import os
 import re
 import shutil
-import sys
 import tempfile
 
 import numpy as np
@@ -432,9 +431,7 @@ def settings_from_flags(model, config, source, args):
       f"{sorted(h.task_name for h in heads)}"
     )
   if args.checkpoint:
-    unfinished = model_dir_lib.unfinished_trial_warning(args.checkpoint, "exporting")
-    if unfinished:
-      print(f"warning: {unfinished}", file=sys.stderr, flush=True)
+    model_dir_lib.warn_if_unfinished(args.checkpoint, "exporting")
   source = any_format.open_source(source)  # detected once for every setting below
   recorded = source.recorded_inputs(vocab_given=bool(args.vocab_file))
   vocab_file, do_lower_case, strip_accents = tokenizer_settings(

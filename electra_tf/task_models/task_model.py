@@ -3,6 +3,7 @@
 a one-head `FinetuningModel`, checkpoint loading, the original's optimizer as
 the `compile` default, and the SavedModel export."""
 
+import dataclasses
 import inspect
 import os
 import sys
@@ -262,23 +263,24 @@ class ElectraTaskModel(keras.Model):
     source = any_format.open_source(path)
     # A generator cannot start a task model: said before its vocab is looked for.
     source.check_starts_finetuning()
+    model_dir_lib.warn_if_unfinished(path, "loading")
     run_config = source.recorded_run()
     if run_config is not None and run_config.get("kind") == model_dir_lib.KIND_FINETUNING:
       cls._adopt_trial_head(path, run_config, kwargs)
-    run_vocab = {}
-    if run_config is not None:
-      run_vocab = run_config.get("vocab") or {}
-      vocab_file = vocab_file or run_vocab.get("file")
-      if run_config.get("kind") != model_dir_lib.KIND_PRETRAINING:
-        recorded = source.recorded_inputs(vocab_given=bool(vocab_file))
-        max_seq_length = max_seq_length or recorded.max_seq_length
-        if "max_query_length" in cls.preprocessor_args and recorded.max_query_length:
-          kwargs.setdefault(
-            "max_query_length",
-            question_budget(
-              max_seq_length or cls.default_max_seq_length, recorded.max_query_length
-            ),
-          )
+    run_vocab = (run_config or {}).get("vocab") or {}
+    vocab_file = vocab_file or run_vocab.get("file")
+    kind = (run_config or {}).get("kind")
+    if kind != model_dir_lib.KIND_PRETRAINING and (run_config or source.format == formats.KERAS):
+      recorded = source.recorded_inputs(vocab_given=bool(vocab_file))
+      if not vocab_file and recorded.vocab_file:  # a task .keras's own preprocessor's
+        vocab_file = recorded.vocab_file
+        run_vocab = dataclasses.asdict(recorded)  # its do_lower_case and strip_accents
+      max_seq_length = max_seq_length or recorded.max_seq_length
+      if "max_query_length" in cls.preprocessor_args and recorded.max_query_length:
+        kwargs.setdefault(
+          "max_query_length",
+          question_budget(max_seq_length or cls.default_max_seq_length, recorded.max_query_length),
+        )
     if not vocab_file:
       raise ValueError(
         f"{path!r} has no electra_tf config.json recording its vocab: pass vocab_file"
@@ -318,6 +320,10 @@ class ElectraTaskModel(keras.Model):
       bert_config, embedding_size = model_dir_lib.encoder_config(
         run_config, (bert_config, embedding_size) if sizes_given else None
       )
+    elif source.format == formats.KERAS and not sizes_given:  # a task .keras's own sizes
+      saved = formats.keras_archive_config(path).get("config") or {}
+      if saved.get("bert_config"):
+        bert_config, embedding_size = saved["bert_config"], saved.get("embedding_size")
     model = cls(bert_config, preprocessor=preprocessor, embedding_size=embedding_size, **kwargs)
     model.build()
     any_format.initialize_finetuning_model(model.finetuning_model, path)

@@ -381,6 +381,8 @@ class ModelRunner:
       loaded = any_format.initialize_finetuning_model(
         self.model, self._source or config.init_checkpoint
       )
+      if config.do_train:  # a killed pre-training run's early checkpoint
+        model_dir_lib.warn_if_unfinished(config.init_checkpoint, "fine-tuning")
     elif config.do_train:
       logging.warning("No init_checkpoint: fine-tuning from random initialisation")
     if not config.do_train:
