@@ -200,13 +200,14 @@ def record_planned_steps(model_dir, steps):
     write_atomic(path, json.dumps(content, indent=2, sort_keys=True) + "\n")
 
 
-def unfinished_trial_warning(path, doing):
+def unfinished_trial_warning(path, doing, run_config=None):
   """A one-line warning when the fine-tuning trial or pre-training run at
   `path` (a dir or a checkpoint prefix in one) stopped short of the steps its
-  `config.json` plans, else None; `doing` says what the caller goes on to do."""
+  `config.json` (`run_config`, when the caller has read it) plans, else None;
+  `doing` says what the caller goes on to do."""
   path = os.fspath(path).rstrip("/")
   try:
-    content = read_run_config(path) or {}
+    content = run_config if run_config is not None else read_run_config(path) or {}
   except (ValueError, tf.errors.OpError):
     return None  # a damaged config.json or a path out of reach: loading the model names it
   kind = content.get("kind")
@@ -228,9 +229,9 @@ def unfinished_trial_warning(path, doing):
   )
 
 
-def warn_if_unfinished(path, doing):
+def warn_if_unfinished(path, doing, run_config=None):
   """Prints `unfinished_trial_warning` as a `warning:` line on stderr; returns it."""
-  unfinished = unfinished_trial_warning(path, doing)
+  unfinished = unfinished_trial_warning(path, doing, run_config)
   if unfinished:
     print(f"warning: {unfinished}", file=sys.stderr, flush=True)
   return unfinished

@@ -360,6 +360,7 @@ class ModelRunner:
     self._strategy = strategy or tf.distribute.get_strategy()
     inputs = inputs or FinetuningInputs(config)
     self._source = inputs.source
+    self._source_run_config = inputs.source_run_config
     self.chief = distribution.is_chief(self._strategy)
     self._preprocessor = preprocessing.Preprocessor(config, tasks, inputs.vocab)
     if config.seed is not None:
@@ -382,7 +383,9 @@ class ModelRunner:
         self.model, self._source or config.init_checkpoint
       )
       if config.do_train:  # a killed pre-training run's early checkpoint
-        model_dir_lib.warn_if_unfinished(config.init_checkpoint, "fine-tuning")
+        model_dir_lib.warn_if_unfinished(
+          config.init_checkpoint, "fine-tuning", self._source_run_config
+        )
     elif config.do_train:
       logging.warning("No init_checkpoint: fine-tuning from random initialisation")
     if not config.do_train:
