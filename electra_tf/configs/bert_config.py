@@ -6,6 +6,16 @@ import json
 import numbers
 from typing import Optional
 
+# The integer sizes of the encoder besides vocab_size (each must be positive).
+SHAPE_FIELDS = (
+  "hidden_size",
+  "num_hidden_layers",
+  "num_attention_heads",
+  "intermediate_size",
+  "max_position_embeddings",
+  "type_vocab_size",
+)
+
 
 @dataclasses.dataclass
 class BertConfig:
@@ -86,15 +96,7 @@ class BertConfig:
     ...
     ValueError: BertConfig hidden_size=32 must be divisible by num_attention_heads=3 (each head gets hidden_size / heads dimensions)
     """
-    positive = (
-      "hidden_size",
-      "num_hidden_layers",
-      "num_attention_heads",
-      "intermediate_size",
-      "max_position_embeddings",
-      "type_vocab_size",
-    )
-    for name in positive + (("vocab_size",) if self.vocab_size is not None else ()):
+    for name in SHAPE_FIELDS + (("vocab_size",) if self.vocab_size is not None else ()):
       value = getattr(self, name)
       if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{what} {name}={value!r}; expected a positive integer")

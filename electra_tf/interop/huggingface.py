@@ -23,6 +23,7 @@ import re
 import keras
 import numpy as np
 
+from electra_tf.configs.bert_config import SHAPE_FIELDS
 from electra_tf.finetune.classification.head import ClassificationHead
 from electra_tf.finetune.tagging.head import TaggingHead
 from electra_tf.layers.electra_embeddings import ElectraEmbeddings
@@ -52,15 +53,7 @@ TOKENIZER_FILE = "tokenizer.json"
 # contrib's layer_norm epsilon, which the original's checkpoints were trained with.
 LAYER_NORM_EPS = 1e-12
 # The `BertConfig` fields an `ElectraConfig` holds under the same names.
-_INT_FIELDS = (
-  "vocab_size",
-  "hidden_size",
-  "num_hidden_layers",
-  "num_attention_heads",
-  "intermediate_size",
-  "max_position_embeddings",
-  "type_vocab_size",
-)
+_INT_FIELDS = ("vocab_size",) + SHAPE_FIELDS
 _FLOAT_FIELDS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range")
 SPECIAL_TOKENS = {
   "unk_token": "[UNK]",

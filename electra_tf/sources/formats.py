@@ -21,6 +21,7 @@ Example:
 """
 
 import dataclasses
+import functools
 import json
 import os
 import zipfile
@@ -116,10 +117,19 @@ def keras_archive_config(path):
   """A `.keras` archive's `config.json`, parsed, without loading the model;
   {} when it cannot be read."""
   try:
-    with zipfile.ZipFile(path) as archive:
-      return json.loads(archive.read(CONFIG_FILE))
+    stat = os.stat(path)
+    return json.loads(_archive_config_bytes(os.path.abspath(path), stat.st_mtime_ns, stat.st_size))
   except (OSError, KeyError, ValueError, zipfile.BadZipFile):
     return {}
+
+
+@functools.lru_cache(maxsize=8)
+def _archive_config_bytes(path, mtime_ns, size):
+  """Keyed by the file's identity: the steps of one command that ask about the
+  same `.keras` (its class names, its preprocessor, its sizes) open it once."""
+  del mtime_ns, size
+  with zipfile.ZipFile(path) as archive:
+    return archive.read(CONFIG_FILE)
 
 
 def keras_archive_class_names(path):

@@ -263,8 +263,8 @@ class ElectraTaskModel(keras.Model):
     source = any_format.open_source(path)
     # A generator cannot start a task model: said before its vocab is looked for.
     source.check_starts_finetuning()
-    model_dir_lib.warn_if_unfinished(path, "loading")
     run_config = source.recorded_run()
+    model_dir_lib.warn_if_unfinished(path, "loading", run_config)
     if run_config is not None and run_config.get("kind") == model_dir_lib.KIND_FINETUNING:
       cls._adopt_trial_head(path, run_config, kwargs)
     run_vocab = (run_config or {}).get("vocab") or {}
