@@ -21,7 +21,6 @@ import argparse
 import sys
 
 from electra_tf import convert
-from electra_tf.checkpoints import model_dir as model_dir_lib
 from electra_tf.utils import exit_codes
 from electra_tf.utils import file_io
 from electra_tf.utils import interrupts
@@ -114,7 +113,6 @@ def _run(args):
     print(f"convert_checkpoint: error: {e}", file=sys.stderr)
     return exit_codes.BAD_INPUT
   print(convert.format_report(report))
-  model_dir_lib.warn_if_unfinished(args.input, "published" if args.to else "converted")
   return exit_codes.OK
 
 

@@ -2,6 +2,8 @@
 what a killed run leaves for the next reader, one test per class."""
 
 import json
+import os
+import socket
 
 import numpy as np
 
@@ -9,6 +11,7 @@ import electra_tf
 from electra_tf import convert
 from electra_tf import convert_checkpoint
 from electra_tf.checkpoints import model_dir as model_dir_lib
+from electra_tf.utils import run_lock
 from tests.helpers import model_formats
 from tests.helpers import task_models
 
@@ -45,6 +48,21 @@ def test_a_killed_pretraining_runs_checkpoint_is_read_with_a_warning(tmp_path, c
   assert capsys.readouterr().err.splitlines()[-1] == warning.format("published")
   electra_tf.ElectraClassifier.from_checkpoint(str(run), num_classes=2, max_seq_length=16)
   assert warning.format("loading") in capsys.readouterr().err.splitlines()
+  # The Python API warns as the command does (it used to say nothing).
+  convert.convert(str(run), str(tmp_path / "g.keras"), part="generator")
+  assert capsys.readouterr().err.splitlines()[-1] == warning.format("converted")
+  # A run that is still training is not called interrupted.
+  with run_lock.RunLock(str(run / run_lock.LOCK_FILE), "run_pretraining"):
+    live = model_dir_lib.unfinished_trial_warning(str(run), "exporting")
+  assert live == (
+    f"'{run}' is at step 7 of 2000: it is still training, in run_pretraining (pid "
+    f"{os.getpid()} on {socket.gethostname()}, since {live.split('since ')[1]}"
+  ), live
+  assert live.endswith("); exporting its newest checkpoint as it is"), live
+  assert (
+    model_dir_lib.unfinished_trial_warning(str(run), "exporting")
+    == warning.format("exporting")[len("warning: ") :]
+  )
   assert (
     model_dir_lib.unfinished_trial_warning(str(run / "model.ckpt-7"), "fine-tuning")
     == (warning.format("fine-tuning")[len("warning: ") :])

@@ -31,6 +31,7 @@ from electra_tf.configs.hparams import RUN_CONFIG_FORMAT  # noqa: F401  (public 
 from electra_tf.configs.pretraining import PretrainingConfig
 from electra_tf.text import vocab as vocab_lib
 from electra_tf.utils import file_io
+from electra_tf.utils import run_lock
 from electra_tf.utils.file_io import write_atomic
 
 RUN_CONFIG_FILE = "config.json"
@@ -223,6 +224,12 @@ def unfinished_trial_warning(path, doing, run_config=None):
     return None
   run = path if tf.io.gfile.isdir(path) else os.path.dirname(path)
   what = "fine-tuning" if kind == KIND_FINETUNING else "pre-training"
+  holder = run_lock.live_holder(os.path.join(run, run_lock.LOCK_FILE))
+  if holder is not None:
+    return (
+      f"{run!r} is at step {int(step)} of {planned}: it is still training, in "
+      f"{run_lock.describe(holder)}; {doing} its newest checkpoint as it is"
+    )
   return (
     f"{run!r} stopped at step {int(step)} of {planned} (an interrupted {what} "
     f"run): re-run run_{what.replace('-', '')} to finish it; {doing} it as it is"

@@ -12,6 +12,7 @@ Example:
 import json
 import os
 
+from electra_tf.checkpoints import model_dir as model_dir_lib
 from electra_tf.checkpoints import official as official_checkpoint
 from electra_tf.checkpoints.reader import open_reader
 from electra_tf.convert.publish import huggingface_to_keras
@@ -75,6 +76,17 @@ def convert(
   Returns:
     The report dict of the direction's function (`format_report` prints it).
   """
+  report = _convert(
+    input_path, output_path, direction, part, hparams, with_optimizer_slots, global_step, overwrite
+  )
+  # Converted as asked; a run killed early is worth a word all the same.
+  model_dir_lib.warn_if_unfinished(input_path, "converted")
+  return report
+
+
+def _convert(
+  input_path, output_path, direction, part, hparams, with_optimizer_slots, global_step, overwrite
+):
   check_bools(with_optimizer_slots=with_optimizer_slots, overwrite=overwrite)
   output = os.fspath(output_path)
   if output.endswith(KERAS_SUFFIX) and os.path.exists(output) and not overwrite:

@@ -148,7 +148,9 @@ def publish(input_path, output_dir, to, part=None, hparams=None, vocab_file=None
   if part is None and source.format == formats.FINETUNED:
     part = any_format.FINETUNED
   if part == any_format.FINETUNED:
-    return publish_finetuned(source, output_dir, to, hparams, vocab_file)
+    report = publish_finetuned(source, output_dir, to, hparams, vocab_file)
+    model_dir_lib.warn_if_unfinished(source.location, "published")
+    return report
   part = part or huggingface.PART_DISCRIMINATOR
   if part not in (huggingface.PART_DISCRIMINATOR, huggingface.PART_GENERATOR):
     raise ValueError(f"--to {to}: --part {part!r}; expected discriminator or generator")
@@ -178,6 +180,7 @@ def publish(input_path, output_dir, to, part=None, hparams=None, vocab_file=None
     f"tokenizer: do_lower_case={normalisation['do_lower_case']}, "
     f"strip_accents={normalisation['strip_accents']}, vocab {vocab_file}"
   )
+  model_dir_lib.warn_if_unfinished(source.location, "published")
   return report
 
 

@@ -430,8 +430,6 @@ def settings_from_flags(model, config, source, args):
       f"--task {args.task!r} is not a head of the model; it has "
       f"{sorted(h.task_name for h in heads)}"
     )
-  if args.checkpoint:
-    model_dir_lib.warn_if_unfinished(args.checkpoint, "exporting")
   source = any_format.open_source(source)  # detected once for every setting below
   recorded = source.recorded_inputs(vocab_given=bool(args.vocab_file))
   vocab_file, do_lower_case, strip_accents = tokenizer_settings(
@@ -448,6 +446,8 @@ def settings_from_flags(model, config, source, args):
     args.hparams,
     recorded,
   )
+  if args.checkpoint:  # after the checks above: a refused export needs no warning
+    model_dir_lib.warn_if_unfinished(args.checkpoint, "exporting")
   args.max_seq_length = lengths.max_seq_length
   args.max_query_length = lengths.max_query_length or any_format.DEFAULT_MAX_QUERY_LENGTH
   return vocab_file, do_lower_case, strip_accents, lengths

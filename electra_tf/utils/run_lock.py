@@ -38,13 +38,28 @@ class ModelDirBusy(ValueError):
   the lock's setting is not one it knows)."""
 
 
-def _describe(holder):
+def describe(holder):
+  """A lock holder (a dict from the lock file, or None) in words, for messages."""
   if not holder:
     return "another trainer (its lock file names no holder yet)"
+  suspended = ""
+  if holder.get("host") == socket.gethostname() and _is_suspended(holder.get("pid")):
+    suspended = "; it is suspended (Ctrl-Z or SIGSTOP): resume it with fg or kill -CONT, or end it"
   return (
     f"{holder.get('what', 'a trainer')} (pid {holder.get('pid')} on {holder.get('host')}, "
-    f"since {holder.get('started')})"
+    f"since {holder.get('started')}{suspended})"
   )
+
+
+def _is_suspended(pid):
+  """Whether the local process `pid` is stopped (a job suspended and
+  forgotten makes no progress, so waiting for it would wait forever)."""
+  try:
+    with open(f"/proc/{int(pid)}/stat") as f:
+      # The state follows the command name, which is in parentheses.
+      return f.read().rpartition(")")[2].split()[0] in ("T", "t")
+  except (OSError, TypeError, ValueError, IndexError):
+    return False
 
 
 def _parse(data):
@@ -69,6 +84,24 @@ def _names_a_live_local_process(holder):
   except (PermissionError, TypeError, ValueError, OverflowError):
     return True
   return True
+
+
+def live_holder(path):
+  """The holder (a dict, maybe empty) of the lock file at `path` while a live
+  trainer holds it; None when no process does or there is no such file."""
+  try:
+    fd = os.open(os.fspath(path), os.O_RDONLY)
+  except OSError:
+    return None
+  try:
+    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+  except OSError as e:
+    if e.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+      return None  # a file system without locks: nothing can be told
+    return _parse(os.pread(fd, 1 << 16, 0)) or {}
+  finally:
+    os.close(fd)  # also drops the shared lock taken above
+  return None
 
 
 class RunLock:
@@ -109,7 +142,7 @@ class RunLock:
       time.sleep(0.05)
       holder = self._read()
     return ModelDirBusy(
-      f"{os.path.dirname(self.path) or '.'} is in use by {_describe(holder)}: wait for it or "
+      f"{os.path.dirname(self.path) or '.'} is in use by {describe(holder)}: wait for it or "
       "stop it first (one trainer per model dir)"
     )
 
@@ -171,7 +204,7 @@ class RunLock:
     previous = _parse(os.read(fd, 1 << 16))
     here = socket.gethostname()
     if previous is not None:
-      who = _describe(previous)
+      who = describe(previous)
       if previous.get("host") != here:
         if os.environ.get(OTHER_HOSTS_VARIABLE) == "refuse":
           raise ModelDirBusy(

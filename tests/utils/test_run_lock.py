@@ -6,6 +6,7 @@ exactly one trains."""
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -105,6 +106,26 @@ def test_a_live_holder_is_named_and_its_death_frees_the_lock(holder):
     assert json.loads(path.read_text())["what"] == "second"
   assert len(notes) == 1 and f"stale lock {path}" in notes[0] and str(proc.pid) in notes[0]
   assert not path.exists()
+
+
+def test_a_suspended_holder_is_named_as_suspended_and_a_live_one_is_found(holder):
+  """Sweep 25 #04 (borderline): a run suspended with Ctrl-Z in another
+  terminal holds the lock for ever; "wait for it" alone would wait for ever."""
+  path, proc = holder
+  assert run_lock.live_holder(path)["pid"] == proc.pid
+  os.kill(proc.pid, signal.SIGSTOP)
+  try:
+    deadline = time.monotonic() + 10
+    while not run_lock._is_suspended(proc.pid) and time.monotonic() < deadline:
+      time.sleep(0.02)
+    with pytest.raises(run_lock.ModelDirBusy, match="it is suspended \\(Ctrl-Z or SIGSTOP\\)"):
+      run_lock.RunLock(path).acquire()
+  finally:
+    os.kill(proc.pid, signal.SIGCONT)
+  assert "suspended" not in run_lock.describe(run_lock.live_holder(path))
+  proc.kill()
+  proc.wait()
+  assert run_lock.live_holder(path) is None  # the file stays, no process holds it
 
 
 @pytest.mark.parametrize("pid", ["own", 1])
