@@ -17,7 +17,7 @@ import os
 from electra_tf.configs.hparams import RUN_CONFIG_FORMAT
 from electra_tf.configs.hparams import run_config_hparams
 from electra_tf.utils.file_io import DuplicateKeyError
-from electra_tf.utils.file_io import char_name
+from electra_tf.utils.file_io import json_error
 from electra_tf.utils.file_io import object_with_unique_keys
 
 # The resource folder of `electra_tf.configs` holding `<name>.json`.
@@ -135,7 +135,7 @@ def _load_hparams(hparams):
       except DuplicateKeyError as e:
         raise ValueError(f"--hparams: {text!r}: {e}; give each hparam once") from None
       except json.JSONDecodeError as e:
-        raise ValueError(f"--hparams: {text!r} is not valid JSON: {_json_error(e)}") from e
+        raise ValueError(f"--hparams: {text!r} is not valid JSON: {json_error(e)}") from e
       except UnicodeDecodeError:
         raise ValueError(f"--hparams: {text!r} is not UTF-8 text; expected a .json file") from None
   else:
@@ -146,21 +146,11 @@ def _load_hparams(hparams):
     except json.JSONDecodeError as e:
       raise ValueError(
         f"--hparams: expected a JSON object, a path ending in .json or a preset name "
-        f"({', '.join(preset_names())}), got {text!r}: {_json_error(e)}"
+        f"({', '.join(preset_names())}), got {text!r}: {json_error(e)}"
       ) from e
   if not isinstance(values, dict):
     raise ValueError(f"--hparams: expected a JSON object, got {type(values).__name__}")
   return values
-
-
-def _json_error(error):
-  """A `json.JSONDecodeError`'s text, naming the character at its position
-  when it is not ASCII (a pasted no-break space looks like a space)."""
-  char = error.doc[error.pos : error.pos + 1]
-  if not char or char.isascii():
-    return str(error)
-  plain = "a plain space" if char.isspace() else "its ASCII form"
-  return f"{error}: the character there is {char_name(char)}, not ASCII: replace it with {plain}"
 
 
 class _GivenOnce(argparse.Action):

@@ -164,7 +164,12 @@ def test_held_out_records_made_with_another_vocab_or_missing_are_refused(tmp_pat
   hparams = self_made_hparams(held_out_tfrecords=str(held_out / "*"))
   _bad_input(capsys, tmp_path, hparams, r"the TFRecords in '.*held_out' were made with vocab")
   hparams = self_made_hparams(held_out_tfrecords=str(tmp_path / "nothing*"))
-  _bad_input(capsys, tmp_path, hparams, r"hparam held_out_tfrecords='.*nothing\*' matches no file")
+  _bad_input(
+    capsys,
+    tmp_path,
+    hparams,
+    r"hparam held_out_tfrecords: no pre-training files match \['.*nothing\*'\]",
+  )
   # Held-out records of another length: named before training, not deep in the first measurement.
   longer = tmp_path / "longer"
   make_data_dir(longer, max_seq_length=64)

@@ -1030,6 +1030,12 @@ def _main(argv):
         f"--output {args.output!r} {what}; expected a file path for the vocab (such as "
         f"{os.path.join(args.output, 'vocab.txt')!r})"
       )
+    stem, suffix = os.path.splitext(args.output)
+    if not wordpiece and suffix != ".model":  # SentencePiece's .vocab is its text list of pieces
+      raise ValueError(
+        f"--output {args.output!r}: --model-type {args.model_type} writes a SentencePiece model, "
+        f"which other tools look for as *.model; name it {stem + '.model'!r}"
+      )
     if os.path.exists(args.output) and not args.overwrite:
       # A vocab is what TFRecords and models index into: never replaced silently.
       raise ValueError(

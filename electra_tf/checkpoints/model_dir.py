@@ -268,7 +268,9 @@ def read_run_config(path):
   except file_io.DuplicateKeyError as e:
     raise ValueError(f"run config {config_path!r}: {e}; give each key once") from None
   except json.JSONDecodeError as e:
-    raise ValueError(f"run config {config_path!r} is not valid JSON: {e}") from None
+    raise ValueError(
+      f"run config {config_path!r} is not valid JSON: {file_io.json_error(e)}"
+    ) from None
   return checked_run_config(content, config_path)
 
 

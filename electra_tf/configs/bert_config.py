@@ -6,6 +6,8 @@ import json
 import numbers
 from typing import Optional
 
+from electra_tf.configs.hparams import unknown_hparam_message
+
 # The integer sizes of the encoder besides vocab_size (each must be positive).
 SHAPE_FIELDS = (
   "hidden_size",
@@ -58,8 +60,8 @@ class BertConfig:
     them silently). An integral float for an integer field becomes an int."""
     known = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - known)
-    if unknown:
-      raise ValueError(f"Unknown BertConfig field(s) {unknown}; valid fields are {sorted(known)}")
+    if unknown:  # the first, named as --hparams names one (a look-alike letter shown)
+      raise ValueError(unknown_hparam_message(unknown[0], known, "BertConfig field"))
     values = dict(values)
     for f in dataclasses.fields(cls):
       value = values.get(f.name)

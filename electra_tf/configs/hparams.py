@@ -221,8 +221,8 @@ class ConfigBase:
     return "\n".join(f"{k} {v}" for k, v in sorted(self.to_dict().items()))
 
 
-def unknown_hparam_message(key, valid_names):
-  """The error for an unknown hparam, with a "did you mean" when one is close.
+def unknown_hparam_message(key, valid_names, what="hparam"):
+  """The error for an unknown hparam (or other `what`), with a "did you mean" when one is close.
 
   Example:
   >>> unknown_hparam_message("lerning_rate", ["learning_rate", "seed"])
@@ -235,7 +235,7 @@ def unknown_hparam_message(key, valid_names):
   odd = next((c for c in str(key) if not c.isascii()), None)
   if odd:  # a look-alike letter (Cyrillic U+0430 for 'a') reads as the suggestion itself
     shown = f"{ascii(str(key))} (its {odd!r} is {file_io.char_name(odd)}, not ASCII)"
-  return f"Unknown hparam {shown}{hint} Valid hparams: {', '.join(valid)}"
+  return f"Unknown {what} {shown}{hint} Valid {what}s: {', '.join(valid)}"
 
 
 # What a field's annotation accepts, and how the error names it; bools are not numbers.

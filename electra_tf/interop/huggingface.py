@@ -35,6 +35,7 @@ from electra_tf.text import hf_tokenizer
 from electra_tf.text import vocab as vocab_lib
 from electra_tf.utils.file_io import atomic_path
 from electra_tf.utils.file_io import check_not_lfs_pointer
+from electra_tf.utils.file_io import json_error
 
 PART_DISCRIMINATOR = "discriminator"
 PART_GENERATOR = "generator"
@@ -545,7 +546,7 @@ def recorded_tokenizer(input_dir):
       with open(config_path, encoding="utf-8") as f:
         recorded = json.load(f)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-      raise ValueError(f"{config_path!r} is not readable JSON: {str(e).splitlines()[0]}") from None
+      raise ValueError(f"{config_path!r} is not readable JSON: {json_error(e)}") from None
     if not isinstance(recorded, dict):
       raise ValueError(f"{config_path!r} holds {type(recorded).__name__}; expected a JSON object")
   model_file = os.path.join(input_dir, SENTENCEPIECE_FILE)

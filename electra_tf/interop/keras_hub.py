@@ -35,6 +35,7 @@ from electra_tf.text import vocab as vocab_lib
 from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from electra_tf.utils import keras_compat
 from electra_tf.utils.file_io import atomic_path
+from electra_tf.utils.file_io import json_error
 from electra_tf.utils.file_io import write_atomic
 
 POOLER_INITIALISATION = "pooled_dense: identity kernel, zero bias (ELECTRA has no pooler)"
@@ -256,7 +257,7 @@ def _read_preset_json(preset_dir, name):
   except FileNotFoundError:
     raise ValueError(f"keras-hub preset {preset_dir!r} has no {name}") from None
   except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-    raise ValueError(f"{path!r} is not readable JSON: {str(e).splitlines()[0]}") from None
+    raise ValueError(f"{path!r} is not readable JSON: {json_error(e)}") from None
   if not isinstance(content, dict):
     raise ValueError(f"{path!r} holds {type(content).__name__}; expected a JSON object")
   return content

@@ -34,6 +34,7 @@ from electra_tf.checkpoints.reader import is_object_based
 from electra_tf.checkpoints.reader import open_reader
 from electra_tf.sources.finetuned_heads import task_groups
 from electra_tf.utils.file_io import check_not_lfs_pointer
+from electra_tf.utils.file_io import json_error
 
 OFFICIAL = "official"
 FINETUNED = "finetuned"
@@ -81,7 +82,11 @@ def _read_json(path):
   try:
     with tf.io.gfile.GFile(path, "r") as f:
       content = json.loads(f.read())
-  except (json.JSONDecodeError, UnicodeDecodeError):
+  except json.JSONDecodeError as e:
+    if not e.doc[e.pos : e.pos + 1].isascii():  # a hand edit (a pasted no-break space), not damage
+      raise ValueError(f"config file {path!r} is not valid JSON ({json_error(e)})") from None
+    return None
+  except UnicodeDecodeError:
     return None
   return content if isinstance(content, dict) else None
 

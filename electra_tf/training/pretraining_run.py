@@ -222,10 +222,8 @@ def validate_config(config):
       held_out_files = pretrain_data.find_files(
         resolve_file_patterns(config, config.held_out_tfrecords)
       )
-    except ValueError:
-      raise ValueError(
-        f"hparam held_out_tfrecords={config.held_out_tfrecords!r} matches no file"
-      ) from None
+    except ValueError as error:  # none, or a folder: find_files says which
+      raise ValueError(f"hparam held_out_tfrecords: {error}") from None
     trained_on = {os.path.realpath(f) for f in files}
     shared = sorted(f for f in held_out_files if os.path.realpath(f) in trained_on)
     if shared:

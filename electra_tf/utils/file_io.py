@@ -305,7 +305,7 @@ def read_json(path, what):
   except DuplicateKeyError as e:
     raise ValueError(f"{what} {path!r}: {e}; give each key once") from None
   except (ValueError, UnicodeDecodeError) as e:
-    raise ValueError(f"{what} {path!r} is not valid JSON ({e})") from None
+    raise ValueError(f"{what} {path!r} is not valid JSON ({json_error(e)})") from None
 
 
 def utf8_text(data, path):
@@ -383,6 +383,19 @@ def char_name(char):
   ('U+00A0 NO-BREAK SPACE', 'U+0430 CYRILLIC SMALL LETTER A')
   """
   return f"U+{ord(char):04X} {unicodedata.name(char, 'UNNAMED')}"
+
+
+def json_error(error):
+  """The first line of an error reading a JSON file; a `json.JSONDecodeError`'s
+  names the character at its position when it is not ASCII (a pasted no-break
+  space looks like a space)."""
+  char = ""
+  if isinstance(error, json.JSONDecodeError):
+    char = error.doc[error.pos : error.pos + 1]
+  if not char or char.isascii():
+    return str(error).partition("\n")[0]
+  plain = "a plain space" if char.isspace() else "its ASCII form"
+  return f"{error}: the character there is {char_name(char)}, not ASCII: replace it with {plain}"
 
 
 def list_names(directory, what):
