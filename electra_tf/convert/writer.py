@@ -83,7 +83,7 @@ def check_output_dir(output_dir):
 
 def save_keras(model, output_path):
   """`model.save` to a temp name in the same directory, then rename."""
-  with atomic_path(output_path, suffix=KERAS_SUFFIX) as tmp:
+  with atomic_path(output_path, suffix=KERAS_SUFFIX, weights=model.weights) as tmp:
     model.save(tmp, overwrite=True)
 
 

@@ -471,7 +471,7 @@ def write_huggingface(part, output_dir, vocab_file, do_lower_case=True, strip_ac
     converted += part.task_head.official_names
   if os.path.isdir(output_dir):
     os.rmdir(output_dir)  # empty: atomic_path renames a new directory into place
-  with atomic_path(output_dir) as tmp:
+  with atomic_path(output_dir, weights=list(tensors.values())) as tmp:
     os.makedirs(tmp)
     _write_json(os.path.join(tmp, CONFIG_FILE), config)
     save_file(tensors, os.path.join(tmp, WEIGHTS_FILE), metadata={"format": "pt"})

@@ -205,7 +205,7 @@ def write_keras_hub_preset(part, output_dir, vocab_file, do_lower_case=True, str
   backbone, converted, not_converted = build_keras_hub_backbone(part)
   if os.path.isdir(output_dir):
     os.rmdir(output_dir)  # empty: atomic_path renames a new directory into place
-  with atomic_path(output_dir) as tmp:
+  with atomic_path(output_dir, weights=backbone.weights) as tmp:
     backbone.save_to_preset(tmp)
     tokenizer.save_to_preset(tmp)
     if _scope(part) != "electra":
@@ -523,7 +523,8 @@ def write_task_preset(task_model, encoder, tokenizer, output_dir):
     )
   if os.path.isdir(output_dir):
     os.rmdir(output_dir)  # empty: atomic_path renames a new directory into place
-  with atomic_path(output_dir) as tmp:
+  task_weights = task_model.weights if task_model is not None else []
+  with atomic_path(output_dir, weights=backbone.weights + task_weights) as tmp:
     backbone.save_to_preset(tmp)
     if hub_tokenizer is not None:
       hub_tokenizer.save_to_preset(tmp)

@@ -693,7 +693,7 @@ class ElectraTaskModel(keras.Model):
     if not path.endswith(".keras") or (not overwrite and os.path.exists(path)):
       return super().save(filepath, *args, **kwargs)  # Keras' own errors and prompt
     # Written beside it and renamed when whole: a stop leaves no partial file.
-    with file_io.atomic_path(path, suffix=".keras") as tmp:
+    with file_io.atomic_path(path, suffix=".keras", weights=self.weights) as tmp:
       return super().save(tmp, *args, **kwargs)
 
   # --- export --------------------------------------------------------------------
