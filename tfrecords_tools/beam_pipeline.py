@@ -34,6 +34,10 @@ counters = run_jobs_on_beam(text_corpus.run_job, options, beam_args)
 import contextlib
 import logging
 import os
+import re
+import signal
+import sys
+import threading
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -42,7 +46,16 @@ from apache_beam.options import pipeline_options as beam_pipeline_options
 from apache_beam.options.pipeline_options import PipelineOptions
 import tensorflow as tf
 
+from electra_tf.utils import interrupts
 from tfrecords_tools import example_writer
+
+# Beam imports this module as each SDK worker process starts (`--beam_plugins`,
+# from `pipeline_options`). A terminal's Ctrl-C reaches those processes too:
+# there it ends the worker at once, without a traceback (SIGINT's default
+# action); the main process cancels the build and reports it in one line.
+_main_spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+if getattr(_main_spec, "name", None) == "apache_beam.runners.worker.sdk_worker_main":
+  signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 COUNTER_NAMESPACE = "electra_tf.build"
 COUNTERS = ("files", "lines", "examples", "bytes", "jobs")
@@ -57,10 +70,10 @@ def pipeline_options(runner, beam_args):
     beam_args: the command line's remaining flags, passed to Beam as they are.
 
   Raises:
-    ValueError: a flag no Beam option knows (before anything is submitted).
+    ValueError: a flag no Beam option knows, or a bad value for one (one
+      line, before anything is submitted).
   """
-  flags = ["--runner", runner] + list(beam_args)
-  options = PipelineOptions(flags)
+  flags = ["--runner", runner, f"--beam_plugins={__name__}"] + list(beam_args)
   # Beam only warns about flags it cannot parse; a typo such as
   # --temp-location would otherwise be dropped silently.
   unknown = _unknown_flags(flags)
@@ -69,7 +82,15 @@ def pipeline_options(runner, beam_args):
       f"unknown command-line flags {unknown}: expected the builder's flags or Beam pipeline "
       "options (such as --project, --region, --temp_location, --direct_num_workers)"
     )
-  return options
+  return PipelineOptions(flags)
+
+
+class _OptionsParser(beam_pipeline_options._BeamArgumentParser):  # pylint: disable=protected-access
+  """Beam's options parser, whose errors (a bad value for an option) raise
+  ValueError, for one line, instead of printing Beam's whole usage and exiting."""
+
+  def error(self, message):
+    raise ValueError(message)
 
 
 def _unknown_flags(flags):
@@ -79,7 +100,7 @@ def _unknown_flags(flags):
   class and each options class's `_add_argparse_args`), but returns what is
   left over instead of logging it.
   """
-  parser = beam_pipeline_options._BeamArgumentParser(allow_abbrev=False)  # pylint: disable=protected-access
+  parser = _OptionsParser(allow_abbrev=False)
   classes = {str(cls): cls for cls in PipelineOptions.__subclasses__()}
   for cls in classes.values():
     cls._add_argparse_args(parser)  # pylint: disable=protected-access
@@ -202,6 +223,11 @@ def run_jobs_on_beam(job_fn, options, beam_options):
 
   Returns:
     The build's counters (`counter_totals`).
+
+  Raises:
+    ValueError: a job's one-line error (a full disk, bad input), without the
+      step Beam adds to it.
+    KeyboardInterrupt: Ctrl-C (Beam re-raises it as a RuntimeError).
   """
   pipeline = beam.Pipeline(options=beam_options)
   add_build_steps(pipeline, job_fn, options)
@@ -215,6 +241,8 @@ def run_jobs_on_beam(job_fn, options, beam_options):
         # ("KeyboardInterrupt [while running 'RunJob']"): Ctrl-C it is, for
         # the builder's one line.
         raise KeyboardInterrupt from None
+      if isinstance(e, ValueError) and e.args and isinstance(e.args[0], str):
+        e.args = (re.sub(r"( \[while running '[^']*'\])+$", "", e.args[0]), *e.args[1:])
       raise
   return counter_totals(result)
 
@@ -228,33 +256,36 @@ def _caused_by_ctrl_c(error):
   return False
 
 
-def _is_ctrl_c_report(record):
-  """Whether a log record carries a KeyboardInterrupt (`logger.exception`
-  while Ctrl-C unwinds a step)."""
-  exc_info = record.exc_info
-  return (
-    bool(exc_info) and isinstance(exc_info, tuple) and isinstance(exc_info[1], KeyboardInterrupt)
-  )
+def _after_a_stop(error):
+  """Whether `error` (an exception or None) is a Ctrl-C's, or comes after a
+  stop signal (worker handlers and SDK workers failing as they are cut off)."""
+  return _caused_by_ctrl_c(error) or interrupts.stop_seen() is not None
 
 
-class _DropCtrlCReports(logging.Filter):
-  """Drops Beam's records of a KeyboardInterrupt (`_is_ctrl_c_report`);
-  every other record, Beam's errors included, passes."""
+class _DropOneLineReports(logging.Filter):
+  """Drops Beam's records of what the builder reports in one line: a job's
+  ValueError (a full disk, bad input), a Ctrl-C, and after a stop signal
+  every record (its ending workers' "Python sdk harness failed", "Error
+  closing worker_handler"); every other record passes."""
 
   def filter(self, record):
-    return not (record.name.startswith("apache_beam") and _is_ctrl_c_report(record))
+    error = record.exc_info[1] if isinstance(record.exc_info, tuple) else None
+    return not record.name.startswith("apache_beam") or not (
+      isinstance(error, ValueError) or _after_a_stop(error)
+    )
 
 
 @contextlib.contextmanager
 def ctrl_c_reports_quieted():
-  """Within: Beam's loggers do not report a Ctrl-C (Beam logs the
-  KeyboardInterrupt of the step it interrupts, "KeyboardInterrupt [while
-  running 'RunJob']", with its traceback); the builder says it in one line.
+  """Within: Beam does not report what the builder says in one line: the
+  KeyboardInterrupt of the step it interrupts ("KeyboardInterrupt [while
+  running 'RunJob']", with its traceback) and what fails after a stop signal
+  (worker threads included), or a job's ValueError (a full disk).
 
   A logger's filter applies only to records logged to that logger itself,
   so the filter goes on every `apache_beam` logger there is (Beam creates
   them at import), and on the root logger's handlers for any made later."""
-  drop = _DropCtrlCReports()
+  drop = _DropOneLineReports()
   loggers = [logging.getLogger("apache_beam")] + [
     logger
     for name, logger in list(logging.Logger.manager.loggerDict.items())
@@ -263,8 +294,17 @@ def ctrl_c_reports_quieted():
   handlers = list(logging.getLogger().handlers)
   for each in loggers + handlers:
     each.addFilter(drop)
+  previous_hook = threading.excepthook
+
+  def quiet_after_a_stop(args):
+    # "Exception in thread run_worker: … Worker subprocess exited with return code -2"
+    if not _after_a_stop(args.exc_value):
+      previous_hook(args)
+
+  threading.excepthook = quiet_after_a_stop
   try:
     yield
   finally:
+    threading.excepthook = previous_hook
     for each in loggers + handlers:
       each.removeFilter(drop)

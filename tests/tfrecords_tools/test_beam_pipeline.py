@@ -231,10 +231,11 @@ def test_ctrl_c_in_a_beam_job_ends_in_the_builders_one_line(
   reports = [r for r in caplog.records if r.name.startswith("apache_beam") and r.exc_info]
   assert not reports, [r.getMessage() for r in reports]
   assert os.listdir(out) == []
-  # Only Ctrl-C is quieted: Beam's other errors are still logged.
+  # Only Ctrl-C (and the builder's one-line ValueErrors) is quieted: Beam's
+  # other errors are still logged.
   with beam_pipeline.ctrl_c_reports_quieted():
     try:
-      raise ValueError("a real error")
-    except ValueError:
+      raise RuntimeError("a real error")
+    except RuntimeError:
       beam_pipeline.logging.getLogger("apache_beam.runners.common").exception("boom")
   assert [r.getMessage() for r in caplog.records if r.name.startswith("apache_beam")] == ["boom"]
