@@ -18,6 +18,7 @@ from electra_tf.configs.hparams import RUN_CONFIG_FORMAT
 from electra_tf.configs.hparams import run_config_hparams
 from electra_tf.utils.file_io import DuplicateKeyError
 from electra_tf.utils.file_io import json_error
+from electra_tf.utils.file_io import not_there
 from electra_tf.utils.file_io import object_with_unique_keys
 
 # The resource folder of `electra_tf.configs` holding `<name>.json`.
@@ -126,7 +127,7 @@ def _load_hparams(hparams):
     values = load_preset(preset)
   elif text.endswith(".json"):
     if not os.path.exists(text):
-      raise ValueError(f"--hparams: file {text!r} does not exist")
+      raise ValueError(f"--hparams: file {text!r} {not_there(text)}")
     if os.path.isdir(text):
       raise ValueError(f"--hparams: {text!r} is a directory; expected a .json file")
     with open(text, encoding="utf-8") as f:

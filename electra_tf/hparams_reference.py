@@ -19,6 +19,7 @@ from electra_tf.utils import exit_codes
 from electra_tf.utils import interrupts
 from electra_tf.utils.file_io import check_writable
 from electra_tf.utils.file_io import full_disk_as_bad_input
+from electra_tf.utils.file_io import not_there
 from electra_tf.utils.file_io import write_atomic
 
 
@@ -48,7 +49,7 @@ def _run(args):
     with open(path, encoding="utf-8") as f:
       page = f.read()
   except FileNotFoundError:
-    print(f"error: {flag} {path!r} does not exist; expected the hparams page", file=sys.stderr)
+    print(f"error: {flag} {path!r} {not_there(path)}; expected the hparams page", file=sys.stderr)
     return exit_codes.BAD_INPUT
   except IsADirectoryError:
     print(f"error: {flag} {path!r} is a directory; expected the hparams page", file=sys.stderr)

@@ -277,7 +277,8 @@ def list_corpus_files(corpus_dir):
 
   The one check of the entries that every corpus reader makes, before any
   work: a broken symbolic link (its file moved or deleted) is refused in one
-  line naming it, and so is a name that is not UTF-8 (`file_io.list_names`).
+  line naming it, and so are a name that is not UTF-8 (`file_io.list_names`)
+  and a writer's hidden partial file (`file_io.unfinished_write`).
   Sub-folders are listed but every reader skips them (`subfolder_note`)."""
   if not corpus_dir or not tf.io.gfile.isdir(corpus_dir):
     raise ValueError(f"--corpus-dir {corpus_dir!r} is not a directory")
@@ -288,6 +289,9 @@ def list_corpus_files(corpus_dir):
       raise ValueError(
         f"--corpus-dir {corpus_dir!r}: {name!r} is {broken}; remove it or point it at the text file"
       )
+    unfinished = file_io.unfinished_write(name)
+    if unfinished:
+      raise ValueError(f"--corpus-dir {corpus_dir!r}: {name!r} is not text but {unfinished}")
   files = [n for n in names if not tf.io.gfile.isdir(os.path.join(corpus_dir, n))]
   if not files or all(tf.io.gfile.stat(os.path.join(corpus_dir, n)).length == 0 for n in files):
     subfolders = (

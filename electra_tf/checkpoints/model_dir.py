@@ -453,7 +453,7 @@ def check_recorded_vocab(run_config, vocab_file, user_hparams):
     return
   if not tf.io.gfile.exists(recorded):
     raise ValueError(
-      f"vocab file {recorded!r}, recorded in {run_config.get('path')!r}, does not exist (was the "
+      f"vocab file {recorded!r}, recorded in {run_config.get('path')!r}, {file_io.not_there(recorded)} (was the "
       "data dir moved?); pass hparam vocab_file with its place now"
     )
 

@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from electra_tf.data import record_check
 from electra_tf.data import records_info
+from electra_tf.utils import file_io
 
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
 # How far before a file's end `get_dataset` looks for its last record's header.
@@ -46,6 +47,10 @@ def find_files(file_patterns):
   files = sorted(f for f in set(files) if os.path.basename(f) != records_info.RECORDS_INFO)
   if not files:
     raise ValueError(f"no pre-training files match {patterns!r}")
+  for f in files:
+    broken = file_io.broken_link(f)
+    if broken:
+      raise ValueError(f"pre-training file {f!r} (of {patterns!r}) is {broken}")
   folders = [f for f in files if tf.io.gfile.isdir(f)]
   if folders:
     raise ValueError(

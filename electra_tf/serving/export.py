@@ -40,6 +40,7 @@ from electra_tf.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from electra_tf.utils import interrupts
 from electra_tf.utils import keras_compat
 from electra_tf.utils.arguments import check_bools
+from electra_tf.utils.file_io import not_there
 from electra_tf.utils.file_io import replaced_together
 from electra_tf.utils.file_io import write_atomic
 
@@ -603,7 +604,7 @@ def export(
     the version directory written.
   """
   if not os.path.isfile(vocab_file):
-    raise ValueError(f"--vocab-file {vocab_file!r} does not exist")
+    raise ValueError(f"--vocab-file {vocab_file!r} {not_there(vocab_file)}")
   # The head served (one fine-tuned head is served without --task).
   task_served = getattr(served_head(model, kind, task), "task_name", None) or task
   check_export_dir_kind(export_dir, kind, task_served)
@@ -666,7 +667,7 @@ def _check_run_arguments(source, kind, hparams, model_name, data_dir):
     applies = "an electra_tf training checkpoint without config.json"
   if used:
     if data_dir is not None and not tf.io.gfile.isdir(data_dir):
-      raise ValueError(f"--data-dir {data_dir!r} does not exist (the run's data dir)")
+      raise ValueError(f"--data-dir {data_dir!r} {not_there(data_dir)} (the run's data dir)")
     return
   path = os.fspath(source.path)
   if source.run_config is not None:

@@ -36,6 +36,7 @@ from electra_tf.utils import extras
 from electra_tf.utils import interrupts
 from electra_tf.utils import keras_compat
 from electra_tf.utils.file_io import dirs_made
+from electra_tf.utils.file_io import not_there
 from electra_tf.utils.file_io import replaced_together
 from electra_tf.utils.file_io import write_atomic
 
@@ -133,7 +134,7 @@ def _tokenizer(model, vocab_file, do_lower_case, strip_accents, max_seq_length):
       "vocab (WordPiece vocab.txt or SentencePiece model) the model was trained with"
     )
   if not os.path.isfile(vocab_file):
-    raise ValueError(f"--vocab-file {vocab_file!r} does not exist")
+    raise ValueError(f"--vocab-file {vocab_file!r} {not_there(vocab_file)}")
   # None applies what the vocab was built with (its settings file, else the kind's defaults).
   return tokenizer_for(vocab_file, do_lower_case, strip_accents), max_seq_length
 

@@ -35,6 +35,7 @@ from electra_tf.checkpoints.reader import open_reader
 from electra_tf.sources.finetuned_heads import task_groups
 from electra_tf.utils.file_io import check_not_lfs_pointer
 from electra_tf.utils.file_io import json_error
+from electra_tf.utils.file_io import not_there
 
 OFFICIAL = "official"
 FINETUNED = "finetuned"
@@ -202,7 +203,7 @@ def detect(path):
       "(a zip archive), a checkpoint prefix or a model directory"
     )
   elif not tf.io.gfile.exists(path + ".index"):
-    raise ValueError(f"{path!r} does not exist (no file, directory or checkpoint prefix)")
+    raise ValueError(f"{path!r} {not_there(path)} (no file, directory or checkpoint prefix)")
   try:
     # A damaged checkpoint is named with what is wrong, before anything reads it.
     prefix = checkpoint_reader.readable_prefix(path)

@@ -257,7 +257,7 @@ class ElectraTaskModel(keras.Model):
         )
     if not (tf.io.gfile.exists(path) or tf.io.gfile.exists(f"{path}.index")):
       raise ValueError(
-        f"{cls.__name__}.from_checkpoint: {path!r} does not exist (expected a model dir, a "
+        f"{cls.__name__}.from_checkpoint: {path!r} {file_io.not_there(path)} (expected a model dir, a "
         "checkpoint prefix, a .keras file or a published directory)"
       )
     source = any_format.open_source(path)

@@ -15,6 +15,7 @@ import sentencepiece
 import tensorflow as tf
 
 from electra_tf.utils.file_io import check_not_lfs_pointer
+from electra_tf.utils.file_io import not_there
 from electra_tf.utils.file_io import read_json
 from electra_tf.utils.file_io import write_atomic
 
@@ -53,7 +54,7 @@ class SentencePieceVocab(collections.OrderedDict):
 def _read(vocab_file, what="vocab file"):
   """The file's bytes; `what` names it in errors (a flag such as `--vocab-file`)."""
   if not vocab_file or not tf.io.gfile.exists(vocab_file):
-    raise ValueError(f"{what} {vocab_file!r} does not exist")
+    raise ValueError(f"{what} {vocab_file!r} {not_there(vocab_file)}")
   if tf.io.gfile.isdir(vocab_file):
     raise ValueError(
       f"{what} {vocab_file!r} is a directory; expected the vocab file (a WordPiece "
@@ -517,7 +518,7 @@ def check_vocab_file(vocab_file, vocab_size, what="hparam"):
     )
   if not tf.io.gfile.exists(vocab_file):
     raise ValueError(
-      f"{what} vocab_file={vocab_file!r} does not exist; expected the vocab (WordPiece "
+      f"{what} vocab_file={vocab_file!r} {not_there(vocab_file)}; expected the vocab (WordPiece "
       "vocab.txt or SentencePiece model) the TFRecords were built with"
     )
   vocab = Vocab.read(vocab_file)

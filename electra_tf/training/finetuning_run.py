@@ -231,7 +231,9 @@ def validate_inputs(inputs):
   config = inputs.config
   if inputs.vocab is None:
     file_io.check_data_dir(config.data_dir)
-    raise ValueError(f"vocab file {config.vocab_file} does not exist (hparam vocab_file)")
+    raise ValueError(
+      f"vocab file {config.vocab_file} {file_io.not_there(config.vocab_file)} (hparam vocab_file)"
+    )
   if config.data_source == "tfds":
     extras.require("tensorflow_datasets", "tfds", 'hparam data_source="tfds"')
   # Before anything is written (a trial dir): the names and the length.

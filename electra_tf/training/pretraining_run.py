@@ -76,8 +76,9 @@ def find_pretraining_files(config):
   try:
     return pretrain_data.find_files(patterns)
   except ValueError as error:
-    if any(tf.io.gfile.isdir(f) for p in patterns for f in tf.io.gfile.glob(p)):
-      raise ValueError(f"hparam pretrain_tfrecords: {error}") from None  # a folder: name it
+    matches = [f for p in patterns for f in tf.io.gfile.glob(p)]
+    if any(tf.io.gfile.isdir(f) or file_io.broken_link(f) for f in matches):
+      raise ValueError(f"hparam pretrain_tfrecords: {error}") from None  # name the folder, link
     aside = [
       os.path.join(os.path.dirname(p), records_info.PREVIOUS_BUILD)
       for p in patterns

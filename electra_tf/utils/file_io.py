@@ -70,6 +70,8 @@ def atomic_path(path, suffix="", weights=()):
     raise error
   directory = os.path.dirname(path) or "."
   tf.io.gfile.makedirs(directory)
+  if not _is_remote(path):
+    remove_dead_staging(directory, os.path.basename(path))
   tmp = temporary_path(path, suffix)
   try:
     yield tmp
@@ -140,13 +142,15 @@ def replaced_together(directory, label):
 
 
 def remove_dead_staging(directory, label):
-  """Removes the staging and set-aside folders that `replaced_together(directory,
-  label)` of a process that is gone (SIGKILL, the OOM killer) left."""
-  pattern = re.compile(rf"\.{re.escape(label)}\.(\d+)\.tmp(\.old)?")
+  """Removes the temporary entries (`temporary_path`) of `directory/label` that
+  a process that is gone (SIGKILL, the OOM killer) left: the partial file or
+  folder of `atomic_path` and `write_atomic`, the staging and set-aside folders
+  of `replaced_together(directory, label)`."""
+  pattern = re.compile(rf"\.{re.escape(label)}\.(\d+)\.tmp(.*)", re.S)
   for name in os.listdir(directory):
     match = pattern.fullmatch(name)
     if match and int(match.group(1)) != os.getpid() and not _process_exists(int(match.group(1))):
-      if match.group(2):
+      if match.group(2) == ".old":
         # An old entry set aside goes back where nothing stands (nothing is lost).
         for entry in os.listdir(os.path.join(directory, name)):
           if not os.path.lexists(os.path.join(directory, entry)):
@@ -204,7 +208,7 @@ def check_data_file(path, expected="a data file"):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top  # gfile, for scheme:// paths
 
   if not tf.io.gfile.exists(path):
-    raise ValueError(f"data file {path!r} does not exist")
+    raise ValueError(f"data file {path!r} {not_there(path)}")
   if tf.io.gfile.isdir(path):
     raise ValueError(f"data file {path!r} is a directory; expected {expected}")
   if not _is_remote(path) and not os.path.isfile(path):
@@ -271,6 +275,7 @@ def write_atomic(path, data):
         f.write(data)
     return
   os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+  remove_dead_staging(os.path.dirname(path) or ".", os.path.basename(path))
   tmp = temporary_path(path)
   try:
     with open(tmp, "wb") as f:
@@ -389,6 +394,27 @@ def broken_link(path):
   if _is_remote(path) or not os.path.islink(path) or os.path.exists(path):
     return None
   return f"a broken symbolic link (to {os.readlink(path)!r}, which does not exist)"
+
+
+def not_there(path):
+  """What a reader says of a missing `path`: "does not exist", or "is a broken
+  symbolic link (to '…', which does not exist)" (`broken_link`)."""
+  broken = broken_link(path)
+  return f"is {broken}" if broken else "does not exist"
+
+
+def unfinished_write(path):
+  """The words for a hidden temporary name that `temporary_path` makes (a
+  writer's partial file, `.<name>.<pid>.tmp…`), never a finished file; else None."""
+  match = re.fullmatch(r"\.(.+)\.(\d+)\.tmp.*", os.path.basename(path), re.S)
+  if not match:
+    return None
+  if not _is_remote(path) and _process_exists(int(match.group(2))):
+    return f"the partial file of a write still running (process {match.group(2)}); wait for it"
+  return (
+    f"the partial file of a write that was stopped (process {match.group(2)} is gone); run the "
+    "command that wrote it again (that removes it) or delete it"
+  )
 
 
 def char_name(char):
