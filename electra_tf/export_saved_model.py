@@ -120,7 +120,13 @@ def _export(args):
       export_lib.check_export_dir_kind(args.export_dir, args.model, args.task)
     source = args.keras_model or args.checkpoint
     model, config = export_lib.load_model(
-      args.keras_model, args.checkpoint, args.hparams, args.model, args.model_name, args.data_dir
+      args.keras_model,
+      args.checkpoint,
+      args.hparams,
+      args.model,
+      args.model_name,
+      args.data_dir,
+      doing=None,  # warned after the checks below (settings_from_flags)
     )
     vocab_file, do_lower_case, strip_accents, lengths = export_lib.settings_from_flags(
       model, config, source, args

@@ -214,7 +214,7 @@ def publish_finetuned(input_path, output_dir, to, hparams=None, vocab_file=None)
     )
   huggingface.check_new_output_dir(os.fspath(output_dir))
   user, task, label_names = _split_publishing_keys(hparams)
-  loaded = any_format.load(input_path, any_format.FINETUNED, user or None)
+  loaded = any_format.load(input_path, any_format.FINETUNED, user or None, doing=None)
   model, config = loaded.model, loaded.config
   tasks = [head.task_name for head in model.heads]
   if task is None and len(tasks) != 1:

@@ -687,6 +687,7 @@ def load_model(
   kind="discriminator",
   model_name=None,
   data_dir=None,
+  doing="loading",
 ):
   """The model to export from exactly one source, and its config (None where
   the source has none), read through `electra_tf.sources.any_format`.
@@ -703,6 +704,8 @@ def load_model(
     model_name, data_dir: the run's config arguments (training checkpoints
       without `config.json`; model_name defaults to "electra"). Given for
       any other source, they are refused (`_check_run_arguments`).
+    doing: the verb of the warning for a run stopped short of its planned
+      steps (`any_format.load`); None where the caller warns itself.
 
   Returns:
     `(model, config_or_None)`.
@@ -722,7 +725,7 @@ def load_model(
         source.location, hparams, model_name or DEFAULT_MODEL_NAME, data_dir
       )
     # A trial dir's config.json gives the model, vocab and do_lower_case.
-    loaded = source.load(any_format.FINETUNED, hparams)
+    loaded = any_format.load(source, any_format.FINETUNED, hparams, doing=doing)
   else:
     source = path
     if model_name is not None or data_dir is not None:
@@ -730,7 +733,12 @@ def load_model(
       _check_run_arguments(source, kind, hparams, model_name, data_dir)
     try:
       loaded = any_format.load(
-        source, kind, hparams, model_name=model_name or DEFAULT_MODEL_NAME, data_dir=data_dir
+        source,
+        kind,
+        hparams,
+        model_name=model_name or DEFAULT_MODEL_NAME,
+        data_dir=data_dir,
+        doing=doing,
       )
     except ValueError as e:
       if _is_finetuned(path):

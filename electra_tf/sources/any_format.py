@@ -483,7 +483,31 @@ def no_discriminator_error(path, holds):
 
 def _check_name_based_encoder(source, bert_config, embedding_size):
   """`Source.check_encoder_fits` for a name-based checkpoint (its index only)."""
-  stored = checkpoint_encoder_sizes(source.location)
+  _check_encoder_sizes(
+    source, checkpoint_encoder_sizes(source.location), bert_config, embedding_size
+  )
+
+
+def _keras_file_encoder_sizes(path):
+  """The sizes `checkpoint_encoder_sizes` gives, of the discriminator encoder a
+  `.keras` archive's config.json builds (no weights read), or None."""
+  stack = [formats.keras_archive_config(path)]
+  while stack:
+    node = stack.pop()
+    if isinstance(node, list):
+      stack.extend(node)
+    elif isinstance(node, dict):
+      config = node.get("config") if isinstance(node.get("config"), dict) else {}
+      bert = config.get("bert_config")
+      if isinstance(bert, dict) and node.get("class_name") != "ElectraGenerator":
+        keys = ("vocab_size", "hidden_size", "num_hidden_layers", "intermediate_size")
+        embedding_size = config.get("embedding_size") or bert.get("hidden_size")
+        return dict({k: bert.get(k) for k in keys}, embedding_size=embedding_size)
+      stack.extend(node.values())
+  return None
+
+
+def _check_encoder_sizes(source, stored, bert_config, embedding_size):
   if stored is None:
     return
   built = {
@@ -649,6 +673,10 @@ class KerasFileSource(Source):
     if kept:  # the model's own preprocessor wins over the run's hparams
       recorded = dataclasses.replace(recorded, source=os.fspath(self.location), **kept)
     return recorded
+
+  def check_encoder_fits(self, bert_config, embedding_size):
+    sizes = _keras_file_encoder_sizes(self.location)
+    _check_encoder_sizes(self, sizes, bert_config, embedding_size)
 
   def check_starts_finetuning(self):
     names = formats.keras_archive_class_names(self.path)
@@ -828,9 +856,17 @@ def open_source(path):
   return _SOURCE_CLASSES[detected.format](**dataclasses.asdict(detected))
 
 
-def load(path, part=PRETRAINER, hparams=None, model_name="converted", data_dir=None):
-  """Part `part` of the model at `path`, whatever its format (`Source.load`)."""
-  return open_source(path).load(part, hparams, model_name, data_dir)
+def load(
+  path, part=PRETRAINER, hparams=None, model_name="converted", data_dir=None, doing="loading"
+):
+  """Part `part` of the model at `path`, whatever its format (`Source.load`);
+  a run stopped short of its planned steps gets a `warning:` line naming
+  `doing` (`model_dir.warn_if_unfinished`; None: the caller gives it)."""
+  source = open_source(path)
+  loaded = source.load(part, hparams, model_name, data_dir)
+  if doing:  # the run config detection read: no second read of config.json
+    model_dir_lib.warn_if_unfinished(source.path, doing, source.run_config or {})
+  return loaded
 
 
 def recorded_inputs(path):

@@ -32,6 +32,7 @@ from electra_tf.data import pretraining_dataset as pretrain_data
 from electra_tf.data import record_check
 from electra_tf.data import records_info
 from electra_tf.hparams_input import load_hparams
+from electra_tf.models import official_names
 from electra_tf.models.electra_pretrainer import built_pretrainer
 from electra_tf.runtime import distribution
 from electra_tf.sources import any_format
@@ -443,6 +444,23 @@ def _check_init_checkpoint(config):
       f"{name} is {detected.description}; pre-training starts from a pre-training checkpoint "
       "in the original's name-based format (a released one, or one convert_checkpoint wrote)"
     )
+  scopes = {n.split("/", 1)[0] for n, _ in tf.train.list_variables(detected.location)}
+  if not config.uniform_generator and not scopes & _GENERATOR_SCOPES:
+    held = "a discriminator" if official_names.DISCRIMINATOR_HEAD_SCOPE in scopes else "an encoder"
+    raise ValueError(
+      f"{name} holds {held} only (no generator entries: converted from a .keras "
+      f"{held.split()[1]}?); pre-training starts from a whole pre-trainer: convert the "
+      "pre-training run (or its ElectraPretrainer .keras), or start without init_checkpoint"
+    )
+
+
+# The scopes of a pre-trainer's generator in the original's names (any layout).
+_GENERATOR_SCOPES = {
+  official_names.GENERATOR_SCOPE,
+  official_names.GENERATOR_LTR_SCOPE,
+  official_names.GENERATOR_RTL_SCOPE,
+  official_names.GENERATOR_HEAD_SCOPE,
+}
 
 
 class InitCheckpointMismatch(ValueError):
