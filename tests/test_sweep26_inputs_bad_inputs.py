@@ -23,7 +23,7 @@ from tfrecords_tools import build_vocab
 NBSP = "U+00A0 NO-BREAK SPACE, not ASCII: replace it with a plain space"
 
 
-def test_a_sentencepiece_model_not_named_model_is_refused(tmp_path, capsys):
+def test_a_sentencepiece_model_named_like_its_piece_list_is_refused(tmp_path, capsys):
   """Row 19: `--model-type unigram --output sp.vocab` wrote the binary model
   under the name of SentencePiece's text list of pieces."""
   corpus = tmp_path / "c"

@@ -1031,7 +1031,7 @@ def _main(argv):
         f"{os.path.join(args.output, 'vocab.txt')!r})"
       )
     stem, suffix = os.path.splitext(args.output)
-    if not wordpiece and suffix != ".model":  # SentencePiece's .vocab is its text list of pieces
+    if not wordpiece and suffix == ".vocab":  # SentencePiece's text list of pieces, not a model
       raise ValueError(
         f"--output {args.output!r}: --model-type {args.model_type} writes a SentencePiece model, "
         f"which other tools look for as *.model; name it {stem + '.model'!r}"
