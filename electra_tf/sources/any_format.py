@@ -491,19 +491,13 @@ def _check_name_based_encoder(source, bert_config, embedding_size):
 def _keras_file_encoder_sizes(path):
   """The sizes `checkpoint_encoder_sizes` gives, of the discriminator encoder a
   `.keras` archive's config.json builds (no weights read), or None."""
-  stack = [formats.keras_archive_config(path)]
-  while stack:
-    node = stack.pop()
-    if isinstance(node, list):
-      stack.extend(node)
-    elif isinstance(node, dict):
-      config = node.get("config") if isinstance(node.get("config"), dict) else {}
-      bert = config.get("bert_config")
-      if isinstance(bert, dict) and node.get("class_name") != "ElectraGenerator":
-        keys = ("vocab_size", "hidden_size", "num_hidden_layers", "intermediate_size")
-        embedding_size = config.get("embedding_size") or bert.get("hidden_size")
-        return dict({k: bert.get(k) for k in keys}, embedding_size=embedding_size)
-      stack.extend(node.values())
+  for node in formats.keras_archive_nodes(path):
+    config = node.get("config") if isinstance(node.get("config"), dict) else {}
+    bert = config.get("bert_config")
+    if isinstance(bert, dict) and node.get("class_name") != "ElectraGenerator":
+      keys = ("vocab_size", "hidden_size", "num_hidden_layers", "intermediate_size")
+      embedding_size = config.get("embedding_size") or bert.get("hidden_size")
+      return dict({k: bert.get(k) for k in keys}, embedding_size=embedding_size)
   return None
 
 

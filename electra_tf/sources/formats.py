@@ -146,17 +146,25 @@ def keras_archive_class_names(path):
   >>> sorted(keras_archive_class_names("missing.keras"))
   []
   """
-  names, stack = set(), [keras_archive_config(path)]
+  names = set()
+  for node in keras_archive_nodes(path):
+    for key in ("class_name", "registered_name"):
+      if isinstance(node.get(key), str):
+        names.add(node[key].rsplit(">", 1)[-1])
+  return names
+
+
+def keras_archive_nodes(path):
+  """Every dict nested in a `.keras` archive's `config.json` (each layer's and
+  model's entry, their configs), outermost first; none when it cannot be read."""
+  stack = [keras_archive_config(path)]
   while stack:
     node = stack.pop()
     if isinstance(node, dict):
-      for key in ("class_name", "registered_name"):
-        if isinstance(node.get(key), str):
-          names.add(node[key].rsplit(">", 1)[-1])
-      stack.extend(node.values())
+      yield node
+      stack.extend(reversed(node.values()))
     elif isinstance(node, list):
-      stack.extend(node)
-  return names
+      stack.extend(reversed(node))
 
 
 def _checkpoint_format(prefix):

@@ -32,6 +32,10 @@ def temporary_path(path, suffix=""):
   return os.path.join(directory, f".{name}.{os.getpid()}.tmp{suffix}")
 
 
+# `temporary_path`'s names: the target's name, the writer's pid, the suffix.
+_TEMPORARY_NAME = re.compile(r"\.(.+)\.(\d+)\.tmp(.*)", re.S)
+
+
 @contextlib.contextmanager
 def atomic_path(path, suffix="", weights=()):
   """Yields a temporary path to write `path`'s content to; on success renames
@@ -146,11 +150,13 @@ def remove_dead_staging(directory, label):
   a process that is gone (SIGKILL, the OOM killer) left: the partial file or
   folder of `atomic_path` and `write_atomic`, the staging and set-aside folders
   of `replaced_together(directory, label)`."""
-  pattern = re.compile(rf"\.{re.escape(label)}\.(\d+)\.tmp(.*)", re.S)
   for name in os.listdir(directory):
-    match = pattern.fullmatch(name)
-    if match and int(match.group(1)) != os.getpid() and not _process_exists(int(match.group(1))):
-      if match.group(2) == ".old":
+    match = _TEMPORARY_NAME.fullmatch(name)
+    if not match or match.group(1) != label:
+      continue
+    pid = int(match.group(2))
+    if pid != os.getpid() and not _process_exists(pid):
+      if match.group(3) == ".old":
         # An old entry set aside goes back where nothing stands (nothing is lost).
         for entry in os.listdir(os.path.join(directory, name)):
           if not os.path.lexists(os.path.join(directory, entry)):
@@ -406,7 +412,7 @@ def not_there(path):
 def unfinished_write(path):
   """The words for a hidden temporary name that `temporary_path` makes (a
   writer's partial file, `.<name>.<pid>.tmp…`), never a finished file; else None."""
-  match = re.fullmatch(r"\.(.+)\.(\d+)\.tmp.*", os.path.basename(path), re.S)
+  match = _TEMPORARY_NAME.fullmatch(os.path.basename(path))
   if not match:
     return None
   if not _is_remote(path) and _process_exists(int(match.group(2))):
